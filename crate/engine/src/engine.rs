@@ -1,0 +1,717 @@
+//! The engine: every key's holders and line, every request's state, and the deadlines that end them.
+//!
+//! # Implementation details
+//! The host names a *resource* (a lock or a semaphore of one name) once, and then a key of it by the id
+//! the engine gave the key when it became busy. The engine never sees key strings: the host maps its key
+//! to the id while the key is busy and forgets it when the engine says [`Event::KeyIdle`]. So a hold of
+//! a free key costs one call and copies no string, and an idle key costs nothing on either side.
+//!
+//! A *request* is one hold: first waiting in its key's line (perhaps not at all), then holding, then
+//! gone. Its id names it in both states, so the host keeps one record per hold.
+//!
+//! # Invariants (checked by [`Engine::check`] in tests)
+//! - A key has at most its resource's `limit` holders, and has waiters only while it is full or while
+//!   its head waits for a fence (no barging; see `line.rs`).
+//! - Every key in the slab has a holder or a waiter; one that has neither is removed in the same call.
+//! - Fences grow with every grant and never exceed what storage acknowledged (see `fence.rs`).
+//! - Every request is answered exactly once: granted then released, revoked or ended; or timed out,
+//!   failed, cancelled or ended while waiting.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::bounds::{self, MAX_WAITERS};
+use crate::error::Error;
+use crate::event::{Event, Failure};
+use crate::fence::FenceBook;
+use crate::line::Line;
+use crate::slab::{Id, Slab};
+use crate::timers::{Due, Entry, Timers};
+
+/// A lock (one holder a key) or a semaphore (up to its limit). A lock and a semaphore of one name are
+/// different things.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Lock,
+    Semaphore,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Lock => "lock",
+            Kind::Semaphore => "semaphore",
+        }
+    }
+}
+
+/// A lock or a semaphore of one name, as [`Engine::resource`] registered it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ResourceId(pub u32);
+
+#[derive(Debug)]
+struct Resource {
+    kind: Kind,
+    name: String,
+    limit: u32,
+}
+
+#[derive(Debug)]
+struct Key {
+    res: ResourceId,
+    held: u32,
+    /// Whether the key is on the engine's list of keys whose head waits for a fence.
+    stalled: bool,
+    line: Line,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum State {
+    Waiting {
+        deadline: Option<u64>,
+        max_hold: Option<u64>,
+    },
+    Holding {
+        fence: u64,
+        since: u64,
+        revoke_at: Option<u64>,
+    },
+}
+
+#[derive(Debug)]
+struct Request {
+    key: Id,
+    state: State,
+}
+
+/// The answer of [`Engine::hold`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// The key was free and nobody waited: the request holds it now.
+    Granted { req: Id, key: Id, fence: u64 },
+    /// The request waits in line; an [`Event`] answers it later.
+    Queued { req: Id, key: Id },
+    /// The request would have to wait and its wait is 0; nothing changed.
+    Busy { key: Id },
+}
+
+/// How a request ended when the host cancelled it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cancelled {
+    /// It was waiting and left the line.
+    Left,
+    /// It had been granted (the grant raced the cancel): the lease was released and the key went on.
+    Released,
+    /// It had already ended.
+    Unknown,
+}
+
+/// One busy key, as [`Engine::inspect`] sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyView {
+    pub resource: ResourceId,
+    pub key: Id,
+    /// The holders, oldest grant first.
+    pub holders: Vec<HolderView>,
+    pub waiting: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HolderView {
+    pub req: Id,
+    pub fence: u64,
+    pub held_ms: u64,
+}
+
+/// Counts of what the engine keeps, for tests of its memory bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    pub keys: usize,
+    pub requests: usize,
+    pub key_places: usize,
+    pub request_places: usize,
+    pub timers: usize,
+}
+
+/// The lock engine of one store. See the module docs.
+///
+/// ```
+/// use holdfast_engine::{Engine, Hold, Kind, Event};
+/// let mut engine = Engine::open(None).unwrap();
+/// let ceiling = engine.poll_persist().unwrap();   // the host writes it to storage, then:
+/// engine.persisted(ceiling, 0);
+/// let summaries = engine.resource(Kind::Lock, "summaries", 1).unwrap();
+/// let Hold::Granted { req, key, fence } = engine.hold(summaries, None, Some(10_000), None, 0).unwrap()
+///     else { unreachable!() };
+/// assert_eq!(fence, 1);
+/// let Hold::Queued { req: next, .. } = engine.hold(summaries, Some(key), Some(10_000), None, 5).unwrap()
+///     else { unreachable!() };
+/// engine.release(req, 7).unwrap();
+/// assert_eq!(engine.poll_event(), Some(Event::Granted { req: next, fence: 2 }));
+/// ```
+pub struct Engine {
+    resources: Vec<Resource>,
+    by_name: HashMap<(Kind, String), ResourceId>,
+    keys: Slab<Key>,
+    reqs: Slab<Request>,
+    timers: Timers,
+    fences: FenceBook,
+    /// Keys whose head waits for a fence, in the order they began to wait.
+    stalled: Vec<Id>,
+    events: VecDeque<Event>,
+    closed: bool,
+}
+
+fn is_waiting(reqs: &Slab<Request>, id: Id) -> bool {
+    matches!(
+        reqs.get(id),
+        Some(Request {
+            state: State::Waiting { .. },
+            ..
+        })
+    )
+}
+
+fn timer_is_live(reqs: &Slab<Request>, entry: &Entry) -> bool {
+    match (reqs.get(entry.req).map(|r| r.state), entry.due) {
+        (
+            Some(State::Waiting {
+                deadline: Some(at), ..
+            }),
+            Due::Wait,
+        ) => at == entry.at,
+        (
+            Some(State::Holding {
+                revoke_at: Some(at),
+                ..
+            }),
+            Due::Revoke,
+        ) => at == entry.at,
+        _ => false,
+    }
+}
+
+impl Engine {
+    /// An engine whose storage holds `stored`, the last fence ceiling it acknowledged (`None` for a
+    /// new store). It grants nothing until the host has written the ceiling from
+    /// [`Engine::poll_persist`] and called [`Engine::persisted`].
+    pub fn open(stored: Option<u64>) -> Result<Engine, Error> {
+        let fences = FenceBook::open(stored).map_err(Error::Invalid)?;
+        Ok(Engine {
+            resources: Vec::new(),
+            by_name: HashMap::new(),
+            keys: Slab::default(),
+            reqs: Slab::default(),
+            timers: Timers::default(),
+            fences,
+            stalled: Vec::new(),
+            events: VecDeque::new(),
+            closed: false,
+        })
+    }
+
+    /// Registers (or finds) the lock or semaphore `name`. A lock's limit is 1. Asking for a semaphore
+    /// again with another limit is `invalid`.
+    pub fn resource(&mut self, kind: Kind, name: &str, limit: u32) -> Result<ResourceId, Error> {
+        self.check_open()?;
+        bounds::check_name(name)?;
+        let limit = match kind {
+            Kind::Lock => 1,
+            Kind::Semaphore => {
+                bounds::check_limit(limit)?;
+                limit
+            }
+        };
+        if let Some(&id) = self.by_name.get(&(kind, name.to_owned())) {
+            let had = self.resources[id.0 as usize].limit;
+            if had != limit {
+                return Err(Error::invalid(format!(
+                    "semaphore {name}: limit {limit} differs from its limit {had}"
+                )));
+            }
+            return Ok(id);
+        }
+        let id = ResourceId(u32::try_from(self.resources.len()).expect("2^32 resources"));
+        self.resources.push(Resource {
+            kind,
+            name: name.to_owned(),
+            limit,
+        });
+        self.by_name.insert((kind, name.to_owned()), id);
+        Ok(id)
+    }
+
+    /// The kind, name and limit of a resource.
+    pub fn resource_info(&self, id: ResourceId) -> Option<(Kind, &str, u32)> {
+        self.resources
+            .get(id.0 as usize)
+            .map(|r| (r.kind, r.name.as_str(), r.limit))
+    }
+
+    /// Asks for a key of `res`: `key` is `None` for a key the host does not know to be busy (the engine
+    /// makes it one), or the id the engine gave it while it is busy. `wait` is how long the request may
+    /// wait (`None`: without limit; `Some(0)`: only if the key is free); `max_hold` revokes the lease
+    /// that long after its grant. Time is the host's monotonic clock in milliseconds.
+    pub fn hold(
+        &mut self,
+        res: ResourceId,
+        key: Option<Id>,
+        wait: Option<u64>,
+        max_hold: Option<u64>,
+        now: u64,
+    ) -> Result<Hold, Error> {
+        self.check_open()?;
+        let limit = match self.resources.get(res.0 as usize) {
+            Some(r) => r.limit,
+            None => return Err(Error::invalid(format!("unknown resource {}", res.0))),
+        };
+        if let Some(ms) = max_hold {
+            bounds::check_max_hold(ms)?;
+        }
+        let key_id = match key {
+            Some(id) => match self.keys.get(id) {
+                Some(k) if k.res == res => id,
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "key id {} is not a busy key of this resource",
+                        id.to_u64()
+                    )))
+                }
+            },
+            None => self.keys.insert(Key {
+                res,
+                held: 0,
+                stalled: false,
+                line: Line::default(),
+            }),
+        };
+        let key = self.keys.get_mut(key_id).expect("key just found");
+        let free = key.held < limit && key.line.is_empty();
+        if free && self.fences.available() {
+            key.held += 1;
+            let fence = self.fences.take();
+            let revoke_at = max_hold.map(|ms| now.saturating_add(ms));
+            let req = self.reqs.insert(Request {
+                key: key_id,
+                state: State::Holding {
+                    fence,
+                    since: now,
+                    revoke_at,
+                },
+            });
+            if let Some(at) = revoke_at {
+                self.timers.push(Entry {
+                    at,
+                    req,
+                    due: Due::Revoke,
+                });
+            }
+            return Ok(Hold::Granted {
+                req,
+                key: key_id,
+                fence,
+            });
+        }
+        if !free && wait == Some(0) {
+            return Ok(Hold::Busy { key: key_id });
+        }
+        if key.line.waiting() >= MAX_WAITERS {
+            return Err(Error::limit(format!(
+                "{MAX_WAITERS} waiters on one key is the most"
+            )));
+        }
+        // A free key whose grant only waits for storage to acknowledge fences: a request that would not
+        // wait for other holders waits for the write, which is not waiting for the key.
+        let deadline = match (free, wait) {
+            (true, Some(0)) => None,
+            (_, wait) => wait.map(|ms| now.saturating_add(ms)),
+        };
+        let req = self.reqs.insert(Request {
+            key: key_id,
+            state: State::Waiting { deadline, max_hold },
+        });
+        key.line.push(req);
+        if let Some(at) = deadline {
+            self.timers.push(Entry {
+                at,
+                req,
+                due: Due::Wait,
+            });
+        }
+        if free {
+            self.pump(key_id, now);
+        }
+        Ok(Hold::Queued { req, key: key_id })
+    }
+
+    /// Lets a held lease go; the key goes to the next in line in this same call. Answers `false` when
+    /// the request holds nothing (released before, revoked, or never granted), which is harmless.
+    pub fn release(&mut self, req: Id, now: u64) -> Result<bool, Error> {
+        self.check_open()?;
+        let (key, revoke_at) = match self.reqs.get(req) {
+            Some(Request {
+                key,
+                state: State::Holding { revoke_at, .. },
+            }) => (*key, *revoke_at),
+            _ => return Ok(false),
+        };
+        self.reqs.remove(req);
+        if revoke_at.is_some() {
+            self.timers.forget(|e| timer_is_live(&self.reqs, e));
+        }
+        self.keys.get_mut(key).expect("a holder's key is busy").held -= 1;
+        self.pump(key, now);
+        Ok(true)
+    }
+
+    /// Ends a request the host no longer wants (its signal aborted, its caller went away). A waiting
+    /// request leaves the line; one whose grant raced the cancel is released, and its key goes on.
+    pub fn cancel(&mut self, req: Id, now: u64) -> Result<Cancelled, Error> {
+        self.check_open()?;
+        match self.reqs.get(req).map(|r| r.state) {
+            None => Ok(Cancelled::Unknown),
+            Some(State::Holding { .. }) => {
+                self.release(req, now)?;
+                Ok(Cancelled::Released)
+            }
+            Some(State::Waiting { .. }) => {
+                let key = self.leave_line(req);
+                self.pump(key, now);
+                Ok(Cancelled::Left)
+            }
+        }
+    }
+
+    /// Removes a waiting request from its line and the slab; answers its key.
+    fn leave_line(&mut self, req: Id) -> Id {
+        let request = self.reqs.remove(req).expect("a waiting request");
+        let State::Waiting { deadline, .. } = request.state else {
+            panic!("leave_line of a holder")
+        };
+        if deadline.is_some() {
+            self.timers.forget(|e| timer_is_live(&self.reqs, e));
+        }
+        let reqs = &self.reqs;
+        self.keys
+            .get_mut(request.key)
+            .expect("a waiter's key is busy")
+            .line
+            .left(|id| is_waiting(reqs, id));
+        request.key
+    }
+
+    /// The earliest time at which [`Engine::advance`] has something to do.
+    pub fn next_deadline(&mut self) -> Option<u64> {
+        while let Some(entry) = self.timers.peek() {
+            if timer_is_live(&self.reqs, &entry) {
+                return Some(entry.at);
+            }
+            self.timers.pop(false);
+        }
+        None
+    }
+
+    /// Acts on every deadline at or before `now`, earliest first: waits that ran out leave their line,
+    /// leases at `maxHold` are revoked and their keys go on.
+    pub fn advance(&mut self, now: u64) {
+        if self.closed {
+            return;
+        }
+        while let Some(entry) = self.timers.peek() {
+            if entry.at > now {
+                break;
+            }
+            let live = timer_is_live(&self.reqs, &entry);
+            self.timers.pop(live);
+            if !live {
+                continue;
+            }
+            let key = match entry.due {
+                Due::Wait => {
+                    // Its timer entry is already popped: leave_line must not forget it again.
+                    let request = self.reqs.remove(entry.req).expect("a live wait");
+                    let reqs = &self.reqs;
+                    self.keys
+                        .get_mut(request.key)
+                        .expect("busy")
+                        .line
+                        .left(|id| is_waiting(reqs, id));
+                    self.events.push_back(Event::TimedOut { req: entry.req });
+                    request.key
+                }
+                Due::Revoke => {
+                    let request = self.reqs.remove(entry.req).expect("a live lease");
+                    self.keys.get_mut(request.key).expect("busy").held -= 1;
+                    self.events.push_back(Event::Revoked { req: entry.req });
+                    request.key
+                }
+            };
+            self.pump(key, now);
+        }
+    }
+
+    /// Grants the key to the head of its line while it has room, or forgets it when it is idle.
+    fn pump(&mut self, key_id: Id, now: u64) {
+        let Some(key) = self.keys.get_mut(key_id) else {
+            return;
+        };
+        let limit = self.resources[key.res.0 as usize].limit;
+        while key.held < limit {
+            let reqs = &self.reqs;
+            let Some(head) = key.line.head(|id| is_waiting(reqs, id)) else {
+                break;
+            };
+            if !self.fences.available() {
+                if !key.stalled {
+                    key.stalled = true;
+                    self.stalled.push(key_id);
+                }
+                if self.fences.exhausted() {
+                    // No fence is left to wait for: answer the head instead of stalling forever.
+                    key.line.pop_head();
+                    let request = self.reqs.remove(head).expect("head waits");
+                    if let State::Waiting {
+                        deadline: Some(_), ..
+                    } = request.state
+                    {
+                        self.timers.forget(|e| timer_is_live(&self.reqs, e));
+                    }
+                    self.events.push_back(Event::Failed {
+                        req: head,
+                        why: Failure::FencesUsedUp,
+                    });
+                    continue;
+                }
+                self.fences.retry();
+                break;
+            }
+            key.line.pop_head();
+            key.held += 1;
+            let fence = self.fences.take();
+            let request = self.reqs.get_mut(head).expect("head waits");
+            let State::Waiting { deadline, max_hold } = request.state else {
+                unreachable!()
+            };
+            let revoke_at = max_hold.map(|ms| now.saturating_add(ms));
+            request.state = State::Holding {
+                fence,
+                since: now,
+                revoke_at,
+            };
+            if deadline.is_some() {
+                self.timers.forget(|e| timer_is_live(&self.reqs, e));
+            }
+            if let Some(at) = revoke_at {
+                self.timers.push(Entry {
+                    at,
+                    req: head,
+                    due: Due::Revoke,
+                });
+            }
+            self.events.push_back(Event::Granted { req: head, fence });
+        }
+        if key.held == 0 && key.line.is_empty() {
+            // A stalled key always has a waiter, so an idle key is on no list.
+            debug_assert!(!key.stalled || !self.stalled.contains(&key_id) || key.line.is_empty());
+            key.stalled = false;
+            self.stalled.retain(|&k| k != key_id);
+            self.keys.remove(key_id);
+            self.events.push_back(Event::KeyIdle { key: key_id });
+        }
+    }
+
+    /// The fence ceiling the host must write to storage now, if any. The host writes it (as a decimal
+    /// string) and then calls [`Engine::persisted`] or [`Engine::persist_failed`] with it.
+    pub fn poll_persist(&mut self) -> Option<u64> {
+        if self.closed {
+            return None;
+        }
+        self.fences.poll_persist()
+    }
+
+    /// Storage acknowledged `ceiling`: grants that waited for fences go ahead, in the order they stalled.
+    pub fn persisted(&mut self, ceiling: u64, now: u64) {
+        if self.closed {
+            return;
+        }
+        self.fences.persisted(ceiling);
+        for key in std::mem::take(&mut self.stalled) {
+            if let Some(k) = self.keys.get_mut(key) {
+                k.stalled = false;
+                self.pump(key, now);
+            }
+        }
+    }
+
+    /// Storage failed to keep `ceiling`: every request that was about to be granted with a fence it
+    /// would have covered is answered [`Failure::Storage`] and leaves its line, rather than be granted a
+    /// fence a later store might hand out again. Requests behind them that become due ask again.
+    pub fn persist_failed(&mut self, ceiling: u64, now: u64) {
+        if self.closed {
+            return;
+        }
+        self.fences.failed(ceiling);
+        if self.fences.available() {
+            return; // an earlier ceiling still covers them
+        }
+        for key_id in std::mem::take(&mut self.stalled) {
+            let Some(key) = self.keys.get_mut(key_id) else {
+                continue;
+            };
+            key.stalled = false;
+            let room = self.resources[key.res.0 as usize].limit - key.held;
+            for _ in 0..room {
+                let reqs = &self.reqs;
+                let Some(head) = key.line.head(|id| is_waiting(reqs, id)) else {
+                    break;
+                };
+                key.line.pop_head();
+                let request = self.reqs.remove(head).expect("head waits");
+                if let State::Waiting {
+                    deadline: Some(_), ..
+                } = request.state
+                {
+                    self.timers.forget(|e| timer_is_live(&self.reqs, e));
+                }
+                self.events.push_back(Event::Failed {
+                    req: head,
+                    why: Failure::Storage,
+                });
+            }
+            self.pump(key_id, now);
+        }
+    }
+
+    /// The next event for the host, oldest first.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// How many events wait to be polled.
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Closes the engine: every request ends with [`Event::Ended`], every key is forgotten, and every
+    /// later call answers `closed`.
+    pub fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        for (req, request) in self.reqs.iter() {
+            let held = matches!(request.state, State::Holding { .. });
+            self.events.push_back(Event::Ended { req, held });
+        }
+        self.reqs.clear();
+        self.keys.clear();
+        self.timers.clear();
+        self.stalled.clear();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Every busy key with its holders and the number waiting, in key order.
+    pub fn inspect(&self, now: u64) -> Result<Vec<KeyView>, Error> {
+        self.check_open()?;
+        let mut views: Vec<KeyView> = self
+            .keys
+            .iter()
+            .map(|(key, k)| KeyView {
+                resource: k.res,
+                key,
+                holders: Vec::new(),
+                waiting: k.line.waiting(),
+            })
+            .collect();
+        let at: HashMap<Id, usize> = views.iter().enumerate().map(|(i, v)| (v.key, i)).collect();
+        for (req, request) in self.reqs.iter() {
+            if let State::Holding { fence, since, .. } = request.state {
+                let view = &mut views[at[&request.key]];
+                view.holders.push(HolderView {
+                    req,
+                    fence,
+                    held_ms: now.saturating_sub(since),
+                });
+            }
+        }
+        for view in &mut views {
+            view.holders.sort_by_key(|h| h.fence);
+        }
+        Ok(views)
+    }
+
+    /// The fence of a held request, if it holds.
+    pub fn fence_of(&self, req: Id) -> Option<u64> {
+        match self.reqs.get(req)?.state {
+            State::Holding { fence, .. } => Some(fence),
+            State::Waiting { .. } => None,
+        }
+    }
+
+    /// The last fence handed out (0 before the first).
+    pub fn last_fence(&self) -> u64 {
+        self.fences.last()
+    }
+
+    pub fn footprint(&self) -> Footprint {
+        Footprint {
+            keys: self.keys.len(),
+            requests: self.reqs.len(),
+            key_places: self.keys.capacity(),
+            request_places: self.reqs.capacity(),
+            timers: self.timers.len(),
+        }
+    }
+
+    fn check_open(&self) -> Result<(), Error> {
+        if self.closed {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Checks every invariant of the module docs; panics naming the first broken one. For tests and
+    /// the simulation; O(everything).
+    pub fn check(&self) {
+        let mut held: HashMap<Id, u32> = HashMap::new();
+        let mut waiting: HashMap<Id, u32> = HashMap::new();
+        for (_, request) in self.reqs.iter() {
+            assert!(
+                self.keys.get(request.key).is_some(),
+                "a request's key is busy"
+            );
+            match request.state {
+                State::Holding { fence, .. } => {
+                    assert!(
+                        fence <= self.fences.last(),
+                        "fence {fence} above the last handed out"
+                    );
+                    *held.entry(request.key).or_default() += 1;
+                }
+                State::Waiting { .. } => *waiting.entry(request.key).or_default() += 1,
+            }
+        }
+        for (id, key) in self.keys.iter() {
+            let limit = self.resources[key.res.0 as usize].limit;
+            let h = held.get(&id).copied().unwrap_or(0);
+            let w = waiting.get(&id).copied().unwrap_or(0);
+            assert_eq!(key.held, h, "a key's count of holders");
+            assert_eq!(key.line.waiting(), w, "a key's count of waiters");
+            assert!(h <= limit, "more holders than the limit");
+            assert!(h + w > 0, "an idle key is kept");
+            assert!(
+                key.line.kept() <= 2 * w as usize + 33,
+                "a line keeps too many dead ids"
+            );
+            if w > 0 && h < limit {
+                assert!(
+                    key.stalled && !self.fences.available(),
+                    "a waiter while the key has room"
+                );
+            }
+        }
+    }
+}

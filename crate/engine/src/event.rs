@@ -1,0 +1,33 @@
+//! What the engine tells its host to do, besides the answers of its calls.
+
+use crate::slab::Id;
+
+/// Why a waiting request was answered with a failure other than its wait running out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// Storage failed to keep the fence ceiling this grant needed: nothing was granted that a later
+    /// store might repeat. The host answers `storage`.
+    Storage,
+    /// Every fence below 2^53 was handed out. The host answers `limit`.
+    FencesUsedUp,
+}
+
+/// An event the host must act on. Drain them with [`crate::Engine::poll_event`] after every call that
+/// can produce them (all but `hold`, `resource` and `inspect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A waiting request now holds its key, with this fence.
+    Granted { req: Id, fence: u64 },
+    /// A waiting request's wait ran out; it left the line. The host answers `in_use`.
+    TimedOut { req: Id },
+    /// A lease reached its `maxHold` and was revoked; its key went on to the next in line. The host
+    /// aborts the lease's signal and answers `lost`.
+    Revoked { req: Id },
+    /// A waiting request could not be granted; it left the line.
+    Failed { req: Id, why: Failure },
+    /// The store closed: this request, `held` or waiting, has ended. The host answers `closed`.
+    Ended { req: Id, held: bool },
+    /// A key has no holder and no waiter left, and the engine forgot it. Its id is dead; the host drops
+    /// whatever it kept for the key.
+    KeyIdle { key: Id },
+}

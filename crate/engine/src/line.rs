@@ -1,0 +1,70 @@
+//! The line of one key: the requests waiting for it, first come first served.
+//!
+//! # Fairness
+//! The line is strictly FIFO, and nobody barges: a new request is granted at once only when the line is
+//! empty and the key has room; otherwise it joins the back. When a holder leaves, the engine hands the
+//! key to the head of the line in the same step, before any other call can see the key free. A
+//! semaphore serves its head first (head-of-line); since every request takes one permit, the head
+//! always fits when anyone would.
+//!
+//! # Leaving the line
+//! A request that leaves from the middle (cancelled, or its wait ran out) is not searched for: it is
+//! left as a dead id, skipped when it reaches the head, so leaving costs O(1). Dead ids are swept out
+//! whenever they outnumber the living, so a line never keeps more than twice its waiters.
+
+use std::collections::VecDeque;
+
+use crate::slab::Id;
+
+#[derive(Default, Debug)]
+pub struct Line {
+    ids: VecDeque<Id>,
+    /// Requests that really wait here; `ids` may hold dead ones besides.
+    waiting: u32,
+}
+
+impl Line {
+    pub fn push(&mut self, req: Id) {
+        self.ids.push_back(req);
+        self.waiting += 1;
+    }
+
+    /// The first living request, dropping the dead ones before it.
+    pub fn head(&mut self, is_waiting: impl Fn(Id) -> bool) -> Option<Id> {
+        while let Some(&id) = self.ids.front() {
+            if is_waiting(id) {
+                return Some(id);
+            }
+            self.ids.pop_front();
+        }
+        None
+    }
+
+    /// Takes the head that [`Line::head`] just returned.
+    pub fn pop_head(&mut self) {
+        self.ids.pop_front();
+        self.waiting -= 1;
+    }
+
+    /// Notes that a request left from anywhere in the line; its id stays behind, dead.
+    pub fn left(&mut self, is_waiting: impl Fn(Id) -> bool) {
+        self.waiting -= 1;
+        if self.ids.len() > 32 && self.ids.len() > 2 * self.waiting as usize {
+            self.ids.retain(|&id| is_waiting(id));
+            debug_assert_eq!(self.ids.len(), self.waiting as usize);
+        }
+    }
+
+    pub fn waiting(&self) -> u32 {
+        self.waiting
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.waiting == 0
+    }
+
+    /// The ids kept, dead included (for tests of the memory bound).
+    pub fn kept(&self) -> usize {
+        self.ids.len()
+    }
+}

@@ -1,0 +1,176 @@
+//! A slab of values named by generational ids.
+//!
+//! Freed places are reused (so a store that held a million distinct keys one after another keeps one
+//! place, not a million), and each reuse bumps the place's generation, so an id that outlived its value
+//! never reaches the value that took its place. Ids fit a JavaScript number exactly: the index in the low
+//! 32 bits, the generation in the 21 bits above (it wraps; an id would have to survive two million reuses
+//! of its place to be mistaken).
+
+/// Generations wrap within 21 bits, so that `gen << 32 | index` stays below 2^53.
+const GEN_MASK: u32 = (1 << 21) - 1;
+
+/// The name of a value in a [`Slab`]: an index and the generation the place had when the value came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Id {
+    index: u32,
+    gen: u32,
+}
+
+impl Id {
+    /// The id as one integer below 2^53, for hosts whose numbers are doubles.
+    pub fn to_u64(self) -> u64 {
+        (u64::from(self.gen) << 32) | u64::from(self.index)
+    }
+
+    /// The id an earlier [`Id::to_u64`] gave, or `None` when `raw` cannot be one.
+    pub fn from_u64(raw: u64) -> Option<Id> {
+        let gen = raw >> 32;
+        if gen > u64::from(GEN_MASK) {
+            return None;
+        }
+        Some(Id {
+            index: raw as u32,
+            gen: gen as u32,
+        })
+    }
+
+    /// The place in the slab; dense, so a host can keep its own records in an array by it.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+}
+
+struct Place<T> {
+    gen: u32,
+    value: Option<T>,
+}
+
+/// A `Vec` of places with a free list.
+pub struct Slab<T> {
+    places: Vec<Place<T>>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            places: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    pub fn insert(&mut self, value: T) -> Id {
+        self.len += 1;
+        if let Some(index) = self.free.pop() {
+            let place = &mut self.places[index as usize];
+            debug_assert!(place.value.is_none());
+            place.value = Some(value);
+            return Id {
+                index,
+                gen: place.gen,
+            };
+        }
+        let index = u32::try_from(self.places.len()).expect("slab: more than 2^32 places");
+        self.places.push(Place {
+            gen: 0,
+            value: Some(value),
+        });
+        Id { index, gen: 0 }
+    }
+
+    pub fn get(&self, id: Id) -> Option<&T> {
+        match self.places.get(id.index as usize) {
+            Some(place) if place.gen == id.gen => place.value.as_ref(),
+            _ => None,
+        }
+    }
+
+    pub fn get_mut(&mut self, id: Id) -> Option<&mut T> {
+        match self.places.get_mut(id.index as usize) {
+            Some(place) if place.gen == id.gen => place.value.as_mut(),
+            _ => None,
+        }
+    }
+
+    pub fn remove(&mut self, id: Id) -> Option<T> {
+        let place = self.places.get_mut(id.index as usize)?;
+        if place.gen != id.gen {
+            return None;
+        }
+        let value = place.value.take()?;
+        place.gen = (place.gen + 1) & GEN_MASK;
+        self.free.push(id.index);
+        self.len -= 1;
+        Some(value)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// How many places the slab has, used or free: what it costs in memory.
+    pub fn capacity(&self) -> usize {
+        self.places.len()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (Id, &T)> {
+        self.places.iter().enumerate().filter_map(|(index, place)| {
+            place.value.as_ref().map(|value| {
+                (
+                    Id {
+                        index: index as u32,
+                        gen: place.gen,
+                    },
+                    value,
+                )
+            })
+        })
+    }
+
+    /// Empties the slab. Generations go on growing, so ids from before stay dead.
+    pub fn clear(&mut self) {
+        for (index, place) in self.places.iter_mut().enumerate() {
+            if place.value.take().is_some() {
+                place.gen = (place.gen + 1) & GEN_MASK;
+                self.free.push(index as u32);
+            }
+        }
+        self.len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_freed_place_is_reused_and_its_old_id_is_dead() {
+        let mut slab = Slab::default();
+        let a = slab.insert("a");
+        assert_eq!(slab.remove(a), Some("a"));
+        let b = slab.insert("b");
+        assert_eq!(a.index(), b.index());
+        assert_eq!(slab.get(a), None);
+        assert_eq!(slab.remove(a), None);
+        assert_eq!(slab.get(b), Some(&"b"));
+        assert_eq!(slab.capacity(), 1);
+    }
+
+    #[test]
+    fn ids_round_trip_through_a_javascript_number() {
+        let mut slab = Slab::default();
+        let mut id = slab.insert(0);
+        for _ in 0..5 {
+            slab.remove(id);
+            id = slab.insert(0);
+        }
+        let raw = id.to_u64();
+        assert!(raw < (1 << 53));
+        assert_eq!(Id::from_u64(raw), Some(id));
+        assert_eq!(Id::from_u64(1 << 60), None);
+    }
+}
