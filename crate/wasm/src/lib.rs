@@ -1,0 +1,470 @@
+//! # holdfast-wasm
+//!
+//! The wasm-bindgen bindings of [`holdfast_engine`]: thin, and shaped for a cheap hot path.
+//!
+//! - Calls on the hot path (`hold`, `release`, `cancel`, `advance`) take and return numbers only. Their
+//!   details (ids, fences, events) go into one buffer of `f64`s in wasm memory, which the TypeScript
+//!   wrapper reads through a `Float64Array` it keeps: no string is copied, nothing is allocated per call.
+//!   See [`buffer`] for its layout.
+//! - Errors on the hot path are negative return values ([`status`]); their message is fetched only when
+//!   one happens. Errors elsewhere are thrown as JavaScript `Error`s with a `code` property.
+//! - Storage is the host's `{ get(key), set(key, value) }` object. The bindings await it (through
+//!   `wasm-bindgen-futures`) when the store opens and whenever the engine asks for the next fence
+//!   ceiling; when such a write settles they call the host's `wake` function, and the host calls
+//!   [`Core::settle`] with the time, so that the engine still never reads a clock.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use holdfast_engine::{
+    bounds, Cancelled, Engine, Error, Event, Failure, Hold, Id, Kind, ResourceId,
+};
+use js_sys::{Function, Promise, Reflect};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+/// The key under which a store keeps its fence ceiling in the host's storage.
+pub const FENCE_KEY: &str = "holdfast.fences";
+
+/// The layout of the shared buffer (indices of `f64`s).
+pub mod buffer {
+    /// The id of the request a `hold` made.
+    pub const REQ: usize = 0;
+    /// The id of the key it holds or waits for.
+    pub const KEY: usize = 1;
+    /// Where events start: [`EVENT_SIZE`] numbers each, `[kind, id, a, 0]`.
+    pub const EVENTS: usize = 4;
+    pub const EVENT_SIZE: usize = 4;
+    /// How many events one call writes at most; `drain()` writes the rest.
+    pub const EVENT_SLOTS: usize = 256;
+    pub const LEN: usize = EVENTS + EVENT_SIZE * EVENT_SLOTS;
+
+    /// Event kinds, as the first number of an event.
+    pub const GRANTED: f64 = 1.0; // id: request, a: fence
+    pub const TIMED_OUT: f64 = 2.0; // id: request
+    pub const REVOKED: f64 = 3.0; // id: request
+    pub const FAILED: f64 = 4.0; // id: request, a: 1 storage, 2 fences used up
+    pub const ENDED: f64 = 5.0; // id: request, a: 1 if it held
+    pub const KEY_IDLE: f64 = 6.0; // id: key
+}
+
+/// Negative answers of `hold` and friends.
+pub mod status {
+    pub const BUSY: f64 = -1.0;
+    pub const INVALID: f64 = -2.0;
+    pub const LIMIT: f64 = -3.0;
+    pub const CLOSED: f64 = -4.0;
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// The host's storage: string keys to string values; either method may return a promise.
+    pub type Storage;
+    #[wasm_bindgen(method, catch)]
+    fn get(this: &Storage, key: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch)]
+    fn set(this: &Storage, key: &str, value: &str) -> Result<JsValue, JsValue>;
+}
+
+/// A JavaScript `Error` with a stable `code`.
+fn js_error(code: &str, message: &str, cause: Option<&JsValue>) -> JsValue {
+    let error = js_sys::Error::new(message);
+    let _ = Reflect::set(&error, &"code".into(), &code.into());
+    if let Some(cause) = cause {
+        let _ = Reflect::set(&error, &"cause".into(), cause);
+    }
+    error.into()
+}
+
+fn engine_error(error: &Error) -> JsValue {
+    js_error(error.code(), &error.to_string(), None)
+}
+
+/// Awaits what a storage method answered, a promise or a plain value.
+async fn settle_value(answer: Result<JsValue, JsValue>) -> Result<JsValue, JsValue> {
+    JsFuture::from(Promise::resolve(&answer?)).await
+}
+
+async fn write_ceiling(storage: &Storage, ceiling: u64) -> Result<(), JsValue> {
+    settle_value(storage.set(FENCE_KEY, &ceiling.to_string()))
+        .await
+        .map(drop)
+}
+
+/// The outcome of a fence write, kept until the host calls `settle`.
+enum Written {
+    Ok(u64),
+    Failed(u64),
+}
+
+struct Inner {
+    engine: Engine,
+    storage: Storage,
+    wake: Function,
+    written: Vec<Written>,
+    storage_error: JsValue,
+    last_error: String,
+}
+
+/// One store's engine, as JavaScript holds it.
+#[wasm_bindgen]
+pub struct Core {
+    inner: Rc<RefCell<Inner>>,
+    buf: Box<[f64; buffer::LEN]>,
+}
+
+/// Opens a store's engine on `storage`: reads the last fence ceiling, writes the next, and answers once
+/// storage acknowledged it. `wake` is called (with no argument) whenever a later write settles; the
+/// host then calls `settle(now)`.
+#[wasm_bindgen(js_name = openCore)]
+pub async fn open_core(storage: Storage, wake: Function) -> Result<Core, JsValue> {
+    let stored = settle_value(storage.get(FENCE_KEY))
+        .await
+        .map_err(|cause| js_error("storage", "storage.get failed", Some(&cause)))?;
+    let stored = parse_ceiling(&stored)?;
+    let mut engine = Engine::open(stored).map_err(|e| js_error("storage", &e.to_string(), None))?;
+    let ceiling = engine
+        .poll_persist()
+        .expect("a new engine asks for a ceiling");
+    write_ceiling(&storage, ceiling)
+        .await
+        .map_err(|cause| js_error("storage", "storage.set failed", Some(&cause)))?;
+    engine.persisted(ceiling, 0);
+    let inner = Inner {
+        engine,
+        storage,
+        wake,
+        written: Vec::new(),
+        storage_error: JsValue::UNDEFINED,
+        last_error: String::new(),
+    };
+    Ok(Core {
+        inner: Rc::new(RefCell::new(inner)),
+        buf: Box::new([0.0; buffer::LEN]),
+    })
+}
+
+/// The stored ceiling: absent, or a decimal whole number. Anything else is a damaged store, and
+/// starting fences again from 1 would repeat them: refuse it.
+fn parse_ceiling(value: &JsValue) -> Result<Option<u64>, JsValue> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(None);
+    }
+    let text = value.as_string();
+    match text.as_deref().map(|t| (t, t.parse::<u64>())) {
+        Some((t, Ok(n))) if !t.starts_with('+') => Ok(Some(n)),
+        _ => Err(js_error(
+            "storage",
+            &format!(
+                "storage key {FENCE_KEY} holds {:?}, not a fence ceiling (a decimal whole number); refusing to restart fences",
+                text.unwrap_or_else(|| format!("a value of type {}", value.js_typeof().as_string().unwrap_or_default()))
+            ),
+            None,
+        )),
+    }
+}
+
+fn id_of(raw: f64) -> Option<Id> {
+    if raw >= 0.0 && raw.fract() == 0.0 {
+        Id::from_u64(raw as u64)
+    } else {
+        None
+    }
+}
+
+fn status_of(error: &Error) -> f64 {
+    match error {
+        Error::Invalid(_) => status::INVALID,
+        Error::Limit(_) => status::LIMIT,
+        Error::Closed => status::CLOSED,
+    }
+}
+
+#[wasm_bindgen]
+impl Core {
+    /// Where the shared buffer starts in wasm memory (a byte offset), and its length in `f64`s.
+    #[wasm_bindgen(js_name = bufferPtr)]
+    pub fn buffer_ptr(&self) -> usize {
+        self.buf.as_ptr() as usize
+    }
+
+    #[wasm_bindgen(js_name = bufferLen)]
+    pub fn buffer_len(&self) -> usize {
+        buffer::LEN
+    }
+
+    /// Registers a lock (`kind` 0) or a semaphore (1) of `name`; answers its resource number.
+    pub fn resource(&self, kind: u8, name: &str, limit: u32) -> Result<u32, JsValue> {
+        let kind = if kind == 0 {
+            Kind::Lock
+        } else {
+            Kind::Semaphore
+        };
+        self.inner
+            .borrow_mut()
+            .engine
+            .resource(kind, name, limit)
+            .map(|r| r.0)
+            .map_err(|e| engine_error(&e))
+    }
+
+    /// Asks for a key. `key` is the key's id while it is busy, or -1; `wait` is in ms (-1: no limit);
+    /// `max_hold` in ms (0: none). Answers the fence (> 0) when granted, 0 when queued,
+    /// [`status::BUSY`] when it would wait and `wait` is 0, or another [`status`] on error (the message
+    /// from `lastError()`). The request's and key's ids are in the buffer.
+    pub fn hold(&mut self, res: u32, key: f64, wait: f64, max_hold: f64, now: f64) -> f64 {
+        let key = if key < 0.0 { None } else { id_of(key) };
+        let wait = if wait < 0.0 { None } else { Some(wait as u64) };
+        let max_hold = if max_hold > 0.0 {
+            Some(max_hold as u64)
+        } else {
+            None
+        };
+        let answer = {
+            let mut inner = self.inner.borrow_mut();
+            let answer = inner
+                .engine
+                .hold(ResourceId(res), key, wait, max_hold, now as u64);
+            if let Err(error) = &answer {
+                inner.last_error = error.to_string();
+            }
+            answer
+        };
+        let answer = match answer {
+            Ok(Hold::Granted { req, key, fence }) => {
+                self.buf[buffer::REQ] = req.to_u64() as f64;
+                self.buf[buffer::KEY] = key.to_u64() as f64;
+                fence as f64
+            }
+            Ok(Hold::Queued { req, key }) => {
+                self.buf[buffer::REQ] = req.to_u64() as f64;
+                self.buf[buffer::KEY] = key.to_u64() as f64;
+                0.0
+            }
+            Ok(Hold::Busy { key }) => {
+                self.buf[buffer::KEY] = key.to_u64() as f64;
+                status::BUSY
+            }
+            Err(error) => status_of(&error),
+        };
+        self.persist_if_asked();
+        answer
+    }
+
+    /// Lets a lease go. Answers how many events it wrote to the buffer (the next holder's grant, the
+    /// key going idle), or [`status::CLOSED`].
+    pub fn release(&mut self, req: f64, now: f64) -> f64 {
+        let Some(req) = id_of(req) else { return 0.0 };
+        let answer = self.inner.borrow_mut().engine.release(req, now as u64);
+        self.after(answer.map(drop))
+    }
+
+    /// Ends a request the host no longer wants (see `Engine::cancel`). Answers as `release`.
+    pub fn cancel(&mut self, req: f64, now: f64) -> f64 {
+        let Some(req) = id_of(req) else { return 0.0 };
+        let answer = self.inner.borrow_mut().engine.cancel(req, now as u64);
+        self.after(answer.map(|_: Cancelled| ()))
+    }
+
+    /// Acts on every deadline up to `now`. Answers as `release`.
+    pub fn advance(&mut self, now: f64) -> f64 {
+        self.inner.borrow_mut().engine.advance(now as u64);
+        self.after(Ok(()))
+    }
+
+    /// When `advance` next has something to do, or -1.
+    #[wasm_bindgen(js_name = nextDeadline)]
+    pub fn next_deadline(&self) -> f64 {
+        self.inner
+            .borrow_mut()
+            .engine
+            .next_deadline()
+            .map_or(-1.0, |at| at as f64)
+    }
+
+    /// Applies the fence writes that settled since the last call (after `wake`). Answers as `release`.
+    pub fn settle(&mut self, now: f64) -> f64 {
+        {
+            let mut inner = self.inner.borrow_mut();
+            for written in std::mem::take(&mut inner.written) {
+                match written {
+                    Written::Ok(ceiling) => inner.engine.persisted(ceiling, now as u64),
+                    Written::Failed(ceiling) => inner.engine.persist_failed(ceiling, now as u64),
+                }
+            }
+        }
+        self.after(Ok(()))
+    }
+
+    /// Writes more of the pending events into the buffer; answers how many.
+    pub fn drain(&mut self) -> f64 {
+        self.write_events()
+    }
+
+    /// Closes the engine; every request ends with an `ENDED` event. Answers as `release`.
+    pub fn close(&mut self) -> f64 {
+        self.inner.borrow_mut().engine.close();
+        self.write_events()
+    }
+
+    /// The message of the last error a hot-path call answered with a status.
+    #[wasm_bindgen(js_name = lastError)]
+    pub fn last_error(&self) -> String {
+        self.inner.borrow().last_error.clone()
+    }
+
+    /// What the storage callback threw or rejected with, the last time a fence write failed.
+    #[wasm_bindgen(js_name = storageError)]
+    pub fn storage_error(&self) -> JsValue {
+        self.inner.borrow().storage_error.clone()
+    }
+
+    /// Every busy key: `[{ resource, key, holders: [{ req, fence, heldMs }], waiting }]`.
+    pub fn inspect(&self, now: f64) -> Result<JsValue, JsValue> {
+        let inner = self.inner.borrow();
+        let views = inner
+            .engine
+            .inspect(now as u64)
+            .map_err(|e| engine_error(&e))?;
+        let views: Vec<KeySnapshot> = views
+            .into_iter()
+            .map(|v| KeySnapshot {
+                resource: v.resource.0,
+                key: v.key.to_u64() as f64,
+                holders: v
+                    .holders
+                    .into_iter()
+                    .map(|h| HolderSnapshot {
+                        req: h.req.to_u64() as f64,
+                        fence: h.fence as f64,
+                        held_ms: h.held_ms as f64,
+                    })
+                    .collect(),
+                waiting: v.waiting,
+            })
+            .collect();
+        serde_wasm_bindgen::to_value(&views).map_err(|e| js_error("invalid", &e.to_string(), None))
+    }
+
+    /// The last fence handed out (0 before the first).
+    #[wasm_bindgen(js_name = lastFence)]
+    pub fn last_fence(&self) -> f64 {
+        self.inner.borrow().engine.last_fence() as f64
+    }
+
+    /// Counts of what the engine keeps: `[keys, requests, key places, request places, timers]`.
+    pub fn footprint(&self) -> Vec<f64> {
+        let f = self.inner.borrow().engine.footprint();
+        [f.keys, f.requests, f.key_places, f.request_places, f.timers]
+            .iter()
+            .map(|&n| n as f64)
+            .collect()
+    }
+
+    /// Panics, so that tests can see a wasm trap answer every waiter. Never called otherwise.
+    #[wasm_bindgen(js_name = trapForTest)]
+    pub fn trap_for_test(&self) {
+        panic!("trap asked for by a test");
+    }
+}
+
+impl Core {
+    fn after(&mut self, answer: Result<(), Error>) -> f64 {
+        if let Err(error) = answer {
+            self.inner.borrow_mut().last_error = error.to_string();
+            return status_of(&error);
+        }
+        self.persist_if_asked();
+        self.write_events()
+    }
+
+    /// Copies up to `EVENT_SLOTS` pending events into the buffer; answers how many.
+    fn write_events(&mut self) -> f64 {
+        let mut inner = self.inner.borrow_mut();
+        let mut n = 0;
+        while n < buffer::EVENT_SLOTS {
+            let Some(event) = inner.engine.poll_event() else {
+                break;
+            };
+            let (kind, id, a) = match event {
+                Event::Granted { req, fence } => (buffer::GRANTED, req, fence as f64),
+                Event::TimedOut { req } => (buffer::TIMED_OUT, req, 0.0),
+                Event::Revoked { req } => (buffer::REVOKED, req, 0.0),
+                Event::Failed { req, why } => (
+                    buffer::FAILED,
+                    req,
+                    if why == Failure::Storage { 1.0 } else { 2.0 },
+                ),
+                Event::Ended { req, held } => (buffer::ENDED, req, if held { 1.0 } else { 0.0 }),
+                Event::KeyIdle { key } => (buffer::KEY_IDLE, key, 0.0),
+            };
+            let at = buffer::EVENTS + n * buffer::EVENT_SIZE;
+            self.buf[at] = kind;
+            self.buf[at + 1] = id.to_u64() as f64;
+            self.buf[at + 2] = a;
+            n += 1;
+        }
+        n as f64
+    }
+
+    /// Starts the fence write the engine asks for, if it asks; its outcome waits for `settle`.
+    fn persist_if_asked(&self) {
+        let Some(ceiling) = self.inner.borrow_mut().engine.poll_persist() else {
+            return;
+        };
+        let inner = Rc::clone(&self.inner);
+        wasm_bindgen_futures::spawn_local(async move {
+            // Clone the storage out of the cell: the borrow must not live across the await.
+            let storage: Storage = inner.borrow().storage.clone().unchecked_into();
+            let outcome = write_ceiling(&storage, ceiling).await;
+            let wake = {
+                let mut inner = inner.borrow_mut();
+                match outcome {
+                    Ok(()) => inner.written.push(Written::Ok(ceiling)),
+                    Err(cause) => {
+                        inner.storage_error = cause;
+                        inner.written.push(Written::Failed(ceiling));
+                    }
+                }
+                inner.wake.clone()
+            };
+            // The host's wake must not throw into the executor; whatever it throws is its own.
+            let _ = wake.call0(&JsValue::UNDEFINED);
+        });
+    }
+}
+
+#[derive(Serialize)]
+struct HolderSnapshot {
+    req: f64,
+    fence: f64,
+    #[serde(rename = "heldMs")]
+    held_ms: f64,
+}
+
+#[derive(Serialize)]
+struct KeySnapshot {
+    resource: u32,
+    key: f64,
+    holders: Vec<HolderSnapshot>,
+    waiting: u32,
+}
+
+/// Checks a `ttl` in ms (1 s to 1 h); throws an `invalid` error naming it.
+#[wasm_bindgen(js_name = checkTtl)]
+pub fn check_ttl(ms: f64) -> Result<(), JsValue> {
+    bounds::check_ttl(ms as u64).map_err(|e| engine_error(&e))
+}
+
+/// Checks a `maxHold` in ms (more than 0, at most 30 days); throws an `invalid` error naming it.
+#[wasm_bindgen(js_name = checkMaxHold)]
+pub fn check_max_hold(ms: f64) -> Result<(), JsValue> {
+    bounds::check_max_hold(ms as u64).map_err(|e| engine_error(&e))
+}
+
+/// Checks a name; throws an `invalid` error naming it.
+#[wasm_bindgen(js_name = checkName)]
+pub fn check_name(name: &str) -> Result<(), JsValue> {
+    bounds::check_name(name).map_err(|e| engine_error(&e))
+}

@@ -1,0 +1,87 @@
+/**
+ * The errors of holdfast: one base class with a stable `code`, and a subclass per code, so that callers
+ * can branch on `instanceof` or on `err.code` alike. Messages name the place (`lock summaries: key "42"`)
+ * and the bad value, if any.
+ */
+
+export type ErrorCode = 'in_use' | 'lost' | 'closed' | 'invalid' | 'limit' | 'cancelled' | 'storage'
+
+export class HoldfastError extends Error {
+  readonly code: ErrorCode
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = code
+    this.name = new.target.name
+  }
+}
+
+/** The key was still held when the wait ran out (or at once, for a wait of 0). */
+export class InUseError extends HoldfastError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('in_use', message, options)
+  }
+}
+
+/** The lease was lost: revoked at `maxHold`. Whatever fn did may have overlapped another holder. */
+export class LostError extends HoldfastError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('lost', message, options)
+  }
+}
+
+/** The store was closed (or failed and closed itself; the `cause` says why). */
+export class ClosedError extends HoldfastError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('closed', message, options)
+  }
+}
+
+/** Bad input: a name, key, duration, limit or option. Nothing changed. */
+export class InvalidError extends HoldfastError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('invalid', message, options)
+  }
+}
+
+/** A bound was reached, such as 10,000 waiters on one key. */
+export class LimitError extends HoldfastError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('limit', message, options)
+  }
+}
+
+/** The hold's `signal` aborted; its reason is the `cause`. */
+export class CancelledError extends HoldfastError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('cancelled', message, options)
+  }
+}
+
+/** The storage callback failed; its error is the `cause`. Nothing was granted that it did not cover. */
+export class StorageError extends HoldfastError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('storage', message, options)
+  }
+}
+
+const classes: Record<string, new (message: string, options?: { cause?: unknown }) => HoldfastError> = {
+  in_use: InUseError,
+  lost: LostError,
+  closed: ClosedError,
+  invalid: InvalidError,
+  limit: LimitError,
+  cancelled: CancelledError,
+  storage: StorageError,
+}
+
+/** Turns an error the engine threw (a plain `Error` with a `code`) into its class, prefixed by `place`. */
+export function fromEngine(error: unknown, place?: string): Error {
+  if (error instanceof HoldfastError) return error
+  const e = error as { code?: unknown; message?: unknown; cause?: unknown } | null
+  const Class = e && typeof e.code === 'string' ? classes[e.code] : undefined
+  if (!Class || !e) return error as Error
+  let message = String(e.message)
+  const cause = e.cause as { message?: unknown } | undefined
+  if (e.code === 'storage' && cause !== undefined) message += `: ${cause && typeof cause === 'object' ? String(cause.message) : String(cause)}`
+  return new Class(place ? `${place}: ${message}` : message, cause === undefined ? undefined : { cause })
+}

@@ -1,0 +1,95 @@
+/**
+ * A lease: the holding of one key (or one permit of a semaphore), with its fence.
+ *
+ * Its `signal` is made only when someone asks for it, so that a hold that never looks costs no
+ * `AbortController`; one asked for after the lease was lost is already aborted.
+ */
+
+import type { LostError, ClosedError } from './errors.js'
+
+/** What a lease needs of its store. */
+export interface LeaseOwner {
+  _release(req: number): void
+}
+
+const HOLDING = 0
+const RELEASED = 1
+const LOST = 2
+
+const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')
+
+export class Lease {
+  /** Larger than every earlier lease's fence from this store, across restarts. */
+  readonly fence: number
+  /** Whether it holds a key of a lock or a permit of a semaphore. */
+  readonly kind: 'lock' | 'semaphore'
+  /** The lock's or semaphore's name. */
+  readonly name: string
+  /** The key, always as a string. */
+  readonly key: string
+  readonly #owner: LeaseOwner
+  readonly #req: number
+  #state = HOLDING
+  #reason: LostError | ClosedError | undefined
+  #controller: AbortController | undefined
+
+  /** @internal */
+  constructor(owner: LeaseOwner, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, req: number) {
+    this.#owner = owner
+    this.kind = handle.kind
+    this.name = handle.name
+    this.key = key
+    this.fence = fence
+    this.#req = req
+  }
+
+  /** Aborts when the lease is lost: revoked at `maxHold` (reason a `LostError`), or the store closed (a `ClosedError`). */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController()
+      if (this.#state === LOST) this.#controller.abort(this.#reason)
+    }
+    return this.#controller.signal
+  }
+
+  /** Whether the lease was lost (revoked or its store closed) before it was released. */
+  get lost(): boolean {
+    return this.#state === LOST
+  }
+
+  /** Lets the key go. A second release, or one after the lease was lost, does nothing. */
+  release(): Promise<void> {
+    this._end()
+    return Promise.resolve()
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.release()
+  }
+
+  /** @internal Lets the key go if still held; answers whether it was. */
+  _end(): boolean {
+    if (this.#state !== HOLDING) return false
+    this.#state = RELEASED
+    this.#owner._release(this.#req)
+    return true
+  }
+
+  /** @internal The store revoked the lease or closed: mark it lost and abort its signal. */
+  _lose(reason: LostError | ClosedError): void {
+    if (this.#state !== HOLDING) return
+    this.#state = LOST
+    this.#reason = reason
+    this.#controller?.abort(reason)
+  }
+
+  /** @internal Why it was lost. */
+  get _reason(): LostError | ClosedError | undefined {
+    return this.#reason
+  }
+
+  /** @internal */
+  get _req(): number {
+    return this.#req
+  }
+}

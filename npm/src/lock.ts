@@ -1,0 +1,146 @@
+/**
+ * The handles users hold: `store.lock(name, options)` and `store.semaphore(name, options)`. A handle
+ * keeps its options (`ttl`, `maxHold`, `wait`); handles of one name share the keys, whatever their
+ * options (only a semaphore's `limit` must agree).
+ */
+
+import { InUseError, InvalidError, CancelledError } from './errors.js'
+import { toMs } from './duration.js'
+import { toKey } from './key.js'
+import { checkOptions, checkSignal } from './options.js'
+import { Lease } from './lease.js'
+import type { Store, Resource } from './store.js'
+
+export interface LockOptions {
+  /** How long a lease over a connection lasts from its last renewal (1 s to 1 h; default 30 s). */
+  ttl?: number | string
+  /** A hard bound from the grant: at it the lease is revoked (more than 0, up to 30 days). */
+  maxHold?: number | string
+  /** The default wait of this handle's holds (default 10 s; 0: only if free; Infinity: no limit). */
+  wait?: number | string
+}
+
+export interface SemaphoreOptions extends LockOptions {
+  /** How many may hold a key at once (1 to 10,000). */
+  limit: number
+}
+
+export interface HoldOptions {
+  /** How long to wait for the key (default: the handle's, else 10 s). */
+  wait?: number | string
+  /** Aborting it ends the wait with a `CancelledError`. */
+  signal?: AbortSignal
+}
+
+export interface TryHoldOptions {
+  signal?: AbortSignal
+}
+
+export type TryHoldResult<T> = { acquired: false } | { acquired: true; value: T }
+
+type Key = string | number
+
+const NOT_ACQUIRED: { acquired: false } = Object.freeze({ acquired: false })
+
+export class Lock {
+  readonly kind: 'lock' | 'semaphore'
+  readonly name: string
+  /** @internal */ readonly _store: Store
+  /** @internal */ readonly _resource: Resource
+  /** @internal maxHold in ms, 0 for none. */ readonly _maxHold: number
+  /** @internal the default wait in ms. */ readonly _wait: number
+  /** The lease ttl in ms (used by leases over a connection). */
+  readonly ttl: number
+
+  /** @internal */
+  constructor(store: Store, resource: Resource, ttl: number, maxHold: number, wait: number) {
+    this._store = store
+    this._resource = resource
+    this.kind = resource.kind
+    this.name = resource.name
+    this.ttl = ttl
+    this._maxHold = maxHold
+    this._wait = wait
+  }
+
+  /**
+   * Waits for `key`, runs `fn(lease)`, lets the key go when fn settles, and resolves to fn's result.
+   * Rejects `InUseError` if the key is still held after the wait (fn does not run), `CancelledError`
+   * if the signal aborts first, `LostError` if the lease was revoked at `maxHold` (even if fn succeeded).
+   */
+  hold<T>(key: Key, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+  hold<T>(key: Key, options: HoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+  async hold<T>(key: Key, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    const fn = typeof a === 'function' ? a : b
+    const k = toKey(key, this.#place())
+    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
+    const { wait, signal } = typeof a === 'function' ? { wait: this._wait, signal: undefined } : this.#holdOptions(a, k)
+    const lease = this._store._take(this, k, wait, signal, false)
+    if (lease === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+    return this._store._run(this, lease instanceof Lease ? lease : await lease, fn)
+  }
+
+  /** Takes `key` only if it is free and nobody waits; then runs fn as `hold` does. Never waits for another holder. */
+  tryHold<T>(key: Key, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
+  tryHold<T>(key: Key, options: TryHoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
+  async tryHold<T>(key: Key, a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
+    const fn = typeof a === 'function' ? a : b
+    const k = toKey(key, this.#place())
+    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: tryHold needs a function to run`)
+    let signal: AbortSignal | undefined
+    if (typeof a !== 'function') {
+      const o = checkOptions(a, `${this.#place(k)}: tryHold`, ['signal'])
+      signal = checkSignal(o.signal, this.#place(k))
+    }
+    const lease = this._store._take(this, k, 0, signal, true)
+    if (lease === undefined) return NOT_ACQUIRED
+    const value = await this._store._run(this, lease instanceof Lease ? lease : await lease, fn)
+    return { acquired: true, value }
+  }
+
+  /** Waits for `key` and resolves to its lease; release it with `lease.release()` or `await using`. */
+  async acquire(key: Key, options?: HoldOptions): Promise<Lease> {
+    const k = toKey(key, this.#place())
+    const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : this.#holdOptions(options, k)
+    const lease = this._store._take(this, k, wait, signal, false)
+    if (lease === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+    return lease
+  }
+
+  #holdOptions(options: unknown, key: string): { wait: number; signal: AbortSignal | undefined } {
+    const place = this.#place(key)
+    const o = checkOptions(options, place, ['wait', 'signal'])
+    const wait = o.wait === undefined ? this._wait : toMs(o.wait, `${place}: wait`, true)
+    const signal = checkSignal(o.signal, place)
+    if (signal?.aborted) throw new CancelledError(`${place}: cancelled before it began`, { cause: signal.reason })
+    return { wait, signal }
+  }
+
+  #place(key?: string): string {
+    return key === undefined ? `${this.kind} ${this.name}` : `${this.kind} ${this.name}: key ${JSON.stringify(key)}`
+  }
+}
+
+export class Semaphore extends Lock {
+  /** How many may hold a key at once. */
+  get limit(): number {
+    return this._resource.limit
+  }
+}
+
+/** Parses a handle's options; throws `InvalidError` naming the bad one. */
+export function handleOptions(options: unknown, place: string, semaphore: boolean) {
+  const o = checkOptions(options, place, semaphore ? ['ttl', 'maxHold', 'wait', 'limit'] : ['ttl', 'maxHold', 'wait'])
+  const ttl = o.ttl === undefined ? 30_000 : toMs(o.ttl, `${place}: ttl`)
+  const maxHold = o.maxHold === undefined ? 0 : toMs(o.maxHold, `${place}: maxHold`)
+  const wait = o.wait === undefined ? 10_000 : toMs(o.wait, `${place}: wait`, true)
+  let limit = 1
+  if (semaphore) {
+    if (o.limit === undefined) throw new InvalidError(`${place}: option limit is required (1 to 10000)`)
+    if (typeof o.limit !== 'number' || !Number.isInteger(o.limit) || o.limit < 1 || o.limit > 10_000) {
+      throw new InvalidError(`${place}: limit ${String(o.limit)} must be a whole number from 1 to 10000`)
+    }
+    limit = o.limit
+  }
+  return { ttl, maxHold, wait, limit, hasMaxHold: o.maxHold !== undefined }
+}

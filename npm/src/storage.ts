@@ -1,0 +1,32 @@
+/**
+ * Storage: where a store keeps what must outlive it, which is only its fence ceiling (see the engine's
+ * `fence.rs`). A storage is any object with `get` and `set` over string keys and values; either may
+ * return a promise. `get` answers `undefined` for a key never set. A store hands out no fence that a
+ * value `set` has not covered, so a storage that acknowledges a write must have made it durable.
+ *
+ * One storage serves one open store at a time: two stores counting fences from one stored value would
+ * hand out the same fences.
+ */
+
+export interface Storage {
+  get(key: string): string | undefined | Promise<string | undefined>
+  set(key: string, value: string): void | Promise<void>
+  /** Called once when the store closes; lets a storage release what it holds (a directory lock). */
+  close?(): void | Promise<void>
+}
+
+/** A storage that keeps nothing beyond the process: fences start again from 1 in the next one. */
+export function memoryStorage(): Storage {
+  const values = new Map<string, string>()
+  return {
+    get: key => values.get(key),
+    set: (key, value) => {
+      values.set(key, value)
+    },
+  }
+}
+
+export function isStorage(value: unknown): value is Storage {
+  const s = value as Storage | null
+  return typeof s === 'object' && s !== null && typeof s.get === 'function' && typeof s.set === 'function'
+}

@@ -1,0 +1,571 @@
+/**
+ * The store: one engine (in wasm) and everything the engine leaves to its host — promises, timers,
+ * `AbortSignal`s, the map from key strings to the engine's key ids, and the storage callback.
+ *
+ * # How a hold crosses into wasm
+ * A hold of a free key is one call (`core.hold`) that answers its fence; its release is one more, whose
+ * events (the next holder's grant, or the key going idle) the store reads from a buffer shared with the
+ * engine. Key strings stay on this side: the engine names a busy key by an id, which `Resource.keys`
+ * maps to while the key is busy and forgets when the engine says the key went idle. So idle keys cost
+ * nothing on either side.
+ *
+ * # Answering everyone
+ * Every request the engine knows is recorded in `#reqs` (by the index of its id) as a `Waiter` or a
+ * `Lease`, so that every event finds whom to answer, and so that if the engine ever traps, the store
+ * can still answer every waiter and end every lease before it closes.
+ */
+
+import { Core, openCore, checkTtl, checkMaxHold, checkName } from '../wasm/holdfast_wasm.js'
+import { ClosedError, CancelledError, InUseError, InvalidError, LimitError, LostError, StorageError, fromEngine } from './errors.js'
+import { Lease, type LeaseOwner } from './lease.js'
+import { Lock, Semaphore, handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
+import { checkOptions } from './options.js'
+import { isStorage, type Storage } from './storage.js'
+import { isClock, systemClock, type Clock } from './clock.js'
+
+// The buffer's layout and the engine's answers (see crate/wasm/src/lib.rs, modules `buffer`, `status`).
+const REQ = 0
+const KEY = 1
+const EVENTS = 4
+const EVENT_SIZE = 4
+const EVENT_SLOTS = 256
+const GRANTED = 1
+const TIMED_OUT = 2
+const REVOKED = 3
+const FAILED = 4
+const ENDED = 5
+const KEY_IDLE = 6
+const BUSY = -1
+const INVALID = -2
+const LIMIT = -3
+
+/** What a runtime's entry gives the store. */
+export interface Platform {
+  /** Instantiates the wasm once (synchronously) and answers its memory. */
+  init(): WebAssembly.Memory
+  /** Tracks the holds an async context is inside of, to refuse a hold of a key inside its own hold. */
+  context?: ContextStorage
+  /** The storage of `openStore()` without one. */
+  defaultStorage(): Storage
+}
+
+/** The part of `AsyncLocalStorage` the store uses. */
+export interface ContextStorage {
+  getStore(): Frame | undefined
+  run<R>(store: Frame, fn: () => R): R
+}
+
+/** One hold an async context is inside of, and the holds around it. */
+export interface Frame {
+  lease: Lease
+  resource: Resource
+  parent: Frame | undefined
+}
+
+export interface StoreOptions {
+  /** Where fences are kept (default on Node and Bun: `fileStorage('./.holdfast')`). */
+  storage?: Storage
+  /** The clock (default: `performance.now()` and real timers; tests pass `manualClock()`). */
+  clock?: Clock
+}
+
+export interface HolderInfo {
+  fence: number
+  heldMs: number
+}
+
+export interface KeyInfo {
+  kind: 'lock' | 'semaphore'
+  name: string
+  key: string
+  holders: HolderInfo[]
+  waiting: number
+}
+
+/** @internal A lock or semaphore of one name, shared by its handles. */
+export interface Resource {
+  id: number
+  kind: 'lock' | 'semaphore'
+  name: string
+  limit: number
+  /** Busy keys: key string to the engine's key id. */
+  keys: Map<string, number>
+}
+
+/** A hold waiting in line. */
+class Waiter {
+  readonly handle: Lock
+  readonly key: string
+  readonly req: number
+  readonly wait: number
+  readonly signal: AbortSignal | undefined
+  readonly promise: Promise<Lease>
+  resolve!: (lease: Lease) => void
+  reject!: (error: Error) => void
+  onAbort: (() => void) | undefined
+
+  constructor(handle: Lock, key: string, req: number, wait: number, signal: AbortSignal | undefined) {
+    this.handle = handle
+    this.key = key
+    this.req = req
+    this.wait = wait
+    this.signal = signal
+    this.promise = new Promise<Lease>((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+  }
+
+  place(): string {
+    return `${this.handle.kind} ${this.handle.name}: key ${JSON.stringify(this.key)}`
+  }
+
+  /** Stops listening to the signal: the waiter was answered. */
+  settled(): void {
+    if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort)
+  }
+}
+
+export class Store implements LeaseOwner {
+  readonly #core: Core
+  readonly #memory: WebAssembly.Memory
+  readonly #ptr: number
+  #buf: Float64Array
+  readonly #clock: Clock
+  readonly #storage: Storage
+  readonly #context: ContextStorage | undefined
+  /** Every live request by the index of its id. */
+  readonly #reqs: (Waiter | Lease | undefined)[] = []
+  /** Every busy key's string and resource, by the index of its id. */
+  readonly #keyName: (string | undefined)[] = []
+  readonly #keyResource: (Resource | undefined)[] = []
+  readonly #byId: Resource[] = []
+  #closed: ClosedError | undefined
+  #timer: unknown
+  #timerAt = Infinity
+
+  /** @internal Use `openStore()`. */
+  constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined) {
+    this.#core = core
+    this.#memory = memory
+    this.#ptr = core.bufferPtr()
+    this.#buf = new Float64Array(memory.buffer, this.#ptr, core.bufferLen())
+    this.#storage = storage
+    this.#clock = clock
+    this.#context = context
+  }
+
+  /** A lock: one holder of a key at a time. */
+  lock(name: string, options?: LockOptions): Lock {
+    const o = handleOptions(options, `lock ${String(name)}`, false)
+    const resource = this.#resource('lock', name, 1, o.ttl, o.hasMaxHold ? o.maxHold : undefined)
+    return new Lock(this, resource, o.ttl, o.maxHold, o.wait)
+  }
+
+  /** A semaphore: up to `limit` holders of a key at a time. */
+  semaphore(name: string, options: SemaphoreOptions): Semaphore {
+    const o = handleOptions(options, `semaphore ${String(name)}`, true)
+    const resource = this.#resource('semaphore', name, o.limit, o.ttl, o.hasMaxHold ? o.maxHold : undefined)
+    return new Semaphore(this, resource, o.ttl, o.maxHold, o.wait)
+  }
+
+  #resource(kind: 'lock' | 'semaphore', name: unknown, limit: number, ttl: number, maxHold: number | undefined): Resource {
+    const place = `${kind} ${String(name)}`
+    this.#checkOpen(place)
+    if (typeof name !== 'string') throw new InvalidError(`${kind}: name must be a string, not ${typeof name}`)
+    this.#call(place, () => {
+      checkName(name)
+      checkTtl(ttl)
+      if (maxHold !== undefined) checkMaxHold(maxHold)
+    })
+    const id = this.#call(place, () => this.#core.resource(kind === 'lock' ? 0 : 1, name, limit))
+    let resource = this.#byId[id]
+    if (!resource) {
+      resource = { id, kind, name, limit, keys: new Map() }
+      this.#byId[id] = resource
+    }
+    return resource
+  }
+
+  /**
+   * Every busy key with its holders and how many wait, as a snapshot. Idle keys are not listed.
+   */
+  inspect(): KeyInfo[] {
+    this.#checkOpen('inspect')
+    const raw = this.#call('inspect', () => this.#core.inspect(this.#clock.now())) as {
+      resource: number
+      key: number
+      holders: { fence: number; heldMs: number }[]
+      waiting: number
+    }[]
+    return raw.map(view => {
+      const resource = this.#byId[view.resource]!
+      return {
+        kind: resource.kind,
+        name: resource.name,
+        key: this.#keyName[view.key >>> 0]!,
+        holders: view.holders.map(h => ({ fence: h.fence, heldMs: h.heldMs })),
+        waiting: view.waiting,
+      }
+    })
+  }
+
+  /**
+   * Closes the store: every lease ends (its signal aborts with a `ClosedError`), every waiter is
+   * answered `ClosedError`, and later calls fail `ClosedError`. Does not wait for running fns; a hold
+   * whose fn is still running rejects `ClosedError` when fn settles.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = new ClosedError('the store is closed')
+    this.#clearTimer()
+    let n: number
+    try {
+      n = this.#core.close()
+    } catch (error) {
+      this.#trap(error)
+      return this.#closeStorage()
+    }
+    this.#drain(n, this.#clock.now())
+    return this.#closeStorage()
+  }
+
+  async #closeStorage(): Promise<void> {
+    try {
+      await this.#storage.close?.()
+    } catch (error) {
+      throw new StorageError(`close: storage.close failed: ${(error as Error)?.message}`, { cause: error })
+    }
+  }
+
+  /** Whether the store was closed (by `close()`, or after an internal error). */
+  get closed(): boolean {
+    return this.#closed !== undefined
+  }
+
+  // ---- what handles and leases call ----
+
+  /**
+   * @internal Asks for a key: answers the lease when granted at once, the waiter's promise when it
+   * waits, or `undefined` when it would wait and `wait` is 0 (or, for a try, when the key is held in
+   * this very context).
+   */
+  _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Lease | Promise<Lease> | undefined {
+    if (this.#closed) throw this.#closedError(handle, key)
+    const resource = handle._resource
+    if (this.#context && this.#heldHere(resource, key)) {
+      if (isTry) return undefined
+      throw new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`)
+    }
+    const known = resource.keys.get(key)
+    const now = this.#clock.now()
+    let answer: number
+    try {
+      answer = this.#core.hold(resource.id, known ?? -1, wait === Infinity ? -1 : wait, handle._maxHold, now)
+    } catch (error) {
+      throw this.#trap(error)
+    }
+    if (answer > 0) {
+      const buf = this.#view()
+      const req = buf[REQ]!
+      if (known === undefined) this.#newKey(resource, key, buf[KEY]!)
+      const lease = new Lease(this, handle, key, answer, req)
+      this.#reqs[req >>> 0] = lease
+      if (handle._maxHold > 0) this.#schedule(now + handle._maxHold)
+      return lease
+    }
+    if (answer === 0) {
+      const buf = this.#view()
+      const req = buf[REQ]!
+      if (known === undefined) this.#newKey(resource, key, buf[KEY]!)
+      const waiter = new Waiter(handle, key, req, wait, signal)
+      this.#reqs[req >>> 0] = waiter
+      if (wait !== Infinity && wait > 0) this.#schedule(now + wait)
+      if (signal) {
+        waiter.onAbort = () => this.#cancel(waiter)
+        signal.addEventListener('abort', waiter.onAbort, { once: true })
+      }
+      return waiter.promise
+    }
+    if (answer === BUSY) return undefined
+    const message = `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${this.#core.lastError()}`
+    if (answer === INVALID) throw new InvalidError(message)
+    if (answer === LIMIT) throw new LimitError(message)
+    throw this.#closedError(handle, key)
+  }
+
+  /** @internal Runs fn inside the lease, lets the key go when fn settles, and answers as `hold` does. */
+  async _run<T>(handle: Lock, lease: Lease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    let value: Awaited<T>
+    try {
+      if (this.#context) {
+        const parent = this.#context.getStore()
+        const frame: Frame = { lease, resource: handle._resource, parent }
+        value = await this.#context.run(frame, () => fn(lease))
+      } else {
+        value = await fn(lease)
+      }
+    } catch (error) {
+      lease._end()
+      if (lease.lost) throw this.#lostAnswer(lease, error)
+      throw error
+    }
+    lease._end()
+    if (lease.lost) throw this.#lostAnswer(lease, undefined)
+    return value
+  }
+
+  /** @internal Lets a lease's key go (called by `Lease`, once). */
+  _release(req: number): void {
+    if (this.#closed) return
+    let n: number
+    try {
+      n = this.#core.release(req, this.#clock.now())
+    } catch (error) {
+      throw this.#trap(error)
+    }
+    this.#reqs[req >>> 0] = undefined
+    if (n > 0) this.#drain(n, this.#clock.now())
+  }
+
+  /** @internal For tests: how much the engine keeps (`[keys, requests, key places, request places, timers]`). */
+  _footprint(): number[] {
+    return Array.from(this.#core.footprint())
+  }
+
+  /** @internal For tests: makes the engine trap, as a bug would. */
+  _trapForTest(): void {
+    try {
+      this.#core.trapForTest()
+    } catch (error) {
+      throw this.#trap(error)
+    }
+  }
+
+  /** @internal Called by the bindings when a fence write settled. */
+  _wake(): void {
+    if (this.#closed) return
+    const now = this.#clock.now()
+    let n: number
+    try {
+      n = this.#core.settle(now)
+    } catch (error) {
+      this.#trap(error)
+      return
+    }
+    this.#drain(n, now)
+  }
+
+  // ---- internals ----
+
+  #newKey(resource: Resource, key: string, id: number): void {
+    resource.keys.set(key, id)
+    const index = id >>> 0
+    this.#keyName[index] = key
+    this.#keyResource[index] = resource
+  }
+
+  #heldHere(resource: Resource, key: string): boolean {
+    for (let frame = this.#context!.getStore(); frame; frame = frame.parent) {
+      // Still holding: a released or lost lease is no longer the record of its request.
+      if (frame.resource === resource && frame.lease.key === key && this.#reqs[frame.lease._req >>> 0] === frame.lease) {
+        return true
+      }
+    }
+    return false
+  }
+
+  #cancel(waiter: Waiter): void {
+    if (this.#reqs[waiter.req >>> 0] !== waiter || this.#closed) return
+    this.#reqs[waiter.req >>> 0] = undefined
+    const now = this.#clock.now()
+    let n: number
+    try {
+      n = this.#core.cancel(waiter.req, now)
+    } catch (error) {
+      this.#trap(error)
+      return
+    }
+    waiter.reject(new CancelledError(`${waiter.place()}: cancelled while waiting`, { cause: waiter.signal!.reason }))
+    if (n > 0) this.#drain(n, now)
+  }
+
+  /** Reads `n` events from the buffer (and more while the engine has them) and answers each. */
+  #drain(n: number, now: number): void {
+    // Aborting a lease's signal runs user listeners at once, and they may call into the store, which
+    // would overwrite the buffer: abort only after the whole drain.
+    let lost: [Lease, LostError | ClosedError][] | undefined
+    for (;;) {
+      const buf = this.#view()
+      for (let i = 0; i < n; i++) {
+        const at = EVENTS + i * EVENT_SIZE
+        const kind = buf[at]!
+        const id = buf[at + 1]!
+        const index = id >>> 0
+        if (kind === KEY_IDLE) {
+          const resource = this.#keyResource[index]
+          if (resource) resource.keys.delete(this.#keyName[index]!)
+          this.#keyName[index] = undefined
+          this.#keyResource[index] = undefined
+          continue
+        }
+        const record = this.#reqs[index]
+        if (kind === GRANTED) {
+          const waiter = record as Waiter
+          const handle = waiter.handle
+          const lease = new Lease(this, handle, waiter.key, buf[at + 2]!, id)
+          this.#reqs[index] = lease
+          waiter.settled()
+          if (handle._maxHold > 0) this.#schedule(now + handle._maxHold)
+          waiter.resolve(lease)
+          continue
+        }
+        this.#reqs[index] = undefined
+        if (record instanceof Lease) {
+          const reason =
+            kind === REVOKED
+              ? new LostError(`${this.#leasePlace(record)}: lease revoked at maxHold`)
+              : this.#closed ?? new ClosedError('the store is closed')
+          ;(lost ??= []).push([record, reason])
+          continue
+        }
+        const waiter = record as Waiter
+        waiter.settled()
+        if (kind === TIMED_OUT) {
+          waiter.reject(new InUseError(`${waiter.place()}: still held after waiting ${waiter.wait}ms`))
+        } else if (kind === FAILED) {
+          waiter.reject(
+            buf[at + 2] === 1
+              ? new StorageError(`${waiter.place()}: storage failed to keep the fence ceiling; nothing was granted`, { cause: this.#core.storageError() })
+              : new LimitError(`${waiter.place()}: every fence below 2^53 was handed out`),
+          )
+        } else if (kind === ENDED) {
+          waiter.reject(this.#closedError(waiter.handle, waiter.key))
+        }
+      }
+      if (n < EVENT_SLOTS) break
+      n = this.#core.drain()
+      if (n === 0) break
+    }
+    if (lost) for (const [lease, reason] of lost) lease._lose(reason)
+  }
+
+  #leasePlace(lease: Lease): string {
+    return `${lease.kind} ${lease.name}: key ${JSON.stringify(lease.key)}`
+  }
+
+  #lostAnswer(lease: Lease, fnError: unknown): Error {
+    const reason = lease._reason!
+    if (reason instanceof ClosedError) return fnError === undefined ? reason : new ClosedError(reason.message, { cause: fnError })
+    return fnError === undefined ? reason : new LostError(reason.message, { cause: fnError })
+  }
+
+  /** The buffer, made anew when wasm memory grew (which detaches the old view). */
+  #view(): Float64Array {
+    if (this.#buf.length === 0) this.#buf = new Float64Array(this.#memory.buffer, this.#ptr, EVENTS + EVENT_SIZE * EVENT_SLOTS)
+    return this.#buf
+  }
+
+  #schedule(at: number): void {
+    if (at >= this.#timerAt) return
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
+    this.#timerAt = at
+    this.#timer = this.#clock.setTimeout(this.#onTimer, Math.max(0, at - this.#clock.now()))
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#timerAt = Infinity
+  }
+
+  readonly #onTimer = (): void => {
+    this.#timer = undefined
+    this.#timerAt = Infinity
+    if (this.#closed) return
+    const now = this.#clock.now()
+    let n: number
+    let next: number
+    try {
+      n = this.#core.advance(now)
+      this.#drain(n, now)
+      next = this.#core.nextDeadline()
+    } catch (error) {
+      this.#trap(error)
+      return
+    }
+    if (next >= 0) this.#schedule(next)
+  }
+
+  #checkOpen(place: string): void {
+    if (this.#closed) throw new ClosedError(`${place}: ${this.#closed.message}`, this.#closed.cause === undefined ? undefined : { cause: this.#closed.cause })
+  }
+
+  #closedError(handle: Lock, key: string): ClosedError {
+    const closed = this.#closed ?? new ClosedError('the store is closed')
+    return new ClosedError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${closed.message}`, closed.cause === undefined ? undefined : { cause: closed.cause })
+  }
+
+  /** Runs a call into wasm that may throw an engine error (rethrown as its class) or trap. */
+  #call<T>(place: string, fn: () => T): T {
+    try {
+      return fn()
+    } catch (error) {
+      const e = error as { code?: unknown }
+      if (e && typeof e.code === 'string') throw fromEngine(error, place)
+      throw this.#trap(error)
+    }
+  }
+
+  /**
+   * The engine trapped (a Rust panic) or failed in a way it never should: its state can no longer be
+   * trusted. Answer every waiter and end every lease with a `ClosedError` whose cause is the trap, and
+   * close. Answers the error for the caller to throw.
+   */
+  #trap(error: unknown): ClosedError {
+    if (this.#closed) return this.#closed
+    const closed = new ClosedError(`the store closed after an internal error: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+    this.#closed = closed
+    this.#clearTimer()
+    for (let i = 0; i < this.#reqs.length; i++) {
+      const record = this.#reqs[i]
+      this.#reqs[i] = undefined
+      if (record instanceof Lease) record._lose(closed)
+      else if (record) {
+        record.settled()
+        record.reject(this.#closedError(record.handle, record.key))
+      }
+    }
+    for (const resource of this.#byId) resource?.keys.clear()
+    void this.#closeStorage().catch(() => {})
+    return closed
+  }
+}
+
+/** Opens a store on `platform`; the entry of each runtime calls this. */
+export async function openStoreOn(platform: Platform, options?: StoreOptions): Promise<Store> {
+  const o = checkOptions(options, 'openStore', ['storage', 'clock'])
+  if (o.storage !== undefined && !isStorage(o.storage)) {
+    throw new InvalidError('openStore: option storage must be an object with get(key) and set(key, value)')
+  }
+  if (o.clock !== undefined && !isClock(o.clock)) {
+    throw new InvalidError('openStore: option clock must have now(), setTimeout(fn, ms) and clearTimeout(handle)')
+  }
+  const storage = (o.storage as Storage | undefined) ?? platform.defaultStorage()
+  const clock = (o.clock as Clock | undefined) ?? systemClock
+  const memory = platform.init()
+  let store: Store | undefined
+  let core: Core
+  try {
+    core = await openCore(storage, () => store?._wake())
+  } catch (error) {
+    try {
+      await storage.close?.()
+    } catch {
+      // the open's own error says more
+    }
+    throw fromEngine(error, 'openStore')
+  }
+  store = new Store(core, memory, storage, clock, platform.context)
+  return store
+}

@@ -1,0 +1,53 @@
+/**
+ * Test helpers: a manual clock, so that tests of waits and `maxHold` advance time instead of sleeping.
+ *
+ * ```ts
+ * import { manualClock } from 'holdfast/testing'
+ * const clock = manualClock()
+ * const store = await openStore({ storage: memoryStorage(), clock })
+ * clock.advance(1_000)   // runs every timer due by then, in order
+ * ```
+ */
+
+import type { Clock } from './clock.js'
+
+export interface ManualClock extends Clock {
+  /** Moves time forward by `ms`, running each timer that falls due, earliest first. */
+  advance(ms: number): void
+  /** How many timers are set. */
+  readonly pending: number
+}
+
+export function manualClock(start = 0): ManualClock {
+  let now = start
+  let seq = 0
+  const timers = new Map<number, { at: number; fn: () => void }>()
+  const next = (limit: number) => {
+    let best: [number, { at: number; fn: () => void }] | undefined
+    for (const entry of timers) if (entry[1].at <= limit && (!best || entry[1].at < best[1].at)) best = entry
+    return best
+  }
+  return {
+    now: () => now,
+    setTimeout(fn, ms) {
+      const id = ++seq
+      timers.set(id, { at: now + Math.max(0, ms), fn })
+      return id
+    },
+    clearTimeout(handle) {
+      timers.delete(handle as number)
+    },
+    advance(ms) {
+      const until = now + ms
+      for (let due = next(until); due; due = next(until)) {
+        timers.delete(due[0])
+        now = Math.max(now, due[1].at)
+        due[1].fn()
+      }
+      now = until
+    },
+    get pending() {
+      return timers.size
+    },
+  }
+}

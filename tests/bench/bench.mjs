@@ -1,0 +1,213 @@
+// holdfast benchmark: holdfast side by side with async-lock and async-mutex (and a no-lock floor).
+//
+// Method
+//   - Each measurement is one fresh child process running one workload against one adapter
+//     (`bench.mjs --child W3 holdfast`), so no library inherits another's heap, JIT state or garbage.
+//     Under Node the child runs with --expose-gc; under Bun it calls Bun.gc(true). The child warms up,
+//     collects garbage, times one pass with performance.now(), runs the workload's correctness checks,
+//     closes its adapter and prints one line `RESULT {json}`.
+//   - Adapters are interleaved: every round runs each workload for every adapter in turn, and the
+//     adapter order is reversed every other round, so drift on the machine spreads over all of them.
+//   - ops/s is the median over rounds, with [min..max]; ns/op = 1e9 / median; "vs X" = ops/s ÷ X's
+//     ops/s (> 1 means faster than X). The closing "ratios" list holdfast ÷ async-lock (W1, W2, W3, W5)
+//     and holdfast ÷ async-mutex (W4; async-lock has no semaphore).
+//   - Checks (FIFO entry order, mutual exclusion, semaphore limit, keys released) are reported PASS or
+//     FAIL. A FAIL in any round, or a child that crashed, hung or exited without a result (a hold that
+//     never settled), makes this process exit 1. Speed never fails anything: there are no timed
+//     assertions; BENCH_TIMEOUT only stops a child that hangs.
+//   - `bare` (no lock) is the floor of a promise round trip; its checks are expected to fail and are
+//     shown as "floor".
+//
+// Run it with `bash tests/bench/run.sh` (installs the packages, then runs this file). Environment:
+//   BENCH_ROUNDS   rounds (default 5)            BENCH_SCALE     multiplies every N (default 1)
+//   BENCH_ONLY     workloads, e.g. W1,W3          BENCH_ADAPTERS  adapters, e.g. async-lock,holdfast
+//   BENCH_TIMEOUT  seconds before a child is killed as hung (default 300)
+//   HOLDFAST_SKIP  set by run.sh when holdfast is not built: holdfast is listed as not run, with the reason
+
+import { spawnSync } from 'node:child_process'
+import os from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { ADAPTERS, DESCRIPTIONS, makeAdapter, packageInfo } from './adapters.mjs'
+import { WORKLOADS } from './workloads.mjs'
+
+const env = process.env
+const isBun = typeof process.versions.bun === 'string'
+
+if (process.argv[2] === '--child') await child(process.argv[3], process.argv[4])
+else process.exitCode = parent()
+
+// ---------------------------------------------------------------- child: one measurement
+
+async function child(workload, name) {
+  const scale = Number(env.BENCH_SCALE ?? 1)
+  const adapter = await makeAdapter(name)
+  let result
+  try {
+    result = await WORKLOADS[workload].run(adapter, scale)
+  } finally {
+    await adapter.close()
+  }
+  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`)
+}
+
+// ---------------------------------------------------------------- parent: rounds, table, exit code
+
+function parent() {
+  const started = Date.now()
+  const rounds = Math.max(1, parseInt(env.BENCH_ROUNDS ?? '5', 10))
+  const scale = Number(env.BENCH_SCALE ?? 1)
+  const timeoutMs = Number(env.BENCH_TIMEOUT ?? 300) * 1000
+  const workloads = list(env.BENCH_ONLY, Object.keys(WORKLOADS))
+  const wanted = list(env.BENCH_ADAPTERS, ADAPTERS)
+  const runtimeFlags = isBun ? [] : ['--expose-gc']
+
+  // Which adapters run, and why the others do not.
+  const info = {}
+  const skipped = {}
+  for (const a of wanted) {
+    if (a === 'bare') info[a] = { version: '-' }
+    else if (a === 'holdfast' && env.HOLDFAST_SKIP) skipped[a] = env.HOLDFAST_SKIP
+    else if (!(info[a] = packageInfo(a))) skipped[a] = `not installed (run tests/bench/run.sh)`
+  }
+  const adapters = wanted.filter((a) => !(a in skipped))
+
+  const cpus = os.cpus()
+  const runtime = isBun ? `bun ${process.versions.bun} (JavaScriptCore)` : `node ${process.version} (v8 ${process.versions.v8})`
+  const say = (line = '') => console.log(line)
+  say(`# holdfast lock benchmark — ${new Date().toISOString()}`)
+  say(`runtime ${runtime} | ${os.platform()} ${os.arch()}, ${cpus.length} CPU (${cpus[0]?.model ?? '?'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB`)
+  say(`each measurement = 1 fresh child process (${isBun ? 'bun, Bun.gc' : 'node --expose-gc'}); adapters interleaved, order reversed every other round`)
+  say(`rounds ${rounds}; scale ${scale}; workloads ${workloads.join(',')}`)
+  say(`ops/s = median over rounds [min..max]; ns/op = 1e9/median; "vs X" = ops/s ÷ X's ops/s (>1 faster than X)`)
+  say()
+  say('adapters:')
+  for (const a of wanted) {
+    if (a in skipped) say(`  ${pad(a, 14)}(not run: ${skipped[a]})`)
+    else say(`  ${pad(a, 14)}${pad(info[a].version, 7)} ${DESCRIPTIONS[a]}${a === 'holdfast' ? ` [${info[a].dir}]` : ''}`)
+  }
+
+  // Measure: rounds x workloads x adapters, each a fresh child.
+  const results = {} // results[w][a] = [result per round]
+  for (const w of workloads) results[w] = Object.fromEntries(adapters.map((a) => [a, []]))
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? adapters : [...adapters].reverse()
+    for (const w of workloads)
+      for (const a of order) {
+        if (process.stderr.isTTY) process.stderr.write(`\rround ${r + 1}/${rounds} ${w} ${pad(a, 12)}`)
+        results[w][a].push(measure(w, a, runtimeFlags, timeoutMs))
+      }
+    if (!process.stderr.isTTY) process.stderr.write(`round ${r + 1}/${rounds} done\n`)
+  }
+  if (process.stderr.isTTY) process.stderr.write('\r' + ' '.repeat(40) + '\r')
+
+  // Report.
+  const failures = []
+  const medians = {} // medians[w][a] = ops/s
+  for (const w of workloads) {
+    medians[w] = {}
+    say()
+    say(`## ${w} ${WORKLOADS[w].title}`)
+    say(`   sizes: ${WORKLOADS[w].sizes(scale)}`)
+    say(`${pad('adapter', 14)}${lpad('ops/s', 9)}${lpad('[min..max]', 18)}${lpad('ns/op', 10)}${lpad('vs async-lock', 15)}${lpad('vs async-mutex', 16)}   ${pad('check', 7)}notes`)
+    const rows = adapters.map((a) => ({ a, ...summarize(a, results[w][a]) }))
+    for (const row of rows) if (row.median !== undefined) medians[w][row.a] = row.median
+    for (const row of rows) {
+      if (row.check === 'FAIL' || row.check === 'ERROR') failures.push(`${w} ${row.a}: ${row.notes}`)
+      if (row.median === undefined) {
+        say(`${pad(row.a, 14)}${lpad('—', 9)}${' '.repeat(18 + 10 + 15 + 16)}   ${pad(row.check, 7)}${row.notes}`)
+        continue
+      }
+      const vs = (b) => (medians[w][b] === undefined || b === row.a ? '' : ratio(row.median / medians[w][b]))
+      say(
+        `${pad(row.a, 14)}${lpad(fmtOps(row.median), 9)}${lpad(`[${fmtOps(row.min)}..${fmtOps(row.max)}]`, 18)}` +
+          `${lpad(fmtNs(1e9 / row.median), 10)}${lpad(vs('async-lock'), 15)}${lpad(vs('async-mutex'), 16)}   ${pad(row.check, 7)}${row.notes}`,
+      )
+    }
+  }
+
+  say()
+  say('## ratios (holdfast ops/s ÷ competitor ops/s; >1 = holdfast faster)')
+  if (!adapters.includes('holdfast')) say(`holdfast not run: ${skipped.holdfast ?? 'not selected (BENCH_ADAPTERS)'}`)
+  else
+    for (const w of workloads) {
+      const other = w === 'W4' ? 'async-mutex' : 'async-lock'
+      const h = medians[w].holdfast
+      const o = medians[w][other]
+      const text = h === undefined || o === undefined ? '—' : `${ratio(h / o)}   (holdfast ${fmtOps(h)}, ${other} ${fmtOps(o)})`
+      say(`${pad(w, 4)}holdfast ÷ ${pad(other, 13)}${text}`)
+    }
+
+  say()
+  if (failures.length === 0) say('result: PASS (no correctness failure; speed is reported, never judged)')
+  else {
+    say(`result: FAIL (${failures.length} correctness failure${failures.length > 1 ? 's' : ''} or errors)`)
+    for (const f of failures) say(`  ${f}`)
+  }
+  say(`total wall time ${((Date.now() - started) / 1000).toFixed(0)}s`)
+  return failures.length === 0 ? 0 : 1
+}
+
+/** One measurement in a fresh child process. Resolves to the child's result, or { error }. */
+function measure(w, a, runtimeFlags, timeoutMs) {
+  const script = fileURLToPath(import.meta.url)
+  const p = spawnSync(process.execPath, [...runtimeFlags, script, '--child', w, a], {
+    encoding: 'utf8',
+    env,
+    timeout: timeoutMs,
+    maxBuffer: 64 << 20,
+  })
+  const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('RESULT '))
+  if (line && p.status === 0) return JSON.parse(line.slice(7))
+  const why = p.error?.code === 'ETIMEDOUT' || p.signal === 'SIGTERM' ? `hung: killed after ${timeoutMs / 1000}s`
+    : line ? `exit code ${p.status}`
+    : `child exited (code ${p.status}${p.signal ? `, ${p.signal}` : ''}) without a result; a hold that never settled?`
+  const tail = lastLines(`${p.stderr ?? ''}`, 3)
+  return { error: tail ? `${why}: ${tail}` : why }
+}
+
+/** Median, range, check and notes of one adapter's rounds of one workload. */
+function summarize(a, rs) {
+  const n = rs.length
+  const errors = rs.filter((r) => r.error)
+  if (errors.length) return { check: 'ERROR', notes: `(${errors.length}/${n} rounds) ${errors[0].error}` }
+  if (rs.some((r) => r.na)) return { check: 'n/a', notes: rs.find((r) => r.na).na }
+  const ops = rs.map((r) => r.ops).sort((x, y) => x - y)
+  const median = n % 2 ? ops[(n - 1) / 2] : (ops[n / 2 - 1] + ops[n / 2]) / 2
+  const failed = rs.filter((r) => !r.ok)
+  const shown = failed[0] ?? rs[rs.length - 1]
+  let notes = shown.notes.join(', ')
+  if (a === 'bare') return { median, min: ops[0], max: ops[n - 1], check: 'floor', notes: failed.length ? `${notes} (expected: no lock)` : notes }
+  if (failed.length) notes = `why (${failed.length}/${n} rounds): ${notes}`
+  return { median, min: ops[0], max: ops[n - 1], check: failed.length ? 'FAIL' : 'PASS', notes }
+}
+
+// ---------------------------------------------------------------- formatting
+
+function list(text, all) {
+  if (!text) return all
+  const picked = text.split(',').map((s) => s.trim()).filter(Boolean)
+  const unknown = picked.filter((s) => !all.includes(s))
+  if (unknown.length) throw new Error(`unknown ${unknown.join(', ')} (known: ${all.join(', ')})`)
+  return all.filter((s) => picked.includes(s)) // keep the canonical order
+}
+function sig3(x) {
+  return x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2)
+}
+function fmtOps(x) {
+  return x >= 1e6 ? `${sig3(x / 1e6)}M` : x >= 1e3 ? `${sig3(x / 1e3)}k` : sig3(x)
+}
+function fmtNs(ns) {
+  return ns < 1e4 ? `${ns.toFixed(0)}ns` : ns < 1e6 ? `${(ns / 1e3).toFixed(1)}µs` : `${(ns / 1e6).toFixed(2)}ms`
+}
+function ratio(x) {
+  return `${x.toFixed(2)}x`
+}
+function pad(s, w) {
+  return String(s).padEnd(w)
+}
+function lpad(s, w) {
+  return String(s).padStart(w)
+}
+function lastLines(text, k) {
+  return text.trim().split('\n').filter(Boolean).slice(-k).join(' | ')
+}

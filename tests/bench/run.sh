@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs the holdfast benchmark (method: see the header of bench.mjs).
+#
+#   bash tests/bench/run.sh                       # Node (`node`, or $BENCH_NODE)
+#   BENCH_RUNTIME=bun bash tests/bench/run.sh     # Bun ($BENCH_BUN, else /tmp/rt/node_modules/.bin/bun, else `bun`)
+#
+# HOLDFAST_PKG: the holdfast package to measure, a packed .tgz or a package directory (default: ../../npm
+# relative to this folder, after `bash npm/build.sh`). A relative path given by the caller is taken from
+# the caller's working directory. When it is not built, the competitors still run and holdfast is listed
+# as "not run: not built". Other options (BENCH_ROUNDS, BENCH_SCALE, BENCH_ONLY, ...) are read by bench.mjs.
+set -euo pipefail
+
+caller="$PWD"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+
+if [[ -n "${HOLDFAST_PKG:-}" ]]; then
+  [[ "$HOLDFAST_PKG" = /* ]] && pkg="$HOLDFAST_PKG" || pkg="$caller/$HOLDFAST_PKG"
+else
+  pkg="$here/../../npm"
+fi
+
+# The competitors, as pinned in package.json. A plain `npm install` also removes a holdfast left
+# over from an earlier run, so a stale build is never measured.
+npm install --no-audit --no-fund --loglevel=error >&2
+
+unset HOLDFAST_SKIP
+if [[ -f "$pkg" && "$pkg" == *.tgz ]] || [[ -f "$pkg/package.json" && -d "$pkg/dist" ]]; then
+  # --ignore-scripts: the benchmark measures what was built; it never builds.
+  npm install --no-save --no-audit --no-fund --ignore-scripts --loglevel=error "$pkg" >&2
+elif [[ -d "$pkg" ]]; then
+  export HOLDFAST_SKIP="not built: $(cd "$pkg" && pwd) has no dist/ (run \`bash npm/build.sh\`)"
+else
+  export HOLDFAST_SKIP="not built: $pkg not found"
+fi
+
+case "${BENCH_RUNTIME:-node}" in
+  node) bin="${BENCH_NODE:-node}" ;;
+  bun)
+    if [[ -n "${BENCH_BUN:-}" ]]; then bin="$BENCH_BUN"
+    elif [[ -x /tmp/rt/node_modules/.bin/bun ]]; then bin=/tmp/rt/node_modules/.bin/bun
+    else bin=bun; fi ;;
+  *) echo "BENCH_RUNTIME must be node or bun, not '${BENCH_RUNTIME}'" >&2; exit 2 ;;
+esac
+
+exec "$bin" bench.mjs
