@@ -26,6 +26,7 @@ import { isClock, systemClock, type Clock } from './clock.js'
 // The buffer's layout and the engine's answers (see crate/wasm/src/lib.rs, modules `buffer`, `status`).
 const REQ = 0
 const KEY = 1
+const HOLD_EVENTS = 2
 const EVENTS = 4
 const EVENT_SIZE = 4
 const EVENT_SLOTS = 256
@@ -143,6 +144,8 @@ export class Store implements LeaseOwner {
   #closed: ClosedError | undefined
   #timer: unknown
   #timerAt = Infinity
+  /** Who waits for the fence write under way to settle (`close()`). */
+  #written: (() => void)[] = []
 
   /** @internal Use `openStore()`. */
   constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined) {
@@ -227,6 +230,9 @@ export class Store implements LeaseOwner {
       return this.#closeStorage()
     }
     this.#drain(n, this.#clock.now())
+    // A fence write still under way must land before the storage is let go: landing later, it could
+    // overwrite a larger ceiling written by the next store to open on the same storage.
+    if (this.#core.writing()) await new Promise<void>(resolve => this.#written.push(resolve))
     return this.#closeStorage()
   }
 
@@ -274,6 +280,8 @@ export class Store implements LeaseOwner {
       if (handle._maxHold > 0) this.#schedule(now + handle._maxHold)
       return lease
     }
+    const events = this.#view()[HOLD_EVENTS]!
+    if (events > 0) this.#drain(events, now)
     if (answer === 0) {
       const buf = this.#view()
       const req = buf[REQ]!
@@ -285,6 +293,8 @@ export class Store implements LeaseOwner {
         waiter.onAbort = () => this.#cancel(waiter)
         signal.addEventListener('abort', waiter.onAbort, { once: true })
       }
+      const events = buf[HOLD_EVENTS]!
+      if (events > 0) this.#drain(events, now)
       return waiter.promise
     }
     if (answer === BUSY) return undefined
@@ -333,6 +343,11 @@ export class Store implements LeaseOwner {
     return Array.from(this.#core.footprint())
   }
 
+  /** @internal For tests: the size of wasm memory in bytes. */
+  _memoryBytes(): number {
+    return this.#memory.buffer.byteLength
+  }
+
   /** @internal For tests: makes the engine trap, as a bug would. */
   _trapForTest(): void {
     try {
@@ -344,6 +359,7 @@ export class Store implements LeaseOwner {
 
   /** @internal Called by the bindings when a fence write settled. */
   _wake(): void {
+    for (const resolve of this.#written.splice(0)) resolve()
     if (this.#closed) return
     const now = this.#clock.now()
     let n: number

@@ -528,6 +528,13 @@ impl Engine {
         self.fences.poll_persist()
     }
 
+    /// Whether a ceiling was handed to the host to write and is not yet answered. A host that closes
+    /// waits for it before it lets the storage go, so that a late write never lands after another
+    /// store opened on the same storage.
+    pub fn persist_pending(&self) -> bool {
+        self.fences.pending().is_some()
+    }
+
     /// Storage acknowledged `ceiling`: grants that waited for fences go ahead, in the order they stalled.
     pub fn persisted(&mut self, ceiling: u64, now: u64) {
         if self.closed {

@@ -33,6 +33,8 @@ pub mod buffer {
     pub const REQ: usize = 0;
     /// The id of the key it holds or waits for.
     pub const KEY: usize = 1;
+    /// How many events the `hold` wrote (rarely any: a grant that failed for want of fences).
+    pub const HOLD_EVENTS: usize = 2;
     /// Where events start: [`EVENT_SIZE`] numbers each, `[kind, id, a, 0]`.
     pub const EVENTS: usize = 4;
     pub const EVENT_SIZE: usize = 4;
@@ -249,6 +251,7 @@ impl Core {
             Err(error) => status_of(&error),
         };
         self.persist_if_asked();
+        self.buf[buffer::HOLD_EVENTS] = self.write_events();
         answer
     }
 
@@ -306,6 +309,11 @@ impl Core {
     pub fn close(&mut self) -> f64 {
         self.inner.borrow_mut().engine.close();
         self.write_events()
+    }
+
+    /// Whether a fence write is under way (see `Engine::persist_pending`).
+    pub fn writing(&self) -> bool {
+        self.inner.borrow().engine.persist_pending()
     }
 
     /// The message of the last error a hot-path call answered with a status.
