@@ -2,7 +2,7 @@
 # Runs the holdfast benchmark (method: see the header of bench.mjs).
 #
 #   bash tests/bench/run.sh                       # Node (`node`, or $BENCH_NODE)
-#   BENCH_RUNTIME=bun bash tests/bench/run.sh     # Bun ($BENCH_BUN, else /tmp/rt/node_modules/.bin/bun, else `bun`)
+#   BENCH_RUNTIME=bun bash tests/bench/run.sh     # Bun ($BENCH_BUN, else tests/runtimes's bun, else `bun`)
 #
 # HOLDFAST_PKG: the holdfast package to measure, a packed .tgz or a package directory (default: ../../npm
 # relative to this folder, after `bash npm/build.sh`). A relative path given by the caller is taken from
@@ -26,8 +26,9 @@ npm install --no-audit --no-fund --loglevel=error >&2
 
 unset HOLDFAST_SKIP
 if [[ -f "$pkg" && "$pkg" == *.tgz ]] || [[ -f "$pkg/package.json" && -d "$pkg/dist" ]]; then
-  # --ignore-scripts: the benchmark measures what was built; it never builds.
-  npm install --no-save --no-audit --no-fund --ignore-scripts --loglevel=error "$pkg" >&2
+  # --install-links: a directory is packed and copied in, as `npm pack` would ship it, rather than
+  # linked (and npm never touches the package folder). --ignore-scripts: measure what was built; never build.
+  npm install --no-save --install-links --ignore-scripts --no-audit --no-fund --loglevel=error "$pkg" >&2
 elif [[ -d "$pkg" ]]; then
   export HOLDFAST_SKIP="not built: $(cd "$pkg" && pwd) has no dist/ (run \`bash npm/build.sh\`)"
 else
@@ -38,7 +39,7 @@ case "${BENCH_RUNTIME:-node}" in
   node) bin="${BENCH_NODE:-node}" ;;
   bun)
     if [[ -n "${BENCH_BUN:-}" ]]; then bin="$BENCH_BUN"
-    elif [[ -x /tmp/rt/node_modules/.bin/bun ]]; then bin=/tmp/rt/node_modules/.bin/bun
+    elif [[ -x "$here/../runtimes/node_modules/.bin/bun" ]]; then bin="$here/../runtimes/node_modules/.bin/bun"
     else bin=bun; fi ;;
   *) echo "BENCH_RUNTIME must be node or bun, not '${BENCH_RUNTIME}'" >&2; exit 2 ;;
 esac

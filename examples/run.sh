@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets everything up (tests/setup.sh: wasm target, wasm-bindgen CLI, the package build) and runs the
+# example "one summary per chat at a time, with a fence in SQL" under Node, and under Bun if present.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bash "$root/tests/setup.sh"
+cd "$root/examples/summaries-sqlite"
+npm install --no-audit --no-fund --silent --install-links
+echo "== node $(node --version)"
+node index.js
+bun="$root/tests/runtimes/node_modules/.bin/bun"
+if [ -x "$bun" ]; then
+  echo "== bun $("$bun" --version)"
+  "$bun" index.js
+fi

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Every test of holdfast; this is what .ci/run runs. From a clean checkout it first installs what is
+# missing (tests/setup.sh), then:
+#   1. Rust: cargo fmt --check, clippy -D warnings (native and wasm32), cargo test (engine contracts)
+#   2. TypeScript: strict typecheck of the package
+#   3. the package as users get it (npm pack, installed into a fresh project): the JS tests under
+#      Node 20, Node 24 and Bun, and the SQLite fence example under Node 20 and Bun
+#   4. a short benchmark run, for its correctness checks (FIFO, exclusion); speeds are printed, not judged
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+say() { printf '\n== %s\n' "$*"; }
+
+bash tests/setup.sh
+
+say "cargo fmt, clippy"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo clippy -p holdfast-wasm --target wasm32-unknown-unknown --quiet -- -D warnings
+
+say "cargo test"
+cargo test --workspace --quiet 2>&1
+
+say "TypeScript (strict)"
+(cd npm && npx tsc -p tsconfig.json --noEmit)
+
+say "the packed package under Node 20, Node 24 and Bun"
+bash tests/run-package-tests.sh
+
+say "benchmark smoke run (correctness checks only)"
+BENCH_ROUNDS=1 BENCH_SCALE=0.1 HOLDFAST_PKG="$root/npm" bash tests/bench/run.sh >/tmp/holdfast-bench-smoke.txt 2>&1 || {
+  cat /tmp/holdfast-bench-smoke.txt
+  exit 1
+}
+grep -E '^(result|W[1-5] )' /tmp/holdfast-bench-smoke.txt || true
+say "all passed"

@@ -1,0 +1,201 @@
+// The API surface: options, durations, keys, names, errors with stable codes, inspect, the manual form
+// with dispose, require(), and the costs promised for idle keys. Bad input gets a typed error and
+// changes nothing.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
+import {
+  openStore,
+  memoryStorage,
+  HoldfastError,
+  InUseError,
+  LostError,
+  ClosedError,
+  InvalidError,
+  LimitError,
+  CancelledError,
+  StorageError,
+} from 'holdfast'
+import { openTestStore, settle } from './helpers.js'
+
+test('every error class has its stable code and is a HoldfastError', () => {
+  const codes = [
+    [InUseError, 'in_use'],
+    [LostError, 'lost'],
+    [ClosedError, 'closed'],
+    [InvalidError, 'invalid'],
+    [LimitError, 'limit'],
+    [CancelledError, 'cancelled'],
+    [StorageError, 'storage'],
+  ]
+  for (const [Class, code] of codes) {
+    const e = new Class('m', { cause: 'c' })
+    assert.ok(e instanceof HoldfastError && e instanceof Error)
+    assert.equal(e.code, code)
+    assert.equal(e.name, Class.name)
+    assert.equal(e.cause, 'c')
+  }
+})
+
+test('require("holdfast") works too, with the same API', () => {
+  const require = createRequire(import.meta.url)
+  const cjs = require('holdfast')
+  assert.equal(typeof cjs.openStore, 'function')
+  assert.equal(typeof cjs.fileStorage, 'function')
+  assert.equal(cjs.InUseError.name, 'InUseError')
+})
+
+test('durations: numbers are ms; text is whole numbers with units, largest first; text without a unit is invalid', async () => {
+  const { store, clock } = await openTestStore()
+  for (const [text, ms] of [['250ms', 250], ['30s', 30_000], ['1m30s', 90_000], ['2h', 7_200_000], ['1d', 86_400_000], [1500, 1500]]) {
+    const l = store.lock('d', { maxHold: text })
+    const lease = await l.acquire('k')
+    clock.advance(ms - 1)
+    assert.equal(lease.lost, false, `${text} not yet`)
+    clock.advance(1)
+    assert.equal(lease.lost, true, `${text} reached`)
+  }
+  for (const bad of ['250', '30 s', '1s1m', '1.5s', '-1s', '', 'ms', '1w', -5, NaN, true, {}]) {
+    assert.throws(() => store.lock('d', { maxHold: bad }), e => e instanceof InvalidError && /maxHold/.test(e.message), String(bad))
+  }
+  assert.throws(() => store.lock('d', { wait: '250' }), e => e instanceof InvalidError && /"250"/.test(e.message))
+  await store.close()
+})
+
+test('bounds of options: ttl 1s to 1h, maxHold more than 0 up to 30 days, limit 1 to 10000', async () => {
+  const { store } = await openTestStore()
+  store.lock('ok', { ttl: '1s', maxHold: '30d', wait: Infinity })
+  store.lock('ok', { ttl: '1h', maxHold: 1 })
+  for (const bad of [{ ttl: 999 }, { ttl: '1h1s' }, { maxHold: 0 }, { maxHold: '30d1ms' }]) {
+    assert.throws(() => store.lock('b', bad), e => e instanceof InvalidError, JSON.stringify(bad))
+  }
+  store.semaphore('s1', { limit: 1 })
+  store.semaphore('s2', { limit: 10_000 })
+  for (const limit of [0, 10_001, 1.5, '3', undefined]) {
+    assert.throws(() => store.semaphore('s3', { limit }), e => e instanceof InvalidError && /limit/.test(e.message), String(limit))
+  }
+  store.semaphore('uploads', { limit: 3 })
+  store.semaphore('uploads', { limit: 3, ttl: '5s' })
+  assert.throws(() => store.semaphore('uploads', { limit: 4 }), e => e instanceof InvalidError && /uploads/.test(e.message))
+  await store.close()
+})
+
+test('unknown option names and options of the wrong type are InvalidError naming them', async () => {
+  const { store } = await openTestStore()
+  assert.throws(() => store.lock('x', { tll: '30s' }), e => e instanceof InvalidError && /"tll"/.test(e.message))
+  assert.throws(() => store.semaphore('x', { limit: 2, max: 3 }), e => e instanceof InvalidError && /"max"/.test(e.message))
+  assert.throws(() => store.lock('x', 'fast'), InvalidError)
+  const l = store.lock('x')
+  await assert.rejects(l.hold('k', { wiat: 5 }, () => 1), e => e instanceof InvalidError && /"wiat"/.test(e.message))
+  await assert.rejects(l.hold('k', { signal: 'abort' }, () => 1), e => e instanceof InvalidError && /signal/.test(e.message))
+  await assert.rejects(l.tryHold('k', { wait: 5 }, () => 1), e => e instanceof InvalidError && /"wait"/.test(e.message))
+  await assert.rejects(l.hold('k'), e => e instanceof InvalidError && /function/.test(e.message))
+  await assert.rejects(openStore({ storage: memoryStorage(), clok: 1 }), e => e instanceof InvalidError && /"clok"/.test(e.message))
+  await assert.rejects(openStore({ storage: { get() {} } }), e => e instanceof InvalidError && /storage/.test(e.message))
+  assert.deepEqual(store.inspect(), [], 'nothing changed')
+  await store.close()
+})
+
+test('names match [a-z0-9][a-z0-9_.-]{0,63}', async () => {
+  const { store } = await openTestStore()
+  for (const good of ['a', 'summaries', '0-nightly_job.v2', 'x'.repeat(64)]) store.lock(good)
+  for (const bad of ['', 'Summaries', '-a', 'a b', 'a/b', 'x'.repeat(65), 42, null]) {
+    assert.throws(() => store.lock(bad), e => e instanceof InvalidError, String(bad))
+  }
+  await store.close()
+})
+
+test('keys: strings or decimal numbers (42 and "42" are one key), 1 to 1024 bytes of UTF-8', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('summaries')
+  const held = await l.acquire(42)
+  assert.equal(held.key, '42')
+  assert.equal(held.name, 'summaries')
+  assert.deepEqual(await l.tryHold('42', () => 1), { acquired: false })
+  await held.release()
+  assert.equal(await l.hold('k'.repeat(1024), lease => lease.key.length), 1024)
+  assert.equal(await l.hold('é'.repeat(512), () => 'ok'), 'ok')
+  for (const bad of ['', 'k'.repeat(1025), 'é'.repeat(513), '😀'.repeat(257), 1.5, NaN, null, undefined, {}, 10n]) {
+    await assert.rejects(l.hold(bad, () => 1), e => e instanceof InvalidError && /summaries/.test(e.message), String(bad))
+  }
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
+test('inspect lists every busy key with holders (fence, heldMs) and waiters; idle keys are not listed', async () => {
+  const { store, clock } = await openTestStore()
+  const l = store.lock('summaries', { wait: Infinity })
+  const s = store.semaphore('uploads', { limit: 2 })
+  assert.deepEqual(store.inspect(), [])
+  const a = await l.acquire('chat-1')
+  const w = l.acquire('chat-1')
+  const p1 = await s.acquire(7)
+  const p2 = await s.acquire(7)
+  clock.advance(250)
+  const snapshot = store.inspect()
+  const byName = Object.fromEntries(snapshot.map(k => [k.name, k]))
+  assert.deepEqual(byName.summaries, { kind: 'lock', name: 'summaries', key: 'chat-1', holders: [{ fence: a.fence, heldMs: 250 }], waiting: 1 })
+  assert.deepEqual(byName.uploads, { kind: 'semaphore', name: 'uploads', key: '7', holders: [{ fence: p1.fence, heldMs: 250 }, { fence: p2.fence, heldMs: 250 }], waiting: 0 })
+  await a.release()
+  await (await w).release()
+  await p1.release()
+  await p2.release()
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
+test('acquire gives a Lease with fence, name, key, signal, lost, release() and Symbol.asyncDispose', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('summaries')
+  const lease = await l.acquire('chat')
+  assert.equal(typeof lease.fence, 'number')
+  assert.equal(lease.kind, 'lock')
+  assert.ok(lease.signal instanceof AbortSignal)
+  assert.equal(lease.lost, false)
+  const dispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')
+  await lease[dispose]()
+  assert.deepEqual(await l.tryHold('chat', () => 'free'), { acquired: true, value: 'free' })
+  await lease.release() // a second release is harmless
+  await store.close()
+})
+
+test('more than 10,000 waiters on one key is a LimitError, and changes nothing', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('x', { wait: Infinity })
+  const held = await l.acquire('k')
+  const waiters = Array.from({ length: 10_000 }, () => l.acquire('k'))
+  await assert.rejects(l.acquire('k'), e => e instanceof LimitError && e.code === 'limit' && /10000/.test(e.message))
+  assert.equal(store.inspect()[0].waiting, 10_000)
+  await held.release()
+  for (const w of waiters) await (await w).release()
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
+test('idle keys cost nothing: after 1,000,000 distinct keys the engine keeps no entry, and a second run does not grow wasm memory', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('many', { maxHold: '1m' })
+  const run = async () => {
+    for (let i = 0; i < 1_000_000; i++) await l.hold(`key-${i}`, () => {})
+  }
+  await run()
+  const [keys, requests] = store._footprint()
+  assert.equal(keys, 0)
+  assert.equal(requests, 0)
+  const bytes = store._memoryBytes()
+  await run()
+  assert.equal(store._footprint()[0], 0)
+  assert.equal(store._memoryBytes(), bytes, 'wasm memory did not grow on the second run')
+  await store.close()
+})
+
+test('a storage callback may answer synchronously or with promises', async () => {
+  const values = new Map()
+  const sync = { get: k => values.get(k), set: (k, v) => void values.set(k, v) }
+  const s1 = await openStore({ storage: sync })
+  assert.equal(await s1.lock('x').hold('k', l => l.fence), 1)
+  await s1.close()
+  const s2 = await openStore({ storage: { get: async k => values.get(k), set: async (k, v) => { await settle(); values.set(k, v) } } })
+  assert.ok((await s2.lock('x').hold('k', l => l.fence)) > 1)
+  await s2.close()
+})

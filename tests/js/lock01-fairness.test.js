@@ -1,0 +1,111 @@
+// LOCK-01: one holder of a key at a time (limit for a semaphore), waiters served strictly in the
+// order they came, no barging, semaphores head-of-line.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { openTestStore, settle, gate } from './helpers.js'
+
+test('LOCK-01: a key has one holder at a time and waiters are served in the order they came', async () => {
+  const { store } = await openTestStore()
+  const summaries = store.lock('summaries', { wait: Infinity })
+  let inside = 0
+  let most = 0
+  const order = []
+  const holds = Array.from({ length: 50 }, (_, i) =>
+    summaries.hold('chat-1', async () => {
+      inside++
+      most = Math.max(most, inside)
+      order.push(i)
+      await settle()
+      inside--
+    }),
+  )
+  await Promise.all(holds)
+  assert.equal(most, 1)
+  assert.deepEqual(order, Array.from({ length: 50 }, (_, i) => i))
+  await store.close()
+})
+
+test('LOCK-01: distinct keys do not wait for each other', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('summaries')
+  const g = gate()
+  const a = l.hold('a', () => g.promise)
+  const b = await l.tryHold('b', () => 'b ran')
+  assert.deepEqual(b, { acquired: true, value: 'b ran' })
+  g.open()
+  await a
+  await store.close()
+})
+
+test('LOCK-01: no barging — while anyone waits, a new hold or tryHold does not jump the line, not even at the handover', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('summaries', { wait: Infinity })
+  const first = await l.acquire('k')
+  const order = []
+  const waiting = l.hold('k', () => order.push('waiter'))
+  await settle()
+  // The key is released and, in the same instant, tried and held again by newcomers.
+  await first.release()
+  const tried = await l.tryHold('k', () => order.push('barger'))
+  assert.deepEqual(tried, { acquired: false })
+  const late = l.hold('k', () => order.push('late'))
+  await Promise.all([waiting, late])
+  assert.deepEqual(order, ['waiter', 'late'])
+  await store.close()
+})
+
+test('LOCK-01: a semaphore admits its limit and serves its waiters first come first served (head-of-line)', async () => {
+  const { store } = await openTestStore()
+  const uploads = store.semaphore('uploads', { limit: 3, wait: Infinity })
+  let inside = 0
+  let most = 0
+  const entered = []
+  const gates = Array.from({ length: 10 }, () => gate())
+  const holds = gates.map((g, i) =>
+    uploads.hold('user-1', async permit => {
+      inside++
+      most = Math.max(most, inside)
+      entered.push(i)
+      assert.ok(permit.fence >= 1)
+      await g.promise
+      inside--
+    }),
+  )
+  await settle()
+  assert.deepEqual(entered, [0, 1, 2])
+  assert.equal((await uploads.tryHold('user-1', () => 1)).acquired, false, 'full: a try is refused')
+  // Let them go out of order: the freed permits still go to the head of the line.
+  gates[2].open()
+  await settle()
+  assert.deepEqual(entered, [0, 1, 2, 3])
+  gates[0].open()
+  await settle()
+  assert.deepEqual(entered, [0, 1, 2, 3, 4])
+  for (const g of gates) g.open()
+  await Promise.all(holds)
+  assert.equal(most, 3)
+  assert.deepEqual(entered, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+  await store.close()
+})
+
+test('LOCK-01: a lock and a semaphore of one name are different things', async () => {
+  const { store } = await openTestStore()
+  const lock = store.lock('jobs')
+  const sem = store.semaphore('jobs', { limit: 1 })
+  const held = await lock.acquire('nightly')
+  const other = await sem.tryHold('nightly', () => 'ran')
+  assert.deepEqual(other, { acquired: true, value: 'ran' })
+  await held.release()
+  await store.close()
+})
+
+test('LOCK-01: handles of one name share keys, whatever their ttl, maxHold and wait', async () => {
+  const { store } = await openTestStore()
+  const a = store.lock('summaries', { ttl: '10s' })
+  const b = store.lock('summaries', { ttl: '1m', maxHold: '5m', wait: 0 })
+  const held = await a.acquire('chat')
+  assert.equal((await b.tryHold('chat', () => 1)).acquired, false)
+  await held.release()
+  assert.equal((await b.tryHold('chat', () => 1)).acquired, true)
+  await store.close()
+})

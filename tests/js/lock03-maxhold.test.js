@@ -1,0 +1,90 @@
+// LOCK-03: maxHold is a hard bound from the grant: at it the lease is revoked, lease.signal aborts with
+// a LostError, the key goes to the next in line at once, and hold rejects LostError when fn settles,
+// even if fn succeeded. Time is a manual clock: nothing sleeps.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { LostError, HoldfastError } from 'holdfast'
+import { openTestStore, settle, gate } from './helpers.js'
+
+test('LOCK-03: at maxHold the lease is revoked, its signal aborts, the next holder gets the key, and hold rejects LostError', async () => {
+  const { store, clock } = await openTestStore()
+  const l = store.lock('summaries', { maxHold: '2s', wait: Infinity })
+  const g = gate()
+  let firstLease
+  const first = l.hold('chat', async lease => {
+    firstLease = lease
+    await g.promise
+    return 'done anyway'
+  })
+  await settle()
+  let nextFence = 0
+  const second = l.hold('chat', lease => (nextFence = lease.fence))
+  await settle()
+  const signal = firstLease.signal
+  clock.advance(1_999)
+  await settle()
+  assert.equal(signal.aborted, false)
+  assert.equal(firstLease.lost, false)
+  assert.equal(nextFence, 0, 'the key is still held')
+  clock.advance(1)
+  assert.equal(signal.aborted, true)
+  assert.ok(signal.reason instanceof LostError && signal.reason.code === 'lost')
+  assert.equal(firstLease.lost, true)
+  await second
+  assert.ok(nextFence > firstLease.fence, 'the next in line got the key at once, with a larger fence')
+  g.open()
+  await assert.rejects(first, e => e instanceof LostError && e instanceof HoldfastError && /summaries/.test(e.message))
+  await store.close()
+})
+
+test('LOCK-03: a signal asked for after the loss is already aborted; release after loss is harmless', async () => {
+  const { store, clock } = await openTestStore()
+  const l = store.lock('jobs', { maxHold: 100 })
+  const lease = await l.acquire('nightly')
+  clock.advance(100)
+  assert.equal(lease.lost, true)
+  assert.equal(lease.signal.aborted, true)
+  assert.ok(lease.signal.reason instanceof LostError)
+  await lease.release()
+  await lease.release()
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
+test('LOCK-03: a lease never released is revoked at maxHold (acquire form) and the key is free again', async () => {
+  const { store, clock } = await openTestStore()
+  const l = store.lock('jobs', { maxHold: '1m' })
+  const lease = await l.acquire('nightly')
+  assert.equal((await l.tryHold('nightly', () => 1)).acquired, false)
+  clock.advance(60_000)
+  assert.equal(lease.lost, true)
+  assert.equal((await l.tryHold('nightly', () => 1)).acquired, true)
+  await store.close()
+})
+
+test('LOCK-03: maxHold counts from the grant, not from the request', async () => {
+  const { store, clock } = await openTestStore()
+  const l = store.lock('x', { maxHold: 1_000, wait: Infinity })
+  const first = await l.acquire('k')
+  const second = l.acquire('k')
+  clock.advance(600)
+  await first.release()
+  const lease = await second
+  clock.advance(999)
+  assert.equal(lease.lost, false)
+  clock.advance(1)
+  assert.equal(lease.lost, true)
+  await store.close()
+})
+
+test('LOCK-03: a hold that ran past maxHold rejects LostError even if fn threw, with fn\'s error as the cause', async () => {
+  const { store, clock } = await openTestStore()
+  const l = store.lock('x', { maxHold: 10 })
+  const boom = new Error('fn failed')
+  const held = l.hold('k', async () => {
+    clock.advance(10)
+    throw boom
+  })
+  await assert.rejects(held, e => e instanceof LostError && e.cause === boom)
+  await store.close()
+})

@@ -1,0 +1,56 @@
+// LOCK-04: a hold of a key inside its own hold (same async context) is refused at once with
+// InvalidError instead of deadlocking; a tryHold there answers { acquired: false }. Another key, the
+// same key once the outer hold ended, or an unrelated task are fine.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { InvalidError } from 'holdfast'
+import { openTestStore, settle } from './helpers.js'
+
+test('LOCK-04: a hold of a key inside its own hold is refused at once with InvalidError', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('summaries', { wait: Infinity })
+  const inner = await l.hold('chat', async () => {
+    await settle() // still the same async context after awaits
+    return l.hold('chat', () => 'never').then(() => 'deadlock avoided?', e => e)
+  })
+  assert.ok(inner instanceof InvalidError, String(inner))
+  assert.equal(inner.code, 'invalid')
+  assert.match(inner.message, /summaries.*chat/)
+  // Even a semaphore's own permit, and through a second handle of the same name.
+  const s = store.semaphore('uploads', { limit: 2 })
+  const other = store.lock('summaries')
+  const refused = await s.hold('u', () => s.hold('u', () => 1).catch(e => e.code))
+  assert.equal(refused, 'invalid')
+  assert.equal(await l.hold('c2', () => other.hold('c2', () => 1).catch(e => e.code)), 'invalid')
+  await store.close()
+})
+
+test('LOCK-04: a tryHold inside its own hold answers { acquired: false }', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('summaries')
+  const tried = await l.hold('chat', () => l.tryHold('chat', () => 'ran'))
+  assert.deepEqual(tried, { acquired: false })
+  await store.close()
+})
+
+test('LOCK-04: another key, the same key after the hold ended, and an unrelated task are fine', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('summaries', { wait: Infinity })
+  const nested = await l.hold('a', () => l.hold('b', lease => lease.key))
+  assert.equal(nested, 'b')
+  let later
+  await l.hold('a', () => {
+    // Started inside, but runs after the outer hold ended: waits, then holds.
+    later = new Promise(resolve => setTimeout(resolve, 0)).then(() => l.hold('a', () => 'after'))
+  })
+  assert.equal(await later, 'after')
+  // An unrelated task (not started inside the hold) waits its turn instead of being refused.
+  let release
+  const outer = l.hold('c', () => new Promise(r => (release = r)))
+  await settle()
+  const unrelated = l.hold('c', () => 'unrelated ran')
+  release()
+  await outer
+  assert.equal(await unrelated, 'unrelated ran')
+  await store.close()
+})

@@ -1,0 +1,166 @@
+// LOCK-06: every way a hold can end lets the key go or leaves the line: fn returns, throws, rejects,
+// or throws synchronously; the waiter's signal aborts; the wait runs out; the store closes.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { InUseError, CancelledError, ClosedError, LostError, HoldfastError } from 'holdfast'
+import { openTestStore, settle, gate, isSettled } from './helpers.js'
+
+async function assertFree(lock, key) {
+  const tried = await lock.tryHold(key, () => 'free')
+  assert.deepEqual(tried, { acquired: true, value: 'free' }, `${key} is free again`)
+}
+
+test('LOCK-06: fn returning, throwing, rejecting or throwing synchronously lets the key go', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('x')
+  assert.equal(await l.hold('k', () => 42), 42)
+  await assertFree(l, 'k')
+  assert.equal(await l.hold('k', async () => 'async'), 'async')
+  await assertFree(l, 'k')
+  const sync = new Error('sync throw')
+  await assert.rejects(l.hold('k', () => { throw sync }), e => e === sync)
+  await assertFree(l, 'k')
+  const rejected = new Error('rejected')
+  await assert.rejects(l.hold('k', async () => { await settle(); throw rejected }), e => e === rejected)
+  await assertFree(l, 'k')
+  await assert.rejects(l.hold('k', () => Promise.reject('a string')), e => e === 'a string')
+  await assertFree(l, 'k')
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
+test('LOCK-06: a waiter whose signal aborts is answered CancelledError (cause: the reason) and the next in line moves up', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('x', { wait: Infinity })
+  const held = await l.acquire('k')
+  const ac = new AbortController()
+  let ran = false
+  const cancelled = l.hold('k', { signal: ac.signal }, () => (ran = true))
+  const next = l.hold('k', lease => lease.fence)
+  await settle()
+  assert.equal(store.inspect()[0].waiting, 2)
+  const reason = new Error('user gave up')
+  ac.abort(reason)
+  await assert.rejects(cancelled, e => e instanceof CancelledError && e.code === 'cancelled' && e.cause === reason)
+  assert.equal(store.inspect()[0].waiting, 1)
+  await held.release()
+  assert.ok((await next) > held.fence)
+  assert.equal(ran, false)
+  await store.close()
+})
+
+test('LOCK-06: an already aborted signal rejects at once with CancelledError, free key or not (as Web Locks)', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('x')
+  const signal = AbortSignal.abort('nope')
+  let ran = false
+  await assert.rejects(l.hold('free', { signal }, () => (ran = true)), e => e instanceof CancelledError && e.cause === 'nope')
+  await assert.rejects(l.acquire('free', { signal }), CancelledError)
+  assert.equal(ran, false)
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
+test('LOCK-06: a wait that runs out rejects InUseError, fn does not run, and the line moves on', async () => {
+  const { store, clock } = await openTestStore()
+  const l = store.lock('x', { wait: '5s' })
+  const held = await l.acquire('k')
+  let ran = false
+  const short = l.hold('k', () => (ran = true))
+  const long = l.hold('k', { wait: '1m' }, lease => lease.fence)
+  clock.advance(4_999)
+  assert.equal(await isSettled(short), false)
+  clock.advance(1)
+  await assert.rejects(short, e => e instanceof InUseError && e.code === 'in_use' && /x: key "k"/.test(e.message))
+  assert.equal(ran, false)
+  await held.release()
+  assert.ok((await long) > held.fence)
+  await store.close()
+})
+
+test('LOCK-06: wait 0 on a held key rejects InUseError at once; tryHold answers { acquired: false }', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('x')
+  const held = await l.acquire('k')
+  await assert.rejects(l.hold('k', { wait: 0 }, () => 1), InUseError)
+  assert.deepEqual(await l.tryHold('k', () => 1), { acquired: false })
+  await held.release()
+  await store.close()
+})
+
+test('LOCK-06: the default wait is 10 s', async () => {
+  const { store, clock } = await openTestStore()
+  const l = store.lock('x')
+  const held = await l.acquire('k')
+  const waiting = l.hold('k', () => 1)
+  clock.advance(9_999)
+  assert.equal(await isSettled(waiting), false)
+  clock.advance(1)
+  await assert.rejects(waiting, InUseError)
+  await held.release()
+  await store.close()
+})
+
+test('LOCK-06: close ends every lease (signal aborts with ClosedError), answers every waiter ClosedError once, and later calls fail ClosedError', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('x', { wait: Infinity })
+  const s = store.semaphore('s', { limit: 1, wait: Infinity })
+  const g = gate()
+  let running
+  const runningHold = l.hold('a', lease => {
+    running = lease
+    return g.promise.then(() => 'fn finished')
+  })
+  await settle()
+  const manual = await s.acquire('b')
+  const waiters = [l.hold('a', () => 1), l.acquire('a'), s.hold('b', () => 1)]
+  const answers = waiters.map(w => w.then(() => 'granted', e => e))
+  await settle()
+  const closing = store.close()
+  // close() does not wait for running fns.
+  await closing
+  for (const answer of await Promise.all(answers)) assert.ok(answer instanceof ClosedError, String(answer))
+  assert.equal(running.lost, true)
+  assert.ok(running.signal.aborted && running.signal.reason instanceof ClosedError)
+  assert.equal(manual.lost, true)
+  assert.ok(manual.signal.reason instanceof ClosedError)
+  g.open()
+  await assert.rejects(runningHold, e => e instanceof ClosedError && e.code === 'closed')
+  assert.throws(() => store.inspect(), ClosedError)
+  await assert.rejects(l.hold('a', () => 1), ClosedError)
+  await assert.rejects(l.tryHold('a', () => 1), ClosedError)
+  await assert.rejects(l.acquire('a'), ClosedError)
+  assert.throws(() => store.lock('y'), ClosedError)
+  await manual.release() // harmless
+  await store.close() // a second close is harmless too
+})
+
+test('LOCK-06: a wasm trap never leaves a waiter hanging: everyone is answered and the store closes', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('x', { wait: Infinity })
+  const held = await l.acquire('k')
+  const waiter = l.hold('k', () => 1).then(() => 'granted', e => e)
+  await settle()
+  assert.throws(() => store._trapForTest(), e => e instanceof ClosedError && e.cause instanceof Error)
+  const answer = await waiter
+  assert.ok(answer instanceof ClosedError && answer instanceof HoldfastError, String(answer))
+  assert.ok(answer.cause instanceof WebAssembly.RuntimeError, `cause: ${answer.cause}`)
+  assert.equal(held.lost, true)
+  assert.ok(held.signal.reason instanceof ClosedError)
+  assert.equal(store.closed, true)
+  assert.throws(() => store.inspect(), ClosedError)
+  await held.release()
+})
+
+test('LOCK-06: lease.signal stays quiet when the lease is released normally', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('x', { maxHold: 1_000 })
+  let signal
+  await l.hold('k', lease => {
+    signal = lease.signal
+  })
+  assert.equal(signal.aborted, false)
+  await store.close()
+  assert.equal(signal.aborted, false, 'closing later does not abort a released lease')
+  assert.ok(!(signal.reason instanceof LostError))
+})

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Tests the package as users get it: `npm pack` of npm/, installed into a fresh project, and the same JS
+# test files (tests/js) run there under Node 20 (the machine's), Node 24 and Bun; then the example under
+# Node 20 and Bun. Build the package first (npm/build.sh). Runtimes: tests/runtimes (npm install there).
+#   RUNTIMES="node20 node24 bun"   which to run (default: all three)
+#   EXAMPLE=0                       skip the example
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+runtimes=${RUNTIMES:-"node20 node24 bun"}
+bin="$root/tests/runtimes/node_modules/.bin"
+work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-pkgtest.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+(cd "$root/npm" && npm pack --silent --pack-destination "$work" >/dev/null)
+tarball=$(ls "$work"/holdfast-*.tgz)
+echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
+
+# A fresh project, as a user would make it.
+mkdir "$work/project"
+cp "$root"/tests/js/*.js "$work/project/"
+cd "$work/project"
+printf '{ "name": "holdfast-user", "private": true, "type": "module" }\n' > package.json
+npm install --no-audit --no-fund --silent "$tarball"
+tests=$(ls *.test.js)
+
+status=0
+for rt in $runtimes; do
+  case $rt in
+    node20) cmd=(node --test --test-reporter=spec $tests) ;;
+    node24) cmd=("$bin/node" --test --test-reporter=spec $tests) ;;
+    bun) cmd=("$bin/bun" test $(printf './%s ' $tests)) ;;
+    *) echo "unknown runtime $rt"; exit 2 ;;
+  esac
+  echo "== JS tests under $rt: $("${cmd[0]}" --version)"
+  if ! "${cmd[@]}" 2>&1 | sed "s/^/[$rt] /"; then status=1; fi
+  # sed hides the runner's status: read it back from PIPESTATUS.
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+done
+
+if [ "${EXAMPLE:-1}" != 0 ]; then
+  # The example, installed the same way: its holdfast dependency pointed at the packed tarball.
+  cp -r "$root/examples/summaries-sqlite" "$work/example"
+  rm -rf "$work/example/node_modules"
+  cd "$work/example"
+  npm pkg set "dependencies.holdfast=file:$tarball"
+  rm -f package-lock.json
+  npm install --no-audit --no-fund --silent
+  for rt in $runtimes; do
+    case $rt in
+      node20) cmd=(node index.js) ;;
+      bun) cmd=("$bin/bun" index.js) ;;
+      *) continue ;; # better-sqlite3 is built for the machine's Node 20 only
+    esac
+    echo "== example summaries-sqlite under $rt"
+    if ! "${cmd[@]}" 2>&1 | sed "s/^/[example $rt] /"; then status=1; fi
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  done
+fi
+exit $status

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what building and testing holdfast needs, skipping what is already there, then builds the
+# package (npm/build.sh). Safe to run again and again.
+#   - the wasm32-unknown-unknown target (rustup)
+#   - the wasm-bindgen CLI at exactly the version crate/wasm/Cargo.toml pins (cargo install, ~5 min once)
+#   - the package's dev dependencies (TypeScript), and Node 24 and Bun from npm (tests/runtimes)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+say() { printf '== %s\n' "$*"; }
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+pinned=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)"/\1/p' crate/wasm/Cargo.toml)
+[ -n "$pinned" ] || { echo "no exact wasm-bindgen pin in crate/wasm/Cargo.toml" >&2; exit 1; }
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have" != "$pinned" ]; then
+  say "installing wasm-bindgen-cli $pinned (have: ${have:-none})"
+  cargo install wasm-bindgen-cli --version "$pinned" --force
+fi
+
+if [ ! -x npm/node_modules/.bin/tsc ]; then
+  say "installing the package's dev dependencies"
+  (cd npm && npm ci --no-audit --no-fund --silent)
+fi
+
+if [ ! -x tests/runtimes/node_modules/.bin/bun ] || [ ! -x tests/runtimes/node_modules/.bin/node ]; then
+  say "installing Node 24 and Bun from npm"
+  (cd tests/runtimes && npm ci --no-audit --no-fund --silent)
+fi
+
+say "building the package"
+bash npm/build.sh
