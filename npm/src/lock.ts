@@ -41,6 +41,7 @@ export type TryHoldResult<T> = { acquired: false } | { acquired: true; value: T 
 type Key = string | number
 
 const NOT_ACQUIRED: { acquired: false } = Object.freeze({ acquired: false })
+const NOT_ACQUIRED_PROMISE: Promise<{ acquired: false }> = Promise.resolve(NOT_ACQUIRED)
 
 export class Lock {
   readonly kind: 'lock' | 'semaphore'
@@ -70,41 +71,64 @@ export class Lock {
    */
   hold<T>(key: Key, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
   hold<T>(key: Key, options: HoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
-  async hold<T>(key: Key, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    const fn = typeof a === 'function' ? a : b
-    const k = toKey(key, this.#place())
-    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
-    const { wait, signal } = typeof a === 'function' ? { wait: this._wait, signal: undefined } : this.#holdOptions(a, k)
-    const lease = this._store._take(this, k, wait, signal, false)
-    if (lease === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
-    return this._store._run(this, lease instanceof Lease ? lease : await lease, fn)
+  hold<T>(key: Key, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    // Not an async function: a free key is held, run and released without a promise of its own. Every
+    // error still comes as a rejection.
+    try {
+      let fn = b
+      let wait = this._wait
+      let signal: AbortSignal | undefined
+      const k = typeof key === 'string' && key.length !== 0 && key.length <= 341 ? key : toKey(key, this.#place())
+      if (typeof a === 'function') fn = a
+      else ({ wait, signal } = this.#holdOptions(a, k))
+      if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
+      const taken = this._store._take(this, k, wait, signal, false)
+      if (taken === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+      return taken instanceof Lease ? this._store._run(this, taken, fn) : this._store._waitAndRun(this, taken, fn)
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
   /** Takes `key` only if it is free and nobody waits; then runs fn as `hold` does. Never waits for another holder. */
   tryHold<T>(key: Key, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
   tryHold<T>(key: Key, options: TryHoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
-  async tryHold<T>(key: Key, a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
-    const fn = typeof a === 'function' ? a : b
-    const k = toKey(key, this.#place())
-    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: tryHold needs a function to run`)
-    let signal: AbortSignal | undefined
-    if (typeof a !== 'function') {
-      const o = checkOptions(a, `${this.#place(k)}: tryHold`, ['signal'])
-      signal = checkSignal(o.signal, this.#place(k))
+  tryHold<T>(key: Key, a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
+    try {
+      let fn = b
+      let signal: AbortSignal | undefined
+      const k = typeof key === 'string' && key.length !== 0 && key.length <= 341 ? key : toKey(key, this.#place())
+      if (typeof a === 'function') fn = a
+      else {
+        const o = checkOptions(a, `${this.#place(k)}: tryHold`, ['signal'])
+        signal = checkSignal(o.signal, this.#place(k))
+        if (signal?.aborted) throw new CancelledError(`${this.#place(k)}: cancelled before it began`, { cause: signal.reason })
+      }
+      if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: tryHold needs a function to run`)
+      const taken = this._store._take(this, k, 0, signal, true)
+      if (taken === undefined) return NOT_ACQUIRED_PROMISE
+      return this.#tried(taken, fn)
+    } catch (error) {
+      return Promise.reject(error)
     }
-    const lease = this._store._take(this, k, 0, signal, true)
-    if (lease === undefined) return NOT_ACQUIRED
-    const value = await this._store._run(this, lease instanceof Lease ? lease : await lease, fn)
+  }
+
+  async #tried<T>(taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
+    const value = await this._store._run(this, taken instanceof Lease ? taken : await taken, fn)
     return { acquired: true, value }
   }
 
   /** Waits for `key` and resolves to its lease; release it with `lease.release()` or `await using`. */
-  async acquire(key: Key, options?: HoldOptions): Promise<Lease> {
-    const k = toKey(key, this.#place())
-    const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : this.#holdOptions(options, k)
-    const lease = this._store._take(this, k, wait, signal, false)
-    if (lease === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
-    return lease
+  acquire(key: Key, options?: HoldOptions): Promise<Lease> {
+    try {
+      const k = toKey(key, this.#place())
+      const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : this.#holdOptions(options, k)
+      const taken = this._store._take(this, k, wait, signal, false)
+      if (taken === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+      return taken instanceof Lease ? Promise.resolve(taken) : taken
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
   #holdOptions(options: unknown, key: string): { wait: number; signal: AbortSignal | undefined } {

@@ -157,6 +157,8 @@ pub struct Engine {
     fences: FenceBook,
     /// Keys whose head waits for a fence, in the order they began to wait.
     stalled: Vec<Id>,
+    /// The latest time the host gave; stamps grants made by the untimed calls.
+    last_now: u64,
     events: VecDeque<Event>,
     closed: bool,
 }
@@ -204,6 +206,7 @@ impl Engine {
             timers: Timers::default(),
             fences,
             stalled: Vec::new(),
+            last_now: 0,
             events: VecDeque::new(),
             closed: false,
         })
@@ -259,6 +262,34 @@ impl Engine {
         max_hold: Option<u64>,
         now: u64,
     ) -> Result<Hold, Error> {
+        self.last_now = self.last_now.max(now);
+        self.hold_at(res, key, wait, max_hold, Some(now))
+            .map(|hold| hold.expect("a timed hold always answers"))
+    }
+
+    /// [`Engine::hold`] for a host that has not read its clock: answers `Ok(None)`, changing nothing,
+    /// when the hold needs the time (it would wait with a deadline, or be granted with a `max_hold`);
+    /// the host then reads its clock and calls [`Engine::hold`]. A grant that needs no deadline is
+    /// stamped with the latest time the engine was given, which only `inspect` reads. Reading a
+    /// clock costs more than the rest of an uncontended hold on some hosts: this skips it.
+    pub fn hold_untimed(
+        &mut self,
+        res: ResourceId,
+        key: Option<Id>,
+        wait: Option<u64>,
+        max_hold: Option<u64>,
+    ) -> Result<Option<Hold>, Error> {
+        self.hold_at(res, key, wait, max_hold, None)
+    }
+
+    fn hold_at(
+        &mut self,
+        res: ResourceId,
+        key: Option<Id>,
+        wait: Option<u64>,
+        max_hold: Option<u64>,
+        now: Option<u64>,
+    ) -> Result<Option<Hold>, Error> {
         self.check_open()?;
         let limit = match self.resources.get(res.0 as usize) {
             Some(r) => r.limit,
@@ -267,9 +298,9 @@ impl Engine {
         if let Some(ms) = max_hold {
             bounds::check_max_hold(ms)?;
         }
-        let key_id = match key {
+        let free = match key {
             Some(id) => match self.keys.get(id) {
-                Some(k) if k.res == res => id,
+                Some(k) if k.res == res => k.held < limit && k.line.is_empty(),
                 _ => {
                     return Err(Error::invalid(format!(
                         "key id {} is not a busy key of this resource",
@@ -277,6 +308,22 @@ impl Engine {
                     )))
                 }
             },
+            None => true,
+        };
+        let granted = free && self.fences.available();
+        let needs_time = if granted {
+            max_hold.is_some()
+        } else {
+            // It waits, with a deadline unless its wait has no limit (or it only waits for storage).
+            !(free && wait == Some(0)) && wait.is_some_and(|ms| ms > 0 || free)
+        };
+        let now = match now {
+            Some(now) => now,
+            None if needs_time => return Ok(None),
+            None => self.last_now,
+        };
+        let key_id = match key {
+            Some(id) => id,
             None => self.keys.insert(Key {
                 res,
                 held: 0,
@@ -285,8 +332,7 @@ impl Engine {
             }),
         };
         let key = self.keys.get_mut(key_id).expect("key just found");
-        let free = key.held < limit && key.line.is_empty();
-        if free && self.fences.available() {
+        if granted {
             key.held += 1;
             let fence = self.fences.take();
             let revoke_at = max_hold.map(|ms| now.saturating_add(ms));
@@ -305,14 +351,14 @@ impl Engine {
                     due: Due::Revoke,
                 });
             }
-            return Ok(Hold::Granted {
+            return Ok(Some(Hold::Granted {
                 req,
                 key: key_id,
                 fence,
-            });
+            }));
         }
         if !free && wait == Some(0) {
-            return Ok(Hold::Busy { key: key_id });
+            return Ok(Some(Hold::Busy { key: key_id }));
         }
         if key.line.waiting() >= MAX_WAITERS {
             return Err(Error::limit(format!(
@@ -340,13 +386,14 @@ impl Engine {
         if free {
             self.pump(key_id, now);
         }
-        Ok(Hold::Queued { req, key: key_id })
+        Ok(Some(Hold::Queued { req, key: key_id }))
     }
 
     /// Lets a held lease go; the key goes to the next in line in this same call. Answers `false` when
     /// the request holds nothing (released before, revoked, or never granted), which is harmless.
     pub fn release(&mut self, req: Id, now: u64) -> Result<bool, Error> {
         self.check_open()?;
+        self.last_now = self.last_now.max(now);
         let (key, revoke_at) = match self.reqs.get(req) {
             Some(Request {
                 key,
@@ -361,6 +408,23 @@ impl Engine {
         self.keys.get_mut(key).expect("a holder's key is busy").held -= 1;
         self.pump(key, now);
         Ok(true)
+    }
+
+    /// [`Engine::release`] for a host that has not read its clock: answers `Ok(None)`, changing
+    /// nothing, when the release hands the key to a waiter (whose grant needs the time).
+    pub fn release_untimed(&mut self, req: Id) -> Result<Option<bool>, Error> {
+        self.check_open()?;
+        let key = match self.reqs.get(req) {
+            Some(Request {
+                key,
+                state: State::Holding { .. },
+            }) => *key,
+            _ => return Ok(Some(false)),
+        };
+        if self.keys.get(key).is_some_and(|k| !k.line.is_empty()) {
+            return Ok(None);
+        }
+        self.release(req, self.last_now).map(Some)
     }
 
     /// Ends a request the host no longer wants (its signal aborted, its caller went away). A waiting
@@ -416,6 +480,7 @@ impl Engine {
         if self.closed {
             return;
         }
+        self.last_now = self.last_now.max(now);
         while let Some(entry) = self.timers.peek() {
             if entry.at > now {
                 break;
@@ -591,6 +656,11 @@ impl Engine {
     /// The next event for the host, oldest first.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    /// The next event, left in place.
+    pub fn peek_event(&self) -> Option<&Event> {
+        self.events.front()
     }
 
     /// How many events wait to be polled.

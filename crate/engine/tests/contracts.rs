@@ -482,3 +482,47 @@ fn inspect_lists_busy_keys_with_their_holders_and_waiters() {
     assert_eq!(views[0].holders[0].fence, fence);
     assert_eq!(views[0].holders[0].held_ms, 250);
 }
+
+#[test]
+fn untimed_calls_ask_for_the_time_exactly_when_a_deadline_or_a_grant_to_a_waiter_needs_it() {
+    let mut e = opened();
+    let l = lock(&mut e);
+    e.advance(500); // the engine's latest time
+                    // A free key without maxHold: granted, stamped with the latest time.
+    let Some(Hold::Granted { req, key, .. }) = e.hold_untimed(l, None, WAIT, None).unwrap() else {
+        panic!("granted without the time")
+    };
+    assert_eq!(e.inspect(700).unwrap()[0].holders[0].held_ms, 200);
+    // Waiting with a deadline, or a grant with maxHold, needs the time; nothing changes meanwhile.
+    assert_eq!(e.hold_untimed(l, Some(key), WAIT, None).unwrap(), None);
+    assert_eq!(e.hold_untimed(l, None, WAIT, Some(1_000)).unwrap(), None);
+    assert_eq!(e.footprint().requests, 1);
+    assert_eq!(
+        e.footprint().keys,
+        1,
+        "no key was made for the refused untimed hold"
+    );
+    // A try on a held key, and a wait without limit, need no time.
+    assert_eq!(
+        e.hold_untimed(l, Some(key), Some(0), None).unwrap(),
+        Some(Hold::Busy { key })
+    );
+    let Some(Hold::Queued { req: next, .. }) =
+        e.hold_untimed(l, Some(key), None, Some(1_000)).unwrap()
+    else {
+        panic!("queued without the time")
+    };
+    // Releasing to a waiter needs the time (its grant starts its maxHold); releasing the last does not.
+    assert_eq!(e.release_untimed(req).unwrap(), None);
+    assert!(e.fence_of(req).is_some(), "nothing changed");
+    assert!(e.release(req, 800).unwrap());
+    assert!(matches!(events(&mut e)[..], [Event::Granted { req: r, .. }] if r == next));
+    assert_eq!(
+        e.next_deadline(),
+        Some(1_800),
+        "maxHold counted from the real time of the grant"
+    );
+    assert_eq!(e.release_untimed(next).unwrap(), Some(true));
+    assert_eq!(events(&mut e), vec![Event::KeyIdle { key }]);
+    assert_eq!(e.release_untimed(next).unwrap(), Some(false));
+}

@@ -57,6 +57,11 @@ pub mod status {
     pub const INVALID: f64 = -2.0;
     pub const LIMIT: f64 = -3.0;
     pub const CLOSED: f64 = -4.0;
+    /// `release` answers `IDLE_BASE - index` when its only outcome is that the key (of that index)
+    /// went idle: the common case, answered without the buffer.
+    pub const IDLE_BASE: f64 = -16.0;
+    /// An untimed call (`now` < 0) that needs the time: nothing changed; call again with it.
+    pub const NEED_TIME: f64 = -5.0;
 }
 
 #[wasm_bindgen]
@@ -212,7 +217,8 @@ impl Core {
     }
 
     /// Asks for a key. `key` is the key's id while it is busy, or -1; `wait` is in ms (-1: no limit);
-    /// `max_hold` in ms (0: none). Answers the fence (> 0) when granted, 0 when queued,
+    /// `max_hold` in ms (0: none); `now` in ms, or -1 when the host has not read its clock (see
+    /// `Engine::hold_untimed`; answers [`status::NEED_TIME`] when it needs it). Answers the fence (> 0) when granted, 0 when queued,
     /// [`status::BUSY`] when it would wait and `wait` is 0, or another [`status`] on error (the message
     /// from `lastError()`). The request's and key's ids are in the buffer.
     pub fn hold(&mut self, res: u32, key: f64, wait: f64, max_hold: f64, now: f64) -> f64 {
@@ -256,11 +262,34 @@ impl Core {
     }
 
     /// Lets a lease go. Answers how many events it wrote to the buffer (the next holder's grant, the
-    /// key going idle), or [`status::CLOSED`].
+    /// key going idle), `IDLE_BASE - key index` when the key went idle and nothing else happened, or
+    /// [`status::CLOSED`]. `now` may be -1, as for `hold`.
     pub fn release(&mut self, req: f64, now: f64) -> f64 {
         let Some(req) = id_of(req) else { return 0.0 };
-        let answer = self.inner.borrow_mut().engine.release(req, now as u64);
-        self.after(answer.map(drop))
+        {
+            let mut inner = self.inner.borrow_mut();
+            let engine = &mut inner.engine;
+            let released = if now < 0.0 {
+                engine.release_untimed(req)
+            } else {
+                engine.release(req, now as u64).map(Some)
+            };
+            match released {
+                Ok(None) => return status::NEED_TIME,
+                Err(error) => {
+                    inner.last_error = error.to_string();
+                    return status_of(&error);
+                }
+                Ok(_) if engine.pending_events() == 1 => {
+                    if let Some(&Event::KeyIdle { key }) = engine.peek_event() {
+                        engine.poll_event();
+                        return status::IDLE_BASE - f64::from(key.index());
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+        self.after(Ok(()))
     }
 
     /// Ends a request the host no longer wants (see `Engine::cancel`). Answers as `release`.
