@@ -24,6 +24,7 @@ use crate::error::Error;
 use crate::event::{Event, Failure};
 use crate::fence::FenceBook;
 use crate::line::Line;
+use crate::remote::{Remote, Remotes};
 use crate::slab::{Id, Slab};
 use crate::timers::{Due, Entry, Timers};
 
@@ -65,7 +66,7 @@ struct Key {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum State {
+pub(crate) enum State {
     Waiting {
         deadline: Option<u64>,
         max_hold: Option<u64>,
@@ -74,13 +75,31 @@ enum State {
         fence: u64,
         since: u64,
         revoke_at: Option<u64>,
+        /// For a lease over a connection: when it ends unless renewed (LOCK-05).
+        expires_at: Option<u64>,
     },
 }
 
+impl State {
+    /// How many timer entries stand for a request in this state.
+    fn timers(&self) -> usize {
+        match *self {
+            State::Waiting { deadline, .. } => deadline.is_some() as usize,
+            State::Holding {
+                revoke_at,
+                expires_at,
+                ..
+            } => revoke_at.is_some() as usize + expires_at.is_some() as usize,
+        }
+    }
+}
+
 #[derive(Debug)]
-struct Request {
-    key: Id,
-    state: State,
+pub(crate) struct Request {
+    pub(crate) key: Id,
+    pub(crate) state: State,
+    /// What a request made over a connection carries (see `remote.rs`).
+    pub(crate) remote: Option<Box<Remote>>,
 }
 
 /// The answer of [`Engine::hold`].
@@ -92,6 +111,13 @@ pub enum Hold {
     Queued { req: Id, key: Id },
     /// The request would have to wait and its wait is 0; nothing changed.
     Busy { key: Id },
+    /// A request over a connection asked again (same request id): it goes on as it was — holding,
+    /// with the same lease and fence and its ttl counted from now, or waiting in its place.
+    Resumed {
+        req: Id,
+        key: Id,
+        fence: Option<u64>,
+    },
 }
 
 /// How a request ended when the host cancelled it.
@@ -152,15 +178,17 @@ pub struct Engine {
     resources: Vec<Resource>,
     by_name: HashMap<(Kind, String), ResourceId>,
     keys: Slab<Key>,
-    reqs: Slab<Request>,
-    timers: Timers,
+    pub(crate) reqs: Slab<Request>,
+    pub(crate) timers: Timers,
     fences: FenceBook,
     /// Keys whose head waits for a fence, in the order they began to wait.
     stalled: Vec<Id>,
     /// The latest time the host gave; stamps grants made by the untimed calls.
-    last_now: u64,
-    events: VecDeque<Event>,
+    pub(crate) last_now: u64,
+    pub(crate) events: VecDeque<Event>,
     closed: bool,
+    /// Requests over connections by request id, by lease id, and by connection (see `remote.rs`).
+    pub(crate) remotes: Remotes,
 }
 
 fn is_waiting(reqs: &Slab<Request>, id: Id) -> bool {
@@ -173,7 +201,7 @@ fn is_waiting(reqs: &Slab<Request>, id: Id) -> bool {
     )
 }
 
-fn timer_is_live(reqs: &Slab<Request>, entry: &Entry) -> bool {
+pub(crate) fn timer_is_live(reqs: &Slab<Request>, entry: &Entry) -> bool {
     match (reqs.get(entry.req).map(|r| r.state), entry.due) {
         (
             Some(State::Waiting {
@@ -187,6 +215,13 @@ fn timer_is_live(reqs: &Slab<Request>, entry: &Entry) -> bool {
                 ..
             }),
             Due::Revoke,
+        ) => at == entry.at,
+        (
+            Some(State::Holding {
+                expires_at: Some(at),
+                ..
+            }),
+            Due::Expire,
         ) => at == entry.at,
         _ => false,
     }
@@ -209,6 +244,7 @@ impl Engine {
             last_now: 0,
             events: VecDeque::new(),
             closed: false,
+            remotes: Remotes::default(),
         })
     }
 
@@ -263,7 +299,7 @@ impl Engine {
         now: u64,
     ) -> Result<Hold, Error> {
         self.last_now = self.last_now.max(now);
-        self.hold_at(res, key, wait, max_hold, Some(now))
+        self.hold_at(res, key, wait, max_hold, Some(now), None)
             .map(|hold| hold.expect("a timed hold always answers"))
     }
 
@@ -279,16 +315,17 @@ impl Engine {
         wait: Option<u64>,
         max_hold: Option<u64>,
     ) -> Result<Option<Hold>, Error> {
-        self.hold_at(res, key, wait, max_hold, None)
+        self.hold_at(res, key, wait, max_hold, None, None)
     }
 
-    fn hold_at(
+    pub(crate) fn hold_at(
         &mut self,
         res: ResourceId,
         key: Option<Id>,
         wait: Option<u64>,
         max_hold: Option<u64>,
         now: Option<u64>,
+        remote: Option<Remote>,
     ) -> Result<Option<Hold>, Error> {
         self.check_open()?;
         let limit = match self.resources.get(res.0 as usize) {
@@ -312,7 +349,7 @@ impl Engine {
         };
         let granted = free && self.fences.available();
         let needs_time = if granted {
-            max_hold.is_some()
+            max_hold.is_some() || remote.is_some()
         } else {
             // It waits, with a deadline unless its wait has no limit (or it only waits for storage).
             !(free && wait == Some(0)) && wait.is_some_and(|ms| ms > 0 || free)
@@ -322,6 +359,24 @@ impl Engine {
             None if needs_time => return Ok(None),
             None => self.last_now,
         };
+        if !free && wait == Some(0) {
+            // Busy, and it would not wait: nothing changes.
+            return Ok(Some(Hold::Busy {
+                key: key.expect("only a known key is busy"),
+            }));
+        }
+        if !granted {
+            if let Some(waiting) = key
+                .and_then(|id| self.keys.get(id))
+                .map(|k| k.line.waiting())
+            {
+                if waiting >= MAX_WAITERS {
+                    return Err(Error::limit(format!(
+                        "{MAX_WAITERS} waiters on one key is the most"
+                    )));
+                }
+            }
+        }
         let key_id = match key {
             Some(id) => id,
             None => self.keys.insert(Key {
@@ -331,39 +386,29 @@ impl Engine {
                 line: Line::default(),
             }),
         };
-        let key = self.keys.get_mut(key_id).expect("key just found");
+        let remote = remote.map(Box::new);
         if granted {
-            key.held += 1;
+            self.keys.get_mut(key_id).expect("key just found").held += 1;
             let fence = self.fences.take();
             let revoke_at = max_hold.map(|ms| now.saturating_add(ms));
+            let expires_at = remote.as_ref().map(|r| now.saturating_add(r.ttl));
             let req = self.reqs.insert(Request {
                 key: key_id,
                 state: State::Holding {
                     fence,
                     since: now,
                     revoke_at,
+                    expires_at,
                 },
+                remote,
             });
-            if let Some(at) = revoke_at {
-                self.timers.push(Entry {
-                    at,
-                    req,
-                    due: Due::Revoke,
-                });
-            }
+            self.arm(req);
+            self.index_remote(req);
             return Ok(Some(Hold::Granted {
                 req,
                 key: key_id,
                 fence,
             }));
-        }
-        if !free && wait == Some(0) {
-            return Ok(Some(Hold::Busy { key: key_id }));
-        }
-        if key.line.waiting() >= MAX_WAITERS {
-            return Err(Error::limit(format!(
-                "{MAX_WAITERS} waiters on one key is the most"
-            )));
         }
         // A free key whose grant only waits for storage to acknowledge fences: a request that would not
         // wait for other holders waits for the write, which is not waiting for the key.
@@ -374,19 +419,78 @@ impl Engine {
         let req = self.reqs.insert(Request {
             key: key_id,
             state: State::Waiting { deadline, max_hold },
+            remote,
         });
-        key.line.push(req);
-        if let Some(at) = deadline {
-            self.timers.push(Entry {
-                at,
-                req,
-                due: Due::Wait,
-            });
-        }
+        self.keys
+            .get_mut(key_id)
+            .expect("key just found")
+            .line
+            .push(req);
+        self.arm(req);
+        self.index_remote(req);
         if free {
             self.pump(key_id, now);
         }
         Ok(Some(Hold::Queued { req, key: key_id }))
+    }
+
+    /// Pushes a timer entry for each deadline of a request's state.
+    pub(crate) fn arm(&mut self, req: Id) {
+        let state = self.reqs.get(req).expect("a request").state;
+        match state {
+            State::Waiting {
+                deadline: Some(at), ..
+            } => self.timers.push(Entry {
+                at,
+                req,
+                due: Due::Wait,
+            }),
+            State::Waiting { .. } => {}
+            State::Holding {
+                revoke_at,
+                expires_at,
+                ..
+            } => {
+                if let Some(at) = revoke_at {
+                    self.timers.push(Entry {
+                        at,
+                        req,
+                        due: Due::Revoke,
+                    });
+                }
+                if let Some(at) = expires_at {
+                    self.timers.push(Entry {
+                        at,
+                        req,
+                        due: Due::Expire,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Ends a request: the one place requests leave the slab. Forgets its timer entries and its
+    /// remote ids, takes it off its key (a holder) or its line (a waiter), and answers it with the
+    /// key it was on. The caller then pumps the key.
+    pub(crate) fn end_request(&mut self, req: Id) -> Request {
+        let request = self.reqs.remove(req).expect("a live request");
+        self.timers
+            .forget(request.state.timers(), |e| timer_is_live(&self.reqs, e));
+        if let Some(remote) = &request.remote {
+            self.remotes.unindex(req, remote);
+        }
+        let key = self
+            .keys
+            .get_mut(request.key)
+            .expect("a request's key is busy");
+        match request.state {
+            State::Holding { .. } => key.held -= 1,
+            State::Waiting { .. } => {
+                let reqs = &self.reqs;
+                key.line.left(|id| is_waiting(reqs, id));
+            }
+        }
+        request
     }
 
     /// Lets a held lease go; the key goes to the next in line in this same call. Answers `false` when
@@ -394,18 +498,16 @@ impl Engine {
     pub fn release(&mut self, req: Id, now: u64) -> Result<bool, Error> {
         self.check_open()?;
         self.last_now = self.last_now.max(now);
-        let (key, revoke_at) = match self.reqs.get(req) {
+        if !matches!(
+            self.reqs.get(req),
             Some(Request {
-                key,
-                state: State::Holding { revoke_at, .. },
-            }) => (*key, *revoke_at),
-            _ => return Ok(false),
-        };
-        self.reqs.remove(req);
-        if revoke_at.is_some() {
-            self.timers.forget(|e| timer_is_live(&self.reqs, e));
+                state: State::Holding { .. },
+                ..
+            })
+        ) {
+            return Ok(false);
         }
-        self.keys.get_mut(key).expect("a holder's key is busy").held -= 1;
+        let key = self.end_request(req).key;
         self.pump(key, now);
         Ok(true)
     }
@@ -418,6 +520,7 @@ impl Engine {
             Some(Request {
                 key,
                 state: State::Holding { .. },
+                ..
             }) => *key,
             _ => return Ok(Some(false)),
         };
@@ -438,29 +541,12 @@ impl Engine {
                 Ok(Cancelled::Released)
             }
             Some(State::Waiting { .. }) => {
-                let key = self.leave_line(req);
+                self.last_now = self.last_now.max(now);
+                let key = self.end_request(req).key;
                 self.pump(key, now);
                 Ok(Cancelled::Left)
             }
         }
-    }
-
-    /// Removes a waiting request from its line and the slab; answers its key.
-    fn leave_line(&mut self, req: Id) -> Id {
-        let request = self.reqs.remove(req).expect("a waiting request");
-        let State::Waiting { deadline, .. } = request.state else {
-            panic!("leave_line of a holder")
-        };
-        if deadline.is_some() {
-            self.timers.forget(|e| timer_is_live(&self.reqs, e));
-        }
-        let reqs = &self.reqs;
-        self.keys
-            .get_mut(request.key)
-            .expect("a waiter's key is busy")
-            .line
-            .left(|id| is_waiting(reqs, id));
-        request.key
     }
 
     /// The earliest time at which [`Engine::advance`] has something to do.
@@ -469,13 +555,14 @@ impl Engine {
             if timer_is_live(&self.reqs, &entry) {
                 return Some(entry.at);
             }
-            self.timers.pop(false);
+            self.timers.pop();
         }
         None
     }
 
     /// Acts on every deadline at or before `now`, earliest first: waits that ran out leave their line,
-    /// leases at `maxHold` are revoked and their keys go on.
+    /// leases at `maxHold` are revoked, leases over a connection past their ttl end, and their keys
+    /// go on.
     pub fn advance(&mut self, now: u64) {
         if self.closed {
             return;
@@ -486,101 +573,77 @@ impl Engine {
                 break;
             }
             let live = timer_is_live(&self.reqs, &entry);
-            self.timers.pop(live);
+            self.timers.pop();
             if !live {
                 continue;
             }
-            let key = match entry.due {
-                Due::Wait => {
-                    // Its timer entry is already popped: leave_line must not forget it again.
-                    let request = self.reqs.remove(entry.req).expect("a live wait");
-                    let reqs = &self.reqs;
-                    self.keys
-                        .get_mut(request.key)
-                        .expect("busy")
-                        .line
-                        .left(|id| is_waiting(reqs, id));
-                    self.events.push_back(Event::TimedOut { req: entry.req });
-                    request.key
-                }
-                Due::Revoke => {
-                    let request = self.reqs.remove(entry.req).expect("a live lease");
-                    self.keys.get_mut(request.key).expect("busy").held -= 1;
-                    self.events.push_back(Event::Revoked { req: entry.req });
-                    request.key
-                }
-            };
+            let key = self.end_request(entry.req).key;
+            self.events.push_back(match entry.due {
+                Due::Wait => Event::TimedOut { req: entry.req },
+                Due::Revoke => Event::Revoked { req: entry.req },
+                Due::Expire => Event::Expired { req: entry.req },
+            });
             self.pump(key, now);
         }
     }
 
     /// Grants the key to the head of its line while it has room, or forgets it when it is idle.
-    fn pump(&mut self, key_id: Id, now: u64) {
-        let Some(key) = self.keys.get_mut(key_id) else {
-            return;
-        };
-        let limit = self.resources[key.res.0 as usize].limit;
-        while key.held < limit {
+    pub(crate) fn pump(&mut self, key_id: Id, now: u64) {
+        loop {
+            let Some(key) = self.keys.get_mut(key_id) else {
+                return;
+            };
+            let limit = self.resources[key.res.0 as usize].limit;
             let reqs = &self.reqs;
-            let Some(head) = key.line.head(|id| is_waiting(reqs, id)) else {
-                break;
+            let head = if key.held < limit {
+                key.line.head(|id| is_waiting(reqs, id))
+            } else {
+                None
+            };
+            let Some(head) = head else {
+                if key.held == 0 && key.line.is_empty() {
+                    key.stalled = false;
+                    self.stalled.retain(|&k| k != key_id);
+                    self.keys.remove(key_id);
+                    self.events.push_back(Event::KeyIdle { key: key_id });
+                }
+                return;
             };
             if !self.fences.available() {
                 if !key.stalled {
                     key.stalled = true;
                     self.stalled.push(key_id);
                 }
-                if self.fences.exhausted() {
-                    // No fence is left to wait for: answer the head instead of stalling forever.
-                    key.line.pop_head();
-                    let request = self.reqs.remove(head).expect("head waits");
-                    if let State::Waiting {
-                        deadline: Some(_), ..
-                    } = request.state
-                    {
-                        self.timers.forget(|e| timer_is_live(&self.reqs, e));
-                    }
-                    self.events.push_back(Event::Failed {
-                        req: head,
-                        why: Failure::FencesUsedUp,
-                    });
-                    continue;
+                if !self.fences.exhausted() {
+                    self.fences.retry();
+                    return;
                 }
-                self.fences.retry();
-                break;
+                // No fence is left to wait for: answer the head instead of stalling forever.
+                self.end_request(head);
+                self.events.push_back(Event::Failed {
+                    req: head,
+                    why: Failure::FencesUsedUp,
+                });
+                continue;
             }
             key.line.pop_head();
             key.held += 1;
             let fence = self.fences.take();
             let request = self.reqs.get_mut(head).expect("head waits");
             let State::Waiting { deadline, max_hold } = request.state else {
-                unreachable!()
+                unreachable!("the head of a line waits")
             };
-            let revoke_at = max_hold.map(|ms| now.saturating_add(ms));
             request.state = State::Holding {
                 fence,
                 since: now,
-                revoke_at,
+                revoke_at: max_hold.map(|ms| now.saturating_add(ms)),
+                expires_at: request.remote.as_ref().map(|r| now.saturating_add(r.ttl)),
             };
-            if deadline.is_some() {
-                self.timers.forget(|e| timer_is_live(&self.reqs, e));
-            }
-            if let Some(at) = revoke_at {
-                self.timers.push(Entry {
-                    at,
-                    req: head,
-                    due: Due::Revoke,
-                });
-            }
+            self.timers.forget(deadline.is_some() as usize, |e| {
+                timer_is_live(&self.reqs, e)
+            });
+            self.arm(head);
             self.events.push_back(Event::Granted { req: head, fence });
-        }
-        if key.held == 0 && key.line.is_empty() {
-            // A stalled key always has a waiter, so an idle key is on no list.
-            debug_assert!(!key.stalled || !self.stalled.contains(&key_id) || key.line.is_empty());
-            key.stalled = false;
-            self.stalled.retain(|&k| k != key_id);
-            self.keys.remove(key_id);
-            self.events.push_back(Event::KeyIdle { key: key_id });
         }
     }
 
@@ -633,17 +696,14 @@ impl Engine {
             let room = self.resources[key.res.0 as usize].limit - key.held;
             for _ in 0..room {
                 let reqs = &self.reqs;
-                let Some(head) = key.line.head(|id| is_waiting(reqs, id)) else {
+                let Some(head) = self
+                    .keys
+                    .get_mut(key_id)
+                    .and_then(|k| k.line.head(|id| is_waiting(reqs, id)))
+                else {
                     break;
                 };
-                key.line.pop_head();
-                let request = self.reqs.remove(head).expect("head waits");
-                if let State::Waiting {
-                    deadline: Some(_), ..
-                } = request.state
-                {
-                    self.timers.forget(|e| timer_is_live(&self.reqs, e));
-                }
+                self.end_request(head);
                 self.events.push_back(Event::Failed {
                     req: head,
                     why: Failure::Storage,
@@ -683,6 +743,7 @@ impl Engine {
         self.keys.clear();
         self.timers.clear();
         self.stalled.clear();
+        self.remotes = Remotes::default();
     }
 
     pub fn is_closed(&self) -> bool {
@@ -732,6 +793,7 @@ impl Engine {
         self.fences.last()
     }
 
+    /// Counts of what the engine keeps.
     pub fn footprint(&self) -> Footprint {
         Footprint {
             keys: self.keys.len(),
@@ -742,7 +804,7 @@ impl Engine {
         }
     }
 
-    fn check_open(&self) -> Result<(), Error> {
+    pub(crate) fn check_open(&self) -> Result<(), Error> {
         if self.closed {
             Err(Error::Closed)
         } else {

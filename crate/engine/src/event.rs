@@ -23,6 +23,9 @@ pub enum Event {
     /// A lease reached its `maxHold` and was revoked; its key went on to the next in line. The host
     /// aborts the lease's signal and answers `lost`.
     Revoked { req: Id },
+    /// A lease over a connection was not renewed within its ttl and ended; its key went on to the
+    /// next in line (LOCK-05). The host tells its client, if it is still connected, that it is lost.
+    Expired { req: Id },
     /// A waiting request could not be granted; it left the line.
     Failed { req: Id, why: Failure },
     /// The store closed: this request, `held` or waiting, has ended. The host answers `closed`.

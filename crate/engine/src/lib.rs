@@ -11,7 +11,7 @@
 //! it testable with a test clock, replayable and fuzzable; the wasm bindings and the TypeScript package
 //! supply the real clock, timers, storage and promises.
 //!
-//! One concept a module: [`fence`] (durable, growing fences), `line` (the FIFO line of a key),
+//! One concept a module: [`fence`] (durable, growing fences), `line` (the FIFO line of a key), `remote` (leases over a connection, LOCK-05),
 //! `timers` (deadlines), `slab` (generational ids), [`bounds`] (every input's bounds), `engine` (the
 //! state machine that ties them).
 
@@ -21,10 +21,12 @@ mod error;
 mod event;
 pub mod fence;
 mod line;
+mod remote;
 mod slab;
 mod timers;
 
 pub use engine::{Cancelled, Engine, Footprint, Hold, HolderView, KeyView, Kind, ResourceId};
 pub use error::Error;
 pub use event::{Event, Failure};
+pub use remote::{Remote, RemoteView, Renewal, CONNECTION_LIMIT};
 pub use slab::Id;

@@ -4,6 +4,10 @@
 //! the entry is dropped when it reaches the top and no longer matches its request. So that a store that
 //! grants and releases millions of leases with a `maxHold` does not keep millions of dead entries until
 //! they fall due, the heap is rebuilt from the live entries whenever dead ones outnumber them.
+//!
+//! `live` counts the entries that still stand for their request, including one just popped whose
+//! request has not yet been ended: the engine forgets a request's live entries (all of them, by its
+//! state) in the one place that ends requests, so popping never counts.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -17,6 +21,8 @@ pub enum Due {
     Wait,
     /// The lease reaches `maxHold`: it is revoked, answered `lost`.
     Revoke,
+    /// A lease over a connection reaches its ttl unrenewed: it ends, answered `lost` (LOCK-05).
+    Expire,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,9 +45,12 @@ impl Timers {
         self.live += 1;
     }
 
-    /// Notes that a live entry died (its request ended or moved on before the deadline).
-    pub fn forget(&mut self, is_live: impl Fn(&Entry) -> bool) {
-        self.live -= 1;
+    /// Notes that `n` live entries died (their request ended or moved on before the deadline).
+    pub fn forget(&mut self, n: usize, is_live: impl Fn(&Entry) -> bool) {
+        if n == 0 {
+            return;
+        }
+        self.live -= n;
         if self.heap.len() > 64 && self.heap.len() > 2 * self.live {
             let heap = std::mem::take(&mut self.heap);
             self.heap = heap
@@ -57,12 +66,9 @@ impl Timers {
         self.heap.peek().map(|Reverse(entry)| *entry)
     }
 
-    /// Removes the earliest entry; `was_live` says whether it still stood for its request.
-    pub fn pop(&mut self, was_live: bool) {
+    /// Removes the earliest entry. A live one stays counted until its request forgets it.
+    pub fn pop(&mut self) {
         self.heap.pop();
-        if was_live {
-            self.live -= 1;
-        }
     }
 
     pub fn clear(&mut self) {

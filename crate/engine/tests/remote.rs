@@ -1,0 +1,329 @@
+//! LOCK-05 and its neighbours: leases over a connection, on a test clock.
+
+use holdfast_engine::{Cancelled, Engine, Event, Hold, Id, Kind, Remote, Renewal, ResourceId};
+
+fn opened() -> (Engine, ResourceId) {
+    let mut e = Engine::open(None).unwrap();
+    let c = e.poll_persist().unwrap();
+    e.persisted(c, 0);
+    let l = e.resource(Kind::Lock, "jobs", 1).unwrap();
+    (e, l)
+}
+
+fn remote(conn: u32, n: u128, ttl: u64) -> Remote {
+    Remote {
+        conn,
+        request: n,
+        lease: 1_000 + n,
+        ttl,
+    }
+}
+
+fn events(e: &mut Engine) -> Vec<Event> {
+    std::iter::from_fn(|| e.poll_event()).collect()
+}
+
+fn granted(h: Hold) -> (Id, Id, u64) {
+    match h {
+        Hold::Granted { req, key, fence } => (req, key, fence),
+        other => panic!("expected a grant: {other:?}"),
+    }
+}
+
+#[test]
+fn lock_05_a_lease_lasts_its_ttl_from_its_last_renewal() {
+    let (mut e, l) = opened();
+    let (req, key, _) = granted(
+        e.hold_remote(l, None, Some(0), None, remote(1, 1, 30_000), 0)
+            .unwrap(),
+    );
+    assert_eq!(e.remote_of(req).unwrap().expires_at, Some(30_000));
+    assert_eq!(
+        e.renew(1_001, 10_000).unwrap(),
+        Renewal::Renewed {
+            ttl: 30_000,
+            revoke_in: None
+        }
+    );
+    assert_eq!(e.next_deadline(), Some(40_000));
+    e.advance(39_999);
+    assert!(events(&mut e).is_empty(), "alive until its deadline");
+    e.advance(40_000);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::Expired { req }, Event::KeyIdle { key }]
+    );
+    e.check();
+}
+
+#[test]
+fn lock_05_a_lease_that_ran_out_is_never_renewed_even_before_advance() {
+    let (mut e, l) = opened();
+    let (req, _, _) = granted(
+        e.hold_remote(l, None, Some(0), None, remote(1, 1, 1_000), 0)
+            .unwrap(),
+    );
+    // The host's timer has not fired yet; the renewal comes late.
+    assert_eq!(e.renew(1_001, 1_000).unwrap(), Renewal::Lost);
+    assert!(
+        matches!(events(&mut e)[..], [Event::Expired { req: r }, Event::KeyIdle { .. }] if r == req)
+    );
+    assert_eq!(e.renew(1_001, 1_001).unwrap(), Renewal::Lost);
+    assert_eq!(e.footprint().requests, 0);
+}
+
+#[test]
+fn lock_05_its_key_goes_to_the_next_in_line_at_the_deadline_though_nobody_asks() {
+    let (mut e, l) = opened();
+    let (first, key, fence) = granted(
+        e.hold_remote(l, None, Some(0), None, remote(1, 1, 5_000), 0)
+            .unwrap(),
+    );
+    let Hold::Queued { req: next, .. } = e
+        .hold_remote(l, Some(key), None, None, remote(2, 2, 5_000), 100)
+        .unwrap()
+    else {
+        panic!()
+    };
+    e.advance(5_000);
+    let evs = events(&mut e);
+    assert_eq!(evs[0], Event::Expired { req: first });
+    assert!(matches!(evs[1], Event::Granted { req, fence: f } if req == next && f > fence));
+    // The next lease's ttl counts from its grant.
+    assert_eq!(e.remote_of(next).unwrap().expires_at, Some(10_000));
+}
+
+#[test]
+fn lock_05_asked_again_a_held_request_answers_its_lease_and_fence_with_ttl_from_the_answer() {
+    let (mut e, l) = opened();
+    let (req, key, fence) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 7, 10_000), 0)
+            .unwrap(),
+    );
+    // The connection dropped; the client reconnects (connection 2) and asks again with the same id.
+    assert!(
+        e.connection_closed(1, 3_000).is_empty(),
+        "a dropped connection is not a release"
+    );
+    let again = e
+        .hold_remote(
+            l,
+            None,
+            None,
+            None,
+            Remote {
+                lease: 555,
+                ..remote(2, 7, 10_000)
+            },
+            8_000,
+        )
+        .unwrap();
+    assert_eq!(
+        again,
+        Hold::Resumed {
+            req,
+            key,
+            fence: Some(fence)
+        }
+    );
+    let view = e.remote_of(req).unwrap();
+    assert_eq!(view.expires_at, Some(18_000));
+    assert_eq!(view.remote.conn, 2);
+    assert_eq!(
+        view.remote.lease, 1_007,
+        "the lease id stays the one its holder learned"
+    );
+    e.advance(17_999);
+    assert!(events(&mut e).is_empty());
+    assert_eq!(e.connection_requests(1), 0);
+    assert_eq!(e.connection_requests(2), 1);
+    e.check();
+}
+
+#[test]
+fn lock_05_asked_again_a_waiting_request_keeps_its_place_and_is_never_granted_twice() {
+    let (mut e, l) = opened();
+    let (holder, key, _) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
+            .unwrap(),
+    );
+    let Hold::Queued { req: a, .. } = e
+        .hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 1)
+        .unwrap()
+    else {
+        panic!()
+    };
+    let Hold::Queued { req: b, .. } = e
+        .hold_remote(l, Some(key), None, None, remote(3, 3, 10_000), 2)
+        .unwrap()
+    else {
+        panic!()
+    };
+    // `a` asks again (say its first frame seemed lost): same place, nothing new.
+    assert_eq!(
+        e.hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 3)
+            .unwrap(),
+        Hold::Resumed {
+            req: a,
+            key,
+            fence: None
+        }
+    );
+    assert_eq!(e.inspect(3).unwrap()[0].waiting, 2);
+    e.release(holder, 4).unwrap();
+    assert!(matches!(events(&mut e)[..], [Event::Granted { req, .. }] if req == a));
+    e.release(a, 5).unwrap();
+    assert!(matches!(events(&mut e)[..], [Event::Granted { req, .. }] if req == b));
+}
+
+#[test]
+fn lock_05_asked_again_once_its_lease_ran_out_a_request_is_asked_afresh() {
+    let (mut e, l) = opened();
+    let (first, _, fence) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 9, 1_000), 0)
+            .unwrap(),
+    );
+    e.advance(1_000);
+    assert_eq!(events(&mut e)[0], Event::Expired { req: first });
+    let (_, _, again) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 9, 1_000), 2_000)
+            .unwrap(),
+    );
+    assert!(again > fence, "a fresh lease with a larger fence");
+}
+
+#[test]
+fn lock_05_renewing_or_releasing_needs_the_lease_id() {
+    let (mut e, l) = opened();
+    let (req, _, _) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
+            .unwrap(),
+    );
+    assert_eq!(e.renew(999, 1).unwrap(), Renewal::Lost);
+    assert!(!e.release_lease(999, 1).unwrap());
+    assert!(e.fence_of(req).is_some());
+    assert!(e.release_lease(1_001, 2).unwrap());
+    assert_eq!(e.renew(1_001, 3).unwrap(), Renewal::Lost);
+}
+
+#[test]
+fn lock_05_a_connection_that_ends_cancels_its_waiters_and_goodbye_releases_its_leases() {
+    let (mut e, l) = opened();
+    let (held, key, _) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
+            .unwrap(),
+    );
+    let Hold::Queued { req: waiting, .. } = e
+        .hold_remote(l, Some(key), None, None, remote(1, 2, 10_000), 0)
+        .unwrap()
+    else {
+        panic!()
+    };
+    let Hold::Queued { req: other, .. } = e
+        .hold_remote(l, Some(key), None, None, remote(2, 3, 10_000), 0)
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(e.connection_closed(1, 1), vec![waiting]);
+    assert!(e.fence_of(held).is_some(), "its lease lives until its ttl");
+    assert_eq!(e.inspect(1).unwrap()[0].waiting, 1);
+    // It reconnects and says goodbye: its lease ends at once and the key goes on.
+    assert_eq!(
+        e.hold_remote(l, None, None, None, remote(4, 1, 10_000), 2)
+            .unwrap(),
+        Hold::Resumed {
+            req: held,
+            key,
+            fence: e.fence_of(held)
+        }
+    );
+    assert_eq!(e.goodbye(4, 3), vec![held]);
+    assert!(matches!(events(&mut e)[..], [Event::Granted { req, .. }] if req == other));
+    assert_eq!(e.cancel_request(3, 4).unwrap(), Cancelled::Released);
+    e.check();
+}
+
+#[test]
+fn lock_05_a_connection_has_at_most_its_limit_of_requests() {
+    let (mut e, l) = opened();
+    e.set_connection_limit(3);
+    for n in 0..3 {
+        granted(
+            e.hold_remote(l, None, None, None, remote(1, n, 10_000), 0)
+                .unwrap(),
+        );
+    }
+    let err = e
+        .hold_remote(l, None, None, None, remote(1, 3, 10_000), 0)
+        .unwrap_err();
+    assert_eq!(err.code(), "limit");
+    assert!(err.to_string().contains('3'), "{err}");
+    // Another connection is not affected, and asking again is not a new request.
+    granted(
+        e.hold_remote(l, None, None, None, remote(2, 3, 10_000), 0)
+            .unwrap(),
+    );
+    assert!(matches!(
+        e.hold_remote(l, None, None, None, remote(1, 0, 10_000), 0)
+            .unwrap(),
+        Hold::Resumed { .. }
+    ));
+}
+
+#[test]
+fn lock_05_ttl_is_checked_and_max_hold_still_bounds_a_renewed_lease() {
+    let (mut e, l) = opened();
+    assert_eq!(
+        e.hold_remote(l, None, None, None, remote(1, 1, 999), 0)
+            .unwrap_err()
+            .code(),
+        "invalid"
+    );
+    assert_eq!(
+        e.hold_remote(l, None, None, None, remote(1, 1, 3_600_001), 0)
+            .unwrap_err()
+            .code(),
+        "invalid"
+    );
+    let (req, _, _) = granted(
+        e.hold_remote(l, None, None, Some(2_500), remote(1, 1, 1_000), 0)
+            .unwrap(),
+    );
+    assert_eq!(
+        e.renew(1_001, 900).unwrap(),
+        Renewal::Renewed {
+            ttl: 1_000,
+            revoke_in: Some(1_600)
+        }
+    );
+    assert!(matches!(
+        e.renew(1_001, 1_800).unwrap(),
+        Renewal::Renewed { .. }
+    ));
+    e.advance(2_500);
+    assert_eq!(events(&mut e)[0], Event::Revoked { req });
+    assert_eq!(e.renew(1_001, 2_501).unwrap(), Renewal::Lost);
+    e.check();
+}
+
+#[test]
+fn many_renewals_keep_the_timer_heap_bounded() {
+    let (mut e, l) = opened();
+    granted(
+        e.hold_remote(l, None, None, Some(86_400_000), remote(1, 1, 1_000), 0)
+            .unwrap(),
+    );
+    for t in 1..100_000u64 {
+        assert!(matches!(
+            e.renew(1_001, t).unwrap(),
+            Renewal::Renewed { .. }
+        ));
+    }
+    assert!(
+        e.footprint().timers < 200,
+        "{} timer entries",
+        e.footprint().timers
+    );
+    e.check();
+}
