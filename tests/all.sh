@@ -4,7 +4,8 @@
 #   1. Rust: cargo fmt --check, clippy -D warnings (native and wasm32), cargo test (engine contracts)
 #   2. TypeScript: strict typecheck of the package
 #   3. the package as users get it (npm pack, installed into a fresh project): the JS tests under
-#      Node 20, Node 24 and Bun, and the SQLite fence example under Node 20 and Bun
+#      Node 20, Node 24, Bun and Deno, the SQLite fence example under Node 20 and Bun, and the
+#      package in Cloudflare workerd (wrangler)
 #   4. a short benchmark run, for its correctness checks (FIFO, exclusion); speeds are printed, not judged
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +27,12 @@ say "TypeScript (strict)"
 
 say "the packed package under Node 20, Node 24 and Bun"
 bash tests/run-package-tests.sh
+
+say "the packed package under Deno"
+bash tests/run-deno-tests.sh
+
+say "the packed package in Cloudflare workerd (wrangler, Node 24)"
+bash tests/run-workerd-tests.sh
 
 say "benchmark smoke run (correctness checks only)"
 BENCH_ROUNDS=1 BENCH_SCALE=0.1 HOLDFAST_PKG="$root/npm" bash tests/bench/run.sh >/tmp/holdfast-bench-smoke.txt 2>&1 || {

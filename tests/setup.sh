@@ -3,7 +3,8 @@
 # package (npm/build.sh). Safe to run again and again.
 #   - the wasm32-unknown-unknown target (rustup)
 #   - the wasm-bindgen CLI at exactly the version crate/wasm/Cargo.toml pins (cargo install, ~5 min once)
-#   - the package's dev dependencies (TypeScript), and Node 24 and Bun from npm (tests/runtimes)
+#   - the package's dev dependencies (TypeScript), and Node 24, Bun, Deno, wrangler and workerd from
+#     npm (tests/runtimes)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -27,8 +28,10 @@ if [ ! -x npm/node_modules/.bin/tsc ]; then
   (cd npm && npm ci --no-audit --no-fund --silent)
 fi
 
-if [ ! -x tests/runtimes/node_modules/.bin/bun ] || [ ! -x tests/runtimes/node_modules/.bin/node ]; then
-  say "installing Node 24 and Bun from npm"
+missing=0
+for tool in bun node deno wrangler workerd; do [ -x "tests/runtimes/node_modules/.bin/$tool" ] || missing=1; done
+if [ "$missing" = 1 ]; then
+  say "installing Node 24, Bun, Deno, wrangler and workerd from npm"
   (cd tests/runtimes && npm ci --no-audit --no-fund --silent)
 fi
 

@@ -7,6 +7,9 @@
  *   (`holdfast.lock`, created with O_EXCL, holding the pid). A second store, in this process or another,
  *   fails with a `StorageError` naming the directory and the holder, instead of repeating fences. A lock
  *   left by a process that died (its pid no longer runs) is taken over; `close()` removes it.
+ * - On Deno it needs `--allow-read` and `--allow-write` (for the directory at least), and says so in its
+ *   `StorageError` when they are missing. Without `--allow-run` it cannot tell whether the process that
+ *   left a lock still runs, so it never takes such a lock over, and says so.
  */
 
 import * as fs from 'node:fs'
@@ -38,9 +41,11 @@ export function fileStorage(dir: string): Storage {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
         const holder = lockedHere.has(root) ? process.pid : Number.parseInt(readOr(file, ''), 10)
-        if (lockedHere.has(root) || (Number.isInteger(holder) && alive(holder))) {
+        const state = lockedHere.has(root) ? 'alive' : Number.isInteger(holder) ? alive(holder) : 'dead'
+        if (state !== 'dead') {
+          const unknown = state === 'unknown' ? ' (Deno without --allow-run cannot tell whether it still runs)' : ''
           throw new StorageError(
-            `${place}: the directory is in use by another open store (process ${holder}); one storage serves one store at a time. If no such store runs, remove ${file}`,
+            `${place}: the directory is in use by another open store (process ${holder})${unknown}; one storage serves one store at a time. If no such store runs, remove ${file}`,
           )
         }
         // The holder died without closing: its lock is stale.
@@ -50,15 +55,31 @@ export function fileStorage(dir: string): Storage {
     throw new StorageError(`${place}: could not take the directory lock ${file}`)
   }
 
+  /** Deno's refusal for want of a permission flag, as a StorageError that names the flags. */
+  const denied = (error: unknown): unknown =>
+    isDenoPermissionError(error)
+      ? new StorageError(
+          `${place}: Deno denied access (${(error as Error).message}); fileStorage needs --allow-read and --allow-write (at least --allow-read=${root} --allow-write=${root})`,
+          { cause: error },
+        )
+      : error
+
   return {
     get(key) {
-      lock()
-      const text = readOr(path.join(root, fileName(key)), undefined)
-      return text
+      try {
+        lock()
+        return readOr(path.join(root, fileName(key)), undefined)
+      } catch (error) {
+        throw denied(error)
+      }
     },
     set(key, value) {
-      lock()
-      writeAtomically(root, fileName(key), value)
+      try {
+        lock()
+        writeAtomically(root, fileName(key), value)
+      } catch (error) {
+        throw denied(error)
+      }
     },
     close() {
       if (!locked) return
@@ -108,11 +129,25 @@ function syncDir(dir: string): void {
   }
 }
 
-function alive(pid: number): boolean {
+function alive(pid: number): 'alive' | 'dead' | 'unknown' {
   try {
     process.kill(pid, 0)
-    return true
+    return 'alive'
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
+    // Deno without --allow-run refuses to signal: the holder may run, so its lock is not taken over.
+    if (isDenoPermissionError(error)) return 'unknown'
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? 'alive' : 'dead'
   }
+}
+
+/** Whether Deno refused for want of a permission flag (`NotCapable`; `PermissionDenied` before Deno 2). */
+function isDenoPermissionError(error: unknown): boolean {
+  const errors = (globalThis as { Deno?: { errors?: Record<string, unknown> } }).Deno?.errors
+  const NotCapable = errors?.NotCapable
+  if (typeof NotCapable === 'function' && error instanceof NotCapable) return true
+  const e = error as { name?: unknown; message?: unknown } | null
+  if (typeof e !== 'object' || e === null) return false
+  if (e.name === 'NotCapable') return true
+  // Deno 2 also names OS-level EACCES PermissionDenied: only Deno's own refusals name a flag.
+  return e.name === 'PermissionDenied' && typeof e.message === 'string' && e.message.includes('--allow-')
 }

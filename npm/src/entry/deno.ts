@@ -1,6 +1,8 @@
 /**
  * The entry for Deno: the wasm comes embedded in a module (Deno reads no package file without
- * `--allow-read`), and holds are tracked with `AsyncLocalStorage` from `node:async_hooks`.
+ * `--allow-read`), and holds are tracked with `AsyncLocalStorage` from `node:async_hooks`. The
+ * in-process API needs no permission flag with `memoryStorage()`, a callback storage or
+ * `denoKvStorage(kv)`; `fileStorage(dir)` needs `--allow-read` and `--allow-write`.
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks'
@@ -12,6 +14,7 @@ import { fileStorage } from '../file-storage.js'
 
 export * from '../api.js'
 export { fileStorage }
+export { denoKvStorage, type DenoKvLike, type DenoKvAtomicLike, type DenoKvKeyPart, type DenoKvStorageOptions } from '../deno-kv-storage.js'
 
 let memory: WebAssembly.Memory | undefined
 

@@ -1,0 +1,127 @@
+/**
+ * `denoKvStorage(kv, { prefix })`: a storage over Deno KV (`await Deno.openKv()`; on Deno 2 outside
+ * Deno Deploy, run with `--unstable-kv`).
+ *
+ * - Values are strings at the KV key `[...prefix, key]` (default prefix `['holdfast']`).
+ * - A write is acknowledged only once its commit resolved with `ok: true`, so no fence is handed out
+ *   that KV has not committed (LOCK-02).
+ * - Every write is conditional on the versionstamp this storage last read or wrote (an atomic
+ *   `check`), so a second store counting fences from the same KV key, in this process or another,
+ *   makes the next reservation of the first fail with a `StorageError` instead of repeating fences. In
+ *   one process, a second open store on the same `kv` and prefix is refused at once.
+ * - `kv` stays the caller's: closing the store does not close it.
+ */
+
+import { InvalidError, StorageError } from './errors.js'
+import { checkOptions } from './options.js'
+import type { Storage } from './storage.js'
+
+/** A part of a Deno KV key. */
+export type DenoKvKeyPart = string | number | bigint | boolean | Uint8Array
+
+/** The part of `Deno.Kv` the storage uses (a `Deno.Kv` fits it). */
+export interface DenoKvLike {
+  get(key: readonly DenoKvKeyPart[]): Promise<{ value: unknown; versionstamp: string | null }>
+  atomic(): DenoKvAtomicLike
+}
+
+/** The part of `Deno.AtomicOperation` the storage uses. */
+export interface DenoKvAtomicLike {
+  check(...checks: { key: readonly DenoKvKeyPart[]; versionstamp: string | null }[]): DenoKvAtomicLike
+  set(key: readonly DenoKvKeyPart[], value: unknown): DenoKvAtomicLike
+  commit(): Promise<{ ok: boolean; versionstamp?: string }>
+}
+
+export interface DenoKvStorageOptions {
+  /** The KV key prefix under which the store's values are kept (default `['holdfast']`). */
+  prefix?: readonly DenoKvKeyPart[]
+}
+
+/** Prefixes of each `kv` that an open store of this process uses. */
+const inUse = new WeakMap<object, Set<string>>()
+
+export function denoKvStorage(kv: DenoKvLike, options?: DenoKvStorageOptions): Storage {
+  const k = kv as Partial<DenoKvLike> | null
+  if (typeof k !== 'object' || k === null || typeof k.get !== 'function' || typeof k.atomic !== 'function') {
+    throw new InvalidError('denoKvStorage: kv must be a Deno.Kv (from Deno.openKv())')
+  }
+  const o = checkOptions(options, 'denoKvStorage', ['prefix'])
+  const prefix = (o.prefix ?? ['holdfast']) as readonly DenoKvKeyPart[]
+  if (!Array.isArray(prefix) || !prefix.every(isKeyPart)) {
+    throw new InvalidError('denoKvStorage: option prefix must be an array of KV key parts (strings, numbers, bigints, booleans, Uint8Arrays)')
+  }
+  const prefixId = prefix.map(describe).join(', ')
+  const place = `denoKvStorage [${prefixId}]`
+  /** The versionstamp of each value as this storage last read or wrote it (`null`: absent). */
+  const stamps = new Map<string, string | null>()
+  let claimed = false
+
+  const claim = () => {
+    if (claimed) return
+    let prefixes = inUse.get(kv)
+    if (!prefixes) inUse.set(kv, (prefixes = new Set()))
+    if (prefixes.has(prefixId)) {
+      throw new StorageError(`${place}: this KV prefix is in use by another open store of this process; one storage serves one store at a time (pass another prefix)`)
+    }
+    prefixes.add(prefixId)
+    claimed = true
+  }
+
+  return {
+    async get(key) {
+      claim()
+      let entry: { value: unknown; versionstamp: string | null }
+      try {
+        entry = await kv.get([...prefix, key])
+      } catch (error) {
+        throw new StorageError(`${place}: reading ${JSON.stringify(key)} failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+      }
+      if (entry.value === null || entry.value === undefined) {
+        stamps.set(key, null)
+        return undefined
+      }
+      if (typeof entry.value !== 'string') {
+        throw new StorageError(`${place}: the value of ${JSON.stringify(key)} is a ${typeof entry.value}, not a string: it was not written by holdfast`)
+      }
+      stamps.set(key, entry.versionstamp)
+      return entry.value
+    },
+    async set(key, value) {
+      claim()
+      const kvKey = [...prefix, key]
+      let op = kv.atomic()
+      // Unless this storage read the key first, the write cannot know what it replaces.
+      if (stamps.has(key)) op = op.check({ key: kvKey, versionstamp: stamps.get(key)! })
+      let result: { ok: boolean; versionstamp?: string }
+      try {
+        result = await op.set(kvKey, value).commit()
+      } catch (error) {
+        // Whether it committed is unknown. The next write still checks the old versionstamp: if this
+        // one did commit, that check fails, and the store reserves nothing more rather than guess.
+        throw new StorageError(`${place}: writing ${JSON.stringify(key)} failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+      }
+      if (result?.ok !== true) {
+        throw new StorageError(
+          `${place}: the value of ${JSON.stringify(key)} changed since this store read it: another store keeps fences under this KV prefix; one storage serves one store at a time`,
+        )
+      }
+      if (typeof result.versionstamp === 'string') stamps.set(key, result.versionstamp)
+      else stamps.delete(key)
+    },
+    close() {
+      if (!claimed) return
+      claimed = false
+      inUse.get(kv)?.delete(prefixId)
+    },
+  }
+}
+
+function isKeyPart(part: unknown): part is DenoKvKeyPart {
+  return ['string', 'number', 'bigint', 'boolean'].includes(typeof part) || part instanceof Uint8Array
+}
+
+function describe(part: DenoKvKeyPart): string {
+  if (part instanceof Uint8Array) return `Uint8Array(${Array.from(part).join(' ')})`
+  if (typeof part === 'string') return JSON.stringify(part)
+  return typeof part === 'bigint' ? `${part}n` : String(part)
+}

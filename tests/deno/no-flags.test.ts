@@ -1,0 +1,77 @@
+// Deno with no permission flag at all (tests/run-deno-tests.sh runs this file with `deno test
+// --unstable-kv` and nothing else): `import ... from 'npm:holdfast'` and the whole in-process API work
+// with memoryStorage(), a callback storage, the default storage and denoKvStorage over an in-memory
+// KV; fileStorage fails with a StorageError that names the flags it needs.
+import assert from 'node:assert/strict'
+import { openStore, memoryStorage, fileStorage, denoKvStorage, StorageError, InvalidError, HoldfastError, type Storage } from 'npm:holdfast'
+
+Deno.test('the run has no permission: reading, writing, env, run and net are not granted', async () => {
+  for (const name of ['read', 'write', 'env', 'run', 'net'] as const) {
+    assert.notEqual((await Deno.permissions.query({ name })).state, 'granted', name)
+  }
+})
+
+Deno.test('openStore with memoryStorage(): hold, tryHold, fences, LOCK-04, close', async () => {
+  const store = await openStore({ storage: memoryStorage() })
+  const summaries = store.lock('summaries', { wait: '1s' })
+  const fences: number[] = []
+  await summaries.hold('chat-1', lease => void fences.push(lease.fence))
+  const tried = await summaries.tryHold('chat-1', lease => lease.fence)
+  assert.ok(tried.acquired)
+  fences.push(tried.value)
+  assert.ok(fences[1] > fences[0], 'fences grow')
+  // LOCK-04 needs AsyncLocalStorage, which the deno entry takes from node:async_hooks (no flag needed).
+  const inner = await summaries.hold('chat-1', () => summaries.hold('chat-1', () => 'deadlock').catch(e => e))
+  assert.ok(inner instanceof InvalidError, String(inner))
+  const held = await summaries.hold('chat-1', () => summaries.tryHold('chat-1', () => 'ran'))
+  assert.deepEqual(held, { acquired: false })
+  const uploads = store.semaphore('uploads', { limit: 2 })
+  assert.equal(await uploads.hold('u', p => typeof p.fence), 'number')
+  await store.close()
+})
+
+Deno.test('openStore with a callback storage, across a restart: fences keep growing', async () => {
+  const values = new Map<string, string>()
+  const storage: Storage = { get: async key => values.get(key), set: async (key, value) => void values.set(key, value) }
+  const first = await openStore({ storage })
+  const before = await first.lock('a').hold('k', lease => lease.fence)
+  await first.close()
+  const second = await openStore({ storage })
+  const after = await second.lock('a').hold('k', lease => lease.fence)
+  assert.ok(after > before, `${after} > ${before}`)
+  await second.close()
+})
+
+Deno.test('openStore() without a storage keeps fences in memory on Deno (no flag needed)', async () => {
+  const store = await openStore()
+  assert.equal(await store.lock('a').hold('k', lease => lease.fence), 1)
+  await store.close()
+})
+
+Deno.test('denoKvStorage over an in-memory KV needs no permission flag', async () => {
+  const kv = await Deno.openKv(':memory:')
+  try {
+    const store = await openStore({ storage: denoKvStorage(kv) })
+    assert.ok((await store.lock('a').hold('k', lease => lease.fence)) >= 1)
+    await store.close()
+    const stored = await kv.get<string>(['holdfast', 'holdfast.fences'])
+    assert.equal(typeof stored.value, 'string')
+  } finally {
+    kv.close()
+  }
+})
+
+Deno.test('fileStorage without --allow-read/--allow-write: a StorageError that names the flags', async () => {
+  const dir = '/tmp/holdfast-deno-no-flags'
+  const error = await openStore({ storage: fileStorage(dir) }).then(
+    () => assert.fail('opened without permissions'),
+    e => e,
+  )
+  assert.ok(error instanceof StorageError && error instanceof HoldfastError, String(error))
+  assert.equal(error.code, 'storage')
+  assert.match(error.message, /--allow-read/)
+  assert.match(error.message, /--allow-write/)
+  assert.match(error.message, /holdfast-deno-no-flags/)
+  assert.ok(error.cause instanceof StorageError, 'the cause is fileStorage’s own error')
+  assert.ok((error.cause as Error).cause instanceof Deno.errors.NotCapable, "Deno's refusal is kept as its cause")
+})

@@ -1,0 +1,252 @@
+// Storages on Deno, run with `deno test --unstable-kv --allow-read --allow-write --allow-env --allow-run`
+// (tests/run-deno-tests.sh); some tests narrow the permissions further.
+//
+// denoKvStorage (LOCK-02): fences grow across restarts on a KV file; no fence is handed out before KV
+// acknowledged the write (commit resolved ok); a second store keeping fences under the same KV prefix
+// is refused rather than allowed to repeat fences; damaged values and bad options are typed errors.
+// fileStorage on Deno: works with --allow-read/--allow-write; without --allow-run it never takes over
+// a directory lock whose holder it cannot check, and says so.
+import assert from 'node:assert/strict'
+import {
+  openStore,
+  fileStorage,
+  denoKvStorage,
+  StorageError,
+  InvalidError,
+  HoldfastError,
+  type DenoKvLike,
+  type DenoKvAtomicLike,
+} from 'npm:holdfast'
+
+const FENCES = ['holdfast', 'holdfast.fences']
+
+async function tempDir(prefix: string): Promise<string> {
+  return await Deno.makeTempDir({ prefix })
+}
+
+/** Whether a promise has settled after a few macrotask turns. */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false
+  promise.then(
+    () => (done = true),
+    () => (done = true),
+  )
+  for (let i = 0; i < 5; i++) await new Promise(resolve => setTimeout(resolve, 0))
+  return done
+}
+
+/** A KV whose commits wait for `release()`, or answer `{ ok: false }` once when told to. */
+function gatedKv(kv: Deno.Kv) {
+  let open: () => void = () => {}
+  let gate: Promise<void> | null = null
+  const control = {
+    commits: 0,
+    refuseNext: false,
+    hold() {
+      gate = new Promise(resolve => (open = resolve))
+    },
+    release() {
+      gate = null
+      open()
+    },
+  }
+  const wrap = (op: Deno.AtomicOperation): DenoKvAtomicLike => ({
+    check: (...checks) => wrap(op.check(...(checks as Deno.AtomicCheck[]))),
+    set: (key, value) => wrap(op.set(key as Deno.KvKey, value)),
+    async commit() {
+      control.commits++
+      if (gate) await gate
+      if (control.refuseNext) {
+        control.refuseNext = false
+        return { ok: false }
+      }
+      return await op.commit()
+    },
+  })
+  const like: DenoKvLike = { get: key => kv.get(key as Deno.KvKey), atomic: () => wrap(kv.atomic()) }
+  return { kv: like, control }
+}
+
+Deno.test('LOCK-02: fences grow across restarts on denoKvStorage over a KV file', async () => {
+  const dir = await tempDir('holdfast-kv-')
+  try {
+    let last = 0
+    for (let run = 0; run < 3; run++) {
+      const kv = await Deno.openKv(`${dir}/fences.kv`) // a new handle each time: as a new process would
+      const store = await openStore({ storage: denoKvStorage(kv) })
+      const lock = store.lock('summaries')
+      for (let i = 0; i < 3; i++) {
+        const fence = await lock.hold('chat', lease => lease.fence)
+        assert.ok(fence > last, `run ${run}: ${fence} > ${last}`)
+        assert.ok(Number.isSafeInteger(fence))
+        last = fence
+      }
+      await store.close()
+      kv.close()
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true })
+  }
+})
+
+Deno.test('LOCK-02: denoKvStorage hands out no fence before KV acknowledged the write (commit ok)', async () => {
+  const real = await Deno.openKv(':memory:')
+  try {
+    const { kv, control } = gatedKv(real)
+    control.hold()
+    const opening = openStore({ storage: denoKvStorage(kv) })
+    assert.equal(await settled(opening), false, 'openStore waits for the commit')
+    assert.equal(control.commits, 1)
+    control.release()
+    const store = await opening
+    assert.ok((await store.lock('a').hold('k', lease => lease.fence)) >= 1)
+    await store.close()
+
+    // A commit that answers ok: false is no acknowledgement: nothing is granted.
+    control.refuseNext = true
+    const refused = await openStore({ storage: denoKvStorage(kv) }).then(
+      () => assert.fail('opened on a refused commit'),
+      e => e,
+    )
+    assert.ok(refused instanceof StorageError && refused instanceof HoldfastError, String(refused))
+    assert.match(refused.message, /denoKvStorage \["holdfast"\].*changed since this store read it/)
+  } finally {
+    real.close()
+  }
+})
+
+Deno.test('denoKvStorage: a second store on the same KV prefix is refused, not allowed to repeat fences', async () => {
+  const dir = await tempDir('holdfast-kv-excl-')
+  const kv1 = await Deno.openKv(`${dir}/f.kv`)
+  const kv2 = await Deno.openKv(`${dir}/f.kv`)
+  try {
+    // In one process, on one kv: refused at once.
+    const first = await openStore({ storage: denoKvStorage(kv1) })
+    const again = await openStore({ storage: denoKvStorage(kv1) }).then(
+      () => assert.fail('a second store opened on the same prefix'),
+      e => e,
+    )
+    assert.ok(again instanceof StorageError, String(again))
+    assert.match(again.message, /in use by another open store/)
+    // Another prefix of the same kv is another storage.
+    const other = await openStore({ storage: denoKvStorage(kv1, { prefix: ['holdfast', 'tenant-2'] }) })
+    await other.close()
+    await first.close()
+    // Closed: the prefix is free again.
+    const reopened = await openStore({ storage: denoKvStorage(kv1) })
+    await reopened.close()
+
+    // Across handles (as across processes): the write of the storage that read an older value fails.
+    const a = denoKvStorage(kv1)
+    const b = denoKvStorage(kv2)
+    const seen = await a.get('holdfast.fences')
+    await a.set('holdfast.fences', String(Number(seen) + 10))
+    await b.get('holdfast.fences')
+    await b.set('holdfast.fences', String(Number(seen) + 20))
+    const stale = await Promise.resolve(a.set('holdfast.fences', String(Number(seen) + 30))).then(
+      () => assert.fail('a stale write was acknowledged'),
+      e => e,
+    )
+    assert.ok(stale instanceof StorageError, String(stale))
+    assert.match(stale.message, /another store keeps fences under this KV prefix/)
+    assert.equal((await kv2.get<string>(FENCES)).value, String(Number(seen) + 20), 'the newer value stands')
+    await a.close?.()
+    await b.close?.()
+  } finally {
+    kv1.close()
+    kv2.close()
+    await Deno.remove(dir, { recursive: true })
+  }
+})
+
+Deno.test('denoKvStorage: a damaged value is refused rather than fences restarted', async () => {
+  const kv = await Deno.openKv(':memory:')
+  try {
+    await kv.set(FENCES, 42)
+    const error = await openStore({ storage: denoKvStorage(kv) }).then(
+      () => assert.fail('opened on a damaged value'),
+      e => e,
+    )
+    assert.ok(error instanceof StorageError, String(error))
+    assert.match(error.message, /is a number, not a string/)
+    await kv.set(FENCES, '12x')
+    await assert.rejects(openStore({ storage: denoKvStorage(kv) }), e => e instanceof StorageError && /12x/.test((e as Error).message))
+  } finally {
+    kv.close()
+  }
+})
+
+Deno.test('denoKvStorage: a bad kv, prefix or option is an InvalidError', async () => {
+  const kv = await Deno.openKv(':memory:')
+  try {
+    assert.throws(() => denoKvStorage({} as unknown as Deno.Kv), InvalidError)
+    assert.throws(() => denoKvStorage(kv, { prefix: 'holdfast' as unknown as string[] }), InvalidError)
+    assert.throws(() => denoKvStorage(kv, { prefix: [{}] as unknown as string[] }), InvalidError)
+    assert.throws(() => denoKvStorage(kv, { prefx: ['a'] } as unknown as { prefix: string[] }), (e: Error) => e instanceof InvalidError && /prefx/.test(e.message))
+  } finally {
+    kv.close()
+  }
+})
+
+Deno.test('fileStorage on Deno with --allow-read/--allow-write: fences grow across restarts', async () => {
+  const dir = await tempDir('holdfast-files-')
+  try {
+    let last = 0
+    for (let run = 0; run < 2; run++) {
+      const store = await openStore({ storage: fileStorage(dir) })
+      const fence = await store.lock('a').hold('k', lease => lease.fence)
+      assert.ok(fence > last)
+      last = fence
+      await store.close()
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true })
+  }
+})
+
+/** A pid that runs no process: past the kernel's pid_max. */
+const DEAD_PID = 4_194_305
+
+Deno.test({
+  name: 'fileStorage on Deno without --allow-run: a lock left by another process is not taken over, and the error says why',
+  permissions: { read: true, write: true, env: true, run: false },
+  async fn() {
+    const dir = await tempDir('holdfast-files-run-')
+    try {
+      await Deno.writeTextFile(`${dir}/holdfast.lock`, `${DEAD_PID}\n`)
+      const error = await openStore({ storage: fileStorage(dir) }).then(
+        () => assert.fail('took over a lock it could not check'),
+        e => e,
+      )
+      assert.ok(error instanceof StorageError, String(error))
+      assert.match(error.message, /in use by another open store \(process 4194305\).*--allow-run/)
+    } finally {
+      await Deno.remove(dir, { recursive: true })
+    }
+  },
+})
+
+Deno.test('fileStorage on Deno with --allow-run: a lock left by a process that died is taken over', async () => {
+  const dir = await tempDir('holdfast-files-stale-')
+  try {
+    await Deno.writeTextFile(`${dir}/holdfast.lock`, `${DEAD_PID}\n`)
+    const store = await openStore({ storage: fileStorage(dir) })
+    assert.ok((await store.lock('a').hold('k', lease => lease.fence)) >= 1)
+    await store.close()
+  } finally {
+    await Deno.remove(dir, { recursive: true })
+  }
+})
+
+Deno.test({
+  name: 'fileStorage on Deno with --allow-read but not --allow-write: the StorageError names the flags',
+  permissions: { read: true, write: false },
+  async fn() {
+    const error = await openStore({ storage: fileStorage('/tmp/holdfast-deno-read-only') }).then(
+      () => assert.fail('opened without --allow-write'),
+      e => e,
+    )
+    assert.ok(error instanceof StorageError, String(error))
+    assert.match(error.message, /--allow-read and --allow-write/)
+  },
+})

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Tests the package under Deno 2 as users get it: `npm pack` of npm/, installed into a fresh project
+# (a package.json and node_modules, which Deno resolves `npm:holdfast` and `holdfast` from), then:
+#   1. tests/deno/no-flags.test.ts under `deno test` with no permission flag (the in-process API,
+#      denoKvStorage on an in-memory KV, fileStorage's error naming the flags it needs);
+#   2. tests/deno/storage.test.ts and the package's JS suite (tests/js) under `deno test`, with the
+#      permissions those tests need: files in a temp dir (--allow-read/--allow-write, --allow-env for
+#      os.tmpdir()) and --allow-run (fileStorage checks a lock holder's pid).
+# Build the package first (npm/build.sh). Deno comes from tests/runtimes (npm install there).
+#   PKG_DIR=dir   pack this directory instead of npm/ (a built copy of it)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+pkg=${PKG_DIR:-$root/npm}
+deno="$root/tests/runtimes/node_modules/.bin/deno"
+[ -x "$deno" ] || { echo "no Deno: run npm ci in tests/runtimes" >&2; exit 2; }
+export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1
+work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-deno.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+(cd "$pkg" && npm pack --silent --pack-destination "$work" >/dev/null)
+tarball=$(ls "$work"/holdfast-*.tgz)
+echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1)); $("$deno" --version | head -1)"
+
+# A fresh project, as a Deno user with a package.json makes it. @types/node lets Deno type-check the
+# TypeScript tests, which import node:assert (in a package.json project Deno takes it from node_modules).
+mkdir "$work/project"
+cp "$root"/tests/js/*.js "$root"/tests/deno/*.ts "$work/project/"
+cd "$work/project"
+printf '{ "name": "holdfast-deno-user", "private": true, "type": "module" }\n' > package.json
+types_node=$(cd "$root/npm" && node -p 'require("./package.json").devDependencies["@types/node"]')
+npm install --no-audit --no-fund --silent "$tarball" "@types/node@$types_node"
+js_tests=$(ls *.test.js)
+
+passed=0
+failed=0
+status=0
+run() { # label, deno test arguments...
+  local label=$1 out="$work/$1.out"
+  shift
+  echo "== deno test ($label): deno test $*"
+  set +e
+  "$deno" test "$@" 2>&1 | tee "$out" | sed "s/^/[deno $label] /"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  [ "$rc" = 0 ] || status=1
+  # Deno's summary: "ok | 45 passed | 0 failed (10s)" (or "FAILED | ...").
+  local line
+  line=$(grep -E '^(ok|FAILED) \| [0-9]+ passed' "$out" | tail -1 || true)
+  if [ -z "$line" ]; then
+    echo "[deno $label] no summary line: the run did not finish"
+    status=1
+    return
+  fi
+  passed=$((passed + $(sed -E 's/.*\| ([0-9]+) passed.*/\1/' <<<"$line")))
+  failed=$((failed + $(sed -E 's/.*\| ([0-9]+) failed.*/\1/' <<<"$line")))
+}
+
+run no-flags --unstable-kv no-flags.test.ts
+run storage+js --unstable-kv --allow-read --allow-write --allow-env --allow-run storage.test.ts $js_tests
+
+echo "deno: $passed passed, $failed failed"
+[ "$failed" = 0 ] || status=1
+exit $status

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Tests the package in Cloudflare's workerd as users get it: `npm pack` of npm/, installed into a fresh
+# wrangler project (tests/workerd: a worker and a Durable Object that use holdfast, under three
+# compatibility settings), then tests/workerd/test.mjs under Node 24's test runner drives it through
+# wrangler's test harness (wrangler bundles the worker with the `workerd` export condition, as
+# `wrangler dev` does, and runs it in workerd). wrangler needs Node >= 22.12: Node 24 from tests/runtimes.
+# Build the package first (npm/build.sh). wrangler, workerd and Node 24: tests/runtimes (npm ci there).
+#   PKG_DIR=dir   pack this directory instead of npm/ (a built copy of it)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+pkg=${PKG_DIR:-$root/npm}
+runtimes="$root/tests/runtimes/node_modules"
+node24="$runtimes/.bin/node"
+for bin in node wrangler workerd; do
+  [ -x "$runtimes/.bin/$bin" ] || { echo "no $bin in tests/runtimes: run npm ci there" >&2; exit 2; }
+done
+# No network beyond the registries: miniflare need not fetch Request.cf, wrangler sends nothing.
+export CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false
+export WRANGLER_MODULE="$runtimes/wrangler/wrangler-dist/cli.js"
+work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-workerd.XXXXXX")
+export WRANGLER_LOG_PATH="$work/wrangler-logs"
+trap 'rm -rf "$work"' EXIT
+
+(cd "$pkg" && npm pack --silent --pack-destination "$work" >/dev/null)
+tarball=$(ls "$work"/holdfast-*.tgz)
+echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1)); node $("$node24" --version), wrangler $(cd "$runtimes/wrangler" && "$node24" -p 'require("./package.json").version'), workerd $("$runtimes/.bin/workerd" --version | awk '{print $2}')"
+
+# A fresh wrangler project, as a user makes it, with the packed package as its dependency.
+mkdir "$work/project"
+cp -r "$root"/tests/workerd/. "$work/project/"
+rm -rf "$work/project/node_modules" "$work/project/.wrangler"
+cd "$work/project"
+printf '{ "name": "holdfast-workerd-user", "private": true, "type": "module" }\n' > package.json
+npm install --no-audit --no-fund --silent "$tarball"
+
+echo "== workerd tests: node --test test.mjs (Node 24's test runner)"
+"$node24" --test --test-reporter=spec test.mjs

@@ -1,0 +1,112 @@
+// A worker that uses the packed `holdfast` in the real workerd runtime (tests/workerd/test.mjs drives
+// it). wrangler bundles it with the `workerd` export condition, so it gets the workerd entry: the wasm
+// imported statically, nothing run at import time.
+//
+// - /do/...: a Durable Object (`Locks`, one per `?object=` name) hosts one store, its fences kept in
+//   the object's transactional storage, so that they keep growing when the object restarts.
+// - /local/...: a store opened inside the request, on memoryStorage(), in the stateless worker.
+// Every answer is JSON; a holdfast error crosses the boundary as { error: { code, name, message } }.
+import { DurableObject } from 'cloudflare:workers'
+import { openStore, memoryStorage, fileStorage, HoldfastError } from 'holdfast'
+
+function errorInfo(e) {
+  if (e instanceof HoldfastError) return { error: { code: e.code, name: e.name, message: e.message } }
+  return { error: { code: null, name: e?.name ?? typeof e, message: String(e?.message ?? e) } }
+}
+
+/** A storage over a Durable Object's transactional storage (put resolves once the write is durable). */
+function objectStorage(storage) {
+  return {
+    get: key => storage.get(key),
+    set: (key, value) => storage.put(key, value),
+  }
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+/** What every store answers, in the object and in the stateless worker alike. */
+async function exercise(store, op, q) {
+  const name = q.get('name') ?? 'jobs'
+  const key = q.get('key') ?? 'k'
+  const ms = Number(q.get('ms') ?? 0)
+  const wait = q.get('wait') ?? '10s'
+  const lock = store.lock(name, { wait })
+  switch (op) {
+    case 'hold':
+      return await lock.hold(key, async lease => {
+        const start = Date.now()
+        await sleep(ms)
+        return { fence: lease.fence, start, end: Date.now(), tag: q.get('tag') }
+      })
+    case 'tryHold':
+      return await lock.tryHold(key, lease => ({ fence: lease.fence }))
+    case 'nested':
+      // LOCK-04: a hold of a key inside its own hold. With AsyncLocalStorage it is refused at once
+      // (invalid); without (workerd with neither nodejs_compat nor nodejs_als), it waits for itself
+      // until its wait runs out (in_use).
+      return await lock.hold(key, async () => {
+        const start = Date.now()
+        const answer = await lock.hold(key, { wait: '200ms' }, () => 'ran inside its own hold').then(v => ({ value: v }), errorInfo)
+        return { ...answer, waitedMs: Date.now() - start }
+      })
+    case 'inspect':
+      return store.inspect()
+    default:
+      return { error: { code: null, name: 'NotFound', message: `no such operation ${op}` } }
+  }
+}
+
+export class Locks extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env)
+    this.store = null
+    ctx.blockConcurrencyWhile(async () => {
+      this.store = await openStore({ storage: objectStorage(ctx.storage) })
+    })
+  }
+
+  async run(op, query) {
+    try {
+      return await exercise(this.store, op, new URLSearchParams(query))
+    } catch (e) {
+      return errorInfo(e)
+    }
+  }
+
+  async stored() {
+    return (await this.ctx.storage.get('holdfast.fences')) ?? null
+  }
+}
+
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url)
+    const [, where, op] = url.pathname.split('/')
+    let body
+    if (where === 'do') {
+      const stub = env.LOCKS.get(env.LOCKS.idFromName(url.searchParams.get('object') ?? 'main'))
+      body = op === 'stored' ? { stored: await stub.stored() } : await stub.run(op, url.search)
+    } else if (where === 'local') {
+      if (op === 'files') {
+        try {
+          fileStorage('/tmp/x')
+          body = { error: null }
+        } catch (e) {
+          body = errorInfo(e)
+        }
+      } else {
+        const store = await openStore({ storage: memoryStorage() })
+        try {
+          body = await exercise(store, op, url.searchParams)
+        } catch (e) {
+          body = errorInfo(e)
+        } finally {
+          await store.close()
+        }
+      }
+    } else {
+      return new Response('not found', { status: 404 })
+    }
+    return Response.json(body ?? null)
+  },
+}
