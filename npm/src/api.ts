@@ -9,6 +9,7 @@ export {
   LimitError,
   CancelledError,
   StorageError,
+  PermissionError,
   type ErrorCode,
 } from './errors.js'
 export { memoryStorage, type Storage } from './storage.js'
@@ -17,3 +18,5 @@ export type { Duration } from './duration.js'
 export { Lease } from './lease.js'
 export { Lock, Semaphore, type LockOptions, type SemaphoreOptions, type HoldOptions, type TryHoldOptions, type TryHoldResult } from './lock.js'
 export { Store, type StoreOptions, type KeyInfo, type HolderInfo } from './store.js'
+export type { ServeOptions, Server } from './server.js'
+export { RemoteStore, RemoteLock, type ConnectOptions } from './client.js'

@@ -4,7 +4,7 @@
  * and the bad value, if any.
  */
 
-export type ErrorCode = 'in_use' | 'lost' | 'closed' | 'invalid' | 'limit' | 'cancelled' | 'storage'
+export type ErrorCode = 'in_use' | 'lost' | 'closed' | 'invalid' | 'limit' | 'cancelled' | 'storage' | 'permission'
 
 export class HoldfastError extends Error {
   readonly code: ErrorCode
@@ -64,6 +64,13 @@ export class StorageError extends HoldfastError {
   }
 }
 
+/** A server refused the token (or none was given). */
+export class PermissionError extends HoldfastError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('permission', message, options)
+  }
+}
+
 const classes: Record<string, new (message: string, options?: { cause?: unknown }) => HoldfastError> = {
   in_use: InUseError,
   lost: LostError,
@@ -72,6 +79,13 @@ const classes: Record<string, new (message: string, options?: { cause?: unknown 
   limit: LimitError,
   cancelled: CancelledError,
   storage: StorageError,
+  permission: PermissionError,
+}
+
+/** The error class of a code, for errors that come over the wire. */
+export function errorOf(code: string, message: string, options?: { cause?: unknown }): HoldfastError {
+  const Class = classes[code] ?? InvalidError
+  return new Class(message, options)
 }
 
 /** Turns an error the engine threw (a plain `Error` with a `code`) into its class, prefixed by `place`. */

@@ -16,12 +16,15 @@
  */
 
 import { Core, openCore, checkTtl, checkMaxHold, checkName } from '../wasm/holdfast_wasm.js'
+import { RemoteRequest } from './remote-request.js'
 import { ClosedError, CancelledError, InUseError, InvalidError, LimitError, LostError, StorageError, fromEngine } from './errors.js'
 import { Lease, type LeaseOwner } from './lease.js'
 import { Lock, Semaphore, handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
 import { checkOptions } from './options.js'
 import { isStorage, type Storage } from './storage.js'
 import { isClock, systemClock, type Clock } from './clock.js'
+import { serveOn, type HoldfastServer, type ServeOptions, type Server } from './server.js'
+import type { Transport } from './transport.js'
 
 // The buffer's layout and the engine's answers (see crate/wasm/src/lib.rs, modules `buffer`, `status`).
 const REQ = 0
@@ -36,6 +39,9 @@ const REVOKED = 3
 const FAILED = 4
 const ENDED = 5
 const KEY_IDLE = 6
+const EXPIRED = 7
+const RESUMED = -6
+const REVOKE_IN = 3
 const BUSY = -1
 const INVALID = -2
 const LIMIT = -3
@@ -50,6 +56,8 @@ export interface Platform {
   context?: ContextStorage
   /** The storage of `openStore()` without one. */
   defaultStorage(): Storage
+  /** How servers listen and clients connect (`ws` on Node and Bun). */
+  transport?: Transport
 }
 
 /** The part of `AsyncLocalStorage` the store uses. */
@@ -138,7 +146,7 @@ export class Store implements LeaseOwner {
   readonly #storage: Storage
   readonly #context: ContextStorage | undefined
   /** Every live request by the index of its id. */
-  readonly #reqs: (Waiter | Lease | undefined)[] = []
+  readonly #reqs: (Waiter | Lease | RemoteRequest | undefined)[] = []
   /** Every busy key's string and resource, by the index of its id. */
   readonly #keyName: (string | undefined)[] = []
   readonly #keyResource: (Resource | undefined)[] = []
@@ -146,13 +154,20 @@ export class Store implements LeaseOwner {
   #closed: ClosedError | undefined
   #timer: unknown
   #timerAt = Infinity
+  /** Requests over connections by request id (see `_remoteHold`). */
+  readonly #remotes = new Map<string, RemoteRequest>()
+  readonly #remoteLeases = new Map<string, RemoteRequest>()
   /** Whether the clock was read in this turn of the event loop (see `#turnNow`). */
   #turnRead = false
   /** Who waits for the fence write under way to settle (`close()`). */
   #written: (() => void)[] = []
 
+  readonly #transport: Transport | undefined
+  readonly #servers = new Set<HoldfastServer>()
+
   /** @internal Use `openStore()`. */
-  constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined) {
+  constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined, transport?: Transport) {
+    this.#transport = transport
     this.#core = core
     this.#memory = memory
     this.#ptr = core.bufferPtr()
@@ -195,6 +210,17 @@ export class Store implements LeaseOwner {
   }
 
   /**
+   * Serves this store to other processes over WebSocket: `{ port, host, token }` (host defaults to
+   * 127.0.0.1) or `{ path, token }` for a Unix socket. Clients `connect()` with the same token.
+   */
+  async serve(options: ServeOptions): Promise<Server> {
+    this.#checkOpen('serve')
+    const server = await serveOn(this, this.#transport, options)
+    this.#servers.add(server)
+    return server
+  }
+
+  /**
    * Every busy key with its holders and how many wait, as a snapshot. Idle keys are not listed.
    */
   inspect(): KeyInfo[] {
@@ -234,6 +260,8 @@ export class Store implements LeaseOwner {
       return this.#closeStorage()
     }
     this.#drain(n, this.#clock.now())
+    // Remote holders and waiters were answered by the drain; now their connections can go.
+    await Promise.all([...this.#servers].map(server => server.close().catch(() => {})))
     // A fence write still under way must land before the storage is let go: landing later, it could
     // overwrite a larger ceiling written by the next store to open on the same storage.
     if (this.#core.writing()) await new Promise<void>(resolve => this.#written.push(resolve))
@@ -459,6 +487,10 @@ export class Store implements LeaseOwner {
           continue
         }
         const record = this.#reqs[index]
+        if (record instanceof RemoteRequest) {
+          this.#remoteEvent(record, index, kind, buf[at + 2]!, now)
+          continue
+        }
         if (kind === GRANTED) {
           const waiter = record as Waiter
           const handle = waiter.handle
@@ -497,6 +529,143 @@ export class Store implements LeaseOwner {
       if (n === 0) break
     }
     if (lost) for (const [lease, reason] of lost) lease._lose(reason)
+  }
+
+  /** An event for a request over a connection: answered through its connection's sink. */
+  #remoteEvent(record: RemoteRequest, index: number, kind: number, a: number, now: number): void {
+    if (kind === GRANTED) {
+      record.holding = true
+      this.#schedule(now + record.ttl)
+      if (record.maxHold > 0) this.#schedule(now + record.maxHold)
+      record.sink.granted(record, a, record.maxHold)
+      return
+    }
+    this.#reqs[index] = undefined
+    this.#remotes.delete(record.request)
+    this.#remoteLeases.delete(record.lease)
+    if (kind === TIMED_OUT) record.sink.failed(record, 'in_use', `${record.place()}: still held after waiting`)
+    else if (kind === FAILED) record.sink.failed(record, a === 1 ? 'storage' : 'limit', `${record.place()}: ${a === 1 ? 'storage failed to keep the fence ceiling' : 'fences used up'}`)
+    else if (kind === REVOKED) record.sink.lost(record, 'lost')
+    else if (kind === EXPIRED) record.sink.lost(record, 'lost')
+    else if (kind === ENDED && this.#closed) {
+      if (record.holding) record.sink.lost(record, 'closed')
+      else record.sink.failed(record, 'closed', `${record.place()}: the store is closed`)
+    }
+    // ENDED while open: its connection ended; nobody is left to answer.
+  }
+
+  // ---- what the server calls (see server.ts) ----
+
+  /**
+   * @internal A hold over a connection. Answers through `record.sink` — at once (granted, busy,
+   * an error) or when the engine grants it — and records it so that events find it.
+   */
+  _remoteHold(handle: Lock, record: RemoteRequest, wait: number): void {
+    if (this.#closed) return record.sink.failed(record, 'closed', `${record.place()}: the store is closed`)
+    const resource = handle._resource
+    const known = resource.keys.get(record.key)
+    const now = this.#clock.now()
+    let answer: number
+    try {
+      answer = this.#core.holdRemote(resource.id, known ?? -1, wait === Infinity ? -1 : wait, record.maxHold, record.conn, record.request, record.lease, record.ttl, now)
+    } catch (error) {
+      const e = error as { code?: unknown; message?: unknown }
+      if (typeof e?.code === 'string') return record.sink.failed(record, 'invalid', `${record.place()}: ${String(e.message)}`)
+      throw this.#trap(error)
+    }
+    const buf = this.#view()
+    if (answer === RESUMED) {
+      const existing = this.#reqs[buf[REQ]! >>> 0]
+      if (!(existing instanceof RemoteRequest)) throw this.#trap(new Error('a resumed request has no record'))
+      existing.conn = record.conn
+      existing.frame = record.frame
+      existing.sink = record.sink
+      if (existing.holding) existing.sink.granted(existing, buf[REVOKE_IN]!, Math.max(0, this.#core.revokeIn(buf[REQ]!, now)))
+      return
+    }
+    if (answer >= 0) {
+      const req = buf[REQ]!
+      if (known === undefined) this.#newKey(resource, record.key, buf[KEY]!)
+      record.req = req
+      this.#reqs[req >>> 0] = record
+      this.#remotes.set(record.request, record)
+      this.#remoteLeases.set(record.lease, record)
+      if (answer > 0) {
+        record.holding = true
+        if (record.maxHold > 0) this.#schedule(now + record.maxHold)
+      }
+      this.#schedule(now + (answer > 0 ? record.ttl : wait === Infinity ? Infinity : wait))
+      if (answer > 0) record.sink.granted(record, answer, record.maxHold)
+      const events = buf[HOLD_EVENTS]!
+      if (events > 0) this.#drain(events, now)
+      return
+    }
+    if (answer === BUSY) return record.sink.busy(record)
+    const message = `${record.place()}: ${this.#core.lastError()}`
+    record.sink.failed(record, answer === LIMIT ? 'limit' : answer === INVALID ? 'invalid' : 'closed', message)
+  }
+
+  /** @internal Renews a lease over a connection: its ttl and maxHold remaining, or `undefined` if lost. */
+  _renew(lease: string): { ttl: number; revokeIn: number } | undefined {
+    if (this.#closed) return undefined
+    const now = this.#clock.now()
+    let ttl: number
+    try {
+      ttl = this.#core.renew(lease, now)
+    } catch (error) {
+      throw this.#trap(error)
+    }
+    const buf = this.#view()
+    const revokeIn = buf[REVOKE_IN]!
+    const events = buf[HOLD_EVENTS]!
+    if (events > 0) this.#drain(events, now)
+    if (ttl <= 0) return undefined
+    this.#schedule(now + ttl)
+    return { ttl, revokeIn }
+  }
+
+  /** @internal Releases (or, if still waiting, cancels) the request of a connection named by `id`. */
+  _endRemote(record: RemoteRequest): void {
+    if (this.#closed || this.#reqs[record.req >>> 0] !== record) return
+    this.#reqs[record.req >>> 0] = undefined
+    this.#remotes.delete(record.request)
+    this.#remoteLeases.delete(record.lease)
+    const now = this.#clock.now()
+    let n: number
+    try {
+      n = this.#core.cancel(record.req, now)
+    } catch (error) {
+      throw this.#trap(error)
+    }
+    if (n > 0) this.#drain(n, now)
+  }
+
+  /** @internal The live request of a connection with this request id. */
+  _remoteRequest(request: string): RemoteRequest | undefined {
+    return this.#remotes.get(request)
+  }
+
+  /** @internal The live request of a connection with this lease id. */
+  _remoteLease(lease: string): RemoteRequest | undefined {
+    return this.#remoteLeases.get(lease)
+  }
+
+  /** @internal A connection ended: its waiters leave their lines; with `goodbye`, its leases end too. */
+  _connectionEnded(conn: number, goodbye: boolean): void {
+    if (this.#closed) return
+    const now = this.#clock.now()
+    let n: number
+    try {
+      n = this.#core.connectionEnded(conn, goodbye, now)
+    } catch (error) {
+      throw this.#trap(error)
+    }
+    if (n > 0) this.#drain(n, now)
+  }
+
+  /** @internal How many requests one connection may have. */
+  _setConnectionLimit(limit: number): void {
+    this.#core.setConnectionLimit(limit)
   }
 
   #leasePlace(lease: Lease): string {
@@ -580,7 +749,10 @@ export class Store implements LeaseOwner {
       const record = this.#reqs[i]
       this.#reqs[i] = undefined
       if (record instanceof Lease) record._lose(closed)
-      else if (record) {
+      else if (record instanceof RemoteRequest) {
+        if (record.holding) record.sink.lost(record, 'closed')
+        else record.sink.failed(record, 'closed', `${record.place()}: ${closed.message}`)
+      } else if (record) {
         record.settled()
         record.reject(this.#closedError(record.handle, record.key))
       }
@@ -615,6 +787,6 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
     }
     throw fromEngine(error, 'openStore')
   }
-  store = new Store(core, memory, storage, clock, platform.context)
+  store = new Store(core, memory, storage, clock, platform.context, platform.transport)
   return store
 }

@@ -3,6 +3,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { InUseError, CancelledError, ClosedError, LostError, HoldfastError } from 'holdfast'
+import { manualClock } from 'holdfast/testing'
 import { openTestStore, settle, gate, isSettled } from './helpers.js'
 
 async function assertFree(lock, key) {
@@ -85,6 +86,25 @@ test('LOCK-06: wait 0 on a held key rejects InUseError at once; tryHold answers 
   await assert.rejects(l.hold('k', { wait: 0 }, () => 1), InUseError)
   assert.deepEqual(await l.tryHold('k', () => 1), { acquired: false })
   await held.release()
+  await store.close()
+})
+
+test('LOCK-06: a wait counts from its own hold, even among many holds in one turn of the event loop', async () => {
+  const { store, clock } = await openTestStore({ clock: manualClock(1_000_000) })
+  const l = store.lock('x', { wait: '5s' })
+  const other = store.lock('y', { maxHold: '1s' })
+  // All in one turn: the store reads its clock once per turn unless a hold needs the time.
+  const revoked = other.acquire('z')
+  const held = l.acquire('k')
+  const waiting = l.hold('k', () => 'ran')
+  await revoked
+  await held
+  clock.advance(1_000) // the maxHold timer makes the engine act on its deadlines
+  assert.equal(await isSettled(waiting), false, 'the 5 s wait did not run out after 1 s')
+  clock.advance(3_999)
+  assert.equal(await isSettled(waiting), false)
+  clock.advance(1)
+  await assert.rejects(waiting, InUseError)
   await store.close()
 })
 

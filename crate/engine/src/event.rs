@@ -28,7 +28,8 @@ pub enum Event {
     Expired { req: Id },
     /// A waiting request could not be granted; it left the line.
     Failed { req: Id, why: Failure },
-    /// The store closed: this request, `held` or waiting, has ended. The host answers `closed`.
+    /// The store closed, or the request's connection ended: this request, `held` or waiting, has
+    /// ended. The host answers `closed` (or, for a connection's, drops it).
     Ended { req: Id, held: bool },
     /// A key has no holder and no waiter left, and the engine forgot it. Its id is dead; the host drops
     /// whatever it kept for the key.

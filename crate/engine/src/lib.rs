@@ -24,6 +24,7 @@ mod line;
 mod remote;
 mod slab;
 mod timers;
+pub mod wire;
 
 pub use engine::{Cancelled, Engine, Footprint, Hold, HolderView, KeyView, Kind, ResourceId};
 pub use error::Error;

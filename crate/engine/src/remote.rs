@@ -256,14 +256,14 @@ impl Engine {
         }
     }
 
-    /// A connection ended without goodbye: its waiting requests leave their lines at once (answered
-    /// here, not by events); its leases live until their ttl. Answers the requests that left.
+    /// A connection ended without goodbye: its waiting requests leave their lines at once, each with
+    /// an [`Event::Ended`]; its leases live until their ttl. Answers the requests that left.
     pub fn connection_closed(&mut self, conn: u32, now: u64) -> Vec<Id> {
         self.end_connection(conn, now, false)
     }
 
     /// A connection said goodbye: its waiting requests leave their lines and its leases are
-    /// released. Answers every request that ended.
+    /// released, each with an [`Event::Ended`]. Answers every request that ended.
     pub fn goodbye(&mut self, conn: u32, now: u64) -> Vec<Id> {
         self.end_connection(conn, now, true)
     }
@@ -289,6 +289,7 @@ impl Engine {
                 continue;
             }
             let key = self.end_request(req).key;
+            self.events.push_back(Event::Ended { req, held: holding });
             self.pump(key, now);
             ended.push(req);
         }

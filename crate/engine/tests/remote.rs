@@ -226,6 +226,13 @@ fn lock_05_a_connection_that_ends_cancels_its_waiters_and_goodbye_releases_its_l
         panic!()
     };
     assert_eq!(e.connection_closed(1, 1), vec![waiting]);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::Ended {
+            req: waiting,
+            held: false
+        }]
+    );
     assert!(e.fence_of(held).is_some(), "its lease lives until its ttl");
     assert_eq!(e.inspect(1).unwrap()[0].waiting, 1);
     // It reconnects and says goodbye: its lease ends at once and the key goes on.
@@ -238,8 +245,11 @@ fn lock_05_a_connection_that_ends_cancels_its_waiters_and_goodbye_releases_its_l
             fence: e.fence_of(held)
         }
     );
+    events(&mut e);
     assert_eq!(e.goodbye(4, 3), vec![held]);
-    assert!(matches!(events(&mut e)[..], [Event::Granted { req, .. }] if req == other));
+    assert!(
+        matches!(events(&mut e)[..], [Event::Ended { req: h, held: true }, Event::Granted { req, .. }] if h == held && req == other)
+    );
     assert_eq!(e.cancel_request(3, 4).unwrap(), Cancelled::Released);
     e.check();
 }

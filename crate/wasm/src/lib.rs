@@ -13,6 +13,9 @@
 //!   ceiling; when such a write settles they call the host's `wake` function, and the host calls
 //!   [`Core::settle`] with the time, so that the engine still never reads a clock.
 
+mod remote;
+pub mod wire;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -33,8 +36,13 @@ pub mod buffer {
     pub const REQ: usize = 0;
     /// The id of the key it holds or waits for.
     pub const KEY: usize = 1;
-    /// How many events the `hold` wrote (rarely any: a grant that failed for want of fences).
+    /// How many events the `hold` wrote (rarely any: a grant that failed for want of fences); also
+    /// for `holdRemote` and `renew`.
     pub const HOLD_EVENTS: usize = 2;
+    /// `holdRemote` answering `RESUMED`: the fence of the request (0 while it waits).
+    pub const RESUMED_FENCE: usize = 3;
+    /// `renew`: how long until `maxHold` revokes the lease, or -1.
+    pub const REVOKE_IN: usize = 3;
     /// Where events start: [`EVENT_SIZE`] numbers each, `[kind, id, a, 0]`.
     pub const EVENTS: usize = 4;
     pub const EVENT_SIZE: usize = 4;
@@ -49,6 +57,7 @@ pub mod buffer {
     pub const FAILED: f64 = 4.0; // id: request, a: 1 storage, 2 fences used up
     pub const ENDED: f64 = 5.0; // id: request, a: 1 if it held
     pub const KEY_IDLE: f64 = 6.0; // id: key
+    pub const EXPIRED: f64 = 7.0; // id: request (a lease over a connection past its ttl)
 }
 
 /// Negative answers of `hold` and friends.
@@ -62,6 +71,10 @@ pub mod status {
     pub const IDLE_BASE: f64 = -16.0;
     /// An untimed call (`now` < 0) that needs the time: nothing changed; call again with it.
     pub const NEED_TIME: f64 = -5.0;
+
+    pub(crate) fn of(error: &holdfast_engine::Error) -> f64 {
+        super::status_of(error)
+    }
 }
 
 #[wasm_bindgen]
@@ -75,7 +88,7 @@ extern "C" {
 }
 
 /// A JavaScript `Error` with a stable `code`.
-fn js_error(code: &str, message: &str, cause: Option<&JsValue>) -> JsValue {
+pub(crate) fn js_error(code: &str, message: &str, cause: Option<&JsValue>) -> JsValue {
     let error = js_sys::Error::new(message);
     let _ = Reflect::set(&error, &"code".into(), &code.into());
     if let Some(cause) = cause {
@@ -172,7 +185,7 @@ fn parse_ceiling(value: &JsValue) -> Result<Option<u64>, JsValue> {
     }
 }
 
-fn id_of(raw: f64) -> Option<Id> {
+pub(crate) fn id_of(raw: f64) -> Option<Id> {
     if raw >= 0.0 && raw.fract() == 0.0 {
         Id::from_u64(raw as u64)
     } else {
@@ -230,31 +243,19 @@ impl Core {
             None
         };
         let answer = {
-            let mut inner = self.inner.borrow_mut();
-            let answer = inner
-                .engine
-                .hold(ResourceId(res), key, wait, max_hold, now as u64);
-            if let Err(error) = &answer {
-                inner.last_error = error.to_string();
+            let engine = &mut self.inner.borrow_mut().engine;
+            if now < 0.0 {
+                engine.hold_untimed(ResourceId(res), key, wait, max_hold)
+            } else {
+                engine
+                    .hold(ResourceId(res), key, wait, max_hold, now as u64)
+                    .map(Some)
             }
-            answer
         };
         let answer = match answer {
-            Ok(Hold::Granted { req, key, fence }) => {
-                self.buf[buffer::REQ] = req.to_u64() as f64;
-                self.buf[buffer::KEY] = key.to_u64() as f64;
-                fence as f64
-            }
-            Ok(Hold::Queued { req, key }) => {
-                self.buf[buffer::REQ] = req.to_u64() as f64;
-                self.buf[buffer::KEY] = key.to_u64() as f64;
-                0.0
-            }
-            Ok(Hold::Busy { key }) => {
-                self.buf[buffer::KEY] = key.to_u64() as f64;
-                status::BUSY
-            }
-            Err(error) => status_of(&error),
+            Ok(None) => return status::NEED_TIME,
+            Ok(Some(hold)) => self.hold_answer(Ok(hold)),
+            Err(error) => self.hold_answer(Err(error)),
         };
         self.persist_if_asked();
         self.buf[buffer::HOLD_EVENTS] = self.write_events();
@@ -407,6 +408,30 @@ impl Core {
 }
 
 impl Core {
+    /// Writes a hold's ids into the buffer and answers its number (see `hold`).
+    fn hold_answer(&mut self, answer: Result<Hold, Error>) -> f64 {
+        match answer {
+            Ok(Hold::Granted { req, key, fence }) => {
+                self.buf[buffer::REQ] = req.to_u64() as f64;
+                self.buf[buffer::KEY] = key.to_u64() as f64;
+                fence as f64
+            }
+            Ok(Hold::Queued { req, key }) => {
+                self.buf[buffer::REQ] = req.to_u64() as f64;
+                self.buf[buffer::KEY] = key.to_u64() as f64;
+                0.0
+            }
+            Ok(Hold::Busy { key }) | Ok(Hold::Resumed { key, .. }) => {
+                self.buf[buffer::KEY] = key.to_u64() as f64;
+                status::BUSY
+            }
+            Err(error) => {
+                self.inner.borrow_mut().last_error = error.to_string();
+                status_of(&error)
+            }
+        }
+    }
+
     fn after(&mut self, answer: Result<(), Error>) -> f64 {
         if let Err(error) = answer {
             self.inner.borrow_mut().last_error = error.to_string();
@@ -434,6 +459,7 @@ impl Core {
                     if why == Failure::Storage { 1.0 } else { 2.0 },
                 ),
                 Event::Ended { req, held } => (buffer::ENDED, req, if held { 1.0 } else { 0.0 }),
+                Event::Expired { req } => (buffer::EXPIRED, req, 0.0),
                 Event::KeyIdle { key } => (buffer::KEY_IDLE, key, 0.0),
             };
             let at = buffer::EVENTS + n * buffer::EVENT_SIZE;

@@ -9,6 +9,8 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { initSync } from '../../wasm/holdfast_wasm.js'
 import { openStoreOn, type Frame, type Platform, type Store, type StoreOptions } from '../store.js'
 import { fileStorage } from '../file-storage.js'
+import { wsTransport } from '../transport-ws.js'
+import { connectOn, type ConnectOptions, type RemoteStore } from '../client.js'
 
 export * from '../api.js'
 export { fileStorage }
@@ -25,9 +27,19 @@ const platform: Platform = {
   },
   context: new AsyncLocalStorage<Frame>(),
   defaultStorage: () => fileStorage('.holdfast'),
+  transport: wsTransport,
 }
 
 /** Opens a store. Without `storage`, fences are kept in `./.holdfast/`. */
 export function openStore(options?: StoreOptions): Promise<Store> {
   return openStoreOn(platform, options)
+}
+
+/**
+ * Connects to a store's server (`ws://host:port`, `wss://…`, or `ws+unix:///path`). The remote store
+ * has the API of a local one, with `inspect()` returning a promise.
+ */
+export function connect(url: string, options?: ConnectOptions): Promise<RemoteStore> {
+  platform.init()
+  return connectOn(platform.transport, platform.context, url, options)
 }

@@ -1,0 +1,522 @@
+//! Encoding and decoding of frames. All integers are little-endian; a string is a `u16` byte length
+//! and that many bytes of UTF-8; an id is 16 raw bytes.
+
+use std::fmt;
+
+use super::message::*;
+
+/// Why a frame was refused. Its text names the field and the bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireError(pub String);
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bad frame: {}", self.0)
+    }
+}
+
+impl std::error::Error for WireError {}
+
+fn bad(message: impl Into<String>) -> WireError {
+    WireError(message.into())
+}
+
+/// Reads a frame front to back; every read checks what is left first.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], WireError> {
+        let left = self.bytes.len() - self.at;
+        if n > left {
+            return Err(bad(format!("{what}: needs {n} bytes, {left} left")));
+        }
+        let slice = &self.bytes[self.at..self.at + n];
+        self.at += n;
+        Ok(slice)
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8, WireError> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    fn u16(&mut self, what: &str) -> Result<u16, WireError> {
+        Ok(u16::from_le_bytes(
+            self.take(2, what)?.try_into().expect("2 bytes"),
+        ))
+    }
+
+    fn u32(&mut self, what: &str) -> Result<u32, WireError> {
+        Ok(u32::from_le_bytes(
+            self.take(4, what)?.try_into().expect("4 bytes"),
+        ))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, WireError> {
+        Ok(u64::from_le_bytes(
+            self.take(8, what)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn id(&mut self, what: &str) -> Result<u128, WireError> {
+        Ok(u128::from_le_bytes(
+            self.take(16, what)?.try_into().expect("16 bytes"),
+        ))
+    }
+
+    fn bool(&mut self, what: &str) -> Result<bool, WireError> {
+        match self.u8(what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(bad(format!("{what}: {other} is neither 0 nor 1"))),
+        }
+    }
+
+    /// A string of at most `max` bytes: the bound is checked before the bytes are looked at.
+    fn str(&mut self, what: &str, max: usize) -> Result<&'a str, WireError> {
+        let len = self.u16(what)? as usize;
+        if len > max {
+            return Err(bad(format!("{what}: {len} bytes, at most {max}")));
+        }
+        std::str::from_utf8(self.take(len, what)?).map_err(|_| bad(format!("{what}: not UTF-8")))
+    }
+
+    /// A count of items, each at least `min_size` bytes: refused when the frame cannot hold them,
+    /// so that a forged count never makes the decoder allocate.
+    fn count(&mut self, what: &str, min_size: usize) -> Result<usize, WireError> {
+        let n = self.u32(what)? as usize;
+        let left = self.bytes.len() - self.at;
+        if n.saturating_mul(min_size) > left {
+            return Err(bad(format!("{what}: {n} items cannot fit in {left} bytes")));
+        }
+        Ok(n)
+    }
+
+    fn end(&self) -> Result<(), WireError> {
+        match self.bytes.len() - self.at {
+            0 => Ok(()),
+            extra => Err(bad(format!("{extra} bytes after the message"))),
+        }
+    }
+}
+
+/// Checks the size, the version, and reads the header: `(type, id, reader of the body)`.
+fn open(bytes: &[u8], max: usize) -> Result<(u8, u32, Reader<'_>), WireError> {
+    if bytes.len() > max {
+        return Err(bad(format!("{} bytes, at most {max}", bytes.len())));
+    }
+    let mut r = Reader { bytes, at: 0 };
+    let version = r.u8("version")?;
+    if version != VERSION {
+        return Err(bad(format!(
+            "version {version}, this side speaks {VERSION}"
+        )));
+    }
+    let kind = r.u8("type")?;
+    let id = r.u32("id")?;
+    Ok((kind, id, r))
+}
+
+const HELLO: u8 = 0x01;
+const HOLD: u8 = 0x02;
+const RENEW: u8 = 0x03;
+const RELEASE: u8 = 0x04;
+const CANCEL: u8 = 0x05;
+const INSPECT: u8 = 0x06;
+const GOODBYE: u8 = 0x07;
+
+const WELCOME: u8 = 0x81;
+const GRANTED: u8 = 0x82;
+const BUSY: u8 = 0x83;
+const RENEWED: u8 = 0x84;
+const DONE: u8 = 0x85;
+const ERROR: u8 = 0x86;
+const INSPECTED: u8 = 0x87;
+const LOST: u8 = 0x88;
+
+/// Decodes a frame a client sent: `(id, message)`.
+pub fn decode_client(bytes: &[u8]) -> Result<(u32, ClientMessage<'_>), WireError> {
+    let (kind, id, mut r) = open(bytes, MAX_CLIENT_FRAME)?;
+    let message = match kind {
+        HELLO => ClientMessage::Hello {
+            token: r.str("token", MAX_TOKEN)?,
+            client: r.str("client", MAX_TEXT)?,
+        },
+        HOLD => ClientMessage::Hold {
+            semaphore: r.bool("kind")?,
+            limit: r.u32("limit")?,
+            name: r.str("name", MAX_NAME_WIRE)?,
+            key: r.str("key", MAX_KEY)?,
+            ttl: r.u32("ttl")?,
+            max_hold: r.u64("maxHold")?,
+            wait: r.u64("wait")?,
+            request: r.id("request")?,
+        },
+        RENEW => ClientMessage::Renew {
+            lease: r.id("lease")?,
+        },
+        RELEASE => ClientMessage::Release {
+            lease: r.id("lease")?,
+        },
+        CANCEL => ClientMessage::Cancel {
+            request: r.id("request")?,
+        },
+        INSPECT => ClientMessage::Inspect,
+        GOODBYE => ClientMessage::Goodbye,
+        other => return Err(bad(format!("unknown client message type {other:#04x}"))),
+    };
+    r.end()?;
+    Ok((id, message))
+}
+
+/// Decodes a frame a server sent: `(id, message)`.
+pub fn decode_server(bytes: &[u8]) -> Result<(u32, ServerMessage), WireError> {
+    let (kind, id, mut r) = open(bytes, MAX_SERVER_FRAME)?;
+    let message = match kind {
+        WELCOME => ServerMessage::Welcome {
+            max_frame: r.u32("maxFrame")?,
+            connection_limit: r.u32("connectionLimit")?,
+        },
+        GRANTED => ServerMessage::Granted {
+            request: r.id("request")?,
+            lease: r.id("lease")?,
+            fence: r.u64("fence")?,
+            ttl: r.u32("ttl")?,
+            revoke_in: r.u64("revokeIn")?,
+        },
+        BUSY => ServerMessage::Busy,
+        RENEWED => ServerMessage::Renewed {
+            ttl: r.u32("ttl")?,
+            revoke_in: r.u64("revokeIn")?,
+        },
+        DONE => ServerMessage::Done,
+        ERROR => {
+            let code = r.u8("code")?;
+            ServerMessage::Error {
+                code: ErrorCode::from_u8(code).ok_or_else(|| bad(format!("error code {code}")))?,
+                message: r.str("message", MAX_TEXT)?.to_owned(),
+            }
+        }
+        INSPECTED => {
+            // Each entry is at least kind + two strings + two counts.
+            let n = r.count("entries", 1 + 2 + 2 + 4 + 4)?;
+            let mut entries = Vec::with_capacity(n);
+            for _ in 0..n {
+                let semaphore = r.bool("kind")?;
+                let name = r.str("name", MAX_NAME_WIRE)?.to_owned();
+                let key = r.str("key", MAX_KEY)?.to_owned();
+                let h = r.count("holders", 16)?;
+                let mut holders = Vec::with_capacity(h);
+                for _ in 0..h {
+                    holders.push((r.u64("fence")?, r.u64("heldMs")?));
+                }
+                let waiting = r.u32("waiting")?;
+                entries.push(InspectEntry {
+                    semaphore,
+                    name,
+                    key,
+                    holders,
+                    waiting,
+                });
+            }
+            ServerMessage::Inspected { entries }
+        }
+        LOST => {
+            let lease = r.id("lease")?;
+            let code = r.u8("code")?;
+            ServerMessage::Lost {
+                lease,
+                code: ErrorCode::from_u8(code).ok_or_else(|| bad(format!("error code {code}")))?,
+            }
+        }
+        other => return Err(bad(format!("unknown server message type {other:#04x}"))),
+    };
+    r.end()?;
+    Ok((id, message))
+}
+
+/// Builds a frame.
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn new(kind: u8, id: u32) -> Writer {
+        let mut w = Writer(Vec::with_capacity(64));
+        w.0.push(VERSION);
+        w.0.push(kind);
+        w.0.extend_from_slice(&id.to_le_bytes());
+        w
+    }
+    fn u8(&mut self, v: u8) -> &mut Self {
+        self.0.push(v);
+        self
+    }
+    fn u32(&mut self, v: u32) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn u64(&mut self, v: u64) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn id(&mut self, v: u128) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Writes a string, cut at a character boundary to fit a `u16` length (longer is never valid).
+    fn str(&mut self, s: &str) -> &mut Self {
+        let mut end = s.len().min(u16::MAX as usize);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.0.extend_from_slice(&(end as u16).to_le_bytes());
+        self.0.extend_from_slice(&s.as_bytes()[..end]);
+        self
+    }
+}
+
+/// Encodes a client's message.
+pub fn encode_client(id: u32, message: &ClientMessage<'_>) -> Vec<u8> {
+    let w = match *message {
+        ClientMessage::Hello { token, client } => {
+            let mut w = Writer::new(HELLO, id);
+            w.str(token).str(client);
+            w
+        }
+        ClientMessage::Hold {
+            semaphore,
+            limit,
+            name,
+            key,
+            ttl,
+            max_hold,
+            wait,
+            request,
+        } => {
+            let mut w = Writer::new(HOLD, id);
+            w.u8(semaphore as u8)
+                .u32(limit)
+                .str(name)
+                .str(key)
+                .u32(ttl)
+                .u64(max_hold)
+                .u64(wait)
+                .id(request);
+            w
+        }
+        ClientMessage::Renew { lease } => {
+            let mut w = Writer::new(RENEW, id);
+            w.id(lease);
+            w
+        }
+        ClientMessage::Release { lease } => {
+            let mut w = Writer::new(RELEASE, id);
+            w.id(lease);
+            w
+        }
+        ClientMessage::Cancel { request } => {
+            let mut w = Writer::new(CANCEL, id);
+            w.id(request);
+            w
+        }
+        ClientMessage::Inspect => Writer::new(INSPECT, id),
+        ClientMessage::Goodbye => Writer::new(GOODBYE, id),
+    };
+    w.0
+}
+
+/// Encodes a server's message.
+pub fn encode_server(id: u32, message: &ServerMessage) -> Vec<u8> {
+    let w = match message {
+        ServerMessage::Welcome {
+            max_frame,
+            connection_limit,
+        } => {
+            let mut w = Writer::new(WELCOME, id);
+            w.u32(*max_frame).u32(*connection_limit);
+            w
+        }
+        ServerMessage::Granted {
+            request,
+            lease,
+            fence,
+            ttl,
+            revoke_in,
+        } => {
+            let mut w = Writer::new(GRANTED, id);
+            w.id(*request)
+                .id(*lease)
+                .u64(*fence)
+                .u32(*ttl)
+                .u64(*revoke_in);
+            w
+        }
+        ServerMessage::Busy => Writer::new(BUSY, id),
+        ServerMessage::Renewed { ttl, revoke_in } => {
+            let mut w = Writer::new(RENEWED, id);
+            w.u32(*ttl).u64(*revoke_in);
+            w
+        }
+        ServerMessage::Done => Writer::new(DONE, id),
+        ServerMessage::Error { code, message } => {
+            let mut w = Writer::new(ERROR, id);
+            let mut end = message.len().min(MAX_TEXT);
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            w.u8(*code as u8).str(&message[..end]);
+            w
+        }
+        ServerMessage::Inspected { entries } => {
+            let mut w = Writer::new(INSPECTED, id);
+            w.u32(entries.len() as u32);
+            for e in entries {
+                w.u8(e.semaphore as u8)
+                    .str(&e.name)
+                    .str(&e.key)
+                    .u32(e.holders.len() as u32);
+                for &(fence, held) in &e.holders {
+                    w.u64(fence).u64(held);
+                }
+                w.u32(e.waiting);
+            }
+            w
+        }
+        ServerMessage::Lost { lease, code } => {
+            let mut w = Writer::new(LOST, id);
+            w.id(*lease).u8(*code as u8);
+            w
+        }
+    };
+    w.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hold() -> ClientMessage<'static> {
+        ClientMessage::Hold {
+            semaphore: true,
+            limit: 3,
+            name: "uploads",
+            key: "user-42",
+            ttl: 30_000,
+            max_hold: 0,
+            wait: u64::MAX,
+            request: 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10,
+        }
+    }
+
+    #[test]
+    fn every_message_round_trips() {
+        let clients = [
+            ClientMessage::Hello {
+                token: "secret",
+                client: "holdfast-js",
+            },
+            hold(),
+            ClientMessage::Renew { lease: u128::MAX },
+            ClientMessage::Release { lease: 7 },
+            ClientMessage::Cancel { request: 9 },
+            ClientMessage::Inspect,
+            ClientMessage::Goodbye,
+        ];
+        for (i, m) in clients.iter().enumerate() {
+            let bytes = encode_client(i as u32, m);
+            assert_eq!(decode_client(&bytes), Ok((i as u32, m.clone())));
+        }
+        let servers = [
+            ServerMessage::Welcome {
+                max_frame: 65_536,
+                connection_limit: 10_000,
+            },
+            ServerMessage::Granted {
+                request: 1,
+                lease: 2,
+                fence: (1 << 53) - 1,
+                ttl: 30_000,
+                revoke_in: 5,
+            },
+            ServerMessage::Busy,
+            ServerMessage::Renewed {
+                ttl: 1_000,
+                revoke_in: 0,
+            },
+            ServerMessage::Done,
+            ServerMessage::Error {
+                code: ErrorCode::Permission,
+                message: "token refused".into(),
+            },
+            ServerMessage::Inspected {
+                entries: vec![InspectEntry {
+                    semaphore: false,
+                    name: "jobs".into(),
+                    key: "nightly".into(),
+                    holders: vec![(4, 250)],
+                    waiting: 2,
+                }],
+            },
+            ServerMessage::Lost {
+                lease: 3,
+                code: ErrorCode::Lost,
+            },
+        ];
+        for (i, m) in servers.iter().enumerate() {
+            let bytes = encode_server(i as u32, m);
+            assert_eq!(decode_server(&bytes), Ok((i as u32, m.clone())));
+        }
+    }
+
+    #[test]
+    fn every_truncation_of_a_frame_is_refused() {
+        let bytes = encode_client(1, &hold());
+        for len in 0..bytes.len() {
+            assert!(
+                decode_client(&bytes[..len]).is_err(),
+                "{len} bytes accepted"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_client(&longer)
+            .unwrap_err()
+            .0
+            .contains("after the message"));
+    }
+
+    #[test]
+    fn lengths_are_checked_against_their_bounds_before_use() {
+        // A key length of 1025 is refused by its bound, though the bytes are there.
+        let mut w = Writer::new(HOLD, 1);
+        w.u8(0).u32(0).str("jobs");
+        w.0.extend_from_slice(&1025u16.to_le_bytes());
+        w.0.extend(std::iter::repeat_n(b'k', 1025));
+        let err = decode_client(&w.0).unwrap_err();
+        assert!(err.0.contains("key: 1025 bytes, at most 1024"), "{err}");
+        // An inspection claiming four billion entries in a few bytes allocates nothing.
+        let mut w = Writer::new(INSPECTED, 1);
+        w.u32(u32::MAX);
+        assert!(decode_server(&w.0).unwrap_err().0.contains("cannot fit"));
+        // Oversized frames, other versions, unknown types, bad booleans and bad UTF-8.
+        assert!(decode_client(&vec![1; MAX_CLIENT_FRAME + 1])
+            .unwrap_err()
+            .0
+            .contains("at most"));
+        let mut v2 = encode_client(1, &ClientMessage::Inspect);
+        v2[0] = 2;
+        assert!(decode_client(&v2).unwrap_err().0.contains("version 2"));
+        let mut unknown = encode_client(1, &ClientMessage::Inspect);
+        unknown[1] = 0x7f;
+        assert!(decode_client(&unknown).unwrap_err().0.contains("unknown"));
+        let mut b = encode_client(1, &hold());
+        b[HEADER] = 2;
+        assert!(decode_client(&b).unwrap_err().0.contains("neither 0 nor 1"));
+        let mut w = Writer::new(HELLO, 1);
+        w.0.extend_from_slice(&2u16.to_le_bytes());
+        w.0.extend_from_slice(&[0xff, 0xfe]);
+        w.str("");
+        assert!(decode_client(&w.0).unwrap_err().0.contains("UTF-8"));
+    }
+}

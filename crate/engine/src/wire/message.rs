@@ -1,0 +1,145 @@
+//! The messages of protocol version 1 and their bounds.
+
+/// The protocol version this build speaks; the first byte of every frame.
+pub const VERSION: u8 = 1;
+/// Version, type, and the correlation id.
+pub const HEADER: usize = 6;
+/// The largest frame a server accepts (64 KiB).
+pub const MAX_CLIENT_FRAME: usize = 64 * 1024;
+/// The largest frame a client accepts (an inspection of many keys is large).
+pub const MAX_SERVER_FRAME: usize = 16 * 1024 * 1024;
+/// The longest token.
+pub const MAX_TOKEN: usize = 1024;
+/// The longest name on the wire (the engine checks its pattern).
+pub const MAX_NAME_WIRE: usize = 64;
+/// The longest key, in bytes of UTF-8.
+pub const MAX_KEY: usize = 1024;
+/// The longest client name and error message.
+pub(crate) const MAX_TEXT: usize = 4096;
+
+/// What a client sends. Strings borrow from the frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientMessage<'a> {
+    /// The first frame of a connection: the token, and a free-text name of the client.
+    Hello {
+        token: &'a str,
+        client: &'a str,
+    },
+    /// Asks for a key. `limit` is a semaphore's (0 for a lock); `max_hold` 0 is none; `wait`
+    /// `u64::MAX` is without limit.
+    Hold {
+        semaphore: bool,
+        limit: u32,
+        name: &'a str,
+        key: &'a str,
+        ttl: u32,
+        max_hold: u64,
+        wait: u64,
+        request: u128,
+    },
+    Renew {
+        lease: u128,
+    },
+    Release {
+        lease: u128,
+    },
+    Cancel {
+        request: u128,
+    },
+    Inspect,
+    /// The client closes cleanly: its leases are released at once.
+    Goodbye,
+}
+
+/// The stable error codes, as on the JavaScript errors (plus `permission` and `protocol`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ErrorCode {
+    InUse = 1,
+    Lost = 2,
+    Closed = 3,
+    Invalid = 4,
+    Limit = 5,
+    Cancelled = 6,
+    Storage = 7,
+    Permission = 8,
+    Protocol = 9,
+}
+
+impl ErrorCode {
+    pub fn from_u8(code: u8) -> Option<ErrorCode> {
+        Some(match code {
+            1 => ErrorCode::InUse,
+            2 => ErrorCode::Lost,
+            3 => ErrorCode::Closed,
+            4 => ErrorCode::Invalid,
+            5 => ErrorCode::Limit,
+            6 => ErrorCode::Cancelled,
+            7 => ErrorCode::Storage,
+            8 => ErrorCode::Permission,
+            9 => ErrorCode::Protocol,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InUse => "in_use",
+            ErrorCode::Lost => "lost",
+            ErrorCode::Closed => "closed",
+            ErrorCode::Invalid => "invalid",
+            ErrorCode::Limit => "limit",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::Storage => "storage",
+            ErrorCode::Permission => "permission",
+            ErrorCode::Protocol => "protocol",
+        }
+    }
+
+    pub fn from_str(code: &str) -> Option<ErrorCode> {
+        (1..=9)
+            .filter_map(ErrorCode::from_u8)
+            .find(|c| c.as_str() == code)
+    }
+}
+
+/// One busy key in an inspection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InspectEntry {
+    pub semaphore: bool,
+    pub name: String,
+    pub key: String,
+    /// `(fence, held_ms)` of each holder.
+    pub holders: Vec<(u64, u64)>,
+    pub waiting: u32,
+}
+
+/// What a server sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerMessage {
+    /// The answer to `Hello`.
+    Welcome {
+        max_frame: u32,
+        connection_limit: u32,
+    },
+    /// A hold is granted. `revoke_in` 0 is no maxHold.
+    Granted {
+        request: u128,
+        lease: u128,
+        fence: u64,
+        ttl: u32,
+        revoke_in: u64,
+    },
+    /// A hold that would not wait found the key held.
+    Busy,
+    /// A renewal went through: the lease lasts `ttl` ms from now.
+    Renewed { ttl: u32, revoke_in: u64 },
+    /// A release or a cancel went through.
+    Done,
+    /// A request failed; for a hold, its wait ended.
+    Error { code: ErrorCode, message: String },
+    /// The busy keys.
+    Inspected { entries: Vec<InspectEntry> },
+    /// Unsolicited: a lease was lost (revoked at maxHold, past its ttl, or the store closed).
+    Lost { lease: u128, code: ErrorCode },
+}

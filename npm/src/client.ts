@@ -1,0 +1,531 @@
+/**
+ * `connect(url, { token })`: the same lock and semaphore API as a store in this process, over a
+ * connection to a store's server (`store.serve()` or `holdfast serve`).
+ *
+ * # Leases over a connection (LOCK-05)
+ * A lease lasts its ttl from its grant and from each renewal. While fn runs, the client renews every
+ * ttl/3. It counts its own deadline from when each renewal was *sent* (from when the grant arrived,
+ * for the first), minus a margin, so that it always gives up before the server does: when the
+ * deadline passes with no answered renewal, when a renewal answers lost, or at maxHold, `lease.signal`
+ * aborts with a `LostError` and `hold` rejects `LostError` after fn settles. A failed renewal is
+ * retried until the deadline; nothing in the renewal machinery ever throws into the program.
+ *
+ * # Connections drop
+ * The client reconnects by itself, with backoff, and asks again for every hold it has (the same
+ * request id): a held key answers with the same lease and fence, a waiting hold keeps its place.
+ * `close()` says goodbye, which releases its leases at once.
+ */
+
+import { decodeServer, encodeClient } from '../wasm/holdfast_wasm.js'
+import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, type ErrorCode } from './errors.js'
+import { toMs } from './duration.js'
+import { toKey } from './key.js'
+import { checkOptions, checkSignal } from './options.js'
+import { Lease, type LeaseOwner } from './lease.js'
+import { handleOptions, type HoldOptions, type LockOptions, type SemaphoreOptions, type TryHoldOptions, type TryHoldResult } from './lock.js'
+import { systemClock, type Clock } from './clock.js'
+import type { ContextStorage, Frame, KeyInfo, Resource } from './store.js'
+import type { Socket, Transport } from './transport.js'
+
+export interface ConnectOptions {
+  /** The server's token (else the environment variable HOLDFAST_TOKEN, where there is one). */
+  token?: string
+  /** Reconnect after a dropped connection (default true). */
+  reconnect?: boolean
+  /** @internal for tests */
+  clock?: Clock
+}
+
+type ServerFrame = { id: number; type: string; [field: string]: unknown }
+
+const MAX_FRAME = 16 * 1024 * 1024
+
+function randomHex(): string {
+  const bytes = new Uint8Array(16)
+  crypto.getRandomValues(bytes)
+  let hex = ''
+  for (const b of bytes) hex += b.toString(16).padStart(2, '0')
+  return hex
+}
+
+/** The margin by which a client gives up before the server would. */
+function margin(ttl: number): number {
+  return Math.min(1_000, Math.floor(ttl / 5))
+}
+
+/** A hold in flight or held, as the client tracks it across reconnects. */
+class Pending {
+  lease: Lease | undefined
+  leaseId = ''
+  frame = 0
+  /** Our local number for the lease (what `Lease` passes back to release). */
+  readonly local: number
+  resolve!: (lease: Lease | undefined) => void
+  reject!: (error: Error) => void
+  readonly promise: Promise<Lease | undefined>
+  deadline = 0
+  renewTimer: unknown
+  deadlineTimer: unknown
+  revokeTimer: unknown
+  cancelled = false
+
+  constructor(
+    readonly handle: RemoteLock,
+    readonly key: string,
+    readonly request: string,
+    readonly wait: number | null,
+    local: number,
+  ) {
+    this.local = local
+    this.promise = new Promise((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+  }
+
+  place(): string {
+    return `${this.handle.kind} ${this.handle.name}: key ${JSON.stringify(this.key)}`
+  }
+}
+
+export class RemoteStore implements LeaseOwner {
+  readonly url: string
+  readonly #transport: Transport
+  readonly #token: string
+  readonly #reconnect: boolean
+  readonly #clock: Clock
+  readonly #context: ContextStorage | undefined
+  #socket: Socket | undefined
+  #nextFrame = 1
+  #nextLocal = 1
+  /** Answers awaited, by frame id. */
+  readonly #answers = new Map<number, (frame: ServerFrame) => void>()
+  /** Holds waiting or held, by request id; and held ones by local lease number and lease id. */
+  readonly #pending = new Map<string, Pending>()
+  readonly #byLocal = new Map<number, Pending>()
+  readonly #byLease = new Map<string, Pending>()
+  #closed: ClosedError | undefined
+  #backoff = 50
+  #reconnecting: Promise<void> | undefined
+
+  /** @internal Use `connect()`. */
+  constructor(url: string, transport: Transport, token: string, reconnect: boolean, clock: Clock, context: ContextStorage | undefined) {
+    this.url = url
+    this.#transport = transport
+    this.#token = token
+    this.#reconnect = reconnect
+    this.#clock = clock
+    this.#context = context
+  }
+
+  /** @internal Dials and says hello; rejects when the server cannot be reached or refuses the token. */
+  async _open(): Promise<void> {
+    let socket: Socket
+    try {
+      socket = await this.#transport.dial(this.url, { maxPayload: MAX_FRAME })
+    } catch (error) {
+      throw new ClosedError(`connect ${this.url}: cannot reach the server: ${(error as Error)?.message ?? error}`, { cause: error })
+    }
+    this.#attach(socket)
+    const welcome = await this.#ask({ type: 'hello', token: this.#token, client: 'holdfast-js' })
+    if (welcome.type !== 'welcome') {
+      socket.close()
+      this.#socket = undefined
+      const code = welcome.type === 'error' ? String(welcome.code) : 'closed'
+      const message = `connect ${this.url}: ${welcome.type === 'error' ? String(welcome.message) : 'connection closed during hello'}`
+      throw code === 'permission' ? new PermissionError(message) : errorOf(code, message)
+    }
+  }
+
+  #attach(socket: Socket): void {
+    this.#socket = socket
+    socket.onMessage = bytes => this.#receive(bytes)
+    socket.onClose = () => this.#dropped(socket)
+  }
+
+  #receive(bytes: Uint8Array): void {
+    let frame: ServerFrame
+    try {
+      frame = decodeServer(bytes) as ServerFrame
+    } catch {
+      this.#socket?.close(4400, 'bad frame from server')
+      return
+    }
+    if (frame.type === 'lost') {
+      const p = this.#byLease.get(String(frame.lease))
+      if (p) this.#lose(p, frame.code === 'closed' ? new ClosedError(`${p.place()}: the server's store closed`) : new LostError(`${p.place()}: lease lost on the server (past its ttl or revoked)`))
+      return
+    }
+    const answer = this.#answers.get(frame.id)
+    if (answer) {
+      this.#answers.delete(frame.id)
+      answer(frame)
+    }
+  }
+
+  /** Sends a frame and waits for its answer (or for the connection to drop: `{ type: 'dropped' }`). */
+  #ask(message: Record<string, unknown>): Promise<ServerFrame> {
+    const id = this.#nextFrame
+    this.#nextFrame = (this.#nextFrame % 0xffff_fffe) + 1
+    return new Promise(resolve => {
+      this.#answers.set(id, resolve)
+      const socket = this.#socket
+      if (!socket) return (this.#answers.delete(id), resolve({ id, type: 'dropped' }))
+      try {
+        socket.send(encodeClient(id, message))
+      } catch (error) {
+        this.#answers.delete(id)
+        resolve({ id, type: 'error', code: 'invalid', message: String((error as Error)?.message ?? error) })
+      }
+    })
+  }
+
+  #dropped(socket: Socket): void {
+    if (this.#socket !== socket) return
+    this.#socket = undefined
+    // Every answer awaited on this connection is lost with it; their askers ask again.
+    const answers = [...this.#answers.entries()]
+    this.#answers.clear()
+    for (const [id, answer] of answers) answer({ id, type: 'dropped' })
+    if (!this.#closed && this.#reconnect) void this.#reconnectLoop()
+    else if (!this.#closed) this.#fail(new ClosedError(`${this.url}: connection closed`))
+  }
+
+  async #reconnectLoop(): Promise<void> {
+    if (this.#reconnecting) return this.#reconnecting
+    this.#reconnecting = (async () => {
+      while (!this.#closed && !this.#socket) {
+        await new Promise<void>(resolve => this.#clock.setTimeout(() => resolve(), this.#backoff * (0.5 + Math.random() / 2)))
+        this.#backoff = Math.min(this.#backoff * 2, 5_000)
+        if (this.#closed) return
+        try {
+          await this._open()
+          this.#backoff = 50
+        } catch (error) {
+          if (error instanceof PermissionError) return this.#fail(error)
+          continue
+        }
+        // Ask again for every hold, waiting or held, with its request id.
+        for (const p of this.#pending.values()) void this.#askHold(p)
+      }
+    })().finally(() => (this.#reconnecting = undefined))
+    return this.#reconnecting
+  }
+
+  /** Ends everything: every waiting hold rejects, every lease is lost, with `error`. */
+  #fail(error: ClosedError | PermissionError): void {
+    if (!this.#closed) this.#closed = error instanceof ClosedError ? error : new ClosedError(error.message, { cause: error })
+    for (const p of [...this.#pending.values()]) {
+      if (p.lease) this.#lose(p, this.#closed)
+      else {
+        this.#forget(p)
+        p.reject(this.#closed)
+      }
+    }
+  }
+
+  // ---- holds ----
+
+  /** @internal Asks for a key; resolves to the lease, or `undefined` when busy and `wait` is 0. */
+  _take(handle: RemoteLock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<Lease | undefined> {
+    if (this.#closed) return Promise.reject(new ClosedError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${this.#closed.message}`))
+    if (this.#context && this.#heldHere(handle, key)) {
+      if (isTry) return Promise.resolve(undefined)
+      return Promise.reject(new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`))
+    }
+    const p = new Pending(handle, key, randomHex(), wait === Infinity ? null : wait, this.#nextLocal++)
+    this.#pending.set(p.request, p)
+    if (signal) {
+      const onAbort = () => {
+        if (p.lease || p.cancelled || !this.#pending.has(p.request)) return
+        p.cancelled = true
+        this.#forget(p)
+        p.reject(new CancelledError(`${p.place()}: cancelled while waiting`, { cause: signal.reason }))
+        void this.#ask({ type: 'cancel', request: p.request })
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      void p.promise.then(
+        () => signal.removeEventListener('abort', onAbort),
+        () => signal.removeEventListener('abort', onAbort),
+      )
+    }
+    void this.#askHold(p)
+    return p.promise
+  }
+
+  /** Sends (or sends again, after a reconnect) a hold, and acts on its answer. */
+  async #askHold(p: Pending): Promise<void> {
+    const sentAt = this.#clock.now()
+    const h = p.handle
+    const answer = await this.#ask({
+      type: 'hold',
+      semaphore: h.kind === 'semaphore',
+      limit: h.limit,
+      name: h.name,
+      key: p.key,
+      ttl: h.ttl,
+      maxHold: h._maxHold,
+      wait: p.wait,
+      request: p.request,
+    })
+    if (this.#pending.get(p.request) !== p) {
+      // Cancelled (or lost) meanwhile: a grant that raced it is let go.
+      if (answer.type === 'granted') void this.#ask({ type: 'release', lease: String(answer.lease) })
+      return
+    }
+    switch (answer.type) {
+      case 'granted':
+        return this.#granted(p, answer, sentAt)
+      case 'busy':
+        this.#forget(p)
+        return p.resolve(undefined)
+      case 'dropped':
+        return // asked again on reconnect
+      case 'error':
+        if (p.lease) return this.#lose(p, new LostError(`${p.place()}: ${String(answer.message)}`))
+        this.#forget(p)
+        return p.reject(errorOf(String(answer.code) as ErrorCode, String(answer.message)))
+    }
+  }
+
+  #granted(p: Pending, answer: ServerFrame, sentAt: number): void {
+    const ttl = Number(answer.ttl)
+    const now = this.#clock.now()
+    if (!p.lease) {
+      p.leaseId = String(answer.lease)
+      p.lease = new Lease(this, { kind: p.handle.kind, name: p.handle.name }, p.key, Number(answer.fence), p.local)
+      this.#byLocal.set(p.local, p)
+      this.#byLease.set(p.leaseId, p)
+      const revokeIn = Number(answer.revokeIn)
+      if (revokeIn > 0) p.revokeTimer = this.#clock.setTimeout(() => this.#lose(p, new LostError(`${p.place()}: lease revoked at maxHold`)), revokeIn)
+      // The first deadline counts from the grant's arrival.
+      this.#extend(p, now, ttl)
+      p.resolve(p.lease)
+    } else {
+      // Asked again after a reconnect: the same lease, its ttl counted from this answer.
+      this.#extend(p, sentAt, ttl)
+    }
+  }
+
+  /** Moves a lease's deadline to `from + ttl - margin`, and schedules the next renewal. */
+  #extend(p: Pending, from: number, ttl: number): void {
+    const deadline = from + ttl - margin(ttl)
+    if (deadline <= p.deadline) return
+    p.deadline = deadline
+    if (p.deadlineTimer !== undefined) this.#clock.clearTimeout(p.deadlineTimer)
+    p.deadlineTimer = this.#clock.setTimeout(() => {
+      if (this.#clock.now() >= p.deadline) this.#lose(p, new LostError(`${p.place()}: lease not renewed within its ttl`))
+    }, Math.max(0, deadline - this.#clock.now()))
+    if (p.renewTimer !== undefined) this.#clock.clearTimeout(p.renewTimer)
+    p.renewTimer = this.#clock.setTimeout(() => void this.#renew(p), Math.max(1, Math.floor(ttl / 3)))
+  }
+
+  /** Renews a lease; retried (every ttl/10) until its deadline when the connection is down. */
+  async #renew(p: Pending): Promise<void> {
+    p.renewTimer = undefined
+    if (!p.lease || p.lease.lost || this.#byLocal.get(p.local) !== p) return
+    const sentAt = this.#clock.now()
+    let answer: ServerFrame
+    try {
+      answer = await this.#ask({ type: 'renew', lease: p.leaseId })
+    } catch {
+      answer = { id: 0, type: 'dropped' }
+    }
+    if (!p.lease || p.lease.lost || this.#byLocal.get(p.local) !== p) return
+    if (answer.type === 'renewed') return this.#extend(p, sentAt, Number(answer.ttl))
+    if (answer.type === 'error' && answer.code === 'lost') return this.#lose(p, new LostError(`${p.place()}: renewal refused: ${String(answer.message)}`))
+    p.renewTimer = this.#clock.setTimeout(() => void this.#renew(p), Math.max(50, Math.floor(p.handle.ttl / 10)))
+  }
+
+  #lose(p: Pending, reason: LostError | ClosedError): void {
+    this.#forget(p)
+    p.lease?._lose(reason)
+  }
+
+  #forget(p: Pending): void {
+    this.#pending.delete(p.request)
+    this.#byLocal.delete(p.local)
+    if (p.leaseId) this.#byLease.delete(p.leaseId)
+    for (const t of [p.renewTimer, p.deadlineTimer, p.revokeTimer]) if (t !== undefined) this.#clock.clearTimeout(t)
+    p.renewTimer = p.deadlineTimer = p.revokeTimer = undefined
+  }
+
+  /** @internal Called by a `Lease` once: lets the key go on the server. */
+  _release(local: number): void {
+    const p = this.#byLocal.get(local)
+    if (!p) return
+    this.#forget(p)
+    void this.#ask({ type: 'release', lease: p.leaseId })
+  }
+
+  /** @internal Runs fn inside the lease (as a store's `_run` does). */
+  async _run<T>(handle: RemoteLock, lease: Lease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    let value: Awaited<T>
+    try {
+      value = await (this.#context === undefined
+        ? fn(lease)
+        : this.#context.run({ lease, resource: handle._resource, parent: this.#context.getStore() }, () => fn(lease)))
+    } catch (error) {
+      if (!lease._end() && lease.lost) throw lostAnswer(lease, error)
+      throw error
+    }
+    if (!lease._end() && lease.lost) throw lostAnswer(lease, undefined)
+    return value
+  }
+
+  #heldHere(handle: RemoteLock, key: string): boolean {
+    for (let frame: Frame | undefined = this.#context!.getStore(); frame; frame = frame.parent) {
+      if (frame.resource === handle._resource && frame.lease.key === key && !frame.lease.lost && this.#byLocal.get(frame.lease._req)?.lease === frame.lease) return true
+    }
+    return false
+  }
+
+  // ---- the store API ----
+
+  /** A lock on the server's store. */
+  lock(name: string, options?: LockOptions): RemoteLock {
+    const o = handleOptions(options, `lock ${String(name)}`, false)
+    return new RemoteLock(this, 'lock', checkName(name, 'lock'), 1, o.ttl, o.maxHold, o.wait)
+  }
+
+  /** A semaphore on the server's store. */
+  semaphore(name: string, options: SemaphoreOptions): RemoteLock {
+    const o = handleOptions(options, `semaphore ${String(name)}`, true)
+    return new RemoteLock(this, 'semaphore', checkName(name, 'semaphore'), o.limit, o.ttl, o.maxHold, o.wait)
+  }
+
+  /** The busy keys of the server's store. */
+  async inspect(): Promise<KeyInfo[]> {
+    if (this.#closed) throw new ClosedError(`inspect: ${this.#closed.message}`)
+    for (;;) {
+      const answer = await this.#ask({ type: 'inspect' })
+      if (answer.type === 'inspected') return answer.entries as KeyInfo[]
+      if (answer.type === 'error') throw errorOf(String(answer.code), `inspect: ${String(answer.message)}`)
+      if (this.#closed || !this.#reconnect) throw new ClosedError(`inspect: ${this.url}: connection closed`)
+      await this.#reconnectLoop()
+    }
+  }
+
+  /** Says goodbye (the server releases this client's leases at once) and closes the connection. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    const socket = this.#socket
+    if (socket) await Promise.race([this.#ask({ type: 'goodbye' }), new Promise<void>(r => this.#clock.setTimeout(() => r(), 1_000))])
+    this.#fail(new ClosedError(`${this.url}: the client closed`))
+    socket?.close(1000, 'goodbye')
+    this.#socket = undefined
+  }
+}
+
+function lostAnswer(lease: Lease, fnError: unknown): Error {
+  const reason = lease._reason!
+  if (fnError === undefined) return reason
+  return reason instanceof ClosedError ? new ClosedError(reason.message, { cause: fnError }) : new LostError(reason.message, { cause: fnError })
+}
+
+const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
+
+function checkName(name: unknown, kind: string): string {
+  if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`${kind}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+  return name
+}
+
+/** A lock or semaphore of a remote store: the API of `Lock`, over the connection. */
+export class RemoteLock {
+  /** @internal */ readonly _resource: Resource
+  /** @internal */ readonly _maxHold: number
+  /** @internal */ readonly _wait: number
+
+  /** @internal */
+  constructor(
+    readonly store: RemoteStore,
+    readonly kind: 'lock' | 'semaphore',
+    readonly name: string,
+    readonly limit: number,
+    readonly ttl: number,
+    maxHold: number,
+    wait: number,
+  ) {
+    this._maxHold = maxHold
+    this._wait = wait
+    // An identity for LOCK-04 checks: every handle of one name shares it.
+    this._resource = resourceOf(store, kind, name, limit)
+  }
+
+  hold<T>(key: string | number, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+  hold<T>(key: string | number, options: HoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+  async hold<T>(key: string | number, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    const fn = typeof a === 'function' ? a : b
+    const k = toKey(key, this.#place())
+    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
+    const { wait, signal } = typeof a === 'function' ? { wait: this._wait, signal: undefined } : this.#options(a, k)
+    const lease = await this.store._take(this, k, wait, signal, false)
+    if (!lease) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+    return this.store._run(this, lease, fn)
+  }
+
+  tryHold<T>(key: string | number, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
+  tryHold<T>(key: string | number, options: TryHoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
+  async tryHold<T>(key: string | number, a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
+    const fn = typeof a === 'function' ? a : b
+    const k = toKey(key, this.#place())
+    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: tryHold needs a function to run`)
+    let signal: AbortSignal | undefined
+    if (typeof a !== 'function') {
+      signal = checkSignal(checkOptions(a, `${this.#place(k)}: tryHold`, ['signal']).signal, this.#place(k))
+      if (signal?.aborted) throw new CancelledError(`${this.#place(k)}: cancelled before it began`, { cause: signal.reason })
+    }
+    const lease = await this.store._take(this, k, 0, signal, true)
+    if (!lease) return { acquired: false }
+    return { acquired: true, value: await this.store._run(this, lease, fn) }
+  }
+
+  async acquire(key: string | number, options?: HoldOptions): Promise<Lease> {
+    const k = toKey(key, this.#place())
+    const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : this.#options(options, k)
+    const lease = await this.store._take(this, k, wait, signal, false)
+    if (!lease) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+    return lease
+  }
+
+  #options(options: unknown, key: string): { wait: number; signal: AbortSignal | undefined } {
+    const place = this.#place(key)
+    const o = checkOptions(options, place, ['wait', 'signal'])
+    const wait = o.wait === undefined ? this._wait : toMs(o.wait, `${place}: wait`, true)
+    const signal = checkSignal(o.signal, place)
+    if (signal?.aborted) throw new CancelledError(`${place}: cancelled before it began`, { cause: signal.reason })
+    return { wait, signal }
+  }
+
+  #place(key?: string): string {
+    return key === undefined ? `${this.kind} ${this.name}` : `${this.kind} ${this.name}: key ${JSON.stringify(key)}`
+  }
+}
+
+const resources = new WeakMap<RemoteStore, Map<string, Resource>>()
+
+function resourceOf(store: RemoteStore, kind: 'lock' | 'semaphore', name: string, limit: number): Resource {
+  let byName = resources.get(store)
+  if (!byName) resources.set(store, (byName = new Map()))
+  const id = `${kind} ${name}`
+  let resource = byName.get(id)
+  if (!resource) byName.set(id, (resource = { id: -1, kind, name, limit, keys: new Map() }))
+  return resource
+}
+
+/** Connects to a store's server over `transport`. */
+export async function connectOn(transport: Transport | undefined, context: ContextStorage | undefined, url: unknown, options?: ConnectOptions): Promise<RemoteStore> {
+  const o = checkOptions(options, 'connect', ['token', 'reconnect', 'clock'])
+  if (!transport) throw new InvalidError('connect: this runtime has no client transport')
+  if (typeof url !== 'string' || !/^(wss?:\/\/|wss?\+unix:\/\/)/.test(url)) {
+    throw new InvalidError(`connect: url ${JSON.stringify(url)} must start with ws://, wss:// or ws+unix://`)
+  }
+  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env
+  const token = o.token ?? env?.HOLDFAST_TOKEN
+  if (typeof token !== 'string' || token.length === 0) {
+    throw new InvalidError('connect: a token is required (option token, or the environment variable HOLDFAST_TOKEN)')
+  }
+  const store = new RemoteStore(url, transport, token, o.reconnect !== false, (o.clock as Clock | undefined) ?? systemClock, context)
+  await store._open()
+  return store
+}

@@ -1,0 +1,45 @@
+/**
+ * What the store keeps of a request made over a connection, and the sink that answers its client.
+ * The store records it where it records local holds, so that engine events find it; the server
+ * (server.ts) owns the sink.
+ */
+
+import type { ErrorCode } from './errors.js'
+
+/** Whom a request over a connection answers. */
+export interface RemoteSink {
+  /** The hold is granted (or, asked again, still holds): `fence`, and `revokeIn` ms to its maxHold (0: none). */
+  granted(record: RemoteRequest, fence: number, revokeIn: number): void
+  /** A hold that would not wait found the key held. */
+  busy(record: RemoteRequest): void
+  /** The hold ended without a grant. */
+  failed(record: RemoteRequest, code: ErrorCode, message: string): void
+  /** A granted lease was lost: revoked, past its ttl, or the store closed. */
+  lost(record: RemoteRequest, code: 'lost' | 'closed'): void
+}
+
+export class RemoteRequest {
+  /** The engine's id of the request, once made. */
+  req = -1
+  holding = false
+
+  constructor(
+    readonly kind: 'lock' | 'semaphore',
+    readonly name: string,
+    readonly key: string,
+    /** The client's request id and the lease's secret id, as 32 hex digits. */
+    readonly request: string,
+    readonly lease: string,
+    readonly ttl: number,
+    /** ms; 0 for none. */
+    readonly maxHold: number,
+    /** The connection it was last asked on, and the frame id to answer. */
+    public conn: number,
+    public frame: number,
+    public sink: RemoteSink,
+  ) {}
+
+  place(): string {
+    return `${this.kind} ${this.name}: key ${JSON.stringify(this.key)}`
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The transport of Node and Bun, over the `ws` package (loaded only when a server or a client is
+ * made, so that importing holdfast stays light). TLS is `serve({ tls: { cert, key } })`, served by
+ * `node:https`; a reverse proxy that ends TLS works as well.
+ */
+
+import type { Listener, ListenOptions, Socket, Transport } from './transport.js'
+
+type WsSocket = import('ws').WebSocket
+
+function adapt(ws: WsSocket): Socket {
+  const socket: Socket = {
+    send(frame) {
+      if (ws.readyState === 1) ws.send(frame)
+    },
+    close(code, reason) {
+      if (ws.readyState === 0 || ws.readyState === 1) ws.close(code ?? 1000, reason)
+    },
+    onMessage: () => {},
+    onClose: () => {},
+  }
+  ws.binaryType = 'nodebuffer'
+  ws.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+    if (!isBinary) return socket.close(1003, 'holdfast speaks binary frames')
+    const bytes = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data
+    socket.onMessage(bytes)
+  })
+  ws.on('close', () => socket.onClose())
+  ws.on('error', () => {}) // a 'close' follows
+  return socket
+}
+
+function pem(value: string | Uint8Array): string | Buffer {
+  return typeof value === 'string' ? value : Buffer.from(value)
+}
+
+/** `ws+unix:///run/x.sock` as `ws` spells it (`ws+unix:///run/x.sock:/`), or the URL as it is. */
+function wsTarget(url: string): string {
+  return url.startsWith('ws+unix://') && !url.slice('ws+unix://'.length).includes(':') ? `${url}:/` : url
+}
+
+export const wsTransport: Transport = {
+  async listen(options: ListenOptions, onSocket: (socket: Socket) => void): Promise<Listener> {
+    const { WebSocketServer } = await import('ws')
+    const http = options.tls ? await import('node:https') : await import('node:http')
+    const refuse = (_req: unknown, res: { writeHead(code: number): void; end(body: string): void }) => {
+      res.writeHead(426)
+      res.end('holdfast: connect with a WebSocket client\n')
+    }
+    const server = options.tls ? (http as typeof import('node:https')).createServer({ cert: pem(options.tls.cert), key: pem(options.tls.key) }, refuse) : (http as typeof import('node:http')).createServer(refuse)
+    const wss = new WebSocketServer({ server, maxPayload: options.maxPayload })
+    wss.on('connection', ws => onSocket(adapt(ws)))
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      if (options.path !== undefined) server.listen(options.path, resolve)
+      else server.listen(options.port ?? 7420, options.host ?? '127.0.0.1', resolve)
+    })
+    const address = server.address()
+    const scheme = options.tls ? 'wss' : 'ws'
+    const url =
+      options.path !== undefined
+        ? `${scheme}+unix://${options.path}`
+        : typeof address === 'object' && address
+          ? `${scheme}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+          : `${scheme}://${options.host}:${options.port}`
+    return {
+      url,
+      close: () =>
+        new Promise<void>(resolve => {
+          for (const client of wss.clients) client.terminate()
+          wss.close(() => server.close(() => resolve()))
+        }),
+    }
+  },
+
+  async dial(url: string, options: { maxPayload: number }): Promise<Socket> {
+    const { WebSocket } = await import('ws')
+    const ws = new WebSocket(wsTarget(url), { maxPayload: options.maxPayload })
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', resolve)
+      ws.once('error', reject)
+    })
+    return adapt(ws)
+  },
+}
