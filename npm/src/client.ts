@@ -16,14 +16,15 @@
  * `close()` says goodbye, which releases its leases at once.
  */
 
-import { decodeServer, encodeClient } from '../wasm/holdfast_wasm.js'
-import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, type ErrorCode } from './errors.js'
+import { decodeServer, encodeClient, checkTtl, checkMaxHold } from '../wasm/holdfast_wasm.js'
+import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, type ErrorCode } from './errors.js'
 import { toMs } from './duration.js'
 import { toKey } from './key.js'
 import { checkOptions, checkSignal } from './options.js'
 import { Lease, type LeaseOwner } from './lease.js'
 import { handleOptions, type HoldOptions, type LockOptions, type SemaphoreOptions, type TryHoldOptions, type TryHoldResult } from './lock.js'
 import { systemClock, type Clock } from './clock.js'
+import { randomId } from './random.js'
 import type { ContextStorage, Frame, KeyInfo, Resource } from './store.js'
 import type { Socket, Transport } from './transport.js'
 
@@ -40,13 +41,6 @@ type ServerFrame = { id: number; type: string; [field: string]: unknown }
 
 const MAX_FRAME = 16 * 1024 * 1024
 
-function randomHex(): string {
-  const bytes = new Uint8Array(16)
-  crypto.getRandomValues(bytes)
-  let hex = ''
-  for (const b of bytes) hex += b.toString(16).padStart(2, '0')
-  return hex
-}
 
 /** The margin by which a client gives up before the server would. */
 function margin(ttl: number): number {
@@ -233,7 +227,7 @@ export class RemoteStore implements LeaseOwner {
       if (isTry) return Promise.resolve(undefined)
       return Promise.reject(new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`))
     }
-    const p = new Pending(handle, key, randomHex(), wait === Infinity ? null : wait, this.#nextLocal++)
+    const p = new Pending(handle, key, randomId(), wait === Infinity ? null : wait, this.#nextLocal++)
     this.#pending.set(p.request, p)
     if (signal) {
       const onAbort = () => {
@@ -355,7 +349,13 @@ export class RemoteStore implements LeaseOwner {
     const p = this.#byLocal.get(local)
     if (!p) return
     this.#forget(p)
-    void this.#ask({ type: 'release', lease: p.leaseId })
+    // Frame id 0: no answer wanted. Frames of one connection arrive in order, so a hold sent after
+    // this release finds the key released. A release lost with a dropped connection ends at its ttl.
+    try {
+      this.#socket?.send(encodeClient(0, { type: 'release', lease: p.leaseId }))
+    } catch {
+      // the connection is gone; the lease ends at its ttl
+    }
   }
 
   /** @internal Runs fn inside the lease (as a store's `_run` does). */
@@ -384,14 +384,26 @@ export class RemoteStore implements LeaseOwner {
 
   /** A lock on the server's store. */
   lock(name: string, options?: LockOptions): RemoteLock {
-    const o = handleOptions(options, `lock ${String(name)}`, false)
-    return new RemoteLock(this, 'lock', checkName(name, 'lock'), 1, o.ttl, o.maxHold, o.wait)
+    return this.#handle('lock', name, options)
   }
 
   /** A semaphore on the server's store. */
   semaphore(name: string, options: SemaphoreOptions): RemoteLock {
-    const o = handleOptions(options, `semaphore ${String(name)}`, true)
-    return new RemoteLock(this, 'semaphore', checkName(name, 'semaphore'), o.limit, o.ttl, o.maxHold, o.wait)
+    return this.#handle('semaphore', name, options)
+  }
+
+  #handle(kind: 'lock' | 'semaphore', name: string, options: unknown): RemoteLock {
+    const place = `${kind} ${String(name)}`
+    if (this.#closed) throw new ClosedError(`${place}: ${this.#closed.message}`)
+    const o = handleOptions(options, place, kind === 'semaphore')
+    // The server checks them too; checking here answers before anything is sent.
+    try {
+      checkTtl(o.ttl)
+      if (o.hasMaxHold) checkMaxHold(o.maxHold)
+    } catch (error) {
+      throw fromEngine(error, place)
+    }
+    return new RemoteLock(this, kind, checkName(name, kind), o.limit, o.ttl, o.maxHold, o.wait)
   }
 
   /** The busy keys of the server's store. */
@@ -404,6 +416,11 @@ export class RemoteStore implements LeaseOwner {
       if (this.#closed || !this.#reconnect) throw new ClosedError(`inspect: ${this.url}: connection closed`)
       await this.#reconnectLoop()
     }
+  }
+
+  /** @internal For tests: closes the socket as a network failure would; the client reconnects. */
+  _dropConnectionForTest(): void {
+    this.#socket?.close(4000, 'dropped by a test')
   }
 
   /** Says goodbye (the server releases this client's leases at once) and closes the connection. */

@@ -15,6 +15,7 @@ import { RemoteRequest, type RemoteSink } from './remote-request.js'
 import type { Store } from './store.js'
 import type { Listener, Socket, Transport } from './transport.js'
 import { checkOptions } from './options.js'
+import { randomId } from './random.js'
 
 /** The largest frame a server accepts. */
 export const MAX_FRAME = 64 * 1024
@@ -54,13 +55,6 @@ export function sameToken(given: string, expected: Uint8Array): boolean {
   return diff === 0
 }
 
-function randomHex(): string {
-  const bytes = new Uint8Array(16)
-  crypto.getRandomValues(bytes)
-  let hex = ''
-  for (const b of bytes) hex += b.toString(16).padStart(2, '0')
-  return hex
-}
 
 type ClientFrame = { id: number; type: string; [field: string]: unknown }
 
@@ -140,7 +134,16 @@ export class HoldfastServer implements Server {
     this.#next = (this.#next + 1) >>> 0
     const session = new Session(this.#next, socket, this)
     if (this.#closed || this.#sessions.size >= this.#maxConnections) {
-      session.refuse(0, 'limit', `server: ${this.#maxConnections} connections is the most`)
+      // Refused, but as the answer to its hello, so that the client can tell why.
+      socket.onMessage = bytes => {
+        let id = 0
+        try {
+          id = (decodeClient(bytes) as ClientFrame).id
+        } catch {
+          // a bad frame: refused all the same
+        }
+        session.refuse(id, this.#closed ? 'closed' : 'limit', `server: ${this.#maxConnections} connections is the most`)
+      }
       return
     }
     this.#sessions.add(session)
@@ -187,7 +190,7 @@ export class HoldfastServer implements Server {
         const kind = frame.semaphore ? 'semaphore' : 'lock'
         if (key.length === 0) throw new InvalidError(`${kind} ${name}: key "" must be 1 to 1024 bytes`)
         const handle = this.#handle(kind, name, Number(frame.limit))
-        const record = new RemoteRequest(kind, name, key, String(frame.request), randomHex(), Number(frame.ttl), Number(frame.maxHold), session.conn, frame.id, session)
+        const record = new RemoteRequest(kind, name, key, String(frame.request), randomId(), Number(frame.ttl), Number(frame.maxHold), session.conn, frame.id, session)
         const wait = frame.wait === null || frame.wait === undefined ? Infinity : Number(frame.wait)
         return store._remoteHold(handle, record, wait)
       }
@@ -199,7 +202,9 @@ export class HoldfastServer implements Server {
       case 'release': {
         const record = store._remoteLease(String(frame.lease))
         if (record) store._endRemote(record)
-        return session.send(frame.id, { type: 'done' })
+        // Id 0 asks for no answer: a hold's release need not cost a second frame.
+        if (frame.id !== 0) session.send(frame.id, { type: 'done' })
+        return
       }
       case 'cancel': {
         const record = store._remoteRequest(String(frame.request))

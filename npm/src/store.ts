@@ -580,7 +580,14 @@ export class Store implements LeaseOwner {
       existing.conn = record.conn
       existing.frame = record.frame
       existing.sink = record.sink
-      if (existing.holding) existing.sink.granted(existing, buf[REVOKE_IN]!, Math.max(0, this.#core.revokeIn(buf[REQ]!, now)))
+      if (existing.holding) {
+        // buf[RESUMED_FENCE]: the fence it holds; its ttl now counts from this answer.
+        existing.sink.granted(existing, buf[REVOKE_IN]!, Math.max(0, this.#core.revokeIn(buf[REQ]!, now)))
+        this.#schedule(now + existing.ttl)
+      }
+      // A waiter back from away may have been granted at once.
+      const events = buf[HOLD_EVENTS]!
+      if (events > 0) this.#drain(events, now)
       return
     }
     if (answer >= 0) {
@@ -655,12 +662,16 @@ export class Store implements LeaseOwner {
     if (this.#closed) return
     const now = this.#clock.now()
     let n: number
+    let next: number
     try {
       n = this.#core.connectionEnded(conn, goodbye, now)
+      if (n > 0) this.#drain(n, now)
+      // Its waiters are away until their ttl: the engine acts on that deadline.
+      next = this.#core.nextDeadline()
     } catch (error) {
       throw this.#trap(error)
     }
-    if (n > 0) this.#drain(n, now)
+    if (next >= 0) this.#schedule(next)
   }
 
   /** @internal How many requests one connection may have. */

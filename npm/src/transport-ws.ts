@@ -51,10 +51,13 @@ export const wsTransport: Transport = {
     const wss = new WebSocketServer({ server, maxPayload: options.maxPayload })
     wss.on('connection', ws => onSocket(adapt(ws)))
     await new Promise<void>((resolve, reject) => {
+      // ws re-emits the HTTP server's errors (EADDRINUSE): listen on both, or it throws unheard.
       server.once('error', reject)
+      wss.once('error', reject)
       if (options.path !== undefined) server.listen(options.path, resolve)
       else server.listen(options.port ?? 7420, options.host ?? '127.0.0.1', resolve)
     })
+    wss.on('error', () => {}) // later errors reach each socket's own 'error' and 'close'
     const address = server.address()
     const scheme = options.tls ? 'wss' : 'ws'
     const url =

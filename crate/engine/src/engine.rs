@@ -57,12 +57,12 @@ struct Resource {
 }
 
 #[derive(Debug)]
-struct Key {
+pub(crate) struct Key {
     res: ResourceId,
     held: u32,
     /// Whether the key is on the engine's list of keys whose head waits for a fence.
     stalled: bool,
-    line: Line,
+    pub(crate) line: Line,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -70,6 +70,8 @@ pub(crate) enum State {
     Waiting {
         deadline: Option<u64>,
         max_hold: Option<u64>,
+        /// Away (its connection dropped) until then: passed over, keeping its place (see `line.rs`).
+        away: Option<u64>,
     },
     Holding {
         fence: u64,
@@ -84,7 +86,9 @@ impl State {
     /// How many timer entries stand for a request in this state.
     fn timers(&self) -> usize {
         match *self {
-            State::Waiting { deadline, .. } => deadline.is_some() as usize,
+            State::Waiting { deadline, away, .. } => {
+                deadline.is_some() as usize + away.is_some() as usize
+            }
             State::Holding {
                 revoke_at,
                 expires_at,
@@ -138,6 +142,7 @@ pub struct KeyView {
     pub key: Id,
     /// The holders, oldest grant first.
     pub holders: Vec<HolderView>,
+    /// Waiters that count (not away: see `line.rs`).
     pub waiting: u32,
 }
 
@@ -177,7 +182,7 @@ pub struct Footprint {
 pub struct Engine {
     resources: Vec<Resource>,
     by_name: HashMap<(Kind, String), ResourceId>,
-    keys: Slab<Key>,
+    pub(crate) keys: Slab<Key>,
     pub(crate) reqs: Slab<Request>,
     pub(crate) timers: Timers,
     fences: FenceBook,
@@ -201,8 +206,19 @@ fn is_waiting(reqs: &Slab<Request>, id: Id) -> bool {
     )
 }
 
+fn is_away(reqs: &Slab<Request>, id: Id) -> bool {
+    matches!(
+        reqs.get(id),
+        Some(Request {
+            state: State::Waiting { away: Some(_), .. },
+            ..
+        })
+    )
+}
+
 pub(crate) fn timer_is_live(reqs: &Slab<Request>, entry: &Entry) -> bool {
     match (reqs.get(entry.req).map(|r| r.state), entry.due) {
+        (Some(State::Waiting { away: Some(at), .. }), Due::Away) => at == entry.at,
         (
             Some(State::Waiting {
                 deadline: Some(at), ..
@@ -337,7 +353,7 @@ impl Engine {
         }
         let free = match key {
             Some(id) => match self.keys.get(id) {
-                Some(k) if k.res == res => k.held < limit && k.line.is_empty(),
+                Some(k) if k.res == res => k.held < limit && k.line.active() == 0,
                 _ => {
                     return Err(Error::invalid(format!(
                         "key id {} is not a busy key of this resource",
@@ -418,7 +434,11 @@ impl Engine {
         };
         let req = self.reqs.insert(Request {
             key: key_id,
-            state: State::Waiting { deadline, max_hold },
+            state: State::Waiting {
+                deadline,
+                max_hold,
+                away: None,
+            },
             remote,
         });
         self.keys
@@ -438,14 +458,22 @@ impl Engine {
     pub(crate) fn arm(&mut self, req: Id) {
         let state = self.reqs.get(req).expect("a request").state;
         match state {
-            State::Waiting {
-                deadline: Some(at), ..
-            } => self.timers.push(Entry {
-                at,
-                req,
-                due: Due::Wait,
-            }),
-            State::Waiting { .. } => {}
+            State::Waiting { deadline, away, .. } => {
+                if let Some(at) = deadline {
+                    self.timers.push(Entry {
+                        at,
+                        req,
+                        due: Due::Wait,
+                    });
+                }
+                if let Some(at) = away {
+                    self.timers.push(Entry {
+                        at,
+                        req,
+                        due: Due::Away,
+                    });
+                }
+            }
             State::Holding {
                 revoke_at,
                 expires_at,
@@ -485,7 +513,10 @@ impl Engine {
             .expect("a request's key is busy");
         match request.state {
             State::Holding { .. } => key.held -= 1,
-            State::Waiting { .. } => {
+            State::Waiting { away, .. } => {
+                if away.is_some() {
+                    key.line.set_away(-1);
+                }
                 let reqs = &self.reqs;
                 key.line.left(|id| is_waiting(reqs, id));
             }
@@ -524,7 +555,7 @@ impl Engine {
             }) => *key,
             _ => return Ok(Some(false)),
         };
-        if self.keys.get(key).is_some_and(|k| !k.line.is_empty()) {
+        if self.keys.get(key).is_some_and(|k| k.line.active() > 0) {
             return Ok(None);
         }
         self.release(req, self.last_now).map(Some)
@@ -582,6 +613,10 @@ impl Engine {
                 Due::Wait => Event::TimedOut { req: entry.req },
                 Due::Revoke => Event::Revoked { req: entry.req },
                 Due::Expire => Event::Expired { req: entry.req },
+                Due::Away => Event::Ended {
+                    req: entry.req,
+                    held: false,
+                },
             });
             self.pump(key, now);
         }
@@ -596,11 +631,12 @@ impl Engine {
             let limit = self.resources[key.res.0 as usize].limit;
             let reqs = &self.reqs;
             let head = if key.held < limit {
-                key.line.head(|id| is_waiting(reqs, id))
+                key.line
+                    .head(|id| is_waiting(reqs, id), |id| is_away(reqs, id))
             } else {
                 None
             };
-            let Some(head) = head else {
+            let Some((at, head)) = head else {
                 if key.held == 0 && key.line.is_empty() {
                     key.stalled = false;
                     self.stalled.retain(|&k| k != key_id);
@@ -626,11 +662,14 @@ impl Engine {
                 });
                 continue;
             }
-            key.line.pop_head();
+            key.line.take(at);
             key.held += 1;
             let fence = self.fences.take();
             let request = self.reqs.get_mut(head).expect("head waits");
-            let State::Waiting { deadline, max_hold } = request.state else {
+            let State::Waiting {
+                deadline, max_hold, ..
+            } = request.state
+            else {
                 unreachable!("the head of a line waits")
             };
             request.state = State::Holding {
@@ -696,13 +735,13 @@ impl Engine {
             let room = self.resources[key.res.0 as usize].limit - key.held;
             for _ in 0..room {
                 let reqs = &self.reqs;
-                let Some(head) = self
-                    .keys
-                    .get_mut(key_id)
-                    .and_then(|k| k.line.head(|id| is_waiting(reqs, id)))
-                else {
+                let Some(head) = self.keys.get_mut(key_id).and_then(|k| {
+                    k.line
+                        .head(|id| is_waiting(reqs, id), |id| is_away(reqs, id))
+                }) else {
                     break;
                 };
+                let head = head.1;
                 self.end_request(head);
                 self.events.push_back(Event::Failed {
                     req: head,
@@ -760,7 +799,7 @@ impl Engine {
                 resource: k.res,
                 key,
                 holders: Vec::new(),
-                waiting: k.line.waiting(),
+                waiting: k.line.active(),
             })
             .collect();
         let at: HashMap<Id, usize> = views.iter().enumerate().map(|(i, v)| (v.key, i)).collect();
@@ -817,6 +856,7 @@ impl Engine {
     pub fn check(&self) {
         let mut held: HashMap<Id, u32> = HashMap::new();
         let mut waiting: HashMap<Id, u32> = HashMap::new();
+        let mut away_count: HashMap<Id, u32> = HashMap::new();
         for (_, request) in self.reqs.iter() {
             assert!(
                 self.keys.get(request.key).is_some(),
@@ -830,7 +870,12 @@ impl Engine {
                     );
                     *held.entry(request.key).or_default() += 1;
                 }
-                State::Waiting { .. } => *waiting.entry(request.key).or_default() += 1,
+                State::Waiting { away, .. } => {
+                    *waiting.entry(request.key).or_default() += 1;
+                    if away.is_some() {
+                        *away_count.entry(request.key).or_default() += 1;
+                    }
+                }
             }
         }
         for (id, key) in self.keys.iter() {
@@ -845,7 +890,9 @@ impl Engine {
                 key.line.kept() <= 2 * w as usize + 33,
                 "a line keeps too many dead ids"
             );
-            if w > 0 && h < limit {
+            let a = away_count.get(&id).copied().unwrap_or(0);
+            assert_eq!(key.line.active(), w - a, "a key's count of waiters away");
+            if w > a && h < limit {
                 assert!(
                     key.stalled && !self.fences.available(),
                     "a waiter while the key has room"

@@ -7,6 +7,11 @@
 //! semaphore serves its head first (head-of-line); since every request takes one permit, the head
 //! always fits when anyone would.
 //!
+//! # Away
+//! A waiter whose connection dropped is *away*: the line moves past it as if it had left (it is never
+//! granted, and nobody waits for it), but it keeps its place in case its client comes back in time
+//! (see `remote.rs`). The head is therefore the first waiter that is not away.
+//!
 //! # Leaving the line
 //! A request that leaves from the middle (cancelled, or its wait ran out) is not searched for: it is
 //! left as a dead id, skipped when it reaches the head, so leaving costs O(1). Dead ids are swept out
@@ -19,8 +24,10 @@ use crate::slab::Id;
 #[derive(Default, Debug)]
 pub struct Line {
     ids: VecDeque<Id>,
-    /// Requests that really wait here; `ids` may hold dead ones besides.
+    /// Requests that really wait here, away ones included; `ids` may hold dead ones besides.
     waiting: u32,
+    /// Of those, how many are away.
+    away: u32,
 }
 
 impl Line {
@@ -29,21 +36,43 @@ impl Line {
         self.waiting += 1;
     }
 
-    /// The first living request, dropping the dead ones before it.
-    pub fn head(&mut self, is_waiting: impl Fn(Id) -> bool) -> Option<Id> {
+    /// The first living request that is not away, with its position; dead ones before the first
+    /// living one are dropped. Away ones are passed over (rare: only after a connection dropped).
+    pub fn head(
+        &mut self,
+        is_waiting: impl Fn(Id) -> bool,
+        is_away: impl Fn(Id) -> bool,
+    ) -> Option<(usize, Id)> {
         while let Some(&id) = self.ids.front() {
             if is_waiting(id) {
-                return Some(id);
+                break;
             }
             self.ids.pop_front();
         }
-        None
+        if self.away == 0 {
+            return self.ids.front().map(|&id| (0, id));
+        }
+        self.ids
+            .iter()
+            .enumerate()
+            .find(|&(_, &id)| is_waiting(id) && !is_away(id))
+            .map(|(at, &id)| (at, id))
     }
 
-    /// Takes the head that [`Line::head`] just returned.
-    pub fn pop_head(&mut self) {
-        self.ids.pop_front();
+    /// Takes the head that [`Line::head`] just returned, at its position.
+    pub fn take(&mut self, at: usize) {
+        self.ids.remove(at);
         self.waiting -= 1;
+    }
+
+    /// A waiter went away (`+1`) or came back (`-1`).
+    pub fn set_away(&mut self, delta: i32) {
+        self.away = self.away.checked_add_signed(delta).expect("away count");
+    }
+
+    /// Waiters that count: not away.
+    pub fn active(&self) -> u32 {
+        self.waiting - self.away
     }
 
     /// Notes that a request left from anywhere in the line; its id stays behind, dead.

@@ -11,9 +11,13 @@
 //!   grant for one request. An id whose request ended is new again.
 //! - A lease is named by a lease id (16 random bytes from the host's cryptographic source) that only
 //!   its holder learns; renewing and releasing need it. The fence is public and proves nothing.
-//! - A connection that ends cancels its waiting requests at once; its leases live until their ttl,
-//!   so that a client that reconnects in time keeps them. A connection that says goodbye ends its
-//!   leases too. Each connection may have at most `connection_limit` requests, leases and waiting.
+//! - A connection that ends without goodbye takes its waiting requests out of the line's way at once:
+//!   they are *away* (see `line.rs`) — passed over, never granted, waited for by nobody — but keep
+//!   their place for their ttl, so that a client that reconnects in time and asks again is back in
+//!   its place; not asked again by then, they are cancelled. Its leases live until their ttl, so
+//!   that a client that reconnects in time keeps them. A connection that says goodbye ends its
+//!   requests, leases and waiting, at once. Each connection may have at most `connection_limit`
+//!   requests, leases and waiting.
 
 use std::collections::{HashMap, HashSet};
 
@@ -174,11 +178,24 @@ impl Engine {
                     fence: Some(fence),
                 }
             }
-            State::Waiting { .. } => Hold::Resumed {
-                req,
-                key,
-                fence: None,
-            },
+            State::Waiting { away, .. } => {
+                if away.is_some() {
+                    // Back in its place: it counts again, and may be the head now.
+                    if let Some(State::Waiting { away, .. }) =
+                        self.reqs.get_mut(req).map(|r| &mut r.state)
+                    {
+                        *away = None;
+                    }
+                    self.timers.forget(1, |e| timer_is_live(&self.reqs, e));
+                    self.keys.get_mut(key).expect("busy").line.set_away(-1);
+                    self.pump(key, now);
+                }
+                Hold::Resumed {
+                    req,
+                    key,
+                    fence: None,
+                }
+            }
         }
     }
 
@@ -256,22 +273,39 @@ impl Engine {
         }
     }
 
-    /// A connection ended without goodbye: its waiting requests leave their lines at once, each with
-    /// an [`Event::Ended`]; its leases live until their ttl. Answers the requests that left.
+    /// A connection ended without goodbye: its waiting requests go away at once (passed over,
+    /// keeping their place for their ttl; cancelled with an [`Event::Ended`] if not asked again by
+    /// then); its leases live until their ttl. Answers the requests that went away.
     pub fn connection_closed(&mut self, conn: u32, now: u64) -> Vec<Id> {
-        self.end_connection(conn, now, false)
-    }
-
-    /// A connection said goodbye: its waiting requests leave their lines and its leases are
-    /// released, each with an [`Event::Ended`]. Answers every request that ended.
-    pub fn goodbye(&mut self, conn: u32, now: u64) -> Vec<Id> {
-        self.end_connection(conn, now, true)
-    }
-
-    fn end_connection(&mut self, conn: u32, now: u64, leases_too: bool) -> Vec<Id> {
         if self.is_closed() {
             return Vec::new();
         }
+        let mut ids = self.connection_ids(conn);
+        ids.retain(|&req| {
+            matches!(
+                self.reqs.get(req).map(|r| r.state),
+                Some(State::Waiting { away: None, .. })
+            )
+        });
+        for &req in &ids {
+            let request = self.reqs.get_mut(req).expect("live");
+            let until = now.saturating_add(request.remote.as_ref().expect("remote").ttl);
+            let key = request.key;
+            if let State::Waiting { away, .. } = &mut request.state {
+                *away = Some(until);
+            }
+            self.timers.push(Entry {
+                at: until,
+                req,
+                due: Due::Away,
+            });
+            self.keys.get_mut(key).expect("busy").line.set_away(1);
+            self.pump(key, now);
+        }
+        ids
+    }
+
+    fn connection_ids(&self, conn: u32) -> Vec<Id> {
         let mut ids: Vec<Id> = self
             .remotes
             .by_conn
@@ -279,21 +313,26 @@ impl Engine {
             .map(|set| set.iter().copied().collect())
             .unwrap_or_default();
         ids.sort(); // the order of a hash set is not the same from run to run: keep replays exact
-        let mut ended = Vec::new();
-        for req in ids {
+        ids
+    }
+
+    /// A connection said goodbye: its waiting requests leave their lines and its leases are
+    /// released, each with an [`Event::Ended`]. Answers every request that ended.
+    pub fn goodbye(&mut self, conn: u32, now: u64) -> Vec<Id> {
+        if self.is_closed() {
+            return Vec::new();
+        }
+        let ids = self.connection_ids(conn);
+        for &req in &ids {
             let holding = matches!(
                 self.reqs.get(req).map(|r| r.state),
                 Some(State::Holding { .. })
             );
-            if holding && !leases_too {
-                continue;
-            }
             let key = self.end_request(req).key;
             self.events.push_back(Event::Ended { req, held: holding });
             self.pump(key, now);
-            ended.push(req);
         }
-        ended
+        ids
     }
 
     /// The remote part of a request, if it has one.

@@ -23,6 +23,8 @@ pub enum Due {
     Revoke,
     /// A lease over a connection reaches its ttl unrenewed: it ends, answered `lost` (LOCK-05).
     Expire,
+    /// A waiter whose connection dropped was not asked again within its ttl: it is cancelled.
+    Away,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

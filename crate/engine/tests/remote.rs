@@ -207,7 +207,8 @@ fn lock_05_renewing_or_releasing_needs_the_lease_id() {
 }
 
 #[test]
-fn lock_05_a_connection_that_ends_cancels_its_waiters_and_goodbye_releases_its_leases() {
+fn lock_05_a_connection_that_ends_puts_its_waiters_out_of_the_way_and_goodbye_releases_its_leases()
+{
     let (mut e, l) = opened();
     let (held, key, _) = granted(
         e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
@@ -226,16 +227,14 @@ fn lock_05_a_connection_that_ends_cancels_its_waiters_and_goodbye_releases_its_l
         panic!()
     };
     assert_eq!(e.connection_closed(1, 1), vec![waiting]);
-    assert_eq!(
-        events(&mut e),
-        vec![Event::Ended {
-            req: waiting,
-            held: false
-        }]
-    );
     assert!(e.fence_of(held).is_some(), "its lease lives until its ttl");
-    assert_eq!(e.inspect(1).unwrap()[0].waiting, 1);
-    // It reconnects and says goodbye: its lease ends at once and the key goes on.
+    assert_eq!(
+        e.inspect(1).unwrap()[0].waiting,
+        1,
+        "its waiter no longer counts"
+    );
+    e.check();
+    // It reconnects and says goodbye: its lease ends at once and the key goes on, past nobody.
     assert_eq!(
         e.hold_remote(l, None, None, None, remote(4, 1, 10_000), 2)
             .unwrap(),
@@ -245,12 +244,90 @@ fn lock_05_a_connection_that_ends_cancels_its_waiters_and_goodbye_releases_its_l
             fence: e.fence_of(held)
         }
     );
-    events(&mut e);
     assert_eq!(e.goodbye(4, 3), vec![held]);
     assert!(
-        matches!(events(&mut e)[..], [Event::Ended { req: h, held: true }, Event::Granted { req, .. }] if h == held && req == other)
+        matches!(events(&mut e)[..], [Event::Ended { req: h, held: true }, Event::Granted { req, .. }] if h == held && req == other),
+        "the line moved past the waiter that was away"
     );
-    assert_eq!(e.cancel_request(3, 4).unwrap(), Cancelled::Released);
+    // The waiter away was not asked again within its ttl: it is cancelled then.
+    e.advance(10_001);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::Ended {
+            req: waiting,
+            held: false
+        }]
+    );
+    assert_eq!(e.cancel_request(3, 10_002).unwrap(), Cancelled::Released);
+    e.check();
+    assert_eq!(e.footprint().keys, 0);
+}
+
+#[test]
+fn lock_05_a_waiter_whose_connection_dropped_and_came_back_in_time_is_back_in_its_place() {
+    let (mut e, l) = opened();
+    let (held, key, _) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
+            .unwrap(),
+    );
+    let Hold::Queued { req: a, .. } = e
+        .hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 1)
+        .unwrap()
+    else {
+        panic!()
+    };
+    e.connection_closed(2, 2);
+    // Someone asks after `a` went away: they stand behind `a`'s place.
+    let Hold::Queued { req: b, .. } = e.hold(l, Some(key), None, None, 3).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        e.hold_remote(l, Some(key), None, None, remote(3, 2, 10_000), 4)
+            .unwrap(),
+        Hold::Resumed {
+            req: a,
+            key,
+            fence: None
+        }
+    );
+    e.check();
+    e.release(held, 5).unwrap();
+    assert!(matches!(events(&mut e)[..], [Event::Granted { req, .. }] if req == a));
+    e.release(a, 6).unwrap();
+    assert!(matches!(events(&mut e)[..], [Event::Granted { req, .. }] if req == b));
+    e.advance(20_000);
+    e.check();
+}
+
+#[test]
+fn lock_05_a_waiter_away_at_the_head_of_a_free_key_is_granted_when_it_comes_back() {
+    let (mut e, l) = opened();
+    let (held, key, _) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
+            .unwrap(),
+    );
+    let Hold::Queued { req: a, .. } = e
+        .hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 0)
+        .unwrap()
+    else {
+        panic!()
+    };
+    e.connection_closed(2, 1);
+    e.release(held, 2).unwrap();
+    assert!(
+        events(&mut e).is_empty(),
+        "nobody to grant: the waiter is away"
+    );
+    assert_eq!(
+        e.footprint().keys,
+        1,
+        "the key keeps the place of the waiter away"
+    );
+    assert!(matches!(
+        e.hold_remote(l, Some(key), None, None, remote(3, 2, 10_000), 3).unwrap(),
+        Hold::Resumed { req, fence: None, .. } if req == a
+    ));
+    assert!(matches!(events(&mut e)[..], [Event::Granted { req, .. }] if req == a));
     e.check();
 }
 
@@ -336,4 +413,25 @@ fn many_renewals_keep_the_timer_heap_bounded() {
         e.footprint().timers
     );
     e.check();
+}
+
+#[test]
+fn lock_05_two_clients_drop_and_come_back_and_the_line_keeps_its_order() {
+    let (mut e, l) = opened();
+    let (a, key, _) = granted(e.hold_remote(l, None, None, None, remote(1, 1, 2_000), 0).unwrap());
+    let Hold::Queued { req: b, .. } = e.hold_remote(l, Some(key), None, None, remote(2, 2, 2_000), 0).unwrap() else { panic!() };
+    let Hold::Queued { req: third, .. } = e.hold(l, Some(key), None, None, 0).unwrap() else { panic!() };
+    e.connection_closed(1, 10);
+    e.connection_closed(2, 10);
+    assert!(matches!(e.hold_remote(l, Some(key), None, None, remote(3, 1, 2_000), 20).unwrap(), Hold::Resumed { req, .. } if req == a));
+    assert!(matches!(e.hold_remote(l, Some(key), None, None, remote(4, 2, 2_000), 20).unwrap(), Hold::Resumed { req, .. } if req == b));
+    e.check();
+    for t in (100..3_000).step_by(600) {
+        assert!(matches!(e.renew(1_001, t).unwrap(), Renewal::Renewed { .. }));
+        e.advance(t);
+    }
+    assert_eq!(e.cancel(a, 3_000).unwrap(), Cancelled::Released);
+    let evs = events(&mut e);
+    assert!(matches!(evs[..], [Event::Granted { req, .. }] if req == b), "{evs:?}");
+    let _ = third;
 }

@@ -96,7 +96,7 @@ fn protocol_error(e: wire::WireError) -> JsValue {
 }
 
 fn code_of(text: &str) -> Result<ErrorCode, JsValue> {
-    ErrorCode::from_str(text).ok_or_else(|| js_error("invalid", &format!("unknown error code {text:?}"), None))
+    ErrorCode::parse(text).ok_or_else(|| js_error("invalid", &format!("unknown error code {text:?}"), None))
 }
 
 /// Decodes a frame a client sent: `{ id, type, ... }`. Throws a `protocol` error for a bad frame.

@@ -96,7 +96,7 @@ impl ErrorCode {
         }
     }
 
-    pub fn from_str(code: &str) -> Option<ErrorCode> {
+    pub fn parse(code: &str) -> Option<ErrorCode> {
         (1..=9)
             .filter_map(ErrorCode::from_u8)
             .find(|c| c.as_str() == code)

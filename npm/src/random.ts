@@ -1,0 +1,23 @@
+/**
+ * Random ids (16 bytes, as 32 hex digits) from the platform's cryptographic source, drawn 64 at a
+ * time: one `getRandomValues` call costs as much as a round trip's other work.
+ */
+
+const BATCH = 64
+let pool = new Uint8Array(0)
+let at = 0
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
+
+export function randomId(): string {
+  if (at === pool.length) {
+    pool = new Uint8Array(16 * BATCH)
+    crypto.getRandomValues(pool)
+    at = 0
+  }
+  let hex = ''
+  for (let i = at; i < at + 16; i++) hex += HEX[pool[i]!]
+  // Zero what was used, so that an id never lingers in memory after it was handed out.
+  pool.fill(0, at, at + 16)
+  at += 16
+  return hex
+}

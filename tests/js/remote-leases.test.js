@@ -1,0 +1,278 @@
+// LOCK-05 and the connection layer, in one process over real WebSocket connections on 127.0.0.1:
+// a store served with store.serve() and clients made with connect(). Both sides run on manual
+// clocks that the tests move together, so ttls and renewals are exercised without sleeping; only
+// the sockets are real (and given a few real milliseconds to deliver).
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { openStore, memoryStorage, connect, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
+import { manualClock } from 'holdfast/testing'
+
+const TOKEN = 'test-token-0123456789'
+
+/** A served store and a way to make clients, all on manual clocks moved by `advance`. */
+async function served(serveOptions = {}) {
+  const serverClock = manualClock(1_000_000)
+  const store = await openStore({ storage: memoryStorage(), clock: serverClock })
+  const server = await store.serve({ port: 0, token: TOKEN, ...serveOptions })
+  const clients = []
+  const clocks = [serverClock]
+  return {
+    store,
+    server,
+    serverClock,
+    async client(options = {}) {
+      const clock = manualClock(5_000)
+      const client = await connect(server.url, { token: TOKEN, clock, ...options })
+      clients.push(client)
+      clocks.push(clock)
+      return { client, clock }
+    },
+    /** Moves every clock by `ms`, in steps, letting the sockets deliver after each. */
+    async advance(ms, { step = 50, skip = [] } = {}) {
+      for (let done = 0; done < ms; done += step) {
+        for (const c of clocks) if (!skip.includes(c)) c.advance(Math.min(step, ms - done))
+        await delivered()
+      }
+    },
+    async close() {
+      for (const c of clients) await c.close().catch(() => {})
+      await store.close()
+    },
+  }
+}
+
+/** Real time for frames to cross the loopback. */
+function delivered(ms = 5) {
+  return new Promise(resolve => setTimeout(resolve, ms))
+}
+
+async function until(check, what) {
+  for (let i = 0; i < 400; i++) {
+    if (await check()) return
+    await delivered()
+  }
+  assert.fail(`timed out waiting for: ${what}`)
+}
+
+test('LOCK-05: remote and local holds share keys, lines and fences', async () => {
+  const s = await served()
+  const { client } = await s.client()
+  const remote = client.lock('jobs', { wait: Infinity })
+  const local = s.store.lock('jobs', { wait: Infinity })
+  const held = await remote.acquire('nightly')
+  const order = []
+  const localHold = local.hold('nightly', lease => order.push(['local', lease.fence]))
+  await until(() => s.store.inspect()[0]?.waiting === 1, 'the local hold waits')
+  assert.deepEqual(await local.tryHold('nightly', () => 1), { acquired: false })
+  await held.release()
+  await localHold
+  assert.ok(order[0][1] > held.fence)
+  const inspected = await client.inspect()
+  assert.deepEqual(inspected, [], 'inspect over the connection, a promise')
+  await s.close()
+})
+
+test('LOCK-05: a lease is renewed while fn runs, well past its ttl', async () => {
+  const s = await served()
+  const { client } = await s.client()
+  const l = client.lock('jobs', { ttl: '1s' })
+  const lease = await l.acquire('k')
+  await s.advance(5_000)
+  assert.equal(lease.lost, false, 'renewed every ttl/3')
+  assert.equal(s.store.inspect()[0].holders[0].fence, lease.fence)
+  await lease.release()
+  await until(() => s.store.inspect().length === 0, 'released on the server')
+  await s.close()
+})
+
+test('LOCK-05: a holder that stops renewing loses the key at its ttl, though nobody asks; its late renewal is refused', async () => {
+  const s = await served()
+  const stalled = await s.client()
+  const l = stalled.client.lock('jobs', { ttl: '1s' })
+  const lease = await l.acquire('k')
+  const signal = lease.signal
+  // The stalled client's clock does not move: it sends no renewal. The server's does.
+  await s.advance(999, { skip: [stalled.clock] })
+  assert.equal(s.store.inspect().length, 1)
+  await s.advance(1, { skip: [stalled.clock] })
+  assert.equal(s.store.inspect().length, 0, 'the server let the key go at the ttl')
+  await until(() => signal.aborted, 'the client was told')
+  assert.ok(signal.reason instanceof LostError)
+  // Whoever asks next gets a larger fence.
+  const next = await s.store.lock('jobs').hold('k', x => x.fence)
+  assert.ok(next > lease.fence)
+  await s.close()
+})
+
+test('LOCK-05: a client gives up before the server would, when renewals go unanswered', async () => {
+  const s = await served()
+  const { client, clock } = await s.client()
+  const l = client.lock('jobs', { ttl: '3s' })
+  const lease = await l.acquire('k')
+  // The server stalls (its clock and its answers stop: we do not let it deliver by not advancing
+  // it, and we cut the connection); the client's own deadline runs out first.
+  client._dropConnectionForTest()
+  await s.server.close() // no reconnect can succeed
+  clock.advance(3_000 - 601)
+  assert.equal(lease.lost, false)
+  clock.advance(1)
+  assert.equal(lease.lost, true, 'lost at ttl minus its margin, counted from the grant')
+  assert.ok(lease.signal.reason instanceof LostError)
+  await s.close()
+})
+
+test('LOCK-05: hold rejects LostError after fn settles when its lease was lost, even though fn succeeded', async () => {
+  const s = await served()
+  const stalled = await s.client()
+  const l = stalled.client.lock('jobs', { ttl: '1s' })
+  let release
+  const hold = l.hold('k', () => new Promise(r => (release = r)).then(() => 'done'))
+  await until(() => s.store.inspect().length === 1, 'held')
+  await s.advance(1_000, { skip: [stalled.clock] })
+  await until(() => s.store.inspect().length === 0, 'expired')
+  release()
+  await assert.rejects(hold, LostError)
+  await s.close()
+})
+
+test('LOCK-05: a dropped and re-established connection keeps its lease and its place in line', async () => {
+  const s = await served()
+  const a = await s.client()
+  const b = await s.client()
+  const la = a.client.lock('jobs', { ttl: '2s', wait: Infinity })
+  const lb = b.client.lock('jobs', { ttl: '2s', wait: Infinity })
+  const held = await la.acquire('k')
+  const waiting = lb.acquire('k')
+  await until(() => s.store.inspect()[0]?.waiting === 1, 'b waits')
+  const third = s.store.lock('jobs', { wait: Infinity }).acquire('k') // after b
+  await until(() => s.store.inspect()[0]?.waiting === 2, 'two wait')
+  // Both clients' connections drop; they reconnect by themselves and ask again.
+  a.client._dropConnectionForTest()
+  b.client._dropConnectionForTest()
+  await s.advance(500) // backoff and reconnect
+  await until(() => s.server.connections === 2, 'both reconnected')
+  await s.advance(3_000) // longer than the ttl: the lease is renewed over the new connection
+  assert.equal(held.lost, false)
+  const view = s.store.inspect()[0]
+  assert.equal(view.holders[0].fence, held.fence, 'the same lease and fence')
+  await held.release()
+  const next = await waiting
+  assert.ok(next.fence > held.fence, 'b kept its place ahead of the local hold that came later')
+  await next.release()
+  const last = await third
+  assert.ok(last.fence > next.fence)
+  await last.release()
+  await s.close()
+})
+
+test('LOCK-05: a connection that ends cancels its waiting holds at once; its leases live until their ttl', async () => {
+  const s = await served()
+  const a = await s.client({ reconnect: false })
+  const la = a.client.lock('jobs', { ttl: '2s', wait: Infinity })
+  const held = await la.acquire('x')
+  const localHeld = await s.store.lock('jobs').acquire('y')
+  const waiting = la.acquire('y').then(() => 'granted', e => e)
+  await until(() => s.store.inspect().find(k => k.key === 'y')?.waiting === 1, 'a waits for y')
+  a.client._dropConnectionForTest()
+  await until(() => s.store.inspect().find(k => k.key === 'y')?.waiting === 0, 'its waiting hold was cancelled at once')
+  assert.ok((await waiting) instanceof ClosedError)
+  assert.equal(s.store.inspect().find(k => k.key === 'x').holders.length, 1, 'its lease lives on')
+  await s.advance(2_000)
+  assert.equal(s.store.inspect().find(k => k.key === 'x'), undefined, 'until its ttl')
+  await localHeld.release()
+  assert.equal(held.lost, true)
+  await s.close()
+})
+
+test('LOCK-05: close() says goodbye, and the server releases its leases at once', async () => {
+  const s = await served()
+  const a = await s.client()
+  await a.client.lock('jobs', { ttl: '1h' }).acquire('k')
+  assert.equal(s.store.inspect().length, 1)
+  await a.client.close()
+  await until(() => s.store.inspect().length === 0, 'released at once, not at the ttl')
+  await s.close()
+})
+
+test('remote: tryHold, wait 0, wait that runs out, cancel, maxHold and LOCK-04 behave as in-process', async () => {
+  const s = await served()
+  const { client } = await s.client()
+  const l = client.lock('jobs', { ttl: '30s' })
+  const held = await s.store.lock('jobs').acquire('k')
+  assert.deepEqual(await l.tryHold('k', () => 1), { acquired: false })
+  await assert.rejects(l.hold('k', { wait: 0 }, () => 1), InUseError)
+  const timed = l.hold('k', { wait: '2s' }, () => 1).then(() => 'granted', e => e)
+  await until(() => s.store.inspect()[0].waiting === 1, 'waits')
+  await s.advance(2_000)
+  const timedOut = await timed
+  assert.ok(timedOut instanceof InUseError && /jobs/.test(timedOut.message), String(timedOut))
+  const ac = new AbortController()
+  const cancelled = l.hold('k', { signal: ac.signal }, () => 1).then(() => 'granted', e => e)
+  await until(() => s.store.inspect()[0].waiting === 1, 'waits')
+  ac.abort('enough')
+  const answer = await cancelled
+  assert.ok(answer instanceof CancelledError && answer.cause === 'enough', String(answer))
+  await until(() => s.store.inspect()[0].waiting === 0, 'left the line on the server')
+  await held.release()
+  const bounded = client.lock('jobs', { ttl: '30s', maxHold: '2s' })
+  let signal
+  const hold = bounded.hold('m', lease => ((signal = lease.signal), new Promise(r => setTimeout(r, 300)))).then(() => 'ok', e => e)
+  await until(() => signal !== undefined, 'granted')
+  await s.advance(2_000)
+  assert.ok(signal.aborted && signal.reason instanceof LostError)
+  assert.ok((await hold) instanceof LostError)
+  const nested = await l.hold('n', () => l.hold('n', () => 1).catch(e => e))
+  assert.ok(nested instanceof InvalidError, 'LOCK-04 over a connection too')
+  await s.close()
+})
+
+test('remote: closing the store answers remote waiters ClosedError and ends remote leases', async () => {
+  const s = await served()
+  const { client } = await s.client({ reconnect: false })
+  const l = client.lock('jobs', { wait: Infinity })
+  const lease = await l.acquire('k')
+  const waiting = l.acquire('k').then(() => 'granted', e => e)
+  await until(() => s.store.inspect()[0]?.waiting === 1, 'waits')
+  await s.store.close()
+  assert.ok((await waiting) instanceof ClosedError)
+  await until(() => lease.lost, 'the lease was ended')
+  assert.ok(lease.signal.reason instanceof ClosedError)
+  await client.close()
+})
+
+test('remote: a token is required and a wrong one is refused with PermissionError', async () => {
+  const s = await served()
+  await assert.rejects(connect(s.server.url, { token: 'wrong' }), e => e instanceof PermissionError && e.code === 'permission')
+  await assert.rejects(connect(s.server.url, { token: '' }), InvalidError)
+  await assert.rejects(s.store.serve({ port: 0 }), e => e instanceof InvalidError && /token/.test(e.message))
+  await assert.rejects(connect('ws://127.0.0.1:1', { token: TOKEN }), e => e instanceof ClosedError && /cannot reach/.test(e.message))
+  await assert.rejects(connect('http://x', { token: TOKEN }), InvalidError)
+  // The server keeps serving the others.
+  const { client } = await s.client()
+  assert.equal(await client.lock('x').hold('k', lease => lease.key), 'k')
+  await s.close()
+})
+
+test('remote: limits at N and N+1 — requests per connection and connections per server', async () => {
+  const s = await served({ connectionLimit: 3, maxConnections: 2 })
+  const { client } = await s.client()
+  const l = client.lock('jobs', { wait: Infinity })
+  const leases = [await l.acquire('a'), await l.acquire('b'), await l.acquire('c')]
+  await assert.rejects(l.acquire('d'), e => e instanceof LimitError && /3/.test(e.message))
+  await leases[0].release()
+  await until(async () => (await l.tryHold('d', () => 1)).acquired, 'room again after a release')
+  await s.client()
+  await assert.rejects(connect(s.server.url, { token: TOKEN }), e => e instanceof LimitError)
+  await s.close()
+})
+
+test('remote: bad input is refused before anything is sent', async () => {
+  const s = await served()
+  const { client } = await s.client()
+  assert.throws(() => client.lock('Bad Name'), InvalidError)
+  assert.throws(() => client.lock('x', { ttl: '2h' }), InvalidError, 'ttl over 1 h') // checked by the server too
+  const l = client.lock('x')
+  await assert.rejects(l.hold('k'.repeat(1025), () => 1), InvalidError)
+  await assert.rejects(l.hold('', () => 1), InvalidError)
+  await s.close()
+})
