@@ -1,0 +1,77 @@
+// Errors of `holdfast hold` and `inspect`: a refused token, an unreachable server, a bad duration, no
+// token, usage mistakes: exit 2 with one line on stderr, and the command never runs.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { existsSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { closedPort, oneLine, run, serve, tempDir } from './helpers.js'
+
+let server
+let dir
+let marker
+before(async () => {
+  server = await serve()
+  dir = tempDir()
+  marker = join(dir, 'ran')
+})
+after(() => server.stop())
+
+async function refused(args, pattern, options) {
+  const r = await run(args, options)
+  assert.equal(r.code, 2, `exit ${r.code}: ${r.stderr}`)
+  assert.ok(oneLine(r.stderr), `one line on stderr: ${JSON.stringify(r.stderr)}`)
+  assert.match(r.stderr, /^holdfast: /)
+  assert.match(r.stderr, pattern)
+  assert.ok(!existsSync(marker), 'the command did not run')
+  return r
+}
+
+test('a wrong token: exit 2', async () => {
+  const bad = join(dir, 'bad-token')
+  writeFileSync(bad, 'not-the-token\n')
+  await refused(['hold', server.url, 'jobs', 'a', '--token-file', bad, '--', 'touch', marker], /token refused/)
+  await refused(['hold', server.url, 'jobs', 'a', '--', 'touch', marker], /token refused/, { env: { HOLDFAST_TOKEN: 'nope' } })
+  await refused(['inspect', server.url, '--token-file', bad], /token refused/)
+})
+
+test('no token at all, or a token file that is missing: exit 2', async () => {
+  await refused(['hold', server.url, 'jobs', 'a', '--', 'touch', marker], /no token.*--token-file.*HOLDFAST_TOKEN/)
+  await refused(['hold', server.url, 'jobs', 'a', '--token-file', join(dir, 'missing'), '--', 'touch', marker], /cannot read the token file .*missing: no such file/)
+})
+
+test('an unreachable server: exit 2', async () => {
+  const port = await closedPort()
+  await refused(['hold', `ws://127.0.0.1:${port}`, 'jobs', 'a', '--token-file', server.tokenFile, '--', 'touch', marker], /cannot reach the server/)
+  await refused(['inspect', `ws://127.0.0.1:${port}`, '--token-file', server.tokenFile], /cannot reach the server/)
+  await refused(['hold', `ws+unix://${join(dir, 'no.sock')}`, 'jobs', 'a', '--token-file', server.tokenFile, '--', 'touch', marker], /cannot reach the server/)
+})
+
+test('a bad duration: exit 2, naming the option and the value', async () => {
+  const t = server.tokenFile
+  await refused(['hold', server.url, 'jobs', 'a', '--wait', '10', '--token-file', t, '--', 'touch', marker], /--wait "10" must be a duration/)
+  await refused(['hold', server.url, 'jobs', 'a', '--ttl', '1.5s', '--token-file', t, '--', 'touch', marker], /--ttl "1.5s"/)
+  await refused(['hold', server.url, 'jobs', 'a', '--max-hold', 'soon', '--token-file', t, '--', 'touch', marker], /--max-hold "soon"/)
+  await refused(['hold', server.url, 'jobs', 'a', '--grace', '-1s', '--token-file', t, '--', 'touch', marker], /--grace needs a value/)
+  // Well-formed but out of range: the server's check.
+  await refused(['hold', server.url, 'jobs', 'a', '--ttl', '500ms', '--token-file', t, '--', 'touch', marker], /ttl/)
+})
+
+test('a bad URL or lock name: exit 2', async () => {
+  const t = server.tokenFile
+  await refused(['hold', 'http://127.0.0.1:1', 'jobs', 'a', '--token-file', t, '--', 'touch', marker], /ws:\/\//)
+  await refused(['hold', server.url, 'Bad Name', 'a', '--token-file', t, '--', 'touch', marker], /name "Bad Name"/)
+})
+
+test('usage mistakes: exit 2 with one line', async () => {
+  const t = server.tokenFile
+  await refused(['hold', server.url, 'jobs', 'a', '--token-file', t, 'touch', marker], /put the command after --/)
+  await refused(['hold', server.url, 'jobs', 'a', '--token-file', t, '--'], /no command/)
+  await refused(['hold', server.url, 'jobs', '--token-file', t, '--', 'touch', marker], /give URL LOCK KEY/)
+  await refused(['hold', server.url, 'jobs', 'a', '--wiat', '1s', '--token-file', t, '--', 'touch', marker], /unknown option --wiat/)
+  await refused(['hold', server.url, 'jobs', 'a', '--wait', '1s', '--wait', '2s', '--token-file', t, '--', 'touch', marker], /--wait given twice/)
+  await refused(['hold', server.url, 'jobs', 'a', '--token-file', '--', 'touch', marker], /--token-file needs a value/)
+  await refused(['serve', '--port', '99999'], /--port "99999"/)
+  await refused(['serve', '--port', '1', '--socket', join(dir, 's.sock')], /not both/)
+  await refused(['inspect'], /give the server's URL/)
+  await refused(['frobnicate'], /unknown command "frobnicate"/)
+})

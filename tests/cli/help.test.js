@@ -1,0 +1,45 @@
+// --help on each command, `holdfast --help`, `--version`, and no command at all.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { run } from './helpers.js'
+
+test('holdfast --help lists the commands', async () => {
+  for (const args of [['--help'], ['-h'], ['help']]) {
+    const r = await run(args)
+    assert.equal(r.code, 0)
+    assert.match(r.stdout, /^Usage: holdfast COMMAND/)
+    for (const c of ['serve', 'hold', 'inspect']) assert.match(r.stdout, new RegExp(`^  ${c} `, 'm'))
+  }
+})
+
+test('--help on each command', async () => {
+  const expect = {
+    serve: /^Usage: holdfast serve \[--dir DIR\] \[--host HOST\] \[--port PORT \| --socket PATH\] \[--token-file FILE\]/,
+    hold: /^Usage: holdfast hold URL LOCK KEY \[OPTIONS\] -- COMMAND \[ARGS\.\.\.\]/,
+    inspect: /^Usage: holdfast inspect URL/,
+  }
+  for (const [command, pattern] of Object.entries(expect)) {
+    for (const args of [[command, '--help'], [command, '-h'], ['help', command]]) {
+      const r = await run(args)
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`)
+      assert.match(r.stdout, pattern)
+    }
+  }
+  // --help wins over everything else on the line, and runs nothing.
+  const r = await run(['hold', 'ws://x', 'l', 'k', '--help', '--', 'false'])
+  assert.equal(r.code, 0)
+  assert.match(r.stdout, /^Usage: holdfast hold/)
+  assert.match(r.stdout, /Exit status:/)
+})
+
+test('--version prints the package version', async () => {
+  const r = await run(['--version'])
+  assert.equal(r.code, 0)
+  assert.match(r.stdout, /^\d+\.\d+\.\d+/)
+})
+
+test('no command prints the usage on stderr and exits 2', async () => {
+  const r = await run([])
+  assert.equal(r.code, 2)
+  assert.match(r.stderr, /^Usage: holdfast COMMAND/)
+})

@@ -1,0 +1,115 @@
+// Shared by the CLI tests: real `holdfast` processes (the bin of the packed package, installed into a
+// fresh project by tests/run-cli-tests.sh, which sets HOLDFAST_BIN), real servers on free ports.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createServer } from 'node:net'
+
+export const BIN = process.env.HOLDFAST_BIN
+if (!BIN) throw new Error('HOLDFAST_BIN must name the installed holdfast command (tests/run-cli-tests.sh sets it)')
+
+/** How long a test waits for something that should happen, before calling it hung. Never a speed check. */
+const PATIENCE = 30_000
+
+/** A fresh temporary directory, removed when the test process exits. */
+export function tempDir() {
+  const dir = mkdtempSync(join(tmpdir(), 'holdfast-cli-'))
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** The environment of a holdfast process: the test's, without a HOLDFAST_TOKEN unless given. */
+function envOf(extra = {}) {
+  const env = { ...process.env, ...extra }
+  if (!('HOLDFAST_TOKEN' in extra)) delete env.HOLDFAST_TOKEN
+  return env
+}
+
+/**
+ * Starts `holdfast ARGS…` and collects its output. `done` resolves to { code, signal, stdout, stderr }
+ * when it exits; `output()` is what it printed so far.
+ */
+export function start(args, { env, cwd } = {}) {
+  const child = spawn(BIN, args, { env: envOf(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', d => (stdout += d))
+  child.stderr.setEncoding('utf8').on('data', d => (stderr += d))
+  const done = new Promise((resolve, reject) => {
+    child.once('error', reject)
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
+  })
+  return { child, done, output: () => ({ stdout, stderr }) }
+}
+
+/** Runs `holdfast ARGS…` to its end. */
+export function run(args, options) {
+  return start(args, options).done
+}
+
+/** Polls `check` until it answers something truthy; fails after PATIENCE. */
+export async function until(check, what) {
+  const deadline = Date.now() + PATIENCE
+  for (;;) {
+    const value = await check()
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
+}
+
+/** Waits for a file to exist (a command's sign that it started). */
+export function fileAppears(file) {
+  return until(() => existsSync(file), `${file} to appear`)
+}
+
+/**
+ * Starts `holdfast serve` on a free port in a fresh directory (or `dir`), and waits until it says where
+ * it listens. Answers { url, tokenFile, dir, proc, stop() }.
+ */
+export async function serve({ dir = join(tempDir(), 'store'), args = ['--port', '0'] } = {}) {
+  const proc = start(['serve', '--dir', dir, ...args])
+  let exited = false
+  void proc.done.then(() => (exited = true))
+  const m = await until(() => {
+    if (exited) throw new Error(`holdfast serve exited early:\n${proc.output().stdout}${proc.output().stderr}`)
+    return /^holdfast: serving (\S+) \(token in (.+)\)$/m.exec(proc.output().stdout)
+  }, 'holdfast serve to print where it listens')
+  const server = {
+    url: m[1],
+    tokenFile: m[2],
+    dir,
+    proc,
+    token: () => readFileSync(m[2], 'utf8').trim(),
+    async stop(signal = 'SIGTERM') {
+      if (!exited) proc.child.kill(signal)
+      return proc.done
+    },
+  }
+  return server
+}
+
+/** A TCP port nothing listens on (it was free a moment ago). */
+export async function closedPort() {
+  const server = createServer()
+  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address()
+  await new Promise(resolve => server.close(resolve))
+  return port
+}
+
+/** Whether a process is gone (or a zombie nobody reaped yet: it runs no more either way). */
+export function processGone(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')
+  } catch {
+    return true
+  }
+}
+
+/** Whether an output has exactly one line. */
+export function oneLine(text) {
+  return text.trim().length > 0 && !text.trim().includes('\n')
+}

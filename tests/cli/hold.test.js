@@ -1,0 +1,144 @@
+// `holdfast hold`: the command runs with the fence in HOLDFAST_FENCE, its exit status passes through
+// (128+n for a signal), a key held by another past --wait exits 1 without running anything, a lost
+// lease stops the command (its whole process group; SIGKILL after --grace) and exits 3, and signals
+// sent to holdfast reach the command.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileAppears, processGone, run, serve, start, tempDir, until } from './helpers.js'
+
+test('the command gets the fence and its exit status passes through', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const r = await run(['hold', server.url, 'jobs', 'nightly', '--token-file', server.tokenFile, '--', 'sh', '-c', 'echo $HOLDFAST_FENCE; exit 7'])
+  assert.equal(r.code, 7, r.stderr)
+  assert.match(r.stdout, /^\d+\n$/)
+  assert.ok(Number(r.stdout) >= 1)
+  assert.equal(r.stderr, '')
+  const again = await run(['hold', server.url, 'jobs', 'nightly', '--token-file', server.tokenFile, '--', 'sh', '-c', 'echo $HOLDFAST_FENCE'])
+  assert.equal(again.code, 0, again.stderr)
+  assert.ok(Number(again.stdout) > Number(r.stdout), 'the next fence is larger')
+})
+
+test('the token may come from HOLDFAST_TOKEN', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const r = await run(['hold', server.url, 'jobs', 'env', '--', 'true'], { env: { HOLDFAST_TOKEN: server.token() } })
+  assert.equal(r.code, 0, r.stderr)
+})
+
+test('the lease is renewed while the command runs past its ttl', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const r = await run(['hold', server.url, 'jobs', 'renewed', '--ttl', '2s', '--token-file', server.tokenFile, '--', 'sleep', '4'])
+  assert.equal(r.code, 0, r.stderr)
+  assert.equal(r.stderr, '')
+})
+
+test('a command killed by a signal exits 128+n', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const r = await run(['hold', server.url, 'jobs', 'sig', '--token-file', server.tokenFile, '--', 'sh', '-c', 'kill -9 $$'])
+  assert.equal(r.code, 137, r.stderr)
+})
+
+test('a command that cannot be found exits 127 with one line, and the key is let go', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const r = await run(['hold', server.url, 'jobs', 'nf', '--token-file', server.tokenFile, '--', 'holdfast-no-such-command'])
+  assert.equal(r.code, 127)
+  assert.match(r.stderr, /^holdfast: cannot run "holdfast-no-such-command": no such file\n$/)
+  const next = await run(['hold', server.url, 'jobs', 'nf', '--wait', '0', '--token-file', server.tokenFile, '--', 'true'])
+  assert.equal(next.code, 0, next.stderr)
+})
+
+test('--wait 0 on a held key exits 1 without running the command; a waiter runs after the holder, with a larger fence', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const dir = tempDir()
+  const holder = start(['hold', server.url, 'jobs', 'busy', '--token-file', server.tokenFile, '--', 'sh', '-c', `echo $HOLDFAST_FENCE > ${dir}/first; while [ ! -e ${dir}/go ]; do sleep 0.05; done`])
+  t.after(() => holder.child.kill('SIGKILL'))
+  await fileAppears(join(dir, 'first'))
+
+  const refused = await run(['hold', server.url, 'jobs', 'busy', '--wait', '0', '--token-file', server.tokenFile, '--', 'touch', join(dir, 'ran')])
+  assert.equal(refused.code, 1)
+  assert.match(refused.stderr, /^holdfast: lock jobs: key "busy": held by another.*\n$/)
+  assert.ok(!existsSync(join(dir, 'ran')), 'the command did not run')
+
+  const waiter = start(['hold', server.url, 'jobs', 'busy', '--wait', '1m', '--token-file', server.tokenFile, '--', 'sh', '-c', `echo $HOLDFAST_FENCE > ${dir}/second`])
+  await until(async () => / 1$/m.test((await run(['inspect', server.url, '--token-file', server.tokenFile])).stdout), 'the waiter in line')
+  assert.ok(!existsSync(join(dir, 'second')), 'the waiter waits')
+  await run(['hold', server.url, 'other', 'go', '--token-file', server.tokenFile, '--', 'touch', join(dir, 'go')])
+  assert.equal((await holder.done).code, 0)
+  assert.equal((await waiter.done).code, 0)
+  const first = Number(readFileSync(join(dir, 'first'), 'utf8'))
+  const second = Number(readFileSync(join(dir, 'second'), 'utf8'))
+  assert.ok(second > first, `fence ${second} after ${first}`)
+})
+
+test('a lost lease (--max-hold 1s) stops the command and its children and exits 3', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const dir = tempDir()
+  const pidFile = join(dir, 'sleeper')
+  const began = Date.now()
+  const r = await run([
+    'hold', server.url, 'jobs', 'long', '--max-hold', '1s', '--token-file', server.tokenFile,
+    '--', 'sh', '-c', `sleep 30 & echo $! > ${pidFile}; wait`,
+  ])
+  assert.equal(r.code, 3, r.stderr)
+  assert.match(r.stderr, /^holdfast: lock jobs: key "long": .*(lost|revoked).*: stopping the command .*\n$/)
+  // Stopped, not run to its end (30 s): a check that it was stopped, with room for any slow machine.
+  assert.ok(Date.now() - began < 25_000, 'the command was stopped before it ended by itself')
+  const sleeper = Number(readFileSync(pidFile, 'utf8'))
+  await until(() => processGone(sleeper), 'the command\'s child to be stopped too')
+  // The key is free again.
+  const next = await run(['hold', server.url, 'jobs', 'long', '--wait', '0', '--token-file', server.tokenFile, '--', 'true'])
+  assert.equal(next.code, 0, next.stderr)
+})
+
+test('a command that ignores SIGTERM gets SIGKILL after --grace, and holdfast exits 3', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const dir = tempDir()
+  const began = Date.now()
+  const r = await run([
+    'hold', server.url, 'jobs', 'stubborn', '--max-hold', '1s', '--grace', '1s', '--token-file', server.tokenFile,
+    '--', 'sh', '-c', `trap '' TERM; echo $$ > ${dir}/pid; sleep 30`,
+  ])
+  assert.equal(r.code, 3, r.stderr)
+  assert.match(r.stderr, /SIGKILL after 1s/)
+  assert.ok(Date.now() - began < 25_000, 'the command was stopped before it ended by itself')
+  await until(() => processGone(Number(readFileSync(join(dir, 'pid'), 'utf8'))), 'the command to be gone')
+})
+
+test('SIGTERM to holdfast reaches the command; the status is 128+15 and the key is let go', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const dir = tempDir()
+  const holder = start(['hold', server.url, 'jobs', 'term', '--token-file', server.tokenFile, '--', 'sh', '-c', `touch ${dir}/held; exec sleep 30`])
+  t.after(() => holder.child.kill('SIGKILL'))
+  await fileAppears(join(dir, 'held'))
+  holder.child.kill('SIGTERM')
+  const h = await holder.done
+  assert.equal(h.code, 143, h.stderr)
+  const next = await run(['hold', server.url, 'jobs', 'term', '--wait', '0', '--token-file', server.tokenFile, '--', 'true'])
+  assert.equal(next.code, 0, next.stderr)
+})
+
+test('SIGINT while waiting for the key cancels the wait: exit 130, nothing ran', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const dir = tempDir()
+  const holder = start(['hold', server.url, 'jobs', 'int', '--token-file', server.tokenFile, '--', 'sh', '-c', `touch ${dir}/held; exec sleep 30`])
+  t.after(() => holder.child.kill('SIGKILL'))
+  await fileAppears(join(dir, 'held'))
+  const waiter = start(['hold', server.url, 'jobs', 'int', '--wait', '1m', '--token-file', server.tokenFile, '--', 'touch', join(dir, 'ran')])
+  await until(async () => / 1$/m.test((await run(['inspect', server.url, '--token-file', server.tokenFile])).stdout), 'the waiter in line')
+  waiter.child.kill('SIGINT')
+  const w = await waiter.done
+  assert.equal(w.code, 130, w.stderr)
+  assert.ok(!existsSync(join(dir, 'ran')))
+  await until(async () => / 0$/m.test((await run(['inspect', server.url, '--token-file', server.tokenFile])).stdout), 'the waiter to leave the line')
+})

@@ -1,0 +1,39 @@
+// `holdfast inspect`: a table of the busy keys (kind, name, key, holders with fence and age, waiters),
+// or JSON.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileAppears, run, serve, start, tempDir } from './helpers.js'
+
+test('inspect shows a held key with its fence and age, as a table and as JSON', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const empty = await run(['inspect', server.url, '--token-file', server.tokenFile])
+  assert.equal(empty.code, 0, empty.stderr)
+  assert.equal(empty.stdout, 'no busy keys\n')
+
+  const dir = tempDir()
+  const holder = start(['hold', server.url, 'backups', 'db 1', '--token-file', server.tokenFile, '--', 'sh', '-c', `echo $HOLDFAST_FENCE > ${dir}/held; exec sleep 30`])
+  t.after(() => holder.child.kill('SIGTERM'))
+  await fileAppears(join(dir, 'held'))
+  const fence = Number(readFileSync(join(dir, 'held'), 'utf8'))
+
+  const r = await run(['inspect', server.url, '--token-file', server.tokenFile])
+  assert.equal(r.code, 0, r.stderr)
+  const [header, row, ...rest] = r.stdout.trimEnd().split('\n')
+  assert.match(header, /^KIND\s+NAME\s+KEY\s+HOLDERS\s+WAITING$/)
+  assert.match(row, new RegExp(`^lock\\s+backups\\s+"db 1"\\s+fence ${fence} \\(\\d+(ms|\\.\\ds|s)\\)\\s+0$`))
+  assert.deepEqual(rest, [])
+
+  const json = await run(['inspect', server.url, '--json'], { env: { HOLDFAST_TOKEN: server.token() } })
+  assert.equal(json.code, 0, json.stderr)
+  const entries = JSON.parse(json.stdout)
+  assert.equal(entries.length, 1)
+  assert.equal(entries[0].kind, 'lock')
+  assert.equal(entries[0].name, 'backups')
+  assert.equal(entries[0].key, 'db 1')
+  assert.equal(entries[0].waiting, 0)
+  assert.equal(entries[0].holders[0].fence, fence)
+  assert.equal(typeof entries[0].holders[0].heldMs, 'number')
+})

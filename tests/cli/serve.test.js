@@ -1,0 +1,135 @@
+// `holdfast serve`: prints where it listens, makes a token with mode 0600 (or reads the one given),
+// serves a Unix socket, keeps fences growing across restarts on one directory, and stops cleanly on
+// SIGTERM and SIGINT: holders lose their leases, waiters are answered, exit 0.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileAppears, run, serve, start, tempDir, until } from './helpers.js'
+
+function assertStopped(r) {
+  assert.equal(r.code, 0, JSON.stringify(r))
+}
+
+test('serve prints its URL and creates a 0600 token in its directory', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  assert.match(server.url, /^ws:\/\/127\.0\.0\.1:\d+$/)
+  assert.equal(server.tokenFile, join(server.dir, 'token'))
+  assert.match(server.proc.output().stdout, /created a token in .*token \(mode 0600\)/)
+  assert.equal(statSync(server.tokenFile).mode & 0o777, 0o600)
+  assert.match(server.token(), /^[0-9a-f]{64}$/)
+})
+
+test('serve reads --token-file when it exists, and creates it there when it does not', async t => {
+  const dir = tempDir()
+  const given = join(dir, 'given-token')
+  writeFileSync(given, 'a-token-of-my-own\n', { mode: 0o600 })
+  const first = await serve({ args: ['--port', '0', '--token-file', given] })
+  t.after(() => first.stop())
+  assert.equal(first.tokenFile, given)
+  assert.doesNotMatch(first.proc.output().stdout, /created/)
+  assert.equal(readFileSync(given, 'utf8'), 'a-token-of-my-own\n')
+  const r = await run(['hold', first.url, 'jobs', 'a', '--token-file', given, '--', 'true'])
+  assert.equal(r.code, 0, r.stderr)
+
+  const missing = join(dir, 'nested', 'new-token')
+  const second = await serve({ args: ['--port', '0', '--token-file', missing] })
+  t.after(() => second.stop())
+  assert.equal(second.tokenFile, missing)
+  assert.equal(statSync(missing).mode & 0o777, 0o600)
+  assert.match(second.token(), /^[0-9a-f]{64}$/)
+})
+
+test('serve reuses the token in its directory when restarted', async () => {
+  const first = await serve()
+  const token = first.token()
+  assertStopped(await first.stop())
+  const second = await serve({ dir: first.dir })
+  assert.equal(second.token(), token)
+  assert.doesNotMatch(second.proc.output().stdout, /created/)
+  assertStopped(await second.stop())
+})
+
+test('serve on a Unix socket: clients use ws+unix://PATH', async t => {
+  const socket = join(tempDir(), 'holdfast.sock')
+  const server = await serve({ args: ['--socket', socket] })
+  t.after(() => server.stop())
+  assert.equal(server.url, `ws+unix://${socket}`)
+  const r = await run(['hold', server.url, 'jobs', 'x', '--token-file', server.tokenFile, '--', 'sh', '-c', 'echo fence=$HOLDFAST_FENCE'])
+  assert.equal(r.code, 0, r.stderr)
+  assert.match(r.stdout, /^fence=\d+$/m)
+})
+
+test('serve takes over a Unix socket left by a server that died', async () => {
+  const socket = join(tempDir(), 'holdfast.sock')
+  const first = await serve({ args: ['--socket', socket] })
+  await first.stop('SIGKILL')
+  assert.ok(existsSync(socket), 'the dead server left its socket')
+  const second = await serve({ dir: first.dir, args: ['--socket', socket] })
+  const r = await run(['hold', second.url, 'jobs', 'x', '--token-file', second.tokenFile, '--', 'true'])
+  assert.equal(r.code, 0, r.stderr)
+  assertStopped(await second.stop())
+})
+
+test('fences keep growing across a restart of the server on the same directory', async () => {
+  const first = await serve()
+  const fence = async server => {
+    const r = await run(['hold', server.url, 'jobs', 'f', '--token-file', server.tokenFile, '--', 'sh', '-c', 'echo $HOLDFAST_FENCE'])
+    assert.equal(r.code, 0, r.stderr)
+    return Number(r.stdout.trim())
+  }
+  const before = await fence(first)
+  assertStopped(await first.stop())
+  const second = await serve({ dir: first.dir })
+  const after = await fence(second)
+  assert.ok(after > before, `fence ${after} after the restart, ${before} before`)
+  assertStopped(await second.stop())
+})
+
+test('SIGTERM stops serve with exit 0: the holder loses its lease (exit 3), the waiter is answered (exit 2)', async t => {
+  const server = await serve()
+  const dir = tempDir()
+  const holder = start(['hold', server.url, 'jobs', 'k', '--token-file', server.tokenFile, '--', 'sh', '-c', `touch ${dir}/held; exec sleep 30`])
+  t.after(() => holder.child.kill('SIGKILL'))
+  await fileAppears(join(dir, 'held'))
+  const waiter = start(['hold', server.url, 'jobs', 'k', '--wait', '1m', '--token-file', server.tokenFile, '--', 'touch', join(dir, 'waiter-ran')])
+  t.after(() => waiter.child.kill('SIGKILL'))
+  // Wait until the server has the waiter in line.
+  await until(async () => (await run(['inspect', server.url, '--token-file', server.tokenFile])).stdout.match(/jobs\s+k\s+fence \d+ \([^)]*\)\s+1$/m), 'the waiter in line')
+
+  const stopped = await server.stop('SIGTERM')
+  assert.equal(stopped.code, 0, JSON.stringify(stopped))
+  assert.match(stopped.stdout, /stopping \(SIGTERM\)/)
+  assert.match(stopped.stdout, /stopped/)
+  assert.ok(!existsSync(join(server.dir, 'holdfast.lock')), 'the directory lock is let go')
+
+  const h = await holder.done
+  assert.equal(h.code, 3, h.stderr)
+  assert.match(h.stderr, /stopping the command/)
+  const w = await waiter.done
+  assert.equal(w.code, 2, w.stderr)
+  assert.ok(!existsSync(join(dir, 'waiter-ran')), 'the waiter never ran its command')
+})
+
+test('SIGINT stops serve with exit 0', async () => {
+  const server = await serve()
+  const stopped = await server.stop('SIGINT')
+  assert.equal(stopped.code, 0, JSON.stringify(stopped))
+  assert.match(stopped.stdout, /stopping \(SIGINT\)/)
+})
+
+test('serve refuses a directory another server uses, and a busy port: exit 2, one line', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const sameDir = await run(['serve', '--dir', server.dir, '--port', '0'])
+  assert.equal(sameDir.code, 2, JSON.stringify(sameDir))
+  assert.match(sameDir.stderr, /^holdfast: serve: .*in use by another open store.*\n$/)
+  const port = new URL(server.url).port
+  const otherDir = join(tempDir(), 'store')
+  mkdirSync(otherDir)
+  const samePort = await run(['serve', '--dir', otherDir, '--port', port])
+  assert.equal(samePort.code, 2, JSON.stringify(samePort))
+  assert.match(samePort.stderr, /^holdfast: serve: .*EADDRINUSE.*\n$/)
+  assert.ok(!existsSync(join(otherDir, 'holdfast.lock')), 'the failed server let its directory go')
+})
