@@ -28,6 +28,9 @@ say "TypeScript (strict)"
 say "the packed package under Node 20, Node 24 and Bun"
 bash tests/run-package-tests.sh
 
+say "the CLI, installed from the packed package"
+bash tests/run-cli-tests.sh
+
 say "the packed package under Deno"
 bash tests/run-deno-tests.sh
 
