@@ -105,6 +105,11 @@ export class Lock {
         if (signal?.aborted) throw new CancelledError(`${this.#place(k)}: cancelled before it began`, { cause: signal.reason })
       }
       if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: tryHold needs a function to run`)
+      // A lock's key is busy on this side exactly while the engine has a holder or a waiter for it,
+      // and either makes a try fail: answer without crossing into wasm. (Not once holds came over a
+      // connection: a waiter whose connection dropped keeps a key busy without making it held.)
+      const r = this._resource
+      if (r.limit === 1 && !r.remote && r.keys.has(k) && !this._store.closed) return NOT_ACQUIRED_PROMISE
       const taken = this._store._take(this, k, 0, signal, true)
       if (taken === undefined) return NOT_ACQUIRED_PROMISE
       return this.#tried(taken, fn)

@@ -101,6 +101,8 @@ export interface Resource {
   limit: number
   /** Busy keys: key string to the engine's key id. */
   keys: Map<string, number>
+  /** Whether holds over a connection have used it. */
+  remote?: boolean
 }
 
 /** A hold waiting in line. */
@@ -563,6 +565,7 @@ export class Store implements LeaseOwner {
   _remoteHold(handle: Lock, record: RemoteRequest, wait: number): void {
     if (this.#closed) return record.sink.failed(record, 'closed', `${record.place()}: the store is closed`)
     const resource = handle._resource
+    resource.remote = true
     const known = resource.keys.get(record.key)
     const now = this.#clock.now()
     let answer: number

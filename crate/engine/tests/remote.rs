@@ -418,20 +418,40 @@ fn many_renewals_keep_the_timer_heap_bounded() {
 #[test]
 fn lock_05_two_clients_drop_and_come_back_and_the_line_keeps_its_order() {
     let (mut e, l) = opened();
-    let (a, key, _) = granted(e.hold_remote(l, None, None, None, remote(1, 1, 2_000), 0).unwrap());
-    let Hold::Queued { req: b, .. } = e.hold_remote(l, Some(key), None, None, remote(2, 2, 2_000), 0).unwrap() else { panic!() };
-    let Hold::Queued { req: third, .. } = e.hold(l, Some(key), None, None, 0).unwrap() else { panic!() };
+    let (a, key, _) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 1, 2_000), 0)
+            .unwrap(),
+    );
+    let Hold::Queued { req: b, .. } = e
+        .hold_remote(l, Some(key), None, None, remote(2, 2, 2_000), 0)
+        .unwrap()
+    else {
+        panic!()
+    };
+    let Hold::Queued { req: third, .. } = e.hold(l, Some(key), None, None, 0).unwrap() else {
+        panic!()
+    };
     e.connection_closed(1, 10);
     e.connection_closed(2, 10);
-    assert!(matches!(e.hold_remote(l, Some(key), None, None, remote(3, 1, 2_000), 20).unwrap(), Hold::Resumed { req, .. } if req == a));
-    assert!(matches!(e.hold_remote(l, Some(key), None, None, remote(4, 2, 2_000), 20).unwrap(), Hold::Resumed { req, .. } if req == b));
+    assert!(
+        matches!(e.hold_remote(l, Some(key), None, None, remote(3, 1, 2_000), 20).unwrap(), Hold::Resumed { req, .. } if req == a)
+    );
+    assert!(
+        matches!(e.hold_remote(l, Some(key), None, None, remote(4, 2, 2_000), 20).unwrap(), Hold::Resumed { req, .. } if req == b)
+    );
     e.check();
     for t in (100..3_000).step_by(600) {
-        assert!(matches!(e.renew(1_001, t).unwrap(), Renewal::Renewed { .. }));
+        assert!(matches!(
+            e.renew(1_001, t).unwrap(),
+            Renewal::Renewed { .. }
+        ));
         e.advance(t);
     }
     assert_eq!(e.cancel(a, 3_000).unwrap(), Cancelled::Released);
     let evs = events(&mut e);
-    assert!(matches!(evs[..], [Event::Granted { req, .. }] if req == b), "{evs:?}");
+    assert!(
+        matches!(evs[..], [Event::Granted { req, .. }] if req == b),
+        "{evs:?}"
+    );
     let _ = third;
 }

@@ -37,8 +37,19 @@ impl Core {
         };
         let key = if key < 0.0 { None } else { id_of(key) };
         let wait = if wait < 0.0 { None } else { Some(wait as u64) };
-        let max_hold = if max_hold > 0.0 { Some(max_hold as u64) } else { None };
-        let answer = self.inner.borrow_mut().engine.hold_remote(ResourceId(res), key, wait, max_hold, remote, now as u64);
+        let max_hold = if max_hold > 0.0 {
+            Some(max_hold as u64)
+        } else {
+            None
+        };
+        let answer = self.inner.borrow_mut().engine.hold_remote(
+            ResourceId(res),
+            key,
+            wait,
+            max_hold,
+            remote,
+            now as u64,
+        );
         let answer = match answer {
             Ok(Hold::Resumed { req, key, fence }) => {
                 self.buf[buffer::REQ] = req.to_u64() as f64;
@@ -76,7 +87,11 @@ impl Core {
     #[wasm_bindgen(js_name = releaseLease)]
     pub fn release_lease(&mut self, lease: &str, now: f64) -> Result<f64, JsValue> {
         let lease = unhex(lease, "lease")?;
-        let answer = self.inner.borrow_mut().engine.release_lease(lease, now as u64);
+        let answer = self
+            .inner
+            .borrow_mut()
+            .engine
+            .release_lease(lease, now as u64);
         Ok(self.after(answer.map(drop)))
     }
 
@@ -84,7 +99,11 @@ impl Core {
     #[wasm_bindgen(js_name = cancelRequest)]
     pub fn cancel_request(&mut self, request: &str, now: f64) -> Result<f64, JsValue> {
         let request = unhex(request, "request")?;
-        let answer = self.inner.borrow_mut().engine.cancel_request(request, now as u64);
+        let answer = self
+            .inner
+            .borrow_mut()
+            .engine
+            .cancel_request(request, now as u64);
         Ok(self.after(answer.map(drop)))
     }
 
@@ -116,6 +135,9 @@ impl Core {
     /// How many requests one connection may have, leases and waiting together.
     #[wasm_bindgen(js_name = setConnectionLimit)]
     pub fn set_connection_limit(&mut self, limit: u32) {
-        self.inner.borrow_mut().engine.set_connection_limit(limit as usize);
+        self.inner
+            .borrow_mut()
+            .engine
+            .set_connection_limit(limit as usize);
     }
 }

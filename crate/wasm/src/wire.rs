@@ -20,13 +20,24 @@ pub fn unhex(text: &str, what: &str) -> Result<u128, JsValue> {
             return Ok(id);
         }
     }
-    Err(js_error("invalid", &format!("{what} must be 32 hex digits, not {text:?}"), None))
+    Err(js_error(
+        "invalid",
+        &format!("{what} must be 32 hex digits, not {text:?}"),
+        None,
+    ))
 }
 
 #[derive(Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 enum JsClient {
-    Hello { token: String, client: String },
+    Hello {
+        token: String,
+        client: String,
+    },
     Hold {
         semaphore: bool,
         limit: u32,
@@ -37,9 +48,15 @@ enum JsClient {
         wait: Option<f64>,
         request: String,
     },
-    Renew { lease: String },
-    Release { lease: String },
-    Cancel { request: String },
+    Renew {
+        lease: String,
+    },
+    Release {
+        lease: String,
+    },
+    Cancel {
+        request: String,
+    },
     Inspect,
     Goodbye,
 }
@@ -62,16 +79,40 @@ struct JsHolder {
 }
 
 #[derive(Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 enum JsServer {
-    Welcome { max_frame: u32, connection_limit: u32 },
-    Granted { request: String, lease: String, fence: f64, ttl: u32, revoke_in: f64 },
+    Welcome {
+        max_frame: u32,
+        connection_limit: u32,
+    },
+    Granted {
+        request: String,
+        lease: String,
+        fence: f64,
+        ttl: u32,
+        revoke_in: f64,
+    },
     Busy,
-    Renewed { ttl: u32, revoke_in: f64 },
+    Renewed {
+        ttl: u32,
+        revoke_in: f64,
+    },
     Done,
-    Error { code: String, message: String },
-    Inspected { entries: Vec<JsEntry> },
-    Lost { lease: String, code: String },
+    Error {
+        code: String,
+        message: String,
+    },
+    Inspected {
+        entries: Vec<JsEntry>,
+    },
+    Lost {
+        lease: String,
+        code: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -88,7 +129,8 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
 }
 
 fn from_js<T: for<'de> Deserialize<'de>>(value: JsValue, what: &str) -> Result<T, JsValue> {
-    serde_wasm_bindgen::from_value(value).map_err(|e| js_error("invalid", &format!("{what}: {e}"), None))
+    serde_wasm_bindgen::from_value(value)
+        .map_err(|e| js_error("invalid", &format!("{what}: {e}"), None))
 }
 
 fn protocol_error(e: wire::WireError) -> JsValue {
@@ -96,7 +138,8 @@ fn protocol_error(e: wire::WireError) -> JsValue {
 }
 
 fn code_of(text: &str) -> Result<ErrorCode, JsValue> {
-    ErrorCode::parse(text).ok_or_else(|| js_error("invalid", &format!("unknown error code {text:?}"), None))
+    ErrorCode::parse(text)
+        .ok_or_else(|| js_error("invalid", &format!("unknown error code {text:?}"), None))
 }
 
 /// Decodes a frame a client sent: `{ id, type, ... }`. Throws a `protocol` error for a bad frame.
@@ -104,8 +147,20 @@ fn code_of(text: &str) -> Result<ErrorCode, JsValue> {
 pub fn decode_client(bytes: &[u8]) -> Result<JsValue, JsValue> {
     let (id, message) = wire::decode_client(bytes).map_err(protocol_error)?;
     let message = match message {
-        ClientMessage::Hello { token, client } => JsClient::Hello { token: token.into(), client: client.into() },
-        ClientMessage::Hold { semaphore, limit, name, key, ttl, max_hold, wait, request } => JsClient::Hold {
+        ClientMessage::Hello { token, client } => JsClient::Hello {
+            token: token.into(),
+            client: client.into(),
+        },
+        ClientMessage::Hold {
+            semaphore,
+            limit,
+            name,
+            key,
+            ttl,
+            max_hold,
+            wait,
+            request,
+        } => JsClient::Hold {
             semaphore,
             limit,
             name: name.into(),
@@ -117,7 +172,9 @@ pub fn decode_client(bytes: &[u8]) -> Result<JsValue, JsValue> {
         },
         ClientMessage::Renew { lease } => JsClient::Renew { lease: hex(lease) },
         ClientMessage::Release { lease } => JsClient::Release { lease: hex(lease) },
-        ClientMessage::Cancel { request } => JsClient::Cancel { request: hex(request) },
+        ClientMessage::Cancel { request } => JsClient::Cancel {
+            request: hex(request),
+        },
         ClientMessage::Inspect => JsClient::Inspect,
         ClientMessage::Goodbye => JsClient::Goodbye,
     };
@@ -131,7 +188,16 @@ pub fn encode_client(id: u32, message: JsValue) -> Result<Vec<u8>, JsValue> {
     let (request, lease);
     let message = match &message {
         JsClient::Hello { token, client } => ClientMessage::Hello { token, client },
-        JsClient::Hold { semaphore, limit, name, key, ttl, max_hold, wait, request: r } => {
+        JsClient::Hold {
+            semaphore,
+            limit,
+            name,
+            key,
+            ttl,
+            max_hold,
+            wait,
+            request: r,
+        } => {
             request = unhex(r, "request")?;
             ClientMessage::Hold {
                 semaphore: *semaphore,
@@ -167,8 +233,20 @@ pub fn encode_client(id: u32, message: JsValue) -> Result<Vec<u8>, JsValue> {
 pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
     let (id, message) = wire::decode_server(bytes).map_err(protocol_error)?;
     let message = match message {
-        ServerMessage::Welcome { max_frame, connection_limit } => JsServer::Welcome { max_frame, connection_limit },
-        ServerMessage::Granted { request, lease, fence, ttl, revoke_in } => JsServer::Granted {
+        ServerMessage::Welcome {
+            max_frame,
+            connection_limit,
+        } => JsServer::Welcome {
+            max_frame,
+            connection_limit,
+        },
+        ServerMessage::Granted {
+            request,
+            lease,
+            fence,
+            ttl,
+            revoke_in,
+        } => JsServer::Granted {
             request: hex(request),
             lease: hex(lease),
             fence: fence as f64,
@@ -176,9 +254,15 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
             revoke_in: revoke_in as f64,
         },
         ServerMessage::Busy => JsServer::Busy,
-        ServerMessage::Renewed { ttl, revoke_in } => JsServer::Renewed { ttl, revoke_in: revoke_in as f64 },
+        ServerMessage::Renewed { ttl, revoke_in } => JsServer::Renewed {
+            ttl,
+            revoke_in: revoke_in as f64,
+        },
         ServerMessage::Done => JsServer::Done,
-        ServerMessage::Error { code, message } => JsServer::Error { code: code.as_str().into(), message },
+        ServerMessage::Error { code, message } => JsServer::Error {
+            code: code.as_str().into(),
+            message,
+        },
         ServerMessage::Inspected { entries } => JsServer::Inspected {
             entries: entries
                 .into_iter()
@@ -186,12 +270,22 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
                     kind: if e.semaphore { "semaphore" } else { "lock" }.into(),
                     name: e.name,
                     key: e.key,
-                    holders: e.holders.into_iter().map(|(f, h)| JsHolder { fence: f as f64, held_ms: h as f64 }).collect(),
+                    holders: e
+                        .holders
+                        .into_iter()
+                        .map(|(f, h)| JsHolder {
+                            fence: f as f64,
+                            held_ms: h as f64,
+                        })
+                        .collect(),
                     waiting: e.waiting,
                 })
                 .collect(),
         },
-        ServerMessage::Lost { lease, code } => JsServer::Lost { lease: hex(lease), code: code.as_str().into() },
+        ServerMessage::Lost { lease, code } => JsServer::Lost {
+            lease: hex(lease),
+            code: code.as_str().into(),
+        },
     };
     to_js(&Framed { id, message })
 }
@@ -201,8 +295,20 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
 pub fn encode_server(id: u32, message: JsValue) -> Result<Vec<u8>, JsValue> {
     let message: JsServer = from_js(message, "server message")?;
     let message = match message {
-        JsServer::Welcome { max_frame, connection_limit } => ServerMessage::Welcome { max_frame, connection_limit },
-        JsServer::Granted { request, lease, fence, ttl, revoke_in } => ServerMessage::Granted {
+        JsServer::Welcome {
+            max_frame,
+            connection_limit,
+        } => ServerMessage::Welcome {
+            max_frame,
+            connection_limit,
+        },
+        JsServer::Granted {
+            request,
+            lease,
+            fence,
+            ttl,
+            revoke_in,
+        } => ServerMessage::Granted {
             request: unhex(&request, "request")?,
             lease: unhex(&lease, "lease")?,
             fence: fence as u64,
@@ -210,9 +316,15 @@ pub fn encode_server(id: u32, message: JsValue) -> Result<Vec<u8>, JsValue> {
             revoke_in: revoke_in as u64,
         },
         JsServer::Busy => ServerMessage::Busy,
-        JsServer::Renewed { ttl, revoke_in } => ServerMessage::Renewed { ttl, revoke_in: revoke_in as u64 },
+        JsServer::Renewed { ttl, revoke_in } => ServerMessage::Renewed {
+            ttl,
+            revoke_in: revoke_in as u64,
+        },
         JsServer::Done => ServerMessage::Done,
-        JsServer::Error { code, message } => ServerMessage::Error { code: code_of(&code)?, message },
+        JsServer::Error { code, message } => ServerMessage::Error {
+            code: code_of(&code)?,
+            message,
+        },
         JsServer::Inspected { entries } => ServerMessage::Inspected {
             entries: entries
                 .into_iter()
@@ -220,12 +332,19 @@ pub fn encode_server(id: u32, message: JsValue) -> Result<Vec<u8>, JsValue> {
                     semaphore: e.kind == "semaphore",
                     name: e.name,
                     key: e.key,
-                    holders: e.holders.into_iter().map(|h| (h.fence as u64, h.held_ms as u64)).collect(),
+                    holders: e
+                        .holders
+                        .into_iter()
+                        .map(|h| (h.fence as u64, h.held_ms as u64))
+                        .collect(),
                     waiting: e.waiting,
                 })
                 .collect(),
         },
-        JsServer::Lost { lease, code } => ServerMessage::Lost { lease: unhex(&lease, "lease")?, code: code_of(&code)? },
+        JsServer::Lost { lease, code } => ServerMessage::Lost {
+            lease: unhex(&lease, "lease")?,
+            code: code_of(&code)?,
+        },
     };
     Ok(wire::encode_server(id, &message))
 }
