@@ -28,6 +28,9 @@ say "TypeScript (strict)"
 say "the packed package under Node 20, Node 24 and Bun"
 bash tests/run-package-tests.sh
 
+say "leases over a connection between real processes (Node 20, Node 24, Bun)"
+bash tests/run-remote-tests.sh
+
 say "the CLI, installed from the packed package"
 bash tests/run-cli-tests.sh
 

@@ -40,6 +40,10 @@ export interface ConnectOptions {
 type ServerFrame = { id: number; type: string; [field: string]: unknown }
 
 const MAX_FRAME = 16 * 1024 * 1024
+/** How long past its wait a client waits for the server's own answer to a hold. */
+const WAIT_GRACE = 2_000
+/** How long `inspect()` waits for a server that cannot be reached. */
+const INSPECT_PATIENCE = 10_000
 
 
 /** The margin by which a client gives up before the server would. */
@@ -244,6 +248,24 @@ export class RemoteStore implements LeaseOwner {
       )
     }
     void this.#askHold(p)
+    if (p.wait !== null && p.wait > 0) {
+      // The server answers a wait that ran out; but if it cannot be reached, this side must. Past
+      // the wait and a grace for the server's own answer, a hold still unanswered gives up.
+      const timer = this.#clock.setTimeout(() => {
+        if (p.lease || this.#pending.get(p.request) !== p) return
+        this.#forget(p)
+        if (this.#socket) {
+          void this.#ask({ type: 'cancel', request: p.request })
+          p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
+        } else {
+          p.reject(new ClosedError(`${p.place()}: no answer from the server within the wait (${this.url} unreachable)`))
+        }
+      }, p.wait + WAIT_GRACE)
+      void p.promise.then(
+        () => this.#clock.clearTimeout(timer),
+        () => this.#clock.clearTimeout(timer),
+      )
+    }
     return p.promise
   }
 
@@ -295,6 +317,11 @@ export class RemoteStore implements LeaseOwner {
       // The first deadline counts from the grant's arrival.
       this.#extend(p, now, ttl)
       p.resolve(p.lease)
+    } else if (String(answer.lease) !== p.leaseId) {
+      // Asked again, the server granted a *new* lease: it no longer knew ours (it restarted). Ours is
+      // lost — someone may have held the key meanwhile — and the new one, which nobody holds, goes.
+      this.#lose(p, new LostError(`${p.place()}: lease lost: the server no longer knew it (it restarted)`))
+      void this.#ask({ type: 'release', lease: String(answer.lease) })
     } else {
       // Asked again after a reconnect: the same lease, its ttl counted from this answer.
       this.#extend(p, sentAt, ttl)
@@ -306,12 +333,27 @@ export class RemoteStore implements LeaseOwner {
     const deadline = from + ttl - margin(ttl)
     if (deadline <= p.deadline) return
     p.deadline = deadline
-    if (p.deadlineTimer !== undefined) this.#clock.clearTimeout(p.deadlineTimer)
-    p.deadlineTimer = this.#clock.setTimeout(() => {
-      if (this.#clock.now() >= p.deadline) this.#lose(p, new LostError(`${p.place()}: lease not renewed within its ttl`))
-    }, Math.max(0, deadline - this.#clock.now()))
+    this.#armDeadline(p)
     if (p.renewTimer !== undefined) this.#clock.clearTimeout(p.renewTimer)
     p.renewTimer = this.#clock.setTimeout(() => void this.#renew(p), Math.max(1, Math.floor(ttl / 3)))
+  }
+
+  /**
+   * A timer for the lease's deadline. Timers may fire a little early by this clock (they count whole
+   * milliseconds): one that does is set again for the rest, never dropped — a lease whose deadline
+   * passes unrenewed must be lost, or two holders could both believe they hold the key.
+   */
+  #armDeadline(p: Pending): void {
+    if (p.deadlineTimer !== undefined) this.#clock.clearTimeout(p.deadlineTimer)
+    p.deadlineTimer = this.#clock.setTimeout(
+      () => {
+        p.deadlineTimer = undefined
+        if (!p.lease || p.lease.lost || this.#byLocal.get(p.local) !== p) return
+        if (this.#clock.now() >= p.deadline) this.#lose(p, new LostError(`${p.place()}: lease not renewed within its ttl`))
+        else this.#armDeadline(p)
+      },
+      Math.max(0, Math.ceil(p.deadline - this.#clock.now())),
+    )
   }
 
   /** Renews a lease; retried (every ttl/10) until its deadline when the connection is down. */
@@ -409,12 +451,13 @@ export class RemoteStore implements LeaseOwner {
   /** The busy keys of the server's store. */
   async inspect(): Promise<KeyInfo[]> {
     if (this.#closed) throw new ClosedError(`inspect: ${this.#closed.message}`)
+    const until = this.#clock.now() + INSPECT_PATIENCE
     for (;;) {
       const answer = await this.#ask({ type: 'inspect' })
       if (answer.type === 'inspected') return answer.entries as KeyInfo[]
       if (answer.type === 'error') throw errorOf(String(answer.code), `inspect: ${String(answer.message)}`)
-      if (this.#closed || !this.#reconnect) throw new ClosedError(`inspect: ${this.url}: connection closed`)
-      await this.#reconnectLoop()
+      if (this.#closed || !this.#reconnect || this.#clock.now() >= until) throw new ClosedError(`inspect: ${this.url}: connection closed`)
+      await Promise.race([this.#reconnectLoop(), new Promise<void>(r => this.#clock.setTimeout(() => r(), Math.max(0, until - this.#clock.now())))])
     }
   }
 
@@ -542,6 +585,7 @@ export async function connectOn(transport: Transport | undefined, context: Conte
   if (typeof token !== 'string' || token.length === 0) {
     throw new InvalidError('connect: a token is required (option token, or the environment variable HOLDFAST_TOKEN)')
   }
+  if (new TextEncoder().encode(token).length > 1024) throw new InvalidError('connect: a token is at most 1024 bytes')
   const store = new RemoteStore(url, transport, token, o.reconnect !== false, (o.clock as Clock | undefined) ?? systemClock, context)
   await store._open()
   return store

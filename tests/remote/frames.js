@@ -1,0 +1,64 @@
+// The wire protocol, written again in plain JavaScript from its description (crate/engine/src/wire),
+// so that tests can speak to a server as a client in another language would, and send what no
+// well-behaved client sends. Integers little-endian; a string is a u16 byte length and UTF-8; an id
+// is 16 raw bytes; every frame starts with version (1), type, and a u32 correlation id.
+import { randomBytes } from 'node:crypto'
+
+export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07 }
+const SERVER = { 0x81: 'welcome', 0x82: 'granted', 0x83: 'busy', 0x84: 'renewed', 0x85: 'done', 0x86: 'error', 0x87: 'inspected', 0x88: 'lost' }
+const CODES = [undefined, 'in_use', 'lost', 'closed', 'invalid', 'limit', 'cancelled', 'storage', 'permission', 'protocol']
+
+class Writer {
+  parts = []
+  u8(v) { this.parts.push(Buffer.from([v])); return this }
+  u32(v) { const b = Buffer.alloc(4); b.writeUInt32LE(v); this.parts.push(b); return this }
+  u64(v) { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); this.parts.push(b); return this }
+  id(v) { if (v.length !== 16) throw new Error('an id is 16 bytes'); this.parts.push(Buffer.from(v)); return this }
+  str(s) { const b = Buffer.from(s, 'utf8'); this.u16(b.length); this.parts.push(b); return this }
+  u16(v) { const b = Buffer.alloc(2); b.writeUInt16LE(v); this.parts.push(b); return this }
+  bytes() { return Buffer.concat(this.parts) }
+}
+
+export const newId = () => randomBytes(16)
+
+function header(type, id) {
+  return new Writer().u8(1).u8(type).u32(id)
+}
+
+export const encode = {
+  hello: (id, token, client = 'raw-test') => header(CLIENT.hello, id).str(token).str(client).bytes(),
+  hold: (id, { semaphore = false, limit = 0, name, key, ttl = 30_000, maxHold = 0, wait = 2n ** 64n - 1n, request = newId() }) =>
+    header(CLIENT.hold, id).u8(semaphore ? 1 : 0).u32(limit).str(name).str(key).u32(ttl).u64(maxHold).u64(wait).id(request).bytes(),
+  renew: (id, lease) => header(CLIENT.renew, id).id(lease).bytes(),
+  release: (id, lease) => header(CLIENT.release, id).id(lease).bytes(),
+  cancel: (id, request) => header(CLIENT.cancel, id).id(request).bytes(),
+  inspect: id => header(CLIENT.inspect, id).bytes(),
+  goodbye: id => header(CLIENT.goodbye, id).bytes(),
+}
+
+/** Decodes a server's frame into `{ id, type, ... }` (enough of it for the tests). */
+export function decodeServer(buf) {
+  const b = Buffer.from(buf)
+  let at = 0
+  const u8 = () => b[at++]
+  const u32 = () => ((at += 4), b.readUInt32LE(at - 4))
+  const u64 = () => ((at += 8), Number(b.readBigUInt64LE(at - 8)))
+  const id = () => ((at += 16), b.subarray(at - 16, at))
+  const str = () => {
+    const n = b.readUInt16LE(at)
+    at += 2 + n
+    return b.subarray(at - n, at).toString('utf8')
+  }
+  if (u8() !== 1) throw new Error('not version 1')
+  const type = SERVER[u8()]
+  const frame = { id: u32(), type }
+  switch (type) {
+    case 'welcome': frame.maxFrame = u32(); frame.connectionLimit = u32(); break
+    case 'granted': frame.request = id(); frame.lease = id(); frame.fence = u64(); frame.ttl = u32(); frame.revokeIn = u64(); break
+    case 'renewed': frame.ttl = u32(); frame.revokeIn = u64(); break
+    case 'error': frame.code = CODES[u8()]; frame.message = str(); break
+    case 'lost': frame.lease = id(); frame.code = CODES[u8()]; break
+    case 'inspected': frame.count = u32(); break
+  }
+  return frame
+}

@@ -1,0 +1,223 @@
+// The harness of the remote tests: real processes (a server, clients, a TCP proxy) talking over real
+// sockets on 127.0.0.1 or Unix sockets, driven through their stdin and watched through their stdout
+// (one JSON line per event). Nothing is mocked.
+import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import WebSocket from 'ws'
+import { decodeServer } from './frames.js'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+
+/** The runtimes: the one running the tests, and those the runner names (else the same one). */
+export const RUNTIMES = {
+  node20: process.env.HOLDFAST_NODE20 || process.execPath,
+  node24: process.env.HOLDFAST_NODE24 || process.execPath,
+  bun: process.env.HOLDFAST_BUN || process.execPath,
+  self: process.execPath,
+}
+export const TOKEN = 'test-token-0123456789abcdef'
+export const sleep = ms => new Promise(r => setTimeout(r, ms))
+
+/** A temporary directory, removed by `cleanup()`. */
+export function tempDir(t, prefix = 'holdfast-remote-') {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix))
+  t?.after?.(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** A child process that speaks JSON lines; every event is kept, and `next()` waits for one. */
+export class Proc {
+  constructor(runtime, script, args, name = path.basename(script, '.js')) {
+    this.name = name
+    this.events = []
+    this.waiters = []
+    this.stderr = ''
+    this.child = spawn(runtime, [path.join(here, script), ...args], { cwd: here, stdio: ['pipe', 'pipe', 'pipe'] })
+    this.pid = this.child.pid
+    this.exited = new Promise(resolve =>
+      this.child.on('exit', (code, signal) => {
+        this.exit = { code, signal }
+        resolve(this.exit)
+        // Nothing more will come: whoever waits is told now, not at its timeout.
+        for (const w of [...this.waiters]) w.gone?.()
+      }),
+    )
+    this.child.stderr.on('data', d => (this.stderr += d))
+    this.child.stdin.on('error', () => {})
+    createInterface({ input: this.child.stdout }).on('line', line => {
+      let event
+      try {
+        event = JSON.parse(line)
+      } catch {
+        event = { ev: 'stdout', line }
+      }
+      this.events.push(event)
+      for (const w of [...this.waiters]) if (w.match(event)) w.resolve(event)
+    })
+  }
+
+  send(cmd) {
+    this.child.stdin.write(JSON.stringify(cmd) + '\n')
+  }
+
+  /** Sends a command and waits for the first event after it that matches. */
+  request(cmd, match, ms = 10_000) {
+    const since = this.events.length
+    this.send(cmd)
+    return this.next(match, ms, { since })
+  }
+
+  /** The first event (already seen, or to come) that matches; rejects after `ms`. */
+  next(match, ms = 10_000, { since = 0 } = {}) {
+    const m = typeof match === 'function' ? match : e => Object.entries(match).every(([k, v]) => e[k] === v)
+    const seen = this.events.slice(since).find(m)
+    if (seen) return Promise.resolve(seen)
+    if (this.exit) return Promise.reject(new Error(`${this.name}: exited (${JSON.stringify(this.exit)}); stderr: ${this.stderr.slice(-800)}`))
+    return new Promise((resolve, reject) => {
+      const w = { match: m }
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(w), 1)
+        reject(new Error(`${this.name}: no event ${JSON.stringify(typeof match === 'function' ? String(match) : match)} in ${ms}ms; events: ${JSON.stringify(this.events.slice(-8))}; stderr: ${this.stderr.slice(-800)}`))
+      }, ms)
+      w.resolve = e => {
+        clearTimeout(timer)
+        this.waiters.splice(this.waiters.indexOf(w), 1)
+        resolve(e)
+      }
+      w.gone = () => {
+        clearTimeout(timer)
+        this.waiters.splice(this.waiters.indexOf(w), 1)
+        reject(new Error(`${this.name}: exited (${JSON.stringify(this.exit)}) before event ${JSON.stringify(typeof match === 'function' ? String(match) : match)}; events: ${JSON.stringify(this.events.slice(-8))}; stderr: ${this.stderr.slice(-800)}`))
+      }
+      this.waiters.push(w)
+    })
+  }
+
+  /** Whether an event matching has been seen. */
+  saw(match) {
+    return this.events.some(e => Object.entries(match).every(([k, v]) => e[k] === v))
+  }
+
+  kill(signal = 'SIGKILL') {
+    try {
+      process.kill(this.pid, signal)
+    } catch {
+      // already gone
+    }
+  }
+
+  /** Ends the process (SIGKILL) and waits for it: the cleanup of every test. */
+  async stop() {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.kill('SIGCONT')
+      this.kill('SIGKILL')
+    }
+    await this.exited
+  }
+}
+
+/** Every process a test started, stopped after it. */
+export function procs(t) {
+  const list = []
+  t.after(() => Promise.all(list.map(p => p.stop())))
+  return p => (list.push(p), p)
+}
+
+/** Starts a server process; resolves once it listens: `{ proc, url }`. */
+export async function startServer(own, options = {}, runtime = RUNTIMES.self) {
+  const o = { token: TOKEN, ...(options.path === undefined ? { port: 0 } : {}), ...options }
+  const proc = own(new Proc(runtime, 'server.js', [JSON.stringify(o)], 'server'))
+  const { url } = await proc.next({ ev: 'listening' }, 15_000)
+  proc.url = url
+  return proc
+}
+
+/** The server's own view of its store: `store.inspect()` and its count of connections. */
+export async function serverInspect(server) {
+  const since = server.events.length
+  server.send({ op: 'inspect' })
+  return server.next({ ev: 'inspected' }, 5_000, { since })
+}
+
+/** The entry of one key in an inspection (or undefined when the key is idle). */
+export function entryOf(inspected, name, key) {
+  return inspected.entries.find(e => e.name === name && e.key === key)
+}
+
+/** Polls the server until `check(inspected)` is true; rejects after `ms`. */
+export async function untilServer(server, check, ms = 10_000, what = 'condition') {
+  const end = Date.now() + ms
+  for (;;) {
+    const inspected = await serverInspect(server)
+    if (check(inspected)) return inspected
+    if (Date.now() > end) throw new Error(`server: ${what} not met in ${ms}ms; last inspect: ${JSON.stringify(inspected)}`)
+    await sleep(20)
+  }
+}
+
+/** Starts a client agent on `runtime` and connects it (to `url`, unless `connect: false`). */
+export async function startAgent(own, name, runtime, url, { token = TOKEN, connect = true } = {}) {
+  const agent = own(new Proc(runtime, 'agent.js', [name], name))
+  await agent.next({ ev: 'ready' }, 15_000)
+  if (connect) {
+    agent.send({ op: 'connect', url, token })
+    const e = await agent.next(e => e.ev === 'connected' || e.ev === 'connect-error', 10_000)
+    if (e.ev !== 'connected') throw new Error(`${name}: connect failed: ${JSON.stringify(e.error)}`)
+  }
+  return agent
+}
+
+/** Asks an agent to hold a key; resolves once it says it asked (the hold is on its way). */
+export async function ask(agent, cmd) {
+  const since = agent.events.length
+  agent.send({ op: 'hold', ...cmd })
+  await agent.next({ ev: 'asked', id: cmd.id }, 5_000, { since })
+}
+
+/** Starts the TCP proxy: `{ proc, port }`. */
+export async function startProxy(own, target, { listen = 0, frames = false, holdOpen, pauseAccept } = {}) {
+  const proc = own(new Proc(RUNTIMES.self, 'proxy.js', [JSON.stringify({ listen, target, frames, holdOpen, pauseAccept })], 'proxy'))
+  const { port } = await proc.next({ ev: 'listening' }, 10_000)
+  proc.port = port
+  return proc
+}
+
+export const portOf = url => Number(new URL(url).port)
+
+/**
+ * A raw WebSocket client speaking frames.js: for what the package's client never sends. Keeps every
+ * decoded frame in `frames` and the close in `closed` ({ code, reason }).
+ */
+export async function rawClient(url) {
+  const target = url.startsWith('ws+unix://') ? `${url}:/` : url
+  const ws = new WebSocket(target)
+  const client = { ws, frames: [], closed: undefined, waiters: [] }
+  client.whenClosed = new Promise(resolve => ws.on('close', (code, reason) => resolve((client.closed = { code, reason: String(reason) }))))
+  ws.on('error', () => {})
+  ws.on('message', (data, isBinary) => {
+    const frame = isBinary ? decodeServer(data) : { type: 'text', text: String(data) }
+    client.frames.push(frame)
+    for (const w of [...client.waiters]) if (w.match(frame)) w.resolve(frame)
+  })
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  client.send = bytes => ws.send(bytes)
+  /** The answer to frame `id` (or any frame matching a function). */
+  client.answer = (match, ms = 5_000) => {
+    const m = typeof match === 'function' ? match : f => f.id === match
+    const seen = client.frames.find(m)
+    if (seen) return Promise.resolve(seen)
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`raw client: no answer in ${ms}ms; frames ${JSON.stringify(client.frames)}; closed ${JSON.stringify(client.closed)}`)), ms)
+      client.waiters.push({ match: m, resolve: f => (clearTimeout(timer), resolve(f)) })
+    })
+  }
+  client.close = () => ws.terminate()
+  return client
+}

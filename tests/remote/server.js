@@ -1,0 +1,34 @@
+// A store's server in its own process, for the remote tests: `RUNTIME server.js '<json options>'`.
+// Options: { dir (fileStorage; else memoryStorage), port, host, path, token, maxConnections,
+// connectionLimit }. Prints one JSON line `{ "ev": "listening", "url", "pid" }` when it listens, then
+// answers commands on stdin (one JSON object a line):
+//   { "op": "inspect" }      -> { "ev": "inspected", "entries": store.inspect(), "connections" }
+//   { "op": "close" }        -> closes the store (which answers its remote waiters and holders), then
+//                               the server; prints { "ev": "closed" } and exits
+// SIGTERM closes cleanly too. Every line it prints carries `t` (Date.now()).
+import { openStore, fileStorage, memoryStorage } from 'holdfast'
+import { createInterface } from 'node:readline'
+
+const o = JSON.parse(process.argv[2] ?? '{}')
+const say = event => process.stdout.write(JSON.stringify({ ...event, t: Date.now() }) + '\n')
+
+const store = await openStore({ storage: o.dir ? fileStorage(o.dir) : memoryStorage() })
+const options = { token: o.token }
+for (const k of ['port', 'host', 'path', 'maxConnections', 'connectionLimit']) if (o[k] !== undefined) options[k] = o[k]
+const server = await store.serve(options)
+say({ ev: 'listening', url: server.url, pid: process.pid })
+
+async function close() {
+  await store.close()
+  await server.close()
+  say({ ev: 'closed' })
+  process.exit(0)
+}
+
+createInterface({ input: process.stdin }).on('line', line => {
+  if (!line.trim()) return
+  const cmd = JSON.parse(line)
+  if (cmd.op === 'inspect') say({ ev: 'inspected', entries: store.inspect(), connections: server.connections })
+  else if (cmd.op === 'close') void close()
+})
+process.on('SIGTERM', () => void close())

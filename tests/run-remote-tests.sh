@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The remote tests (tests/remote): leases over a connection (LOCK-05) with real processes and real
+# sockets on 127.0.0.1 — a server process, client processes on Node 20, Node 24 and Bun, a TCP proxy to
+# drop connections, kill -9, SIGSTOP/SIGCONT, raw WebSocket clients sending junk. Like
+# run-package-tests.sh, it tests the package as users get it: `npm pack` of npm/, installed into a fresh
+# project. The test files run under Node 20 (the machine's node) and again under Bun (`bun test`), where
+# the server, the proxy and the in-process clients run on Bun too; the client processes they start use
+# the runtime each test names. SQLite is node:sqlite (Node 24) and bun:sqlite (Bun): nothing to build.
+# Build the package first (npm/build.sh). Runtimes: tests/runtimes (npm install there).
+#   RUNTIMES="node20 bun"   which runners to run the test files under (default: both)
+#   FILES="lock05-endings"  only these test files (names without .test.js)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+runtimes=${RUNTIMES:-"node20 bun"}
+bin="$root/tests/runtimes/node_modules/.bin"
+work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-remotetest.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+(cd "$root/npm" && npm pack --silent --pack-destination "$work" >/dev/null)
+tarball=$(ls "$work"/holdfast-*.tgz)
+echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
+
+mkdir "$work/project"
+cp "$root"/tests/remote/*.js "$work/project/"
+cd "$work/project"
+printf '{ "name": "holdfast-remote-user", "private": true, "type": "module" }\n' > package.json
+# ws is holdfast's own dependency; the raw test clients import it too.
+npm install --no-audit --no-fund --silent "$tarball"
+if [ -n "${FILES:-}" ]; then tests=$(for f in $FILES; do echo "$f.test.js"; done); else tests=$(ls *.test.js); fi
+
+export HOLDFAST_NODE20=$(command -v node) HOLDFAST_NODE24="$bin/node" HOLDFAST_BUN="$bin/bun"
+status=0
+for rt in $runtimes; do
+  case $rt in
+    node20) cmd=(node --test --test-concurrency=1 --test-reporter=spec $tests) ;;
+    bun) cmd=("$bin/bun" test --timeout 60000 $(printf './%s ' $tests)) ;;
+    *) echo "unknown runtime $rt"; exit 2 ;;
+  esac
+  echo "== remote tests under $rt: $("${cmd[0]}" --version) (clients: node $("$HOLDFAST_NODE20" --version), node $("$HOLDFAST_NODE24" --version), bun $("$HOLDFAST_BUN" --version))"
+  if ! "${cmd[@]}" 2>&1 | sed "s/^/[remote $rt] /"; then status=1; fi
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+done
+exit $status
