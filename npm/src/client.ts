@@ -33,6 +33,8 @@ export interface ConnectOptions {
   token?: string
   /** Reconnect after a dropped connection (default true). */
   reconnect?: boolean
+  /** For `wss://`: PEM certificates to trust besides the system's (a server's self-signed one). */
+  ca?: string | Uint8Array
   /** @internal for tests */
   clock?: Clock
 }
@@ -91,6 +93,7 @@ export class RemoteStore implements LeaseOwner {
   readonly #transport: Transport
   readonly #token: string
   readonly #reconnect: boolean
+  readonly #ca: string | Uint8Array | undefined
   readonly #clock: Clock
   readonly #context: ContextStorage | undefined
   #socket: Socket | undefined
@@ -107,8 +110,9 @@ export class RemoteStore implements LeaseOwner {
   #reconnecting: Promise<void> | undefined
 
   /** @internal Use `connect()`. */
-  constructor(url: string, transport: Transport, token: string, reconnect: boolean, clock: Clock, context: ContextStorage | undefined) {
+  constructor(url: string, transport: Transport, token: string, reconnect: boolean, clock: Clock, context: ContextStorage | undefined, ca?: string | Uint8Array) {
     this.url = url
+    this.#ca = ca
     this.#transport = transport
     this.#token = token
     this.#reconnect = reconnect
@@ -120,7 +124,7 @@ export class RemoteStore implements LeaseOwner {
   async _open(): Promise<void> {
     let socket: Socket
     try {
-      socket = await this.#transport.dial(this.url, { maxPayload: MAX_FRAME })
+      socket = await this.#transport.dial(this.url, { maxPayload: MAX_FRAME, ...(this.#ca ? { ca: this.#ca } : {}) })
     } catch (error) {
       throw new ClosedError(`connect ${this.url}: cannot reach the server: ${(error as Error)?.message ?? error}`, { cause: error })
     }
@@ -575,7 +579,7 @@ function resourceOf(store: RemoteStore, kind: 'lock' | 'semaphore', name: string
 
 /** Connects to a store's server over `transport`. */
 export async function connectOn(transport: Transport | undefined, context: ContextStorage | undefined, url: unknown, options?: ConnectOptions): Promise<RemoteStore> {
-  const o = checkOptions(options, 'connect', ['token', 'reconnect', 'clock'])
+  const o = checkOptions(options, 'connect', ['token', 'reconnect', 'clock', 'ca'])
   if (!transport) throw new InvalidError('connect: this runtime has no client transport')
   if (typeof url !== 'string' || !/^(wss?:\/\/|wss?\+unix:\/\/)/.test(url)) {
     throw new InvalidError(`connect: url ${JSON.stringify(url)} must start with ws://, wss:// or ws+unix://`)
@@ -586,7 +590,8 @@ export async function connectOn(transport: Transport | undefined, context: Conte
     throw new InvalidError('connect: a token is required (option token, or the environment variable HOLDFAST_TOKEN)')
   }
   if (new TextEncoder().encode(token).length > 1024) throw new InvalidError('connect: a token is at most 1024 bytes')
-  const store = new RemoteStore(url, transport, token, o.reconnect !== false, (o.clock as Clock | undefined) ?? systemClock, context)
+  if (o.ca !== undefined && typeof o.ca !== 'string' && !(o.ca instanceof Uint8Array)) throw new InvalidError('connect: option ca must be PEM text or bytes')
+  const store = new RemoteStore(url, transport, token, o.reconnect !== false, (o.clock as Clock | undefined) ?? systemClock, context, o.ca as string | Uint8Array | undefined)
   await store._open()
   return store
 }

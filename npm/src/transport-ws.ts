@@ -76,9 +76,9 @@ export const wsTransport: Transport = {
     }
   },
 
-  async dial(url: string, options: { maxPayload: number }): Promise<Socket> {
+  async dial(url: string, options: { maxPayload: number; ca?: string | Uint8Array }): Promise<Socket> {
     const { WebSocket } = await import('ws')
-    const ws = new WebSocket(wsTarget(url), { maxPayload: options.maxPayload })
+    const ws = new WebSocket(wsTarget(url), { maxPayload: options.maxPayload, ...(options.ca ? { ca: pem(options.ca) } : {}) })
     await new Promise<void>((resolve, reject) => {
       ws.once('open', resolve)
       ws.once('error', reject)

@@ -32,6 +32,7 @@ export interface Listener {
 
 export interface Transport {
   listen(options: ListenOptions, onSocket: (socket: Socket) => void): Promise<Listener>
-  /** Connects to `url` (`ws://`, `wss://`, `ws+unix://PATH`); rejects when it cannot. */
-  dial(url: string, options: { maxPayload: number }): Promise<Socket>
+  /** Connects to `url` (`ws://`, `wss://`, `ws+unix://PATH`); rejects when it cannot. `ca`: PEM
+   * certificates to trust for `wss://`, besides the system's. */
+  dial(url: string, options: { maxPayload: number; ca?: string | Uint8Array }): Promise<Socket>
 }

@@ -276,3 +276,25 @@ test('remote: bad input is refused before anything is sent', async () => {
   await assert.rejects(l.hold('', () => 1), InvalidError)
   await s.close()
 })
+
+test('remote: serve({ tls }) serves wss://, and a client that trusts the certificate (option ca) holds keys over it', async () => {
+  const { execFileSync } = await import('node:child_process')
+  const { mkdtempSync, readFileSync, rmSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const dir = mkdtempSync(join(tmpdir(), 'holdfast-tls-'))
+  try {
+    // A self-signed certificate for 127.0.0.1, made here with the machine's openssl.
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' })
+    const cert = readFileSync(join(dir, 'cert.pem'), 'utf8')
+    const key = readFileSync(join(dir, 'key.pem'), 'utf8')
+    const s = await served({ tls: { cert, key } })
+    assert.match(s.server.url, /^wss:\/\//)
+    await assert.rejects(connect(s.server.url, { token: TOKEN, reconnect: false }), ClosedError, 'an untrusted certificate is refused')
+    const { client } = await s.client({ ca: cert })
+    assert.equal(await client.lock('x').hold('k', lease => lease.fence), 1)
+    await s.close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
