@@ -8,7 +8,8 @@
 //   close()                async; frees the library's resources at the end of the child process
 //
 // Every adapter is created inside the child process that measures it, so no library shares a heap or a
-// JIT profile with another. Only `makeAdapter(name)` loads a library.
+// JIT profile with another. Only `makeAdapter(name)` and `makeRemoteAdapter(name, where)` (the remote
+// workloads R1-R3, further down) load a library.
 
 import { readFileSync, realpathSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -122,5 +123,140 @@ export async function makeAdapter(name) {
 
     default:
       throw new Error(`unknown adapter ${JSON.stringify(name)} (known: ${ADAPTERS.join(', ')})`)
+  }
+}
+
+// ---------------------------------------------------------------- remote adapters (R1-R3)
+//
+// A lock service reached over loopback, from a client process. The interface of the remote workloads:
+//
+//   hold(key, fn)          waits for key as long as it takes, runs fn, lets go; resolves to fn's result
+//   tryHold(key, fn)       never waits: { acquired: false } or { acquired: true, value }
+//   sync(key)              resolves once everything this client sent before has reached the server
+//                          (a round trip on the same connection, answered in order); for holdfast, to
+//                          the number of holds waiting in line for key as the server then saw it
+//   fifo                   whether the library promises first-come, first-served (a FIFO violation
+//                          fails only such a library; for the others it is reported)
+//   close()                async; ends the client (holdfast: says goodbye, which lets its leases go)
+//
+// Lock keys live under one name: holdfast's lock 'bench', Redis keys 'bench:KEY' (redis-semaphore adds
+// its own 'mutex:' prefix), so that the parent can count what is left on the server after a measurement.
+
+export const REMOTE_ADAPTERS = ['holdfast', 'redis-semaphore', 'redlock']
+
+export const REMOTE_DESCRIPTIONS = {
+  'holdfast': "connect(url, { token }); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold; server: openStore({ storage: memoryStorage() }).serve() in its own process",
+  'redis-semaphore': 'new Mutex(client, key, { lockTimeout: 10s, acquireTimeout: 60s, retryInterval: 10ms }) per hold; acquire/release; try = tryAcquire()',
+  'redlock': 'new Redlock([client], { retryCount: -1, retryDelay: 10, retryJitter: 5 }); acquire([key], 10s)/release; try = { retryCount: 0 }',
+}
+
+/** Version text of a remote adapter's packages, or null when one is not installed. */
+export function remoteVersion(name) {
+  if (name === 'holdfast') return packageInfo('holdfast')?.version ?? null
+  const lib = packageInfo(name)
+  const ioredis = packageInfo('ioredis')
+  return lib && ioredis ? `${lib.version} + ioredis ${ioredis.version}` : null
+}
+
+/** A remote adapter, made inside the client process that uses it: `{ url, token }` for holdfast, `{ redis }` (a redis:// URL) for the others. */
+export async function makeRemoteAdapter(name, { url, token, redis }) {
+  switch (name) {
+    case 'holdfast': {
+      const { connect } = await import('holdfast')
+      const remote = await connect(url, { token })
+      const l = remote.lock('bench', { ttl: '30s', wait: Infinity })
+      return {
+        fifo: true,
+        hold: (key, fn) => l.hold(key, fn),
+        tryHold: (key, fn) => l.tryHold(key, fn),
+        // inspect() travels on the same connection as the holds sent before it, and the server
+        // answers frames of one connection in order: its answer comes after theirs were handled.
+        sync: async (key) => {
+          const entries = await remote.inspect()
+          return entries.find((e) => e.name === 'bench' && e.key === key)?.waiting ?? 0
+        },
+        close: () => remote.close(),
+      }
+    }
+
+    case 'redis-semaphore':
+    case 'redlock': {
+      const { default: Redis } = await import('ioredis')
+      const client = new Redis(redis, { lazyConnect: true, maxRetriesPerRequest: 1 })
+      await client.connect()
+      // ioredis sends each command at once, in order, on one connection: a PING answered after a
+      // command was sent means that command reached the server first.
+      const sync = async () => {
+        await client.ping()
+        return undefined
+      }
+      const close = async () => {
+        await client.quit()
+      }
+      if (name === 'redis-semaphore') {
+        const { Mutex } = await import('redis-semaphore')
+        const OPTIONS = { lockTimeout: 10_000, acquireTimeout: 60_000, retryInterval: 10 }
+        const TRY = { ...OPTIONS, acquireAttemptsLimit: 1 }
+        return {
+          fifo: false,
+          hold: async (key, fn) => {
+            const m = new Mutex(client, `bench:${key}`, OPTIONS)
+            await m.acquire()
+            try {
+              return await fn()
+            } finally {
+              await m.release()
+            }
+          },
+          tryHold: async (key, fn) => {
+            const m = new Mutex(client, `bench:${key}`, TRY)
+            if (!(await m.tryAcquire())) return NOT
+            try {
+              return { acquired: true, value: await fn() }
+            } finally {
+              await m.release()
+            }
+          },
+          sync,
+          close,
+        }
+      }
+      const { default: Redlock, ExecutionError } = await import('redlock')
+      const redlock = new Redlock([client], { retryCount: -1, retryDelay: 10, retryJitter: 5 })
+      // Redlock emits 'error' for every attempt that found the key locked; unheard, an EventEmitter
+      // would throw it (redlock's README says to listen).
+      redlock.on('error', () => {})
+      const TRY = { retryCount: 0 }
+      return {
+        fifo: false,
+        hold: async (key, fn) => {
+          const lock = await redlock.acquire([`bench:${key}`], 10_000)
+          try {
+            return await fn()
+          } finally {
+            await lock.release()
+          }
+        },
+        tryHold: async (key, fn) => {
+          let lock
+          try {
+            lock = await redlock.acquire([`bench:${key}`], 10_000, TRY)
+          } catch (error) {
+            if (error instanceof ExecutionError) return NOT
+            throw error
+          }
+          try {
+            return { acquired: true, value: await fn() }
+          } finally {
+            await lock.release()
+          }
+        },
+        sync,
+        close,
+      }
+    }
+
+    default:
+      throw new Error(`unknown remote adapter ${JSON.stringify(name)} (known: ${REMOTE_ADAPTERS.join(', ')})`)
   }
 }

@@ -1,4 +1,5 @@
-// holdfast benchmark: holdfast side by side with async-lock and async-mutex (and a no-lock floor).
+// holdfast benchmark: holdfast side by side with async-lock and async-mutex (and a no-lock floor), and
+// over loopback (holdfast's server) side by side with redis-semaphore and redlock on a local redis-server.
 //
 // Method
 //   - Each measurement is one fresh child process running one workload against one adapter
@@ -17,24 +18,45 @@
 //     assertions; BENCH_TIMEOUT only stops a child that hangs.
 //   - `bare` (no lock) is the floor of a promise round trip; its checks are expected to fail and are
 //     shown as "floor".
+//   - The remote workloads R1-R3 (see remote.mjs) run the same way, interleaved and reversed, but each
+//     measurement is several fresh processes: holdfast's server (`bench.mjs --serve`, one per
+//     measurement) and one or two clients (`bench.mjs --remote-child ADAPTER`), all on 127.0.0.1. The
+//     Redis libraries use one redis-server for the run (started here on a free port, no persistence,
+//     installed by redis.sh when missing, emptied before each measurement, shut down at the end). Their
+//     ratios are holdfast ÷ redis-semaphore and holdfast ÷ redlock. A FIFO violation fails holdfast
+//     (which promises FIFO) and is reported for the Redis libraries (which do not).
 //
 // Run it with `bash tests/bench/run.sh` (installs the packages, then runs this file). Environment:
 //   BENCH_ROUNDS   rounds (default 5)            BENCH_SCALE     multiplies every N (default 1)
-//   BENCH_ONLY     workloads, e.g. W1,W3          BENCH_ADAPTERS  adapters, e.g. async-lock,holdfast
-//   BENCH_TIMEOUT  seconds before a child is killed as hung (default 300)
+//   BENCH_ONLY     workloads, e.g. W1,W3 or R1,R2,R3 (default: W1-W5, the in-process ones)
+//   BENCH_REMOTE   1: the remote workloads R1-R3 alone (as BENCH_ONLY=R1,R2,R3)
+//   BENCH_ADAPTERS adapters, e.g. async-lock,holdfast,redlock
+//   BENCH_TIMEOUT  seconds before a child is killed as hung (default 300; for R, per measurement)
+//   BENCH_CPU_PROF a directory: the processes of remote measurements run with --cpu-prof and write
+//                  their profiles there, named WORKLOAD-ADAPTER-ROUND-ROLE.cpuprofile (ROLE: server, A, B);
+//                  BENCH_CPU_PROF_INTERVAL sets the sampling interval in µs (node's default: 1000).
+//                  `node cpuprofile.mjs FILE...` summarizes them.
+//   BENCH_REDIS_SERVER  the redis-server binary (default: redis-server on PATH, installed by redis.sh)
 //   HOLDFAST_SKIP  set by run.sh when holdfast is not built: holdfast is listed as not run, with the reason
 
 import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { ADAPTERS, DESCRIPTIONS, makeAdapter, packageInfo } from './adapters.mjs'
-import { WORKLOADS } from './workloads.mjs'
+import { ADAPTERS, DESCRIPTIONS, REMOTE_ADAPTERS, REMOTE_DESCRIPTIONS, makeAdapter, packageInfo, remoteVersion } from './adapters.mjs'
+import { REMOTE_WORKLOADS, measureRemote, remoteChild, serveChild, startRedis } from './remote.mjs'
+import { WORKLOADS as LOCAL_WORKLOADS } from './workloads.mjs'
 
 const env = process.env
 const isBun = typeof process.versions.bun === 'string'
 
+const WORKLOADS = { ...LOCAL_WORKLOADS, ...REMOTE_WORKLOADS }
+const isRemote = (w) => w in REMOTE_WORKLOADS
+
 if (process.argv[2] === '--child') await child(process.argv[3], process.argv[4])
-else process.exitCode = parent()
+else if (process.argv[2] === '--remote-child') await remoteChild(process.argv[3])
+else if (process.argv[2] === '--serve') await serveChild()
+else process.exitCode = await parent()
 
 // ---------------------------------------------------------------- child: one measurement
 
@@ -52,13 +74,20 @@ async function child(workload, name) {
 
 // ---------------------------------------------------------------- parent: rounds, table, exit code
 
-function parent() {
+async function parent() {
   const started = Date.now()
   const rounds = Math.max(1, parseInt(env.BENCH_ROUNDS ?? '5', 10))
   const scale = Number(env.BENCH_SCALE ?? 1)
   const timeoutMs = Number(env.BENCH_TIMEOUT ?? 300) * 1000
-  const workloads = list(env.BENCH_ONLY, Object.keys(WORKLOADS))
-  const wanted = list(env.BENCH_ADAPTERS, ADAPTERS)
+  const localNames = Object.keys(LOCAL_WORKLOADS)
+  const remoteNames = Object.keys(REMOTE_WORKLOADS)
+  const workloads = list(env.BENCH_ONLY ?? (env.BENCH_REMOTE === '1' ? remoteNames.join(',') : undefined), [...localNames, ...remoteNames], localNames)
+  const anyLocal = workloads.some((w) => !isRemote(w))
+  const anyRemote = workloads.some(isRemote)
+  const allAdapters = [...new Set([...ADAPTERS, ...REMOTE_ADAPTERS])]
+  const picked = list(env.BENCH_ADAPTERS, allAdapters)
+  const wanted = anyLocal ? ADAPTERS.filter((a) => picked.includes(a)) : []
+  const wantedRemote = anyRemote ? REMOTE_ADAPTERS.filter((a) => picked.includes(a)) : []
   const runtimeFlags = isBun ? [] : ['--expose-gc']
 
   // Which adapters run, and why the others do not.
@@ -71,6 +100,21 @@ function parent() {
   }
   const adapters = wanted.filter((a) => !(a in skipped))
 
+  // The remote side: redis-server for the Redis libraries, a token for holdfast's server.
+  const remoteInfo = {}
+  const remoteSkipped = {}
+  let redis
+  for (const a of wantedRemote) {
+    if (a === 'holdfast' && env.HOLDFAST_SKIP) remoteSkipped[a] = env.HOLDFAST_SKIP
+    else if (!(remoteInfo[a] = remoteVersion(a))) remoteSkipped[a] = `not installed (run tests/bench/run.sh)`
+  }
+  if (wantedRemote.some((a) => a !== 'holdfast' && !(a in remoteSkipped))) {
+    redis = await startRedis()
+    if (redis.skip) for (const a of wantedRemote) if (a !== 'holdfast' && !(a in remoteSkipped)) remoteSkipped[a] = redis.skip
+  }
+  const remoteAdapters = wantedRemote.filter((a) => !(a in remoteSkipped))
+  const remoteCtx = { runtimeFlags, timeoutMs, scale, token: randomBytes(16).toString('hex'), redisUrl: redis?.url, redisPort: redis?.port, round: 0 }
+
   const cpus = os.cpus()
   const runtime = isBun ? `bun ${process.versions.bun} (JavaScriptCore)` : `node ${process.version} (v8 ${process.versions.v8})`
   const say = (line = '') => console.log(line)
@@ -80,62 +124,89 @@ function parent() {
   say(`rounds ${rounds}; scale ${scale}; workloads ${workloads.join(',')}`)
   say(`ops/s = median over rounds [min..max]; ns/op = 1e9/median; "vs X" = ops/s ÷ X's ops/s (>1 faster than X)`)
   say()
-  say('adapters:')
-  for (const a of wanted) {
-    if (a in skipped) say(`  ${pad(a, 14)}(not run: ${skipped[a]})`)
-    else say(`  ${pad(a, 14)}${pad(info[a].version, 7)} ${DESCRIPTIONS[a]}${a === 'holdfast' ? ` [${info[a].dir}]` : ''}`)
+  if (anyLocal) {
+    say('adapters:')
+    for (const a of wanted) {
+      if (a in skipped) say(`  ${pad(a, 14)}(not run: ${skipped[a]})`)
+      else say(`  ${pad(a, 14)}${pad(info[a].version, 7)} ${DESCRIPTIONS[a]}${a === 'holdfast' ? ` [${info[a].dir}]` : ''}`)
+    }
+  }
+  if (anyRemote) {
+    if (anyLocal) say()
+    say(`remote adapters (R1-R3; every process on this machine, over 127.0.0.1, sharing its ${cpus.length} CPU):`)
+    for (const a of wantedRemote) {
+      if (a in remoteSkipped) say(`  ${pad(a, 16)}(not run: ${remoteSkipped[a]})`)
+      else say(`  ${pad(a, 16)}${pad(remoteInfo[a], 7)} ${REMOTE_DESCRIPTIONS[a]}`)
+    }
+    if (redis?.url) say(`  redis-server ${redis.version} at ${redis.url} (--save '' --appendonly no; one for the run, FLUSHALL before each measurement)`)
+    if (remoteAdapters.includes('holdfast')) say(`  holdfast server: a fresh process per measurement (bench.mjs --serve), ws://127.0.0.1:<free port>`)
+    if (env.BENCH_CPU_PROF) say(`  CPU profiles of the remote processes in ${env.BENCH_CPU_PROF} (--cpu-prof: speeds are lower)`)
   }
 
-  // Measure: rounds x workloads x adapters, each a fresh child.
+  // Measure: rounds x workloads x adapters, each a fresh child (remote: fresh processes).
+  const adaptersOf = (w) => (isRemote(w) ? remoteAdapters : adapters)
   const results = {} // results[w][a] = [result per round]
-  for (const w of workloads) results[w] = Object.fromEntries(adapters.map((a) => [a, []]))
-  for (let r = 0; r < rounds; r++) {
-    const order = r % 2 === 0 ? adapters : [...adapters].reverse()
-    for (const w of workloads)
-      for (const a of order) {
-        if (process.stderr.isTTY) process.stderr.write(`\rround ${r + 1}/${rounds} ${w} ${pad(a, 12)}`)
-        results[w][a].push(measure(w, a, runtimeFlags, timeoutMs))
+  for (const w of workloads) results[w] = Object.fromEntries(adaptersOf(w).map((a) => [a, []]))
+  try {
+    for (let r = 0; r < rounds; r++) {
+      remoteCtx.round = r + 1
+      for (const w of workloads) {
+        const order = r % 2 === 0 ? adaptersOf(w) : [...adaptersOf(w)].reverse()
+        for (const a of order) {
+          if (process.stderr.isTTY) process.stderr.write(`\rround ${r + 1}/${rounds} ${w} ${pad(a, 16)}`)
+          results[w][a].push(isRemote(w) ? await measureRemote(w, a, remoteCtx) : measure(w, a, runtimeFlags, timeoutMs))
+        }
       }
-    if (!process.stderr.isTTY) process.stderr.write(`round ${r + 1}/${rounds} done\n`)
+      if (!process.stderr.isTTY) process.stderr.write(`round ${r + 1}/${rounds} done\n`)
+    }
+  } finally {
+    await redis?.stop?.()
   }
-  if (process.stderr.isTTY) process.stderr.write('\r' + ' '.repeat(40) + '\r')
+  if (process.stderr.isTTY) process.stderr.write('\r' + ' '.repeat(48) + '\r')
 
   // Report.
   const failures = []
   const medians = {} // medians[w][a] = ops/s
   for (const w of workloads) {
     medians[w] = {}
+    // The columns "vs X": the in-process competitors, or the Redis libraries for the remote workloads.
+    const [x, y] = isRemote(w) ? ['redis-semaphore', 'redlock'] : ['async-lock', 'async-mutex']
+    const width = isRemote(w) ? 16 : 14
     say()
     say(`## ${w} ${WORKLOADS[w].title}`)
     say(`   sizes: ${WORKLOADS[w].sizes(scale)}`)
-    say(`${pad('adapter', 14)}${lpad('ops/s', 9)}${lpad('[min..max]', 18)}${lpad('ns/op', 10)}${lpad('vs async-lock', 15)}${lpad('vs async-mutex', 16)}   ${pad('check', 7)}notes`)
-    const rows = adapters.map((a) => ({ a, ...summarize(a, results[w][a]) }))
+    say(`${pad('adapter', width)}${lpad('ops/s', 9)}${lpad('[min..max]', 18)}${lpad('ns/op', 10)}${lpad(`vs ${x}`, x.length + 5)}${lpad(`vs ${y}`, y.length + 5)}   ${pad('check', 7)}notes`)
+    const rows = adaptersOf(w).map((a) => ({ a, ...summarize(a, results[w][a]) }))
     for (const row of rows) if (row.median !== undefined) medians[w][row.a] = row.median
     for (const row of rows) {
       if (row.check === 'FAIL' || row.check === 'ERROR') failures.push(`${w} ${row.a}: ${row.notes}`)
       if (row.median === undefined) {
-        say(`${pad(row.a, 14)}${lpad('—', 9)}${' '.repeat(18 + 10 + 15 + 16)}   ${pad(row.check, 7)}${row.notes}`)
+        say(`${pad(row.a, width)}${lpad('—', 9)}${' '.repeat(18 + 10 + x.length + 5 + y.length + 5)}   ${pad(row.check, 7)}${row.notes}`)
         continue
       }
       const vs = (b) => (medians[w][b] === undefined || b === row.a ? '' : ratio(row.median / medians[w][b]))
       say(
-        `${pad(row.a, 14)}${lpad(fmtOps(row.median), 9)}${lpad(`[${fmtOps(row.min)}..${fmtOps(row.max)}]`, 18)}` +
-          `${lpad(fmtNs(1e9 / row.median), 10)}${lpad(vs('async-lock'), 15)}${lpad(vs('async-mutex'), 16)}   ${pad(row.check, 7)}${row.notes}`,
+        `${pad(row.a, width)}${lpad(fmtOps(row.median), 9)}${lpad(`[${fmtOps(row.min)}..${fmtOps(row.max)}]`, 18)}` +
+          `${lpad(fmtNs(1e9 / row.median), 10)}${lpad(vs(x), x.length + 5)}${lpad(vs(y), y.length + 5)}   ${pad(row.check, 7)}${row.notes}`,
       )
     }
   }
 
   say()
   say('## ratios (holdfast ops/s ÷ competitor ops/s; >1 = holdfast faster)')
-  if (!adapters.includes('holdfast')) say(`holdfast not run: ${skipped.holdfast ?? 'not selected (BENCH_ADAPTERS)'}`)
-  else
-    for (const w of workloads) {
-      const other = w === 'W4' ? 'async-mutex' : 'async-lock'
+  const ran = (w) => (isRemote(w) ? remoteAdapters : adapters).includes('holdfast')
+  if (anyLocal && !adapters.includes('holdfast')) say(`holdfast not run: ${skipped.holdfast ?? 'not selected (BENCH_ADAPTERS)'}`)
+  if (anyRemote && !remoteAdapters.includes('holdfast')) say(`holdfast (remote) not run: ${remoteSkipped.holdfast ?? 'not selected (BENCH_ADAPTERS)'}`)
+  for (const w of workloads) {
+    if (!ran(w)) continue
+    const others = isRemote(w) ? ['redis-semaphore', 'redlock'] : [w === 'W4' ? 'async-mutex' : 'async-lock']
+    for (const other of others) {
       const h = medians[w].holdfast
       const o = medians[w][other]
       const text = h === undefined || o === undefined ? '—' : `${ratio(h / o)}   (holdfast ${fmtOps(h)}, ${other} ${fmtOps(o)})`
-      say(`${pad(w, 4)}holdfast ÷ ${pad(other, 13)}${text}`)
+      say(`${pad(w, 4)}holdfast ÷ ${pad(other, isRemote(w) ? 17 : 13)}${text}`)
     }
+  }
 
   say()
   if (failures.length === 0) say('result: PASS (no correctness failure; speed is reported, never judged)')
@@ -183,8 +254,8 @@ function summarize(a, rs) {
 
 // ---------------------------------------------------------------- formatting
 
-function list(text, all) {
-  if (!text) return all
+function list(text, all, byDefault = all) {
+  if (!text) return byDefault
   const picked = text.split(',').map((s) => s.trim()).filter(Boolean)
   const unknown = picked.filter((s) => !all.includes(s))
   if (unknown.length) throw new Error(`unknown ${unknown.join(', ')} (known: ${all.join(', ')})`)

@@ -8,6 +8,10 @@
 # relative to this folder, after `bash npm/build.sh`). A relative path given by the caller is taken from
 # the caller's working directory. When it is not built, the competitors still run and holdfast is listed
 # as "not run: not built". Other options (BENCH_ROUNDS, BENCH_SCALE, BENCH_ONLY, ...) are read by bench.mjs.
+#
+#   BENCH_REMOTE=1 bash tests/bench/run.sh        # the remote workloads alone: holdfast's server over
+#                                                 # 127.0.0.1 beside redis-semaphore and redlock on a local
+#                                                 # redis-server (installed by redis.sh when missing)
 set -euo pipefail
 
 caller="$PWD"

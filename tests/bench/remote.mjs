@@ -1,0 +1,659 @@
+// Remote workloads (R1-R3): a lock service reached over loopback, holdfast's server side by side with
+// redis-semaphore and redlock on a local redis-server. Each measurement runs in fresh processes:
+//
+//   - holdfast's server: `bench.mjs --serve`, one process per measurement (openStore({ storage:
+//     memoryStorage() }).serve() on a free port of 127.0.0.1), stopped after it;
+//   - redis-server: one for the whole run (started by the parent on a free port of 127.0.0.1 with no
+//     persistence, emptied with FLUSHALL before each measurement, shut down at the end);
+//   - clients: `bench.mjs --remote-child ADAPTER`, one or two per measurement, driven by the parent
+//     through JSON lines on stdin/stdout. They warm up and collect garbage before the timed part.
+//
+// Checks are made on what the processes record, never on speed:
+//   - entries and exits are appended by the holders themselves, inside fn, to a log file opened with
+//     O_APPEND and shared by the client processes of a measurement; the kernel orders these appends,
+//     so the log is the real-time order of entries and exits. From it the parent reads the entry order
+//     (R2) and how many holders were ever inside one key at once (R2, R3);
+//   - after the clients closed, the server must list no busy key (holdfast: the server's inspect();
+//     Redis: DBSIZE, since every lock key is removed when released).
+//
+// Times that cross processes are `performance.timeOrigin + performance.now()` (ms, µs resolution):
+// every process on the machine counts from the same wall clock with a monotonic clock.
+//
+// Each result's notes end with `cpu/op`: the CPU time (user + system) that the clients and the lock
+// service (holdfast's server, or redis-server) used over the timed part, per hold, and the system
+// (kernel: sockets) share of it. On a shared machine ops/s moves with the neighbours' load; CPU per
+// op moves much less, and says which side does the work. (Short parts, R2's, have a coarse user/system
+// split: the kernel may sample it per tick.)
+
+import { spawn, spawnSync } from 'node:child_process'
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import net from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { makeRemoteAdapter } from './adapters.mjs'
+import { gc } from './workloads.mjs'
+
+const env = process.env
+const here = path.dirname(fileURLToPath(import.meta.url))
+const script = path.join(here, 'bench.mjs')
+const clock = () => performance.timeOrigin + performance.now()
+const n = (base, scale) => Math.max(1, Math.round(base * scale))
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+// ---------------------------------------------------------------- the workloads (parent side)
+
+export const REMOTE_WORKLOADS = {
+  R1: {
+    title: 'remote, uncontended: 1 client holds 1 key in sequence (hold/release of an empty async fn)',
+    sizes: (s) => `N=${n(20_000, s)} (cap 15s)`,
+    async run(m) {
+      const a = await m.client('A')
+      const N = n(20_000, m.scale)
+      await a.request({ op: 'r1', n: Math.ceil(N / 10), capMs: 15_000, warm: true }, 'result')
+      await a.request({ op: 'gc' }, 'gc')
+      const before = await m.cpu()
+      const { result } = await a.request({ op: 'r1', n: N, capMs: 15_000 }, 'result')
+      const after = await m.cpu()
+      await m.closeClients()
+      result.notes.push(m.cpuNote(before, after, result.count))
+      return result
+    },
+  },
+
+  R2: {
+    title: 'remote, contended: 100 holders on 1 key from 2 processes, fn awaits a microtask; FIFO entry + mutual exclusion',
+    sizes: (s) => `100 holders (alternately from 2 processes) x ${n(5, s)} batches (after 2 warm-up batches)`,
+    async run(m) {
+      const H = 100
+      const B = n(5, m.scale)
+      const procs = [await m.client('A'), await m.client('B')]
+      const [a] = procs
+      // One batch: A holds the key (the gate); holders 0..99 are issued one by one, alternately from A
+      // and B, each only once the previous one is known to have reached the server; then A lets the
+      // gate go, and the batch is timed from there until the last holder is done.
+      const batch = async (tag) => {
+        const log = m.file(`r2-${tag}.log`)
+        const key = `r2-${tag}`
+        await a.request({ op: 'gate', key, log }, 'gated')
+        const misplaced = []
+        for (let i = 0; i < H; i++) {
+          const ev = await procs[i % 2].request({ op: 'issue', key, i, log }, 'arrived')
+          // holdfast: the server saw the first i+1 holders in line, behind the gate.
+          if (ev.waiting !== undefined && ev.waiting !== i + 1 && misplaced.length < 3) misplaced.push(`holder ${i}: ${ev.waiting} waiting`)
+        }
+        const before = await m.cpu()
+        const { t0 } = await a.request({ op: 'open' }, 'opened')
+        const drained = await Promise.all(procs.map((p) => p.request({ op: 'drain' }, 'drained')))
+        const after = await m.cpu()
+        const failures = drained.flatMap((d) => d.failures)
+        const tEnd = Math.max(...drained.map((d) => d.tEnd))
+        const seen = readLog(log, H)
+        return { ms: tEnd - t0, failures, misplaced, before, after, ...seen }
+      }
+      for (let b = 0; b < 2; b++) await batch(`warm${b}`)
+      await Promise.all(procs.map((p) => p.request({ op: 'gc' }, 'gc')))
+      const bs = []
+      for (let b = 0; b < B; b++) bs.push(await batch(b))
+      await m.closeClients()
+      // CPU of the timed parts only (from the gate's opening to the last holder's end), summed over batches.
+      const cpu = bs.reduce((s, b) => cpuAdd(s, cpuAdd(b.after, b.before, -1)), CPU0)
+
+      const ms = bs.reduce((s, b) => s + b.ms, 0)
+      const worstOut = Math.max(...bs.map((b) => b.outOfPlace))
+      const maxInside = Math.max(...bs.map((b) => b.maxInside))
+      const failures = bs.flatMap((b) => b.failures)
+      const misplaced = bs.flatMap((b) => b.misplaced)
+      const c = checker()
+      if (worstOut === 0) c.note('FIFO yes')
+      else if (m.fifo) c.fail(`FIFO NO (up to ${worstOut}/${H} out of place)`)
+      else c.note(`FIFO NO (up to ${worstOut}/${H} out of place)`)
+      if (m.fifo) {
+        if (misplaced.length) c.fail(`not in line as issued: ${misplaced.slice(0, 3).join('; ')}`)
+        else c.note('line = issue order on the server')
+      }
+      c.note(`max inside ${maxInside}`)
+      if (maxInside !== 1) c.fail(`mutual exclusion violated: ${maxInside} holders inside at once`)
+      if (failures.length) c.fail(`${failures.length} holds failed: ${failures[0]}`)
+      c.note(`${(ms / B).toFixed(1)} ms per ${H} holders`)
+      c.note(m.cpuNote(CPU0, cpu, H * B))
+      return { ops: ((H * B) / ms) * 1e3, count: H * B, ms, ok: c.ok, notes: c.notes }
+    },
+  },
+
+  R3: {
+    title: 'remote, cross-process: 2 processes x 32 workers on 100 keys, fn yields one event-loop turn; per-key count inside <= 1',
+    sizes: (s) => `2 procs x 32 workers, 100 keys, ${(5 * s).toFixed(s < 1 ? 1 : 0)}s (after 1s warm-up)`,
+    async run(m) {
+      const W = 32
+      const K = 100
+      const seconds = 5 * m.scale
+      const procs = [await m.client('A'), await m.client('B')]
+      const phase = async (tag, ms) => {
+        const log = m.file(`r3-${tag}.log`)
+        const start = clock() + 200 // both processes begin at the same moment
+        const done = await Promise.all(procs.map((p, i) => p.request({ op: 'r3', start, ms, workers: W, keys: K, log, seed: i + 1 }, 'done', ms + 60_000)))
+        const end = Math.max(...done.map((d) => d.end))
+        return { ms: end - start, done, ...countInside(log, K) }
+      }
+      const warm = await phase('warm', 1_000)
+      await Promise.all(procs.map((p) => p.request({ op: 'gc' }, 'gc')))
+      const before = await m.cpu()
+      const run = await phase('timed', seconds * 1_000)
+      const after = await m.cpu()
+      await m.closeClients()
+
+      const count = run.done.reduce((s, d) => s + d.count, 0)
+      const failures = [...warm.done, ...run.done].flatMap((d) => d.failures)
+      const maxCounter = Math.max(warm.maxCounter, run.maxCounter)
+      const overlaps = warm.overlaps + run.overlaps
+      const c = checker()
+      c.note(`holds ${count} (split ${run.done.map((d) => d.count).join('/')}; ${warm.done.reduce((s, d) => s + d.count, 0)} more in the warm-up)`)
+      if (run.entries !== count) c.fail(`${run.entries} entries logged for ${count} holds`)
+      c.note(`overlaps ${overlaps}, max counter ${maxCounter}`)
+      if (maxCounter > 1) c.fail(`mutual exclusion violated: ${overlaps} entries into a key already held, up to ${maxCounter} inside one key`)
+      if (failures.length) c.fail(`${failures.length} holds failed: ${failures[0]}`)
+      c.note(m.cpuNote(before, after, count))
+      return { ops: (count / run.ms) * 1e3, count, ms: run.ms, ok: c.ok, notes: c.notes }
+    },
+  },
+}
+
+function checker() {
+  const c = {
+    ok: true,
+    notes: [],
+    note: (msg) => void c.notes.push(msg),
+    fail: (msg) => void ((c.ok = false), c.notes.push(msg)),
+  }
+  return c
+}
+
+/** R2's log: entry order of the holders (out of place, the ones that never entered included) and most inside at once (the gate included). */
+function readLog(file, count) {
+  const order = []
+  let inside = 0
+  let maxInside = 0
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line[0] === '+') {
+      if (line !== '+g') order.push(Number(line.slice(1)))
+      if (++inside > maxInside) maxInside = inside
+    } else if (line[0] === '-') inside--
+  }
+  let outOfPlace = count - order.length
+  for (let j = 0; j < order.length; j++) if (order[j] !== j) outOfPlace++
+  return { outOfPlace, maxInside }
+}
+
+/** R3's log: a counter per key, up on entry, down on exit; the most it ever reached, and the entries that found it above 0. */
+function countInside(file, keys) {
+  const counter = new Int32Array(keys)
+  let maxCounter = 0
+  let overlaps = 0
+  let entries = 0
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line[0] === '+') {
+      entries++
+      const k = Number(line.slice(1))
+      if (counter[k] > 0) overlaps++
+      if (++counter[k] > maxCounter) maxCounter = counter[k]
+    } else if (line[0] === '-') counter[Number(line.slice(1))]--
+  }
+  return { maxCounter, overlaps, entries }
+}
+
+// ---------------------------------------------------------------- one measurement (parent side)
+
+/**
+ * Runs workload `w` for adapter `a` in fresh processes: holdfast's server (for holdfast), one or two
+ * clients. Resolves to the workload's result, or `{ error }`; never rejects. Checks afterwards that the
+ * server lists no busy key.
+ */
+export async function measureRemote(w, a, ctx) {
+  const dir = mkdtempSync(path.join(tmpdir(), `holdfast-bench-${w}-`))
+  const procs = []
+  const label = `${w}-${a}-${ctx.round}`
+  const prof = (role) => ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_CPU_PROF)}`, `--cpu-prof-name=${label}-${role}.cpuprofile`, ...(env.BENCH_CPU_PROF_INTERVAL ? [`--cpu-prof-interval=${env.BENCH_CPU_PROF_INTERVAL}`] : [])]
+  const flags = (role) => [...ctx.runtimeFlags, ...(env.BENCH_CPU_PROF ? prof(role) : [])]
+  const deadline = Date.now() + ctx.timeoutMs
+  let server
+  try {
+    const childEnv = { ...env, BENCH_TOKEN: ctx.token, BENCH_REDIS_URL: ctx.redisUrl ?? '' }
+    if (a === 'holdfast') {
+      server = new Child([...flags('server'), script, '--serve'], childEnv, 'server', deadline)
+      procs.push(server)
+      childEnv.BENCH_HOLDFAST_URL = (await server.next('listening')).url
+    } else {
+      if (!ctx.redisPort) throw new Error('redis-server is not running')
+      await redisCommand(ctx.redisPort, 'FLUSHALL')
+    }
+    const clients = []
+    const m = {
+      scale: ctx.scale,
+      fifo: a === 'holdfast',
+      file: (name) => path.join(dir, name),
+      client: async (role) => {
+        const c = new Child([...flags(role), script, '--remote-child', a], childEnv, `client ${role}`, deadline)
+        procs.push(c)
+        clients.push(c)
+        await c.next('ready')
+        return c
+      },
+      // CPU time used so far by the clients together and by the lock service (holdfast's server
+      // process, or redis-server from INFO cpu), user and system apart, in µs. Per op it says where
+      // the work is, whatever else the machine runs; the note gives the sum per op and the kernel's part.
+      cpu: async () => {
+        const [used, service] = await Promise.all([
+          Promise.all(clients.map((c) => c.request({ op: 'cpu' }, 'cpu'))).then((cs) => cs.reduce((s, c) => ({ user: s.user + c.user, sys: s.sys + c.sys }), { user: 0, sys: 0 })),
+          a === 'holdfast' ? server.request({ op: 'cpu' }, 'cpu') : redisCpu(ctx.redisPort),
+        ])
+        return { cu: used.user, cs: used.sys, su: service.user, ss: service.sys }
+      },
+      cpuNote: (before, after, count) => {
+        const d = cpuAdd(after, before, -1)
+        const side = (user, sys) => `${fmtUs((user + sys) / count)} (sys ${(sys / (user + sys) * 100).toFixed(0)}%)`
+        return `cpu/op: clients ${side(d.cu, d.cs)}, ${a === 'holdfast' ? 'server' : 'redis-server'} ${side(d.su, d.ss)}`
+      },
+      closeClients: async () => {
+        await Promise.all(clients.map((c) => c.request({ op: 'close' }, 'closed')))
+        await Promise.all(clients.map((c) => c.exited))
+      },
+    }
+    const result = await REMOTE_WORKLOADS[w].run(m)
+    // Nothing may be left held once every client has closed.
+    const left = a === 'holdfast' ? (await server.request({ op: 'inspect' }, 'inspected')).keys : await redisCommand(ctx.redisPort, 'DBSIZE')
+    if (left !== 0) {
+      result.ok = false
+      result.notes.push(`${left} keys still held on the server after every client closed`)
+    } else result.notes.push('0 keys left on the server')
+    if (server) {
+      await server.request({ op: 'close' }, 'closed')
+      await server.exited
+    }
+    return result
+  } catch (error) {
+    const stderr = procs.map((p) => p.stderrTail()).filter(Boolean).join(' | ')
+    return { error: `${error.message}${stderr ? `: ${stderr}` : ''}` }
+  } finally {
+    for (const p of procs) p.kill()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** A process of one measurement that speaks JSON lines; `request` sends a command and waits for an event. */
+class Child {
+  constructor(args, childEnv, name, deadline) {
+    this.name = name
+    this.deadline = deadline
+    this.events = []
+    this.waiters = []
+    this.stderr = ''
+    this.child = spawn(process.execPath, args, { cwd: here, env: childEnv, stdio: ['pipe', 'pipe', 'pipe'] })
+    this.exited = new Promise((resolve) =>
+      this.child.on('exit', (code, signal) => {
+        this.exit = { code, signal }
+        resolve(this.exit)
+        for (const w of [...this.waiters]) w.check()
+      }),
+    )
+    this.child.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)))
+    this.child.stdin.on('error', () => {})
+    createInterface({ input: this.child.stdout }).on('line', (line) => {
+      if (line[0] !== '{') return
+      this.events.push(JSON.parse(line))
+      for (const w of [...this.waiters]) w.check()
+    })
+  }
+
+  request(cmd, ev, ms) {
+    this.child.stdin.write(JSON.stringify(cmd) + '\n')
+    return this.next(ev, ms)
+  }
+
+  /**
+   * The first event named `ev` (or an `error` event) not taken yet; rejects on exit or timeout. Each
+   * event is taken once: a child answers its commands in order, one event each.
+   */
+  next(ev, ms = Infinity) {
+    return new Promise((resolve, reject) => {
+      const limit = Math.min(this.deadline - Date.now(), ms)
+      const w = {
+        check: () => {
+          for (let i = 0; i < this.events.length; i++) {
+            const e = this.events[i]
+            if (e.ev !== ev && e.ev !== 'error') continue
+            this.events.splice(i, 1)
+            done()
+            return e.ev === 'error' ? reject(new Error(`${this.name}: ${e.message}`)) : resolve(e)
+          }
+          if (this.exit) {
+            done()
+            reject(new Error(`${this.name} exited (code ${this.exit.code}${this.exit.signal ? `, ${this.exit.signal}` : ''}) before '${ev}'`))
+          }
+        },
+      }
+      const timer = setTimeout(() => {
+        done()
+        reject(new Error(`hung: ${this.name} sent no '${ev}' within ${Math.round(limit / 1000)}s`))
+      }, Math.max(0, limit))
+      const done = () => {
+        clearTimeout(timer)
+        this.waiters.splice(this.waiters.indexOf(w), 1)
+      }
+      this.waiters.push(w)
+      w.check()
+    })
+  }
+
+  stderrTail() {
+    return this.stderr.trim().split('\n').filter(Boolean).slice(-3).join(' | ')
+  }
+
+  kill() {
+    if (!this.exit) this.child.kill('SIGKILL')
+  }
+}
+
+// ---------------------------------------------------------------- redis-server (parent side)
+
+/** Starts redis-server (installed by redis.sh when missing) on a free port of 127.0.0.1, without persistence. */
+export async function startRedis() {
+  const found = spawnSync('bash', [path.join(here, 'redis.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+  const bin = found.stdout.trim().split('\n').pop()
+  if (found.status !== 0 || !bin) return { skip: 'redis-server not available (tests/bench/redis.sh failed)' }
+  const version = spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout.match(/v=(\S+)/)?.[1] ?? '?'
+  const dir = mkdtempSync(path.join(tmpdir(), 'holdfast-bench-redis-'))
+  const port = await freePort()
+  // stdio ignored: the parent blocks in spawnSync during the in-process measurements and would not
+  // drain a pipe. The log goes to a file, read back if redis fails to start.
+  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', path.join(dir, 'redis.log')], { stdio: 'ignore' })
+  let exited = false
+  child.on('exit', () => (exited = true))
+  const killOnExit = () => child.kill('SIGKILL')
+  process.on('exit', killOnExit)
+  for (let i = 0; ; i++) {
+    try {
+      if ((await redisCommand(port, 'PING')) === 'PONG') break
+    } catch {}
+    if (exited || i > 100) {
+      let log = ''
+      try {
+        log = readFileSync(path.join(dir, 'redis.log'), 'utf8').trim().split('\n').slice(-2).join(' | ')
+      } catch {}
+      child.kill('SIGKILL')
+      return { skip: `redis-server ${version} did not start on port ${port}: ${log}` }
+    }
+    await sleep(50)
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    version,
+    async stop() {
+      try {
+        await redisCommand(port, 'SHUTDOWN', 'NOSAVE')
+      } catch {}
+      const timer = setTimeout(() => child.kill('SIGKILL'), 3_000)
+      if (!exited) await new Promise((r) => child.once('exit', r))
+      clearTimeout(timer)
+      process.off('exit', killOnExit)
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** redis-server's CPU time so far ({ user, sys } in µs), from INFO cpu. */
+async function redisCpu(port) {
+  const info = await redisCommand(port, 'INFO', 'cpu')
+  const field = (name) => Number(info.match(new RegExp(`^${name}:([0-9.]+)`, 'm'))?.[1] ?? NaN) * 1e6
+  return { user: field('used_cpu_user'), sys: field('used_cpu_sys') }
+}
+
+const CPU0 = { cu: 0, cs: 0, su: 0, ss: 0 }
+function cpuAdd(x, y, sign = 1) {
+  return { cu: x.cu + sign * y.cu, cs: x.cs + sign * y.cs, su: x.su + sign * y.su, ss: x.ss + sign * y.ss }
+}
+
+function fmtUs(us) {
+  return us >= 100 ? `${us.toFixed(0)}µs` : `${us.toFixed(1)}µs`
+}
+
+/** One command to redis, spoken in RESP over its own connection (the parent loads no Redis client). */
+function redisCommand(port, ...args) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1')
+    let data = ''
+    socket.setEncoding('utf8')
+    socket.on('connect', () => socket.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`))
+    socket.on('data', (d) => {
+      data += d
+      const eol = data.indexOf('\r\n')
+      if (eol < 0) return
+      const line = data.slice(0, eol)
+      if (line[0] === '$') {
+        // A bulk string: its length in bytes, then the bytes.
+        const bytes = Buffer.from(data.slice(eol + 2))
+        if (bytes.length < Number(line.slice(1))) return
+        socket.end()
+        return resolve(bytes.subarray(0, Number(line.slice(1))).toString('utf8'))
+      }
+      socket.end()
+      if (line[0] === '+') resolve(line.slice(1))
+      else if (line[0] === ':') resolve(Number(line.slice(1)))
+      else reject(new Error(`redis ${args[0]}: ${line}`))
+    })
+    socket.on('error', reject)
+    socket.on('close', () => reject(new Error(`redis ${args[0]}: connection closed`)))
+  })
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer()
+    s.on('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+// ---------------------------------------------------------------- holdfast's server process
+
+/** `bench.mjs --serve`: a store (memoryStorage) served on a free port of 127.0.0.1, with BENCH_TOKEN. */
+export async function serveChild() {
+  const { openStore, memoryStorage } = await import('holdfast')
+  const store = await openStore({ storage: memoryStorage() })
+  const server = await store.serve({ port: 0, host: '127.0.0.1', token: env.BENCH_TOKEN })
+  const say = (event) => process.stdout.write(JSON.stringify(event) + '\n')
+  say({ ev: 'listening', url: server.url })
+  createInterface({ input: process.stdin }).on('line', async (line) => {
+    const cmd = JSON.parse(line)
+    if (cmd.op === 'inspect') say({ ev: 'inspected', keys: store.inspect().length, connections: server.connections })
+    else if (cmd.op === 'cpu') say({ ev: 'cpu', ...cpuUsed() })
+    else if (cmd.op === 'close') {
+      await store.close()
+      await server.close()
+      say({ ev: 'closed' })
+      process.exit(0) // --cpu-prof writes its profile on exit
+    }
+  })
+}
+
+// ---------------------------------------------------------------- a client process
+
+/** `bench.mjs --remote-child ADAPTER`: connects, says `ready`, then runs the parent's commands one at a time. */
+export async function remoteChild(name) {
+  const say = (event) => process.stdout.write(JSON.stringify(event) + '\n')
+  const adapter = await makeRemoteAdapter(name, { url: env.BENCH_HOLDFAST_URL, token: env.BENCH_TOKEN, redis: env.BENCH_REDIS_URL })
+  const fds = new Map()
+  const logFd = (file) => {
+    let fd = fds.get(file)
+    if (fd === undefined) fds.set(file, (fd = openSync(file, 'a'))) // O_APPEND: each write lands whole, at the end
+    return fd
+  }
+  let r2 // the batch under way: { release, gate, holds, last, failures }
+
+  const ops = {
+    gc: async () => {
+      gc()
+      return { ev: 'gc' }
+    },
+
+    cpu: async () => ({ ev: 'cpu', ...cpuUsed() }),
+
+    // R1: N holds in sequence, timed (warm: the same, untimed, before).
+    r1: async ({ n: N, capMs, warm }) => {
+      let runs = 0
+      const fn = async () => {
+        runs++
+      }
+      let count = 0
+      const t0 = performance.now()
+      const stop = t0 + capMs
+      // The cap is checked every 64 holds, so that reading the clock costs nothing to speak of.
+      while (count < N && ((count & 63) !== 0 || performance.now() < stop)) {
+        await adapter.hold('r1', fn)
+        count++
+      }
+      const ms = performance.now() - t0
+      if (warm) return { ev: 'result', result: { count } }
+      const c = checker()
+      if (runs !== count) c.fail(`fn ran ${runs} times for ${count} holds`)
+      if (!(await freeAfterThrow(adapter, 'r1'))) c.fail('key not free after fn threw (tryHold did not acquire)')
+      if (c.ok) c.note('fn ran once per hold, key free after fn threw')
+      if (count < N) c.note(`time-capped: ${count}/${N} holds`)
+      return { ev: 'result', result: { ops: (count / ms) * 1e3, count, ms, ok: c.ok, notes: c.notes } }
+    },
+
+    // R2: the gate is a hold like the others, logged as 'g', so that a holder let in before the gate
+    // was let go shows as two inside at once.
+    gate: async ({ key, log }) => {
+      const fd = logFd(log)
+      let release
+      const gate = new Promise((r) => (release = r))
+      let entered
+      const inside = new Promise((r) => (entered = r))
+      r2 = { release, holds: [], last: 0, failures: [] }
+      r2.gate = adapter.hold(key, async () => {
+        writeSync(fd, '+g\n')
+        entered()
+        await gate
+        writeSync(fd, '-g\n')
+      })
+      await inside
+      return { ev: 'gated' }
+    },
+
+    issue: async ({ key, i, log }) => {
+      const fd = logFd(log)
+      const batch = (r2 ??= { holds: [], last: 0, failures: [] }) // B holds no gate: its batch begins here
+      batch.holds.push(
+        adapter
+          .hold(key, async () => {
+            writeSync(fd, `+${i}\n`)
+            await undefined // one microtask inside the hold
+            writeSync(fd, `-${i}\n`)
+          })
+          .then(
+            () => void (batch.last = Math.max(batch.last, clock())),
+            (error) => void batch.failures.push(`holder ${i}: ${error?.message ?? error}`),
+          ),
+      )
+      const waiting = await adapter.sync(key)
+      return { ev: 'arrived', i, waiting }
+    },
+
+    open: async () => {
+      const t0 = clock()
+      r2.release()
+      await r2.gate
+      return { ev: 'opened', t0 }
+    },
+
+    drain: async () => {
+      const batch = r2
+      if (!batch) return { ev: 'drained', tEnd: 0, failures: [] }
+      await Promise.all(batch.holds)
+      if (batch.gate) await batch.gate
+      r2 = undefined
+      return { ev: 'drained', tEnd: batch.last, failures: batch.failures }
+    },
+
+    r3: async ({ start, ms, workers, keys, log, seed }) => {
+      const fd = logFd(log)
+      const keyNames = Array.from({ length: keys }, (_, k) => `r3:${k}`)
+      const end = start + ms
+      const failures = []
+      let count = 0
+      const worker = async (w) => {
+        // xorshift32, seeded per process and worker: the same key sequence in every round.
+        let x = (seed * 7919 + w * 104729) | 0 || 1
+        const fns = keyNames.map((_, k) => async () => {
+          writeSync(fd, `+${k}\n`)
+          await new Promise(setImmediate) // one turn of the event loop inside the hold
+          writeSync(fd, `-${k}\n`)
+        })
+        while (clock() < end) {
+          x ^= x << 13
+          x ^= x >>> 17
+          x ^= x << 5
+          const k = (x >>> 0) % keys
+          try {
+            await adapter.hold(keyNames[k], fns[k])
+            count++
+          } catch (error) {
+            if (failures.length < 3) failures.push(`${error?.message ?? error}`)
+            if (failures.length >= 3) break
+          }
+        }
+      }
+      await sleep(Math.max(0, start - clock()))
+      await Promise.all(Array.from({ length: workers }, (_, w) => worker(w)))
+      return { ev: 'done', count, end: clock(), failures }
+    },
+
+    close: async () => {
+      for (const fd of fds.values()) closeSync(fd)
+      await adapter.close()
+      say({ ev: 'closed' })
+      process.exit(0) // --cpu-prof writes its profile on exit
+    },
+  }
+
+  // Commands run one at a time, in the order they came.
+  let queue = Promise.resolve()
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    const cmd = JSON.parse(line)
+    queue = queue.then(async () => {
+      try {
+        say(await ops[cmd.op](cmd))
+      } catch (error) {
+        process.stderr.write(`${cmd.op}: ${error?.stack ?? error}\n`)
+        say({ ev: 'error', message: `${cmd.op}: ${error?.message ?? error}` })
+      }
+    })
+  })
+  say({ ev: 'ready' })
+}
+
+function cpuUsed() {
+  const u = process.cpuUsage()
+  return { user: u.user, sys: u.system }
+}
+
+/** After fn threw, the key must be free again: a tryHold takes it and runs its fn once. */
+async function freeAfterThrow(a, key) {
+  try {
+    await a.hold(key, async () => {
+      throw new Error('thrown inside the hold')
+    })
+  } catch {}
+  let runs = 0
+  const r = await a.tryHold(key, () => {
+    runs++
+    return 'ok'
+  })
+  return r.acquired && r.value === 'ok' && runs === 1
+}
