@@ -303,7 +303,9 @@ impl Engine {
     }
 
     /// Asks for a key of `res`: `key` is `None` for a key the host does not know to be busy (the engine
-    /// makes it one), or the id the engine gave it while it is busy. `wait` is how long the request may
+    /// makes it one), or the id the engine gave it while it is busy; an id that died meanwhile is taken
+    /// as `None`, so the host must use the key id of the answer, and must forget a key on
+    /// [`Event::KeyIdle`] only if it still maps the key to that very id. `wait` is how long the request may
     /// wait (`None`: without limit; `Some(0)`: only if the key is free); `max_hold` revokes the lease
     /// that long after its grant. Time is the host's monotonic clock in milliseconds.
     pub fn hold(
@@ -314,16 +316,20 @@ impl Engine {
         max_hold: Option<u64>,
         now: u64,
     ) -> Result<Hold, Error> {
-        self.last_now = self.last_now.max(now);
+        self.check_open()?;
+        // Deadlines that fell due before this call are acted on first: a holder past its maxHold no
+        // longer counts, a waiter past its wait is no longer in line (the host's timer may be late).
+        self.advance(now);
         self.hold_at(res, key, wait, max_hold, Some(now), None)
             .map(|hold| hold.expect("a timed hold always answers"))
     }
 
     /// [`Engine::hold`] for a host that has not read its clock: answers `Ok(None)`, changing nothing,
-    /// when the hold needs the time (it would wait with a deadline, or be granted with a `max_hold`);
-    /// the host then reads its clock and calls [`Engine::hold`]. A grant that needs no deadline is
-    /// stamped with the latest time the engine was given, which only `inspect` reads. Reading a
-    /// clock costs more than the rest of an uncontended hold on some hosts: this skips it.
+    /// when the hold needs the time — a key already busy (its holders' and waiters' deadlines may have
+    /// fallen due), or a hold that would wait with a deadline or be granted with a `max_hold`; the
+    /// host then reads its clock and calls [`Engine::hold`]. A grant that needs no deadline is stamped
+    /// with the latest time the engine was given, which only `inspect` reads. Reading a clock costs
+    /// more than the rest of an uncontended hold on some hosts: this skips it.
     pub fn hold_untimed(
         &mut self,
         res: ResourceId,
@@ -331,6 +337,9 @@ impl Engine {
         wait: Option<u64>,
         max_hold: Option<u64>,
     ) -> Result<Option<Hold>, Error> {
+        if key.is_some() {
+            return Ok(None);
+        }
         self.hold_at(res, key, wait, max_hold, None, None)
     }
 
@@ -351,12 +360,15 @@ impl Engine {
         if let Some(ms) = max_hold {
             bounds::check_max_hold(ms)?;
         }
+        // A key id that died (the key went idle, perhaps by the deadlines this very call acted on, before
+        // the host heard of it) names a free key: it is made anew, and the answer carries its new id.
+        let key = key.filter(|&id| self.keys.get(id).is_some());
         let free = match key {
             Some(id) => match self.keys.get(id) {
                 Some(k) if k.res == res => k.held < limit && k.line.active() == 0,
                 _ => {
                     return Err(Error::invalid(format!(
-                        "key id {} is not a busy key of this resource",
+                        "key id {} is a busy key of another resource",
                         id.to_u64()
                     )))
                 }
@@ -528,7 +540,8 @@ impl Engine {
     /// the request holds nothing (released before, revoked, or never granted), which is harmless.
     pub fn release(&mut self, req: Id, now: u64) -> Result<bool, Error> {
         self.check_open()?;
-        self.last_now = self.last_now.max(now);
+        // A lease past its maxHold or ttl is revoked first: its release then holds nothing.
+        self.advance(now);
         if !matches!(
             self.reqs.get(req),
             Some(Request {
@@ -544,15 +557,25 @@ impl Engine {
     }
 
     /// [`Engine::release`] for a host that has not read its clock: answers `Ok(None)`, changing
-    /// nothing, when the release hands the key to a waiter (whose grant needs the time).
+    /// nothing, when the release needs the time: the lease has a deadline (it may have fallen due),
+    /// or the key goes on to a waiter (whose grant starts its own).
     pub fn release_untimed(&mut self, req: Id) -> Result<Option<bool>, Error> {
         self.check_open()?;
         let key = match self.reqs.get(req) {
             Some(Request {
                 key,
-                state: State::Holding { .. },
+                state:
+                    State::Holding {
+                        revoke_at: None,
+                        expires_at: None,
+                        ..
+                    },
                 ..
             }) => *key,
+            Some(Request {
+                state: State::Holding { .. },
+                ..
+            }) => return Ok(None),
             _ => return Ok(Some(false)),
         };
         if self.keys.get(key).is_some_and(|k| k.line.active() > 0) {
@@ -565,6 +588,7 @@ impl Engine {
     /// request leaves the line; one whose grant raced the cancel is released, and its key goes on.
     pub fn cancel(&mut self, req: Id, now: u64) -> Result<Cancelled, Error> {
         self.check_open()?;
+        self.advance(now);
         match self.reqs.get(req).map(|r| r.state) {
             None => Ok(Cancelled::Unknown),
             Some(State::Holding { .. }) => {
@@ -618,7 +642,10 @@ impl Engine {
                     held: false,
                 },
             });
-            self.pump(key, now);
+            // The key went on at the deadline, not at `now` (later, when the host's timer is late):
+            // its next holder's grant is stamped then, and a waiter whose wait ran out between the
+            // two instants was still in line at the deadline.
+            self.pump(key, entry.at);
         }
     }
 
@@ -705,8 +732,11 @@ impl Engine {
     /// Storage acknowledged `ceiling`: grants that waited for fences go ahead, in the order they stalled.
     pub fn persisted(&mut self, ceiling: u64, now: u64) {
         if self.closed {
+            self.fences.persisted(ceiling); // nothing is granted, but nothing stays pending either
             return;
         }
+        // Deadlines that fell due before the write was answered are acted on first, as they were.
+        self.advance(now);
         self.fences.persisted(ceiling);
         for key in std::mem::take(&mut self.stalled) {
             if let Some(k) = self.keys.get_mut(key) {
@@ -721,8 +751,10 @@ impl Engine {
     /// fence a later store might hand out again. Requests behind them that become due ask again.
     pub fn persist_failed(&mut self, ceiling: u64, now: u64) {
         if self.closed {
+            self.fences.failed(ceiling);
             return;
         }
+        self.advance(now);
         self.fences.failed(ceiling);
         if self.fences.available() {
             return; // an earlier ceiling still covers them

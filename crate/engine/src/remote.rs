@@ -140,7 +140,10 @@ impl Engine {
         remote: Remote,
         now: u64,
     ) -> Result<Hold, Error> {
-        self.last_now = self.last_now.max(now);
+        self.check_open()?;
+        // A lease past its ttl or maxHold, or a waiter away past its ttl, ends before it is asked
+        // again: asked again after that, its request is new.
+        self.advance(now);
         bounds::check_ttl(remote.ttl)?;
         if let Some(&req) = self.remotes.by_request.get(&remote.request) {
             return Ok(self.resume(req, remote.conn, now));
@@ -223,7 +226,7 @@ impl Engine {
     /// renewed, even if the host has not yet called [`Engine::advance`]: it ends now instead.
     pub fn renew(&mut self, lease: u128, now: u64) -> Result<Renewal, Error> {
         self.check_open()?;
-        self.last_now = self.last_now.max(now);
+        self.advance(now);
         let Some(&req) = self.remotes.by_lease.get(&lease) else {
             return Ok(Renewal::Lost);
         };
@@ -280,6 +283,7 @@ impl Engine {
         if self.is_closed() {
             return Vec::new();
         }
+        self.advance(now);
         let mut ids = self.connection_ids(conn);
         ids.retain(|&req| {
             matches!(
@@ -322,8 +326,14 @@ impl Engine {
         if self.is_closed() {
             return Vec::new();
         }
-        let ids = self.connection_ids(conn);
-        for &req in &ids {
+        self.advance(now);
+        let mut ended = Vec::new();
+        for req in self.connection_ids(conn) {
+            // A release's pump may have ended a later one of them (failed for want of fences).
+            if self.reqs.get(req).is_none() {
+                continue;
+            }
+            ended.push(req);
             let holding = matches!(
                 self.reqs.get(req).map(|r| r.state),
                 Some(State::Holding { .. })
@@ -332,7 +342,7 @@ impl Engine {
             self.events.push_back(Event::Ended { req, held: holding });
             self.pump(key, now);
         }
-        ids
+        ended
     }
 
     /// The remote part of a request, if it has one.

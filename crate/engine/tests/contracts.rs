@@ -456,7 +456,8 @@ fn bad_input_is_refused_and_changes_nothing() {
     let other = e.resource(Kind::Lock, "other", 1).unwrap();
     assert_eq!(
         e.hold(other, Some(key), WAIT, None, 0).unwrap_err().code(),
-        "invalid"
+        "invalid",
+        "a busy key of another resource"
     );
     for _ in 0..10_000 {
         queued(e.hold(l, Some(key), None, None, 0).unwrap());
@@ -493,8 +494,10 @@ fn untimed_calls_ask_for_the_time_exactly_when_a_deadline_or_a_grant_to_a_waiter
         panic!("granted without the time")
     };
     assert_eq!(e.inspect(700).unwrap()[0].holders[0].held_ms, 200);
-    // Waiting with a deadline, or a grant with maxHold, needs the time; nothing changes meanwhile.
+    // A busy key (its deadlines may have fallen due), or a grant with maxHold, needs the time;
+    // nothing changes meanwhile.
     assert_eq!(e.hold_untimed(l, Some(key), WAIT, None).unwrap(), None);
+    assert_eq!(e.hold_untimed(l, Some(key), Some(0), None).unwrap(), None);
     assert_eq!(e.hold_untimed(l, None, WAIT, Some(1_000)).unwrap(), None);
     assert_eq!(e.footprint().requests, 1);
     assert_eq!(
@@ -502,17 +505,11 @@ fn untimed_calls_ask_for_the_time_exactly_when_a_deadline_or_a_grant_to_a_waiter
         1,
         "no key was made for the refused untimed hold"
     );
-    // A try on a held key, and a wait without limit, need no time.
-    assert_eq!(
-        e.hold_untimed(l, Some(key), Some(0), None).unwrap(),
-        Some(Hold::Busy { key })
-    );
-    let Some(Hold::Queued { req: next, .. }) =
-        e.hold_untimed(l, Some(key), None, Some(1_000)).unwrap()
+    let Hold::Queued { req: next, .. } = e.hold(l, Some(key), None, Some(1_000), 600).unwrap()
     else {
-        panic!("queued without the time")
+        panic!("queued")
     };
-    // Releasing to a waiter needs the time (its grant starts its maxHold); releasing the last does not.
+    // Releasing to a waiter needs the time (its grant starts its maxHold).
     assert_eq!(e.release_untimed(req).unwrap(), None);
     assert!(e.fence_of(req).is_some(), "nothing changed");
     assert!(e.release(req, 800).unwrap());
@@ -522,7 +519,53 @@ fn untimed_calls_ask_for_the_time_exactly_when_a_deadline_or_a_grant_to_a_waiter
         Some(1_800),
         "maxHold counted from the real time of the grant"
     );
-    assert_eq!(e.release_untimed(next).unwrap(), Some(true));
+    // A lease with a deadline needs the time to be released (it may be past it).
+    assert_eq!(e.release_untimed(next).unwrap(), None);
+    assert!(e.release(next, 900).unwrap());
     assert_eq!(events(&mut e), vec![Event::KeyIdle { key }]);
-    assert_eq!(e.release_untimed(next).unwrap(), Some(false));
+    // Releasing the last holder of a lease with no deadline does not.
+    let Some(Hold::Granted {
+        req: plain, key, ..
+    }) = e.hold_untimed(l, None, WAIT, None).unwrap()
+    else {
+        panic!("granted")
+    };
+    assert_eq!(e.release_untimed(plain).unwrap(), Some(true));
+    assert_eq!(events(&mut e), vec![Event::KeyIdle { key }]);
+    assert_eq!(e.release_untimed(plain).unwrap(), Some(false));
+}
+
+#[test]
+fn deadlines_that_fell_due_are_acted_on_before_any_timed_call_though_the_hosts_timer_is_late() {
+    let mut e = opened();
+    let l = lock(&mut e);
+    // A lease past its maxHold, released by a host whose timer has not fired: it holds nothing
+    // (LOCK-03: the hold answers lost), and its revocation comes first.
+    let (req, key, _) = granted(e.hold(l, None, WAIT, Some(100), 0).unwrap());
+    assert!(!e.release(req, 150).unwrap());
+    assert_eq!(
+        events(&mut e),
+        vec![Event::Revoked { req }, Event::KeyIdle { key }]
+    );
+    // A waiter past its wait is not granted by a release that comes late.
+    let (holder, key, _) = granted(e.hold(l, None, WAIT, None, 200).unwrap());
+    let waiter = queued(e.hold(l, Some(key), Some(50), None, 200).unwrap());
+    e.release(holder, 300).unwrap();
+    assert_eq!(
+        events(&mut e),
+        vec![Event::TimedOut { req: waiter }, Event::KeyIdle { key }]
+    );
+    // A try finds a holder past its maxHold gone.
+    let (old, key, _) = granted(e.hold(l, None, WAIT, Some(10), 400).unwrap());
+    let (fresh, new_key, _) = granted(e.hold(l, Some(key), Some(0), None, 500).unwrap());
+    assert!(
+        matches!(events(&mut e)[..], [Event::Revoked { req }, Event::KeyIdle { key: k }] if req == old && k == key),
+        "the old key went idle first"
+    );
+    assert!(e.fence_of(fresh).is_some());
+    assert_ne!(
+        new_key, key,
+        "the answer names the key anew; the host maps it so"
+    );
+    e.check();
 }
