@@ -391,7 +391,7 @@ export class RemoteStore implements LeaseOwner {
   }
 
   /** @internal Called by a `Lease` once: lets the key go on the server. */
-  _release(local: number): void {
+  _release(local: number, _lease?: Lease): void {
     const p = this.#byLocal.get(local)
     if (!p) return
     this.#forget(p)

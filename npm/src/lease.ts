@@ -9,7 +9,7 @@ import type { LostError, ClosedError } from './errors.js'
 
 /** What a lease needs of its store. */
 export interface LeaseOwner {
-  _release(req: number): void
+  _release(req: number, lease: Lease): void
 }
 
 const HOLDING = 0
@@ -70,8 +70,11 @@ export class Lease {
   /** @internal Lets the key go if still held; answers whether it was. */
   _end(): boolean {
     if (this.#state !== HOLDING) return false
+    // The release may find the lease past its deadline (the store's timer had not fired yet): then
+    // it is lost, not released, and `_lose` runs within this call.
+    this.#owner._release(this.#req, this)
+    if (this.#state !== HOLDING) return false
     this.#state = RELEASED
-    this.#owner._release(this.#req)
     return true
   }
 

@@ -299,8 +299,9 @@ export class Store implements LeaseOwner {
     }
     const known = resource.keys.get(key)
     const waitMs = wait === Infinity ? -1 : wait
-    // The clock is read only when the engine needs the time (see `#turnNow`).
-    let now = handle._maxHold > 0 ? this.#clock.now() : this.#turnNow()
+    // The clock is read only when the engine needs the time (see `#turnNow`): a busy key always does
+    // (its holders' and waiters' deadlines may have fallen due).
+    let now = handle._maxHold > 0 || known !== undefined ? this.#clock.now() : this.#turnNow()
     let answer: number
     try {
       answer = this.#core.hold(resource.id, known ?? -1, waitMs, handle._maxHold, now)
@@ -309,17 +310,21 @@ export class Store implements LeaseOwner {
       throw this.#trap(error)
     }
     const buf = this.#view()
+    // Deadlines that fell due were acted on first by the engine: their events come before this
+    // hold's own, and are answered once this hold is recorded.
+    const events = buf[HOLD_EVENTS]!
     if (answer > 0) {
       const req = buf[REQ]!
-      if (known === undefined) this.#newKey(resource, key, buf[KEY]!)
+      if (buf[KEY] !== known) this.#newKey(resource, key, buf[KEY]!)
       const lease = new Lease(this, handle, key, answer, req)
       this.#reqs[req >>> 0] = lease
       if (handle._maxHold > 0) this.#schedule(now + handle._maxHold)
+      if (events > 0) this.#drain(events, now)
       return lease
     }
     if (answer === 0) {
       const req = buf[REQ]!
-      if (known === undefined) this.#newKey(resource, key, buf[KEY]!)
+      if (buf[KEY] !== known) this.#newKey(resource, key, buf[KEY]!)
       const waiter = new Waiter(handle, key, req, wait, signal)
       this.#reqs[req >>> 0] = waiter
       if (wait !== Infinity && wait > 0) this.#schedule(now + wait)
@@ -327,12 +332,10 @@ export class Store implements LeaseOwner {
         waiter.onAbort = () => this.#cancel(waiter)
         signal.addEventListener('abort', waiter.onAbort, { once: true })
       }
-      // Rarely, the hold itself answered waiters (a grant that failed for want of fences): now that
-      // this waiter is recorded, answer them.
-      const events = buf[HOLD_EVENTS]!
       if (events > 0) this.#drain(events, now)
       return waiter.promise
     }
+    if (events > 0) this.#drain(events, now)
     if (answer === BUSY) return undefined
     const message = `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${this.#core.lastError()}`
     if (answer === INVALID) throw new InvalidError(message)
@@ -364,7 +367,7 @@ export class Store implements LeaseOwner {
   }
 
   /** @internal Lets a lease's key go (called by `Lease`, once). */
-  _release(req: number): void {
+  _release(req: number, lease: Lease): void {
     if (this.#closed) return
     let n: number
     let now = -1
@@ -374,9 +377,15 @@ export class Store implements LeaseOwner {
     } catch (error) {
       throw this.#trap(error)
     }
-    this.#reqs[req >>> 0] = undefined
-    if (n <= IDLE_BASE) this.#idle(IDLE_BASE - n)
-    else if (n > 0) this.#drain(n, now < 0 ? this.#clock.now() : now)
+    if (n <= IDLE_BASE) {
+      this.#reqs[req >>> 0] = undefined
+      this.#idle(IDLE_BASE - n)
+      return
+    }
+    // Events first: a lease found past its maxHold is revoked by this very release (its record
+    // must still be there for the drain to find it lost).
+    if (n > 0) this.#drain(n, now < 0 ? this.#clock.now() : now)
+    if (this.#reqs[req >>> 0] === lease) this.#reqs[req >>> 0] = undefined
   }
 
   /**
@@ -397,9 +406,17 @@ export class Store implements LeaseOwner {
     this.#turnRead = false
   }
 
-  /** A key went idle: forget its string. */
-  #idle(index: number): void {
-    this.#keyResource[index]!.keys.delete(this.#keyName[index]!)
+  /**
+   * A key went idle: forget its string — unless the string already names a newer key (a hold made
+   * it anew in the same call that let the old one go; see `Engine::hold`). `id` is the key's whole
+   * id (generation included), or undefined from a release's fast answer, which is never stale.
+   */
+  #idle(index: number, id?: number): void {
+    const resource = this.#keyResource[index]
+    if (!resource) return
+    const name = this.#keyName[index]!
+    if (id !== undefined && resource.keys.get(name) !== id) return
+    resource.keys.delete(name)
     this.#keyName[index] = undefined
     this.#keyResource[index] = undefined
   }
@@ -485,7 +502,7 @@ export class Store implements LeaseOwner {
         const id = buf[at + 1]!
         const index = id >>> 0
         if (kind === KEY_IDLE) {
-          this.#idle(index)
+          this.#idle(index, id)
           continue
         }
         const record = this.#reqs[index]
@@ -595,7 +612,7 @@ export class Store implements LeaseOwner {
     }
     if (answer >= 0) {
       const req = buf[REQ]!
-      if (known === undefined) this.#newKey(resource, record.key, buf[KEY]!)
+      if (buf[KEY] !== known) this.#newKey(resource, record.key, buf[KEY]!)
       record.req = req
       this.#reqs[req >>> 0] = record
       this.#remotes.set(record.request, record)
@@ -610,6 +627,8 @@ export class Store implements LeaseOwner {
       if (events > 0) this.#drain(events, now)
       return
     }
+    const events = buf[HOLD_EVENTS]!
+    if (events > 0) this.#drain(events, now)
     if (answer === BUSY) return record.sink.busy(record)
     const message = `${record.place()}: ${this.#core.lastError()}`
     record.sink.failed(record, answer === LIMIT ? 'limit' : answer === INVALID ? 'invalid' : 'closed', message)

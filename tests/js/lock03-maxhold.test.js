@@ -3,7 +3,7 @@
 // even if fn succeeded. Time is a manual clock: nothing sleeps.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { LostError, HoldfastError } from 'holdfast'
+import { LostError, HoldfastError, InUseError } from 'holdfast'
 import { openTestStore, settle, gate } from './helpers.js'
 
 test('LOCK-03: at maxHold the lease is revoked, its signal aborts, the next holder gets the key, and hold rejects LostError', async () => {
@@ -86,5 +86,28 @@ test('LOCK-03: a hold that ran past maxHold rejects LostError even if fn threw, 
     throw boom
   })
   await assert.rejects(held, e => e instanceof LostError && e.cause === boom)
+  await store.close()
+})
+
+test('LOCK-03: a lease past its maxHold is lost even when the store\'s timer has not fired yet (a late timer)', async () => {
+  // A clock whose timers never fire: only the calls themselves can notice a deadline.
+  let now = 1_000
+  const lateClock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} }
+  const { store } = await openTestStore({ clock: lateClock })
+  const l = store.lock('x', { maxHold: 100, wait: '1s' })
+  const hold = l.hold('k', async () => {
+    now += 150
+    return 'fn finished'
+  })
+  await assert.rejects(hold, LostError)
+  // A waiter whose wait ran out (at +50) before the holder's maxHold (at +100) is not granted by a
+  // late release either: deadlines are acted on in their order. Then a try finds the key free.
+  const held = await l.acquire('k2')
+  const waiting = l.hold('k2', { wait: 50 }, () => 'granted').then(v => v, e => e)
+  now += 1_000
+  await held.release()
+  assert.ok((await waiting) instanceof InUseError)
+  assert.equal(held.lost, true, 'held past its maxHold too')
+  assert.deepEqual(await l.tryHold('k2', () => 'free'), { acquired: true, value: 'free' })
   await store.close()
 })
