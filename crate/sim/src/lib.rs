@@ -1,0 +1,74 @@
+//! # holdfast-sim
+//!
+//! Deterministic simulation of the holdfast engine. The engine is a pure state machine with time passed
+//! in, so every interleaving of holds, releases, cancels, deadlines, storage answers, crashes and
+//! closes can be produced on purpose, checked step by step, and replayed from a seed.
+//!
+//! A *seed* draws a world (its locks and semaphores, where fences start, how often each operation
+//! comes and how storage behaves: `swarm.rs`) and then draws operations one at a time (`gen.rs`). The
+//! driver (`driver.rs`) plays the host: it applies each operation to the engine and to a plain reference
+//! model (`model.rs`), compares every answer and event, and checks the invariants after every step:
+//!
+//! - never more holders of a key than its limit;
+//! - grants in FIFO order, no barging, a semaphore's head first;
+//! - every fence larger than every earlier one, across restarts; none above what storage acknowledged
+//!   or what the disk holds; no write that lowers the stored ceiling;
+//! - every request answered exactly once; with a punctual timer, no deadline left pending past its
+//!   instant; never a grant after the request's wait ran out;
+//! - a lease past its ttl or `maxHold` never renewed (by `renew` or by asking again), never released
+//!   as held, never counted as a holder;
+//! - a request over a connection asked again is never granted twice;
+//! - no entry left for a key with no holder and no waiter (and the engine's own `check()`).
+//!
+//! Coverage marks (`marks.rs`) prove the hard corners are reached: a run of many seeds fails if any is
+//! reached by fewer than 1% of them. A failure prints its seed and a shrunk sequence of operations
+//! (`runner.rs`), and both replay exactly.
+//!
+//! # Running it
+//! `cargo test` (the `sim` test) runs 1,000 seeds of 10,000 operations each. The environment changes
+//! that:
+//!
+//! | variable | default | meaning |
+//! | --- | --- | --- |
+//! | `HOLDFAST_SIM_SEEDS` | 1000 | how many seeds (a soak: `100000`) |
+//! | `HOLDFAST_SIM_FIRST` | 0 | the first seed (a soak explores new ones: e.g. the date) |
+//! | `HOLDFAST_SIM_LEN` | 10000 | operations a seed |
+//! | `HOLDFAST_SIM_THREADS` | 1 | threads (a soak: the machine's cores) |
+//! | `HOLDFAST_SIM_LATE_EVERY` | 5 | every how many seeds one has a late timer (`1`: all, `0`: none) |
+//! | `HOLDFAST_SIM_LAX` | `known` | late-timer violations to let pass: `known` (the open engine bugs of `tests/known_bugs.rs`), `none`, or some of `release,hold,grant,resume` |
+//! | `HOLDFAST_SIM_REPLAY` | | a seed to replay, printing every operation and answer |
+//! | `HOLDFAST_SIM_SEQ` | | with `HOLDFAST_SIM_REPLAY`: replay these operations (a shrunk failure) instead of the seed's |
+//!
+//! A *late timer* is a host whose timer fires after its deadline (a busy event loop): operations then
+//! come at a time past a deadline the engine has not yet acted on. The engine breaks invariants there
+//! (four kinds: `release`, `hold`, `grant`, `resume`; the cases are in `tests/known_bugs.rs`); until
+//! it is fixed, the default run lets exactly those kinds pass, counts them and prints the count, and
+//! checks everything else in those seeds as in the others. Once fixed: `overdue::KNOWN = 0`.
+//!
+//! ```sh
+//! cargo test -p holdfast-sim --test sim -- --nocapture                       # figures printed
+//! HOLDFAST_SIM_SEEDS=100000 HOLDFAST_SIM_THREADS=$(nproc) cargo test --release -p holdfast-sim --test sim -- --nocapture
+//! HOLDFAST_SIM_LATE_EVERY=1 HOLDFAST_SIM_LAX=none cargo run --release -p holdfast-sim -- run   # the late-timer bugs
+//! HOLDFAST_SIM_REPLAY=42 cargo test -p holdfast-sim --test sim -- --nocapture
+//! cargo run -p holdfast-sim -- replay 42                                     # the same, as a binary
+//! cargo run -p holdfast-sim -- hashes 0 100                                  # trace hashes, for tests/sim
+//! ```
+//!
+//! The same runs build for `wasm32-unknown-unknown` (the `wasm` module exports `traceHash`), and
+//! `tests/sim/run.sh` checks that the wasm build under Node gives the native trace hashes.
+//!
+//! One concept a module: [`rng`], [`op`], [`swarm`], [`gen`], [`model`], [`storage`], [`marks`],
+//! [`trace`], [`driver`], [`runner`].
+
+pub mod driver;
+pub mod gen;
+pub mod marks;
+pub mod model;
+pub mod op;
+pub mod rng;
+pub mod runner;
+pub mod storage;
+pub mod swarm;
+pub mod trace;
+#[cfg(target_arch = "wasm32")]
+mod wasm;

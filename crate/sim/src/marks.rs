@@ -1,0 +1,158 @@
+//! Coverage marks: the hard corners a run must prove it reached.
+//!
+//! Random operations that never reach a corner prove nothing about it. Each mark is counted when the
+//! driver sees its corner happen (not when it drew an operation meant for it), and the runner fails a
+//! run of many seeds in which any mark was reached by fewer than 1% of them, so that a change to the
+//! generator, the mix or the engine that quietly stops reaching a corner is caught.
+//! (As in FoundationDB's `TEST()` macros and TigerBeetle's "sometimes" assertions.)
+
+/// A hard corner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// A cancel reached a request the engine had granted in an event the host had not acted on: the
+    /// grant raced the cancel, and the key went on to the next.
+    GrantRacedCancel,
+    /// A fence write failed while requests waited for the fences it would have covered.
+    WriteFailedWhileWaitersQueue,
+    /// A semaphore key whose permits were all held had a line, and a newcomer queued behind its head.
+    SemaphoreHeadWaits,
+    /// A semaphore key had room but its head waited for a fence: a newcomer did not barge past it.
+    SemaphoreNoBargePastStalledHead,
+    /// A release or cancel came at the very instant a deadline of the same key was acted on.
+    ExpiryAndReleaseInOneInstant,
+    /// The store closed with requests waiting on three keys or more.
+    CloseWithWaitersOnManyKeys,
+    /// A lease revoked at `maxHold` handed its key to the next in line.
+    RevokeHandsKeyOn,
+    /// A wait ran out in a line.
+    WaitRanOut,
+    /// The head of a line was cancelled.
+    CancelOfHead,
+    /// A try found its key held.
+    TryRefused,
+    /// The next fence ceiling was asked for while fences were still covered (half a block used).
+    ReservationAskedEarly,
+    /// A hold waited for fences because a process's block ran out (not at its start).
+    BlockRanOut,
+    /// A write failed, but reached the disk: the next process starts above it.
+    UnknownWriteOutcome,
+    /// The process died with a fence write in flight.
+    CrashWithWriteInFlight,
+    /// Every fence below 2^53 was handed out: a request was answered `Failed` (fences used up).
+    FencesUsedUp,
+    /// An operation came after a deadline, before the late timer fired (late-timer runs only).
+    OverdueDeadline,
+    /// A lease over a connection reached its ttl unrenewed and its key went on to the next in line.
+    LeaseExpiryHandsKeyOn,
+    /// A lease over a connection was renewed.
+    LeaseRenewed,
+    /// A renewal came for a lease that had ended (ran out, revoked, released): refused.
+    RenewOfLostLease,
+    /// A client asked again with the request id of a lease it holds: same lease, same fence.
+    AskAgainResumesLease,
+    /// A client asked again with the request id of a request that waits: same place in line.
+    AskAgainKeepsPlace,
+    /// A client asked again with the request id of a request that ended: a new request.
+    AskedAfresh,
+    /// A connection dropped while holding a lease, which lived on.
+    DropKeepsLease,
+    /// A connection said goodbye holding a lease, which ended and handed its key on.
+    GoodbyeHandsKeyOn,
+    /// A connection had its limit of requests: one more was refused.
+    ConnectionLimit,
+    /// A hold or release took the fast path and the engine asked for the time.
+    UntimedNeedsTime,
+    /// A connection dropped with requests waiting: they went away, and the line moved past them.
+    DropPutsWaitersAway,
+    /// A waiter away asked again in time: back in its place.
+    AwayBackInPlace,
+    /// A waiter away was not asked again within its ttl: ended.
+    AwayRunsOut,
+}
+
+pub const MARKS: [Mark; 29] = [
+    Mark::GrantRacedCancel,
+    Mark::WriteFailedWhileWaitersQueue,
+    Mark::SemaphoreHeadWaits,
+    Mark::SemaphoreNoBargePastStalledHead,
+    Mark::ExpiryAndReleaseInOneInstant,
+    Mark::CloseWithWaitersOnManyKeys,
+    Mark::RevokeHandsKeyOn,
+    Mark::WaitRanOut,
+    Mark::CancelOfHead,
+    Mark::TryRefused,
+    Mark::ReservationAskedEarly,
+    Mark::BlockRanOut,
+    Mark::UnknownWriteOutcome,
+    Mark::CrashWithWriteInFlight,
+    Mark::FencesUsedUp,
+    Mark::OverdueDeadline,
+    Mark::LeaseExpiryHandsKeyOn,
+    Mark::LeaseRenewed,
+    Mark::RenewOfLostLease,
+    Mark::AskAgainResumesLease,
+    Mark::AskAgainKeepsPlace,
+    Mark::AskedAfresh,
+    Mark::DropKeepsLease,
+    Mark::GoodbyeHandsKeyOn,
+    Mark::ConnectionLimit,
+    Mark::UntimedNeedsTime,
+    Mark::DropPutsWaitersAway,
+    Mark::AwayBackInPlace,
+    Mark::AwayRunsOut,
+];
+
+impl Mark {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mark::GrantRacedCancel => "grant raced a cancel",
+            Mark::WriteFailedWhileWaitersQueue => "storage write failed while waiters queue",
+            Mark::SemaphoreHeadWaits => "semaphore head does not fit, newcomer queues",
+            Mark::SemaphoreNoBargePastStalledHead => "semaphore room, head waits for a fence",
+            Mark::ExpiryAndReleaseInOneInstant => "expiry and release in one instant",
+            Mark::CloseWithWaitersOnManyKeys => "close with waiters on >= 3 keys",
+            Mark::RevokeHandsKeyOn => "maxHold revoke hands the key on",
+            Mark::WaitRanOut => "a wait ran out in line",
+            Mark::CancelOfHead => "cancel of the head of a line",
+            Mark::TryRefused => "try refused: key held",
+            Mark::ReservationAskedEarly => "next ceiling asked at half a block",
+            Mark::BlockRanOut => "a block ran out: holds wait for storage",
+            Mark::UnknownWriteOutcome => "write failed but landed",
+            Mark::CrashWithWriteInFlight => "crash with a write in flight",
+            Mark::FencesUsedUp => "fences used up below 2^53",
+            Mark::OverdueDeadline => "operation past a deadline, timer late",
+            Mark::LeaseExpiryHandsKeyOn => "lease ttl runs out, key goes on",
+            Mark::LeaseRenewed => "lease renewed",
+            Mark::RenewOfLostLease => "renewal of a lost lease refused",
+            Mark::AskAgainResumesLease => "asked again: same lease and fence",
+            Mark::AskAgainKeepsPlace => "asked again: same place in line",
+            Mark::AskedAfresh => "asked again after it ended: afresh",
+            Mark::DropKeepsLease => "connection dropped, its lease lives",
+            Mark::GoodbyeHandsKeyOn => "goodbye ends a lease, key goes on",
+            Mark::ConnectionLimit => "connection limit refuses one more",
+            Mark::UntimedNeedsTime => "fast path asks for the time",
+            Mark::DropPutsWaitersAway => "connection dropped, its waiters away",
+            Mark::AwayBackInPlace => "waiter away asks again: back in place",
+            Mark::AwayRunsOut => "waiter away past its ttl: ended",
+        }
+    }
+
+    /// Whether a run must reach it: the late-timer corner only where some seeds' timers may be late.
+    pub fn required(self, late_seeds: bool) -> bool {
+        self != Mark::OverdueDeadline || late_seeds
+    }
+}
+
+/// How often each mark was reached in one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Marks(pub [u64; MARKS.len()]);
+
+impl Marks {
+    pub fn hit(&mut self, mark: Mark) {
+        self.0[mark as usize] += 1;
+    }
+
+    pub fn count(&self, mark: Mark) -> u64 {
+        self.0[mark as usize]
+    }
+}
