@@ -3,9 +3,11 @@
 # (a package.json and node_modules, which Deno resolves `npm:holdfast` and `holdfast` from), then:
 #   1. tests/deno/no-flags.test.ts under `deno test` with no permission flag (the in-process API,
 #      denoKvStorage on an in-memory KV, fileStorage's error naming the flags it needs);
-#   2. tests/deno/storage.test.ts and the package's JS suite (tests/js) under `deno test`, with the
-#      permissions those tests need: files in a temp dir (--allow-read/--allow-write, --allow-env for
-#      os.tmpdir()) and --allow-run (fileStorage checks a lock holder's pid).
+#   2. tests/deno/storage.test.ts, tests/deno/remote.test.ts and the package's JS suite (tests/js, the
+#      remote-* tests included) under `deno test`, with the permissions those tests need: files in a temp
+#      dir (--allow-read/--allow-write, --allow-env for os.tmpdir()), --allow-run (fileStorage checks a
+#      lock holder's pid) and --allow-net (store.serve() and connect() over Deno's own WebSocket server
+#      and client, on 127.0.0.1 and on Unix sockets).
 # Build the package first (npm/build.sh). Deno comes from tests/runtimes (npm install there).
 #   PKG_DIR=dir   pack this directory instead of npm/ (a built copy of it)
 set -euo pipefail
@@ -29,8 +31,7 @@ cd "$work/project"
 printf '{ "name": "holdfast-deno-user", "private": true, "type": "module" }\n' > package.json
 types_node=$(cd "$root/npm" && node -p 'require("./package.json").devDependencies["@types/node"]')
 npm install --no-audit --no-fund --silent "$tarball" "@types/node@$types_node"
-# Serving and connecting are not yet built for Deno (its own WebSocket server): skip remote-*.
-js_tests=$(ls *.test.js | grep -v "^remote-")
+js_tests=$(ls *.test.js)
 
 passed=0
 failed=0
@@ -57,7 +58,7 @@ run() { # label, deno test arguments...
 }
 
 run no-flags --unstable-kv no-flags.test.ts
-run storage+js --unstable-kv --allow-read --allow-write --allow-env --allow-run storage.test.ts $js_tests
+run storage+js --unstable-kv --allow-read --allow-write --allow-env --allow-run --allow-net $(ls *.test.ts | grep -v '^no-flags') $js_tests
 
 echo "deno: $passed passed, $failed failed"
 [ "$failed" = 0 ] || status=1

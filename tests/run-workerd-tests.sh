@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Tests the package in Cloudflare's workerd as users get it: `npm pack` of npm/, installed into a fresh
-# wrangler project (tests/workerd: a worker and a Durable Object that use holdfast, under three
-# compatibility settings), then tests/workerd/test.mjs under Node 24's test runner drives it through
-# wrangler's test harness (wrangler bundles the worker with the `workerd` export condition, as
-# `wrangler dev` does, and runs it in workerd). wrangler needs Node >= 22.12: Node 24 from tests/runtimes.
+# wrangler project (tests/workerd: a worker and Durable Objects that use holdfast, under three
+# compatibility settings), then tests/workerd/test.mjs and cloudflare.test.mjs (holdfast/cloudflare:
+# HoldfastObject and workerStore) under Node 24's test runner drive it through wrangler's test harness
+# (wrangler bundles the worker with the `workerd` export condition, as `wrangler dev` does, and runs it
+# in workerd); then the example examples/invoice-worker, installed the same way, runs its own test.mjs.
+# wrangler needs Node >= 22.12: Node 24 from tests/runtimes.
 # Build the package first (npm/build.sh). wrangler, workerd and Node 24: tests/runtimes (npm ci there).
 #   PKG_DIR=dir   pack this directory instead of npm/ (a built copy of it)
 set -euo pipefail
@@ -33,5 +35,18 @@ cd "$work/project"
 printf '{ "name": "holdfast-workerd-user", "private": true, "type": "module" }\n' > package.json
 npm install --no-audit --no-fund --silent "$tarball"
 
-echo "== workerd tests: node --test test.mjs (Node 24's test runner)"
-"$node24" --test --test-reporter=spec test.mjs
+status=0
+echo "== workerd tests: node --test test.mjs cloudflare.test.mjs (Node 24's test runner)"
+"$node24" --test --test-reporter=spec test.mjs cloudflare.test.mjs || status=1
+
+# The example, its holdfast dependency pointed at the packed tarball; wrangler is tests/runtimes' own
+# (WRANGLER_MODULE), so its devDependency is dropped here.
+cp -r "$root/examples/invoice-worker" "$work/example"
+rm -rf "$work/example/node_modules" "$work/example/.wrangler" "$work/example/package-lock.json"
+cd "$work/example"
+npm pkg set "dependencies.holdfast=file:$tarball"
+npm pkg delete devDependencies
+npm install --no-audit --no-fund --silent
+echo "== example invoice-worker: node --test test.mjs (Node 24's test runner)"
+"$node24" --test --test-reporter=spec test.mjs || status=1
+exit $status

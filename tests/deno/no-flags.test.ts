@@ -75,3 +75,11 @@ Deno.test('fileStorage without --allow-read/--allow-write: a StorageError that n
   assert.ok(error.cause instanceof StorageError, 'the cause is fileStorage’s own error')
   assert.ok((error.cause as Error).cause instanceof Deno.errors.NotCapable, "Deno's refusal is kept as its cause")
 })
+
+Deno.test('holdfast/cloudflare on Deno: importing is harmless, using it throws a clear InvalidError (workerd only)', async () => {
+  const cloudflare = await import('npm:holdfast/cloudflare')
+  assert.throws(() => new cloudflare.HoldfastObject({}, {}), (e: unknown) => e instanceof InvalidError && /runs in Cloudflare workerd only/.test(e.message))
+  assert.throws(() => cloudflare.workerStore({ idFromName: () => 1, get: () => ({}) }), (e: unknown) => e instanceof InvalidError && /workerd only/.test(e.message))
+  // The pure helper works everywhere: the object a key of a sharded lock goes to.
+  assert.match(cloudflare.objectName('jobs', 'chat-42', { shard: 16 }), /^jobs\/\d+$/)
+})

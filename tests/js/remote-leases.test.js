@@ -284,8 +284,10 @@ test('remote: serve({ tls }) serves wss://, and a client that trusts the certifi
   const { join } = await import('node:path')
   const dir = mkdtempSync(join(tmpdir(), 'holdfast-tls-'))
   try {
-    // A self-signed certificate for 127.0.0.1, made here with the machine's openssl.
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' })
+    // A self-signed certificate for 127.0.0.1, made here with the machine's openssl. CA:FALSE because
+    // Deno's TLS (rustls) refuses a server certificate that is itself a CA (CaUsedAsEndEntity), which
+    // openssl's `req -x509` makes by default; Node and Bun take either.
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' })
     const cert = readFileSync(join(dir, 'cert.pem'), 'utf8')
     const key = readFileSync(join(dir, 'key.pem'), 'utf8')
     const s = await served({ tls: { cert, key } })

@@ -45,7 +45,9 @@ for (const [name, w] of Object.entries(workers)) {
   })
 
   test(`${w.config}: LOCK-04 ${w.als ? `is enforced with AsyncLocalStorage from ${w.als}` : 'is not enforced without AsyncLocalStorage (documented): the inner hold waits for itself'}`, async () => {
-    for (const where of ['local', 'do']) {
+    // local: a store opened in the request; do: a store in a Durable Object of the test's own;
+    // cf: workerStore(env.HOLDFAST), holds in HoldfastObject over Workers RPC (holdfast/cloudflare).
+    for (const where of ['local', 'do', 'cf']) {
       const nested = await get(name, `/${where}/nested?object=nested&key=self`)
       if (w.als) {
         assert.equal(nested.error?.code, 'invalid', `${where}: ${JSON.stringify(nested)}`)

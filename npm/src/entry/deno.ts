@@ -2,7 +2,8 @@
  * The entry for Deno: the wasm comes embedded in a module (Deno reads no package file without
  * `--allow-read`), and holds are tracked with `AsyncLocalStorage` from `node:async_hooks`. The
  * in-process API needs no permission flag with `memoryStorage()`, a callback storage or
- * `denoKvStorage(kv)`; `fileStorage(dir)` needs `--allow-read` and `--allow-write`.
+ * `denoKvStorage(kv)`; `fileStorage(dir)` needs `--allow-read` and `--allow-write`. Serving and
+ * connecting go over Deno's own server and WebSocket (`transport-deno.ts`) and need `--allow-net`.
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks'
@@ -11,6 +12,8 @@ import base64 from '../../wasm/holdfast_wasm_base64.js'
 import { openStoreOn, type Frame, type Platform, type Store, type StoreOptions } from '../store.js'
 import { memoryStorage } from '../storage.js'
 import { fileStorage } from '../file-storage.js'
+import { denoTransport } from '../transport-deno.js'
+import { connectOn, type ConnectOptions, type RemoteStore } from '../client.js'
 
 export * from '../api.js'
 export { fileStorage }
@@ -28,9 +31,20 @@ const platform: Platform = {
   },
   context: new AsyncLocalStorage<Frame>(),
   defaultStorage: () => memoryStorage(),
+  transport: denoTransport,
 }
 
 /** Opens a store. Without `storage`, fences are kept in memory only (pass `fileStorage(dir)` to keep them). */
 export function openStore(options?: StoreOptions): Promise<Store> {
   return openStoreOn(platform, options)
+}
+
+/**
+ * Connects to a store's server (`ws://host:port`, `wss://…`, or `ws+unix:///path`), over Deno's own
+ * WebSocket client (`--allow-net`). The remote store has the API of a local one, with `inspect()`
+ * returning a promise.
+ */
+export function connect(url: string, options?: ConnectOptions): Promise<RemoteStore> {
+  platform.init()
+  return connectOn(platform.transport, platform.context, url, options)
 }

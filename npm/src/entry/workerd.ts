@@ -4,20 +4,16 @@
  *
  * # AsyncLocalStorage (LOCK-04)
  * A hold of a key inside its own hold is refused only where the store can tell async contexts apart,
- * with `AsyncLocalStorage` from `node:async_hooks`. workerd has it only behind a flag, so this entry
- * does not import it statically (that would make a worker without the flag fail to bundle or to
- * start). The first `openStore()` looks for it, inside the request that opens the store:
- *
- * - `process.getBuiltinModule('node:async_hooks')`: there with `nodejs_compat`, which is on by default
- *   for compatibility dates from 2026-08-04;
- * - else a dynamic `import('node:async_hooks')`: there with `nodejs_als` alone;
- * - else none: a hold of a key inside its own hold is not refused, and waits for itself until its
- *   `wait` runs out (`InUseError`), as the README says.
+ * with `AsyncLocalStorage`, which workerd has only behind a flag. The first `openStore()` looks for it
+ * (see `cloudflare/context.ts`): with `nodejs_compat` (on by default from compatibility date
+ * 2026-08-04) or `nodejs_als` it is found; without, a hold of a key inside its own hold is not
+ * refused, and waits for itself until its `wait` runs out (`InUseError`), as the README says.
  */
 
 import wasm from '../../wasm/holdfast_wasm_bg.wasm'
 import { initSync } from '../../wasm/holdfast_wasm.js'
-import { openStoreOn, type ContextStorage, type Platform, type Store, type StoreOptions } from '../store.js'
+import { findAsyncLocalStorage } from '../cloudflare/context.js'
+import { openStoreOn, type Platform, type Store, type StoreOptions } from '../store.js'
 import { memoryStorage, type Storage } from '../storage.js'
 import { StorageError } from '../errors.js'
 
@@ -33,38 +29,13 @@ const platform: Platform = {
   defaultStorage: () => memoryStorage(),
 }
 
-type AlsClass = new () => ContextStorage
-
 /** Looked for once, by the first `openStore()`. */
 let looked: Promise<void> | undefined
 
 function lookForAsyncLocalStorage(): Promise<void> {
-  return (looked ??= find().then(
-    Als => {
-      if (Als) platform.context = new Als()
-    },
-    () => {},
-  ))
-}
-
-async function find(): Promise<AlsClass | undefined> {
-  const proc = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process
-  try {
-    const viaProcess = proc?.getBuiltinModule?.('node:async_hooks') as { AsyncLocalStorage?: AlsClass } | undefined
-    if (typeof viaProcess?.AsyncLocalStorage === 'function') return viaProcess.AsyncLocalStorage
-  } catch {
-    // not there: try the import
-  }
-  // A specifier in a variable, so that bundlers (wrangler's esbuild) leave the import to the runtime,
-  // which answers it with `nodejs_als` and rejects it (caught) without.
-  const specifier = 'node:async_hooks'
-  try {
-    const viaImport = (await import(/* @vite-ignore */ specifier)) as { AsyncLocalStorage?: AlsClass }
-    if (typeof viaImport.AsyncLocalStorage === 'function') return viaImport.AsyncLocalStorage
-  } catch {
-    // no flag: no AsyncLocalStorage
-  }
-  return undefined
+  return (looked ??= findAsyncLocalStorage().then(Als => {
+    if (Als) platform.context = new Als()
+  }))
 }
 
 /** Opens a store. Without `storage`, fences are kept in memory only. */

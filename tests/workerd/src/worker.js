@@ -5,9 +5,14 @@
 // - /do/...: a Durable Object (`Locks`, one per `?object=` name) hosts one store, its fences kept in
 //   the object's transactional storage, so that they keep growing when the object restarts.
 // - /local/...: a store opened inside the request, on memoryStorage(), in the stateless worker.
+// - /cf/...: holdfast/cloudflare — HoldfastObject and workerStore(env.HOLDFAST) (see cloudflare.js).
 // Every answer is JSON; a holdfast error crosses the boundary as { error: { code, name, message } }.
 import { DurableObject } from 'cloudflare:workers'
 import { openStore, memoryStorage, fileStorage, HoldfastError } from 'holdfast'
+import { cloudflareRoute } from './cloudflare.js'
+
+// holdfast/cloudflare: the store as a Durable Object, and its subclass for the alarm test.
+export { HoldfastObject, CountingHoldfast } from './cloudflare.js'
 
 function errorInfo(e) {
   if (e instanceof HoldfastError) return { error: { code: e.code, name: e.name, message: e.message } }
@@ -86,6 +91,8 @@ export default {
     if (where === 'do') {
       const stub = env.LOCKS.get(env.LOCKS.idFromName(url.searchParams.get('object') ?? 'main'))
       body = op === 'stored' ? { stored: await stub.stored() } : await stub.run(op, url.search)
+    } else if (where === 'cf') {
+      body = await cloudflareRoute(op, url.searchParams, env)
     } else if (where === 'local') {
       if (op === 'files') {
         try {

@@ -1,0 +1,21 @@
+/**
+ * `holdfast/cloudflare` (the `workerd` export condition): a store hosted in a Durable Object
+ * (`HoldfastObject`), and the lock and semaphore API for Worker code over Workers RPC
+ * (`workerStore(env.HOLDFAST, { shard })`). See object.ts and worker-store.ts.
+ */
+
+export { HoldfastObject, durableObjectStorage } from './object.js'
+export { workerStore, objectName, fnv1a, WorkerStore, WorkerLock, WorkerLease, type WorkerStoreOptions } from './worker-store.js'
+export type {
+  AcquireOptions,
+  AcquireAnswer,
+  TryAcquireAnswer,
+  RenewAnswer,
+  DoneAnswer,
+  ErrorAnswer,
+  LeaseGrant,
+  HoldfastObjectRpc,
+  DurableObjectNamespaceLike,
+  DurableObjectStorageLike,
+  DurableObjectStateLike,
+} from './types.js'

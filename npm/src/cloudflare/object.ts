@@ -1,0 +1,509 @@
+/**
+ * `HoldfastObject`: a Durable Object that hosts one store, for Workers to hold its keys over Workers
+ * RPC (`workerStore(env.HOLDFAST)` is the client).
+ *
+ * # State
+ * - The store is opened in `blockConcurrencyWhile`, its fence ceiling kept in the object's storage
+ *   (`durableObjectStorage`): fences keep growing across restarts (LOCK-02).
+ * - Every granted lease is kept there too (`holdfast.lease.<id>`: its key, fence, ttl and deadline),
+ *   written at its grant and at each renewal, deleted when it ends. Writes are not awaited: the
+ *   object's output gate holds every reply until the writes before it are durable, so no holder learns
+ *   of a grant or a renewal that a restart could forget.
+ * - A restarted object (evicted, moved, or reset) takes its leases back before it answers anything:
+ *   each is held again with the same lease and request ids, so renewals and a repeated `acquire` find
+ *   it, and it ends at the deadline it had unless renewed. Its holder keeps the fence it was told; the
+ *   engine gives the restored lease a new, larger fence, which only `inspect()` shows. Waiting holds
+ *   are not kept: their calls fail with the restart, and `workerStore` asks again (a new place in line).
+ *
+ * # Time
+ * The store runs on a clock of `Date.now()` whose deadlines (ttls, waits, maxHold) are driven by the
+ * object's alarm, set at the earliest one (see `AlarmClock`): an alarm outlives an eviction, a
+ * `setTimeout` does not. Every request also acts first on the deadlines whose time came, since alarms
+ * are not exact (they fire at or after their time) and `Date.now()` only moves across I/O.
+ *
+ * # Calls
+ * `acquire`, `tryAcquire`, `renew`, `release` and `cancel` answer plain values, `{ ok }` or
+ * `{ error: { code, message } }` (see `types.ts`); they never throw. A waiting `acquire` stays pending
+ * for at most its `wait`. A grant whose caller vanished is never renewed, and ends after its ttl.
+ */
+
+import { DurableObject } from 'cloudflare:workers'
+import { openStore } from '../entry/workerd.js'
+import { RemoteRequest, type RemoteSink } from '../remote-request.js'
+import { checkMaxHold } from '../../wasm/holdfast_wasm.js'
+import { HoldfastError, InvalidError, fromEngine, type ErrorCode } from '../errors.js'
+import { toKey } from '../key.js'
+import { checkOptions } from '../options.js'
+import { randomId } from '../random.js'
+import type { Clock } from '../clock.js'
+import type { Lock } from '../lock.js'
+import type { Storage } from '../storage.js'
+import type { KeyInfo, Store } from '../store.js'
+import type {
+  AcquireAnswer,
+  AcquireOptions,
+  DoneAnswer,
+  DurableObjectStateLike,
+  DurableObjectStorageLike,
+  ErrorAnswer,
+  HoldfastObjectRpc,
+  RenewAnswer,
+  TryAcquireAnswer,
+} from './types.js'
+
+const LEASE_PREFIX = 'holdfast.lease.'
+const HEX32 = /^[0-9a-f]{32}$/
+
+/**
+ * A storage over a Durable Object's storage (`ctx.storage`), for a store hosted in an object of your
+ * own: `openStore({ storage: durableObjectStorage(ctx.storage) })`. A `put` is durable once its
+ * promise resolves (and the output gate holds replies until then).
+ */
+export function durableObjectStorage(storage: DurableObjectStorageLike): Storage {
+  return {
+    get: async key => {
+      const value = await storage.get(key)
+      return value === undefined || value === null ? undefined : String(value)
+    },
+    set: (key, value) => storage.put(key, value),
+  }
+}
+
+/** A timer of the object's clock. */
+interface Timer {
+  fn: () => void
+  at: number
+  /** A `setTimeout` for a 0 ms timer ("after this turn"); deadlines ahead have none (see AlarmClock). */
+  real: ReturnType<typeof setTimeout> | undefined
+  done: boolean
+}
+
+/**
+ * `Date.now()`, and timers driven by the object's alarm: a deadline ahead is acted on when the alarm
+ * set for the earliest one fires, or at the first request after it, whichever comes first. No
+ * `setTimeout` is left pending for a deadline: an evicted object's timers die with it (the alarm wakes
+ * it again), and a pending timer keeps an idle object from being evicted (workerd waits for it). Only
+ * 0 ms timers (the store's "after this turn") use `setTimeout`.
+ */
+class AlarmClock implements Clock {
+  readonly #storage: DurableObjectStorageLike
+  readonly #timers = new Set<Timer>()
+  /** The alarm as last set (or found), or null. */
+  #alarmAt: number | null = null
+
+  constructor(storage: DurableObjectStorageLike) {
+    this.#storage = storage
+  }
+
+  async load(): Promise<void> {
+    this.#alarmAt = await this.#storage.getAlarm()
+  }
+
+  now(): number {
+    return Date.now()
+  }
+
+  setTimeout(fn: () => void, ms: number): unknown {
+    const timer: Timer = { fn, at: Date.now() + ms, real: undefined, done: false }
+    this.#timers.add(timer)
+    if (ms <= 0) timer.real = setTimeout(() => this.#fire(timer), 0)
+    else this.#arm(timer.at)
+    return timer
+  }
+
+  clearTimeout(handle: unknown): void {
+    const timer = handle as Timer
+    if (timer.done) return
+    timer.done = true
+    if (timer.real !== undefined) clearTimeout(timer.real)
+    this.#timers.delete(timer)
+  }
+
+  #fire(timer: Timer): void {
+    if (timer.done) return
+    this.clearTimeout(timer)
+    timer.fn()
+  }
+
+  /** Runs every timer whose time came, earliest first (and those they set that are due too). */
+  fireDue(): void {
+    for (let round = 0; round < 100; round++) {
+      const now = Date.now()
+      const due = [...this.#timers].filter(t => t.at <= now && t.real === undefined).sort((a, b) => a.at - b.at)
+      if (due.length === 0) return
+      for (const timer of due) this.#fire(timer)
+    }
+  }
+
+  /** The alarm fired: runs what is due, and sets the alarm for what is left. */
+  alarmed(): void {
+    this.#alarmAt = null
+    this.fireDue()
+    let next = Infinity
+    for (const t of this.#timers) if (t.real === undefined && t.at < next) next = t.at
+    if (next !== Infinity) this.#arm(next)
+  }
+
+  /** Stops every timer (the object opens its store anew). */
+  reset(): void {
+    for (const t of [...this.#timers]) this.clearTimeout(t)
+  }
+
+  #arm(at: number): void {
+    // An alarm already set at or before `at` fires first, and sets the next one then.
+    if (this.#alarmAt !== null && this.#alarmAt <= at) return
+    this.#alarmAt = at
+    this.#storage.setAlarm(at).catch(() => {})
+  }
+}
+
+/** A granted lease as the object keeps it (in memory and in storage). */
+interface KeptLease {
+  kind: 'lock' | 'semaphore'
+  name: string
+  key: string
+  limit: number
+  request: string
+  lease: string
+  /** The fence its holder was told. */
+  fence: number
+  ttl: number
+  maxHold: number
+  /** `Date.now()` of the grant, and of the end of its ttl (moved by each renewal). */
+  grantedAt: number
+  expiresAt: number
+}
+
+function isKept(value: unknown): value is KeptLease {
+  const l = value as KeptLease | null
+  return (
+    typeof l === 'object' && l !== null && (l.kind === 'lock' || l.kind === 'semaphore') && typeof l.name === 'string' && typeof l.key === 'string' &&
+    typeof l.request === 'string' && HEX32.test(l.request) && typeof l.lease === 'string' && HEX32.test(l.lease) && Number.isSafeInteger(l.fence) &&
+    typeof l.ttl === 'number' && typeof l.maxHold === 'number' && typeof l.grantedAt === 'number' && typeof l.expiresAt === 'number' && Number.isInteger(l.limit)
+  )
+}
+
+/** Whom the store answers for one call: resolves the call's promise, once. */
+class Call implements RemoteSink {
+  #answer: ((answer: AcquireAnswer | TryAcquireAnswer) => void) | undefined
+
+  constructor(
+    readonly object: { granted(record: RemoteRequest, fence: number, limit: number): number; ended(lease: string): void },
+    answer: (answer: AcquireAnswer | TryAcquireAnswer) => void,
+    readonly isTry: boolean,
+    readonly limit: number,
+  ) {
+    this.#answer = answer
+  }
+
+  #send(answer: AcquireAnswer | TryAcquireAnswer): void {
+    const send = this.#answer
+    this.#answer = undefined
+    send?.(answer)
+  }
+
+  get pending(): boolean {
+    return this.#answer !== undefined
+  }
+
+  granted(record: RemoteRequest, fence: number, revokeIn: number): void {
+    const told = this.object.granted(record, fence, this.limit)
+    this.#send({ ok: { lease: record.lease, fence: told, ttl: record.ttl, revokeIn: Math.max(0, revokeIn) } })
+  }
+
+  busy(record: RemoteRequest): void {
+    this.#send(this.isTry ? { ok: null } : { error: { code: 'in_use', message: `${record.place()}: held by another (wait 0)` } })
+  }
+
+  failed(_record: RemoteRequest, code: ErrorCode, message: string): void {
+    this.#send({ error: { code, message } })
+  }
+
+  lost(record: RemoteRequest): void {
+    this.object.ended(record.lease)
+  }
+
+  /** The same hold was asked again by a newer call, which answers from now on. */
+  supersede(record: RemoteRequest): void {
+    this.#send({ error: { code: 'cancelled', message: `${record.place()}: asked again by a newer call` } })
+  }
+}
+
+function errorAnswer(error: unknown): ErrorAnswer {
+  if (error instanceof HoldfastError) return { error: { code: error.code, message: error.message } }
+  return { error: { code: 'closed', message: `holdfast object: ${(error as Error)?.message ?? String(error)}` } }
+}
+
+/**
+ * A Durable Object hosting one store; export it from your worker and bind it (see the README):
+ *
+ * ```ts
+ * export { HoldfastObject } from 'holdfast/cloudflare'
+ * // wrangler.jsonc: "durable_objects": { "bindings": [{ "name": "HOLDFAST", "class_name": "HoldfastObject" }] },
+ * //                 "migrations": [{ "tag": "v1", "new_sqlite_classes": ["HoldfastObject"] }]
+ * ```
+ */
+export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
+  readonly #state: DurableObjectStateLike
+  readonly #clock: AlarmClock
+  #store!: Store
+  readonly #handles = new Map<string, Lock>()
+  /** Granted leases by lease id. */
+  readonly #leases = new Map<string, KeptLease>()
+  /** Restored leases not renewed since: the timer that ends them at their old deadline. */
+  readonly #restored = new Map<string, unknown>()
+  #conn = 0
+  /** While leases kept before a restart are taken back. */
+  #restoring = false
+  readonly #sink = {
+    granted: (record: RemoteRequest, fence: number, limit: number) => this.#granted(record, fence, limit),
+    ended: (lease: string) => this.#ended(lease),
+  }
+
+  constructor(ctx: unknown, env: unknown) {
+    super(ctx, env)
+    this.#state = ctx as DurableObjectStateLike
+    this.#clock = new AlarmClock(this.#state.storage)
+    void this.#state.blockConcurrencyWhile(() => this.#open())
+  }
+
+  /** Opens the store and takes back the leases kept before a restart. */
+  async #open(): Promise<void> {
+    const storage = this.#state.storage
+    this.#clock.reset()
+    this.#handles.clear()
+    this.#leases.clear()
+    this.#restored.clear()
+    await this.#clock.load()
+    this.#store = await openStore({ storage: durableObjectStorage(storage), clock: this.#clock })
+    const kept = [...(await storage.list({ prefix: LEASE_PREFIX })).values()].filter(isKept).sort((a, b) => a.fence - b.fence)
+    const now = Date.now()
+    this.#restoring = true
+    try {
+      this.#restore(kept, now)
+    } finally {
+      this.#restoring = false
+    }
+  }
+
+  #restore(kept: KeptLease[], now: number): void {
+    const storage = this.#state.storage
+    for (const l of kept) {
+      const left = l.expiresAt - now
+      const revokeLeft = l.maxHold > 0 ? l.grantedAt + l.maxHold - now : 0
+      if (left <= 0 || (l.maxHold > 0 && revokeLeft <= 0)) {
+        storage.delete(LEASE_PREFIX + l.lease).catch(() => {})
+        continue
+      }
+      this.#leases.set(l.lease, l)
+      let granted = false
+      const sink = new Call(this.#sink, answer => (granted = 'ok' in answer && answer.ok !== null), true, l.limit)
+      const record = new RemoteRequest(l.kind, l.name, l.key, l.request, l.lease, l.ttl, l.maxHold > 0 ? revokeLeft : 0, this.#nextConn(), 0, sink)
+      try {
+        this.#store._remoteHold(this.#handle(l.kind, l.name, l.limit), record, 0)
+      } catch {
+        granted = false
+      }
+      if (!granted) {
+        this.#ended(l.lease)
+        continue
+      }
+      this.#restored.set(l.lease, this.#clock.setTimeout(() => this.#expireRestored(l.lease), left))
+    }
+  }
+
+  #nextConn(): number {
+    // u32 on the way into the engine; one per call, so that no call's requests count against another's.
+    this.#conn = (this.#conn + 1) >>> 0 || 1
+    return this.#conn
+  }
+
+  /** A handle per lock or semaphore, made once (it checks the name, and a semaphore's limit). */
+  #handle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock {
+    const id = `${kind} ${name} ${kind === 'semaphore' ? limit : 1}`
+    let handle = this.#handles.get(id)
+    if (!handle) {
+      handle = kind === 'lock' ? this.#store.lock(name) : this.#store.semaphore(name, { limit })
+      this.#handles.set(id, handle)
+    }
+    return handle
+  }
+
+  /** Before every call: reopen after an internal error, and act on deadlines that came. */
+  async #begin(): Promise<void> {
+    if (this.#store.closed) await this.#state.blockConcurrencyWhile(() => this.#open())
+    this.#clock.fireDue()
+  }
+
+  /** A lease was granted (or granted again to a call that asked again): keep it. Answers the fence its holder is told. */
+  #granted(record: RemoteRequest, fence: number, limit: number): number {
+    const now = Date.now()
+    let kept = this.#leases.get(record.lease)
+    // Taken back after a restart: it keeps its old deadline (see #open).
+    if (kept && this.#restoring) return kept.fence
+    if (!kept) {
+      kept = {
+        kind: record.kind,
+        name: record.name,
+        key: record.key,
+        limit,
+        request: record.request,
+        lease: record.lease,
+        fence,
+        ttl: record.ttl,
+        maxHold: record.maxHold,
+        grantedAt: now,
+        expiresAt: now + record.ttl,
+      }
+      this.#leases.set(record.lease, kept)
+    } else {
+      kept.expiresAt = now + record.ttl
+      this.#renewed(record.lease)
+    }
+    this.#keep(kept)
+    return kept.fence
+  }
+
+  #keep(kept: KeptLease): void {
+    this.#state.storage.put(LEASE_PREFIX + kept.lease, kept).catch(() => {})
+  }
+
+  /** A lease ended (released, lost, expired, revoked): forget it. */
+  #ended(lease: string): void {
+    this.#renewed(lease)
+    if (this.#leases.delete(lease)) this.#state.storage.delete(LEASE_PREFIX + lease).catch(() => {})
+  }
+
+  /** A restored lease was renewed (or asked again): its old deadline no longer applies. */
+  #renewed(lease: string): void {
+    const timer = this.#restored.get(lease)
+    if (timer === undefined) return
+    this.#restored.delete(lease)
+    this.#clock.clearTimeout(timer)
+  }
+
+  #expireRestored(lease: string): void {
+    if (!this.#restored.delete(lease)) return
+    const record = this.#store._remoteLease(lease)
+    if (record) this.#store._endRemote(record)
+    this.#ended(lease)
+  }
+
+  // ---- RPC ----
+
+  /** Waits (at most `options.wait`; `null`: no limit) for the key, and answers the lease. */
+  async acquire(kind: 'lock' | 'semaphore', name: string, key: string, options: AcquireOptions): Promise<AcquireAnswer> {
+    return (await this.#acquire(kind, name, key, options, false)) as AcquireAnswer
+  }
+
+  /** Takes the key only if it is free and nobody waits: `{ ok: null }` otherwise. */
+  async tryAcquire(kind: 'lock' | 'semaphore', name: string, key: string, options: AcquireOptions): Promise<TryAcquireAnswer> {
+    return (await this.#acquire(kind, name, key, options, true)) as TryAcquireAnswer
+  }
+
+  async #acquire(kind: unknown, name: unknown, key: unknown, options: unknown, isTry: boolean): Promise<AcquireAnswer | TryAcquireAnswer> {
+    try {
+      await this.#begin()
+      if (kind !== 'lock' && kind !== 'semaphore') throw new InvalidError(`kind ${JSON.stringify(kind)} must be "lock" or "semaphore"`)
+      if (typeof name !== 'string') throw new InvalidError(`${kind}: name must be a string, not ${typeof name}`)
+      const place = `${kind} ${name}`
+      const k = toKey(key, place)
+      const o = checkOptions(options, `${place}: key ${JSON.stringify(k)}`, ['limit', 'ttl', 'maxHold', 'wait', 'request'])
+      const limit = kind === 'lock' ? 1 : o.limit
+      if (typeof limit !== 'number' || !Number.isInteger(limit)) throw new InvalidError(`${place}: limit ${String(limit)} must be a whole number from 1 to 10000`)
+      if (typeof o.request !== 'string' || !HEX32.test(o.request)) throw new InvalidError(`${place}: request must be 32 hex digits`)
+      for (const n of ['ttl', 'maxHold'] as const) {
+        if (typeof o[n] !== 'number' || !Number.isFinite(o[n]) || (o[n] as number) < 0) throw new InvalidError(`${place}: ${n} must be a number of ms`)
+      }
+      // The engine checks the ttl of a hold over a connection; maxHold is checked where handles are made.
+      if (o.maxHold !== 0) {
+        try {
+          checkMaxHold(o.maxHold as number)
+        } catch (error) {
+          throw fromEngine(error, `${place}: key ${JSON.stringify(k)}`)
+        }
+      }
+      const wait = isTry || o.wait === 0 ? 0 : o.wait === null || o.wait === undefined ? Infinity : (o.wait as number)
+      if (typeof wait !== 'number' || Number.isNaN(wait) || wait < 0) throw new InvalidError(`${place}: wait must be a number of ms, or null`)
+      const handle = this.#handle(kind, name, limit)
+      const request = o.request
+      // Asked again (a retry after a failed call): an earlier call still waiting here is answered, and this one goes on.
+      const earlier = this.#store._remoteRequest(request)
+      if (earlier && earlier.sink instanceof Call && earlier.sink.pending) earlier.sink.supersede(earlier)
+      return await new Promise<AcquireAnswer | TryAcquireAnswer>(resolve => {
+        const call = new Call(this.#sink, resolve, isTry, limit)
+        const record = new RemoteRequest(kind, name, k, request, randomId(), o.ttl as number, o.maxHold as number, this.#nextConn(), 0, call)
+        this.#store._remoteHold(handle, record, wait)
+      })
+    } catch (error) {
+      return errorAnswer(error)
+    }
+  }
+
+  /** Renews a lease for its ttl from now; `lost` if it ran out, was revoked, released, or never was. */
+  async renew(lease: string): Promise<RenewAnswer> {
+    try {
+      await this.#begin()
+      if (typeof lease !== 'string' || !HEX32.test(lease)) throw new InvalidError('renew: lease must be 32 hex digits')
+      const renewed = this.#store._renew(lease)
+      const kept = this.#leases.get(lease)
+      if (!renewed) {
+        this.#ended(lease)
+        return { error: { code: 'lost', message: 'lease lost: past its ttl, revoked, released, or never granted' } }
+      }
+      if (kept) {
+        kept.expiresAt = Date.now() + renewed.ttl
+        this.#renewed(lease)
+        this.#keep(kept)
+      }
+      return { ok: { ttl: renewed.ttl, revokeIn: Math.max(0, renewed.revokeIn) } }
+    } catch (error) {
+      return errorAnswer(error)
+    }
+  }
+
+  /** Lets a lease go (the next in line gets the key at once). Releasing one that ended does nothing. */
+  async release(lease: string): Promise<DoneAnswer> {
+    try {
+      await this.#begin()
+      if (typeof lease !== 'string' || !HEX32.test(lease)) throw new InvalidError('release: lease must be 32 hex digits')
+      const record = this.#store._remoteLease(lease)
+      if (record) this.#store._endRemote(record)
+      this.#ended(lease)
+      return { ok: true }
+    } catch (error) {
+      return errorAnswer(error)
+    }
+  }
+
+  /** Ends a hold by its request id: a waiting one leaves the line (its call answers `cancelled`); a granted one is released. */
+  async cancel(request: string): Promise<DoneAnswer> {
+    try {
+      await this.#begin()
+      if (typeof request !== 'string' || !HEX32.test(request)) throw new InvalidError('cancel: request must be 32 hex digits')
+      const record = this.#store._remoteRequest(request)
+      if (record) {
+        const waiting = !record.holding
+        this.#store._endRemote(record)
+        if (waiting) record.sink.failed(record, 'cancelled', `${record.place()}: cancelled while waiting`)
+        else this.#ended(record.lease)
+      }
+      return { ok: true }
+    } catch (error) {
+      return errorAnswer(error)
+    }
+  }
+
+  /** The busy keys of this object's store (a restored lease shows the engine's new fence). */
+  async inspect(): Promise<KeyInfo[]> {
+    await this.#begin()
+    return this.#store.inspect()
+  }
+
+  /** The alarm: the backstop for deadlines whose timers an eviction took away. */
+  async alarm(): Promise<void> {
+    if (this.#store.closed) await this.#state.blockConcurrencyWhile(() => this.#open())
+    this.#clock.alarmed()
+  }
+}
+

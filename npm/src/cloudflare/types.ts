@@ -1,0 +1,79 @@
+/**
+ * What crosses Workers RPC between `workerStore` (in a Worker) and `HoldfastObject` (the Durable
+ * Object), and the parts of Cloudflare's types that holdfast uses (the package is typed without
+ * `@cloudflare/workers-types`; the real objects fit these shapes).
+ *
+ * Every answer is a plain value: `{ ok: … }` or `{ error: { code, message } }`. Workers RPC keeps
+ * only the message of a thrown error, so errors travel as values, and the client rebuilds the
+ * `HoldfastError` subclass from the code.
+ */
+
+import type { ErrorCode } from '../errors.js'
+
+/** What `acquire` and `tryAcquire` carry besides kind, name and key. */
+export interface AcquireOptions {
+  /** A semaphore's limit (1 for a lock). */
+  limit: number
+  /** ms, 1 s to 1 h: the lease lasts this long from its grant and from each renewal. */
+  ttl: number
+  /** ms from the grant at which the lease is revoked; 0 for none. */
+  maxHold: number
+  /** ms to wait for the key; `null` for no limit (`acquire` only). */
+  wait: number | null
+  /** The caller's id of this hold (32 hex digits): asked again with it, a hold is never granted twice. */
+  request: string
+}
+
+/** A granted lease, as its holder learns it. */
+export interface LeaseGrant {
+  /** The lease's secret id (32 hex digits): renewing and releasing need it. */
+  lease: string
+  fence: number
+  /** ms the lease lasts from now unless renewed. */
+  ttl: number
+  /** ms until maxHold revokes it; 0 for none. */
+  revokeIn: number
+}
+
+export interface ErrorAnswer {
+  error: { code: ErrorCode; message: string }
+}
+
+export type AcquireAnswer = { ok: LeaseGrant } | ErrorAnswer
+/** `ok: null`: the key was held, or others wait for it. */
+export type TryAcquireAnswer = { ok: LeaseGrant | null } | ErrorAnswer
+export type RenewAnswer = { ok: { ttl: number; revokeIn: number } } | ErrorAnswer
+export type DoneAnswer = { ok: true } | ErrorAnswer
+
+/** The RPC methods of `HoldfastObject`, as a stub offers them. */
+export interface HoldfastObjectRpc {
+  acquire(kind: 'lock' | 'semaphore', name: string, key: string, options: AcquireOptions): Promise<AcquireAnswer>
+  tryAcquire(kind: 'lock' | 'semaphore', name: string, key: string, options: AcquireOptions): Promise<TryAcquireAnswer>
+  renew(lease: string): Promise<RenewAnswer>
+  release(lease: string): Promise<DoneAnswer>
+  cancel(request: string): Promise<DoneAnswer>
+}
+
+/** The part of a `DurableObjectNamespace` that `workerStore` uses. */
+export interface DurableObjectNamespaceLike {
+  idFromName(name: string): unknown
+  get(id: never): unknown
+}
+
+/** The part of `DurableObjectStorage` that `HoldfastObject` and `durableObjectStorage` use. */
+export interface DurableObjectStorageLike {
+  get(key: string): Promise<unknown>
+  get(keys: string[]): Promise<Map<string, unknown>>
+  put(key: string, value: unknown): Promise<void>
+  delete(key: string): Promise<boolean>
+  list(options: { prefix: string }): Promise<Map<string, unknown>>
+  getAlarm(): Promise<number | null>
+  setAlarm(scheduledTime: number): Promise<void>
+}
+
+/** The part of `DurableObjectState` that `HoldfastObject` uses. */
+export interface DurableObjectStateLike {
+  readonly storage: DurableObjectStorageLike
+  blockConcurrencyWhile<T>(fn: () => Promise<T>): Promise<T>
+  abort?(reason?: string): void
+}

@@ -1,0 +1,444 @@
+/**
+ * `workerStore(env.HOLDFAST, { shard })`: the lock and semaphore API of a store, in Worker code, over
+ * Workers RPC to `HoldfastObject`s.
+ *
+ * # Which object
+ * Holds go to the object named by the lock's name (`idFromName(name)`): one object per lock or
+ * semaphore name, which serves every key of it. With `shard: N`, the keys of a name are spread over N
+ * objects (`idFromName(name + '/' + i)`, i the FNV-1a hash of the key's UTF-8 bytes modulo N), for
+ * names whose traffic one object cannot carry: an object serves its requests one at a time, about
+ * 1,000 requests a second at most (Cloudflare's soft limit per object), and each hold costs an
+ * acquire, a release, and a renewal every ttl/3. **N must never change for a live name**: two values
+ * of N send one key to two objects, which would both grant it. Lines and fences are per object.
+ *
+ * # Leases
+ * A lease lasts its `ttl` from its grant and from each renewal (LOCK-05). While fn runs, it is renewed
+ * every ttl/3; this side counts its own deadline from when each renewal was sent, minus a margin, so
+ * that it gives up before the object does: when the deadline passes with no answered renewal, when a
+ * renewal answers lost, or at maxHold, `lease.signal` aborts with a `LostError`, and `hold` rejects
+ * `LostError` after fn settles. A Worker that dies mid-hold stops renewing: its key is free after its
+ * ttl. `hold` and `lease.release()` wait for the object to take the release.
+ *
+ * # Failures
+ * An `acquire` whose call failed in a way Workers RPC marks retryable (the object restarted, a
+ * connection was lost) is asked again with the same request id, a few times within its wait: it is
+ * never granted twice (a grant that was made answers again with the same lease and fence). An
+ * overloaded object is a `LimitError`; any other failure of the call a `ClosedError` with the call's
+ * error as its `cause`.
+ */
+
+import { CancelledError, ClosedError, InUseError, InvalidError, LimitError, LostError, errorOf } from '../errors.js'
+import { toMs } from '../duration.js'
+import { toKey } from '../key.js'
+import { checkOptions, checkSignal } from '../options.js'
+import { Lease, type LeaseOwner } from '../lease.js'
+import { handleOptions, type HoldOptions, type LockOptions, type SemaphoreOptions, type TryHoldOptions, type TryHoldResult } from '../lock.js'
+import { randomId } from '../random.js'
+import type { ContextStorage, Frame, Resource } from '../store.js'
+import { findAsyncLocalStorage } from './context.js'
+import type { AcquireOptions, DurableObjectNamespaceLike, HoldfastObjectRpc, LeaseGrant } from './types.js'
+
+export interface WorkerStoreOptions {
+  /**
+   * Spread each name's keys over this many objects (1 to 1,000; default: one object per name). Never
+   * change it for a name that is in use.
+   */
+  shard?: number
+}
+
+const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
+const TTL = [1_000, 3_600_000] as const
+const MAX_HOLD = 30 * 24 * 3_600_000
+/** How many times a failed call is asked again, at most. */
+const RETRIES = 3
+
+/** 32-bit FNV-1a of a string's UTF-8 bytes. */
+export function fnv1a(text: string): number {
+  let hash = 0x811c9dc5
+  for (const byte of new TextEncoder().encode(text)) {
+    hash ^= byte
+    hash = Math.imul(hash, 0x01000193) >>> 0
+  }
+  return hash >>> 0
+}
+
+/**
+ * The name of the object that serves `key` of the lock or semaphore `name` (what `idFromName` is
+ * given): `name`, or with `shard: N`, `name/i` for i = fnv1a(key) mod N.
+ */
+export function objectName(name: string, key: string | number, options?: WorkerStoreOptions): string {
+  const shard = checkShard(options?.shard)
+  const k = toKey(key, `objectName ${name}`)
+  return shard === undefined ? name : `${name}/${fnv1a(k) % shard}`
+}
+
+function checkShard(shard: unknown): number | undefined {
+  if (shard === undefined) return undefined
+  if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 1 || shard > 1_000) {
+    throw new InvalidError(`workerStore: shard ${String(shard)} must be a whole number from 1 to 1000`)
+  }
+  return shard
+}
+
+/** The margin by which this side gives up before the object would. */
+function margin(ttl: number): number {
+  return Math.min(1_000, Math.floor(ttl / 5))
+}
+
+const sleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms))
+
+/** A lease of a `workerStore`: `release()` resolves once the object took the release. */
+export class WorkerLease extends Lease {
+  readonly #store: WorkerStore
+
+  /** @internal */
+  constructor(store: WorkerStore, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, local: number) {
+    super(store, handle, key, fence, local)
+    this.#store = store
+  }
+
+  override async release(): Promise<void> {
+    this._end()
+    await this.#store._released(this._req)
+  }
+}
+
+/** A granted lease, as this side tracks it. */
+class Held {
+  deadline = 0
+  renewTimer: ReturnType<typeof setTimeout> | undefined
+  deadlineTimer: ReturnType<typeof setTimeout> | undefined
+  revokeTimer: ReturnType<typeof setTimeout> | undefined
+  releasing: Promise<void> | undefined
+
+  constructor(
+    readonly lease: WorkerLease,
+    readonly leaseId: string,
+    readonly stub: HoldfastObjectRpc,
+    readonly ttl: number,
+  ) {}
+
+  place(): string {
+    return `${this.lease.kind} ${this.lease.name}: key ${JSON.stringify(this.lease.key)}`
+  }
+}
+
+export class WorkerStore implements LeaseOwner {
+  readonly #namespace: DurableObjectNamespaceLike
+  readonly #shard: number | undefined
+  #context: ContextStorage | undefined
+  #looked = false
+  #nextLocal = 1
+  /** Granted leases by local number. */
+  readonly #held = new Map<number, Held>()
+  /** Releases under way, by local number. */
+  readonly #releases = new Map<number, Promise<void>>()
+  readonly #resources = new Map<string, Resource>()
+
+  /** @internal Use `workerStore()`. */
+  constructor(namespace: DurableObjectNamespaceLike, shard: number | undefined) {
+    this.#namespace = namespace
+    this.#shard = shard
+  }
+
+  /** A lock: one holder of a key at a time. */
+  lock(name: string, options?: LockOptions): WorkerLock {
+    return this.#handle('lock', name, options)
+  }
+
+  /** A semaphore: up to `limit` holders of a key at a time. */
+  semaphore(name: string, options: SemaphoreOptions): WorkerLock {
+    return this.#handle('semaphore', name, options)
+  }
+
+  #handle(kind: 'lock' | 'semaphore', name: unknown, options: unknown): WorkerLock {
+    if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`${kind}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    const place = `${kind} ${name}`
+    const o = handleOptions(options, place, kind === 'semaphore')
+    // The object checks them too; checking here answers before anything is sent.
+    if (o.ttl < TTL[0] || o.ttl > TTL[1]) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
+    if (o.hasMaxHold && (o.maxHold <= 0 || o.maxHold > MAX_HOLD)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be more than 0 and at most 30 days`)
+    const id = `${kind} ${name}`
+    let resource = this.#resources.get(id)
+    if (!resource) this.#resources.set(id, (resource = { id: -1, kind, name, limit: o.limit, keys: new Map() }))
+    return new WorkerLock(this, resource, o.limit, o.ttl, o.maxHold, o.wait)
+  }
+
+  #stub(name: string, key: string): HoldfastObjectRpc {
+    const objectId = this.#shard === undefined ? name : `${name}/${fnv1a(key) % this.#shard}`
+    return this.#namespace.get(this.#namespace.idFromName(objectId) as never) as HoldfastObjectRpc
+  }
+
+  // ---- holds ----
+
+  /** @internal Asks for a key; resolves to the lease, or `undefined` when busy and `wait` is 0 (or, for a try, held here). */
+  async _take(handle: WorkerLock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<WorkerLease | undefined> {
+    const place = `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}`
+    if (!this.#looked) {
+      const Als = await findAsyncLocalStorage()
+      if (!this.#looked && Als) this.#context = new Als()
+      this.#looked = true
+    }
+    if (this.#context && this.#heldHere(handle, key)) {
+      if (isTry) return undefined
+      throw new InvalidError(`${place}: held by this very hold (a hold inside its own hold would wait for itself)`)
+    }
+    const stub = this.#stub(handle.name, key)
+    const request = randomId()
+    const options: AcquireOptions = { limit: handle.limit, ttl: handle.ttl, maxHold: handle._maxHold, wait: wait === Infinity ? null : wait, request }
+    let cancelled = false
+    let onAbort: (() => void) | undefined
+    const aborted = new Promise<never>((_, reject) => {
+      if (!signal) return
+      onAbort = () => {
+        cancelled = true
+        reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
+        stub.cancel(request).catch(() => {})
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
+    aborted.catch(() => {})
+    const answering = this.#call(place, () => (isTry ? stub.tryAcquire(handle.kind, handle.name, key, options) : stub.acquire(handle.kind, handle.name, key, options)), wait)
+    try {
+      const answer = await (signal ? Promise.race([answering, aborted]) : answering)
+      if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
+      if (answer.ok === null) return undefined
+      return this.#granted(handle, key, stub, answer.ok)
+    } finally {
+      if (onAbort) signal!.removeEventListener('abort', onAbort)
+      if (cancelled) {
+        // A grant that raced the cancel is let go.
+        answering.then(
+          answer => {
+            if ('ok' in answer && answer.ok) stub.release(answer.ok.lease).catch(() => {})
+          },
+          () => {},
+        )
+      }
+    }
+  }
+
+  /** Calls the object, asking again (same request id) after a retryable failure, within `wait`. */
+  async #call<T>(place: string, call: () => Promise<T>, wait: number): Promise<T> {
+    const started = Date.now()
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call()
+      } catch (error) {
+        const e = error as { retryable?: unknown; overloaded?: unknown; durableObjectReset?: unknown; message?: unknown } | null
+        if (e?.overloaded === true) throw new LimitError(`${place}: the Durable Object is overloaded`, { cause: error })
+        const retryable = e?.retryable === true || e?.durableObjectReset === true
+        const backoff = 50 * 2 ** attempt
+        if (!retryable || attempt >= RETRIES || Date.now() - started + backoff > Math.max(wait, 1_000)) {
+          throw new ClosedError(`${place}: the call to its Durable Object failed: ${String(e?.message ?? error)}`, { cause: error })
+        }
+        await sleep(backoff)
+      }
+    }
+  }
+
+  #granted(handle: WorkerLock, key: string, stub: HoldfastObjectRpc, grant: LeaseGrant): WorkerLease {
+    const local = this.#nextLocal++
+    const lease = new WorkerLease(this, handle, key, grant.fence, local)
+    const held = new Held(lease, grant.lease, stub, handle.ttl)
+    this.#held.set(local, held)
+    if (grant.revokeIn > 0) held.revokeTimer = setTimeout(() => this.#lose(held, new LostError(`${held.place()}: lease revoked at maxHold`)), grant.revokeIn)
+    // The first deadline counts from the grant's arrival (as over a connection); the margin covers the
+    // time the answer took to come.
+    this.#extend(held, Date.now(), grant.ttl)
+    return lease
+  }
+
+  /** Moves a lease's deadline to `from + ttl - margin`, and schedules the next renewal. */
+  #extend(held: Held, from: number, ttl: number): void {
+    const deadline = from + ttl - margin(ttl)
+    if (deadline <= held.deadline) return
+    held.deadline = deadline
+    clearTimeout(held.deadlineTimer)
+    held.deadlineTimer = setTimeout(() => {
+      if (Date.now() >= held.deadline) this.#lose(held, new LostError(`${held.place()}: lease not renewed within its ttl`))
+    }, Math.max(0, deadline - Date.now()))
+    clearTimeout(held.renewTimer)
+    held.renewTimer = setTimeout(() => void this.#renew(held), Math.max(1, Math.floor(ttl / 3)))
+  }
+
+  /** Renews a lease; retried (every ttl/10) until its deadline when the call fails. */
+  async #renew(held: Held): Promise<void> {
+    held.renewTimer = undefined
+    if (held.lease.lost || this.#held.get(held.lease._req) !== held) return
+    const sentAt = Date.now()
+    let answer: Awaited<ReturnType<HoldfastObjectRpc['renew']>> | undefined
+    try {
+      answer = await held.stub.renew(held.leaseId)
+    } catch {
+      answer = undefined
+    }
+    if (held.lease.lost || this.#held.get(held.lease._req) !== held) return
+    if (answer && 'ok' in answer) return this.#extend(held, sentAt, answer.ok.ttl)
+    if (answer && answer.error.code === 'lost') return this.#lose(held, new LostError(`${held.place()}: renewal refused: ${answer.error.message}`))
+    held.renewTimer = setTimeout(() => void this.#renew(held), Math.max(50, Math.floor(held.ttl / 10)))
+  }
+
+  #lose(held: Held, reason: LostError): void {
+    this.#forget(held)
+    held.lease._lose(reason)
+  }
+
+  #forget(held: Held): void {
+    this.#held.delete(held.lease._req)
+    clearTimeout(held.renewTimer)
+    clearTimeout(held.deadlineTimer)
+    clearTimeout(held.revokeTimer)
+    held.renewTimer = held.deadlineTimer = held.revokeTimer = undefined
+  }
+
+  /** @internal Called by a `Lease` once: lets the key go on the object. */
+  _release(local: number): void {
+    const held = this.#held.get(local)
+    if (!held) return
+    this.#forget(held)
+    const releasing = held.stub.release(held.leaseId).then(
+      () => {},
+      () => {}, // the lease ends at its ttl
+    )
+    this.#releases.set(local, releasing)
+    void releasing.then(() => this.#releases.delete(local))
+  }
+
+  /** @internal Waits for the release of a lease (if one is under way). */
+  async _released(local: number): Promise<void> {
+    await this.#releases.get(local)
+  }
+
+  /** @internal Runs fn inside the lease, lets the key go when fn settles (waiting for the object to take it), and answers as `hold` does. */
+  async _run<T>(handle: WorkerLock, lease: WorkerLease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    let value: Awaited<T>
+    try {
+      value = await (this.#context === undefined
+        ? fn(lease)
+        : this.#context.run({ lease, resource: handle._resource, parent: this.#context.getStore() }, () => fn(lease)))
+    } catch (error) {
+      const released = lease._end()
+      await this._released(lease._req)
+      if (!released && lease.lost) throw lostAnswer(lease, error)
+      throw error
+    }
+    const released = lease._end()
+    await this._released(lease._req)
+    if (!released && lease.lost) throw lostAnswer(lease, undefined)
+    return value
+  }
+
+  #heldHere(handle: WorkerLock, key: string): boolean {
+    for (let frame: Frame | undefined = this.#context!.getStore(); frame; frame = frame.parent) {
+      if (frame.resource === handle._resource && frame.lease.key === key && !frame.lease.lost && this.#held.get(frame.lease._req)?.lease === frame.lease) return true
+    }
+    return false
+  }
+}
+
+function lostAnswer(lease: Lease, fnError: unknown): Error {
+  const reason = lease._reason!
+  if (fnError === undefined) return reason
+  return new LostError(reason.message, { cause: fnError })
+}
+
+/** A lock or semaphore of a `workerStore`: the API of `Lock`, over Workers RPC. */
+export class WorkerLock {
+  /** @internal */ readonly _resource: Resource
+  /** @internal */ readonly _maxHold: number
+  /** @internal */ readonly _wait: number
+  readonly kind: 'lock' | 'semaphore'
+  readonly name: string
+
+  /** @internal */
+  constructor(
+    readonly store: WorkerStore,
+    resource: Resource,
+    readonly limit: number,
+    readonly ttl: number,
+    maxHold: number,
+    wait: number,
+  ) {
+    this._resource = resource
+    this.kind = resource.kind
+    this.name = resource.name
+    this._maxHold = maxHold
+    this._wait = wait
+  }
+
+  /**
+   * Waits for `key`, runs `fn(lease)` (renewing the lease meanwhile), lets the key go when fn settles,
+   * and resolves to fn's result; rejects as `Lock.hold` does.
+   */
+  hold<T>(key: string | number, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+  hold<T>(key: string | number, options: HoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+  async hold<T>(key: string | number, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    const fn = typeof a === 'function' ? a : b
+    const k = this.#key(key)
+    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
+    const { wait, signal } = typeof a === 'function' ? { wait: this._wait, signal: undefined } : this.#options(a, k)
+    const lease = await this.store._take(this, k, wait, signal, false)
+    if (!lease) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+    return this.store._run(this, lease, fn)
+  }
+
+  /** Takes `key` only if it is free and nobody waits; then runs fn as `hold` does. */
+  tryHold<T>(key: string | number, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
+  tryHold<T>(key: string | number, options: TryHoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
+  async tryHold<T>(key: string | number, a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
+    const fn = typeof a === 'function' ? a : b
+    const k = this.#key(key)
+    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: tryHold needs a function to run`)
+    let signal: AbortSignal | undefined
+    if (typeof a !== 'function') {
+      signal = checkSignal(checkOptions(a, `${this.#place(k)}: tryHold`, ['signal']).signal, this.#place(k))
+      if (signal?.aborted) throw new CancelledError(`${this.#place(k)}: cancelled before it began`, { cause: signal.reason })
+    }
+    const lease = await this.store._take(this, k, 0, signal, true)
+    if (!lease) return { acquired: false }
+    return { acquired: true, value: await this.store._run(this, lease, fn) }
+  }
+
+  /**
+   * Waits for `key` and resolves to its lease, renewed until you release it (`await lease.release()`
+   * or `await using`). Not released, it ends at maxHold, or after its ttl once this Worker is gone.
+   */
+  async acquire(key: string | number, options?: HoldOptions): Promise<WorkerLease> {
+    const k = this.#key(key)
+    const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : this.#options(options, k)
+    const lease = await this.store._take(this, k, wait, signal, false)
+    if (!lease) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+    return lease
+  }
+
+  #key(key: unknown): string {
+    return toKey(key, this.#place()) // the object checks again
+  }
+
+  #options(options: unknown, key: string): { wait: number; signal: AbortSignal | undefined } {
+    const place = this.#place(key)
+    const o = checkOptions(options, place, ['wait', 'signal'])
+    const wait = o.wait === undefined ? this._wait : toMs(o.wait, `${place}: wait`, true)
+    const signal = checkSignal(o.signal, place)
+    if (signal?.aborted) throw new CancelledError(`${place}: cancelled before it began`, { cause: signal.reason })
+    return { wait, signal }
+  }
+
+  #place(key?: string): string {
+    return key === undefined ? `${this.kind} ${this.name}` : `${this.kind} ${this.name}: key ${JSON.stringify(key)}`
+  }
+}
+
+/**
+ * A store for Worker code whose holds go to `HoldfastObject`s of `namespace` (the binding, such as
+ * `env.HOLDFAST`): `lock`, `semaphore`, and their `hold`, `tryHold` and `acquire`, as in-process.
+ */
+export function workerStore(namespace: DurableObjectNamespaceLike, options?: WorkerStoreOptions): WorkerStore {
+  const o = checkOptions(options, 'workerStore', ['shard'])
+  const ns = namespace as Partial<DurableObjectNamespaceLike> | null
+  if (typeof ns !== 'object' || ns === null || typeof ns.idFromName !== 'function' || typeof ns.get !== 'function') {
+    throw new InvalidError('workerStore: namespace must be a Durable Object namespace binding (env.HOLDFAST), bound to HoldfastObject')
+  }
+  return new WorkerStore(namespace, checkShard(o.shard))
+}

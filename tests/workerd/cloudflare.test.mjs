@@ -1,0 +1,209 @@
+// holdfast/cloudflare in the real workerd runtime: HoldfastObject (a Durable Object hosting a store per
+// lock name) and workerStore(env.HOLDFAST) in the test worker (src/cloudflare.js), driven through
+// wrangler's test harness as test.mjs is. Run by tests/run-workerd-tests.sh with Node 24.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { pathToFileURL } from 'node:url'
+
+const { createTestHarness } = await import(process.env.WRANGLER_MODULE ? pathToFileURL(process.env.WRANGLER_MODULE).href : 'wrangler')
+
+let server
+before(async () => {
+  server = createTestHarness({ root: process.cwd(), workers: [{ configPath: 'wrangler.jsonc' }] })
+  await server.listen()
+})
+after(async () => {
+  await server?.close()
+})
+
+/** GETs a /cf/ route of the test worker and answers its JSON. */
+async function cf(op, params = {}) {
+  const response = await server.getWorker().fetch(`/cf/${op}?${new URLSearchParams(params)}`)
+  assert.equal(response.status, 200, `${op}: HTTP ${response.status}: ${await response.clone().text()}`)
+  return await response.json()
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+test('two concurrent holds of one key through the object are served one at a time, in the order they came (LOCK-01)', async () => {
+  const hold = (tag, ms) => cf('hold', { name: 'order', key: 'chat', ms, tag })
+  const first = hold('a', 400)
+  await sleep(100)
+  const second = hold('b', 100)
+  await sleep(100)
+  const third = hold('c', 100)
+  const [a, b, c] = await Promise.all([first, second, third])
+  for (const r of [a, b, c]) assert.equal(typeof r.fence, 'number', JSON.stringify(r))
+  assert.deepEqual([a.tag, b.tag, c.tag], ['a', 'b', 'c'])
+  assert.ok(a.fence < b.fence && b.fence < c.fence, `fences in order: ${a.fence} ${b.fence} ${c.fence}`)
+  assert.ok(b.start >= a.end, `b started (${b.start}) after a ended (${a.end})`)
+  assert.ok(c.start >= b.end, `c started (${c.start}) after b ended (${b.end})`)
+  assert.deepEqual(await cf('inspect', { name: 'order' }), [], 'every key let go')
+})
+
+test('tryHold on a held key answers acquired: false; a wait that runs out is InUseError; an aborted wait is CancelledError', async () => {
+  const holding = cf('hold', { name: 'try', key: 'job', ms: 600 })
+  await sleep(150)
+  assert.deepEqual(await cf('tryHold', { name: 'try', key: 'job' }), { acquired: false })
+  const asked = Date.now()
+  const timedOut = await cf('hold', { name: 'try', key: 'job', wait: '100ms' })
+  assert.ok(Date.now() - asked >= 95, 'it waited its 100ms first')
+  assert.equal(timedOut.error?.code, 'in_use', JSON.stringify(timedOut))
+  assert.equal(timedOut.error.name, 'InUseError')
+  const cancelled = await cf('cancel', { name: 'try', key: 'job', ms: 100 })
+  assert.equal(cancelled.error?.name, 'CancelledError', JSON.stringify(cancelled))
+  assert.equal(cancelled.cause, 'enough')
+  const [view] = await cf('inspect', { name: 'try' })
+  assert.equal(view.waiting, 0, 'the cancelled hold left the line on the object')
+  const held = await holding
+  const after = await cf('tryHold', { name: 'try', key: 'job' })
+  assert.equal(after.acquired, true)
+  assert.ok(after.value.fence > held.fence)
+})
+
+test('a holder that stops renewing loses the key after its ttl; its late renewal answers lost (LOCK-05)', async () => {
+  // The object's RPC directly, as a Worker that died after its grant: a lease of 1 s, never renewed.
+  const granted = await cf('raw-acquire', { name: 'stall', key: 'k', ttlMs: 1000 })
+  assert.ok(granted.ok?.lease, JSON.stringify(granted))
+  assert.deepEqual(await cf('raw-try', { name: 'stall', key: 'k' }), { ok: null }, 'held')
+  await sleep(1_300)
+  const next = await cf('raw-try', { name: 'stall', key: 'k' })
+  assert.ok(next.ok?.fence > granted.ok.fence, `the key went to the next, with a larger fence: ${JSON.stringify(next)}`)
+  const late = await cf('raw-renew', { name: 'stall', lease: granted.ok.lease })
+  assert.equal(late.error?.code, 'lost', JSON.stringify(late))
+  await cf('raw-release', { name: 'stall', lease: next.ok.lease })
+})
+
+test('workerStore renews a lease while fn runs, well past its ttl (hold and acquire)', async () => {
+  const held = await cf('hold', { name: 'renew', key: 'k', ttl: '1s', ms: 2_500 })
+  assert.equal(held.lost, false, JSON.stringify(held))
+  assert.ok(held.end - held.start >= 2_400)
+  const acquired = await cf('acquire', { name: 'renew', key: 'k', ttl: '1s', ms: 2_000 })
+  assert.equal(acquired.lost, false, JSON.stringify(acquired))
+  assert.ok(acquired.fence > held.fence)
+  assert.deepEqual(await cf('inspect', { name: 'renew' }), [], 'released')
+})
+
+test('a renewal answered lost aborts lease.signal with LostError, and hold rejects LostError after fn settles', async () => {
+  const answer = await cf('stall', { ns: 'counting', name: 'lapse', key: 'k', ttl: '1s', ms: 1_200 })
+  assert.deepEqual(answer.seen, { aborted: true, reason: 'LostError', lost: true }, JSON.stringify(answer))
+  assert.equal(answer.error?.name, 'LostError', JSON.stringify(answer))
+  assert.match(answer.error.message, /renewal refused/)
+})
+
+test('maxHold revokes a lease over RPC: signal aborted, hold rejects LostError (LOCK-03)', async () => {
+  const answer = await cf('hold', { name: 'bounded', key: 'k', ttl: '1s', maxHold: '1500ms', ms: 2_500 })
+  assert.equal(answer.error?.name, 'LostError', JSON.stringify(answer))
+  assert.match(answer.error.message, /maxHold/)
+  const after = await cf('tryHold', { name: 'bounded', key: 'k' })
+  assert.equal(after.acquired, true, 'the key went on at maxHold')
+})
+
+test('fences keep growing after the object restarts with its persisted storage; a granted lease survives the restart (LOCK-02)', async () => {
+  const first = await cf('hold', { name: 'restart', key: 'k' })
+  const kept = await cf('raw-acquire', { name: 'restart', key: 'held', ttlMs: 30_000 })
+  assert.ok(kept.ok, JSON.stringify(kept))
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'restart' })
+  const second = await cf('hold', { name: 'restart', key: 'k' })
+  assert.ok(second.fence > first.fence && second.fence > kept.ok.fence, `after the restart, fence ${second.fence} > ${first.fence}, ${kept.ok.fence}`)
+  // The lease granted before the restart still holds its key, and renews.
+  assert.deepEqual(await cf('raw-try', { name: 'restart', key: 'held' }), { ok: null })
+  const renewed = await cf('raw-renew', { name: 'restart', lease: kept.ok.lease })
+  assert.equal(renewed.ok?.ttl, 30_000, JSON.stringify(renewed))
+  await cf('raw-release', { name: 'restart', lease: kept.ok.lease })
+  const after = await cf('raw-try', { name: 'restart', key: 'held' })
+  assert.ok(after.ok?.fence > second.fence, JSON.stringify(after))
+})
+
+test('a lease taken back after a restart still ends at its old deadline, not a ttl after the restart', async () => {
+  const granted = await cf('raw-acquire', { name: 'old-deadline', key: 'k', ttlMs: 3_000 })
+  assert.ok(granted.ok, JSON.stringify(granted))
+  const at = Date.now()
+  await sleep(1_500)
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'old-deadline' })
+  assert.deepEqual(await cf('raw-try', { name: 'old-deadline', key: 'k' }), { ok: null }, 'taken back: still held')
+  await sleep(3_300 - (Date.now() - at))
+  // 3.3 s after the grant, 1.8 s after the restart: lapsed at its deadline from before.
+  const next = await cf('raw-try', { name: 'old-deadline', key: 'k' })
+  assert.ok(next.ok?.fence > granted.ok.fence, JSON.stringify(next))
+})
+
+test('a request asked again with its request id after a restart gets the same lease and fence', async () => {
+  const request = 'ab'.repeat(16)
+  const granted = await cf('raw-acquire', { name: 'resume', key: 'k', ttlMs: 30_000, request })
+  assert.ok(granted.ok, JSON.stringify(granted))
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'resume' })
+  const again = await cf('raw-acquire', { name: 'resume', key: 'k', ttlMs: 30_000, request })
+  assert.deepEqual(again.ok && { lease: again.ok.lease, fence: again.ok.fence }, { lease: granted.ok.lease, fence: granted.ok.fence })
+  await cf('raw-release', { name: 'resume', lease: granted.ok.lease })
+})
+
+test('the alarm ends a lease past its ttl when nothing else wakes the object (the backstop)', async () => {
+  const granted = await cf('raw-acquire', { ns: 'counting', name: 'alarm', key: 'k', ttlMs: 1000 })
+  assert.ok(granted.ok, JSON.stringify(granted))
+  // Evicted: its timers are gone with it; only the alarm set at the lease's deadline can wake it.
+  await server.getWorker().evictDurableObject('CountingHoldfast', { name: 'alarm' })
+  await sleep(2_500)
+  const seen = await cf('alarms', { ns: 'counting', name: 'alarm' })
+  assert.ok(seen.alarms >= 1, `the alarm fired: ${JSON.stringify(seen)}`)
+  assert.equal(seen.leases, 0, 'and the lapsed lease is no longer kept')
+})
+
+test('a bad name, key, ttl or limit gets a typed error over the boundary', async () => {
+  // Straight to the object (past workerStore's own checks): error values, never thrown.
+  for (const [params, message] of [
+    [{ badName: 'Bad' }, /name "Bad" must match/],
+    [{ badName: '-x' }, /name "-x" must match/],
+    [{ badKey: '' }, /key "" must be 1 to 1024 bytes/],
+    [{ badKey: 'é'.repeat(513) }, /1024 bytes/],
+    [{ ttlMs: 500 }, /ttl 500ms must be 1s to 1h/],
+    [{ maxHoldMs: 31 * 24 * 3_600_000 }, /maxHold \d+ms must be more than 0 and at most 30 days/],
+    [{ request: 'nothex' }, /request must be 32 hex digits/],
+    [{ kind: 'mutex' }, /kind "mutex"/],
+  ]) {
+    const answer = await cf('raw-bad', params)
+    assert.equal(answer.error?.code, 'invalid', `${JSON.stringify(params)}: ${JSON.stringify(answer)}`)
+    assert.match(answer.error.message, message)
+  }
+  // Through workerStore: the object's refusal comes back as the InvalidError class.
+  assert.equal((await cf('hold', { name: 'permits', limit: 2 })).fence > 0, true)
+  const mismatch = await cf('hold', { name: 'permits', limit: 3 })
+  assert.equal(mismatch.error?.name, 'InvalidError', JSON.stringify(mismatch))
+  assert.equal(mismatch.error.code, 'invalid')
+  // And workerStore's own checks, before anything is sent.
+  for (const params of [{ name: 'Bad Name' }, { key: 'x'.repeat(1025) }, { ttl: '2h' }, { wait: '250' }]) {
+    const answer = await cf('hold', params)
+    assert.equal(answer.error?.name, 'InvalidError', `${JSON.stringify(params)}: ${JSON.stringify(answer)}`)
+  }
+})
+
+test('a semaphore through the object: at most limit holders of a key at a time', async () => {
+  const holds = ['a', 'b', 'c'].map(tag => cf('hold', { name: 'uploads', limit: 2, key: 'u', ms: 300, tag }))
+  const [a, b, c] = await Promise.all(holds)
+  for (const r of [a, b, c]) assert.equal(typeof r.fence, 'number', JSON.stringify(r))
+  const firstEnd = Math.min(a.end, b.end)
+  assert.ok(c.start >= firstEnd, `the third (${c.start}) began after one of the first two ended (${firstEnd})`)
+})
+
+test('shard: N spreads a name over N objects by FNV-1a of the key; one key always meets itself there', async () => {
+  const where = await cf('object', { name: 'jobs', key: 'k', shard: 4 })
+  assert.equal(where.name, `jobs/${where.hash % 4}`)
+  const holding = cf('hold', { name: 'jobs', key: 'k', shard: 4, ms: 400 })
+  await sleep(150)
+  assert.deepEqual(await cf('tryHold', { name: 'jobs', key: 'k', shard: 4 }), { acquired: false })
+  const [view] = await cf('inspect', { name: 'jobs', key: 'k', shard: 4 })
+  assert.equal(view.key, 'k')
+  // Without the shard option the same key goes to another object: why N must never change.
+  assert.equal((await cf('tryHold', { name: 'jobs', key: 'k' })).acquired, true)
+  await holding
+})
+
+test('holdfast/cloudflare outside workerd (Node): importing is harmless, using it throws a clear InvalidError', async () => {
+  const cloudflare = await import('holdfast/cloudflare')
+  const { InvalidError } = await import('holdfast')
+  assert.throws(() => new cloudflare.HoldfastObject({}, {}), e => e instanceof InvalidError && /runs in Cloudflare workerd only/.test(e.message))
+  assert.throws(() => cloudflare.workerStore({}), e => e instanceof InvalidError && /workerd only/.test(e.message))
+  // The pure helper names the same object as the worker does.
+  const where = await cf('object', { name: 'jobs', key: 'chat-42', shard: 16 })
+  assert.equal(cloudflare.objectName('jobs', 'chat-42', { shard: 16 }), where.name)
+})

@@ -1,0 +1,140 @@
+// holdfast/cloudflare in the test worker: HoldfastObject (bound as HOLDFAST) hosts a store per lock
+// name, and the routes under /cf/ hold its keys with workerStore(env.HOLDFAST), as a user's Worker
+// would; a few routes call the object's RPC methods directly (a holder that never renews, a bad
+// request over the boundary). Every answer is JSON; a holdfast error is { error: { code, name, message } }.
+import { HoldfastObject, workerStore, objectName, fnv1a } from 'holdfast/cloudflare'
+import { HoldfastError } from 'holdfast'
+
+export { HoldfastObject }
+
+/** HoldfastObject counting its alarms in its own storage: the alarm backstop test reads the count. */
+export class CountingHoldfast extends HoldfastObject {
+  async alarm() {
+    const n = (await this.ctx.storage.get('test.alarms')) ?? 0
+    await this.ctx.storage.put('test.alarms', n + 1)
+    return super.alarm()
+  }
+
+  /** Ends every lease this object keeps, as if each had lapsed. */
+  async dropLeases() {
+    const leases = await this.ctx.storage.list({ prefix: 'holdfast.lease.' })
+    for (const kept of leases.values()) await this.release(kept.lease)
+    return leases.size
+  }
+
+  async alarms() {
+    const leases = await this.ctx.storage.list({ prefix: 'holdfast.lease.' })
+    return { alarms: (await this.ctx.storage.get('test.alarms')) ?? 0, leases: leases.size }
+  }
+}
+
+function errorInfo(e) {
+  if (e instanceof HoldfastError) return { error: { code: e.code, name: e.name, message: e.message } }
+  return { error: { code: null, name: e?.name ?? typeof e, message: String(e?.message ?? e) } }
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+/** 32 hex digits, as a request id. */
+function hexId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16))
+  return [...bytes].map(b => b.toString(16).padStart(2, '0')).join('')
+}
+
+export async function cloudflare(op, q, env) {
+  const name = q.get('name') ?? 'jobs'
+  const key = q.get('key') ?? 'k'
+  const ms = Number(q.get('ms') ?? 0)
+  const shard = q.has('shard') ? Number(q.get('shard')) : undefined
+  const namespace = q.get('ns') === 'counting' ? env.COUNTING : env.HOLDFAST
+  const store = workerStore(namespace, shard === undefined ? undefined : { shard })
+  const options = { wait: q.get('wait') ?? '10s' }
+  if (q.has('ttl')) options.ttl = q.get('ttl')
+  if (q.has('maxHold')) options.maxHold = q.get('maxHold')
+  const handle = q.has('limit') ? store.semaphore(name, { ...options, limit: Number(q.get('limit')) }) : store.lock(name, options)
+  const stub = () => namespace.get(namespace.idFromName(objectName(name, key, shard === undefined ? undefined : { shard })))
+  switch (op) {
+    case 'hold':
+      return await handle.hold(key, async lease => {
+        const start = Date.now()
+        await sleep(ms)
+        return { fence: lease.fence, start, end: Date.now(), tag: q.get('tag'), lost: lease.lost }
+      })
+    case 'tryHold':
+      return await handle.tryHold(key, lease => ({ fence: lease.fence }))
+    case 'cancel': {
+      // A hold whose signal aborts while it waits.
+      const ac = new AbortController()
+      setTimeout(() => ac.abort('enough'), ms)
+      return await handle.hold(key, { signal: ac.signal }, () => 'ran').catch(e => ({ ...errorInfo(e), cause: e.cause }))
+    }
+    case 'acquire': {
+      // The manual form: held across the request, released before answering.
+      const lease = await handle.acquire(key)
+      await sleep(ms)
+      const answer = { fence: lease.fence, lost: lease.lost }
+      await lease.release()
+      return answer
+    }
+    case 'nested':
+      return await handle.hold(key, async () => {
+        const start = Date.now()
+        const answer = await handle.hold(key, { wait: '200ms' }, () => 'ran inside its own hold').then(v => ({ value: v }), errorInfo)
+        return { ...answer, waitedMs: Date.now() - start }
+      })
+    case 'stall': {
+      // The object ends the lease behind its holder's back (as if it lapsed): the next renewal answers
+      // lost, so lease.signal aborts with a LostError and hold rejects LostError after fn settles.
+      let seen
+      const answer = await handle
+        .hold(key, async lease => {
+          await stub().dropLeases()
+          await sleep(ms)
+          seen = { aborted: lease.signal.aborted, reason: lease.signal.reason?.name, lost: lease.lost }
+          return 'fn finished'
+        })
+        .then(value => ({ value }), errorInfo)
+      return { ...answer, seen }
+    }
+    case 'raw-acquire':
+      // The object's RPC, as a holder that never renews: a lease of `ttl` ms.
+      return await stub().acquire(q.get('kind') ?? 'lock', name, key, {
+        limit: Number(q.get('limit') ?? 1),
+        ttl: Number(q.get('ttlMs') ?? 1000),
+        maxHold: 0,
+        wait: q.has('wait') ? Number(q.get('wait')) : 0,
+        request: q.get('request') ?? hexId(),
+      })
+    case 'raw-try':
+      return await stub().tryAcquire('lock', name, key, { limit: 1, ttl: 30_000, maxHold: 0, wait: 0, request: hexId() })
+    case 'raw-renew':
+      return await stub().renew(q.get('lease'))
+    case 'raw-release':
+      return await stub().release(q.get('lease'))
+    case 'raw-bad':
+      // Bad input sent straight to the object, past workerStore's own checks.
+      return await stub().acquire(q.get('kind') ?? 'lock', q.get('badName') ?? name, q.has('badKey') ? q.get('badKey') : key, {
+        limit: 1,
+        ttl: Number(q.get('ttlMs') ?? 30_000),
+        maxHold: Number(q.get('maxHoldMs') ?? 0),
+        wait: 0,
+        request: q.get('request') ?? hexId(),
+      })
+    case 'inspect':
+      return await stub().inspect()
+    case 'alarms':
+      return await stub().alarms()
+    case 'object':
+      return { name: objectName(name, key, shard === undefined ? undefined : { shard }), hash: fnv1a(key) }
+    default:
+      return { error: { code: null, name: 'NotFound', message: `no such operation ${op}` } }
+  }
+}
+
+export async function cloudflareRoute(op, q, env) {
+  try {
+    return await cloudflare(op, q, env)
+  } catch (e) {
+    return errorInfo(e)
+  }
+}
