@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Every test of holdfast; this is what .ci/run runs. From a clean checkout it first installs what is
 # missing (tests/setup.sh), then:
-#   1. Rust: cargo fmt --check, clippy -D warnings (native and wasm32), cargo test (engine contracts)
+#   1. Rust: cargo fmt --check, clippy -D warnings (native and wasm32), cargo test (engine contracts,
+#      the wire corpus, and the simulation: 1,000 seeds x 10,000 operations), and the same op
+#      sequences in wasm under Node and Bun giving the native trace hashes
 #   2. TypeScript: strict typecheck of the package
 #   3. the package as users get it (npm pack, installed into a fresh project): the JS tests under
 #      Node 20, Node 24, Bun and Deno, the SQLite fence example under Node 20 and Bun, and the
 #      package in Cloudflare workerd (wrangler)
-#   4. a short benchmark run, for its correctness checks (FIFO, exclusion); speeds are printed, not judged
+#   4. crash-restart torture of fences (200 kill -9 restarts; TORTURE_KILLS=1000 for the full run)
+#   5. a short benchmark run, for its correctness checks (FIFO, exclusion); speeds are printed, not judged
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -18,9 +21,13 @@ say "cargo fmt, clippy"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo clippy -p holdfast-wasm --target wasm32-unknown-unknown --quiet -- -D warnings
+cargo clippy -p holdfast-sim --lib --target wasm32-unknown-unknown --quiet -- -D warnings
 
 say "cargo test"
 cargo test --workspace --quiet 2>&1
+
+say "the simulation's op sequences in wasm give the native trace hashes (Node 20, Node 24, Bun)"
+bash tests/sim/run.sh
 
 say "TypeScript (strict)"
 (cd npm && npx tsc -p tsconfig.json --noEmit)
@@ -30,6 +37,9 @@ bash tests/run-package-tests.sh
 
 say "leases over a connection between real processes (Node 20, Node 24, Bun)"
 bash tests/run-remote-tests.sh
+
+say "crash-restart torture of fences (kill -9; fileStorage, slow and flaky storages)"
+bash tests/torture/run.sh
 
 say "the CLI, installed from the packed package"
 bash tests/run-cli-tests.sh

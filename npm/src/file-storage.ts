@@ -7,6 +7,9 @@
  *   (`holdfast.lock`, created with O_EXCL, holding the pid). A second store, in this process or another,
  *   fails with a `StorageError` naming the directory and the holder, instead of repeating fences. A lock
  *   left by a process that died (its pid no longer runs) is taken over; `close()` removes it.
+ * - A directory that kept a value marks itself (`holdfast.used`): if the value is later missing, the
+ *   store refuses to open rather than start its fences again. (The value itself carries a check, so a
+ *   damaged one is refused too: see the engine's `fence::decode_ceiling`.)
  * - On Deno it needs `--allow-read` and `--allow-write` (for the directory at least), and says so in its
  *   `StorageError` when they are missing. Without `--allow-run` it cannot tell whether the process that
  *   left a lock still runs, so it never takes such a lock over, and says so.
@@ -18,6 +21,8 @@ import { StorageError } from './errors.js'
 import type { Storage } from './storage.js'
 
 const LOCK_FILE = 'holdfast.lock'
+/** Written with the first value: a directory that has it and lacks a value has lost the value. */
+const USED_FILE = 'holdfast.used'
 /** Directories locked by stores of this process (a pid check cannot tell them apart). */
 const lockedHere = new Set<string>()
 
@@ -26,6 +31,7 @@ export function fileStorage(dir: string): Storage {
   const root = path.resolve(dir)
   const place = `fileStorage ${root}`
   let locked = false
+  let used = false
 
   const lock = () => {
     if (locked) return
@@ -66,17 +72,32 @@ export function fileStorage(dir: string): Storage {
 
   return {
     get(key) {
+      let text: string | undefined
+      let usedBefore: string | undefined
       try {
         lock()
-        return readOr(path.join(root, fileName(key)), undefined)
+        text = readOr(path.join(root, fileName(key)), undefined)
+        usedBefore = text === undefined ? readOr(path.join(root, USED_FILE), undefined) : undefined
       } catch (error) {
         throw denied(error)
       }
+      if (usedBefore !== undefined) {
+        // A directory that kept values before has lost this one: starting fences again from 1
+        // would repeat them.
+        throw new StorageError(
+          `${place}: ${fileName(key)} is missing, though this directory kept fences before; refusing to restart fences. If it is meant to start anew, remove ${path.join(root, USED_FILE)}`,
+        )
+      }
+      return text
     },
     set(key, value) {
       try {
         lock()
         writeAtomically(root, fileName(key), value)
+        if (!used) {
+          writeAtomically(root, USED_FILE, 'holdfast kept values in this directory: its fences must not start again\n')
+          used = true
+        }
       } catch (error) {
         throw denied(error)
       }

@@ -167,7 +167,7 @@ test('LOCK-02: close waits for a fence write under way before it lets the storag
   release()
   await closing
   assert.equal(closedStorage, true)
-  assert.equal(storage.values.get('holdfast.fences'), '2000000', 'the write landed before the storage was let go')
+  assert.match(storage.values.get('holdfast.fences'), /^2000000:/, 'the write landed before the storage was let go')
 })
 
 test('LOCK-02: one fileStorage directory serves one open store at a time', async () => {

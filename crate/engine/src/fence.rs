@@ -137,6 +137,33 @@ impl FenceBook {
     }
 }
 
+/// The stored form of a ceiling: its decimal digits, a colon, and a check of them (FNV-1a, 32 bits, in
+/// hex), so that a value damaged into another number — cut short, a digit changed — is refused rather
+/// than taken for a smaller ceiling, which would hand out fences again.
+pub fn encode_ceiling(ceiling: u64) -> String {
+    let digits = ceiling.to_string();
+    format!("{digits}:{:08x}", check(&digits))
+}
+
+/// A stored ceiling, or `None` when the text is not exactly what [`encode_ceiling`] writes.
+pub fn decode_ceiling(text: &str) -> Option<u64> {
+    let (digits, sum) = text.split_once(':')?;
+    let well_formed = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && sum.len() == 8
+        && sum.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !well_formed || u32::from_str_radix(sum, 16).ok()? != check(digits) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+fn check(digits: &str) -> u32 {
+    digits.bytes().fold(0x811c_9dc5, |hash, b| {
+        (hash ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +229,25 @@ mod tests {
         let again = book.poll_persist().unwrap();
         book.persisted(again);
         assert_eq!(book.take(), 8);
+    }
+
+    #[test]
+    fn lock_02_a_stored_ceiling_damaged_into_another_number_is_refused() {
+        let good = encode_ceiling(2_000_000);
+        assert_eq!(decode_ceiling(&good), Some(2_000_000));
+        let (digits, sum) = good.split_once(':').unwrap();
+        for bad in [
+            format!("{}:{sum}", &digits[..3]),  // cut short
+            format!("1{}:{sum}", &digits[1..]), // a digit changed
+            digits.to_string(),                 // no check
+            format!("{digits}:{sum}\n"),
+            format!(" {good}"),
+            format!("+{good}"),
+            String::new(),
+            format!("{digits}:{}", &sum[..7]),
+        ] {
+            assert_eq!(decode_ceiling(&bad), None, "{bad:?}");
+        }
     }
 
     #[test]

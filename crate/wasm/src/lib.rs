@@ -20,7 +20,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use holdfast_engine::{
-    bounds, Cancelled, Engine, Error, Event, Failure, Hold, Id, Kind, ResourceId,
+    bounds, fence, Cancelled, Engine, Error, Event, Failure, Hold, Id, Kind, ResourceId,
 };
 use js_sys::{Function, Promise, Reflect};
 use serde::Serialize;
@@ -107,7 +107,7 @@ async fn settle_value(answer: Result<JsValue, JsValue>) -> Result<JsValue, JsVal
 }
 
 async fn write_ceiling(storage: &Storage, ceiling: u64) -> Result<(), JsValue> {
-    settle_value(storage.set(FENCE_KEY, &ceiling.to_string()))
+    settle_value(storage.set(FENCE_KEY, &fence::encode_ceiling(ceiling)))
         .await
         .map(drop)
 }
@@ -165,19 +165,19 @@ pub async fn open_core(storage: Storage, wake: Function) -> Result<Core, JsValue
     })
 }
 
-/// The stored ceiling: absent, or a decimal whole number. Anything else is a damaged store, and
-/// starting fences again from 1 would repeat them: refuse it.
+/// The stored ceiling: absent, or as `fence::encode_ceiling` wrote it. Anything else is a damaged
+/// store, and starting fences again from 1 would repeat them: refuse it.
 fn parse_ceiling(value: &JsValue) -> Result<Option<u64>, JsValue> {
     if value.is_undefined() || value.is_null() {
         return Ok(None);
     }
     let text = value.as_string();
-    match text.as_deref().map(|t| (t, t.parse::<u64>())) {
-        Some((t, Ok(n))) if !t.starts_with('+') => Ok(Some(n)),
-        _ => Err(js_error(
+    match text.as_deref().and_then(fence::decode_ceiling) {
+        Some(n) => Ok(Some(n)),
+        None => Err(js_error(
             "storage",
             &format!(
-                "storage key {FENCE_KEY} holds {:?}, not a fence ceiling (a decimal whole number); refusing to restart fences",
+                "storage key {FENCE_KEY} holds {:?}, not a fence ceiling (digits, a colon and their check); damaged? refusing to restart fences",
                 text.unwrap_or_else(|| format!("a value of type {}", value.js_typeof().as_string().unwrap_or_default()))
             ),
             None,
