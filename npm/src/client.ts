@@ -25,6 +25,7 @@ import { Lease, type LeaseOwner } from './lease.js'
 import { handleOptions, type HoldOptions, type LockOptions, type SemaphoreOptions, type TryHoldOptions, type TryHoldResult } from './lock.js'
 import { systemClock, type Clock } from './clock.js'
 import { randomId } from './random.js'
+import { runInLease } from './run.js'
 import type { ContextStorage, Frame, KeyInfo, Resource } from './store.js'
 import type { Socket, Transport } from './transport.js'
 
@@ -405,18 +406,8 @@ export class RemoteStore implements LeaseOwner {
   }
 
   /** @internal Runs fn inside the lease (as a store's `_run` does). */
-  async _run<T>(handle: RemoteLock, lease: Lease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    let value: Awaited<T>
-    try {
-      value = await (this.#context === undefined
-        ? fn(lease)
-        : this.#context.run({ lease, resource: handle._resource, parent: this.#context.getStore() }, () => fn(lease)))
-    } catch (error) {
-      if (!lease._end() && lease.lost) throw lostAnswer(lease, error)
-      throw error
-    }
-    if (!lease._end() && lease.lost) throw lostAnswer(lease, undefined)
-    return value
+  _run<T>(handle: RemoteLock, lease: Lease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    return runInLease(this.#context, handle._resource, lease, fn)
   }
 
   #heldHere(handle: RemoteLock, key: string): boolean {
@@ -481,11 +472,6 @@ export class RemoteStore implements LeaseOwner {
   }
 }
 
-function lostAnswer(lease: Lease, fnError: unknown): Error {
-  const reason = lease._reason!
-  if (fnError === undefined) return reason
-  return reason instanceof ClosedError ? new ClosedError(reason.message, { cause: fnError }) : new LostError(reason.message, { cause: fnError })
-}
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 

@@ -17,6 +17,7 @@
 
 import { Core, openCore, checkTtl, checkMaxHold, checkName } from '../wasm/holdfast_wasm.js'
 import { RemoteRequest } from './remote-request.js'
+import { runInLease } from './run.js'
 import { ClosedError, CancelledError, InUseError, InvalidError, LimitError, LostError, StorageError, fromEngine } from './errors.js'
 import { Lease, type LeaseOwner } from './lease.js'
 import { Lock, Semaphore, handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
@@ -347,18 +348,8 @@ export class Store implements LeaseOwner {
    * @internal Runs fn inside the lease, lets the key go when fn settles, and answers as `hold` does:
    * fn's value, fn's error, or the loss of the lease (even if fn succeeded).
    */
-  async _run<T>(handle: Lock, lease: Lease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    let value: Awaited<T>
-    try {
-      value = await (this.#context === undefined
-        ? fn(lease)
-        : this.#context.run({ lease, resource: handle._resource, parent: this.#context.getStore() }, () => fn(lease)))
-    } catch (error) {
-      if (!lease._end() && lease.lost) throw this.#lostAnswer(lease, error)
-      throw error
-    }
-    if (!lease._end() && lease.lost) throw this.#lostAnswer(lease, undefined)
-    return value
+  _run<T>(handle: Lock, lease: Lease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    return runInLease(this.#context, handle._resource, lease, fn)
   }
 
   /** @internal A hold that waits: the lease once granted, then fn run in it. */
@@ -703,12 +694,6 @@ export class Store implements LeaseOwner {
 
   #leasePlace(lease: Lease): string {
     return `${lease.kind} ${lease.name}: key ${JSON.stringify(lease.key)}`
-  }
-
-  #lostAnswer(lease: Lease, fnError: unknown): Error {
-    const reason = lease._reason!
-    if (reason instanceof ClosedError) return fnError === undefined ? reason : new ClosedError(reason.message, { cause: fnError })
-    return fnError === undefined ? reason : new LostError(reason.message, { cause: fnError })
   }
 
   /** The buffer, made anew when wasm memory grew (which detaches the old view). */

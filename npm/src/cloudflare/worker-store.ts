@@ -37,6 +37,7 @@ import { randomId } from '../random.js'
 import type { ContextStorage, Frame, Resource } from '../store.js'
 import { findAsyncLocalStorage } from './context.js'
 import type { AcquireOptions, DurableObjectNamespaceLike, HoldfastObjectRpc, LeaseGrant } from './types.js'
+import { runInLease } from '../run.js'
 
 export interface WorkerStoreOptions {
   /**
@@ -311,22 +312,12 @@ export class WorkerStore implements LeaseOwner {
   }
 
   /** @internal Runs fn inside the lease, lets the key go when fn settles (waiting for the object to take it), and answers as `hold` does. */
-  async _run<T>(handle: WorkerLock, lease: WorkerLease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    let value: Awaited<T>
-    try {
-      value = await (this.#context === undefined
-        ? fn(lease)
-        : this.#context.run({ lease, resource: handle._resource, parent: this.#context.getStore() }, () => fn(lease)))
-    } catch (error) {
-      const released = lease._end()
-      await this._released(lease._req)
-      if (!released && lease.lost) throw lostAnswer(lease, error)
-      throw error
-    }
-    const released = lease._end()
-    await this._released(lease._req)
-    if (!released && lease.lost) throw lostAnswer(lease, undefined)
-    return value
+  _run<T>(handle: WorkerLock, lease: WorkerLease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    return runInLease(this.#context, handle._resource, lease, fn, async l => {
+      const released = l._end()
+      await this._released(l._req)
+      return released
+    })
   }
 
   #heldHere(handle: WorkerLock, key: string): boolean {
@@ -337,11 +328,6 @@ export class WorkerStore implements LeaseOwner {
   }
 }
 
-function lostAnswer(lease: Lease, fnError: unknown): Error {
-  const reason = lease._reason!
-  if (fnError === undefined) return reason
-  return new LostError(reason.message, { cause: fnError })
-}
 
 /** A lock or semaphore of a `workerStore`: the API of `Lock`, over Workers RPC. */
 export class WorkerLock {

@@ -1,38 +1,18 @@
-/**
- * The entry for Node and Bun: the wasm is read from the package with `node:fs`, and holds are tracked
- * per async context with `AsyncLocalStorage`. Nothing runs at import time but making that tracker; the
- * wasm is instantiated by the first `openStore()`.
- */
+/** The entry for Node: see `node-runtime.ts`; a store serves over the `ws` package. */
 
-import { readFileSync } from 'node:fs'
-import { AsyncLocalStorage } from 'node:async_hooks'
-import { initSync } from '../../wasm/holdfast_wasm.js'
-import { openStoreOn, type Frame, type Platform, type Store, type StoreOptions } from '../store.js'
-import { fileStorage } from '../file-storage.js'
+import { nodeRuntime } from '../node-runtime.js'
 import { wsTransport } from '../transport-ws.js'
-import { connectOn, type ConnectOptions, type RemoteStore } from '../client.js'
+import type { Store, StoreOptions } from '../store.js'
+import type { ConnectOptions, RemoteStore } from '../client.js'
 
 export * from '../api.js'
-export { fileStorage }
+export { fileStorage } from '../file-storage.js'
 
-let memory: WebAssembly.Memory | undefined
-
-const platform: Platform = {
-  init() {
-    if (!memory) {
-      const bytes = readFileSync(new URL('../../wasm/holdfast_wasm_bg.wasm', import.meta.url))
-      memory = initSync({ module: new WebAssembly.Module(bytes) }).memory
-    }
-    return memory
-  },
-  context: new AsyncLocalStorage<Frame>(),
-  defaultStorage: () => fileStorage('.holdfast'),
-  transport: wsTransport,
-}
+const runtime = nodeRuntime(wsTransport)
 
 /** Opens a store. Without `storage`, fences are kept in `./.holdfast/`. */
 export function openStore(options?: StoreOptions): Promise<Store> {
-  return openStoreOn(platform, options)
+  return runtime.openStore(options)
 }
 
 /**
@@ -40,6 +20,5 @@ export function openStore(options?: StoreOptions): Promise<Store> {
  * has the API of a local one, with `inspect()` returning a promise.
  */
 export function connect(url: string, options?: ConnectOptions): Promise<RemoteStore> {
-  platform.init()
-  return connectOn(platform.transport, platform.context, url, options)
+  return runtime.connect(url, options)
 }

@@ -1,0 +1,40 @@
+/**
+ * Running fn inside a lease, the same for a local store, a connection and a Durable Object: the hold
+ * is tracked in the async context (LOCK-04), the key is let go when fn settles, however it settles,
+ * and the answer is fn's value, fn's error, or — when the lease was lost meanwhile — the loss, even
+ * if fn succeeded (LOCK-03, LOCK-05).
+ */
+
+import { ClosedError, LostError } from './errors.js'
+import type { Lease } from './lease.js'
+import type { ContextStorage, Resource } from './store.js'
+
+/** Lets a lease's key go; answers whether it still held it (false: lost, or released before). */
+type End = (lease: Lease) => boolean | Promise<boolean>
+
+const endLease: End = lease => lease._end()
+
+export async function runInLease<T>(
+  context: ContextStorage | undefined,
+  resource: Resource,
+  lease: Lease,
+  fn: (lease: Lease) => T | PromiseLike<T>,
+  end: End = endLease,
+): Promise<Awaited<T>> {
+  let value: Awaited<T>
+  try {
+    value = await (context === undefined ? fn(lease) : context.run({ lease, resource, parent: context.getStore() }, () => fn(lease)))
+  } catch (error) {
+    if (!(await end(lease)) && lease.lost) throw lostAnswer(lease, error)
+    throw error
+  }
+  if (!(await end(lease)) && lease.lost) throw lostAnswer(lease, undefined)
+  return value
+}
+
+/** The answer of a hold whose lease was lost: its reason, with fn's error (if any) as the cause. */
+export function lostAnswer(lease: Lease, fnError: unknown): Error {
+  const reason = lease._reason!
+  if (fnError === undefined) return reason
+  return reason instanceof ClosedError ? new ClosedError(reason.message, { cause: fnError }) : new LostError(reason.message, { cause: fnError })
+}
