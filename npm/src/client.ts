@@ -44,7 +44,7 @@ type ServerFrame = { id: number; type: string; [field: string]: unknown }
 
 const MAX_FRAME = 16 * 1024 * 1024
 /** How long past its wait a client waits for the server's own answer to a hold. */
-const WAIT_GRACE = 2_000
+const WAIT_GRACE = 1_000
 /** How long `inspect()` waits for a server that cannot be reached. */
 const INSPECT_PATIENCE = 10_000
 
