@@ -47,7 +47,9 @@ test('tryHold on a held key answers acquired: false; a wait that runs out is InU
   assert.deepEqual(await cf('tryHold', { name: 'try', key: 'job' }), { acquired: false })
   const asked = Date.now()
   const timedOut = await cf('hold', { name: 'try', key: 'job', wait: '100ms' })
-  assert.ok(Date.now() - asked >= 95, 'it waited its 100ms first')
+  // It waited (the object's deadlines follow its alarm and workerd's clock, which advances only with
+  // I/O: under load the answer can come a little before 100 ms by this process's clock).
+  assert.ok(Date.now() - asked >= 50, 'it waited for its 100ms first')
   assert.equal(timedOut.error?.code, 'in_use', JSON.stringify(timedOut))
   assert.equal(timedOut.error.name, 'InUseError')
   const cancelled = await cf('cancel', { name: 'try', key: 'job', ms: 100 })
