@@ -16,7 +16,8 @@
  * `close()` says goodbye, which releases its leases at once.
  */
 
-import { decodeServer, encodeClient, checkTtl, checkMaxHold } from '../wasm/holdfast_wasm.js'
+import { checkTtl, checkMaxHold } from '../wasm/holdfast_wasm.js'
+import { decodeServer, encodeClient, type ClientMessage, type ServerFrame as WireFrame } from './wire.js'
 import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, type ErrorCode } from './errors.js'
 import { toMs } from './duration.js'
 import { toKey } from './key.js'
@@ -40,7 +41,8 @@ export interface ConnectOptions {
   clock?: Clock
 }
 
-type ServerFrame = { id: number; type: string; [field: string]: unknown }
+/** A server's answer, or `dropped`: the connection ended before it came. */
+type ServerFrame = WireFrame | { id: number; type: 'dropped' }
 
 const MAX_FRAME = 16 * 1024 * 1024
 /** How long past its wait a client waits for the server's own answer to a hold. */
@@ -149,7 +151,7 @@ export class RemoteStore implements LeaseOwner {
   #receive(bytes: Uint8Array): void {
     let frame: ServerFrame
     try {
-      frame = decodeServer(bytes) as ServerFrame
+      frame = decodeServer(bytes)
     } catch {
       this.#socket?.close(4400, 'bad frame from server')
       return
@@ -167,7 +169,7 @@ export class RemoteStore implements LeaseOwner {
   }
 
   /** Sends a frame and waits for its answer (or for the connection to drop: `{ type: 'dropped' }`). */
-  #ask(message: Record<string, unknown>): Promise<ServerFrame> {
+  #ask(message: ClientMessage): Promise<ServerFrame> {
     const id = this.#nextFrame
     this.#nextFrame = (this.#nextFrame % 0xffff_fffe) + 1
     return new Promise(resolve => {
@@ -309,7 +311,7 @@ export class RemoteStore implements LeaseOwner {
     }
   }
 
-  #granted(p: Pending, answer: ServerFrame, sentAt: number): void {
+  #granted(p: Pending, answer: Extract<ServerFrame, { type: 'granted' }>, sentAt: number): void {
     const ttl = Number(answer.ttl)
     const now = this.#clock.now()
     if (!p.lease) {

@@ -8,7 +8,6 @@
  * fences), as leases that last their ttl from each renewal (LOCK-05).
  */
 
-import { decodeClient, encodeServer } from '../wasm/holdfast_wasm.js'
 import { InvalidError, type ErrorCode } from './errors.js'
 import type { Lock } from './lock.js'
 import { RemoteRequest, type RemoteSink } from './remote-request.js'
@@ -16,6 +15,7 @@ import type { Store } from './store.js'
 import type { Listener, Socket, Transport } from './transport.js'
 import { checkOptions } from './options.js'
 import { randomId } from './random.js'
+import { decodeClient, encodeServer, type ClientFrame, type ServerMessage } from './wire.js'
 
 /** The largest frame a server accepts. */
 export const MAX_FRAME = 64 * 1024
@@ -56,8 +56,6 @@ export function sameToken(given: string, expected: Uint8Array): boolean {
 }
 
 
-type ClientFrame = { id: number; type: string; [field: string]: unknown }
-
 /** One client's connection. */
 class Session implements RemoteSink {
   authed = false
@@ -68,7 +66,7 @@ class Session implements RemoteSink {
     readonly server: HoldfastServer,
   ) {}
 
-  send(frame: number, message: Record<string, unknown>): void {
+  send(frame: number, message: ServerMessage): void {
     this.socket.send(encodeServer(frame, message))
   }
 
@@ -138,7 +136,7 @@ export class HoldfastServer implements Server {
       socket.onMessage = bytes => {
         let id = 0
         try {
-          id = (decodeClient(bytes) as ClientFrame).id
+          id = decodeClient(bytes).id
         } catch {
           // a bad frame: refused all the same
         }
@@ -161,7 +159,7 @@ export class HoldfastServer implements Server {
   #frame(session: Session, bytes: Uint8Array): void {
     let frame: ClientFrame
     try {
-      frame = decodeClient(bytes) as ClientFrame
+      frame = decodeClient(bytes)
     } catch (error) {
       return session.refuse(0, 'protocol', String((error as Error).message))
     }
@@ -227,8 +225,6 @@ export class HoldfastServer implements Server {
       }
       case 'hello':
         return session.send(frame.id, { type: 'welcome', maxFrame: MAX_FRAME, connectionLimit: 0 })
-      default:
-        return session.refuse(frame.id, 'protocol', `server: unexpected ${frame.type} frame`)
     }
   }
 

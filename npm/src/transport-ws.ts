@@ -8,10 +8,34 @@ import type { Listener, ListenOptions, Socket, Transport } from './transport.js'
 
 type WsSocket = import('ws').WebSocket
 
+/** The part of the TCP (or TLS, or Unix) socket under a `ws` WebSocket used to batch writes. */
+interface Corkable {
+  cork(): void
+  uncork(): void
+}
+
 function adapt(ws: WsSocket): Socket {
+  // Frames sent in one turn of the event loop (a server answering every hold of a read, a client's
+  // workers asking at once) leave in one write: the socket is corked at the turn's first send and
+  // uncorked in the turn's check phase (setImmediate), after the callbacks of its I/O, their ticks and
+  // microtasks. A write per frame cost a system call each; a tick (process.nextTick) would flush
+  // between the immediates of one turn, which is where holders resume after a yield.
+  const raw = (ws as unknown as { _socket?: Partial<Corkable> })._socket
+  const corkable = typeof raw?.cork === 'function' && typeof raw.uncork === 'function' ? (raw as Corkable) : undefined
+  let corked = false
+  const uncork = () => {
+    corked = false
+    corkable!.uncork()
+  }
   const socket: Socket = {
     send(frame) {
-      if (ws.readyState === 1) ws.send(frame)
+      if (ws.readyState !== 1) return
+      if (corkable && !corked) {
+        corked = true
+        corkable.cork()
+        setImmediate(uncork)
+      }
+      ws.send(frame)
     },
     close(code, reason) {
       if (ws.readyState === 0 || ws.readyState === 1) ws.close(code ?? 1000, reason)

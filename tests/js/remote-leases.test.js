@@ -72,6 +72,30 @@ test('LOCK-05: remote and local holds share keys, lines and fences', async () =>
   await s.close()
 })
 
+test('LOCK-01 over a connection: keys and names reach the server as sent, whatever their characters (the codec cuts its strings in UTF-16 units)', async () => {
+  const s = await served()
+  const { client } = await s.client()
+  const keys = ['plain', 'é', '🔒x', 'ключ-🔑-鍵', 'a'.repeat(40) + '🔒', '\u0000nul']
+  for (const [i, key] of keys.entries()) {
+    const remote = client.semaphore(`codec-${i}`, { limit: 2, ttl: '5s' })
+    const held = await remote.acquire(key)
+    const inspected = await client.inspect()
+    assert.deepEqual(
+      inspected.map(k => [k.kind, k.name, k.key, k.holders.length]),
+      [['semaphore', `codec-${i}`, key, 1]],
+      `the server holds exactly ${JSON.stringify(key)}`,
+    )
+    // The same key, from the store itself: the second place of the semaphore, then full.
+    const local = s.store.semaphore(`codec-${i}`, { limit: 2 })
+    const second = await local.acquire(key)
+    assert.deepEqual(await local.tryHold(key, () => 1), { acquired: false }, 'both places taken: the remote hold is on this very key')
+    await second.release()
+    await held.release()
+    await until(() => s.store.inspect().length === 0, `${JSON.stringify(key)} let go`)
+  }
+  await s.close()
+})
+
 test('LOCK-05: a lease is renewed while fn runs, well past its ttl', async () => {
   const s = await served()
   const { client } = await s.client()

@@ -1,12 +1,109 @@
-//! The wire codec for JavaScript: frames in and out as `Uint8Array`s, messages as plain objects with
-//! a `type` field. Ids (request and lease) are 32 hex digits, so that JavaScript can key maps by them;
-//! a `wait` of `null` is without limit; numbers are milliseconds, fences exact below 2^53.
+//! The wire codec for JavaScript, flat: frames in and out as `Uint8Array`s, every field a number or a
+//! string passed as an argument, so that no JavaScript object is built or read property by property in
+//! wasm (that cost several µs a frame; see `npm/src/wire.ts`, which builds the message objects in
+//! JavaScript from what this module answers).
+//!
+//! - A decode answers the message's strings joined into one (`text`), and writes its type, its
+//!   correlation id, its numbers and where `text` is cut (in UTF-16 units, as JavaScript slices) into
+//!   the scratch slots ([`slot`]), which JavaScript reads through a `Float64Array` at [`wire_slots`].
+//!   The layout of each message is written beside [`decode_client`] and [`decode_server`].
+//! - An encode takes the message's fields as arguments, one function per message type.
+//!
+//! Ids (request and lease) are 32 hex digits in JavaScript, so that it can key maps by them; a `wait`
+//! of -1 is without limit; numbers are milliseconds, fences exact below 2^53.
+
+use std::cell::UnsafeCell;
 
 use holdfast_engine::wire::{self, ClientMessage, ErrorCode, InspectEntry, ServerMessage};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
 use crate::js_error;
+
+/// The scratch slots a decode writes (indices of `f64`s).
+pub mod slot {
+    /// The message type: see [`super::kind`].
+    pub const TYPE: usize = 0;
+    /// The correlation id.
+    pub const ID: usize = 1;
+    /// The message's numbers, in the order its layout gives.
+    pub const A: usize = 2;
+    pub const B: usize = 3;
+    pub const C: usize = 4;
+    pub const D: usize = 5;
+    pub const E: usize = 6;
+    /// Where `text` is cut between its strings (UTF-16 units from its start).
+    pub const CUT1: usize = 7;
+    pub const CUT2: usize = 8;
+    pub const LEN: usize = 9;
+}
+
+/// Message types as the scratch slot `TYPE` gives them (the same numbers in `npm/src/wire.ts`).
+pub mod kind {
+    pub const HELLO: f64 = 1.0;
+    pub const HOLD: f64 = 2.0;
+    pub const RENEW: f64 = 3.0;
+    pub const RELEASE: f64 = 4.0;
+    pub const CANCEL: f64 = 5.0;
+    pub const INSPECT: f64 = 6.0;
+    pub const GOODBYE: f64 = 7.0;
+    pub const WELCOME: f64 = 11.0;
+    pub const GRANTED: f64 = 12.0;
+    pub const BUSY: f64 = 13.0;
+    pub const RENEWED: f64 = 14.0;
+    pub const DONE: f64 = 15.0;
+    pub const ERROR: f64 = 16.0;
+    pub const INSPECTED: f64 = 17.0;
+    pub const LOST: f64 = 18.0;
+}
+
+/// The scratch slots. wasm here is single-threaded, and JavaScript reads them right after the call
+/// that wrote them, before any other call into this module.
+struct Scratch(UnsafeCell<[f64; slot::LEN]>);
+
+// SAFETY: wasm32 without threads; see the type's doc.
+unsafe impl Sync for Scratch {}
+
+static SCRATCH: Scratch = Scratch(UnsafeCell::new([0.0; slot::LEN]));
+
+/// Writes a decoded message's type, id and numbers (the rest of the slots are zeroed).
+fn put(kind: f64, id: u32, numbers: &[f64]) {
+    // SAFETY: see `Scratch`; no reference to the slots outlives this call.
+    let slots = unsafe { &mut *SCRATCH.0.get() };
+    *slots = [0.0; slot::LEN];
+    slots[slot::TYPE] = kind;
+    slots[slot::ID] = id as f64;
+    slots[slot::A..slot::A + numbers.len()].copy_from_slice(numbers);
+}
+
+/// Writes where `text` is cut.
+fn cuts(first: usize, second: usize) {
+    // SAFETY: as in `put`.
+    let slots = unsafe { &mut *SCRATCH.0.get() };
+    slots[slot::CUT1] = first as f64;
+    slots[slot::CUT2] = second as f64;
+}
+
+/// Where the scratch slots start in wasm memory (a byte offset); there are `slot::LEN` of them.
+#[wasm_bindgen(js_name = wireSlots)]
+pub fn wire_slots() -> usize {
+    SCRATCH.0.get() as usize
+}
+
+/// The wasm memory, for the view of the scratch slots.
+#[wasm_bindgen(js_name = wireMemory)]
+pub fn wire_memory() -> JsValue {
+    wasm_bindgen::memory()
+}
+
+/// The length of `s` in UTF-16 units, as JavaScript counts it.
+fn utf16_len(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.encode_utf16().count()
+    }
+}
 
 /// An id as 32 hex digits.
 pub fn hex(id: u128) -> String {
@@ -27,40 +124,155 @@ pub fn unhex(text: &str, what: &str) -> Result<u128, JsValue> {
     ))
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-enum JsClient {
-    Hello {
-        token: String,
-        client: String,
-    },
-    Hold {
-        semaphore: bool,
-        limit: u32,
-        name: String,
-        key: String,
-        ttl: u32,
-        max_hold: f64,
-        wait: Option<f64>,
-        request: String,
-    },
-    Renew {
-        lease: String,
-    },
-    Release {
-        lease: String,
-    },
-    Cancel {
-        request: String,
-    },
-    Inspect,
-    Goodbye,
+fn protocol_error(e: wire::WireError) -> JsValue {
+    js_error("protocol", &e.to_string(), None)
 }
 
+fn code_of(text: &str) -> Result<ErrorCode, JsValue> {
+    ErrorCode::parse(text)
+        .ok_or_else(|| js_error("invalid", &format!("unknown error code {text:?}"), None))
+}
+
+/// A count of milliseconds from JavaScript as the wire's integer (negative and NaN are 0; the
+/// callers checked their ranges).
+fn ms(value: f64) -> u64 {
+    value as u64
+}
+
+// ---------------------------------------------------------------- client → server
+
+/// Decodes a frame a client sent. Throws a `protocol` error for a bad frame. Answers `text`; the
+/// slots hold, by type:
+/// - hello: text = token + client, CUT1 = end of token;
+/// - hold: A semaphore (0/1), B limit, C ttl, D maxHold (0 none), E wait (-1 none);
+///   text = name + key + request, CUT1 = end of name, CUT2 = end of key;
+/// - renew, release: text = lease; cancel: text = request;
+/// - inspect, goodbye: text = "".
+#[wasm_bindgen(js_name = decodeClient)]
+pub fn decode_client(bytes: &[u8]) -> Result<String, JsValue> {
+    let (id, message) = wire::decode_client(bytes).map_err(protocol_error)?;
+    Ok(match message {
+        ClientMessage::Hello { token, client } => {
+            put(kind::HELLO, id, &[]);
+            cuts(utf16_len(token), 0);
+            [token, client].concat()
+        }
+        ClientMessage::Hold {
+            semaphore,
+            limit,
+            name,
+            key,
+            ttl,
+            max_hold,
+            wait,
+            request,
+        } => {
+            let wait = if wait == u64::MAX { -1.0 } else { wait as f64 };
+            put(
+                kind::HOLD,
+                id,
+                &[
+                    semaphore as u8 as f64,
+                    limit as f64,
+                    ttl as f64,
+                    max_hold as f64,
+                    wait,
+                ],
+            );
+            let name_end = utf16_len(name);
+            cuts(name_end, name_end + utf16_len(key));
+            let mut text = String::with_capacity(name.len() + key.len() + 32);
+            text.push_str(name);
+            text.push_str(key);
+            text.push_str(&hex(request));
+            text
+        }
+        ClientMessage::Renew { lease } => {
+            put(kind::RENEW, id, &[]);
+            hex(lease)
+        }
+        ClientMessage::Release { lease } => {
+            put(kind::RELEASE, id, &[]);
+            hex(lease)
+        }
+        ClientMessage::Cancel { request } => {
+            put(kind::CANCEL, id, &[]);
+            hex(request)
+        }
+        ClientMessage::Inspect => {
+            put(kind::INSPECT, id, &[]);
+            String::new()
+        }
+        ClientMessage::Goodbye => {
+            put(kind::GOODBYE, id, &[]);
+            String::new()
+        }
+    })
+}
+
+#[wasm_bindgen(js_name = encodeHello)]
+pub fn encode_hello(id: u32, token: &str, client: &str) -> Vec<u8> {
+    wire::encode_client(id, &ClientMessage::Hello { token, client })
+}
+
+/// `limit` 0 for a lock; `max_hold` 0 for none; `wait` -1 (or any negative) for no limit.
+#[wasm_bindgen(js_name = encodeHold)]
+#[allow(clippy::too_many_arguments)]
+pub fn encode_hold(
+    id: u32,
+    semaphore: bool,
+    limit: u32,
+    name: &str,
+    key: &str,
+    ttl: u32,
+    max_hold: f64,
+    wait: f64,
+    request: &str,
+) -> Result<Vec<u8>, JsValue> {
+    let message = ClientMessage::Hold {
+        semaphore,
+        limit,
+        name,
+        key,
+        ttl,
+        max_hold: ms(max_hold),
+        wait: if wait < 0.0 { u64::MAX } else { ms(wait) },
+        request: unhex(request, "request")?,
+    };
+    Ok(wire::encode_client(id, &message))
+}
+
+#[wasm_bindgen(js_name = encodeRenew)]
+pub fn encode_renew(id: u32, lease: &str) -> Result<Vec<u8>, JsValue> {
+    let lease = unhex(lease, "lease")?;
+    Ok(wire::encode_client(id, &ClientMessage::Renew { lease }))
+}
+
+#[wasm_bindgen(js_name = encodeRelease)]
+pub fn encode_release(id: u32, lease: &str) -> Result<Vec<u8>, JsValue> {
+    let lease = unhex(lease, "lease")?;
+    Ok(wire::encode_client(id, &ClientMessage::Release { lease }))
+}
+
+#[wasm_bindgen(js_name = encodeCancel)]
+pub fn encode_cancel(id: u32, request: &str) -> Result<Vec<u8>, JsValue> {
+    let request = unhex(request, "request")?;
+    Ok(wire::encode_client(id, &ClientMessage::Cancel { request }))
+}
+
+#[wasm_bindgen(js_name = encodeInspect)]
+pub fn encode_inspect(id: u32) -> Vec<u8> {
+    wire::encode_client(id, &ClientMessage::Inspect)
+}
+
+#[wasm_bindgen(js_name = encodeGoodbye)]
+pub fn encode_goodbye(id: u32) -> Vec<u8> {
+    wire::encode_client(id, &ClientMessage::Goodbye)
+}
+
+// ---------------------------------------------------------------- server → client
+
+/// One busy key of an inspection, as JavaScript sees it.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct JsEntry {
@@ -78,193 +290,69 @@ struct JsHolder {
     held_ms: f64,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-enum JsServer {
-    Welcome {
-        max_frame: u32,
-        connection_limit: u32,
-    },
-    Granted {
-        request: String,
-        lease: String,
-        fence: f64,
-        ttl: u32,
-        revoke_in: f64,
-    },
-    Busy,
-    Renewed {
-        ttl: u32,
-        revoke_in: f64,
-    },
-    Done,
-    Error {
-        code: String,
-        message: String,
-    },
-    Inspected {
-        entries: Vec<JsEntry>,
-    },
-    Lost {
-        lease: String,
-        code: String,
-    },
-}
-
-#[derive(Serialize)]
-struct Framed<T> {
-    id: u32,
-    #[serde(flatten)]
-    message: T,
-}
-
-fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| js_error("invalid", &e.to_string(), None))
-}
-
-fn from_js<T: for<'de> Deserialize<'de>>(value: JsValue, what: &str) -> Result<T, JsValue> {
-    serde_wasm_bindgen::from_value(value)
-        .map_err(|e| js_error("invalid", &format!("{what}: {e}"), None))
-}
-
-fn protocol_error(e: wire::WireError) -> JsValue {
-    js_error("protocol", &e.to_string(), None)
-}
-
-fn code_of(text: &str) -> Result<ErrorCode, JsValue> {
-    ErrorCode::parse(text)
-        .ok_or_else(|| js_error("invalid", &format!("unknown error code {text:?}"), None))
-}
-
-/// Decodes a frame a client sent: `{ id, type, ... }`. Throws a `protocol` error for a bad frame.
-#[wasm_bindgen(js_name = decodeClient)]
-pub fn decode_client(bytes: &[u8]) -> Result<JsValue, JsValue> {
-    let (id, message) = wire::decode_client(bytes).map_err(protocol_error)?;
-    let message = match message {
-        ClientMessage::Hello { token, client } => JsClient::Hello {
-            token: token.into(),
-            client: client.into(),
-        },
-        ClientMessage::Hold {
-            semaphore,
-            limit,
-            name,
-            key,
-            ttl,
-            max_hold,
-            wait,
-            request,
-        } => JsClient::Hold {
-            semaphore,
-            limit,
-            name: name.into(),
-            key: key.into(),
-            ttl,
-            max_hold: max_hold as f64,
-            wait: (wait != u64::MAX).then_some(wait as f64),
-            request: hex(request),
-        },
-        ClientMessage::Renew { lease } => JsClient::Renew { lease: hex(lease) },
-        ClientMessage::Release { lease } => JsClient::Release { lease: hex(lease) },
-        ClientMessage::Cancel { request } => JsClient::Cancel {
-            request: hex(request),
-        },
-        ClientMessage::Inspect => JsClient::Inspect,
-        ClientMessage::Goodbye => JsClient::Goodbye,
-    };
-    to_js(&Framed { id, message })
-}
-
-/// Encodes a client's message `{ type, ... }` under correlation id `id`.
-#[wasm_bindgen(js_name = encodeClient)]
-pub fn encode_client(id: u32, message: JsValue) -> Result<Vec<u8>, JsValue> {
-    let message: JsClient = from_js(message, "client message")?;
-    let (request, lease);
-    let message = match &message {
-        JsClient::Hello { token, client } => ClientMessage::Hello { token, client },
-        JsClient::Hold {
-            semaphore,
-            limit,
-            name,
-            key,
-            ttl,
-            max_hold,
-            wait,
-            request: r,
-        } => {
-            request = unhex(r, "request")?;
-            ClientMessage::Hold {
-                semaphore: *semaphore,
-                limit: *limit,
-                name,
-                key,
-                ttl: *ttl,
-                max_hold: *max_hold as u64,
-                wait: wait.map_or(u64::MAX, |w| w as u64),
-                request,
-            }
-        }
-        JsClient::Renew { lease: l } => {
-            lease = unhex(l, "lease")?;
-            ClientMessage::Renew { lease }
-        }
-        JsClient::Release { lease: l } => {
-            lease = unhex(l, "lease")?;
-            ClientMessage::Release { lease }
-        }
-        JsClient::Cancel { request: r } => {
-            request = unhex(r, "request")?;
-            ClientMessage::Cancel { request }
-        }
-        JsClient::Inspect => ClientMessage::Inspect,
-        JsClient::Goodbye => ClientMessage::Goodbye,
-    };
-    Ok(wire::encode_client(id, &message))
-}
-
-/// Decodes a frame a server sent: `{ id, type, ... }`. Throws a `protocol` error for a bad frame.
+/// Decodes a frame a server sent. Throws a `protocol` error for a bad frame. Answers `text`, or for
+/// `inspected` the array of entries `{ kind, name, key, holders: [{ fence, heldMs }], waiting }`; the
+/// slots hold, by type:
+/// - welcome: A maxFrame, B connectionLimit;
+/// - granted: A fence, B ttl, C revokeIn; text = request + lease (32 hex digits each);
+/// - busy, done: nothing;
+/// - renewed: A ttl, B revokeIn;
+/// - error: text = code + message, CUT1 = end of code;
+/// - lost: text = code + lease, CUT1 = end of code.
 #[wasm_bindgen(js_name = decodeServer)]
 pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
     let (id, message) = wire::decode_server(bytes).map_err(protocol_error)?;
-    let message = match message {
+    let text = match message {
         ServerMessage::Welcome {
             max_frame,
             connection_limit,
-        } => JsServer::Welcome {
-            max_frame,
-            connection_limit,
-        },
+        } => {
+            put(
+                kind::WELCOME,
+                id,
+                &[max_frame as f64, connection_limit as f64],
+            );
+            String::new()
+        }
         ServerMessage::Granted {
             request,
             lease,
             fence,
             ttl,
             revoke_in,
-        } => JsServer::Granted {
-            request: hex(request),
-            lease: hex(lease),
-            fence: fence as f64,
-            ttl,
-            revoke_in: revoke_in as f64,
-        },
-        ServerMessage::Busy => JsServer::Busy,
-        ServerMessage::Renewed { ttl, revoke_in } => JsServer::Renewed {
-            ttl,
-            revoke_in: revoke_in as f64,
-        },
-        ServerMessage::Done => JsServer::Done,
-        ServerMessage::Error { code, message } => JsServer::Error {
-            code: code.as_str().into(),
-            message,
-        },
-        ServerMessage::Inspected { entries } => JsServer::Inspected {
-            entries: entries
+        } => {
+            put(
+                kind::GRANTED,
+                id,
+                &[fence as f64, ttl as f64, revoke_in as f64],
+            );
+            format!("{request:032x}{lease:032x}")
+        }
+        ServerMessage::Busy => {
+            put(kind::BUSY, id, &[]);
+            String::new()
+        }
+        ServerMessage::Renewed { ttl, revoke_in } => {
+            put(kind::RENEWED, id, &[ttl as f64, revoke_in as f64]);
+            String::new()
+        }
+        ServerMessage::Done => {
+            put(kind::DONE, id, &[]);
+            String::new()
+        }
+        ServerMessage::Error { code, message } => {
+            put(kind::ERROR, id, &[]);
+            cuts(code.as_str().len(), 0);
+            [code.as_str(), &message].concat()
+        }
+        ServerMessage::Lost { lease, code } => {
+            put(kind::LOST, id, &[]);
+            cuts(code.as_str().len(), 0);
+            format!("{}{lease:032x}", code.as_str())
+        }
+        ServerMessage::Inspected { entries } => {
+            put(kind::INSPECTED, id, &[]);
+            let entries: Vec<JsEntry> = entries
                 .into_iter()
                 .map(|e| JsEntry {
                     kind: if e.semaphore { "semaphore" } else { "lock" }.into(),
@@ -280,71 +368,101 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
                         .collect(),
                     waiting: e.waiting,
                 })
-                .collect(),
-        },
-        ServerMessage::Lost { lease, code } => JsServer::Lost {
-            lease: hex(lease),
-            code: code.as_str().into(),
-        },
+                .collect();
+            return entries
+                .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+                .map_err(|e| js_error("invalid", &e.to_string(), None));
+        }
     };
-    to_js(&Framed { id, message })
+    Ok(JsValue::from_str(&text))
 }
 
-/// Encodes a server's message `{ type, ... }` under correlation id `id`.
-#[wasm_bindgen(js_name = encodeServer)]
-pub fn encode_server(id: u32, message: JsValue) -> Result<Vec<u8>, JsValue> {
-    let message: JsServer = from_js(message, "server message")?;
-    let message = match message {
-        JsServer::Welcome {
-            max_frame,
-            connection_limit,
-        } => ServerMessage::Welcome {
+#[wasm_bindgen(js_name = encodeWelcome)]
+pub fn encode_welcome(id: u32, max_frame: u32, connection_limit: u32) -> Vec<u8> {
+    wire::encode_server(
+        id,
+        &ServerMessage::Welcome {
             max_frame,
             connection_limit,
         },
-        JsServer::Granted {
-            request,
-            lease,
-            fence,
-            ttl,
-            revoke_in,
-        } => ServerMessage::Granted {
-            request: unhex(&request, "request")?,
-            lease: unhex(&lease, "lease")?,
-            fence: fence as u64,
-            ttl,
-            revoke_in: revoke_in as u64,
-        },
-        JsServer::Busy => ServerMessage::Busy,
-        JsServer::Renewed { ttl, revoke_in } => ServerMessage::Renewed {
-            ttl,
-            revoke_in: revoke_in as u64,
-        },
-        JsServer::Done => ServerMessage::Done,
-        JsServer::Error { code, message } => ServerMessage::Error {
-            code: code_of(&code)?,
-            message,
-        },
-        JsServer::Inspected { entries } => ServerMessage::Inspected {
-            entries: entries
-                .into_iter()
-                .map(|e| InspectEntry {
-                    semaphore: e.kind == "semaphore",
-                    name: e.name,
-                    key: e.key,
-                    holders: e
-                        .holders
-                        .into_iter()
-                        .map(|h| (h.fence as u64, h.held_ms as u64))
-                        .collect(),
-                    waiting: e.waiting,
-                })
-                .collect(),
-        },
-        JsServer::Lost { lease, code } => ServerMessage::Lost {
-            lease: unhex(&lease, "lease")?,
-            code: code_of(&code)?,
-        },
+    )
+}
+
+/// `revoke_in` 0 for no maxHold.
+#[wasm_bindgen(js_name = encodeGranted)]
+pub fn encode_granted(
+    id: u32,
+    request: &str,
+    lease: &str,
+    fence: f64,
+    ttl: u32,
+    revoke_in: f64,
+) -> Result<Vec<u8>, JsValue> {
+    let message = ServerMessage::Granted {
+        request: unhex(request, "request")?,
+        lease: unhex(lease, "lease")?,
+        fence: fence as u64,
+        ttl,
+        revoke_in: ms(revoke_in),
     };
     Ok(wire::encode_server(id, &message))
+}
+
+#[wasm_bindgen(js_name = encodeBusy)]
+pub fn encode_busy(id: u32) -> Vec<u8> {
+    wire::encode_server(id, &ServerMessage::Busy)
+}
+
+#[wasm_bindgen(js_name = encodeRenewed)]
+pub fn encode_renewed(id: u32, ttl: u32, revoke_in: f64) -> Vec<u8> {
+    let revoke_in = ms(revoke_in);
+    wire::encode_server(id, &ServerMessage::Renewed { ttl, revoke_in })
+}
+
+#[wasm_bindgen(js_name = encodeDone)]
+pub fn encode_done(id: u32) -> Vec<u8> {
+    wire::encode_server(id, &ServerMessage::Done)
+}
+
+#[wasm_bindgen(js_name = encodeError)]
+pub fn encode_error(id: u32, code: &str, message: &str) -> Result<Vec<u8>, JsValue> {
+    let message = ServerMessage::Error {
+        code: code_of(code)?,
+        message: message.into(),
+    };
+    Ok(wire::encode_server(id, &message))
+}
+
+#[wasm_bindgen(js_name = encodeLost)]
+pub fn encode_lost(lease: &str, code: &str) -> Result<Vec<u8>, JsValue> {
+    let message = ServerMessage::Lost {
+        lease: unhex(lease, "lease")?,
+        code: code_of(code)?,
+    };
+    Ok(wire::encode_server(0, &message))
+}
+
+/// `entries` as `decodeServer` answers them.
+#[wasm_bindgen(js_name = encodeInspected)]
+pub fn encode_inspected(id: u32, entries: JsValue) -> Result<Vec<u8>, JsValue> {
+    let entries: Vec<JsEntry> = serde_wasm_bindgen::from_value(entries)
+        .map_err(|e| js_error("invalid", &format!("inspected entries: {e}"), None))?;
+    let entries = entries
+        .into_iter()
+        .map(|e| InspectEntry {
+            semaphore: e.kind == "semaphore",
+            name: e.name,
+            key: e.key,
+            holders: e
+                .holders
+                .into_iter()
+                .map(|h| (h.fence as u64, h.held_ms as u64))
+                .collect(),
+            waiting: e.waiting,
+        })
+        .collect();
+    Ok(wire::encode_server(
+        id,
+        &ServerMessage::Inspected { entries },
+    ))
 }
