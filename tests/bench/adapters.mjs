@@ -142,9 +142,13 @@ export async function makeAdapter(name) {
 // Lock keys live under one name: holdfast's lock 'bench', Redis keys 'bench:KEY' (redis-semaphore adds
 // its own 'mutex:' prefix), so that the parent can count what is left on the server after a measurement.
 
-export const REMOTE_ADAPTERS = ['holdfast', 'redis-semaphore', 'redlock']
+export const REMOTE_ADAPTERS = ['ws-echo', 'holdfast', 'redis-semaphore', 'redlock']
+
+/** The remote adapters that need redis-server. */
+export const usesRedis = (name) => name === 'redis-semaphore' || name === 'redlock'
 
 export const REMOTE_DESCRIPTIONS = {
+  'ws-echo': 'no lock: one round trip of a 40-byte binary WebSocket message (ws) to an echo server in its own process, then fn (the floor of a lock service with one round trip per hold; its checks are expected to fail)',
   'holdfast': "connect(url, { token }); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold; server: openStore({ storage: memoryStorage() }).serve() in its own process",
   'redis-semaphore': 'new Mutex(client, key, { lockTimeout: 10s, acquireTimeout: 60s, retryInterval: 10ms }) per hold; acquire/release; try = tryAcquire()',
   'redlock': 'new Redlock([client], { retryCount: -1, retryDelay: 10, retryJitter: 5 }); acquire([key], 10s)/release; try = { retryCount: 0 }',
@@ -153,6 +157,7 @@ export const REMOTE_DESCRIPTIONS = {
 /** Version text of a remote adapter's packages, or null when one is not installed. */
 export function remoteVersion(name) {
   if (name === 'holdfast') return packageInfo('holdfast')?.version ?? null
+  if (name === 'ws-echo') return packageInfo('ws')?.version ?? null
   const lib = packageInfo(name)
   const ioredis = packageInfo('ioredis')
   return lib && ioredis ? `${lib.version} + ioredis ${ioredis.version}` : null
@@ -161,6 +166,48 @@ export function remoteVersion(name) {
 /** A remote adapter, made inside the client process that uses it: `{ url, token }` for holdfast, `{ redis }` (a redis:// URL) for the others. */
 export async function makeRemoteAdapter(name, { url, token, redis }) {
   switch (name) {
+    case 'ws-echo': {
+      // Echoes come back in the order the messages were sent: answer the oldest waiter.
+      const { WebSocket } = await import('ws')
+      const ws = new WebSocket(url)
+      await new Promise((resolve, reject) => {
+        ws.once('open', resolve)
+        ws.once('error', reject)
+      })
+      const waiting = []
+      let head = 0
+      ws.on('message', () => {
+        const resolve = waiting[head]
+        waiting[head++] = undefined
+        if (head === waiting.length) waiting.length = head = 0
+        resolve()
+      })
+      const message = new Uint8Array(40)
+      const roundTrip = () =>
+        new Promise((resolve) => {
+          waiting.push(resolve)
+          ws.send(message)
+        })
+      return {
+        fifo: false,
+        hold: async (key, fn) => {
+          await roundTrip()
+          return await fn()
+        },
+        tryHold: async (key, fn) => {
+          await roundTrip()
+          return { acquired: true, value: await fn() }
+        },
+        sync: async () => {
+          await roundTrip()
+          return undefined
+        },
+        close: async () => {
+          ws.close()
+        },
+      }
+    }
+
     case 'holdfast': {
       const { connect } = await import('holdfast')
       const remote = await connect(url, { token })

@@ -17,7 +17,8 @@
 //     never settled), makes this process exit 1. Speed never fails anything: there are no timed
 //     assertions; BENCH_TIMEOUT only stops a child that hangs.
 //   - `bare` (no lock) is the floor of a promise round trip; its checks are expected to fail and are
-//     shown as "floor".
+//     shown as "floor". Its remote counterpart, `ws-echo` (R1 and R3), is one WebSocket round trip to
+//     an echo server per hold: the floor of any lock service that answers each hold over one.
 //   - The remote workloads R1-R3 (see remote.mjs) run the same way, interleaved and reversed, but each
 //     measurement is several fresh processes: holdfast's server (`bench.mjs --serve`, one per
 //     measurement) and one or two clients (`bench.mjs --remote-child ADAPTER`), all on 127.0.0.1. The
@@ -43,7 +44,7 @@ import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { ADAPTERS, DESCRIPTIONS, REMOTE_ADAPTERS, REMOTE_DESCRIPTIONS, makeAdapter, packageInfo, remoteVersion } from './adapters.mjs'
+import { ADAPTERS, DESCRIPTIONS, REMOTE_ADAPTERS, REMOTE_DESCRIPTIONS, makeAdapter, packageInfo, remoteVersion, usesRedis } from './adapters.mjs'
 import { REMOTE_WORKLOADS, measureRemote, remoteChild, serveChild, startRedis } from './remote.mjs'
 import { WORKLOADS as LOCAL_WORKLOADS } from './workloads.mjs'
 
@@ -55,7 +56,7 @@ const isRemote = (w) => w in REMOTE_WORKLOADS
 
 if (process.argv[2] === '--child') await child(process.argv[3], process.argv[4])
 else if (process.argv[2] === '--remote-child') await remoteChild(process.argv[3])
-else if (process.argv[2] === '--serve') await serveChild()
+else if (process.argv[2] === '--serve') await serveChild(process.argv[3])
 else process.exitCode = await parent()
 
 // ---------------------------------------------------------------- child: one measurement
@@ -108,9 +109,9 @@ async function parent() {
     if (a === 'holdfast' && env.HOLDFAST_SKIP) remoteSkipped[a] = env.HOLDFAST_SKIP
     else if (!(remoteInfo[a] = remoteVersion(a))) remoteSkipped[a] = `not installed (run tests/bench/run.sh)`
   }
-  if (wantedRemote.some((a) => a !== 'holdfast' && !(a in remoteSkipped))) {
+  if (wantedRemote.some((a) => usesRedis(a) && !(a in remoteSkipped))) {
     redis = await startRedis()
-    if (redis.skip) for (const a of wantedRemote) if (a !== 'holdfast' && !(a in remoteSkipped)) remoteSkipped[a] = redis.skip
+    if (redis.skip) for (const a of wantedRemote) if (usesRedis(a) && !(a in remoteSkipped)) remoteSkipped[a] = redis.skip
   }
   const remoteAdapters = wantedRemote.filter((a) => !(a in remoteSkipped))
   const remoteCtx = { runtimeFlags, timeoutMs, scale, token: randomBytes(16).toString('hex'), redisUrl: redis?.url, redisPort: redis?.port, round: 0 }
@@ -144,7 +145,8 @@ async function parent() {
   }
 
   // Measure: rounds x workloads x adapters, each a fresh child (remote: fresh processes).
-  const adaptersOf = (w) => (isRemote(w) ? remoteAdapters : adapters)
+  // ws-echo is the floor of one round trip per hold: R2 (contention, FIFO) has no such floor.
+  const adaptersOf = (w) => (isRemote(w) ? remoteAdapters.filter((a) => a !== 'ws-echo' || w !== 'R2') : adapters)
   const results = {} // results[w][a] = [result per round]
   for (const w of workloads) results[w] = Object.fromEntries(adaptersOf(w).map((a) => [a, []]))
   try {
@@ -199,7 +201,7 @@ async function parent() {
   if (anyRemote && !remoteAdapters.includes('holdfast')) say(`holdfast (remote) not run: ${remoteSkipped.holdfast ?? 'not selected (BENCH_ADAPTERS)'}`)
   for (const w of workloads) {
     if (!ran(w)) continue
-    const others = isRemote(w) ? ['redis-semaphore', 'redlock'] : [w === 'W4' ? 'async-mutex' : 'async-lock']
+    const others = isRemote(w) ? ['redis-semaphore', 'redlock', ...(w === 'R2' ? [] : ['ws-echo'])] : [w === 'W4' ? 'async-mutex' : 'async-lock']
     for (const other of others) {
       const h = medians[w].holdfast
       const o = medians[w][other]
@@ -247,7 +249,7 @@ function summarize(a, rs) {
   const failed = rs.filter((r) => !r.ok)
   const shown = failed[0] ?? rs[rs.length - 1]
   let notes = shown.notes.join(', ')
-  if (a === 'bare') return { median, min: ops[0], max: ops[n - 1], check: 'floor', notes: failed.length ? `${notes} (expected: no lock)` : notes }
+  if (a === 'bare' || a === 'ws-echo') return { median, min: ops[0], max: ops[n - 1], check: 'floor', notes: failed.length ? `${notes} (expected: no lock)` : notes }
   if (failed.length) notes = `why (${failed.length}/${n} rounds): ${notes}`
   return { median, min: ops[0], max: ops[n - 1], check: failed.length ? 'FAIL' : 'PASS', notes }
 }

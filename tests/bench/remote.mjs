@@ -220,8 +220,8 @@ export async function measureRemote(w, a, ctx) {
   let server
   try {
     const childEnv = { ...env, BENCH_TOKEN: ctx.token, BENCH_REDIS_URL: ctx.redisUrl ?? '' }
-    if (a === 'holdfast') {
-      server = new Child([...flags('server'), script, '--serve'], childEnv, 'server', deadline)
+    if (a === 'holdfast' || a === 'ws-echo') {
+      server = new Child([...flags('server'), script, '--serve', a], childEnv, 'server', deadline)
       procs.push(server)
       childEnv.BENCH_HOLDFAST_URL = (await server.next('listening')).url
     } else {
@@ -246,14 +246,14 @@ export async function measureRemote(w, a, ctx) {
       cpu: async () => {
         const [used, service] = await Promise.all([
           Promise.all(clients.map((c) => c.request({ op: 'cpu' }, 'cpu'))).then((cs) => cs.reduce((s, c) => ({ user: s.user + c.user, sys: s.sys + c.sys }), { user: 0, sys: 0 })),
-          a === 'holdfast' ? server.request({ op: 'cpu' }, 'cpu') : redisCpu(ctx.redisPort),
+          server ? server.request({ op: 'cpu' }, 'cpu') : redisCpu(ctx.redisPort),
         ])
         return { cu: used.user, cs: used.sys, su: service.user, ss: service.sys }
       },
       cpuNote: (before, after, count) => {
         const d = cpuAdd(after, before, -1)
         const side = (user, sys) => `${fmtUs((user + sys) / count)} (sys ${(sys / (user + sys) * 100).toFixed(0)}%)`
-        return `cpu/op: clients ${side(d.cu, d.cs)}, ${a === 'holdfast' ? 'server' : 'redis-server'} ${side(d.su, d.ss)}`
+        return `cpu/op: clients ${side(d.cu, d.cs)}, ${server ? 'server' : 'redis-server'} ${side(d.su, d.ss)}`
       },
       closeClients: async () => {
         await Promise.all(clients.map((c) => c.request({ op: 'close' }, 'closed')))
@@ -262,7 +262,7 @@ export async function measureRemote(w, a, ctx) {
     }
     const result = await REMOTE_WORKLOADS[w].run(m)
     // Nothing may be left held once every client has closed.
-    const left = a === 'holdfast' ? (await server.request({ op: 'inspect' }, 'inspected')).keys : await redisCommand(ctx.redisPort, 'DBSIZE')
+    const left = server ? (await server.request({ op: 'inspect' }, 'inspected')).keys : await redisCommand(ctx.redisPort, 'DBSIZE')
     if (left !== 0) {
       result.ok = false
       result.notes.push(`${left} keys still held on the server after every client closed`)
@@ -462,11 +462,12 @@ function freePort() {
 // ---------------------------------------------------------------- holdfast's server process
 
 /** `bench.mjs --serve`: a store (memoryStorage) served on a free port of 127.0.0.1, with BENCH_TOKEN. */
-export async function serveChild() {
+export async function serveChild(kind) {
+  const say = (event) => process.stdout.write(JSON.stringify(event) + '\n')
+  if (kind === 'ws-echo') return echoChild(say)
   const { openStore, memoryStorage } = await import('holdfast')
   const store = await openStore({ storage: memoryStorage() })
   const server = await store.serve({ port: 0, host: '127.0.0.1', token: env.BENCH_TOKEN })
-  const say = (event) => process.stdout.write(JSON.stringify(event) + '\n')
   say({ ev: 'listening', url: server.url })
   createInterface({ input: process.stdin }).on('line', async (line) => {
     const cmd = JSON.parse(line)
@@ -477,6 +478,25 @@ export async function serveChild() {
       await server.close()
       say({ ev: 'closed' })
       process.exit(0) // --cpu-prof writes its profile on exit
+    }
+  })
+}
+
+/** `bench.mjs --serve ws-echo`: a WebSocket server (ws) that sends every message back, for the ws-echo floor. */
+async function echoChild(say) {
+  const { WebSocketServer } = await import('ws')
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' })
+  await new Promise((resolve) => wss.once('listening', resolve))
+  wss.on('connection', (ws) => ws.on('message', (data) => ws.send(data)))
+  say({ ev: 'listening', url: `ws://127.0.0.1:${wss.address().port}` })
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    const cmd = JSON.parse(line)
+    if (cmd.op === 'inspect') say({ ev: 'inspected', keys: 0, connections: wss.clients.size })
+    else if (cmd.op === 'cpu') say({ ev: 'cpu', ...cpuUsed() })
+    else if (cmd.op === 'close') {
+      wss.close()
+      say({ ev: 'closed' })
+      process.exit(0)
     }
   })
 }
