@@ -85,18 +85,18 @@ export class Session implements RemoteSink {
 
   granted(record: RemoteRequest, fence: number, revokeIn: number): void {
     if (record.sink !== this) return
-    this.#answered(record)
+    this._leftLine(record.request)
     const told = this.protocol.hooks.granted?.(record, fence) ?? fence
     this.send(record.frame, { type: 'granted', request: record.request, lease: record.lease, fence: told, ttl: record.ttl, revokeIn })
   }
 
   busy(record: RemoteRequest): void {
-    this.#answered(record)
+    this._leftLine(record.request)
     this.send(record.frame, { type: 'busy' })
   }
 
   failed(record: RemoteRequest, code: ErrorCode, message: string): void {
-    this.#answered(record)
+    this._leftLine(record.request)
     this.send(record.frame, { type: 'error', code, message })
   }
 
@@ -118,9 +118,9 @@ export class Session implements RemoteSink {
     if (!was) this.protocol.hooks.waiting?.(this, true)
   }
 
-  #answered(record: RemoteRequest): void {
-    if (!this.#waiting.delete(record.request) || this.waiting) return
-    this.protocol.hooks.waiting?.(this, false)
+  /** @internal A hold of this session is no longer in line here: answered, or asked again on another connection. */
+  _leftLine(request: string): void {
+    if (this.#waiting.delete(request) && !this.waiting) this.protocol.hooks.waiting?.(this, false)
   }
 }
 
@@ -213,6 +213,9 @@ export class Protocol {
         const request = String(frame.request)
         const record = new RemoteRequest(kind, name, key, request, randomId(), Number(frame.ttl), Number(frame.maxHold), session.conn, frame.id, session, handle._resource.limit)
         const wait = frame.wait === null || frame.wait === undefined ? Infinity : Number(frame.wait)
+        // Asked again on this connection while the one it was asked on is still open: it moves here.
+        const earlier = store._remoteRequest(request)
+        if (earlier && earlier.sink instanceof Session && earlier.sink !== session) earlier.sink._leftLine(request)
         store._remoteHold(handle, record, wait)
         // Still in line (new, or asked again and back in its place): the session has a hold waiting.
         const live = store._remoteRequest(request)
