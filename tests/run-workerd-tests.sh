@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Tests the package in Cloudflare's workerd as users get it: `npm pack` of npm/, installed into a fresh
 # wrangler project (tests/workerd: a worker and Durable Objects that use holdfast, under three
-# compatibility settings), then tests/workerd/test.mjs and cloudflare.test.mjs (holdfast/cloudflare:
-# HoldfastObject and workerStore) under Node 24's test runner drive it through wrangler's test harness
+# compatibility settings), then tests/workerd/test.mjs, cloudflare.test.mjs (holdfast/cloudflare:
+# HoldfastObject and workerStore) and websocket.test.mjs (connect() to HoldfastObject over WebSocket,
+# with tests/remote/frames.js as a raw client) under Node 24's test runner drive it through wrangler's test harness
 # (wrangler bundles the worker with the `workerd` export condition, as `wrangler dev` does, and runs it
 # in workerd); then the example examples/invoice-worker, installed the same way, runs its own test.mjs.
 # wrangler needs Node >= 22.12: Node 24 from tests/runtimes.
 # Build the package first (npm/build.sh). wrangler, workerd and Node 24: tests/runtimes (npm ci there).
 #   PKG_DIR=dir   pack this directory instead of npm/ (a built copy of it)
+#   FILES="websocket"  only these test files (names without .test.mjs; test.mjs is "test"), no example
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pkg=${PKG_DIR:-$root/npm}
@@ -30,14 +32,19 @@ echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1)); node $("
 # A fresh wrangler project, as a user makes it, with the packed package as its dependency.
 mkdir "$work/project"
 cp -r "$root"/tests/workerd/. "$work/project/"
+cp "$root/tests/remote/frames.js" "$work/project/"
 rm -rf "$work/project/node_modules" "$work/project/.wrangler"
 cd "$work/project"
 printf '{ "name": "holdfast-workerd-user", "private": true, "type": "module" }\n' > package.json
 npm install --no-audit --no-fund --silent "$tarball"
 
 status=0
-echo "== workerd tests: node --test test.mjs cloudflare.test.mjs (Node 24's test runner)"
-"$node24" --test --test-reporter=spec test.mjs cloudflare.test.mjs || status=1
+tests="test.mjs cloudflare.test.mjs websocket.test.mjs"
+[ -z "${FILES:-}" ] || tests=$(for f in $FILES; do [ "$f" = test ] && echo test.mjs || echo "$f.test.mjs"; done)
+echo "== workerd tests: node --test" $tests "(Node 24's test runner)"
+# shellcheck disable=SC2086
+"$node24" --test --test-reporter=spec $tests || status=1
+[ -z "${FILES:-}" ] || exit $status
 
 # The example, its holdfast dependency pointed at the packed tarball; wrangler is tests/runtimes' own
 # (WRANGLER_MODULE), so its devDependency is dropped here.

@@ -37,6 +37,8 @@ export class RemoteRequest {
     public conn: number,
     public frame: number,
     public sink: RemoteSink,
+    /** A semaphore's limit (1 for a lock), for hosts that keep the lease and take it back later. */
+    readonly limit = 1,
   ) {}
 
   place(): string {

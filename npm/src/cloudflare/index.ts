@@ -18,4 +18,5 @@ export type {
   DurableObjectNamespaceLike,
   DurableObjectStorageLike,
   DurableObjectStateLike,
+  HibernatableWebSocketLike,
 } from './types.js'

@@ -1,6 +1,7 @@
 /**
  * `HoldfastObject`: a Durable Object that hosts one store, for Workers to hold its keys over Workers
- * RPC (`workerStore(env.HOLDFAST)` is the client).
+ * RPC (`workerStore(env.HOLDFAST)` is the client), and for WebSocket clients of the wire protocol
+ * (`connect('wss://…')`, through a Worker that forwards the upgrade to `fetch`).
  *
  * # State
  * - The store is opened in `blockConcurrencyWhile`, its fence ceiling kept in the object's storage
@@ -14,6 +15,28 @@
  *   it, and it ends at the deadline it had unless renewed. Its holder keeps the fence it was told; the
  *   engine gives the restored lease a new, larger fence, which only `inspect()` shows. Waiting holds
  *   are not kept: their calls fail with the restart, and `workerStore` asks again (a new place in line).
+ * - Leases of WebSocket clients are kept and taken back the same way (the protocol's hooks, see
+ *   protocol-session.ts): a client renews by lease id on a connection that outlived the restart, or
+ *   reconnects and asks again with its request id and gets the same lease and fence; one that ended
+ *   answers `lost`.
+ *
+ * # WebSocket clients and hibernation
+ * - `fetch` accepts an upgrade with `ctx.acceptWebSocket` (hibernatable) and answers 101; anything else
+ *   426. Frames go through the same `Protocol` as `store.serve()`: hello with the token first, then
+ *   hold, renew, release, cancel, inspect, goodbye.
+ * - The token is `env.HOLDFAST_TOKEN` (a secret of the Worker). Without it every client is refused at
+ *   its hello (`closed`, saying so); a wrong one is refused `permission` and closed 4401, as by serve().
+ * - What a connection must keep while the object is out of memory lives in its socket's attachment:
+ *   its connection number, whether it said a good hello, and whether it has holds in line. After a wake
+ *   (the constructor runs again) sessions are rebuilt from `ctx.getWebSockets()` and the attachments.
+ * - Hibernation keeps idle connections cheap: an object whose clients are quiet leaves memory while
+ *   their sockets stay open. It does not make holding cheap: each renewal (every ttl/3 per lease) is a
+ *   frame that wakes the object. Holds in line live in memory only, so a client that had some when the
+ *   object (re)started is closed with 1012; `connect()` reconnects and asks again (a new place in line).
+ * - A dropped connection (no goodbye) ends its waiting holds at once (their place kept "away" for
+ *   their ttl, as the engine does); its leases live until their ttl (LOCK-05). Goodbye ends all at once.
+ * - Deadlines of WebSocket clients come from the alarm like any other; a client's frame, like an RPC
+ *   call, first acts on the deadlines that came.
  *
  * # Time
  * The store runs on a clock of `Date.now()` whose deadlines (ttls, waits, maxHold) are driven by the
@@ -30,13 +53,14 @@
 import { DurableObject } from 'cloudflare:workers'
 import { openStore } from '../entry/workerd.js'
 import { RemoteRequest, type RemoteSink } from '../remote-request.js'
+import { MAX_FRAME, Protocol, Session, refuseHello } from '../protocol-session.js'
+import { attachmentOf, closeQuietly, socketOf, type Attachment } from './hibernatable-socket.js'
 import { checkMaxHold } from '../../wasm/holdfast_wasm.js'
 import { HoldfastError, InvalidError, fromEngine, type ErrorCode } from '../errors.js'
 import { toKey } from '../key.js'
 import { checkOptions } from '../options.js'
 import { randomId } from '../random.js'
 import type { Clock } from '../clock.js'
-import type { Lock } from '../lock.js'
 import type { Storage } from '../storage.js'
 import type { KeyInfo, Store } from '../store.js'
 import type {
@@ -46,6 +70,7 @@ import type {
   DurableObjectStateLike,
   DurableObjectStorageLike,
   ErrorAnswer,
+  HibernatableWebSocketLike,
   HoldfastObjectRpc,
   RenewAnswer,
   TryAcquireAnswer,
@@ -188,10 +213,9 @@ class Call implements RemoteSink {
   #answer: ((answer: AcquireAnswer | TryAcquireAnswer) => void) | undefined
 
   constructor(
-    readonly object: { granted(record: RemoteRequest, fence: number, limit: number): number; ended(lease: string): void },
+    readonly object: { granted(record: RemoteRequest, fence: number): number; ended(lease: string): void },
     answer: (answer: AcquireAnswer | TryAcquireAnswer) => void,
     readonly isTry: boolean,
-    readonly limit: number,
   ) {
     this.#answer = answer
   }
@@ -207,7 +231,7 @@ class Call implements RemoteSink {
   }
 
   granted(record: RemoteRequest, fence: number, revokeIn: number): void {
-    const told = this.object.granted(record, fence, this.limit)
+    const told = this.object.granted(record, fence)
     this.#send({ ok: { lease: record.lease, fence: told, ttl: record.ttl, revokeIn: Math.max(0, revokeIn) } })
   }
 
@@ -229,6 +253,13 @@ class Call implements RemoteSink {
   }
 }
 
+/** Why every WebSocket client is refused when the object has no token. */
+const NO_TOKEN =
+  'holdfast object: no token is set, so WebSocket clients are refused: set the secret HOLDFAST_TOKEN (wrangler secret put HOLDFAST_TOKEN; in development, .dev.vars)'
+
+/** WebSocket clients at once per object; one more is refused `limit` (the platform allows 32,768). */
+const MAX_CONNECTIONS = 1_000
+
 function errorAnswer(error: unknown): ErrorAnswer {
   if (error instanceof HoldfastError) return { error: { code: error.code, message: error.message } }
   return { error: { code: 'closed', message: `holdfast object: ${(error as Error)?.message ?? String(error)}` } }
@@ -247,7 +278,11 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   readonly #state: DurableObjectStateLike
   readonly #clock: AlarmClock
   #store!: Store
-  readonly #handles = new Map<string, Lock>()
+  /** The wire protocol of WebSocket clients; its handles serve RPC calls too. */
+  readonly #protocol: Protocol
+  /** WebSocket clients' sessions by connection number (kept in each socket's attachment). */
+  readonly #sessions = new Map<number, Session>()
+  readonly #sockets = new WeakMap<Session, HibernatableWebSocketLike>()
   /** Granted leases by lease id. */
   readonly #leases = new Map<string, KeptLease>()
   /** Restored leases not renewed since: the timer that ends them at their old deadline. */
@@ -256,7 +291,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** While leases kept before a restart are taken back. */
   #restoring = false
   readonly #sink = {
-    granted: (record: RemoteRequest, fence: number, limit: number) => this.#granted(record, fence, limit),
+    granted: (record: RemoteRequest, fence: number) => this.#granted(record, fence),
     ended: (lease: string) => this.#ended(lease),
   }
 
@@ -264,6 +299,20 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     super(ctx, env)
     this.#state = ctx as DurableObjectStateLike
     this.#clock = new AlarmClock(this.#state.storage)
+    const token = (env as { HOLDFAST_TOKEN?: unknown } | null)?.HOLDFAST_TOKEN
+    this.#protocol = new Protocol(
+      () => this.#store,
+      typeof token === 'string' && token.length > 0 ? token : undefined,
+      {
+        granted: (record, fence) => this.#granted(record, fence),
+        renewed: (lease, ttl) => this.#renewedFor(lease, ttl),
+        ended: lease => this.#ended(lease),
+        welcomed: session => this.#attach(session),
+        waiting: session => this.#attach(session),
+        closed: (session, goodbye) => this.#closed(session, goodbye),
+      },
+      NO_TOKEN,
+    )
     void this.#state.blockConcurrencyWhile(() => this.#open())
   }
 
@@ -271,12 +320,16 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   async #open(): Promise<void> {
     const storage = this.#state.storage
     this.#clock.reset()
-    this.#handles.clear()
+    this.#protocol.reset()
     this.#leases.clear()
     this.#restored.clear()
+    this.#sessions.clear()
     await this.#clock.load()
     this.#store = await openStore({ storage: durableObjectStorage(storage), clock: this.#clock })
     const kept = [...(await storage.list({ prefix: LEASE_PREFIX })).values()].filter(isKept).sort((a, b) => a.fence - b.fence)
+    const sockets = this.#state.getWebSockets()
+    // Connection numbers of clients still connected stay theirs: new ones are counted from past them.
+    for (const ws of sockets) this.#conn = Math.max(this.#conn, attachmentOf(ws)?.conn ?? 0)
     const now = Date.now()
     this.#restoring = true
     try {
@@ -284,6 +337,30 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     } finally {
       this.#restoring = false
     }
+    for (const ws of sockets) this.#resume(ws)
+  }
+
+  /**
+   * A client still connected when the object (re)started: its session again, from the socket's
+   * attachment. Its leases were taken back with the others; holds it had in line were not kept
+   * anywhere, so such a client is closed (1012) to reconnect and ask again with its request ids.
+   */
+  #resume(ws: HibernatableWebSocketLike): Session | undefined {
+    const attached = attachmentOf(ws)
+    if (!attached) {
+      closeQuietly(ws, 1011, 'holdfast object: a socket without its session')
+      return undefined
+    }
+    // Refused at the limit: answered at its first frame (webSocketMessage), never a session.
+    if (attached.refused) return undefined
+    const session = this.#session(ws, attached.conn)
+    session.authed = attached.authed
+    if (attached.waiting) {
+      this.#protocol.dropped(session)
+      closeQuietly(ws, 1012, 'holdfast object restarted: ask again')
+      return undefined
+    }
+    return session
   }
 
   #restore(kept: KeptLease[], now: number): void {
@@ -297,10 +374,10 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       }
       this.#leases.set(l.lease, l)
       let granted = false
-      const sink = new Call(this.#sink, answer => (granted = 'ok' in answer && answer.ok !== null), true, l.limit)
-      const record = new RemoteRequest(l.kind, l.name, l.key, l.request, l.lease, l.ttl, l.maxHold > 0 ? revokeLeft : 0, this.#nextConn(), 0, sink)
+      const sink = new Call(this.#sink, answer => (granted = 'ok' in answer && answer.ok !== null), true)
+      const record = new RemoteRequest(l.kind, l.name, l.key, l.request, l.lease, l.ttl, l.maxHold > 0 ? revokeLeft : 0, this.#nextConn(), 0, sink, l.limit)
       try {
-        this.#store._remoteHold(this.#handle(l.kind, l.name, l.limit), record, 0)
+        this.#store._remoteHold(this.#protocol.handle(l.kind, l.name, l.limit), record, 0)
       } catch {
         granted = false
       }
@@ -313,20 +390,10 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   }
 
   #nextConn(): number {
-    // u32 on the way into the engine; one per call, so that no call's requests count against another's.
+    // u32 on the way into the engine; one per call and per WebSocket client, so that none's requests
+    // count against another's. It wraps long after any live one ended.
     this.#conn = (this.#conn + 1) >>> 0 || 1
     return this.#conn
-  }
-
-  /** A handle per lock or semaphore, made once (it checks the name, and a semaphore's limit). */
-  #handle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock {
-    const id = `${kind} ${name} ${kind === 'semaphore' ? limit : 1}`
-    let handle = this.#handles.get(id)
-    if (!handle) {
-      handle = kind === 'lock' ? this.#store.lock(name) : this.#store.semaphore(name, { limit })
-      this.#handles.set(id, handle)
-    }
-    return handle
   }
 
   /** Before every call: reopen after an internal error, and act on deadlines that came. */
@@ -336,7 +403,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   }
 
   /** A lease was granted (or granted again to a call that asked again): keep it. Answers the fence its holder is told. */
-  #granted(record: RemoteRequest, fence: number, limit: number): number {
+  #granted(record: RemoteRequest, fence: number): number {
     const now = Date.now()
     let kept = this.#leases.get(record.lease)
     // Taken back after a restart: it keeps its old deadline (see #open).
@@ -346,7 +413,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         kind: record.kind,
         name: record.name,
         key: record.key,
-        limit,
+        limit: record.limit,
         request: record.request,
         lease: record.lease,
         fence,
@@ -362,6 +429,15 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     }
     this.#keep(kept)
     return kept.fence
+  }
+
+  /** A lease was renewed for `ttl` from now: its new deadline is kept. */
+  #renewedFor(lease: string, ttl: number): void {
+    const kept = this.#leases.get(lease)
+    if (!kept) return
+    kept.expiresAt = Date.now() + ttl
+    this.#renewed(lease)
+    this.#keep(kept)
   }
 
   #keep(kept: KeptLease): void {
@@ -425,14 +501,14 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       }
       const wait = isTry || o.wait === 0 ? 0 : o.wait === null || o.wait === undefined ? Infinity : (o.wait as number)
       if (typeof wait !== 'number' || Number.isNaN(wait) || wait < 0) throw new InvalidError(`${place}: wait must be a number of ms, or null`)
-      const handle = this.#handle(kind, name, limit)
+      const handle = this.#protocol.handle(kind, name, limit)
       const request = o.request
       // Asked again (a retry after a failed call): an earlier call still waiting here is answered, and this one goes on.
       const earlier = this.#store._remoteRequest(request)
       if (earlier && earlier.sink instanceof Call && earlier.sink.pending) earlier.sink.supersede(earlier)
       return await new Promise<AcquireAnswer | TryAcquireAnswer>(resolve => {
-        const call = new Call(this.#sink, resolve, isTry, limit)
-        const record = new RemoteRequest(kind, name, k, request, randomId(), o.ttl as number, o.maxHold as number, this.#nextConn(), 0, call)
+        const call = new Call(this.#sink, resolve, isTry)
+        const record = new RemoteRequest(kind, name, k, request, randomId(), o.ttl as number, o.maxHold as number, this.#nextConn(), 0, call, limit)
         this.#store._remoteHold(handle, record, wait)
       })
     } catch (error) {
@@ -446,16 +522,11 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       await this.#begin()
       if (typeof lease !== 'string' || !HEX32.test(lease)) throw new InvalidError('renew: lease must be 32 hex digits')
       const renewed = this.#store._renew(lease)
-      const kept = this.#leases.get(lease)
       if (!renewed) {
         this.#ended(lease)
         return { error: { code: 'lost', message: 'lease lost: past its ttl, revoked, released, or never granted' } }
       }
-      if (kept) {
-        kept.expiresAt = Date.now() + renewed.ttl
-        this.#renewed(lease)
-        this.#keep(kept)
-      }
+      this.#renewedFor(lease, renewed.ttl)
       return { ok: { ttl: renewed.ttl, revokeIn: Math.max(0, renewed.revokeIn) } }
     } catch (error) {
       return errorAnswer(error)
@@ -504,6 +575,85 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   async alarm(): Promise<void> {
     if (this.#store.closed) await this.#state.blockConcurrencyWhile(() => this.#open())
     this.#clock.alarmed()
+  }
+
+  // ---- WebSocket clients (the wire protocol of store.serve(), with hibernation) ----
+
+  /**
+   * A WebSocket upgrade, forwarded by a Worker (`env.HOLDFAST.get(id).fetch(request)`): accepted with
+   * hibernation and answered 101. Anything else is answered 426.
+   */
+  async fetch(request: Request): Promise<Response> {
+    if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
+      return new Response('holdfast object: only WebSocket upgrades (Upgrade: websocket) are served here; Workers hold keys with workerStore(env.HOLDFAST)\n', {
+        status: 426,
+        headers: { Upgrade: 'websocket', 'Content-Type': 'text/plain; charset=utf-8' },
+      })
+    }
+    await this.#begin()
+    const Pair = (globalThis as unknown as { WebSocketPair: new () => Record<0 | 1, HibernatableWebSocketLike> }).WebSocketPair
+    const pair = new Pair()
+    const client = pair[0]
+    const server = pair[1]
+    this.#state.acceptWebSocket(server)
+    const attached: Attachment = { conn: this.#nextConn(), authed: false, waiting: false }
+    // Refused, but as the answer to its hello, so that the client can tell why.
+    if (this.#sessions.size >= MAX_CONNECTIONS) attached.refused = true
+    else this.#session(server, attached.conn)
+    server.serializeAttachment(attached)
+    return new Response(null, { status: 101, webSocket: client } as ResponseInit)
+  }
+
+  /** A frame from a WebSocket client (also the first event after a wake from hibernation). */
+  async webSocketMessage(ws: HibernatableWebSocketLike, message: ArrayBuffer | string): Promise<void> {
+    await this.#begin()
+    const attached = attachmentOf(ws)
+    if (attached?.refused) {
+      const bytes = typeof message === 'string' ? new Uint8Array(0) : new Uint8Array(message)
+      return refuseHello(new Session(attached.conn, socketOf(ws), this.#protocol), bytes, 'limit', `holdfast object: ${MAX_CONNECTIONS} WebSocket clients is the most`)
+    }
+    const session = attached ? (this.#sessions.get(attached.conn) ?? this.#resume(ws)) : this.#resume(ws)
+    if (!session) return
+    if (typeof message === 'string') return session.refuse(0, 'protocol', 'server: text messages are not frames (send binary)')
+    if (message.byteLength > MAX_FRAME) return session.refuse(0, 'protocol', `server: a frame of ${message.byteLength} bytes is over ${MAX_FRAME}`)
+    this.#protocol.frame(session, new Uint8Array(message))
+  }
+
+  /** A client's connection closed without goodbye: its waiting holds step aside, its leases live until their ttl (LOCK-05). */
+  async webSocketClose(ws: HibernatableWebSocketLike, code: number, _reason: string, _wasClean: boolean): Promise<void> {
+    await this.#drop(ws)
+    // Completes the closing handshake where the runtime does not answer a close by itself.
+    closeQuietly(ws, code === 1005 || code === 1006 || code === 1015 ? 1000 : code, 'closed')
+  }
+
+  async webSocketError(ws: HibernatableWebSocketLike, _error: unknown): Promise<void> {
+    await this.#drop(ws)
+  }
+
+  async #drop(ws: HibernatableWebSocketLike): Promise<void> {
+    await this.#begin()
+    const attached = attachmentOf(ws)
+    const session = attached && this.#sessions.get(attached.conn)
+    if (session) this.#protocol.dropped(session)
+  }
+
+  #session(ws: HibernatableWebSocketLike, conn: number): Session {
+    const session = new Session(conn, socketOf(ws), this.#protocol)
+    this.#sessions.set(conn, session)
+    this.#sockets.set(session, ws)
+    return session
+  }
+
+  /** Keeps what a client's session must keep through hibernation in its socket's attachment. */
+  #attach(session: Session): void {
+    this.#sockets.get(session)?.serializeAttachment({ conn: session.conn, authed: session.authed, waiting: session.waiting } satisfies Attachment)
+  }
+
+  /** A client's session ended; with goodbye, the engine ended its leases, which are forgotten here too. */
+  #closed(session: Session, goodbye: boolean): void {
+    this.#sessions.delete(session.conn)
+    if (!goodbye) return
+    for (const lease of [...this.#leases.keys()]) if (!this.#store._remoteLease(lease)) this.#ended(lease)
   }
 }
 

@@ -71,9 +71,22 @@ export interface DurableObjectStorageLike {
   setAlarm(scheduledTime: number): Promise<void>
 }
 
+/** The part of a server-side `WebSocket` accepted with hibernation that `HoldfastObject` uses. */
+export interface HibernatableWebSocketLike {
+  send(message: ArrayBuffer | ArrayBufferView | string): void
+  close(code?: number, reason?: string): void
+  /** A small value kept with the socket while the object hibernates (structured clone, ≤ 2 KiB). */
+  serializeAttachment(value: unknown): void
+  deserializeAttachment(): unknown
+}
+
 /** The part of `DurableObjectState` that `HoldfastObject` uses. */
 export interface DurableObjectStateLike {
   readonly storage: DurableObjectStorageLike
   blockConcurrencyWhile<T>(fn: () => Promise<T>): Promise<T>
   abort?(reason?: string): void
+  /** Accepts a WebSocket with hibernation: its events come to `webSocketMessage` and the others. */
+  acceptWebSocket(ws: HibernatableWebSocketLike, tags?: string[]): void
+  /** The sockets accepted so, still open (also after the object woke from hibernation). */
+  getWebSockets(tag?: string): HibernatableWebSocketLike[]
 }

@@ -28,6 +28,13 @@ export class CountingHoldfast extends HoldfastObject {
   }
 }
 
+/** HoldfastObject in a worker whose secret HOLDFAST_TOKEN is not set: it refuses every WebSocket client. */
+export class TokenlessHoldfast extends HoldfastObject {
+  constructor(ctx, env) {
+    super(ctx, { ...env, HOLDFAST_TOKEN: undefined })
+  }
+}
+
 function errorInfo(e) {
   if (e instanceof HoldfastError) return { error: { code: e.code, name: e.name, message: e.message } }
   return { error: { code: null, name: e?.name ?? typeof e, message: String(e?.message ?? e) } }

@@ -6,13 +6,15 @@
 //   the object's transactional storage, so that they keep growing when the object restarts.
 // - /local/...: a store opened inside the request, on memoryStorage(), in the stateless worker.
 // - /cf/...: holdfast/cloudflare — HoldfastObject and workerStore(env.HOLDFAST) (see cloudflare.js).
+// - /ws/NAME: a WebSocket upgrade forwarded to the HoldfastObject named NAME, where clients of the
+//   wire protocol (connect('ws://…/ws/NAME')) hold its keys; ?ns=tokenless: one with no token set.
 // Every answer is JSON; a holdfast error crosses the boundary as { error: { code, name, message } }.
 import { DurableObject } from 'cloudflare:workers'
 import { openStore, memoryStorage, fileStorage, HoldfastError } from 'holdfast'
 import { cloudflareRoute } from './cloudflare.js'
 
 // holdfast/cloudflare: the store as a Durable Object, and its subclass for the alarm test.
-export { HoldfastObject, CountingHoldfast } from './cloudflare.js'
+export { HoldfastObject, CountingHoldfast, TokenlessHoldfast } from './cloudflare.js'
 
 function errorInfo(e) {
   if (e instanceof HoldfastError) return { error: { code: e.code, name: e.name, message: e.message } }
@@ -91,6 +93,10 @@ export default {
     if (where === 'do') {
       const stub = env.LOCKS.get(env.LOCKS.idFromName(url.searchParams.get('object') ?? 'main'))
       body = op === 'stored' ? { stored: await stub.stored() } : await stub.run(op, url.search)
+    } else if (where === 'ws') {
+      // As a user's Worker forwards clients to the object: the request itself, upgrade and all.
+      const namespace = url.searchParams.get('ns') === 'tokenless' ? env.TOKENLESS : env.HOLDFAST
+      return namespace.get(namespace.idFromName(op || 'ws')).fetch(request)
     } else if (where === 'cf') {
       body = await cloudflareRoute(op, url.searchParams, env)
     } else if (where === 'local') {

@@ -1,0 +1,56 @@
+/**
+ * A WebSocket that `HoldfastObject` accepted with hibernation, as the wire protocol's `Socket`, and
+ * what it keeps of its session in its attachment while the object is out of memory.
+ *
+ * Invariants: the attachment is small (a few numbers; the platform allows 2 KiB) and written only
+ * when it changes (accepted, welcomed, holds in line or none); sending on or closing a socket that
+ * already closed is not an error (its close event ends the session).
+ */
+
+import type { Socket } from '../transport.js'
+import type { HibernatableWebSocketLike } from './types.js'
+
+/** What a WebSocket client's socket keeps while the object hibernates. */
+export interface Attachment {
+  /** The connection's number in the engine. */
+  conn: number
+  authed: boolean
+  /** Whether it had holds in line (not kept anywhere else). */
+  waiting: boolean
+  /** Refused at its hello (the object was at its connection limit). */
+  refused?: boolean
+}
+
+export function attachmentOf(ws: HibernatableWebSocketLike): Attachment | undefined {
+  let a: Attachment | null
+  try {
+    a = ws.deserializeAttachment() as Attachment | null
+  } catch {
+    return undefined
+  }
+  return a && typeof a === 'object' && Number.isInteger(a.conn) ? a : undefined
+}
+
+export function closeQuietly(ws: HibernatableWebSocketLike, code: number, reason: string): void {
+  try {
+    ws.close(code, reason)
+  } catch {
+    // already closed
+  }
+}
+
+/** A hibernatable WebSocket as the protocol's socket; its events come to the object, not here. */
+export function socketOf(ws: HibernatableWebSocketLike): Socket {
+  return {
+    send: frame => {
+      try {
+        ws.send(frame)
+      } catch {
+        // closed meanwhile: its close event ends the session
+      }
+    },
+    close: (code, reason) => closeQuietly(ws, code ?? 1000, reason ?? ''),
+    onMessage: () => {},
+    onClose: () => {},
+  }
+}

@@ -1,0 +1,263 @@
+// WebSocket clients of HoldfastObject in the real workerd runtime: the package's own connect() (and a
+// raw client of the wire protocol, frames.js from tests/remote, for what connect() never does on
+// purpose) in this Node 24 process, through the test worker, which forwards the upgrade of /ws/NAME
+// to the object named NAME (accepted there with hibernation). The worker is given the secret
+// HOLDFAST_TOKEN; TokenlessHoldfast is the same class with none. workerd's clock moves only with I/O,
+// so deadlines are checked by polling with a bounded deadline, never by exact times.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { pathToFileURL } from 'node:url'
+import WebSocket from 'ws'
+import { connect, PermissionError, ClosedError } from 'holdfast'
+import { encode, decodeServer, newId } from './frames.js'
+
+const { createTestHarness } = await import(process.env.WRANGLER_MODULE ? pathToFileURL(process.env.WRANGLER_MODULE).href : 'wrangler')
+
+const TOKEN = 'workerd-test-token'
+let server
+let base
+before(async () => {
+  server = createTestHarness({ root: process.cwd(), workers: [{ configPath: 'wrangler.jsonc', secrets: { HOLDFAST_TOKEN: TOKEN } }] })
+  const { url } = await server.listen()
+  base = `ws://${url.host}`
+})
+after(async () => {
+  await server?.close()
+})
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+/** Clients closed (goodbye) when a test ends. */
+function clients(t) {
+  const open = []
+  t.after(() => Promise.all(open.map(c => c.close().catch(() => {}))))
+  return async (name, options = {}) => {
+    const client = await connect(`${base}/ws/${name}`, { token: TOKEN, ...options })
+    open.push(client)
+    return client
+  }
+}
+
+/** Polls `check` until it answers truthy, for at most `ms`; answers its last value. */
+async function until(check, ms, what) {
+  const end = Date.now() + ms
+  for (;;) {
+    const value = await check()
+    if (value) return value
+    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`)
+    await sleep(50)
+  }
+}
+
+/** A raw client of the wire protocol: frames in, decoded frames out, nothing done on its own. */
+async function raw(t, name) {
+  const ws = new WebSocket(`${base}/ws/${name}`)
+  ws.binaryType = 'nodebuffer'
+  const frames = []
+  const waiters = []
+  let closed = null
+  ws.on('message', data => {
+    const frame = decodeServer(data)
+    frames.push(frame)
+    for (const w of [...waiters]) if (w.match(frame)) (waiters.splice(waiters.indexOf(w), 1), w.resolve(frame))
+  })
+  ws.on('close', code => (closed = code))
+  ws.on('error', () => {})
+  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)))
+  t.after(() => ws.terminate())
+  let next = 1
+  const client = {
+    ws,
+    get closed() {
+      return closed
+    },
+    /** Sends a frame made by `make(id)` and waits (at most 10 s) for the answer with that id. */
+    ask(make) {
+      const id = next++
+      const answer = new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no answer to frame ${id} within 10 s`)), 10_000)
+        waiters.push({ match: f => f.id === id, resolve: f => (clearTimeout(timer), resolve(f)) })
+      })
+      ws.send(make(id))
+      return answer
+    },
+    /** Drops the connection as a network failure would: no goodbye, no close frame. */
+    drop() {
+      ws.terminate()
+    },
+  }
+  const welcome = await client.ask(id => encode.hello(id, TOKEN))
+  assert.equal(welcome.type, 'welcome', JSON.stringify(welcome))
+  return client
+}
+
+test('LOCK-01: clients of one object holding one key are served one at a time, in the order they asked', async t => {
+  const open = clients(t)
+  const [a, b, c] = await Promise.all([open('fifo'), open('fifo'), open('fifo')])
+  let inside = 0
+  let most = 0
+  const order = []
+  const fences = []
+  const hold = (client, tag) =>
+    client.lock('jobs', { wait: '30s' }).hold('k', async lease => {
+      most = Math.max(most, ++inside)
+      order.push(tag)
+      fences.push(lease.fence)
+      await sleep(150)
+      inside--
+    })
+  const first = hold(a, 'a')
+  await until(async () => (await a.inspect()).find(k => k.key === 'k')?.holders.length === 1, 5_000, 'a holds')
+  const second = hold(b, 'b')
+  await until(async () => (await a.inspect()).find(k => k.key === 'k')?.waiting === 1, 5_000, 'b waits')
+  const third = hold(c, 'c')
+  await until(async () => (await a.inspect()).find(k => k.key === 'k')?.waiting === 2, 5_000, 'c waits behind b')
+  await Promise.all([first, second, third])
+  assert.equal(most, 1, 'never two inside at once')
+  assert.deepEqual(order, ['a', 'b', 'c'])
+  assert.ok(fences[0] < fences[1] && fences[1] < fences[2], `fences grow: ${fences}`)
+  assert.deepEqual(await a.inspect(), [], 'every key let go')
+})
+
+test('tryHold over WebSocket on a held key answers acquired: false, and the key is free after the holder lets go', async t => {
+  const open = clients(t)
+  const [holder, other] = await Promise.all([open('try'), open('try')])
+  const lease = await holder.lock('jobs').acquire('k')
+  assert.deepEqual(await other.lock('jobs').tryHold('k', () => 'ran'), { acquired: false })
+  await lease.release()
+  const after = await other.lock('jobs').tryHold('k', l => l.fence)
+  assert.equal(after.acquired, true)
+  assert.ok(after.value > lease.fence)
+})
+
+test('a wrong token is refused with PermissionError (code permission); an object with no token refuses every client, saying so', async t => {
+  await assert.rejects(connect(`${base}/ws/token`, { token: 'not-the-token' }), e => e instanceof PermissionError && e.code === 'permission')
+  // A raw client's first frame other than hello is refused the same way, and its connection closed.
+  const ws = new WebSocket(`${base}/ws/token`)
+  const closed = new Promise(resolve => ws.once('close', code => resolve(code)))
+  const answer = new Promise(resolve => ws.once('message', data => resolve(decodeServer(data))))
+  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)))
+  ws.send(encode.inspect(7))
+  assert.deepEqual(await answer.then(f => [f.id, f.type, f.code]), [7, 'error', 'permission'])
+  assert.equal(await closed, 4401)
+  await assert.rejects(
+    connect(`${base}/ws/token?ns=tokenless`, { token: TOKEN, reconnect: false }),
+    e => e instanceof ClosedError && /no token is set/.test(e.message) && /HOLDFAST_TOKEN/.test(e.message),
+  )
+  // The right token is served.
+  const open = clients(t)
+  assert.deepEqual(await (await open('token')).inspect(), [])
+})
+
+test('a request to the object that is not a WebSocket upgrade is answered 426', async () => {
+  const response = await server.fetch('/ws/plain')
+  assert.equal(response.status, 426)
+  assert.match(await response.text(), /WebSocket upgrades/)
+})
+
+test('LOCK-05: a dropped connection (no goodbye) keeps its lease until its ttl; asked again with its request id, the same lease and fence', async t => {
+  const open = clients(t)
+  const other = await open('dropped')
+  const request = newId()
+  const first = await raw(t, 'dropped')
+  const granted = await first.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 2_000, wait: 0, request }))
+  assert.equal(granted.type, 'granted', JSON.stringify(granted))
+  first.drop()
+  assert.deepEqual(await other.lock('jobs').tryHold('k', () => 'ran'), { acquired: false }, 'still held after the drop')
+  const again = await raw(t, 'dropped')
+  const resumed = await again.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 2_000, wait: 0, request }))
+  assert.equal(resumed.type, 'granted', JSON.stringify(resumed))
+  assert.deepEqual([Buffer.from(resumed.lease).toString('hex'), resumed.fence], [Buffer.from(granted.lease).toString('hex'), granted.fence])
+  again.drop()
+  const droppedAt = Date.now()
+  // Nobody renews it now: it ends at its ttl, and the key goes on with a larger fence.
+  const next = await until(async () => {
+    const r = await other.lock('jobs').tryHold('k', l => l.fence)
+    return r.acquired ? r : null
+  }, 10_000, 'the lease of the dropped connection ends at its ttl')
+  assert.ok(Date.now() - droppedAt >= 1_000, 'it lived on after the drop')
+  assert.ok(next.value > granted.fence)
+})
+
+test('LOCK-05: a waiting hold of a dropped connection steps aside at once; the next in line is served', async t => {
+  const open = clients(t)
+  const [holder, later] = await Promise.all([open('aside'), open('aside')])
+  const lease = await holder.lock('jobs').acquire('k')
+  const waiter = await raw(t, 'aside')
+  waiter.ws.send(encode.hold(1, { name: 'jobs', key: 'k', ttl: 5_000, wait: 30_000 }))
+  await until(async () => (await holder.inspect()).find(k => k.key === 'k')?.waiting === 1, 5_000, 'the raw client waits')
+  waiter.drop()
+  const held = later.lock('jobs', { wait: '10s' }).hold('k', l => l.fence)
+  await until(async () => (await holder.inspect()).find(k => k.key === 'k')?.waiting === 1, 5_000, 'the dropped waiter left the line')
+  await lease.release()
+  assert.ok((await held) > lease.fence, 'served at once, not after the dropped waiter')
+})
+
+test('LOCK-05: a holder that stops renewing loses the key after its ttl; the next fence is larger and its late renewal answers lost', async t => {
+  const open = clients(t)
+  const other = await open('stall')
+  const stalled = await raw(t, 'stall')
+  const granted = await stalled.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 1_000, wait: 0 }))
+  assert.equal(granted.type, 'granted', JSON.stringify(granted))
+  assert.deepEqual(await other.lock('jobs').tryHold('k', () => 'ran'), { acquired: false })
+  const next = await until(async () => {
+    const r = await other.lock('jobs').tryHold('k', l => l.fence)
+    return r.acquired ? r : null
+  }, 10_000, 'the stalled lease ends')
+  assert.ok(next.value > granted.fence)
+  const late = await stalled.ask(id => encode.renew(id, granted.lease))
+  assert.deepEqual([late.type, late.code], ['error', 'lost'])
+})
+
+test('LOCK-05: goodbye (client close()) releases at once', async t => {
+  const open = clients(t)
+  const [leaving, other] = await Promise.all([open('goodbye'), open('goodbye')])
+  const lease = await leaving.lock('jobs', { ttl: '1h' }).acquire('k')
+  await leaving.close()
+  assert.equal(lease.lost, true)
+  const after = await other.lock('jobs').tryHold('k', l => l.fence)
+  assert.equal(after.acquired, true, 'free at once, not after its ttl of 1 h')
+  assert.ok(after.value > lease.fence)
+})
+
+test('LOCK-02/LOCK-05: a lease taken over WebSocket survives object restarts (sockets kept, then closed); it renews and keeps its fence, and fences keep growing', async t => {
+  const open = clients(t)
+  const [holder, other] = await Promise.all([open('restart'), open('restart')])
+  const lease = await holder.lock('jobs', { ttl: '2s' }).acquire('k')
+  // Restarted with its sockets kept, as when it hibernates: renewals (every ttl/3) wake it, by lease id.
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'restart', webSockets: 'hibernate' })
+  await sleep(2_500)
+  assert.equal(lease.lost, false, 'renewed across the restart, past its ttl')
+  assert.deepEqual(await other.lock('jobs').tryHold('k', () => 'ran'), { acquired: false })
+  // Restarted with its sockets closed: the client reconnects and asks again with its request id.
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'restart', webSockets: 'close' })
+  await sleep(2_500)
+  assert.equal(lease.lost, false, 'the same lease, asked again after the reconnect')
+  assert.deepEqual(await other.lock('jobs').tryHold('k', () => 'ran'), { acquired: false })
+  await lease.release()
+  const after = await until(async () => {
+    const r = await other.lock('jobs').tryHold('k', l => l.fence)
+    return r.acquired ? r : null
+  }, 5_000, 'the key free after the release')
+  assert.ok(after.value > lease.fence, `fence ${after.value} > ${lease.fence}`)
+})
+
+test('holds waiting over WebSocket when the object restarts are sent to ask again (closed 1012): connect() reconnects, is back in line, and is served', async t => {
+  const open = clients(t)
+  const [holder, waiter] = await Promise.all([open('restart-wait'), open('restart-wait')])
+  const lease = await holder.lock('jobs', { ttl: '2s' }).acquire('k')
+  const waited = waiter.lock('jobs', { wait: '30s' }).hold('k', l => l.fence)
+  const other = await raw(t, 'restart-wait')
+  other.ws.send(encode.hold(1, { name: 'jobs', key: 'k', ttl: 5_000, wait: 30_000 }))
+  await until(async () => (await holder.inspect()).find(k => k.key === 'k')?.waiting === 2, 5_000, 'both wait')
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'restart-wait', webSockets: 'hibernate' })
+  // The next frame (the holder's renewal, or this inspect) wakes the object, which lost its lines:
+  // it closes the clients that had holds in line, so that they ask again.
+  await holder.inspect()
+  await until(() => other.closed !== null, 5_000, 'the raw waiter is closed')
+  assert.equal(other.closed, 1012)
+  await until(async () => (await holder.inspect()).find(k => k.key === 'k')?.waiting === 1, 10_000, 'connect() back in line after the restart')
+  assert.equal(lease.lost, false)
+  await lease.release()
+  assert.ok((await waited) > lease.fence)
+})
