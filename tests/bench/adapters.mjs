@@ -148,10 +148,30 @@ export const REMOTE_ADAPTERS = ['ws-echo', 'holdfast', 'redis-semaphore', 'redlo
 export const usesRedis = (name) => name === 'redis-semaphore' || name === 'redlock'
 
 export const REMOTE_DESCRIPTIONS = {
-  'ws-echo': 'no lock: one round trip of a 40-byte binary WebSocket message (ws) to an echo server in its own process, then fn (the floor of a lock service with one round trip per hold; its checks are expected to fail)',
+  'ws-echo': 'no lock: one round trip of a 40-byte binary WebSocket message (ws; a turn\'s messages in one write, both ways) to an echo server in its own process, then fn (the floor of a lock service with one round trip per hold; its checks are expected to fail)',
   'holdfast': "connect(url, { token }); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold; server: openStore({ storage: memoryStorage() }).serve() in its own process",
   'redis-semaphore': 'new Mutex(client, key, { lockTimeout: 10s, acquireTimeout: 60s, retryInterval: 10ms }) per hold; acquire/release; try = tryAcquire()',
   'redlock': 'new Redlock([client], { retryCount: -1, retryDelay: 10, retryJitter: 5 }); acquire([key], 10s)/release; try = { retryCount: 0 }',
+}
+
+/**
+ * `ws.send` whose frames of one event-loop turn leave in one write, as holdfast's transport batches
+ * them (cork at the turn's first send, uncork in its check phase): the floor gets the same batching.
+ */
+export function corkedSend(ws) {
+  let corked = false
+  const uncork = () => {
+    corked = false
+    ws._socket.uncork()
+  }
+  return (data) => {
+    if (!corked) {
+      corked = true
+      ws._socket.cork()
+      setImmediate(uncork)
+    }
+    ws.send(data)
+  }
 }
 
 /** Version text of a remote adapter's packages, or null when one is not installed. */
@@ -183,10 +203,11 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
         resolve()
       })
       const message = new Uint8Array(40)
+      const send = corkedSend(ws)
       const roundTrip = () =>
         new Promise((resolve) => {
           waiting.push(resolve)
-          ws.send(message)
+          send(message)
         })
       return {
         fifo: false,

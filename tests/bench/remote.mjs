@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { makeRemoteAdapter } from './adapters.mjs'
+import { corkedSend, makeRemoteAdapter } from './adapters.mjs'
 import { gc } from './workloads.mjs'
 
 const env = process.env
@@ -487,7 +487,10 @@ async function echoChild(say) {
   const { WebSocketServer } = await import('ws')
   const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' })
   await new Promise((resolve) => wss.once('listening', resolve))
-  wss.on('connection', (ws) => ws.on('message', (data) => ws.send(data)))
+  wss.on('connection', (ws) => {
+    const send = corkedSend(ws)
+    ws.on('message', (data) => send(data))
+  })
   say({ ev: 'listening', url: `ws://127.0.0.1:${wss.address().port}` })
   createInterface({ input: process.stdin }).on('line', (line) => {
     const cmd = JSON.parse(line)
