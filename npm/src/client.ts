@@ -335,14 +335,22 @@ export class RemoteStore implements LeaseOwner {
     }
   }
 
-  /** Moves a lease's deadline to `from + ttl - margin`, and schedules the next renewal. */
+  /**
+   * Moves a lease's deadline to `from + ttl - margin`, and schedules the next renewal. While the
+   * renewal is due before the deadline, it is the lease's one timer (a short hold sets and clears
+   * one, not two): `#renew` checks the deadline first and arms its timer when it sends.
+   */
   #extend(p: Pending, from: number, ttl: number): void {
     const deadline = from + ttl - margin(ttl)
     if (deadline <= p.deadline) return
     p.deadline = deadline
-    this.#armDeadline(p)
+    const renewIn = Math.max(1, Math.floor(ttl / 3))
+    if (this.#clock.now() + renewIn < deadline) {
+      if (p.deadlineTimer !== undefined) this.#clock.clearTimeout(p.deadlineTimer)
+      p.deadlineTimer = undefined
+    } else this.#armDeadline(p) // a late answer: the deadline comes before the next renewal would
     if (p.renewTimer !== undefined) this.#clock.clearTimeout(p.renewTimer)
-    p.renewTimer = this.#clock.setTimeout(() => void this.#renew(p), Math.max(1, Math.floor(ttl / 3)))
+    p.renewTimer = this.#clock.setTimeout(() => void this.#renew(p), renewIn)
   }
 
   /**
@@ -368,6 +376,9 @@ export class RemoteStore implements LeaseOwner {
     p.renewTimer = undefined
     if (!p.lease || p.lease.lost || this.#byLocal.get(p.local) !== p) return
     const sentAt = this.#clock.now()
+    // A timer that ran late (a blocked event loop) may find the deadline past: never renew then.
+    if (sentAt >= p.deadline) return this.#lose(p, new LostError(`${p.place()}: lease not renewed within its ttl`))
+    if (p.deadlineTimer === undefined) this.#armDeadline(p)
     let answer: ServerFrame
     try {
       answer = await this.#ask({ type: 'renew', lease: p.leaseId })
@@ -389,7 +400,9 @@ export class RemoteStore implements LeaseOwner {
     this.#pending.delete(p.request)
     this.#byLocal.delete(p.local)
     if (p.leaseId) this.#byLease.delete(p.leaseId)
-    for (const t of [p.renewTimer, p.deadlineTimer, p.revokeTimer]) if (t !== undefined) this.#clock.clearTimeout(t)
+    if (p.renewTimer !== undefined) this.#clock.clearTimeout(p.renewTimer)
+    if (p.deadlineTimer !== undefined) this.#clock.clearTimeout(p.deadlineTimer)
+    if (p.revokeTimer !== undefined) this.#clock.clearTimeout(p.revokeTimer)
     p.renewTimer = p.deadlineTimer = p.revokeTimer = undefined
   }
 
