@@ -19,14 +19,13 @@
 import { checkTtl, checkMaxHold } from '../wasm/holdfast_wasm.js'
 import { decodeServer, encodeClient, type ClientMessage, type ServerFrame as WireFrame } from './wire.js'
 import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, type ErrorCode } from './errors.js'
-import { toMs } from './duration.js'
-import { toKey } from './key.js'
-import { checkOptions, checkSignal } from './options.js'
+import { checkOptions } from './options.js'
 import { Lease, type LeaseOwner } from './lease.js'
-import { handleOptions, type HoldOptions, type LockOptions, type SemaphoreOptions, type TryHoldOptions, type TryHoldResult } from './lock.js'
+import { handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
 import { systemClock, type Clock } from './clock.js'
 import { randomId } from './random.js'
 import { runInLease } from './run.js'
+import { TravellingHandle } from './handle.js'
 import type { ContextStorage, Frame, KeyInfo, Resource } from './store.js'
 import type { Socket, Transport } from './transport.js'
 
@@ -496,74 +495,24 @@ function checkName(name: unknown, kind: string): string {
 }
 
 /** A lock or semaphore of a remote store: the API of `Lock`, over the connection. */
-export class RemoteLock {
-  /** @internal */ readonly _resource: Resource
-  /** @internal */ readonly _maxHold: number
-  /** @internal */ readonly _wait: number
-
+export class RemoteLock extends TravellingHandle<Lease> {
   /** @internal */
   constructor(
     readonly store: RemoteStore,
-    readonly kind: 'lock' | 'semaphore',
-    readonly name: string,
-    readonly limit: number,
-    readonly ttl: number,
+    kind: 'lock' | 'semaphore',
+    name: string,
+    limit: number,
+    ttl: number,
     maxHold: number,
     wait: number,
   ) {
-    this._maxHold = maxHold
-    this._wait = wait
     // An identity for LOCK-04 checks: every handle of one name shares it.
-    this._resource = resourceOf(store, kind, name, limit)
+    super(resourceOf(store, kind, name, limit), limit, ttl, maxHold, wait)
   }
 
-  hold<T>(key: string | number, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
-  hold<T>(key: string | number, options: HoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
-  async hold<T>(key: string | number, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    const fn = typeof a === 'function' ? a : b
-    const k = toKey(key, this.#place())
-    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
-    const { wait, signal } = typeof a === 'function' ? { wait: this._wait, signal: undefined } : this.#options(a, k)
-    const lease = await this.store._take(this, k, wait, signal, false)
-    if (!lease) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
-    return this.store._run(this, lease, fn)
-  }
-
-  tryHold<T>(key: string | number, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
-  tryHold<T>(key: string | number, options: TryHoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
-  async tryHold<T>(key: string | number, a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
-    const fn = typeof a === 'function' ? a : b
-    const k = toKey(key, this.#place())
-    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: tryHold needs a function to run`)
-    let signal: AbortSignal | undefined
-    if (typeof a !== 'function') {
-      signal = checkSignal(checkOptions(a, `${this.#place(k)}: tryHold`, ['signal']).signal, this.#place(k))
-      if (signal?.aborted) throw new CancelledError(`${this.#place(k)}: cancelled before it began`, { cause: signal.reason })
-    }
-    const lease = await this.store._take(this, k, 0, signal, true)
-    if (!lease) return { acquired: false }
-    return { acquired: true, value: await this.store._run(this, lease, fn) }
-  }
-
-  async acquire(key: string | number, options?: HoldOptions): Promise<Lease> {
-    const k = toKey(key, this.#place())
-    const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : this.#options(options, k)
-    const lease = await this.store._take(this, k, wait, signal, false)
-    if (!lease) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
-    return lease
-  }
-
-  #options(options: unknown, key: string): { wait: number; signal: AbortSignal | undefined } {
-    const place = this.#place(key)
-    const o = checkOptions(options, place, ['wait', 'signal'])
-    const wait = o.wait === undefined ? this._wait : toMs(o.wait, `${place}: wait`, true)
-    const signal = checkSignal(o.signal, place)
-    if (signal?.aborted) throw new CancelledError(`${place}: cancelled before it began`, { cause: signal.reason })
-    return { wait, signal }
-  }
-
-  #place(key?: string): string {
-    return key === undefined ? `${this.kind} ${this.name}` : `${this.kind} ${this.name}: key ${JSON.stringify(key)}`
+  /** @internal */
+  protected get _to(): RemoteStore {
+    return this.store
   }
 }
 

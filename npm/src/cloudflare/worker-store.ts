@@ -27,17 +27,17 @@
  * error as its `cause`.
  */
 
-import { CancelledError, ClosedError, InUseError, InvalidError, LimitError, LostError, errorOf } from '../errors.js'
-import { toMs } from '../duration.js'
+import { CancelledError, ClosedError, InvalidError, LimitError, LostError, errorOf } from '../errors.js'
 import { toKey } from '../key.js'
-import { checkOptions, checkSignal } from '../options.js'
+import { checkOptions } from '../options.js'
 import { Lease, type LeaseOwner } from '../lease.js'
-import { handleOptions, type HoldOptions, type LockOptions, type SemaphoreOptions, type TryHoldOptions, type TryHoldResult } from '../lock.js'
+import { handleOptions, type LockOptions, type SemaphoreOptions } from '../lock.js'
 import { randomId } from '../random.js'
 import type { ContextStorage, Frame, Resource } from '../store.js'
 import { findAsyncLocalStorage } from './context.js'
 import type { AcquireOptions, DurableObjectNamespaceLike, HoldfastObjectRpc, LeaseGrant } from './types.js'
 import { runInLease } from '../run.js'
+import { TravellingHandle } from '../handle.js'
 
 export interface WorkerStoreOptions {
   /**
@@ -330,89 +330,22 @@ export class WorkerStore implements LeaseOwner {
 
 
 /** A lock or semaphore of a `workerStore`: the API of `Lock`, over Workers RPC. */
-export class WorkerLock {
-  /** @internal */ readonly _resource: Resource
-  /** @internal */ readonly _maxHold: number
-  /** @internal */ readonly _wait: number
-  readonly kind: 'lock' | 'semaphore'
-  readonly name: string
-
+export class WorkerLock extends TravellingHandle<WorkerLease> {
   /** @internal */
   constructor(
     readonly store: WorkerStore,
     resource: Resource,
-    readonly limit: number,
-    readonly ttl: number,
+    limit: number,
+    ttl: number,
     maxHold: number,
     wait: number,
   ) {
-    this._resource = resource
-    this.kind = resource.kind
-    this.name = resource.name
-    this._maxHold = maxHold
-    this._wait = wait
+    super(resource, limit, ttl, maxHold, wait)
   }
 
-  /**
-   * Waits for `key`, runs `fn(lease)` (renewing the lease meanwhile), lets the key go when fn settles,
-   * and resolves to fn's result; rejects as `Lock.hold` does.
-   */
-  hold<T>(key: string | number, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
-  hold<T>(key: string | number, options: HoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
-  async hold<T>(key: string | number, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    const fn = typeof a === 'function' ? a : b
-    const k = this.#key(key)
-    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
-    const { wait, signal } = typeof a === 'function' ? { wait: this._wait, signal: undefined } : this.#options(a, k)
-    const lease = await this.store._take(this, k, wait, signal, false)
-    if (!lease) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
-    return this.store._run(this, lease, fn)
-  }
-
-  /** Takes `key` only if it is free and nobody waits; then runs fn as `hold` does. */
-  tryHold<T>(key: string | number, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
-  tryHold<T>(key: string | number, options: TryHoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
-  async tryHold<T>(key: string | number, a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
-    const fn = typeof a === 'function' ? a : b
-    const k = this.#key(key)
-    if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: tryHold needs a function to run`)
-    let signal: AbortSignal | undefined
-    if (typeof a !== 'function') {
-      signal = checkSignal(checkOptions(a, `${this.#place(k)}: tryHold`, ['signal']).signal, this.#place(k))
-      if (signal?.aborted) throw new CancelledError(`${this.#place(k)}: cancelled before it began`, { cause: signal.reason })
-    }
-    const lease = await this.store._take(this, k, 0, signal, true)
-    if (!lease) return { acquired: false }
-    return { acquired: true, value: await this.store._run(this, lease, fn) }
-  }
-
-  /**
-   * Waits for `key` and resolves to its lease, renewed until you release it (`await lease.release()`
-   * or `await using`). Not released, it ends at maxHold, or after its ttl once this Worker is gone.
-   */
-  async acquire(key: string | number, options?: HoldOptions): Promise<WorkerLease> {
-    const k = this.#key(key)
-    const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : this.#options(options, k)
-    const lease = await this.store._take(this, k, wait, signal, false)
-    if (!lease) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
-    return lease
-  }
-
-  #key(key: unknown): string {
-    return toKey(key, this.#place()) // the object checks again
-  }
-
-  #options(options: unknown, key: string): { wait: number; signal: AbortSignal | undefined } {
-    const place = this.#place(key)
-    const o = checkOptions(options, place, ['wait', 'signal'])
-    const wait = o.wait === undefined ? this._wait : toMs(o.wait, `${place}: wait`, true)
-    const signal = checkSignal(o.signal, place)
-    if (signal?.aborted) throw new CancelledError(`${place}: cancelled before it began`, { cause: signal.reason })
-    return { wait, signal }
-  }
-
-  #place(key?: string): string {
-    return key === undefined ? `${this.kind} ${this.name}` : `${this.kind} ${this.name}: key ${JSON.stringify(key)}`
+  /** @internal */
+  protected get _to(): WorkerStore {
+    return this.store
   }
 }
 

@@ -1,0 +1,117 @@
+/**
+ * What every handle (`Lock`, `RemoteLock`, `WorkerLock`) does the same way before a hold reaches its
+ * store: naming the place in errors, and reading the options of `hold`, `acquire` and `tryHold`. A
+ * signal that already aborted is refused before anything is asked.
+ *
+ * `TravellingHandle` is the whole of `hold` / `tryHold` / `acquire` for the handles whose holds travel
+ * (over a connection, or Workers RPC): their store answers `_take` with a promise of the lease (or
+ * `undefined` when the key was busy and the hold would not wait), and runs fn with `_run`. The
+ * in-process `Lock` has its own, which takes a free key without a promise.
+ */
+
+import { CancelledError, InUseError, InvalidError } from './errors.js'
+import { toMs } from './duration.js'
+import { toKey } from './key.js'
+import { checkOptions, checkSignal } from './options.js'
+import type { Lease } from './lease.js'
+import type { HoldOptions, TryHoldOptions, TryHoldResult } from './lock.js'
+import type { Resource } from './store.js'
+
+type Key = string | number
+
+/** `lock NAME`, or `lock NAME: key "KEY"`: where an error happened. */
+export function placeOf(kind: string, name: string, key?: string): string {
+  return key === undefined ? `${kind} ${name}` : `${kind} ${name}: key ${JSON.stringify(key)}`
+}
+
+/** The options of `hold` and `acquire`: `wait` (the handle's unless given) and `signal`. */
+export function holdOptions(options: unknown, place: string, defaultWait: number): { wait: number; signal: AbortSignal | undefined } {
+  const o = checkOptions(options, place, ['wait', 'signal'])
+  const wait = o.wait === undefined ? defaultWait : toMs(o.wait, `${place}: wait`, true)
+  return { wait, signal: liveSignal(o.signal, place) }
+}
+
+/** The options of `tryHold`: only `signal`. */
+export function tryHoldSignal(options: unknown, place: string): AbortSignal | undefined {
+  return liveSignal(checkOptions(options, `${place}: tryHold`, ['signal']).signal, place)
+}
+
+function liveSignal(value: unknown, place: string): AbortSignal | undefined {
+  const signal = checkSignal(value, place)
+  if (signal?.aborted) throw new CancelledError(`${place}: cancelled before it began`, { cause: signal.reason })
+  return signal
+}
+
+/** The store side of a travelling handle. */
+export interface TravellingStore<H, L extends Lease> {
+  _take(handle: H, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<L | undefined>
+  _run<T>(handle: H, lease: L, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+}
+
+/** `hold`, `tryHold` and `acquire` of a handle whose holds travel; see the module doc. */
+export abstract class TravellingHandle<L extends Lease> {
+  /** @internal */ readonly _resource: Resource
+  /** @internal maxHold in ms, 0 for none. */ readonly _maxHold: number
+  /** @internal the default wait in ms. */ readonly _wait: number
+  readonly kind: 'lock' | 'semaphore'
+  readonly name: string
+  /** How many may hold a key at once (1 for a lock). */
+  readonly limit: number
+  /** The lease ttl in ms: a lease lasts this long from its last renewal. */
+  readonly ttl: number
+
+  /** @internal */
+  constructor(resource: Resource, limit: number, ttl: number, maxHold: number, wait: number) {
+    this._resource = resource
+    this.kind = resource.kind
+    this.name = resource.name
+    this.limit = limit
+    this.ttl = ttl
+    this._maxHold = maxHold
+    this._wait = wait
+  }
+
+  /** @internal The store the holds go to. */
+  protected abstract get _to(): TravellingStore<this, L>
+
+  /**
+   * Waits for `key`, runs `fn(lease)` (renewing the lease meanwhile), lets the key go when fn settles,
+   * and resolves to fn's result; rejects as `Lock.hold` does.
+   */
+  hold<T>(key: Key, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+  hold<T>(key: Key, options: HoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+  async hold<T>(key: Key, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    const fn = typeof a === 'function' ? a : b
+    const k = toKey(key, placeOf(this.kind, this.name))
+    if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: hold needs a function to run`)
+    const { wait, signal } = typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, placeOf(this.kind, this.name, k), this._wait)
+    const lease = await this._to._take(this, k, wait, signal, false)
+    if (!lease) throw new InUseError(`${placeOf(this.kind, this.name, k)}: held by another (wait 0)`)
+    return this._to._run(this, lease, fn)
+  }
+
+  /** Takes `key` only if it is free and nobody waits; then runs fn as `hold` does. */
+  tryHold<T>(key: Key, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
+  tryHold<T>(key: Key, options: TryHoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
+  async tryHold<T>(key: Key, a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
+    const fn = typeof a === 'function' ? a : b
+    const k = toKey(key, placeOf(this.kind, this.name))
+    if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: tryHold needs a function to run`)
+    const signal = typeof a === 'function' ? undefined : tryHoldSignal(a, placeOf(this.kind, this.name, k))
+    const lease = await this._to._take(this, k, 0, signal, true)
+    if (!lease) return { acquired: false }
+    return { acquired: true, value: await this._to._run(this, lease, fn) }
+  }
+
+  /**
+   * Waits for `key` and resolves to its lease, renewed until you release it (`await lease.release()`
+   * or `await using`). Not released, it ends at maxHold, or after its ttl once this process is gone.
+   */
+  async acquire(key: Key, options?: HoldOptions): Promise<L> {
+    const k = toKey(key, placeOf(this.kind, this.name))
+    const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : holdOptions(options, placeOf(this.kind, this.name, k), this._wait)
+    const lease = await this._to._take(this, k, wait, signal, false)
+    if (!lease) throw new InUseError(`${placeOf(this.kind, this.name, k)}: held by another (wait 0)`)
+    return lease
+  }
+}
