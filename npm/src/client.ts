@@ -169,19 +169,26 @@ export class RemoteStore implements LeaseOwner {
 
   /** Sends a frame and waits for its answer (or for the connection to drop: `{ type: 'dropped' }`). */
   #ask(message: ClientMessage): Promise<ServerFrame> {
+    return new Promise(resolve => this.#send(message, resolve))
+  }
+
+  /**
+   * Sends a frame; `answered` is called with its answer, or `dropped` when the connection ends first,
+   * or an `invalid` error when the frame cannot be encoded. (A hold's answer is taken this way, in
+   * the call that delivers it: no promise of its own.)
+   */
+  #send(message: ClientMessage, answered: (frame: ServerFrame) => void): void {
     const id = this.#nextFrame
     this.#nextFrame = (this.#nextFrame % 0xffff_fffe) + 1
-    return new Promise(resolve => {
-      this.#answers.set(id, resolve)
-      const socket = this.#socket
-      if (!socket) return (this.#answers.delete(id), resolve({ id, type: 'dropped' }))
-      try {
-        socket.send(encodeClient(id, message))
-      } catch (error) {
-        this.#answers.delete(id)
-        resolve({ id, type: 'error', code: 'invalid', message: String((error as Error)?.message ?? error) })
-      }
-    })
+    const socket = this.#socket
+    if (!socket) return answered({ id, type: 'dropped' })
+    this.#answers.set(id, answered)
+    try {
+      socket.send(encodeClient(id, message))
+    } catch (error) {
+      this.#answers.delete(id)
+      answered({ id, type: 'error', code: 'invalid', message: String((error as Error)?.message ?? error) })
+    }
   }
 
   #dropped(socket: Socket): void {
@@ -210,7 +217,7 @@ export class RemoteStore implements LeaseOwner {
           continue
         }
         // Ask again for every hold, waiting or held, with its request id.
-        for (const p of this.#pending.values()) void this.#askHold(p)
+        for (const p of this.#pending.values()) this.#askHold(p)
       }
     })().finally(() => (this.#reconnecting = undefined))
     return this.#reconnecting
@@ -253,7 +260,7 @@ export class RemoteStore implements LeaseOwner {
         () => signal.removeEventListener('abort', onAbort),
       )
     }
-    void this.#askHold(p)
+    this.#askHold(p)
     if (p.wait !== null && p.wait > 0) {
       // The server answers a wait that ran out; but if it cannot be reached, this side must. Past
       // the wait and a grace for the server's own answer, a hold still unanswered gives up.
@@ -276,10 +283,10 @@ export class RemoteStore implements LeaseOwner {
   }
 
   /** Sends (or sends again, after a reconnect) a hold, and acts on its answer. */
-  async #askHold(p: Pending): Promise<void> {
+  #askHold(p: Pending): void {
     const sentAt = this.#clock.now()
     const h = p.handle
-    const answer = await this.#ask({
+    this.#send({
       type: 'hold',
       semaphore: h.kind === 'semaphore',
       limit: h.limit,
@@ -289,7 +296,10 @@ export class RemoteStore implements LeaseOwner {
       maxHold: h._maxHold,
       wait: p.wait,
       request: p.request,
-    })
+    }, answer => this.#holdAnswered(p, answer, sentAt))
+  }
+
+  #holdAnswered(p: Pending, answer: ServerFrame, sentAt: number): void {
     if (this.#pending.get(p.request) !== p) {
       // Cancelled (or lost) meanwhile: a grant that raced it is let go.
       if (answer.type === 'granted') void this.#ask({ type: 'release', lease: String(answer.lease) })
