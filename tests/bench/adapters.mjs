@@ -159,6 +159,8 @@ export const REMOTE_DESCRIPTIONS = {
  * them (cork at the turn's first send, uncork in its check phase): the floor gets the same batching.
  */
 export function corkedSend(ws) {
+  // Bun's net sockets under ws have no cork: there, each message is its own write, as in holdfast.
+  if (typeof ws._socket?.cork !== 'function') return (data) => ws.send(data)
   let corked = false
   const uncork = () => {
     corked = false
