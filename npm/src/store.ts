@@ -345,16 +345,12 @@ export class Store implements LeaseOwner {
   }
 
   /**
-   * @internal Runs fn inside the lease, lets the key go when fn settles, and answers as `hold` does:
-   * fn's value, fn's error, or the loss of the lease (even if fn succeeded).
+   * @internal Runs fn inside the lease (once granted, for a waiter's promise), lets the key go when fn
+   * settles, and answers as `hold` does: fn's value, fn's error, or the loss of the lease (even if fn
+   * succeeded).
    */
-  _run<T>(handle: Lock, lease: Lease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    return runInLease(this.#context, handle._resource, lease, fn)
-  }
-
-  /** @internal A hold that waits: the lease once granted, then fn run in it. */
-  async _waitAndRun<T>(handle: Lock, waiting: Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    return this._run(handle, await waiting, fn)
+  _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    return runInLease(this.#context, handle._resource, taken, fn)
   }
 
   /** @internal Lets a lease's key go (called by `Lease`, once). */
