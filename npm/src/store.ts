@@ -300,9 +300,10 @@ export class Store implements LeaseOwner {
     }
     const known = resource.keys.get(key)
     const waitMs = wait === Infinity ? -1 : wait
-    // The clock is read only when the engine needs the time (see `#turnNow`): a busy key always does
-    // (its holders' and waiters' deadlines may have fallen due).
-    let now = handle._maxHold > 0 || known !== undefined ? this.#clock.now() : this.#turnNow()
+    // The clock is read only when the engine needs the time (see `#turnNow`): a maxHold always, a wait
+    // with a limit on a busy key always; any hold of a busy key while a deadline is set anywhere (the
+    // engine answers NEED_TIME then).
+    let now = handle._maxHold > 0 || (known !== undefined && wait !== Infinity && wait > 0) ? this.#clock.now() : this.#turnNow()
     let answer: number
     try {
       answer = this.#core.hold(resource.id, known ?? -1, waitMs, handle._maxHold, now)
@@ -357,7 +358,9 @@ export class Store implements LeaseOwner {
   _release(req: number, lease: Lease): void {
     if (this.#closed) return
     let n: number
-    let now = -1
+    // Untimed but for the first call of a turn (see `#turnNow`); the engine asks for the time when a
+    // deadline needs it.
+    let now = this.#turnNow()
     try {
       n = this.#core.release(req, now)
       if (n === NEED_TIME) n = this.#core.release(req, (now = this.#clock.now()))
@@ -371,13 +374,13 @@ export class Store implements LeaseOwner {
     }
     // Events first: a lease found past its maxHold is revoked by this very release (its record
     // must still be there for the drain to find it lost).
-    if (n > 0) this.#drain(n, now < 0 ? this.#clock.now() : now)
+    if (n > 0) this.#drain(n, now)
     if (this.#reqs[req >>> 0] === lease) this.#reqs[req >>> 0] = undefined
   }
 
   /**
-   * The time for a hold that may not need it: read once per turn of the event loop, and -1 (not
-   * read) for the holds after it in the same turn. The engine asks for the real time whenever a
+   * The time for a hold or release that may not need it: read once per turn of the event loop, and
+   * -1 (not read) for the calls after it in the same turn. The engine asks for the real time whenever a
    * hold sets a deadline; an untimed grant is stamped with the turn's time, which only `inspect`
    * reads (so `heldMs` is off by at most the length of a turn). A clock read costs as much as the
    * rest of an uncontended hold on some machines.
@@ -476,7 +479,11 @@ export class Store implements LeaseOwner {
     if (n > 0) this.#drain(n, now)
   }
 
-  /** Reads `n` events from the buffer (and more while the engine has them) and answers each. */
+  /**
+   * Reads `n` events from the buffer (and more while the engine has them) and answers each. `now` is
+   * -1 after an untimed call: the clock is read only if an event needs the time (it never does then:
+   * the engine asks for the time before a grant that starts a deadline).
+   */
   #drain(n: number, now: number): void {
     // Aborting a lease's signal runs user listeners at once, and they may call into the store, which
     // would overwrite the buffer: abort only after the whole drain.
@@ -494,6 +501,7 @@ export class Store implements LeaseOwner {
         }
         const record = this.#reqs[index]
         if (record instanceof RemoteRequest) {
+          if (now < 0) now = this.#clock.now()
           this.#remoteEvent(record, index, kind, buf[at + 2]!, now)
           continue
         }
@@ -503,7 +511,7 @@ export class Store implements LeaseOwner {
           const lease = new Lease(this, handle, waiter.key, buf[at + 2]!, id)
           this.#reqs[index] = lease
           waiter.settled()
-          if (handle._maxHold > 0) this.#schedule(now + handle._maxHold)
+          if (handle._maxHold > 0) this.#schedule((now < 0 ? (now = this.#clock.now()) : now) + handle._maxHold)
           waiter.resolve(lease)
           continue
         }
