@@ -7,7 +7,7 @@
 
 import { ClosedError, LostError } from './errors.js'
 import { Lease } from './lease.js'
-import type { ContextStorage, Resource } from './store.js'
+import type { ContextStorage, Frame, Resource } from './store.js'
 
 /** Lets a lease's key go; answers whether it still held it (false: lost, or released before). */
 type End = (lease: Lease) => boolean | Promise<boolean>
@@ -26,10 +26,22 @@ export async function runInLease<T>(
   fn: (lease: Lease) => T | PromiseLike<T>,
   end: End = endLease,
 ): Promise<Awaited<T>> {
-  const lease = taken instanceof Lease ? taken : await taken
+  let lease: Lease
+  let enter: ((store: Frame) => void) | undefined
+  if (taken instanceof Lease) lease = taken
+  else {
+    lease = await taken
+    // This continuation runs as a job of its own: a context entered now ends with it (see `enterInJob`).
+    enter = context?.enterInJob
+  }
   let value: Awaited<T>
   try {
-    value = await (context === undefined ? fn(lease) : context.run({ lease, resource, parent: context.getStore() }, () => fn(lease)))
+    if (context === undefined) value = await fn(lease)
+    else if (enter === undefined) value = await context.run({ lease, resource, parent: context.getStore() }, () => fn(lease))
+    else {
+      enter({ lease, resource, parent: context.getStore() })
+      value = await fn(lease)
+    }
   } catch (error) {
     let ended = end(lease)
     if (typeof ended !== 'boolean') ended = await ended

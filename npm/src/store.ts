@@ -65,6 +65,12 @@ export interface Platform {
 export interface ContextStorage {
   getStore(): Frame | undefined
   run<R>(store: Frame, fn: () => R): R
+  /**
+   * Where set (Node and Bun): `enterWith`, used only at the start of a microtask continuation (a hold
+   * that waited, resuming), where the context entered ends with the job — as `run` would restore it,
+   * but without making the prior context anew (Node 24's `run` copies the context twice).
+   */
+  readonly enterInJob?: (store: Frame) => void
 }
 
 /** One hold an async context is inside of, and the holds around it. */
