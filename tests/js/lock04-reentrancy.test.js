@@ -84,3 +84,25 @@ test('LOCK-04: a hold that waited for its key is tracked once granted, and only 
   assert.deepEqual(store.inspect(), [])
   await store.close()
 })
+
+test('LOCK-04: a free key is held inside its own context, and the caller is back in its own once hold() returns', async () => {
+  // fn of a free key starts within hold(): its context is entered and left around it. A sibling
+  // hold made right after, in the same synchronous code, waits its turn instead of being refused,
+  // and the caller's own async-context values are there inside fn and after.
+  const { store } = await openTestStore()
+  const l = store.lock('summaries', { wait: Infinity })
+  const mine = new AsyncLocalStorage()
+  const { first, second, after } = mine.run('caller', () => {
+    const first = l.hold('s', async () => {
+      const inside = mine.getStore()
+      await settle()
+      return [inside, await l.hold('s', { wait: 0 }, () => 'never').catch(e => e.code)]
+    })
+    const second = l.hold('s', () => 'second ran')
+    return { first, second, after: mine.getStore() }
+  })
+  assert.equal(after, 'caller')
+  assert.deepEqual(await first, ['caller', 'invalid'])
+  assert.equal(await second, 'second ran')
+  await store.close()
+})
