@@ -107,9 +107,59 @@ export interface Resource {
   name: string
   limit: number
   /** Busy keys: key string to the engine's key id. */
-  keys: Map<string, number>
+  keys: KeyIds
   /** Whether holds over a connection have used it. */
   remote?: boolean
+}
+
+/** The part of a `Map` from key strings to key ids that a resource's users call. */
+export interface KeyIds {
+  get(key: string): number | undefined
+  has(key: string): boolean
+  set(key: string, id: number): unknown
+  delete(key: string): boolean
+  clear(): void
+}
+
+/**
+ * A store's busy keys of one resource: the first in a slot of its own, any others in a `Map`. A key
+ * that is held, let go and held again (or many keys, one after another) then costs no `Map` insert
+ * and delete per hold, which on V8 rehash the table every few operations.
+ */
+export class SlotKeyIds implements KeyIds {
+  #key: string | undefined = undefined
+  #id = 0
+  readonly #more = new Map<string, number>()
+
+  get(key: string): number | undefined {
+    if (key === this.#key) return this.#id
+    return this.#more.size === 0 ? undefined : this.#more.get(key)
+  }
+
+  has(key: string): boolean {
+    return key === this.#key || (this.#more.size !== 0 && this.#more.has(key))
+  }
+
+  set(key: string, id: number): this {
+    if (key === this.#key || (this.#key === undefined && !this.#more.has(key))) {
+      this.#key = key
+      this.#id = id
+    } else this.#more.set(key, id)
+    return this
+  }
+
+  delete(key: string): boolean {
+    if (key === this.#key) {
+      this.#key = undefined
+      return true
+    }
+    return this.#more.delete(key)
+  }
+
+  clear(): void {
+    this.#key = undefined
+    this.#more.clear()
+  }
 }
 
 /** A hold waiting in line. */
@@ -212,7 +262,7 @@ export class Store implements LeaseOwner {
     const id = this.#call(place, () => this.#core.resource(kind === 'lock' ? 0 : 1, name, limit))
     let resource = this.#byId[id]
     if (!resource) {
-      resource = { id, kind, name, limit, keys: new Map() }
+      resource = { id, kind, name, limit, keys: new SlotKeyIds() }
       this.#byId[id] = resource
     }
     return resource

@@ -142,3 +142,25 @@ test('LOCK-01: holds without wait limit queue and hand over in order without dea
   assert.deepEqual(store.inspect(), [])
   await store.close()
 })
+
+test('LOCK-01: keys busy at the same time stay exclusive whichever lets go first, and idle keys are forgotten', async () => {
+  // The store keeps its first busy key of a resource apart from the others: exclusion and tryHold
+  // must not depend on which of them became busy first or went idle first.
+  const { store } = await openTestStore()
+  const l = store.lock('x', { wait: Infinity })
+  const leases = {}
+  for (const k of ['a', 'b', 'c']) leases[k] = await l.acquire(k)
+  for (const order of [['a', 'b', 'c'], ['c', 'a', 'b']]) {
+    for (const k of ['a', 'b', 'c']) assert.deepEqual(await l.tryHold(k, () => 'ran'), { acquired: false }, `${k} is held`)
+    const waiting = order.map(k => l.acquire(k))
+    for (const k of order) {
+      await leases[k].release()
+      leases[k] = await waiting[order.indexOf(k)]
+      for (const other of ['a', 'b', 'c']) assert.deepEqual(await l.tryHold(other, () => 'ran'), { acquired: false }, `${other} is held after ${k} changed hands`)
+    }
+  }
+  for (const k of ['b', 'a', 'c']) await leases[k].release()
+  assert.deepEqual(store.inspect(), [])
+  for (const k of ['c', 'b', 'a']) assert.deepEqual(await l.tryHold(k, () => k), { acquired: true, value: k })
+  await store.close()
+})
