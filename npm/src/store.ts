@@ -350,11 +350,13 @@ export class Store implements LeaseOwner {
   _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Lease | Promise<Lease> | undefined {
     if (this.#closed) throw this.#closedError(handle, key)
     const resource = handle._resource
-    if (this.#context !== undefined && this.#heldHere(resource, key)) {
+    const known = resource.keys.get(key)
+    // Only a busy key can be held in this very context (a free key is in no hold): the async context
+    // is looked at only then.
+    if (known !== undefined && this.#context !== undefined && this.#heldHere(resource, key)) {
       if (isTry) return undefined
       throw new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`)
     }
-    const known = resource.keys.get(key)
     const waitMs = wait === Infinity ? -1 : wait
     // The clock is read only when the engine needs the time (see `#turnNow`): a maxHold always, a wait
     // with a limit on a busy key always; any hold of a busy key while a deadline is set anywhere (the
