@@ -84,7 +84,7 @@ export class Lock {
       if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
       const taken = this._store._take(this, k, wait, signal, false)
       if (taken === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
-      return taken instanceof Lease ? this._store._run(this, taken, fn) : this._store._waitAndRun(this, taken, fn)
+      return this._store._run(this, taken, fn)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -119,7 +119,7 @@ export class Lock {
   }
 
   async #tried<T>(taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
-    const value = await this._store._run(this, taken instanceof Lease ? taken : await taken, fn)
+    const value = await this._store._run(this, taken, fn)
     return { acquired: true, value }
   }
 
@@ -137,10 +137,23 @@ export class Lock {
   }
 
   #holdOptions(options: unknown, key: string): { wait: number; signal: AbortSignal | undefined } {
+    // The common options ({ wait } with a number, { signal }) are read without building the place
+    // (a JSON of the key) that only an error message needs.
+    const o = options as { wait?: unknown; signal?: unknown } | null
+    if (typeof o === 'object' && o !== null && !Array.isArray(o) && hasOnly(o)) {
+      const w = o.wait
+      if (w === undefined || (typeof w === 'number' && (w === Infinity || (Number.isFinite(w) && w >= 0)))) {
+        const s = o.signal
+        if (s === undefined) return { wait: w ?? this._wait, signal: undefined }
+        const signal = checkSignal(s, this.#place(key))!
+        if (signal.aborted) throw new CancelledError(`${this.#place(key)}: cancelled before it began`, { cause: signal.reason })
+        return { wait: w ?? this._wait, signal }
+      }
+    }
     const place = this.#place(key)
-    const o = checkOptions(options, place, ['wait', 'signal'])
-    const wait = o.wait === undefined ? this._wait : toMs(o.wait, `${place}: wait`, true)
-    const signal = checkSignal(o.signal, place)
+    const checked = checkOptions(options, place, ['wait', 'signal'])
+    const wait = checked.wait === undefined ? this._wait : toMs(checked.wait, `${place}: wait`, true)
+    const signal = checkSignal(checked.signal, place)
     if (signal?.aborted) throw new CancelledError(`${place}: cancelled before it began`, { cause: signal.reason })
     return { wait, signal }
   }
@@ -148,6 +161,12 @@ export class Lock {
   #place(key?: string): string {
     return key === undefined ? `${this.kind} ${this.name}` : `${this.kind} ${this.name}: key ${JSON.stringify(key)}`
   }
+}
+
+/** Whether an options object names nothing but `wait` and `signal` (else `checkOptions` names the stranger). */
+function hasOnly(o: object): boolean {
+  for (const name in o) if (name !== 'wait' && name !== 'signal') return false
+  return true
 }
 
 export class Semaphore extends Lock {

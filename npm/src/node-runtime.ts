@@ -6,9 +6,9 @@
  */
 
 import { readFileSync } from 'node:fs'
-import { AsyncLocalStorage } from 'node:async_hooks'
+import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks'
 import { initSync } from '../wasm/holdfast_wasm.js'
-import { openStoreOn, type Frame, type Platform, type Store, type StoreOptions } from './store.js'
+import { openStoreOn, type ContextStorage, type Frame, type Platform, type Store, type StoreOptions } from './store.js'
 import { fileStorage } from './file-storage.js'
 import { connectOn, type ConnectOptions, type RemoteStore } from './client.js'
 import type { Transport } from './transport.js'
@@ -28,10 +28,37 @@ function init(): WebAssembly.Memory {
   return memory
 }
 
+/**
+ * Holds tracked per async context. A hold that waited resumes in a microtask job of its own, where
+ * `enterWith` lasts only until the job ends (Node 20, Node 24 and Bun alike): entering there costs one
+ * copy of the context on Node 24 where `run` costs two.
+ *
+ * Where the context is an `AsyncContextFrame` (Node 24; its `AsyncLocalStorage` has no `_enable`),
+ * `run` makes the context twice: entering (a copy with the frame) and leaving (a copy with the prior
+ * store). An `AsyncResource` keeps the caller's context as it is and puts it back as it was, so `run`
+ * here enters inside one and leaves by it: one copy. (Node 20 and Bun track contexts with hooks, where
+ * `run` copies nothing and an `AsyncResource` costs more.)
+ */
+function contextStorage(): ContextStorage {
+  const als = new AsyncLocalStorage<Frame>()
+  const framed = typeof (als as unknown as { _enable?: unknown })._enable !== 'function' && typeof process.versions.bun !== 'string'
+  return {
+    getStore: () => als.getStore(),
+    run: framed
+      ? (store, fn) =>
+          new AsyncResource('holdfast').runInAsyncScope(() => {
+            als.enterWith(store)
+            return fn()
+          })
+      : (store, fn) => als.run(store, fn),
+    enterInJob: store => als.enterWith(store),
+  }
+}
+
 export function nodeRuntime(transport: Transport): Runtime {
   const platform: Platform = {
     init,
-    context: new AsyncLocalStorage<Frame>(),
+    context: contextStorage(),
     defaultStorage: () => fileStorage('.holdfast'),
     transport,
   }

@@ -6,7 +6,7 @@
  */
 
 import { ClosedError, LostError } from './errors.js'
-import type { Lease } from './lease.js'
+import { Lease } from './lease.js'
 import type { ContextStorage, Resource } from './store.js'
 
 /** Lets a lease's key go; answers whether it still held it (false: lost, or released before). */
@@ -14,22 +14,85 @@ type End = (lease: Lease) => boolean | Promise<boolean>
 
 const endLease: End = lease => lease._end()
 
-export async function runInLease<T>(
+/**
+ * `taken` is the lease, or the promise of a waiter that resolves to it. A lease (a free key) runs fn
+ * at once, inside hold(), and answers through one `then` on fn's promise — no async function, whose
+ * promise and await cost more (most on Node 20, where every promise runs the async hooks). A waiter
+ * waits and runs fn in one async function, so a hold that waited costs no promise between the two.
+ * fn answering a value (not a promise) lets the key go at once. An `end` that answers a boolean is
+ * not awaited.
+ */
+export function runInLease<T>(
   context: ContextStorage | undefined,
   resource: Resource,
-  lease: Lease,
+  taken: Lease | Promise<Lease>,
   fn: (lease: Lease) => T | PromiseLike<T>,
   end: End = endLease,
 ): Promise<Awaited<T>> {
+  if (!(taken instanceof Lease)) return runWhenGranted(context, resource, taken, fn, end)
+  const lease = taken
+  let result: T | PromiseLike<T>
+  try {
+    result = context === undefined ? fn(lease) : context.run({ lease, resource, parent: context.getStore() }, () => fn(lease))
+  } catch (error) {
+    return settled(lease, end, true, error)
+  }
+  if (isThenable(result)) {
+    return Promise.resolve(result).then(
+      value => settle(lease, end, false, value),
+      error => settle(lease, end, true, error),
+    ) as Promise<Awaited<T>>
+  }
+  return settled(lease, end, false, result)
+}
+
+async function runWhenGranted<T>(
+  context: ContextStorage | undefined,
+  resource: Resource,
+  waiting: Promise<Lease>,
+  fn: (lease: Lease) => T | PromiseLike<T>,
+  end: End,
+): Promise<Awaited<T>> {
+  const lease = await waiting
   let value: Awaited<T>
   try {
-    value = await (context === undefined ? fn(lease) : context.run({ lease, resource, parent: context.getStore() }, () => fn(lease)))
+    if (context === undefined) value = await fn(lease)
+    else if (context.enterInJob === undefined) value = await context.run({ lease, resource, parent: context.getStore() }, () => fn(lease))
+    else {
+      // This continuation runs as a job of its own: a context entered now ends with it.
+      context.enterInJob({ lease, resource, parent: context.getStore() })
+      value = await fn(lease)
+    }
   } catch (error) {
-    if (!(await end(lease)) && lease.lost) throw lostAnswer(lease, error)
-    throw error
+    return settle(lease, end, true, error) as Awaited<T>
   }
-  if (!(await end(lease)) && lease.lost) throw lostAnswer(lease, undefined)
-  return value
+  return settle(lease, end, false, value) as Awaited<T>
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function'
+}
+
+/** `settle` as a promise. */
+function settled<T>(lease: Lease, end: End, failed: boolean, outcome: unknown): Promise<T> {
+  try {
+    return Promise.resolve(settle(lease, end, failed, outcome)) as Promise<T>
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+/** Lets the key go once fn settled (`failed`: it threw `outcome`), then answers as `hold` does. */
+function settle(lease: Lease, end: End, failed: boolean, outcome: unknown): unknown {
+  const ended = end(lease)
+  if (typeof ended !== 'boolean') return ended.then(held => answer(lease, held, failed, outcome))
+  return answer(lease, ended, failed, outcome)
+}
+
+function answer(lease: Lease, held: boolean, failed: boolean, outcome: unknown): unknown {
+  if (!held && lease.lost) throw lostAnswer(lease, failed ? outcome : undefined)
+  if (failed) throw outcome
+  return outcome
 }
 
 /** The answer of a hold whose lease was lost: its reason, with fn's error (if any) as the cause. */

@@ -65,6 +65,12 @@ export interface Platform {
 export interface ContextStorage {
   getStore(): Frame | undefined
   run<R>(store: Frame, fn: () => R): R
+  /**
+   * Where set (Node and Bun): `enterWith`, used only at the start of a microtask continuation (a hold
+   * that waited, resuming), where the context entered ends with the job — as `run` would restore it,
+   * but without making the prior context anew (Node 24's `run` copies the context twice).
+   */
+  readonly enterInJob?: (store: Frame) => void
 }
 
 /** One hold an async context is inside of, and the holds around it. */
@@ -101,9 +107,59 @@ export interface Resource {
   name: string
   limit: number
   /** Busy keys: key string to the engine's key id. */
-  keys: Map<string, number>
+  keys: KeyIds
   /** Whether holds over a connection have used it. */
   remote?: boolean
+}
+
+/** The part of a `Map` from key strings to key ids that a resource's users call. */
+export interface KeyIds {
+  get(key: string): number | undefined
+  has(key: string): boolean
+  set(key: string, id: number): unknown
+  delete(key: string): boolean
+  clear(): void
+}
+
+/**
+ * A store's busy keys of one resource: the first in a slot of its own, any others in a `Map`. A key
+ * that is held, let go and held again (or many keys, one after another) then costs no `Map` insert
+ * and delete per hold, which on V8 rehash the table every few operations.
+ */
+export class SlotKeyIds implements KeyIds {
+  #key: string | undefined = undefined
+  #id = 0
+  readonly #more = new Map<string, number>()
+
+  get(key: string): number | undefined {
+    if (key === this.#key) return this.#id
+    return this.#more.size === 0 ? undefined : this.#more.get(key)
+  }
+
+  has(key: string): boolean {
+    return key === this.#key || (this.#more.size !== 0 && this.#more.has(key))
+  }
+
+  set(key: string, id: number): this {
+    if (key === this.#key || (this.#key === undefined && !this.#more.has(key))) {
+      this.#key = key
+      this.#id = id
+    } else this.#more.set(key, id)
+    return this
+  }
+
+  delete(key: string): boolean {
+    if (key === this.#key) {
+      this.#key = undefined
+      return true
+    }
+    return this.#more.delete(key)
+  }
+
+  clear(): void {
+    this.#key = undefined
+    this.#more.clear()
+  }
 }
 
 /** A hold waiting in line. */
@@ -206,7 +262,7 @@ export class Store implements LeaseOwner {
     const id = this.#call(place, () => this.#core.resource(kind === 'lock' ? 0 : 1, name, limit))
     let resource = this.#byId[id]
     if (!resource) {
-      resource = { id, kind, name, limit, keys: new Map() }
+      resource = { id, kind, name, limit, keys: new SlotKeyIds() }
       this.#byId[id] = resource
     }
     return resource
@@ -294,15 +350,18 @@ export class Store implements LeaseOwner {
   _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Lease | Promise<Lease> | undefined {
     if (this.#closed) throw this.#closedError(handle, key)
     const resource = handle._resource
-    if (this.#context !== undefined && this.#heldHere(resource, key)) {
+    const known = resource.keys.get(key)
+    // Only a busy key can be held in this very context (a free key is in no hold): the async context
+    // is looked at only then.
+    if (known !== undefined && this.#context !== undefined && this.#heldHere(resource, key)) {
       if (isTry) return undefined
       throw new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`)
     }
-    const known = resource.keys.get(key)
     const waitMs = wait === Infinity ? -1 : wait
-    // The clock is read only when the engine needs the time (see `#turnNow`): a busy key always does
-    // (its holders' and waiters' deadlines may have fallen due).
-    let now = handle._maxHold > 0 || known !== undefined ? this.#clock.now() : this.#turnNow()
+    // The clock is read only when the engine needs the time (see `#turnNow`): a maxHold always, a wait
+    // with a limit on a busy key always; any hold of a busy key while a deadline is set anywhere (the
+    // engine answers NEED_TIME then).
+    let now = handle._maxHold > 0 || (known !== undefined && wait !== Infinity && wait > 0) ? this.#clock.now() : this.#turnNow()
     let answer: number
     try {
       answer = this.#core.hold(resource.id, known ?? -1, waitMs, handle._maxHold, now)
@@ -345,23 +404,21 @@ export class Store implements LeaseOwner {
   }
 
   /**
-   * @internal Runs fn inside the lease, lets the key go when fn settles, and answers as `hold` does:
-   * fn's value, fn's error, or the loss of the lease (even if fn succeeded).
+   * @internal Runs fn inside the lease (once granted, for a waiter's promise), lets the key go when fn
+   * settles, and answers as `hold` does: fn's value, fn's error, or the loss of the lease (even if fn
+   * succeeded).
    */
-  _run<T>(handle: Lock, lease: Lease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    return runInLease(this.#context, handle._resource, lease, fn)
-  }
-
-  /** @internal A hold that waits: the lease once granted, then fn run in it. */
-  async _waitAndRun<T>(handle: Lock, waiting: Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    return this._run(handle, await waiting, fn)
+  _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    return runInLease(this.#context, handle._resource, taken, fn)
   }
 
   /** @internal Lets a lease's key go (called by `Lease`, once). */
   _release(req: number, lease: Lease): void {
     if (this.#closed) return
     let n: number
-    let now = -1
+    // Untimed but for the first call of a turn (see `#turnNow`); the engine asks for the time when a
+    // deadline needs it.
+    let now = this.#turnNow()
     try {
       n = this.#core.release(req, now)
       if (n === NEED_TIME) n = this.#core.release(req, (now = this.#clock.now()))
@@ -375,13 +432,13 @@ export class Store implements LeaseOwner {
     }
     // Events first: a lease found past its maxHold is revoked by this very release (its record
     // must still be there for the drain to find it lost).
-    if (n > 0) this.#drain(n, now < 0 ? this.#clock.now() : now)
+    if (n > 0) this.#drain(n, now)
     if (this.#reqs[req >>> 0] === lease) this.#reqs[req >>> 0] = undefined
   }
 
   /**
-   * The time for a hold that may not need it: read once per turn of the event loop, and -1 (not
-   * read) for the holds after it in the same turn. The engine asks for the real time whenever a
+   * The time for a hold or release that may not need it: read once per turn of the event loop, and
+   * -1 (not read) for the calls after it in the same turn. The engine asks for the real time whenever a
    * hold sets a deadline; an untimed grant is stamped with the turn's time, which only `inspect`
    * reads (so `heldMs` is off by at most the length of a turn). A clock read costs as much as the
    * rest of an uncontended hold on some machines.
@@ -480,7 +537,11 @@ export class Store implements LeaseOwner {
     if (n > 0) this.#drain(n, now)
   }
 
-  /** Reads `n` events from the buffer (and more while the engine has them) and answers each. */
+  /**
+   * Reads `n` events from the buffer (and more while the engine has them) and answers each. `now` is
+   * -1 after an untimed call: the clock is read only if an event needs the time (it never does then:
+   * the engine asks for the time before a grant that starts a deadline).
+   */
   #drain(n: number, now: number): void {
     // Aborting a lease's signal runs user listeners at once, and they may call into the store, which
     // would overwrite the buffer: abort only after the whole drain.
@@ -498,6 +559,7 @@ export class Store implements LeaseOwner {
         }
         const record = this.#reqs[index]
         if (record instanceof RemoteRequest) {
+          if (now < 0) now = this.#clock.now()
           this.#remoteEvent(record, index, kind, buf[at + 2]!, now)
           continue
         }
@@ -507,7 +569,7 @@ export class Store implements LeaseOwner {
           const lease = new Lease(this, handle, waiter.key, buf[at + 2]!, id)
           this.#reqs[index] = lease
           waiter.settled()
-          if (handle._maxHold > 0) this.#schedule(now + handle._maxHold)
+          if (handle._maxHold > 0) this.#schedule((now < 0 ? (now = this.#clock.now()) : now) + handle._maxHold)
           waiter.resolve(lease)
           continue
         }

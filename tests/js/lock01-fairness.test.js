@@ -2,7 +2,7 @@
 // order they came, no barging, semaphores head-of-line.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { openTestStore, settle, gate } from './helpers.js'
+import { openTestStore, settle, gate, isSettled } from './helpers.js'
 
 test('LOCK-01: a key has one holder at a time and waiters are served in the order they came', async () => {
   const { store } = await openTestStore()
@@ -107,5 +107,60 @@ test('LOCK-01: handles of one name share keys, whatever their ttl, maxHold and w
   assert.equal((await b.tryHold('chat', () => 1)).acquired, false)
   await held.release()
   assert.equal((await b.tryHold('chat', () => 1)).acquired, true)
+  await store.close()
+})
+
+test('LOCK-01: holds without wait limit queue and hand over in order without deadlines, and a wait limit still runs out', async () => {
+  // With no deadline set anywhere, holds of a busy key and releases to the next are answered without
+  // reading the clock: the line must stay FIFO with one holder, and a hold with a wait limit that
+  // joins it must still time out from the time it asked.
+  const { store, clock } = await openTestStore()
+  const l = store.lock('x', { wait: Infinity })
+  const order = []
+  let inside = 0
+  const first = await l.acquire('k')
+  const holds = []
+  for (let i = 0; i < 5; i++) {
+    holds.push(
+      l.hold('k', async () => {
+        assert.equal(++inside, 1, 'one holder at a time')
+        order.push(i)
+        await settle()
+        inside--
+      }),
+    )
+  }
+  clock.advance(50)
+  const limited = l.hold('k', { wait: 100 }, () => 'never')
+  clock.advance(99)
+  assert.equal(await isSettled(limited), false, 'still waiting 99 ms after it asked')
+  clock.advance(1)
+  await assert.rejects(limited, { code: 'in_use' })
+  await first.release()
+  await Promise.all(holds)
+  assert.deepEqual(order, [0, 1, 2, 3, 4])
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
+test('LOCK-01: keys busy at the same time stay exclusive whichever lets go first, and idle keys are forgotten', async () => {
+  // The store keeps its first busy key of a resource apart from the others: exclusion and tryHold
+  // must not depend on which of them became busy first or went idle first.
+  const { store } = await openTestStore()
+  const l = store.lock('x', { wait: Infinity })
+  const leases = {}
+  for (const k of ['a', 'b', 'c']) leases[k] = await l.acquire(k)
+  for (const order of [['a', 'b', 'c'], ['c', 'a', 'b']]) {
+    for (const k of ['a', 'b', 'c']) assert.deepEqual(await l.tryHold(k, () => 'ran'), { acquired: false }, `${k} is held`)
+    const waiting = order.map(k => l.acquire(k))
+    for (const k of order) {
+      await leases[k].release()
+      leases[k] = await waiting[order.indexOf(k)]
+      for (const other of ['a', 'b', 'c']) assert.deepEqual(await l.tryHold(other, () => 'ran'), { acquired: false }, `${other} is held after ${k} changed hands`)
+    }
+  }
+  for (const k of ['b', 'a', 'c']) await leases[k].release()
+  assert.deepEqual(store.inspect(), [])
+  for (const k of ['c', 'b', 'a']) assert.deepEqual(await l.tryHold(k, () => k), { acquired: true, value: k })
   await store.close()
 })

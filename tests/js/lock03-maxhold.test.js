@@ -62,20 +62,25 @@ test('LOCK-03: a lease never released is revoked at maxHold (acquire form) and t
   await store.close()
 })
 
-test('LOCK-03: maxHold counts from the grant, not from the request', async () => {
-  const { store, clock } = await openTestStore()
-  const l = store.lock('x', { maxHold: 1_000, wait: Infinity })
-  const first = await l.acquire('k')
-  const second = l.acquire('k')
-  clock.advance(600)
-  await first.release()
-  const lease = await second
-  clock.advance(999)
-  assert.equal(lease.lost, false)
-  clock.advance(1)
-  assert.equal(lease.lost, true)
-  await store.close()
-})
+// The first holder with a maxHold of its own, and without one: then no deadline is set anywhere while
+// it holds, and its release could be answered without reading the clock; the waiter's maxHold must
+// still count from the time of its grant.
+for (const firstCapped of [true, false]) {
+  test(`LOCK-03: maxHold counts from the grant, not from the request (first holder ${firstCapped ? 'with' : 'without'} maxHold)`, async () => {
+    const { store, clock } = await openTestStore()
+    const l = store.lock('x', { maxHold: 1_000, wait: Infinity })
+    const first = await (firstCapped ? l : store.lock('x', { wait: Infinity })).acquire('k')
+    const second = l.acquire('k')
+    clock.advance(600)
+    await first.release()
+    const lease = await second
+    clock.advance(999)
+    assert.equal(lease.lost, false)
+    clock.advance(1)
+    assert.equal(lease.lost, true)
+    await store.close()
+  })
+}
 
 test('LOCK-03: a hold that ran past maxHold rejects LostError even if fn threw, with fn\'s error as the cause', async () => {
   const { store, clock } = await openTestStore()

@@ -3,6 +3,7 @@
 // same key once the outer hold ended, or an unrelated task are fine.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { InvalidError } from 'holdfast'
 import { openTestStore, settle } from './helpers.js'
 
@@ -52,5 +53,56 @@ test('LOCK-04: another key, the same key after the hold ended, and an unrelated 
   release()
   await outer
   assert.equal(await unrelated, 'unrelated ran')
+  await store.close()
+})
+
+test('LOCK-04: a hold that waited for its key is tracked once granted, and only in its own context', async () => {
+  // A hold that waited resumes in a job of its own and enters its context there: inside fn the same
+  // key is refused, the caller's own async-context values are there, and the context ends with fn —
+  // neither the caller after the hold nor the next waiter (resumed by the same release) is inside it.
+  const { store } = await openTestStore()
+  const l = store.lock('summaries', { wait: Infinity })
+  const mine = new AsyncLocalStorage()
+  const first = await l.acquire('k')
+  const seen = []
+  const waited = mine.run('task A', () =>
+    l.hold('k', async () => {
+      seen.push(mine.getStore())
+      const nested = await l.hold('k', { wait: 0 }, () => 'never').catch(e => e.code)
+      const tried = await l.tryHold('k', () => 'ran')
+      return [nested, tried.acquired]
+    }),
+  )
+  const next = mine.run('task B', () => l.hold('k', () => mine.getStore()))
+  const after = waited.then(() => l.hold('k', () => 'held again after'))
+  await settle()
+  await first.release()
+  assert.deepEqual(await waited, ['invalid', false])
+  assert.deepEqual(seen, ['task A'])
+  assert.equal(await next, 'task B', 'the next waiter is not inside the hold before it')
+  assert.equal(await after, 'held again after', 'the caller is not inside the hold once it settled')
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
+test('LOCK-04: a free key is held inside its own context, and the caller is back in its own once hold() returns', async () => {
+  // fn of a free key starts within hold(): its context is entered and left around it. A sibling
+  // hold made right after, in the same synchronous code, waits its turn instead of being refused,
+  // and the caller's own async-context values are there inside fn and after.
+  const { store } = await openTestStore()
+  const l = store.lock('summaries', { wait: Infinity })
+  const mine = new AsyncLocalStorage()
+  const { first, second, after } = mine.run('caller', () => {
+    const first = l.hold('s', async () => {
+      const inside = mine.getStore()
+      await settle()
+      return [inside, await l.hold('s', { wait: 0 }, () => 'never').catch(e => e.code)]
+    })
+    const second = l.hold('s', () => 'second ran')
+    return { first, second, after: mine.getStore() }
+  })
+  assert.equal(after, 'caller')
+  assert.deepEqual(await first, ['caller', 'invalid'])
+  assert.equal(await second, 'second ran')
   await store.close()
 })

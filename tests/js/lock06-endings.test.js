@@ -30,6 +30,29 @@ test('LOCK-06: fn returning, throwing, rejecting or throwing synchronously lets 
   await store.close()
 })
 
+test('LOCK-06: fn answering a thenable (not a promise) keeps the key until it settles, held at once or after a wait', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('x', { wait: Infinity })
+  const thenable = (value, fail) => ({ then: (resolve, reject) => setTimeout(() => (fail ? reject(value) : resolve(value)), 5) })
+  for (const waited of [false, true]) {
+    const first = waited ? await l.acquire('k') : undefined
+    const ok = l.hold('k', () => thenable('later'))
+    await first?.release()
+    await settle()
+    assert.deepEqual(await l.tryHold('k', () => 'barged'), { acquired: false }, 'held while the thenable is pending')
+    assert.equal(await ok, 'later')
+    await assertFree(l, 'k')
+    const failure = new Error('thenable rejected')
+    await assert.rejects(l.hold('k', () => thenable(failure, true)), e => e === failure)
+    await assertFree(l, 'k')
+  }
+  // Lost while a thenable is pending: the loss is the answer, fn's value notwithstanding.
+  const closing = l.hold('k', () => thenable('too late'))
+  await settle()
+  await store.close()
+  await assert.rejects(closing, ClosedError)
+})
+
 test('LOCK-06: a waiter whose signal aborts is answered CancelledError (cause: the reason) and the next in line moves up', async () => {
   const { store } = await openTestStore()
   const l = store.lock('x', { wait: Infinity })

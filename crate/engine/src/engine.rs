@@ -325,11 +325,13 @@ impl Engine {
     }
 
     /// [`Engine::hold`] for a host that has not read its clock: answers `Ok(None)`, changing nothing,
-    /// when the hold needs the time — a key already busy (its holders' and waiters' deadlines may have
-    /// fallen due), or a hold that would wait with a deadline or be granted with a `max_hold`; the
-    /// host then reads its clock and calls [`Engine::hold`]. A grant that needs no deadline is stamped
-    /// with the latest time the engine was given, which only `inspect` reads. Reading a clock costs
-    /// more than the rest of an uncontended hold on some hosts: this skips it.
+    /// when the hold needs the time — a key already busy while any deadline is set (its holders' and
+    /// waiters' deadlines may have fallen due), or a hold that would wait with a deadline or be
+    /// granted with a `max_hold`; the host then reads its clock and calls [`Engine::hold`]. A grant
+    /// that needs no deadline is stamped with the latest time the engine was given, which only
+    /// `inspect` reads. Reading a clock costs more than the rest of an uncontended hold on some hosts:
+    /// this skips it, and so does a hold that joins a line without a deadline while no deadline is
+    /// set anywhere (nothing can have fallen due).
     pub fn hold_untimed(
         &mut self,
         res: ResourceId,
@@ -337,7 +339,7 @@ impl Engine {
         wait: Option<u64>,
         max_hold: Option<u64>,
     ) -> Result<Option<Hold>, Error> {
-        if key.is_some() {
+        if key.is_some() && self.next_deadline().is_some() {
             return Ok(None);
         }
         self.hold_at(res, key, wait, max_hold, None, None)
@@ -558,7 +560,9 @@ impl Engine {
 
     /// [`Engine::release`] for a host that has not read its clock: answers `Ok(None)`, changing
     /// nothing, when the release needs the time: the lease has a deadline (it may have fallen due),
-    /// or the key goes on to a waiter (whose grant starts its own).
+    /// or the key goes on to a waiter while any deadline is set (it may have fallen due) or whose
+    /// grant starts one (a `max_hold`, or a lease over a connection). A waiter granted without the
+    /// time is stamped with the latest time the engine was given, as an untimed grant is.
     pub fn release_untimed(&mut self, req: Id) -> Result<Option<bool>, Error> {
         self.check_open()?;
         let key = match self.reqs.get(req) {
@@ -578,10 +582,33 @@ impl Engine {
             }) => return Ok(None),
             _ => return Ok(Some(false)),
         };
-        if self.keys.get(key).is_some_and(|k| k.line.active() > 0) {
+        if self.keys.get(key).is_some_and(|k| k.line.active() > 0) && !self.grant_untimed(key) {
             return Ok(None);
         }
         self.release(req, self.last_now).map(Some)
+    }
+
+    /// Whether the head of `key`'s line may be granted without the time: no deadline is set anywhere
+    /// (none can have fallen due) and its grant starts none.
+    fn grant_untimed(&mut self, key: Id) -> bool {
+        if self.next_deadline().is_some() {
+            return false;
+        }
+        let reqs = &self.reqs;
+        let Some((_, head)) = self.keys.get_mut(key).and_then(|k| {
+            k.line
+                .head(|id| is_waiting(reqs, id), |id| is_away(reqs, id))
+        }) else {
+            return true;
+        };
+        matches!(
+            self.reqs.get(head),
+            Some(Request {
+                state: State::Waiting { max_hold: None, .. },
+                remote: None,
+                ..
+            })
+        )
     }
 
     /// Ends a request the host no longer wants (its signal aborted, its caller went away). A waiting

@@ -494,17 +494,18 @@ fn untimed_calls_ask_for_the_time_exactly_when_a_deadline_or_a_grant_to_a_waiter
         panic!("granted without the time")
     };
     assert_eq!(e.inspect(700).unwrap()[0].holders[0].held_ms, 200);
-    // A busy key (its deadlines may have fallen due), or a grant with maxHold, needs the time;
-    // nothing changes meanwhile.
-    assert_eq!(e.hold_untimed(l, Some(key), WAIT, None).unwrap(), None);
-    assert_eq!(e.hold_untimed(l, Some(key), Some(0), None).unwrap(), None);
+    // A grant with maxHold needs the time; nothing changes meanwhile.
     assert_eq!(e.hold_untimed(l, None, WAIT, Some(1_000)).unwrap(), None);
-    assert_eq!(e.footprint().requests, 1);
-    assert_eq!(
-        e.footprint().keys,
-        1,
-        "no key was made for the refused untimed hold"
-    );
+    assert_eq!(e.footprint().keys, 1, "no key was made for it");
+    // A deadline elsewhere (another key's waiter): now a busy key needs the time too, since that
+    // deadline may have fallen due.
+    let other = e.resource(Kind::Lock, "other", 1).unwrap();
+    let (_, other_key, _) = granted(e.hold(other, None, WAIT, None, 500).unwrap());
+    let timed = queued(e.hold(other, Some(other_key), WAIT, None, 500).unwrap());
+    assert_eq!(e.hold_untimed(l, Some(key), None, None).unwrap(), None);
+    assert_eq!(e.hold_untimed(l, Some(key), Some(0), None).unwrap(), None);
+    assert_eq!(e.footprint().requests, 3);
+    assert_eq!(e.cancel(timed, 500).unwrap(), Cancelled::Left);
     let Hold::Queued { req: next, .. } = e.hold(l, Some(key), None, Some(1_000), 600).unwrap()
     else {
         panic!("queued")
@@ -567,5 +568,45 @@ fn deadlines_that_fell_due_are_acted_on_before_any_timed_call_though_the_hosts_t
         new_key, key,
         "the answer names the key anew; the host maps it so"
     );
+    e.check();
+}
+
+#[test]
+fn lock_01_untimed_holds_and_releases_of_a_busy_key_keep_the_line_while_no_deadline_is_set() {
+    // With no deadline anywhere, nothing can fall due: a hold that joins the line without a wait
+    // limit and a release that hands the key to such a waiter need no clock read. FIFO (LOCK-01) and
+    // one holder at a time hold as for timed calls; a waiter with a maxHold, or any deadline, makes
+    // them ask for the time again.
+    let mut e = opened();
+    let l = lock(&mut e);
+    e.advance(100);
+    let Some(Hold::Granted {
+        req: first, key, ..
+    }) = e.hold_untimed(l, None, None, None).unwrap()
+    else {
+        panic!("granted")
+    };
+    let waiters: Vec<Id> = (0..4)
+        .map(|_| queued(e.hold_untimed(l, Some(key), None, None).unwrap().unwrap()))
+        .collect();
+    assert_eq!(
+        e.hold_untimed(l, Some(key), Some(0), None).unwrap(),
+        Some(Hold::Busy { key })
+    );
+    let mut holder = first;
+    for &next in &waiters {
+        assert_eq!(e.release_untimed(holder).unwrap(), Some(true));
+        assert!(matches!(events(&mut e)[..], [Event::Granted { req, .. }] if req == next));
+        assert_eq!(e.inspect(100).unwrap()[0].holders.len(), 1);
+        holder = next;
+    }
+    // A waiter whose grant starts a maxHold: releasing to it needs the time.
+    let capped = queued(e.hold(l, Some(key), None, Some(1_000), 200).unwrap());
+    assert_eq!(e.release_untimed(holder).unwrap(), None);
+    assert!(e.release(holder, 300).unwrap());
+    assert!(matches!(events(&mut e)[..], [Event::Granted { req, .. }] if req == capped));
+    assert_eq!(e.next_deadline(), Some(1_300));
+    // While its deadline is set, a busy key needs the time even for a hold without one.
+    assert_eq!(e.hold_untimed(l, Some(key), None, None).unwrap(), None);
     e.check();
 }

@@ -351,8 +351,11 @@ impl Model {
             Some(now) => {
                 self.advance(now);
             }
-            // An untimed hold of a busy key needs the time: its deadlines may have fallen due.
-            None if t.arg.is_some() => return same("untimed hold of a busy key", None, got),
+            // An untimed hold of a busy key needs the time while any deadline is set: it may have
+            // fallen due.
+            None if t.arg.is_some() && self.next_deadline().is_some() => {
+                return same("untimed hold of a busy key", None, got)
+            }
             None => {}
         }
         let Some(res) = t.res else {
@@ -607,7 +610,22 @@ impl Model {
                 ..
             }
         );
-        if deadline || self.active(self.keys[r.res][r.key].as_ref().unwrap()) > 0 {
+        // A waiter is granted without the time only while no deadline is set anywhere and its grant
+        // starts none.
+        let key = self.keys[r.res][r.key].as_ref().unwrap();
+        let to_waiter = self.active(key) > 0
+            && (self.next_deadline().is_some()
+                || self.head(key).is_some_and(|(_, head)| {
+                    !matches!(
+                        self.reqs[&head],
+                        Request {
+                            state: State::Waiting { max_hold: None, .. },
+                            remote: None,
+                            ..
+                        }
+                    )
+                }));
+        if deadline || to_waiter {
             return same("untimed release", None, got);
         }
         same("untimed release", Some(true), got)?;
