@@ -24,21 +24,40 @@ export function placeOf(kind: string, name: string, key?: string): string {
   return key === undefined ? `${kind} ${name}` : `${kind} ${name}: key ${JSON.stringify(key)}`
 }
 
-/** The options of `hold` and `acquire`: `wait` (the handle's unless given) and `signal`. */
-export function holdOptions(options: unknown, place: string, defaultWait: number): { wait: number; signal: AbortSignal | undefined } {
-  const o = checkOptions(options, place, ['wait', 'signal'])
-  const wait = o.wait === undefined ? defaultWait : toMs(o.wait, `${place}: wait`, true)
-  return { wait, signal: liveSignal(o.signal, place) }
+/**
+ * The options of `hold` and `acquire`: `wait` (the handle's unless given) and `signal`. `place` is
+ * asked only for an error: the common options (`{ wait }` with a number, `{ signal }`) are read
+ * without building it (a JSON of the key).
+ */
+export function holdOptions(options: unknown, place: () => string, defaultWait: number): { wait: number; signal: AbortSignal | undefined } {
+  const o = options as { wait?: unknown; signal?: unknown } | null
+  if (typeof o === 'object' && o !== null && !Array.isArray(o) && hasOnly(o)) {
+    const w = o.wait
+    if (w === undefined || (typeof w === 'number' && (w === Infinity || (Number.isFinite(w) && w >= 0)))) {
+      return { wait: w ?? defaultWait, signal: o.signal === undefined ? undefined : liveSignal(o.signal, place) }
+    }
+  }
+  const at = place()
+  const checked = checkOptions(options, at, ['wait', 'signal'])
+  const wait = checked.wait === undefined ? defaultWait : toMs(checked.wait, `${at}: wait`, true)
+  return { wait, signal: liveSignal(checked.signal, place) }
 }
 
 /** The options of `tryHold`: only `signal`. */
-export function tryHoldSignal(options: unknown, place: string): AbortSignal | undefined {
-  return liveSignal(checkOptions(options, `${place}: tryHold`, ['signal']).signal, place)
+export function tryHoldSignal(options: unknown, place: () => string): AbortSignal | undefined {
+  return liveSignal(checkOptions(options, `${place()}: tryHold`, ['signal']).signal, place)
 }
 
-function liveSignal(value: unknown, place: string): AbortSignal | undefined {
-  const signal = checkSignal(value, place)
-  if (signal?.aborted) throw new CancelledError(`${place}: cancelled before it began`, { cause: signal.reason })
+/** Whether an options object names nothing but `wait` and `signal` (else `checkOptions` names the stranger). */
+function hasOnly(o: object): boolean {
+  for (const name in o) if (name !== 'wait' && name !== 'signal') return false
+  return true
+}
+
+function liveSignal(value: unknown, place: () => string): AbortSignal | undefined {
+  if (value === undefined) return undefined
+  const signal = checkSignal(value, place())
+  if (signal?.aborted) throw new CancelledError(`${place()}: cancelled before it began`, { cause: signal.reason })
   return signal
 }
 
@@ -84,7 +103,7 @@ export abstract class TravellingHandle<L extends Lease> {
     const fn = typeof a === 'function' ? a : b
     const k = toKey(key, placeOf(this.kind, this.name))
     if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: hold needs a function to run`)
-    const { wait, signal } = typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, placeOf(this.kind, this.name, k), this._wait)
+    const { wait, signal } = typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait)
     const lease = await this._to._take(this, k, wait, signal, false)
     if (!lease) throw new InUseError(`${placeOf(this.kind, this.name, k)}: held by another (wait 0)`)
     return this._to._run(this, lease, fn)
@@ -97,7 +116,7 @@ export abstract class TravellingHandle<L extends Lease> {
     const fn = typeof a === 'function' ? a : b
     const k = toKey(key, placeOf(this.kind, this.name))
     if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: tryHold needs a function to run`)
-    const signal = typeof a === 'function' ? undefined : tryHoldSignal(a, placeOf(this.kind, this.name, k))
+    const signal = typeof a === 'function' ? undefined : tryHoldSignal(a, () => placeOf(this.kind, this.name, k))
     const lease = await this._to._take(this, k, 0, signal, true)
     if (!lease) return { acquired: false }
     return { acquired: true, value: await this._to._run(this, lease, fn) }
@@ -109,7 +128,7 @@ export abstract class TravellingHandle<L extends Lease> {
    */
   async acquire(key: Key, options?: HoldOptions): Promise<L> {
     const k = toKey(key, placeOf(this.kind, this.name))
-    const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : holdOptions(options, placeOf(this.kind, this.name, k), this._wait)
+    const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : holdOptions(options, () => placeOf(this.kind, this.name, k), this._wait)
     const lease = await this._to._take(this, k, wait, signal, false)
     if (!lease) throw new InUseError(`${placeOf(this.kind, this.name, k)}: held by another (wait 0)`)
     return lease

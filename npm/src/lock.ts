@@ -4,10 +4,11 @@
  * options (only a semaphore's `limit` must agree).
  */
 
-import { InUseError, InvalidError, CancelledError } from './errors.js'
+import { InUseError, InvalidError } from './errors.js'
+import { holdOptions, placeOf, tryHoldSignal } from './handle.js'
 import { toMs } from './duration.js'
 import { toKey } from './key.js'
-import { checkOptions, checkSignal } from './options.js'
+import { checkOptions } from './options.js'
 import { Lease } from './lease.js'
 import type { Store, Resource } from './store.js'
 
@@ -100,9 +101,7 @@ export class Lock {
       const k = typeof key === 'string' && key.length !== 0 && key.length <= 341 ? key : toKey(key, this.#place())
       if (typeof a === 'function') fn = a
       else {
-        const o = checkOptions(a, `${this.#place(k)}: tryHold`, ['signal'])
-        signal = checkSignal(o.signal, this.#place(k))
-        if (signal?.aborted) throw new CancelledError(`${this.#place(k)}: cancelled before it began`, { cause: signal.reason })
+        signal = tryHoldSignal(a, () => this.#place(k))
       }
       if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: tryHold needs a function to run`)
       // A lock's key is busy on this side exactly while the engine has a holder or a waiter for it,
@@ -137,36 +136,12 @@ export class Lock {
   }
 
   #holdOptions(options: unknown, key: string): { wait: number; signal: AbortSignal | undefined } {
-    // The common options ({ wait } with a number, { signal }) are read without building the place
-    // (a JSON of the key) that only an error message needs.
-    const o = options as { wait?: unknown; signal?: unknown } | null
-    if (typeof o === 'object' && o !== null && !Array.isArray(o) && hasOnly(o)) {
-      const w = o.wait
-      if (w === undefined || (typeof w === 'number' && (w === Infinity || (Number.isFinite(w) && w >= 0)))) {
-        const s = o.signal
-        if (s === undefined) return { wait: w ?? this._wait, signal: undefined }
-        const signal = checkSignal(s, this.#place(key))!
-        if (signal.aborted) throw new CancelledError(`${this.#place(key)}: cancelled before it began`, { cause: signal.reason })
-        return { wait: w ?? this._wait, signal }
-      }
-    }
-    const place = this.#place(key)
-    const checked = checkOptions(options, place, ['wait', 'signal'])
-    const wait = checked.wait === undefined ? this._wait : toMs(checked.wait, `${place}: wait`, true)
-    const signal = checkSignal(checked.signal, place)
-    if (signal?.aborted) throw new CancelledError(`${place}: cancelled before it began`, { cause: signal.reason })
-    return { wait, signal }
+    return holdOptions(options, () => this.#place(key), this._wait)
   }
 
   #place(key?: string): string {
-    return key === undefined ? `${this.kind} ${this.name}` : `${this.kind} ${this.name}: key ${JSON.stringify(key)}`
+    return placeOf(this.kind, this.name, key)
   }
-}
-
-/** Whether an options object names nothing but `wait` and `signal` (else `checkOptions` names the stranger). */
-function hasOnly(o: object): boolean {
-  for (const name in o) if (name !== 'wait' && name !== 'signal') return false
-  return true
 }
 
 export class Semaphore extends Lock {
