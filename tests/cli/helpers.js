@@ -12,10 +12,16 @@ if (!BIN) throw new Error('HOLDFAST_BIN must name the installed holdfast command
 /** How long a test waits for something that should happen, before calling it hung. Never a speed check. */
 const PATIENCE = 30_000
 
+/** Temporary directories to remove when the test process exits (one exit listener for all). */
+const tempDirs = []
+process.on('exit', () => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true })
+})
+
 /** A fresh temporary directory, removed when the test process exits. */
 export function tempDir() {
   const dir = mkdtempSync(join(tmpdir(), 'holdfast-cli-'))
-  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  tempDirs.push(dir)
   return dir
 }
 
