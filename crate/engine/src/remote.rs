@@ -320,15 +320,25 @@ impl Engine {
         ids
     }
 
-    /// A connection said goodbye: its waiting requests leave their lines and its leases are
-    /// released, each with an [`Event::Ended`]. Answers every request that ended.
+    /// A connection said goodbye: its waiting requests leave their lines, then its leases are
+    /// released, each with an [`Event::Ended`]. Answers every request it ended so, waiters first.
+    /// (A request that a pump ended meanwhile, failed for want of fences, had its [`Event::Failed`]
+    /// instead and is not listed.)
     pub fn goodbye(&mut self, conn: u32, now: u64) -> Vec<Id> {
         if self.is_closed() {
             return Vec::new();
         }
         self.advance(now);
         let mut ended = Vec::new();
-        for req in self.connection_ids(conn) {
+        // Its waiters leave first, so that releasing its leases never hands a key to one of them.
+        let mut ids = self.connection_ids(conn);
+        ids.sort_by_key(|&req| {
+            matches!(
+                self.reqs.get(req).map(|r| r.state),
+                Some(State::Holding { .. })
+            )
+        });
+        for req in ids {
             // A release's pump may have ended a later one of them (failed for want of fences).
             if self.reqs.get(req).is_none() {
                 continue;

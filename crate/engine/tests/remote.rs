@@ -455,3 +455,53 @@ fn lock_05_two_clients_drop_and_come_back_and_the_line_keeps_its_order() {
     );
     let _ = third;
 }
+
+#[test]
+fn lock_05_goodbye_ends_its_waiters_before_its_leases_so_the_key_never_goes_to_one_of_them() {
+    let (mut e, l) = opened();
+    // Connection 1 holds the key and also waits for it again, behind nobody else; connection 2
+    // waits behind it.
+    let (held, key, _) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
+            .unwrap(),
+    );
+    let Hold::Queued { req: own, .. } = e
+        .hold_remote(l, Some(key), None, None, remote(1, 2, 10_000), 0)
+        .unwrap()
+    else {
+        panic!()
+    };
+    let Hold::Queued { req: other, .. } = e
+        .hold_remote(l, Some(key), None, None, remote(2, 3, 10_000), 0)
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        e.goodbye(1, 1),
+        vec![own, held],
+        "its waiter first, then its lease"
+    );
+    assert_eq!(
+        events(&mut e)
+            .into_iter()
+            .filter(|ev| !matches!(ev, Event::KeyIdle { .. }))
+            .collect::<Vec<_>>(),
+        vec![
+            Event::Ended {
+                req: own,
+                held: false
+            },
+            Event::Ended {
+                req: held,
+                held: true
+            },
+            Event::Granted {
+                req: other,
+                fence: e.fence_of(other).unwrap()
+            },
+        ],
+        "the key went past the leaving connection's own waiter, to the next connection"
+    );
+    e.check();
+}

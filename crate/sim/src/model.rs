@@ -799,19 +799,22 @@ impl Model {
         let mut ended = Vec::new();
         if !self.closed {
             self.advance(now);
-            let ids: Vec<Id> = self
+            let mut ids: Vec<Id> = self
                 .reqs
                 .iter()
                 .filter(|(_, r)| r.remote.is_some_and(|x| x.conn == conn))
                 .map(|(&id, _)| id)
                 .collect();
+            // Its waiters leave first (in id order), then its leases go.
+            ids.sort_by_key(|&req| (self.holds(req), req));
             for req in ids {
-                ended.push(req);
                 // A request an earlier step of this loop ended (a key it pumped failed its head
-                // for want of fences) is gone already.
+                // for want of fences) is gone already: it was answered `Failed`, not `Ended`, and
+                // the engine does not list it among the ones its goodbye ended.
                 if !self.reqs.contains_key(&req) {
                     continue;
                 }
+                ended.push(req);
                 let held = self.holds(req);
                 self.events.push(Event::Ended { req, held });
                 if held {
