@@ -156,7 +156,7 @@ export class RemoteStore implements LeaseOwner {
       return
     }
     if (frame.type === 'lost') {
-      const p = this.#byLease.get(String(frame.lease))
+      const p = this.#byLease.get(frame.lease)
       if (p) this.#lose(p, frame.code === 'closed' ? new ClosedError(`${p.place()}: the server's store closed`) : new LostError(`${p.place()}: lease lost on the server (past its ttl or revoked)`))
       return
     }
@@ -302,7 +302,7 @@ export class RemoteStore implements LeaseOwner {
   #holdAnswered(p: Pending, answer: ServerFrame, sentAt: number): void {
     if (this.#pending.get(p.request) !== p) {
       // Cancelled (or lost) meanwhile: a grant that raced it is let go.
-      if (answer.type === 'granted') void this.#ask({ type: 'release', lease: String(answer.lease) })
+      if (answer.type === 'granted') void this.#ask({ type: 'release', lease: answer.lease })
       return
     }
     switch (answer.type) {
@@ -314,30 +314,30 @@ export class RemoteStore implements LeaseOwner {
       case 'dropped':
         return // asked again on reconnect
       case 'error':
-        if (p.lease) return this.#lose(p, new LostError(`${p.place()}: ${String(answer.message)}`))
+        if (p.lease) return this.#lose(p, new LostError(`${p.place()}: ${answer.message}`))
         this.#forget(p)
-        return p.reject(errorOf(String(answer.code) as ErrorCode, String(answer.message)))
+        return p.reject(errorOf(answer.code as ErrorCode, answer.message))
     }
   }
 
   #granted(p: Pending, answer: Extract<ServerFrame, { type: 'granted' }>, sentAt: number): void {
-    const ttl = Number(answer.ttl)
+    const ttl = answer.ttl
     const now = this.#clock.now()
     if (!p.lease) {
-      p.leaseId = String(answer.lease)
-      p.lease = new Lease(this, { kind: p.handle.kind, name: p.handle.name }, p.key, Number(answer.fence), p.local)
+      p.leaseId = answer.lease
+      p.lease = new Lease(this, { kind: p.handle.kind, name: p.handle.name }, p.key, answer.fence, p.local)
       this.#byLocal.set(p.local, p)
       this.#byLease.set(p.leaseId, p)
-      const revokeIn = Number(answer.revokeIn)
+      const revokeIn = answer.revokeIn
       if (revokeIn > 0) p.revokeTimer = this.#clock.setTimeout(() => this.#lose(p, new LostError(`${p.place()}: lease revoked at maxHold`)), revokeIn)
       // The first deadline counts from the grant's arrival.
       this.#extend(p, now, ttl)
       p.resolve(p.lease)
-    } else if (String(answer.lease) !== p.leaseId) {
+    } else if (answer.lease !== p.leaseId) {
       // Asked again, the server granted a *new* lease: it no longer knew ours (it restarted). Ours is
       // lost — someone may have held the key meanwhile — and the new one, which nobody holds, goes.
       this.#lose(p, new LostError(`${p.place()}: lease lost: the server no longer knew it (it restarted)`))
-      void this.#ask({ type: 'release', lease: String(answer.lease) })
+      void this.#ask({ type: 'release', lease: answer.lease })
     } else {
       // Asked again after a reconnect: the same lease, its ttl counted from this answer.
       this.#extend(p, sentAt, ttl)
@@ -395,8 +395,8 @@ export class RemoteStore implements LeaseOwner {
       answer = { id: 0, type: 'dropped' }
     }
     if (!p.lease || p.lease.lost || this.#byLocal.get(p.local) !== p) return
-    if (answer.type === 'renewed') return this.#extend(p, sentAt, Number(answer.ttl))
-    if (answer.type === 'error' && answer.code === 'lost') return this.#lose(p, new LostError(`${p.place()}: renewal refused: ${String(answer.message)}`))
+    if (answer.type === 'renewed') return this.#extend(p, sentAt, answer.ttl)
+    if (answer.type === 'error' && answer.code === 'lost') return this.#lose(p, new LostError(`${p.place()}: renewal refused: ${answer.message}`))
     p.renewTimer = this.#clock.setTimeout(() => void this.#renew(p), Math.max(50, Math.floor(p.handle.ttl / 10)))
   }
 
@@ -474,7 +474,7 @@ export class RemoteStore implements LeaseOwner {
     for (;;) {
       const answer = await this.#ask({ type: 'inspect' })
       if (answer.type === 'inspected') return answer.entries as KeyInfo[]
-      if (answer.type === 'error') throw errorOf(String(answer.code), `inspect: ${String(answer.message)}`)
+      if (answer.type === 'error') throw errorOf(answer.code, `inspect: ${answer.message}`)
       if (this.#closed || !this.#reconnect || this.#clock.now() >= until) throw new ClosedError(`inspect: ${this.url}: connection closed`)
       await Promise.race([this.#reconnectLoop(), new Promise<void>(r => this.#clock.setTimeout(() => r(), Math.max(0, until - this.#clock.now())))])
     }

@@ -166,7 +166,7 @@ export class Protocol {
     }
     if (!session.authed) {
       if (this.#token === undefined) return session.refuse(frame.id, 'closed', this.unset)
-      if (frame.type !== 'hello' || !sameToken(String(frame.token), this.#token)) {
+      if (frame.type !== 'hello' || !sameToken(frame.token, this.#token)) {
         return session.refuse(frame.id, 'permission', 'server: token refused')
       }
       session.authed = true
@@ -203,14 +203,14 @@ export class Protocol {
     const hooks = this.hooks
     switch (frame.type) {
       case 'hold': {
-        const name = String(frame.name)
-        const key = String(frame.key)
+        const name = frame.name
+        const key = frame.key
         const kind = frame.semaphore ? 'semaphore' : 'lock'
         if (key.length === 0) throw new InvalidError(`${kind} ${name}: key "" must be 1 to 1024 bytes`)
-        const handle = this.handle(kind, name, Number(frame.limit))
-        const request = String(frame.request)
-        const record = new RemoteRequest(kind, name, key, request, randomId(), Number(frame.ttl), Number(frame.maxHold), session.conn, frame.id, session, handle._resource.limit)
-        const wait = frame.wait === null || frame.wait === undefined ? Infinity : Number(frame.wait)
+        const handle = this.handle(kind, name, frame.limit)
+        const request = frame.request
+        const record = new RemoteRequest(kind, name, key, request, randomId(), frame.ttl, frame.maxHold, session.conn, frame.id, session, handle._resource.limit)
+        const wait = frame.wait ?? Infinity
         // Asked again on this connection while the one it was asked on is still open: it moves here.
         const earlier = store._remoteRequest(request)
         if (earlier && earlier.sink instanceof Session && earlier.sink !== session) earlier.sink._leftLine(request)
@@ -221,7 +221,7 @@ export class Protocol {
         return
       }
       case 'renew': {
-        const lease = String(frame.lease)
+        const lease = frame.lease
         const renewed = store._renew(lease)
         if (renewed) {
           hooks.renewed?.(lease, renewed.ttl)
@@ -231,7 +231,7 @@ export class Protocol {
         return session.send(frame.id, { type: 'error', code: 'lost', message: 'lease lost: past its ttl, revoked, released, or never granted' })
       }
       case 'release': {
-        const lease = String(frame.lease)
+        const lease = frame.lease
         const record = store._remoteLease(lease)
         if (record) store._endRemote(record)
         hooks.ended?.(lease)
@@ -240,7 +240,7 @@ export class Protocol {
         return
       }
       case 'cancel': {
-        const record = store._remoteRequest(String(frame.request))
+        const record = store._remoteRequest(frame.request)
         if (record) {
           const waiting = !record.holding
           store._endRemote(record)

@@ -30,6 +30,13 @@ fn granted(h: Hold) -> (Id, Id, u64) {
     }
 }
 
+fn queued(h: Hold) -> Id {
+    match h {
+        Hold::Queued { req, .. } => req,
+        other => panic!("expected to wait in line: {other:?}"),
+    }
+}
+
 #[test]
 fn lock_05_a_lease_lasts_its_ttl_from_its_last_renewal() {
     let (mut e, l) = opened();
@@ -79,12 +86,10 @@ fn lock_05_its_key_goes_to_the_next_in_line_at_the_deadline_though_nobody_asks()
         e.hold_remote(l, None, Some(0), None, remote(1, 1, 5_000), 0)
             .unwrap(),
     );
-    let Hold::Queued { req: next, .. } = e
-        .hold_remote(l, Some(key), None, None, remote(2, 2, 5_000), 100)
-        .unwrap()
-    else {
-        panic!()
-    };
+    let next = queued(
+        e.hold_remote(l, Some(key), None, None, remote(2, 2, 5_000), 100)
+            .unwrap(),
+    );
     e.advance(5_000);
     let evs = events(&mut e);
     assert_eq!(evs[0], Event::Expired { req: first });
@@ -147,18 +152,14 @@ fn lock_05_asked_again_a_waiting_request_keeps_its_place_and_is_never_granted_tw
         e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
             .unwrap(),
     );
-    let Hold::Queued { req: a, .. } = e
-        .hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 1)
-        .unwrap()
-    else {
-        panic!()
-    };
-    let Hold::Queued { req: b, .. } = e
-        .hold_remote(l, Some(key), None, None, remote(3, 3, 10_000), 2)
-        .unwrap()
-    else {
-        panic!()
-    };
+    let a = queued(
+        e.hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 1)
+            .unwrap(),
+    );
+    let b = queued(
+        e.hold_remote(l, Some(key), None, None, remote(3, 3, 10_000), 2)
+            .unwrap(),
+    );
     // `a` asks again (say its first frame seemed lost): same place, nothing new.
     assert_eq!(
         e.hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 3)
@@ -214,18 +215,14 @@ fn lock_05_a_connection_that_ends_puts_its_waiters_out_of_the_way_and_goodbye_re
         e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
             .unwrap(),
     );
-    let Hold::Queued { req: waiting, .. } = e
-        .hold_remote(l, Some(key), None, None, remote(1, 2, 10_000), 0)
-        .unwrap()
-    else {
-        panic!()
-    };
-    let Hold::Queued { req: other, .. } = e
-        .hold_remote(l, Some(key), None, None, remote(2, 3, 10_000), 0)
-        .unwrap()
-    else {
-        panic!()
-    };
+    let waiting = queued(
+        e.hold_remote(l, Some(key), None, None, remote(1, 2, 10_000), 0)
+            .unwrap(),
+    );
+    let other = queued(
+        e.hold_remote(l, Some(key), None, None, remote(2, 3, 10_000), 0)
+            .unwrap(),
+    );
     assert_eq!(e.connection_closed(1, 1), vec![waiting]);
     assert!(e.fence_of(held).is_some(), "its lease lives until its ttl");
     assert_eq!(
@@ -270,17 +267,13 @@ fn lock_05_a_waiter_whose_connection_dropped_and_came_back_in_time_is_back_in_it
         e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
             .unwrap(),
     );
-    let Hold::Queued { req: a, .. } = e
-        .hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 1)
-        .unwrap()
-    else {
-        panic!()
-    };
+    let a = queued(
+        e.hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 1)
+            .unwrap(),
+    );
     e.connection_closed(2, 2);
     // Someone asks after `a` went away: they stand behind `a`'s place.
-    let Hold::Queued { req: b, .. } = e.hold(l, Some(key), None, None, 3).unwrap() else {
-        panic!()
-    };
+    let b = queued(e.hold(l, Some(key), None, None, 3).unwrap());
     assert_eq!(
         e.hold_remote(l, Some(key), None, None, remote(3, 2, 10_000), 4)
             .unwrap(),
@@ -306,12 +299,10 @@ fn lock_05_a_waiter_away_at_the_head_of_a_free_key_is_granted_when_it_comes_back
         e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
             .unwrap(),
     );
-    let Hold::Queued { req: a, .. } = e
-        .hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 0)
-        .unwrap()
-    else {
-        panic!()
-    };
+    let a = queued(
+        e.hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 0)
+            .unwrap(),
+    );
     e.connection_closed(2, 1);
     e.release(held, 2).unwrap();
     assert!(
@@ -422,15 +413,11 @@ fn lock_05_two_clients_drop_and_come_back_and_the_line_keeps_its_order() {
         e.hold_remote(l, None, None, None, remote(1, 1, 2_000), 0)
             .unwrap(),
     );
-    let Hold::Queued { req: b, .. } = e
-        .hold_remote(l, Some(key), None, None, remote(2, 2, 2_000), 0)
-        .unwrap()
-    else {
-        panic!()
-    };
-    let Hold::Queued { req: third, .. } = e.hold(l, Some(key), None, None, 0).unwrap() else {
-        panic!()
-    };
+    let b = queued(
+        e.hold_remote(l, Some(key), None, None, remote(2, 2, 2_000), 0)
+            .unwrap(),
+    );
+    let third = queued(e.hold(l, Some(key), None, None, 0).unwrap());
     e.connection_closed(1, 10);
     e.connection_closed(2, 10);
     assert!(
@@ -465,18 +452,14 @@ fn lock_05_goodbye_ends_its_waiters_before_its_leases_so_the_key_never_goes_to_o
         e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
             .unwrap(),
     );
-    let Hold::Queued { req: own, .. } = e
-        .hold_remote(l, Some(key), None, None, remote(1, 2, 10_000), 0)
-        .unwrap()
-    else {
-        panic!()
-    };
-    let Hold::Queued { req: other, .. } = e
-        .hold_remote(l, Some(key), None, None, remote(2, 3, 10_000), 0)
-        .unwrap()
-    else {
-        panic!()
-    };
+    let own = queued(
+        e.hold_remote(l, Some(key), None, None, remote(1, 2, 10_000), 0)
+            .unwrap(),
+    );
+    let other = queued(
+        e.hold_remote(l, Some(key), None, None, remote(2, 3, 10_000), 0)
+            .unwrap(),
+    );
     assert_eq!(
         e.goodbye(1, 1),
         vec![own, held],

@@ -326,7 +326,7 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
                 id,
                 &[fence as f64, ttl as f64, revoke_in as f64],
             );
-            format!("{request:032x}{lease:032x}")
+            [hex(request), hex(lease)].concat()
         }
         ServerMessage::Busy => {
             put(kind::BUSY, id, &[]);
@@ -348,7 +348,7 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
         ServerMessage::Lost { lease, code } => {
             put(kind::LOST, id, &[]);
             cuts(code.as_str().len(), 0);
-            format!("{}{lease:032x}", code.as_str())
+            [code.as_str(), &hex(lease)].concat()
         }
         ServerMessage::Inspected { entries } => {
             put(kind::INSPECTED, id, &[]);
