@@ -5,39 +5,55 @@
  */
 
 import type { Listener, ListenOptions, Socket, Transport } from './transport.js'
+import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
 type WsSocket = import('ws').WebSocket
 
-/** The part of the TCP (or TLS, or Unix) socket under a `ws` WebSocket used to batch writes. */
-interface Corkable {
+/** The part of the TCP (or TLS, or Unix) socket under a `ws` WebSocket that frames are written to. */
+interface RawSocket {
   cork(): void
-  uncork(): void
+  write(bytes: Uint8Array): boolean
 }
 
-function adapt(ws: WsSocket): Socket {
+/** `masked`: this end is the client, whose frames RFC 6455 masks. */
+function adapt(ws: WsSocket, masked: boolean): Socket {
   // Frames sent in one turn of the event loop (a server answering every hold of a read, a client's
-  // workers asking at once) leave in one write: the socket is corked at the turn's first send and
-  // uncorked in the turn's check phase (setImmediate), after the callbacks of its I/O, their ticks and
-  // microtasks. A write per frame cost a system call each; a tick (process.nextTick) would flush
-  // between the immediates of one turn, which is where holders resume after a yield.
-  const raw = (ws as unknown as { _socket?: Partial<Corkable> })._socket
-  const corkable = typeof raw?.cork === 'function' && typeof raw.uncork === 'function' ? (raw as Corkable) : undefined
-  let corked = false
-  const uncork = () => {
-    corked = false
-    corkable!.uncork()
+  // workers asking at once) leave in one write, flushed in the turn's check phase (setImmediate),
+  // after the callbacks of its I/O, their ticks and microtasks; a tick (process.nextTick) would flush
+  // between the immediates of one turn, which is where holders resume after a yield. Where `ws` runs
+  // on a Node socket without extensions (no compression), the frames are built here, all into one
+  // buffer (ws-frames.ts): through `ws`, each message cost a header, a stream write and two chunks of
+  // a writev. Elsewhere (Bun's sockets under ws have no cork) each message is `ws.send` as it comes.
+  const raw = (ws as unknown as { _socket?: Partial<RawSocket> })._socket
+  const extensions = (ws as unknown as { _extensions?: object })._extensions
+  const direct = typeof raw?.cork === 'function' && typeof raw.write === 'function' && extensions !== undefined && Object.keys(extensions).length === 0 ? (raw as RawSocket) : undefined
+  let queue: Uint8Array[] = []
+  let scheduled = false
+  const flush = () => {
+    scheduled = false
+    if (queue.length === 0) return
+    const frames = queue
+    queue = []
+    if (ws.readyState === 1) direct!.write(framesOf(frames, masked))
   }
   const socket: Socket = {
     send(frame) {
       if (ws.readyState !== 1) return
-      if (corkable && !corked) {
-        corked = true
-        corkable.cork()
-        setImmediate(uncork)
+      if (!direct) return ws.send(frame)
+      if (frame.length > BATCHED_MAX) {
+        // Through ws, after the frames batched before it.
+        flush()
+        return ws.send(frame)
       }
-      ws.send(frame)
+      queue.push(frame)
+      if (!scheduled) {
+        scheduled = true
+        setImmediate(flush)
+      }
     },
     close(code, reason) {
+      // What was sent before the close leaves before it.
+      if (direct) flush()
       if (ws.readyState === 0 || ws.readyState === 1) ws.close(code ?? 1000, reason)
     },
     onMessage: () => {},
@@ -73,7 +89,7 @@ export const wsTransport: Transport = {
     }
     const server = options.tls ? (http as typeof import('node:https')).createServer({ cert: pem(options.tls.cert), key: pem(options.tls.key) }, refuse) : (http as typeof import('node:http')).createServer(refuse)
     const wss = new WebSocketServer({ server, maxPayload: options.maxPayload })
-    wss.on('connection', ws => onSocket(adapt(ws)))
+    wss.on('connection', ws => onSocket(adapt(ws, false)))
     await new Promise<void>((resolve, reject) => {
       // ws re-emits the HTTP server's errors (EADDRINUSE): listen on both, or it throws unheard.
       server.once('error', reject)
@@ -107,6 +123,6 @@ export const wsTransport: Transport = {
       ws.once('open', resolve)
       ws.once('error', reject)
     })
-    return adapt(ws)
+    return adapt(ws, true)
   },
 }

@@ -62,3 +62,46 @@ export function decodeServer(buf) {
   }
   return frame
 }
+
+/**
+ * Reads WebSocket frames out of one direction of a connection's bytes, as they are on the wire
+ * (RFC 6455 §5.2): the HTTP head first (handed to `onHead` as text), then `onFrame({ fin, rsv, opcode,
+ * masked, key, payload })` per frame, its payload unmasked. Returns the function to feed chunks to.
+ */
+export function wsStream(onFrame, onHead = () => {}) {
+  let buf = Buffer.alloc(0)
+  let upgraded = false
+  return chunk => {
+    buf = Buffer.concat([buf, chunk])
+    if (!upgraded) {
+      const end = buf.indexOf('\r\n\r\n')
+      if (end < 0) return
+      onHead(buf.subarray(0, end).toString())
+      buf = buf.subarray(end + 4)
+      upgraded = true
+    }
+    for (;;) {
+      if (buf.length < 2) return
+      let len = buf[1] & 0x7f
+      let at = 2
+      if (len === 126) {
+        if (buf.length < 4) return
+        len = buf.readUInt16BE(2)
+        at = 4
+      } else if (len === 127) {
+        if (buf.length < 10) return
+        len = Number(buf.readBigUInt64BE(2))
+        at = 10
+      }
+      const masked = (buf[1] & 0x80) !== 0
+      const key = masked ? Buffer.from(buf.subarray(at, at + 4)) : undefined
+      if (masked) at += 4
+      if (buf.length < at + len) return
+      const payload = Buffer.from(buf.subarray(at, at + len))
+      if (masked) for (let i = 0; i < len; i++) payload[i] ^= key[i & 3]
+      const first = buf[0]
+      buf = buf.subarray(at + len)
+      onFrame({ fin: (first & 0x80) !== 0, rsv: first & 0x70, opcode: first & 0x0f, masked, key, payload })
+    }
+  }
+}

@@ -12,56 +12,25 @@
 // `{ "ev": "frame", "conn", "hex" }` (server-to-client frames are not masked), so that a test can see
 // the server's answers (a refused renewal, say) without touching the client.
 import net from 'node:net'
+import { wsStream } from './frames.js'
 
 const o = JSON.parse(process.argv[2])
 const say = event => process.stdout.write(JSON.stringify({ ...event, t: Date.now() }) + '\n')
 const pairs = new Set()
 let nextConn = 0
 
-/** Parses server-to-client WebSocket frames out of a byte stream after the HTTP upgrade answer. */
+/** Prints the server-to-client WebSocket messages of connection `conn` (frames: see frames.js). */
 function frameReader(conn) {
-  let buf = Buffer.alloc(0)
-  let upgraded = false
   let message = []
-  return chunk => {
-    buf = Buffer.concat([buf, chunk])
-    if (!upgraded) {
-      const end = buf.indexOf('\r\n\r\n')
-      if (end < 0) return
-      buf = buf.subarray(end + 4)
-      upgraded = true
-    }
-    for (;;) {
-      if (buf.length < 2) return
-      const fin = buf[0] & 0x80
-      const opcode = buf[0] & 0x0f
-      const masked = buf[1] & 0x80
-      let len = buf[1] & 0x7f
-      let at = 2
-      if (len === 126) {
-        if (buf.length < 4) return
-        len = buf.readUInt16BE(2)
-        at = 4
-      } else if (len === 127) {
-        if (buf.length < 10) return
-        len = Number(buf.readBigUInt64BE(2))
-        at = 10
-      }
-      const maskAt = at
-      if (masked) at += 4
-      if (buf.length < at + len) return
-      let payload = Buffer.from(buf.subarray(at, at + len))
-      if (masked) for (let i = 0; i < payload.length; i++) payload[i] ^= buf[maskAt + (i % 4)]
-      buf = buf.subarray(at + len)
-      if (opcode === 0x2 || opcode === 0x0) {
-        message.push(payload)
-        if (fin) {
-          say({ ev: 'frame', conn, hex: Buffer.concat(message).toString('hex') })
-          message = []
-        }
+  return wsStream(({ fin, opcode, payload }) => {
+    if (opcode === 0x2 || opcode === 0x0) {
+      message.push(payload)
+      if (fin) {
+        say({ ev: 'frame', conn, hex: Buffer.concat(message).toString('hex') })
+        message = []
       }
     }
-  }
+  })
 }
 
 let pausedUntil = 0
