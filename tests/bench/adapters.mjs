@@ -148,31 +148,62 @@ export const REMOTE_ADAPTERS = ['ws-echo', 'holdfast', 'redis-semaphore', 'redlo
 export const usesRedis = (name) => name === 'redis-semaphore' || name === 'redlock'
 
 export const REMOTE_DESCRIPTIONS = {
-  'ws-echo': 'no lock: one round trip of a 40-byte binary WebSocket message (ws; a turn\'s messages in one write, both ways) to an echo server in its own process, then fn (the floor of a lock service with one round trip per hold; its checks are expected to fail)',
+  'ws-echo': 'no lock: one round trip of a 40-byte binary WebSocket message (ws for the handshake; a turn\'s messages framed by hand into one write, both ways, as holdfast\'s Node transport does) to an echo server in its own process, then fn (the floor of a lock service with one round trip per hold; its checks are expected to fail)',
   'holdfast': "connect(url, { token }); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold; server: openStore({ storage: memoryStorage() }).serve() in its own process",
   'redis-semaphore': 'new Mutex(client, key, { lockTimeout: 10s, acquireTimeout: 60s, retryInterval: 10ms }) per hold; acquire/release; try = tryAcquire()',
   'redlock': 'new Redlock([client], { retryCount: -1, retryDelay: 10, retryJitter: 5 }); acquire([key], 10s)/release; try = { retryCount: 0 }',
 }
 
 /**
- * `ws.send` whose frames of one event-loop turn leave in one write, as holdfast's transport batches
- * them (cork at the turn's first send, uncork in its check phase): the floor gets the same batching.
+ * `ws.send` as holdfast's Node transport sends (npm/src/transport-ws.ts): the messages of one
+ * event-loop turn are framed by hand (RFC 6455; a client's masked, a key per message from a crypto
+ * pool) into one buffer, written once in the turn's check phase, so that the floor gets the same
+ * batching and the same cost per message. Kept apart from holdfast's code so that the floor stays the
+ * same whichever build is measured.
  */
 export function corkedSend(ws) {
   // Bun's net sockets under ws have no cork: there, each message is its own write, as in holdfast.
-  if (typeof ws._socket?.cork !== 'function') return (data) => ws.send(data)
-  let corked = false
-  const uncork = () => {
-    corked = false
-    ws._socket.uncork()
+  const raw = ws._socket
+  if (typeof raw?.cork !== 'function' || Object.keys(ws._extensions ?? {}).length > 0) return (data) => ws.send(data)
+  const masked = !ws._isServer
+  let pool = Buffer.alloc(0)
+  let used = 0
+  let queue = []
+  const flush = () => {
+    const messages = queue
+    queue = []
+    let size = 0
+    for (const m of messages) size += m.length + (m.length > 125 ? 4 : 2) + (masked ? 4 : 0)
+    const out = Buffer.allocUnsafe(size)
+    let at = 0
+    for (const m of messages) {
+      out[at++] = 0x82
+      if (m.length > 125) {
+        out[at++] = (masked ? 0x80 : 0) | 126
+        out.writeUInt16BE(m.length, at)
+        at += 2
+      } else out[at++] = (masked ? 0x80 : 0) | m.length
+      if (!masked) {
+        out.set(m, at)
+        at += m.length
+        continue
+      }
+      if (used === pool.length) {
+        pool = crypto.getRandomValues(Buffer.alloc(4096))
+        used = 0
+      }
+      const key = pool.subarray(used, (used += 4))
+      out.set(key, at)
+      at += 4
+      for (let i = 0; i < m.length; i++) out[at + i] = m[i] ^ key[i & 3]
+      at += m.length
+    }
+    if (ws.readyState === 1) raw.write(out)
   }
   return (data) => {
-    if (!corked) {
-      corked = true
-      ws._socket.cork()
-      setImmediate(uncork)
-    }
-    ws.send(data)
+    if (data.length > 16 * 1024) throw new Error('corkedSend: the floor sends small messages only')
+    if (queue.length === 0) setImmediate(flush)
+    queue.push(data)
   }
 }
 
