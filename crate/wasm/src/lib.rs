@@ -13,6 +13,7 @@
 //!   ceiling; when such a write settles they call the host's `wake` function, and the host calls
 //!   [`Core::settle`] with the time, so that the engine still never reads a clock.
 
+mod hex;
 mod remote;
 pub mod wire;
 

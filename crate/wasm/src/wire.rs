@@ -18,6 +18,7 @@ use holdfast_engine::wire::{self, ClientMessage, ErrorCode, InspectEntry, Server
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
+use crate::hex::{parse_hex, push_hex, to_hex};
 use crate::js_error;
 
 /// The scratch slots a decode writes (indices of `f64`s).
@@ -107,15 +108,13 @@ fn utf16_len(s: &str) -> usize {
 
 /// An id as 32 hex digits.
 pub fn hex(id: u128) -> String {
-    format!("{id:032x}")
+    to_hex(id)
 }
 
 /// 32 hex digits as an id, or an `invalid` error naming `what`.
 pub fn unhex(text: &str, what: &str) -> Result<u128, JsValue> {
-    if text.len() == 32 {
-        if let Ok(id) = u128::from_str_radix(text, 16) {
-            return Ok(id);
-        }
+    if let Some(id) = parse_hex(text.as_bytes()) {
+        return Ok(id);
     }
     Err(js_error(
         "invalid",
@@ -184,7 +183,7 @@ pub fn decode_client(bytes: &[u8]) -> Result<String, JsValue> {
             let mut text = String::with_capacity(name.len() + key.len() + 32);
             text.push_str(name);
             text.push_str(key);
-            text.push_str(&hex(request));
+            push_hex(&mut text, request);
             text
         }
         ClientMessage::Renew { lease } => {
@@ -326,7 +325,10 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
                 id,
                 &[fence as f64, ttl as f64, revoke_in as f64],
             );
-            [hex(request), hex(lease)].concat()
+            let mut text = String::with_capacity(64);
+            push_hex(&mut text, request);
+            push_hex(&mut text, lease);
+            text
         }
         ServerMessage::Busy => {
             put(kind::BUSY, id, &[]);
