@@ -246,8 +246,13 @@ export class Store implements LeaseOwner {
   readonly #remoteLeases = new Map<string, RemoteRequest>()
   /** Whether the clock was read in this turn of the event loop (see `#turnNow`). */
   #turnRead = false
-  /** Waiters granted and their leases, in pairs, whose fns are still to run (see # Handing a key over). */
+  /**
+   * Waiters granted and their leases, in pairs, whose fns are still to run (see # Handing a key over):
+   * the first `#handOverEnd` entries. The array keeps its size once emptied (emptied by `length = 0`,
+   * V8 would free its backing store and allocate it anew at the next hand-over).
+   */
   readonly #handOver: (Waiter | Lease | undefined)[] = []
+  #handOverEnd = 0
   /** Whether `#handOver` is being run (a grant meanwhile only joins it). */
   #handing = false
   /** Who waits for the fence write under way to settle (`close()`). */
@@ -616,7 +621,10 @@ export class Store implements LeaseOwner {
           waiter.settled()
           if (handle._maxHold > 0) this.#schedule((now < 0 ? (now = this.#clock.now()) : now) + handle._maxHold)
           if (waiter.fn === undefined) waiter.resolve(lease)
-          else this.#handOver.push(waiter, lease)
+          else {
+            this.#handOver[this.#handOverEnd++] = waiter
+            this.#handOver[this.#handOverEnd++] = lease
+          }
           continue
         }
         this.#reqs[index] = undefined
@@ -647,7 +655,7 @@ export class Store implements LeaseOwner {
       if (n === 0) break
     }
     if (lost) for (const [lease, reason] of lost) lease._lose(reason)
-    if (this.#handOver.length !== 0 && !this.#handing) this.#handOverAll()
+    if (this.#handOverEnd !== 0 && !this.#handing) this.#handOverAll()
   }
 
   /**
@@ -659,13 +667,13 @@ export class Store implements LeaseOwner {
     const queue = this.#handOver
     const context = this.#context!
     this.#handing = true
-    for (let i = 0; i < queue.length; i += 2) {
+    for (let i = 0; i < this.#handOverEnd; i += 2) {
       const waiter = queue[i] as Waiter
       const lease = queue[i + 1] as Lease
       queue[i] = queue[i + 1] = undefined
       waiter.scope!.runInAsyncScope(runHandedOver, undefined, context, waiter.handle._resource, lease, waiter.fn!, waiter.resolve, waiter.reject)
     }
-    queue.length = 0
+    this.#handOverEnd = 0
     this.#handing = false
   }
 
