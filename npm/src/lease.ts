@@ -57,7 +57,10 @@ export class Lease {
     return this.#state === LOST
   }
 
-  /** Lets the key go. A second release, or one after the lease was lost, does nothing. */
+  /**
+   * Lets the key go. A second release, or one after the lease was lost, does nothing. The key may be
+   * handed to the next waiter within this call, whose fn then starts here (in its own async context).
+   */
   release(): Promise<void> {
     this._end()
     return Promise.resolve()

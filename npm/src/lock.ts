@@ -83,9 +83,9 @@ export class Lock {
       if (typeof a === 'function') fn = a
       else ({ wait, signal } = this.#holdOptions(a, k))
       if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
-      const taken = this._store._take(this, k, wait, signal, false)
-      if (taken === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
-      return this._store._run(this, taken, fn)
+      const held = this._store._hold(this, k, wait, signal, fn)
+      if (held === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+      return held
     } catch (error) {
       return Promise.reject(error)
     }
@@ -111,7 +111,7 @@ export class Lock {
       if (r.limit === 1 && !r.remote && r.keys.has(k) && !this._store.closed) return NOT_ACQUIRED_PROMISE
       const taken = this._store._take(this, k, 0, signal, true)
       if (taken === undefined) return NOT_ACQUIRED_PROMISE
-      return this.#tried(taken, fn)
+      return this.#tried(taken as Lease | Promise<Lease>, fn)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -129,7 +129,7 @@ export class Lock {
       const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : this.#holdOptions(options, k)
       const taken = this._store._take(this, k, wait, signal, false)
       if (taken === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
-      return taken instanceof Lease ? Promise.resolve(taken) : taken
+      return taken instanceof Lease ? Promise.resolve(taken) : (taken as Promise<Lease>)
     } catch (error) {
       return Promise.reject(error)
     }

@@ -38,7 +38,15 @@ function init(): WebAssembly.Memory {
  * store). An `AsyncResource` keeps the caller's context as it is and puts it back as it was, so `run`
  * here enters inside one and leaves by it: one copy. (Node 20 and Bun track contexts with hooks, where
  * `run` copies nothing and an `AsyncResource` costs more.)
+ *
+ * Where keeping a context is cheap (Node 24's frame, Bun), a hold that waits keeps its caller's context
+ * in an `AsyncResource` (`capture`); when handed the key, its fn runs in `runInAsyncScope`, which
+ * enters the hold there (`enterInJob`) and puts the releaser's context back after. On Node 20 an
+ * `AsyncResource` runs the async hooks (1 µs a waiter in the 1,000-holder benchmark, more than the
+ * microtask it saves), so there a waiter resumes from a promise instead.
  */
+const HAND_OVER = { requireManualDestroy: true }
+
 function contextStorage(): ContextStorage {
   const als = new AsyncLocalStorage<Frame>()
   const framed = typeof (als as unknown as { _enable?: unknown })._enable !== 'function' && typeof process.versions.bun !== 'string'
@@ -52,6 +60,8 @@ function contextStorage(): ContextStorage {
           })
       : (store, fn) => als.run(store, fn),
     enterInJob: store => als.enterWith(store),
+    // A waiter's context, for its fn to run in when handed the key. (No destroy hook: none is used.)
+    capture: framed || typeof process.versions.bun === 'string' ? () => new AsyncResource('holdfast', HAND_OVER) : undefined,
   }
 }
 

@@ -69,6 +69,45 @@ async function runWhenGranted<T>(
   return settle(lease, end, false, value) as Awaited<T>
 }
 
+/**
+ * The fn of a waiter handed its key (see `Store` # Handing a key over), called inside the waiter's own
+ * async context: enters its frame there (the scope ends it), runs fn, lets the key go when fn settles
+ * and answers the hold through `resolve` / `reject` — the waiter's own promise, so the hold costs no
+ * promise of the lease and no async function. Throws nothing.
+ */
+export function runHandedOver(
+  context: ContextStorage,
+  resource: Resource,
+  lease: Lease,
+  fn: (lease: Lease) => unknown,
+  resolve: (value: unknown) => void,
+  reject: (error: unknown) => void,
+): void {
+  let result: unknown
+  try {
+    context.enterInJob!({ lease, resource, parent: context.getStore() })
+    result = fn(lease)
+  } catch (error) {
+    return answerInto(lease, true, error, resolve, reject)
+  }
+  if (isThenable(result)) {
+    Promise.resolve(result).then(
+      value => answerInto(lease, false, value, resolve, reject),
+      error => answerInto(lease, true, error, resolve, reject),
+    )
+    return
+  }
+  answerInto(lease, false, result, resolve, reject)
+}
+
+function answerInto(lease: Lease, failed: boolean, outcome: unknown, resolve: (value: unknown) => void, reject: (error: unknown) => void): void {
+  try {
+    resolve(settle(lease, endLease, failed, outcome))
+  } catch (error) {
+    reject(error)
+  }
+}
+
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function'
 }

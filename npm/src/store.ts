@@ -9,6 +9,16 @@
  * maps to while the key is busy and forgets when the engine says the key went idle. So idle keys cost
  * nothing on either side.
  *
+ * # Handing a key over
+ * A `hold` that waits keeps its fn and its caller's async context (`ContextStorage.capture`). When the
+ * engine grants it — within the release of the holder before — the store runs its fn right there, inside
+ * that context, once the events of the call were all read: no promise of the lease and no async frame
+ * to resume, so the next holder starts in the same microtask as the last one ended, as in a plain JS
+ * queue. Grants that come while fns are being handed keys (a fn that answered at once, releasing again)
+ * join the queue `#handOver`, run by the outermost loop in grant order: the stack stays flat, and the
+ * order is the engine's (LOCK-01). Where no context can be kept (no `capture`), the waiter's promise
+ * resolves to the lease and fn runs in the job that resumes it.
+ *
  * # Answering everyone
  * Every request the engine knows is recorded in `#reqs` (by the index of its id) as a `Waiter` or a
  * `Lease`, so that every event finds whom to answer, and so that if the engine ever traps, the store
@@ -17,7 +27,7 @@
 
 import { Core, openCore, checkTtl, checkMaxHold, checkName } from '../wasm/holdfast_wasm.js'
 import { RemoteRequest } from './remote-request.js'
-import { runInLease } from './run.js'
+import { runHandedOver, runInLease } from './run.js'
 import { ClosedError, CancelledError, InUseError, InvalidError, LimitError, LostError, StorageError, fromEngine } from './errors.js'
 import { Lease, type LeaseOwner } from './lease.js'
 import { Lock, Semaphore, handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
@@ -71,6 +81,17 @@ export interface ContextStorage {
    * but without making the prior context anew (Node 24's `run` copies the context twice).
    */
   readonly enterInJob?: (store: Frame) => void
+  /**
+   * Where set (Node and Bun, with `enterInJob`): the caller's whole async context, kept by a hold that
+   * waits so that its fn can run in it when the key is handed over, from within the release that hands
+   * it over (see `Store` # Handing a key over).
+   */
+  readonly capture?: () => Scope
+}
+
+/** An async context kept for later (an `AsyncResource`). */
+export interface Scope {
+  runInAsyncScope<A extends unknown[], R>(fn: (...args: A) => R, thisArg: unknown, ...args: A): R
 }
 
 /** One hold an async context is inside of, and the holds around it. */
@@ -162,25 +183,32 @@ export class SlotKeyIds implements KeyIds {
   }
 }
 
-/** A hold waiting in line. */
+/**
+ * A hold waiting in line. Without `fn`, its promise resolves to the lease; with one (a `hold` handed its
+ * key directly, in `scope`), to what the hold answers.
+ */
 class Waiter {
   readonly handle: Lock
   readonly key: string
   readonly req: number
   readonly wait: number
   readonly signal: AbortSignal | undefined
-  readonly promise: Promise<Lease>
-  resolve!: (lease: Lease) => void
-  reject!: (error: Error) => void
+  readonly fn: ((lease: Lease) => unknown) | undefined
+  readonly scope: Scope | undefined
+  readonly promise: Promise<unknown>
+  resolve!: (value: unknown) => void
+  reject!: (error: unknown) => void
   onAbort: (() => void) | undefined
 
-  constructor(handle: Lock, key: string, req: number, wait: number, signal: AbortSignal | undefined) {
+  constructor(handle: Lock, key: string, req: number, wait: number, signal: AbortSignal | undefined, fn: ((lease: Lease) => unknown) | undefined, scope: Scope | undefined) {
     this.handle = handle
     this.key = key
     this.req = req
     this.wait = wait
     this.signal = signal
-    this.promise = new Promise<Lease>((resolve, reject) => {
+    this.fn = fn
+    this.scope = scope
+    this.promise = new Promise<unknown>((resolve, reject) => {
       this.resolve = resolve
       this.reject = reject
     })
@@ -218,6 +246,15 @@ export class Store implements LeaseOwner {
   readonly #remoteLeases = new Map<string, RemoteRequest>()
   /** Whether the clock was read in this turn of the event loop (see `#turnNow`). */
   #turnRead = false
+  /**
+   * Waiters granted and their leases, in pairs, whose fns are still to run (see # Handing a key over):
+   * the first `#handOverEnd` entries. The array keeps its size once emptied (emptied by `length = 0`,
+   * V8 would free its backing store and allocate it anew at the next hand-over).
+   */
+  readonly #handOver: (Waiter | Lease | undefined)[] = []
+  #handOverEnd = 0
+  /** Whether `#handOver` is being run (a grant meanwhile only joins it). */
+  #handing = false
   /** Who waits for the fence write under way to settle (`close()`). */
   #written: (() => void)[] = []
 
@@ -345,9 +382,10 @@ export class Store implements LeaseOwner {
   /**
    * @internal Asks for a key: answers the lease when granted at once, the waiter's promise when it
    * waits, or `undefined` when it would wait and `wait` is 0 (or, for a try, when the key is held in
-   * this very context).
+   * this very context). With `fn` (and a context to keep), a waiter runs fn when handed the key and
+   * its promise is the hold's answer.
    */
-  _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Lease | Promise<Lease> | undefined {
+  _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn?: (lease: Lease) => unknown): Lease | Promise<unknown> | undefined {
     if (this.#closed) throw this.#closedError(handle, key)
     const resource = handle._resource
     const known = resource.keys.get(key)
@@ -385,7 +423,7 @@ export class Store implements LeaseOwner {
     if (answer === 0) {
       const req = buf[REQ]!
       if (buf[KEY] !== known) this.#newKey(resource, key, buf[KEY]!)
-      const waiter = new Waiter(handle, key, req, wait, signal)
+      const waiter = new Waiter(handle, key, req, wait, signal, fn, fn === undefined ? undefined : this.#context!.capture!())
       this.#reqs[req >>> 0] = waiter
       if (wait !== Infinity && wait > 0) this.#schedule(now + wait)
       if (signal) {
@@ -410,6 +448,18 @@ export class Store implements LeaseOwner {
    */
   _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
     return runInLease(this.#context, handle._resource, taken, fn)
+  }
+
+  /**
+   * @internal `hold`: takes the key and runs fn in its lease, as `_take` and `_run`; a waiter is handed
+   * the key directly where the context can be kept. `undefined` when the key is busy and wait is 0.
+   */
+  _hold<T>(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> | undefined {
+    const direct = this.#context?.capture !== undefined
+    const taken = this._take(handle, key, wait, signal, false, direct ? fn : undefined)
+    if (taken === undefined) return undefined
+    if (taken instanceof Lease || !direct) return runInLease(this.#context, handle._resource, taken as Lease | Promise<Lease>, fn)
+    return taken as Promise<Awaited<T>>
   }
 
   /** @internal Lets a lease's key go (called by `Lease`, once). */
@@ -570,7 +620,11 @@ export class Store implements LeaseOwner {
           this.#reqs[index] = lease
           waiter.settled()
           if (handle._maxHold > 0) this.#schedule((now < 0 ? (now = this.#clock.now()) : now) + handle._maxHold)
-          waiter.resolve(lease)
+          if (waiter.fn === undefined) waiter.resolve(lease)
+          else {
+            this.#handOver[this.#handOverEnd++] = waiter
+            this.#handOver[this.#handOverEnd++] = lease
+          }
           continue
         }
         this.#reqs[index] = undefined
@@ -601,6 +655,26 @@ export class Store implements LeaseOwner {
       if (n === 0) break
     }
     if (lost) for (const [lease, reason] of lost) lease._lose(reason)
+    if (this.#handOverEnd !== 0 && !this.#handing) this.#handOverAll()
+  }
+
+  /**
+   * Runs the fns of the waiters granted, each in its own async context, in grant order; grants made
+   * meanwhile (by these fns' releases) join the queue and run here too, never deeper in the stack.
+   * `runHandedOver` throws nothing: each fn's outcome goes to its hold's promise.
+   */
+  #handOverAll(): void {
+    const queue = this.#handOver
+    const context = this.#context!
+    this.#handing = true
+    for (let i = 0; i < this.#handOverEnd; i += 2) {
+      const waiter = queue[i] as Waiter
+      const lease = queue[i + 1] as Lease
+      queue[i] = queue[i + 1] = undefined
+      waiter.scope!.runInAsyncScope(runHandedOver, undefined, context, waiter.handle._resource, lease, waiter.fn!, waiter.resolve, waiter.reject)
+    }
+    this.#handOverEnd = 0
+    this.#handing = false
   }
 
   /** An event for a request over a connection: answered through its connection's sink. */

@@ -42,7 +42,11 @@ test('LOCK-01: no barging — while anyone waits, a new hold or tryHold does not
   const l = store.lock('summaries', { wait: Infinity })
   const first = await l.acquire('k')
   const order = []
-  const waiting = l.hold('k', () => order.push('waiter'))
+  // The waiter keeps the key a turn: its fn may start within release() itself (handed the key there).
+  const waiting = l.hold('k', async () => {
+    order.push('waiter')
+    await settle()
+  })
   await settle()
   // The key is released and, in the same instant, tried and held again by newcomers.
   await first.release()
@@ -162,5 +166,39 @@ test('LOCK-01: keys busy at the same time stay exclusive whichever lets go first
   for (const k of ['b', 'a', 'c']) await leases[k].release()
   assert.deepEqual(store.inspect(), [])
   for (const k of ['c', 'b', 'a']) assert.deepEqual(await l.tryHold(k, () => k), { acquired: true, value: k })
+  await store.close()
+})
+
+test('LOCK-01: waiters whose fns answer at once are handed the key one after another, in order, however many', async () => {
+  // Where a waiter's fn runs within the release that hands it the key, a fn that answers at once
+  // releases again at once: each such grant must wait its turn behind the fn running, not run deeper in
+  // the stack (9,000 of them would overflow it), and in the order the engine granted them.
+  const { store } = await openTestStore()
+  const l = store.lock('handover', { wait: Infinity })
+  const s = store.semaphore('handover', { limit: 3 })
+  for (const handle of [l, s]) {
+    const gates = Array.from({ length: handle === l ? 1 : 3 }, () => gate())
+    const first = gates.map(g => handle.hold('k', () => g.promise))
+    await settle()
+    const order = []
+    let inside = 0
+    let most = 0
+    const waiters = Array.from({ length: 9_000 }, (_, i) =>
+      handle.hold('k', () => {
+        most = Math.max(most, ++inside)
+        order.push(i)
+        inside--
+        return i
+      }),
+    )
+    for (const g of gates) g.open()
+    await Promise.all(first)
+    const answers = await Promise.all(waiters)
+    assert.equal(order.length, 9_000)
+    assert.ok(order.every((v, i) => v === i), 'served in the order they came')
+    assert.ok(answers.every((v, i) => v === i), 'each hold answers its own fn')
+    assert.equal(most, 1)
+  }
+  assert.deepEqual(store.inspect(), [])
   await store.close()
 })

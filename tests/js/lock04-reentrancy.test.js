@@ -5,7 +5,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { InvalidError } from 'holdfast'
-import { openTestStore, settle } from './helpers.js'
+import { openTestStore, settle, gate } from './helpers.js'
 
 test('LOCK-04: a hold of a key inside its own hold is refused at once with InvalidError', async () => {
   const { store } = await openTestStore()
@@ -104,5 +104,37 @@ test('LOCK-04: a free key is held inside its own context, and the caller is back
   assert.equal(after, 'caller')
   assert.deepEqual(await first, ['caller', 'invalid'])
   assert.equal(await second, 'second ran')
+  await store.close()
+})
+
+test('LOCK-04: a waiter handed the key by a release runs in its own context, and the releaser stays in its own', async () => {
+  // The key may be handed over within `release()` itself (the waiter's fn starting right there): the
+  // waiter's fn must see its own caller's context, and the releaser, once release() returns, must
+  // neither be inside the waiter's hold (a hold of the key would be refused as its own) nor lose its
+  // own context values.
+  const { store } = await openTestStore()
+  const l = store.lock('handover', { wait: Infinity })
+  const mine = new AsyncLocalStorage()
+  const first = await mine.run('releaser', () => l.acquire('k'))
+  const holding = gate()
+  let inside
+  const waited = mine.run('waiter', () =>
+    l.hold('k', async () => {
+      inside = mine.getStore()
+      await holding.promise
+      return l.hold('k', { wait: 0 }, () => 'never').catch(e => e.code)
+    }),
+  )
+  await settle()
+  const { after, again } = mine.run('releaser', () => {
+    first.release()
+    return { after: mine.getStore(), again: l.hold('k', { wait: 0 }, () => 'not free').catch(e => e.code) }
+  })
+  assert.equal(after, 'releaser')
+  assert.equal(await again, 'in_use', 'the releaser is not inside the waiter’s hold')
+  holding.open()
+  assert.equal(await waited, 'invalid', 'the waiter is inside its own hold')
+  assert.equal(inside, 'waiter')
+  assert.deepEqual(store.inspect(), [])
   await store.close()
 })
