@@ -9,7 +9,8 @@ import type { LostError, ClosedError } from './errors.js'
 
 /** What a lease needs of its store. */
 export interface LeaseOwner {
-  _release(req: number, lease: Lease): void
+  /** `fromHold`: the hold that ran fn lets its key go, fn having settled (see `Lease._end`). */
+  _release(req: number, lease: Lease, fromHold: boolean): void
 }
 
 const HOLDING = 0
@@ -58,8 +59,8 @@ export class Lease {
   }
 
   /**
-   * Lets the key go. A second release, or one after the lease was lost, does nothing. The key may be
-   * handed to the next waiter within this call, whose fn then starts here (in its own async context).
+   * Lets the key go. A second release, or one after the lease was lost, does nothing. The next waiter's
+   * fn never starts within this call: at the earliest in a microtask after it.
    */
   release(): Promise<void> {
     this._end()
@@ -70,12 +71,16 @@ export class Lease {
     return this.release()
   }
 
-  /** @internal Lets the key go if still held; answers whether it was. */
-  _end(): boolean {
+  /**
+   * @internal Lets the key go if still held; answers whether it was. `fromHold`: called by the hold
+   * whose fn settled, from its own callback, where the next waiter's fn may start at once (no caller's
+   * code is on the stack to be interleaved with it).
+   */
+  _end(fromHold = false): boolean {
     if (this.#state !== HOLDING) return false
     // The release may find the lease past its deadline (the store's timer had not fired yet): then
     // it is lost, not released, and `_lose` runs within this call.
-    this.#owner._release(this.#req, this)
+    this.#owner._release(this.#req, this, fromHold)
     if (this.#state !== HOLDING) return false
     this.#state = RELEASED
     return true

@@ -12,7 +12,7 @@ import type { ContextStorage, Resource } from './store.js'
 /** Lets a lease's key go; answers whether it still held it (false: lost, or released before). */
 type End = (lease: Lease) => boolean | Promise<boolean>
 
-const endLease: End = lease => lease._end()
+const endLease: End = lease => lease._end(true)
 
 /**
  * `taken` is the lease, or the promise of a waiter that resolves to it. A lease (a free key) runs fn

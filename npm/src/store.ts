@@ -11,10 +11,12 @@
  *
  * # Handing a key over
  * A `hold` that waits keeps its fn and its caller's async context (`ContextStorage.capture`). When the
- * engine grants it — within the release of the holder before — the store runs its fn right there, inside
- * that context, once the events of the call were all read: no promise of the lease and no async frame
- * to resume, so the next holder starts in the same microtask as the last one ended, as in a plain JS
- * queue. Grants that come while fns are being handed keys (a fn that answered at once, releasing again)
+ * engine grants it — within the release of the holder before — the store runs its fn inside that
+ * context, once the events of the call were all read: no promise of the lease and no async frame to
+ * resume. When the release is a hold's own, after its fn settled, fn runs right there, so the next
+ * holder starts in the same microtask as the last one ended, as in a plain JS queue; any other
+ * release (`lease.release()`, a timer, a waiter's abort) is a caller's call, and the fns run in a
+ * microtask after it, so that nobody's fn starts inside somebody else's call. Grants that come while fns are being handed keys (a fn that answered at once, releasing again)
  * join the queue `#handOver`, run by the outermost loop in grant order: the stack stays flat, and the
  * order is the engine's (LOCK-01). Where no context can be kept (no `capture`), the waiter's promise
  * resolves to the lease and fn runs in the job that resumes it.
@@ -255,6 +257,14 @@ export class Store implements LeaseOwner {
   #handOverEnd = 0
   /** Whether `#handOver` is being run (a grant meanwhile only joins it). */
   #handing = false
+  /**
+   * Whether the drain under way may run `#handOver` at once: only within the release of a hold whose
+   * fn settled, from the hold's own callback. Anywhere else — `lease.release()`, an aborted waiter, a
+   * timer, a manual clock's `advance()` — the caller's code is on the stack and would find another's
+   * fn started inside its call: the queue runs in a microtask (`#handSoon`: one is queued).
+   */
+  #handNow = false
+  #handSoon = false
   /** Who waits for the fence write under way to settle (`close()`). */
   #written: (() => void)[] = []
 
@@ -462,8 +472,11 @@ export class Store implements LeaseOwner {
     return taken as Promise<Awaited<T>>
   }
 
-  /** @internal Lets a lease's key go (called by `Lease`, once). */
-  _release(req: number, lease: Lease): void {
+  /**
+   * @internal Lets a lease's key go (called by `Lease`, once). A waiter it grants is handed the key
+   * here only `fromHold` (see # Handing a key over); otherwise in a microtask.
+   */
+  _release(req: number, lease: Lease, fromHold = false): void {
     if (this.#closed) return
     let n: number
     // Untimed but for the first call of a turn (see `#turnNow`); the engine asks for the time when a
@@ -482,7 +495,11 @@ export class Store implements LeaseOwner {
     }
     // Events first: a lease found past its maxHold is revoked by this very release (its record
     // must still be there for the drain to find it lost).
-    if (n > 0) this.#drain(n, now)
+    if (n > 0) {
+      this.#handNow = fromHold
+      this.#drain(n, now)
+      this.#handNow = false
+    }
     if (this.#reqs[req >>> 0] === lease) this.#reqs[req >>> 0] = undefined
   }
 
@@ -655,6 +672,17 @@ export class Store implements LeaseOwner {
       if (n === 0) break
     }
     if (lost) for (const [lease, reason] of lost) lease._lose(reason)
+    if (this.#handOverEnd !== 0 && !this.#handing) {
+      if (this.#handNow) this.#handOverAll()
+      else if (!this.#handSoon) {
+        this.#handSoon = true
+        queueMicrotask(this.#handOverLater)
+      }
+    }
+  }
+
+  readonly #handOverLater = (): void => {
+    this.#handSoon = false
     if (this.#handOverEnd !== 0 && !this.#handing) this.#handOverAll()
   }
 

@@ -202,3 +202,33 @@ test('LOCK-01: waiters whose fns answer at once are handed the key one after ano
   assert.deepEqual(store.inspect(), [])
   await store.close()
 })
+
+test('LOCK-01: the next holder never starts inside another caller\'s call — lease.release(), the clock', async () => {
+  // A waiter may be handed the key within the release of a hold whose fn settled (nothing of anyone's
+  // is on the stack then); any other call that lets a key go returns before the next fn starts, on
+  // every runtime alike.
+  const { store, clock } = await openTestStore()
+  const l = store.lock('calls', { wait: Infinity })
+  const order = []
+
+  // lease.release()
+  const lease = await l.acquire('k')
+  const next = l.hold('k', () => order.push('next fn'))
+  await settle()
+  lease.release()
+  order.push('release returned')
+  await next
+  assert.deepEqual(order.splice(0), ['release returned', 'next fn'])
+
+  // The clock: maxHold revokes the holder and hands the key to the waiter within advance().
+  const timed = store.lock('timed', { wait: Infinity, maxHold: '1s' })
+  const stuck = timed.hold('k', () => new Promise(() => {})) // never settles: revoked at maxHold
+  const after = timed.hold('k', () => order.push('waiter fn'))
+  await settle()
+  clock.advance(1_000)
+  order.push('advance returned')
+  await after
+  assert.deepEqual(order.splice(0), ['advance returned', 'waiter fn'])
+  void stuck.catch(() => {})
+  await store.close()
+})
