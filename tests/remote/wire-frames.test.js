@@ -71,7 +71,7 @@ test('protocol: a client sends each frame as one final binary WebSocket message,
   }
 })
 
-test('protocol: a server answers each frame with one final binary WebSocket message, unmasked, in order', async () => {
+test('protocol: a server answers each frame with one final binary WebSocket message, unmasked, in order, a large one among small ones too', async () => {
   const store = await openStore({ storage: memoryStorage() })
   const served = await store.serve({ port: 0, token: TOKEN })
   const answers = []
@@ -86,16 +86,25 @@ test('protocol: a server answers each frame with one final binary WebSocket mess
       const head = len > 125 ? Buffer.from([0x82, 0x80 | 126, len >> 8, len & 0xff, 0, 0, 0, 0]) : Buffer.from([0x82, 0x80 | len, 0, 0, 0, 0])
       return Buffer.concat([head, payload])
     }
-    const holds = Array.from({ length: 30 }, (_, i) => encode.hold(2 + i, { name: 'wire', key: `k${i}`, wait: 0 }))
-    s.write(Buffer.concat([masked(encode.hello(1, TOKEN)), ...holds.map(masked)]))
-    while (answers.length < 1 + holds.length) await new Promise(r => setTimeout(r, 5))
+    // 300 holds on keys of 100 bytes, then an inspect (its answer lists them all: over 16 KiB, more than
+    // the transport batches itself, so `ws` sends it), then one more hold: all read in one turn, whose
+    // answers must leave in this order, the large one between the small ones.
+    const N = 300
+    const keyOf = i => `k${i}-`.padEnd(100, 'x')
+    const holds = Array.from({ length: N }, (_, i) => encode.hold(2 + i, { name: 'wire', key: keyOf(i), wait: 0 }))
+    const last = encode.hold(3 + N, { name: 'wire', key: 'last', wait: 0 })
+    s.write(Buffer.concat([masked(encode.hello(1, TOKEN)), ...holds.map(masked), masked(encode.inspect(2 + N)), masked(last)]))
+    while (answers.length < 3 + N) await new Promise(r => setTimeout(r, 5))
     for (const f of answers) {
       assert.ok(f.fin && f.opcode === 0x2 && f.rsv === 0, 'a final binary frame')
       assert.ok(!f.masked, 'a server frame is not masked')
     }
     const decoded = answers.map(f => decodeServer(f.payload))
     assert.equal(decoded[0].type, 'welcome')
-    assert.deepEqual(decoded.slice(1).map(d => [d.id, d.type]), holds.map((_, i) => [2 + i, 'granted']), 'every answer whole, in order')
+    const expected = [...holds.map((_, i) => [2 + i, 'granted']), [2 + N, 'inspected'], [3 + N, 'granted']]
+    assert.deepEqual(decoded.slice(1).map(d => [d.id, d.type]), expected, 'every answer whole, in order')
+    assert.ok(answers[1 + N].payload.length > 16 * 1024, `the inspect answer is larger than what is batched (${answers[1 + N].payload.length} bytes)`)
+    assert.equal(decoded[1 + N].count, N)
   } finally {
     s.destroy()
     await served.close()
