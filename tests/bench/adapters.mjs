@@ -17,7 +17,13 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const NOT = Object.freeze({ acquired: false })
 
-export const ADAPTERS = ['bare', 'async-lock', 'async-mutex', 'holdfast']
+export const ADAPTERS = ['bare', 'async-lock', 'async-mutex', 'holdfast', 'holdfast-slim']
+/**
+ * Run only when named in BENCH_ADAPTERS. `holdfast-slim` is holdfast without LOCK-04's async context
+ * (the `holdfast/slim` entry: the same wrapper and engine, no AsyncLocalStorage): not a way to use the
+ * library with every guarantee, but the measure of what the context costs, side by side.
+ */
+export const ON_REQUEST = ['holdfast-slim']
 
 // What each adapter is, for the header of the report.
 export const DESCRIPTIONS = {
@@ -25,6 +31,7 @@ export const DESCRIPTIONS = {
   'async-lock': 'new AsyncLock({ maxPending: Infinity }).acquire(key, fn); try = isBusy(key) check',
   'async-mutex': 'Map<key,{Mutex,refs}> deleted when idle; Mutex.runExclusive; try = isLocked() check; Semaphore(limit).runExclusive',
   'holdfast': 'openStore({ storage: memoryStorage() }); lock(\'bench\').hold(key, fn) / hold(key, { wait: Infinity }, fn); tryHold(key, fn); semaphore(\'bench\', { limit }).hold(\'k\', { wait: Infinity }, fn)',
+  'holdfast-slim': 'as holdfast, from holdfast/slim (init(wasm bytes) first): no AsyncLocalStorage, so no LOCK-04 — what the async context costs, not a way to use holdfast',
 }
 
 /** Version and location of an installed package, or null when it is not installed. */
@@ -103,8 +110,11 @@ export async function makeAdapter(name) {
       }
     }
 
-    case 'holdfast': {
-      const { openStore, memoryStorage } = await import('holdfast')
+    case 'holdfast':
+    case 'holdfast-slim': {
+      const mod = await import(name === 'holdfast' ? 'holdfast' : 'holdfast/slim')
+      if (name === 'holdfast-slim') mod.init(readFileSync(`${packageInfo('holdfast').dir}/wasm/holdfast_wasm_bg.wasm`))
+      const { openStore, memoryStorage } = mod
       const store = await openStore({ storage: memoryStorage() })
       const l = store.lock('bench')
       const WAIT = { wait: Infinity } // one object for every contended hold: no allocation per call

@@ -31,7 +31,8 @@
 //   BENCH_ROUNDS   rounds (default 5)            BENCH_SCALE     multiplies every N (default 1)
 //   BENCH_ONLY     workloads, e.g. W1,W3 or R1,R2,R3 (default: W1-W5, the in-process ones)
 //   BENCH_REMOTE   1: the remote workloads R1-R3 alone (as BENCH_ONLY=R1,R2,R3)
-//   BENCH_ADAPTERS adapters, e.g. async-lock,holdfast,redlock
+//   BENCH_ADAPTERS adapters, e.g. async-lock,holdfast,redlock (holdfast-slim, holdfast without its async
+//                  context for LOCK-04, runs only when named: what the context costs)
 //   BENCH_TIMEOUT  seconds before a child is killed as hung (default 300; for R, per measurement)
 //   BENCH_CPU_PROF a directory: the processes of remote measurements run with --cpu-prof and write
 //                  their profiles there, named WORKLOAD-ADAPTER-ROUND-ROLE.cpuprofile (ROLE: server, A, B);
@@ -44,7 +45,7 @@ import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { ADAPTERS, DESCRIPTIONS, REMOTE_ADAPTERS, REMOTE_DESCRIPTIONS, makeAdapter, packageInfo, remoteVersion, usesRedis } from './adapters.mjs'
+import { ADAPTERS, DESCRIPTIONS, ON_REQUEST, REMOTE_ADAPTERS, REMOTE_DESCRIPTIONS, makeAdapter, packageInfo, remoteVersion, usesRedis } from './adapters.mjs'
 import { REMOTE_WORKLOADS, measureRemote, remoteChild, serveChild, startRedis } from './remote.mjs'
 import { WORKLOADS as LOCAL_WORKLOADS } from './workloads.mjs'
 
@@ -86,7 +87,7 @@ async function parent() {
   const anyLocal = workloads.some((w) => !isRemote(w))
   const anyRemote = workloads.some(isRemote)
   const allAdapters = [...new Set([...ADAPTERS, ...REMOTE_ADAPTERS])]
-  const picked = list(env.BENCH_ADAPTERS, allAdapters)
+  const picked = list(env.BENCH_ADAPTERS, allAdapters, allAdapters.filter((a) => !ON_REQUEST.includes(a)))
   const wanted = anyLocal ? ADAPTERS.filter((a) => picked.includes(a)) : []
   const wantedRemote = anyRemote ? REMOTE_ADAPTERS.filter((a) => picked.includes(a)) : []
   const runtimeFlags = isBun ? [] : ['--expose-gc']
@@ -96,8 +97,8 @@ async function parent() {
   const skipped = {}
   for (const a of wanted) {
     if (a === 'bare') info[a] = { version: '-' }
-    else if (a === 'holdfast' && env.HOLDFAST_SKIP) skipped[a] = env.HOLDFAST_SKIP
-    else if (!(info[a] = packageInfo(a))) skipped[a] = `not installed (run tests/bench/run.sh)`
+    else if (a.startsWith('holdfast') && env.HOLDFAST_SKIP) skipped[a] = env.HOLDFAST_SKIP
+    else if (!(info[a] = packageInfo(a === 'holdfast-slim' ? 'holdfast' : a))) skipped[a] = `not installed (run tests/bench/run.sh)`
   }
   const adapters = wanted.filter((a) => !(a in skipped))
 
