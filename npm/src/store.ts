@@ -16,9 +16,10 @@
  * resume. When the release is a hold's own, after its fn settled, fn runs right there, so the next
  * holder starts in the same microtask as the last one ended, as in a plain JS queue; any other
  * release (`lease.release()`, a timer, a waiter's abort) is a caller's call, and the fns run in a
- * microtask after it, so that nobody's fn starts inside somebody else's call. Grants that come while fns are being handed keys (a fn that answered at once, releasing again)
- * join the queue `#handOver`, run by the outermost loop in grant order: the stack stays flat, and the
- * order is the engine's (LOCK-01). Where no context can be kept (no `capture`), the waiter's promise
+ * microtask after it, so that nobody's fn starts inside somebody else's call. Grants that come while
+ * fns are being handed keys (a fn that answered at once, releasing again) join the queue `#handOver`,
+ * run by the outermost loop in grant order: the stack stays flat, and the order is the engine's
+ * (LOCK-01). Where no context can be kept (no `capture`), the waiter's promise
  * resolves to the lease and fn runs in the job that resumes it.
  *
  * # Answering everyone
