@@ -9,9 +9,12 @@ import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
 type WsSocket = import('ws').WebSocket
 
-/** The part of the TCP (or TLS, or Unix) socket under a `ws` WebSocket that frames are written to. */
+/**
+ * The part of the TCP (or TLS, or Unix) socket under a `ws` WebSocket that frames are written to, and
+ * `cork`, only looked for: a Node stream socket has it, Bun's net sockets under `ws` do not.
+ */
 interface RawSocket {
-  cork(): void
+  cork?: unknown
   write(bytes: Uint8Array): boolean
 }
 
@@ -26,7 +29,8 @@ function adapt(ws: WsSocket, masked: boolean): Socket {
   // a writev. Elsewhere (Bun's sockets under ws have no cork) each message is `ws.send` as it comes.
   const raw = (ws as unknown as { _socket?: Partial<RawSocket> })._socket
   const extensions = (ws as unknown as { _extensions?: object })._extensions
-  const direct = typeof raw?.cork === 'function' && typeof raw.write === 'function' && extensions !== undefined && Object.keys(extensions).length === 0 ? (raw as RawSocket) : undefined
+  const nodeSocket = typeof raw?.cork === 'function' && typeof raw.write === 'function'
+  const direct = nodeSocket && extensions !== undefined && Object.keys(extensions).length === 0 ? (raw as RawSocket) : undefined
   let queue: Uint8Array[] = []
   let scheduled = false
   const flush = () => {
