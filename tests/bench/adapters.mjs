@@ -17,7 +17,7 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const NOT = Object.freeze({ acquired: false })
 
-export const ADAPTERS = ['bare', 'async-lock', 'async-mutex', 'holdfast', 'holdfast-slim']
+export const ADAPTERS = ['bare', 'bare-context', 'async-lock', 'async-mutex', 'holdfast', 'holdfast-slim']
 /**
  * Run only when named in BENCH_ADAPTERS. `holdfast-slim` is holdfast without LOCK-04's async context
  * (the `holdfast/slim` entry: the same wrapper and engine, no AsyncLocalStorage): not a way to use the
@@ -28,6 +28,7 @@ export const ON_REQUEST = ['holdfast-slim']
 // What each adapter is, for the header of the report.
 export const DESCRIPTIONS = {
   'bare': 'no lock: `async (k, fn) => await fn()` (promise round-trip floor; its checks are expected to fail)',
+  'bare-context': 'no lock, but each hold runs fn in a context of its own: `await als.run({ key }, fn)` with an AsyncLocalStorage, as LOCK-04 asks (the floor of any lock that detects reentrancy that way; its checks are expected to fail)',
   'async-lock': 'new AsyncLock({ maxPending: Infinity }).acquire(key, fn); try = isBusy(key) check',
   'async-mutex': 'Map<key,{Mutex,refs}> deleted when idle; Mutex.runExclusive; try = isLocked() check; Semaphore(limit).runExclusive',
   'holdfast': 'openStore({ storage: memoryStorage() }); lock(\'bench\').hold(key, fn) / hold(key, { wait: Infinity }, fn); tryHold(key, fn); semaphore(\'bench\', { limit }).hold(\'k\', { wait: Infinity }, fn)',
@@ -54,6 +55,24 @@ export async function makeAdapter(name) {
   switch (name) {
     case 'bare': {
       const hold = async (key, fn) => await fn()
+      return {
+        hold,
+        holdWait: hold,
+        semaphore: () => hold,
+        tryHold: async () => NOT,
+        live: () => 0,
+        close: async () => {},
+      }
+    }
+
+    case 'bare-context': {
+      // LOCK-04 (a hold of a key inside its own hold is refused) needs each hold's fn to run in a
+      // context of its own, which the code fn calls can read back after any await. This is that and
+      // nothing else: a new store object per hold (siblings must not share one) entered with run().
+      // On Node 20 the first run() also turns on promise hooks for the whole process.
+      const { AsyncLocalStorage } = await import('node:async_hooks')
+      const als = new AsyncLocalStorage()
+      const hold = async (key, fn) => await als.run({ key }, fn)
       return {
         hold,
         holdWait: hold,

@@ -17,7 +17,9 @@
 //     never settled), makes this process exit 1. Speed never fails anything: there are no timed
 //     assertions; BENCH_TIMEOUT only stops a child that hangs.
 //   - `bare` (no lock) is the floor of a promise round trip; its checks are expected to fail and are
-//     shown as "floor". Its remote counterpart, `ws-echo` (R1 and R3), is one WebSocket round trip to
+//     shown as "floor". `bare-context` is that plus a context of its own per hold (AsyncLocalStorage
+//     run()), which LOCK-04 needs: the floor of a lock with every guarantee, and the ceiling of what
+//     holdfast can reach; the ratios list it too. Its remote counterpart, `ws-echo` (R1 and R3), is one WebSocket round trip to
 //     an echo server per hold: the floor of any lock service that answers each hold over one.
 //   - The remote workloads R1-R3 (see remote.mjs) run the same way, interleaved and reversed, but each
 //     measurement is several fresh processes: holdfast's server (`bench.mjs --serve`, one per
@@ -96,7 +98,7 @@ async function parent() {
   const info = {}
   const skipped = {}
   for (const a of wanted) {
-    if (a === 'bare') info[a] = { version: '-' }
+    if (a === 'bare' || a === 'bare-context') info[a] = { version: '-' }
     else if (a.startsWith('holdfast') && env.HOLDFAST_SKIP) skipped[a] = env.HOLDFAST_SKIP
     else if (!(info[a] = packageInfo(a === 'holdfast-slim' ? 'holdfast' : a))) skipped[a] = `not installed (run tests/bench/run.sh)`
   }
@@ -208,6 +210,9 @@ async function parent() {
       const o = medians[w][other]
       const text = h === undefined || o === undefined ? '—' : `${ratio(h / o)}   (holdfast ${fmtOps(h)}, ${other} ${fmtOps(o)})`
       say(`${pad(w, 4)}holdfast ÷ ${pad(other, isRemote(w) ? 17 : 13)}${text}`)
+      // The most any lock keeping LOCK-04 could reach here: no lock at all, only the context.
+      const c = medians[w]['bare-context']
+      if (!isRemote(w) && c !== undefined && o !== undefined) say(`${pad('', 4)}bare-context ÷ ${pad(other, 12)}${ratio(c / o)}   (the ceiling with LOCK-04's context: no lock, only als.run per hold)`)
     }
   }
 
@@ -250,7 +255,7 @@ function summarize(a, rs) {
   const failed = rs.filter((r) => !r.ok)
   const shown = failed[0] ?? rs[rs.length - 1]
   let notes = shown.notes.join(', ')
-  if (a === 'bare' || a === 'ws-echo') return { median, min: ops[0], max: ops[n - 1], check: 'floor', notes: failed.length ? `${notes} (expected: no lock)` : notes }
+  if (a === 'bare' || a === 'bare-context' || a === 'ws-echo') return { median, min: ops[0], max: ops[n - 1], check: 'floor', notes: failed.length ? `${notes} (expected: no lock)` : notes }
   if (failed.length) notes = `why (${failed.length}/${n} rounds): ${notes}`
   return { median, min: ops[0], max: ops[n - 1], check: failed.length ? 'FAIL' : 'PASS', notes }
 }
