@@ -9,11 +9,21 @@
 //! A *request* is one hold: first waiting in its key's line (perhaps not at all), then holding, then
 //! gone. Its id names it in both states, so the host keeps one record per hold.
 //!
+//! # Fences lent to the host, and keys it granted itself
+//! The host may grant an uncontended key without calling in at all: it borrows a block of fences
+//! ([`Engine::lend_fences`]), takes the next of them for each lease it grants itself, and gives back
+//! what it did not use ([`Engine::reclaim_fences`]) before it makes any other call — so that the
+//! engine's own grants come after, and fences stay increasing in grant order. The engine knows
+//! nothing of those leases until another request wants such a key: the host then hands the key over
+//! ([`Engine::adopt`]), and the lease goes on as a holder of the engine's like any other.
+//!
 //! # Invariants (checked by [`Engine::check`] in tests)
 //! - A key has at most its resource's `limit` holders, and has waiters only while it is full or while
 //!   its head waits for a fence (no barging; see `line.rs`).
 //! - Every key in the slab has a holder or a waiter; one that has neither is removed in the same call.
-//! - Fences grow with every grant and never exceed what storage acknowledged (see `fence.rs`).
+//! - Fences grow with every grant and never exceed what storage acknowledged (see `fence.rs`); this
+//!   holds across the host's own grants from lent fences, provided it reclaims them before every call
+//!   that may grant. Holders have distinct fences.
 //! - Every request is answered exactly once: granted then released, revoked or ended; or timed out,
 //!   failed, cancelled or ended while waiting.
 
@@ -811,6 +821,76 @@ impl Engine {
         }
     }
 
+    /// Lends the host a block of up to `max` fences, `(first, end)` with `end` exclusive, for the
+    /// leases it grants itself (see the module docs): it hands them out in order, from `first`, and
+    /// calls [`Engine::reclaim_fences`] with the first one it did not use before any other call that
+    /// may grant (any call but this one's and the ones that only read). `None` when the store is
+    /// closed, no fence is covered now (storage has not acknowledged the ceiling; grants wait for
+    /// it), a block is lent already, or `max` is 0. Lending may ask for the next ceiling: the host
+    /// polls [`Engine::poll_persist`] after it, as after a grant.
+    pub fn lend_fences(&mut self, max: u64) -> Option<(u64, u64)> {
+        if self.closed {
+            return None;
+        }
+        self.fences.lend(max)
+    }
+
+    /// The host gives back the block [`Engine::lend_fences`] lent: `unused` is the first fence of it
+    /// the host did not hand out (`end` if it used them all). The engine's grants go on from it.
+    ///
+    /// # Panics
+    /// When no block is lent or `unused` is outside it: the host broke the order of fences.
+    pub fn reclaim_fences(&mut self, unused: u64) {
+        self.fences.reclaim(unused);
+    }
+
+    /// Whether a block of fences is lent to the host.
+    pub fn fences_lent(&self) -> bool {
+        self.fences.lent().is_some()
+    }
+
+    /// The host granted a free key of `res` itself, with `fence` (from a block it was lent) at its
+    /// time `since`, and now another request wants the key: the engine takes the holding over. It
+    /// makes the key busy with that one holder (answered as [`Hold::Granted`], with its request and
+    /// key ids) and an empty line; the host then asks for the other request with [`Engine::hold`] on
+    /// that key id, and releases the adopted lease with [`Engine::release`] like any other. It takes
+    /// no fence, sets no deadline and queues no event; `since` (which may be older than the latest
+    /// time the engine was given) only stamps the holder for [`Engine::inspect`].
+    ///
+    /// The host must adopt only a key the engine does not know to be busy (one it has no key id for):
+    /// the engine cannot tell one key of a resource from another, so it cannot check that. Errors
+    /// (`invalid`): an unknown resource, or a fence the engine never handed out (0, or above
+    /// [`Engine::last_fence`]: the host reclaims its block first); `closed` when closed.
+    pub fn adopt(&mut self, res: ResourceId, fence: u64, since: u64) -> Result<Hold, Error> {
+        self.check_open()?;
+        if self.resources.get(res.0 as usize).is_none() {
+            return Err(Error::invalid(format!("unknown resource {}", res.0)));
+        }
+        if fence == 0 || fence > self.fences.last() {
+            return Err(Error::invalid(format!(
+                "fence {fence} to adopt was never handed out (the last is {})",
+                self.fences.last()
+            )));
+        }
+        let key = self.keys.insert(Key {
+            res,
+            held: 1,
+            stalled: false,
+            line: Line::default(),
+        });
+        let req = self.reqs.insert(Request {
+            key,
+            state: State::Holding {
+                fence,
+                since,
+                revoke_at: None,
+                expires_at: None,
+            },
+            remote: None,
+        });
+        Ok(Hold::Granted { req, key, fence })
+    }
+
     /// The next event for the host, oldest first.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
@@ -886,7 +966,8 @@ impl Engine {
         }
     }
 
-    /// The last fence handed out (0 before the first).
+    /// The last fence handed out (0 before the first). While a block is lent to the host, the last
+    /// of the block, used or not (the engine does not know how far the host got).
     pub fn last_fence(&self) -> u64 {
         self.fences.last()
     }
@@ -915,6 +996,7 @@ impl Engine {
     pub fn check(&self) {
         let mut held: HashMap<Id, u32> = HashMap::new();
         let mut waiting: HashMap<Id, u32> = HashMap::new();
+        let mut fences: HashMap<u64, Id> = HashMap::new();
         let mut away_count: HashMap<Id, u32> = HashMap::new();
         for (_, request) in self.reqs.iter() {
             assert!(
@@ -924,8 +1006,12 @@ impl Engine {
             match request.state {
                 State::Holding { fence, .. } => {
                     assert!(
-                        fence <= self.fences.last(),
+                        fence >= 1 && fence <= self.fences.last(),
                         "fence {fence} above the last handed out"
+                    );
+                    assert!(
+                        fences.insert(fence, request.key).is_none(),
+                        "fence {fence} held twice"
                     );
                     *held.entry(request.key).or_default() += 1;
                 }

@@ -7,6 +7,13 @@
 //!   highest ceiling ever acknowledged; a store that opens again starts above it. Fences therefore need
 //!   no clock at all, and a wall clock that went backwards changes nothing.
 //! - Fences are safe JavaScript integers: 1 to 2^53 − 1.
+//! - A block of fences may be *lent* to the host ([`FenceBook::lend`]), which then grants uncontended
+//!   leases itself without calling in, taking the block's fences one by one in order. The block is
+//!   taken from covered fences only, so every fence the host takes from it is at or below the
+//!   acknowledged ceiling; and while it is lent the book hands out nothing itself ([`FenceBook::take`]
+//!   panics). The host gives the block back ([`FenceBook::reclaim`]) before anything else can be
+//!   granted, saying which fence of it it did not use first; the book goes on from that one. Host
+//!   grants and the book's grants therefore stay one increasing sequence, in the order they were made.
 //!
 //! # Cost
 //! A ceiling covers [`BLOCK`] fences. The store writes one when it opens, and the next when half of the
@@ -34,6 +41,9 @@ pub struct FenceBook {
     pending: Option<u64>,
     /// A ceiling the host should write, not yet taken by [`FenceBook::poll_persist`].
     wanted: Option<u64>,
+    /// The block lent to the host, `(first, end)` (end exclusive), until [`FenceBook::reclaim`].
+    /// `next` is already past it.
+    lent: Option<(u64, u64)>,
 }
 
 impl FenceBook {
@@ -51,6 +61,7 @@ impl FenceBook {
             covered: stored,
             pending: None,
             wanted: None,
+            lent: None,
         };
         book.want_more();
         Ok(book)
@@ -61,18 +72,67 @@ impl FenceBook {
         self.next <= self.covered
     }
 
-    /// Hands out the next fence. Call only when [`FenceBook::available`].
+    /// Hands out the next fence. Call only when [`FenceBook::available`] and nothing is lent.
     pub fn take(&mut self) -> u64 {
+        assert!(
+            self.lent.is_none(),
+            "an engine grant while the host holds lent fences would break fence order"
+        );
         assert!(
             self.available(),
             "fence taken above the acknowledged ceiling"
         );
         let fence = self.next;
         self.next += 1;
-        if self.covered - fence < LOW_WATER {
+        self.after_handing_out(fence);
+        fence
+    }
+
+    /// Lends the host a block of up to `max` covered fences, `(first, end)` with `end` exclusive, for
+    /// it to hand out itself in order. `None` (and nothing changes) when no fence is covered, a block
+    /// is lent already, or `max` is 0. Until [`FenceBook::reclaim`], the whole block counts as handed
+    /// out: [`FenceBook::last`] is `end - 1`, and the next ceiling is asked for as if it were used.
+    pub fn lend(&mut self, max: u64) -> Option<(u64, u64)> {
+        if !self.available() || self.lent.is_some() || max == 0 {
+            return None;
+        }
+        let first = self.next;
+        // `covered` is at most `MAX_FENCE`, so neither sum overflows a u64.
+        let end = first.saturating_add(max).min(self.covered + 1);
+        self.next = end;
+        self.lent = Some((first, end));
+        self.after_handing_out(end - 1);
+        Some((first, end))
+    }
+
+    /// The host gives the lent block back: `unused` is the first fence of it the host did not hand
+    /// out (`end` when it used them all). The book goes on from there.
+    ///
+    /// # Panics
+    /// When nothing is lent, or `unused` is outside the block: the host broke the lending protocol,
+    /// and going on could hand out a fence twice or out of order.
+    pub fn reclaim(&mut self, unused: u64) {
+        let Some((first, end)) = self.lent else {
+            panic!("fences reclaimed when none are lent");
+        };
+        assert!(
+            (first..=end).contains(&unused),
+            "the host's next fence {unused} is outside the block [{first}, {end}) it was lent: fences would repeat or skip out of order"
+        );
+        self.next = unused;
+        self.lent = None;
+    }
+
+    /// The block lent to the host, `(first, end)`, if one is.
+    pub fn lent(&self) -> Option<(u64, u64)> {
+        self.lent
+    }
+
+    /// After fences up to `last` were handed out: asks for the next ceiling at the low water.
+    fn after_handing_out(&mut self, last: u64) {
+        if self.covered - last < LOW_WATER {
             self.want_more();
         }
-        fence
     }
 
     /// Asks for the next ceiling, unless one is already asked for or the fences are used up.
@@ -126,7 +186,7 @@ impl FenceBook {
         self.next > MAX_FENCE
     }
 
-    /// The last fence handed out (0 if none yet).
+    /// The last fence handed out (0 if none yet); while a block is lent, the block's last.
     pub fn last(&self) -> u64 {
         self.next - 1
     }
@@ -248,6 +308,99 @@ mod tests {
         ] {
             assert_eq!(decode_ceiling(&bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_lent_block_is_bounded_by_the_acknowledged_ceiling() {
+        let mut book = opened(Some(BLOCK - 10));
+        // Covered: BLOCK - 9 ..= 2 * BLOCK - 10 (the first ceiling is BLOCK above the stored one).
+        let covered = 2 * BLOCK - 10;
+        assert_eq!(book.lend(5), Some((BLOCK - 9, BLOCK - 4)));
+        assert_eq!(book.lent(), Some((BLOCK - 9, BLOCK - 4)));
+        assert_eq!(
+            book.last(),
+            BLOCK - 5,
+            "the whole block counts as handed out"
+        );
+        assert_eq!(book.lend(5), None, "one block at a time");
+        book.reclaim(BLOCK - 4);
+        let (first, end) = book.lend(u64::MAX).unwrap();
+        assert_eq!((first, end), (BLOCK - 4, covered + 1));
+        assert!(!book.available());
+        book.reclaim(end);
+        assert_eq!(book.lend(1), None, "nothing covered is left to lend");
+    }
+
+    #[test]
+    fn reclaim_gives_back_the_unused_part_and_fences_go_on_in_order() {
+        let mut book = opened(None);
+        assert_eq!(book.take(), 1);
+        let (first, end) = book.lend(10).unwrap();
+        assert_eq!((first, end), (2, 12));
+        // The host hands out 2, 3 and 4 itself, then gives the rest back.
+        book.reclaim(5);
+        assert_eq!(book.lent(), None);
+        assert_eq!(book.last(), 4);
+        assert_eq!(book.take(), 5);
+        assert_eq!(book.lend(3), Some((6, 9)));
+        book.reclaim(6); // none used
+        assert_eq!(book.take(), 6);
+        assert_eq!(book.lend(2), Some((7, 9)));
+        book.reclaim(9); // all used
+        assert_eq!(book.take(), 9);
+        assert_eq!(book.lend(0), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "would break fence order")]
+    fn take_panics_while_a_block_is_lent() {
+        let mut book = opened(None);
+        book.lend(4).unwrap();
+        book.take();
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the block")]
+    fn reclaim_above_the_block_panics() {
+        let mut book = opened(None);
+        book.lend(4).unwrap(); // 1..5
+        book.reclaim(6);
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the block")]
+    fn reclaim_below_the_block_panics() {
+        let mut book = opened(None);
+        book.take();
+        book.lend(4).unwrap(); // 2..6
+        book.reclaim(1);
+    }
+
+    #[test]
+    #[should_panic(expected = "none are lent")]
+    fn reclaim_with_nothing_lent_panics() {
+        let mut book = opened(None);
+        book.reclaim(1);
+    }
+
+    #[test]
+    fn lending_past_the_low_water_asks_for_the_next_ceiling() {
+        let mut book = opened(None);
+        assert_eq!(book.lend(LOW_WATER), Some((1, LOW_WATER + 1)));
+        assert_eq!(book.poll_persist(), None, "exactly half a block is left");
+        book.reclaim(LOW_WATER + 1);
+        assert_eq!(book.lend(1), Some((LOW_WATER + 1, LOW_WATER + 2)));
+        assert_eq!(book.poll_persist(), Some(2 * BLOCK));
+    }
+
+    #[test]
+    fn nothing_is_lent_before_storage_acknowledged_a_ceiling() {
+        let mut book = FenceBook::open(None).unwrap();
+        assert_eq!(book.lend(8), None);
+        let ceiling = book.poll_persist().unwrap();
+        assert_eq!(book.lend(8), None, "a pending write covers nothing");
+        book.persisted(ceiling);
+        assert_eq!(book.lend(8), Some((1, 9)));
     }
 
     #[test]

@@ -1,41 +1,12 @@
 //! The engine's contracts, one test (or more) each, driven by a test clock: time is whatever the test
 //! passes in. The contract ids (LOCK-01 …) are those of the package's README.
 
+mod common;
+
+use common::{events, granted, opened, queued};
 use holdfast_engine::{Cancelled, Engine, Error, Event, Failure, Hold, Id, Kind, ResourceId};
 
 const WAIT: Option<u64> = Some(10_000);
-
-/// An engine whose first fence ceiling storage has acknowledged.
-fn opened() -> Engine {
-    reopened(None)
-}
-
-fn reopened(stored: Option<u64>) -> Engine {
-    let mut engine = Engine::open(stored).unwrap();
-    let ceiling = engine
-        .poll_persist()
-        .expect("a new engine asks for a ceiling");
-    engine.persisted(ceiling, 0);
-    engine
-}
-
-fn events(engine: &mut Engine) -> Vec<Event> {
-    std::iter::from_fn(|| engine.poll_event()).collect()
-}
-
-fn granted(hold: Hold) -> (Id, Id, u64) {
-    match hold {
-        Hold::Granted { req, key, fence } => (req, key, fence),
-        other => panic!("expected a grant, got {other:?}"),
-    }
-}
-
-fn queued(hold: Hold) -> Id {
-    match hold {
-        Hold::Queued { req, .. } => req,
-        other => panic!("expected to wait, got {other:?}"),
-    }
-}
 
 fn lock(engine: &mut Engine) -> ResourceId {
     engine.resource(Kind::Lock, "summaries", 1).unwrap()

@@ -1,11 +1,13 @@
 //! LOCK-05 and its neighbours: leases over a connection, on a test clock.
 
-use holdfast_engine::{Cancelled, Engine, Event, Hold, Id, Kind, Remote, Renewal, ResourceId};
+mod common;
 
+use common::{events, granted, queued};
+use holdfast_engine::{Cancelled, Engine, Event, Hold, Kind, Remote, Renewal, ResourceId};
+
+/// An opened engine and its lock `jobs`.
 fn opened() -> (Engine, ResourceId) {
-    let mut e = Engine::open(None).unwrap();
-    let c = e.poll_persist().unwrap();
-    e.persisted(c, 0);
+    let mut e = common::opened();
     let l = e.resource(Kind::Lock, "jobs", 1).unwrap();
     (e, l)
 }
@@ -16,24 +18,6 @@ fn remote(conn: u32, n: u128, ttl: u64) -> Remote {
         request: n,
         lease: 1_000 + n,
         ttl,
-    }
-}
-
-fn events(e: &mut Engine) -> Vec<Event> {
-    std::iter::from_fn(|| e.poll_event()).collect()
-}
-
-fn granted(h: Hold) -> (Id, Id, u64) {
-    match h {
-        Hold::Granted { req, key, fence } => (req, key, fence),
-        other => panic!("expected a grant: {other:?}"),
-    }
-}
-
-fn queued(h: Hold) -> Id {
-    match h {
-        Hold::Queued { req, .. } => req,
-        other => panic!("expected to wait in line: {other:?}"),
     }
 }
 

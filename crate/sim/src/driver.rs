@@ -16,6 +16,14 @@
 //!   the run (ghost state kept outside the engine); none is above the highest ceiling acknowledged to
 //!   this process, nor above what the disk holds; a write never lowers the stored ceiling; no second
 //!   write is asked while one is under way; a request that waits for a fence always has a write asked.
+//!   This holds for the grants the host makes itself from fences the engine lent it, which are
+//!   checked in the same sequence as the engine's.
+//! - **The host's own grants**: the host grants a free key of a lock itself, with the next fence of a
+//!   block the engine lent it (`lend_fences`), as `npm/src/store.ts` does through the wasm bindings;
+//!   it gives back what it did not use (`reclaim_fences`) before every other engine call, as the
+//!   bindings do, and hands a key it granted over to the engine (`adopt`) when another request wants
+//!   it. A key it granted itself is never busy in the engine too, nor granted twice; the engine's
+//!   view of what is lent equals the host's and the model's.
 //! - **Answered once, on time**: every request is answered exactly once (the model's events, compared
 //!   exactly, name each live request once and never a dead one; `close` answers every live one); with a
 //!   punctual timer no deadline is left pending after the instant it falls due; and no request is ever
@@ -146,6 +154,15 @@ pub struct Client {
     pub ttl: u64,
 }
 
+/// A lease the host granted itself from a lent fence, which the engine does not know of.
+#[derive(Clone, Copy, Debug)]
+struct Local {
+    res: usize,
+    key: usize,
+    fence: u64,
+    since: u64,
+}
+
 /// Everything the host keeps besides the engine.
 struct Host {
     mix: Mix,
@@ -169,6 +186,10 @@ struct Host {
     clients: VecDeque<Client>,
     /// The host's source of request and lease ids (a counter: the engine only needs them distinct).
     next_id: u128,
+    /// The block of fences lent to the host: `(first, next, end)`, `next` the next it hands out.
+    block: Option<(u64, u64, u64)>,
+    /// The leases the host granted itself and still keeps, oldest first.
+    locals: Vec<Local>,
     marks: Marks,
     trace: Trace,
     stats: Stats,
@@ -243,6 +264,19 @@ fn op_words(op: Op) -> [u64; 5] {
         Op::Reopen { landed, clock } => [12, landed.into(), clock, 0, 0],
         Op::Burst { leave } => [13, leave, 0, 0, 0],
         Op::Bad { what } => [14, what.into(), 0, 0, 0],
+        Op::Local {
+            res,
+            key,
+            wait,
+            max,
+        } => [
+            22 | u64::from(res) << 8 | u64::from(key) << 16 | u64::from(max) << 24,
+            opt(wait),
+            0,
+            0,
+            0,
+        ],
+        Op::LocalRelease { pick } => [23, pick.into(), 0, 0, 0],
     }
 }
 
@@ -292,6 +326,8 @@ impl Driver {
                 burst_budget: BURST_BUDGET,
                 clients: VecDeque::new(),
                 next_id: 1 << 100,
+                block: None,
+                locals: Vec::new(),
                 marks: Marks::default(),
                 trace: Trace::default(),
                 stats: Stats::default(),
@@ -348,6 +384,7 @@ impl Driver {
             fences_left: (m.covered + 1).saturating_sub(m.next),
             bursts_left: h.burst_budget > 0,
             clients: h.clients.len(),
+            locals: h.locals.len(),
         }
     }
 
@@ -359,6 +396,9 @@ impl Driver {
         h.ended.clear();
         h.last_idle = None;
         h.expired = (u64::MAX, Vec::new());
+        // The leases the host granted itself died with its process, and its block of fences too.
+        h.block = None;
+        h.locals.clear();
         h.model = None;
         self.engine = None;
         let stored = h.storage.durable;
@@ -791,6 +831,11 @@ impl Host {
         {
             self.marks.hit(Mark::OverdueDeadline);
         }
+        // Every engine call gives back the fences lent to the host first, as the wasm bindings do; the
+        // host's own grants and releases make no call.
+        if !matches!(op, Op::Local { .. } | Op::LocalRelease { .. }) {
+            self.reclaim(engine)?;
+        }
         match op {
             Op::Hold {
                 res,
@@ -800,6 +845,7 @@ impl Host {
                 fast,
             } => {
                 let (r, k) = self.place(res, key);
+                self.adopt_if_local(engine, r, k)?;
                 let m = self.model.as_ref().unwrap();
                 let arg = m.key(r, k).map(|k| k.id);
                 if let Some(key) = m.key(r, k) {
@@ -908,6 +954,7 @@ impl Host {
                 ttl,
             } => {
                 let (r, k) = self.place(res, key);
+                self.adopt_if_local(engine, r, k)?;
                 let client = Client {
                     request: self.draw_id(),
                     lease: self.draw_id(),
@@ -964,6 +1011,7 @@ impl Host {
                     }
                     None => {
                         // Its request ended: a new one, with a new lease id.
+                        self.adopt_if_local(engine, client.res, client.key)?;
                         client.lease = self.draw_id();
                         let at = pick as usize % self.clients.len();
                         self.clients[at] = client;
@@ -1119,12 +1167,132 @@ impl Host {
                 engine.close();
                 self.model().close();
                 self.after_call(engine, "close")?;
+                // The store's leases ended, the ones the host granted itself too.
+                self.locals.clear();
+            }
+            Op::Local {
+                res,
+                key,
+                wait,
+                max,
+            } => {
+                let (r, k) = self.place(res, key);
+                let free = self.mix.resources[r].kind == Kind::Lock
+                    && self.model.as_ref().unwrap().key(r, k).is_none();
+                if !self.adopt_if_local(engine, r, k)? && free {
+                    if let Some(fence) = self.local_fence(engine, u64::from(max))? {
+                        self.grant(fence)?;
+                        self.trace.words(&[0x10CA1, fence]);
+                        self.log(|| format!("granted r{r}/{k} itself, fence {fence}"));
+                        self.locals.push(Local {
+                            res: r,
+                            key: k,
+                            fence,
+                            since: now,
+                        });
+                        return Ok(());
+                    }
+                }
+                // Held as usual: a key the engine knows busy (perhaps just adopted), a semaphore, or
+                // no fence to lend.
+                self.reclaim(engine)?;
+                let t = Target {
+                    res: Some(r),
+                    key: k,
+                    arg: self.model.as_ref().unwrap().key(r, k).map(|k| k.id),
+                };
+                self.hold(engine, t, wait, None, true, None)?;
+            }
+            Op::LocalRelease { pick } => {
+                if self.locals.is_empty() {
+                    return Ok(());
+                }
+                let l = self.locals.remove(pick as usize % self.locals.len());
+                self.trace.words(&[0x10CA2, l.fence]);
+                self.log(|| format!("released r{}/{} itself, fence {}", l.res, l.key, l.fence));
             }
             Op::Burst { leave } => self.burst(engine, leave)?,
             Op::Bad { what } => self.bad(engine, what)?,
             Op::Crash { .. } | Op::Reopen { .. } => unreachable!("the driver restarts"),
         }
         Ok(())
+    }
+
+    /// The next fence of the host's block for a grant it makes itself, borrowing a block of up to
+    /// `max` when it has none left (giving back the used-up one first, as the wasm `lend` does).
+    /// `None` when the engine lends none.
+    fn local_fence(&mut self, engine: &mut Engine, max: u64) -> Result<Option<u64>, String> {
+        if let Some((_, next, end)) = &mut self.block {
+            if *next < *end {
+                *next += 1;
+                return Ok(Some(*next - 1));
+            }
+        }
+        self.reclaim(engine)?;
+        let got = engine.lend_fences(max);
+        let want = self.model().lend(max);
+        let (first, end) = got.unwrap_or((0, 0));
+        self.trace.words(&[0x1E4D, first, end]);
+        self.log(|| format!("lend_fences({max}) -> {got:?}"));
+        if got != want {
+            return Err(format!("lend: the engine lent {got:?}, the model {want:?}"));
+        }
+        if got.is_some_and(|(first, end)| first >= end) {
+            return Err(format!("lend: an empty block {got:?}"));
+        }
+        // Lending may ask for the next ceiling, as a grant may: checked as after every call.
+        self.after_call(engine, "lend")?;
+        if got.is_none() {
+            return Ok(None);
+        }
+        self.block = Some((first, first + 1, end));
+        Ok(Some(first))
+    }
+
+    /// Gives back the host's block of lent fences, if it has one: the start of every engine call.
+    fn reclaim(&mut self, engine: &mut Engine) -> Result<(), String> {
+        let Some((first, next, end)) = self.block.take() else {
+            return Ok(());
+        };
+        if first < next && next < end {
+            self.marks.hit(Mark::LentPartlyReclaimed);
+        }
+        engine.reclaim_fences(next);
+        self.trace.words(&[0x8EC1, next]);
+        self.log(|| format!("reclaim_fences({next}) of [{first}, {end})"));
+        self.model()
+            .reclaim(next)
+            .map_err(|e| format!("reclaim: {e}"))?;
+        if engine.fences_lent() {
+            return Err("reclaim: the engine still lends fences".into());
+        }
+        Ok(())
+    }
+
+    /// Another request wants key `k` of resource `r`: if the host granted it itself, it hands the key
+    /// over to the engine first. Answers whether it did.
+    fn adopt_if_local(&mut self, engine: &mut Engine, r: usize, k: usize) -> Result<bool, String> {
+        let Some(at) = self.locals.iter().position(|l| (l.res, l.key) == (r, k)) else {
+            return Ok(false);
+        };
+        let local = self.locals.remove(at);
+        self.reclaim(engine)?;
+        let got = engine.adopt(self.rids[r], local.fence, local.since);
+        self.trace.words(&hold_words(&got));
+        self.log(|| {
+            format!(
+                "adopt r{r}/{k} fence {} since {} -> {got:?}",
+                local.fence, local.since
+            )
+        });
+        self.model()
+            .adopt(r, k, local.fence, local.since, &got)
+            .map_err(|e| format!("adopt: {e}"))?;
+        if got.is_ok() {
+            self.marks.hit(Mark::LocalAdopted);
+        }
+        self.after_call(engine, "adopt")?;
+        Ok(true)
     }
 
     fn cancelled(&mut self, got: &Result<Cancelled, Error>, name: u64) {
@@ -1314,7 +1482,8 @@ impl Host {
                 let Some(stale) = self.last_idle else {
                     return Ok(());
                 };
-                if closed || self.model().key(0, 0).is_some() {
+                let local = self.locals.iter().any(|l| (l.res, l.key) == (0, 0));
+                if closed || local || self.model().key(0, 0).is_some() {
                     return Ok(());
                 }
                 self.hold(engine, t(Some(0), Some(stale)), Some(10), None, false, None)
@@ -1415,6 +1584,34 @@ impl Host {
         }
         let m = self.model.as_ref().unwrap();
         m.check(now, on_time).map_err(|e| format!("model: {e}"))?;
+        // Fences lent, as the host, the engine and the model see them.
+        let lent = self.block.map(|(first, _, end)| (first, end));
+        if !m.closed && (engine.fences_lent() != lent.is_some() || m.lent != lent) {
+            return Err(format!(
+                "lent fences: the host's block {:?}, the engine lends: {}, the model's {:?}",
+                self.block,
+                engine.fences_lent(),
+                m.lent
+            ));
+        }
+        // One holder: a key the host granted itself is busy nowhere else.
+        for (i, l) in self.locals.iter().enumerate() {
+            if m.key(l.res, l.key).is_some() {
+                return Err(format!(
+                    "exclusion: key r{}/{} granted by the host (fence {}) is busy in the engine",
+                    l.res, l.key, l.fence
+                ));
+            }
+            if self.locals[..i]
+                .iter()
+                .any(|o| (o.res, o.key) == (l.res, l.key))
+            {
+                return Err(format!(
+                    "exclusion: key r{}/{} granted twice by the host",
+                    l.res, l.key
+                ));
+            }
+        }
         if self.max_fence > 0 && self.storage.durable.is_none_or(|d| d < self.max_fence) {
             return Err(format!(
                 "storage: holds {:?}, below the fence {} handed out",

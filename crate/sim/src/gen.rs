@@ -38,6 +38,8 @@ pub struct View {
     pub bursts_left: bool,
     /// Clients over a connection the host remembers.
     pub clients: usize,
+    /// Leases the host granted itself and still keeps.
+    pub locals: usize,
 }
 
 fn small(rng: &mut Rng) -> u16 {
@@ -81,10 +83,14 @@ pub fn next(rng: &mut Rng, mix: &Mix, view: &View) -> Op {
     }
     let mut w = mix.weights;
     let mut off = |d: Draw| w[d as usize] = 0;
-    if view.waiting + view.holding >= mix.cap {
+    if view.waiting + view.holding + view.locals >= mix.cap {
         off(Draw::Hold);
         off(Draw::Try);
         off(Draw::Remote);
+        off(Draw::Local);
+    }
+    if view.locals == 0 {
+        off(Draw::LocalRelease);
     }
     if view.clients == 0 {
         off(Draw::AskAgain);
@@ -230,5 +236,19 @@ pub fn next(rng: &mut Rng, mix: &Mix, view: &View) -> Op {
             ms: rng.range(1, 200),
         },
         Draw::Fire => Op::Fire,
+        Draw::Local => {
+            let (res, key) = place(rng);
+            Op::Local {
+                res,
+                key,
+                wait: if rng.chance(100) {
+                    Some(0)
+                } else {
+                    wait(rng, mix)
+                },
+                max: rng.range(1, 8) as u8,
+            }
+        }
+        Draw::LocalRelease => Op::LocalRelease { pick: pick(rng) },
     }
 }

@@ -11,8 +11,11 @@
 //!
 //! - never more holders of a key than its limit;
 //! - grants in FIFO order, no barging, a semaphore's head first;
-//! - every fence larger than every earlier one, across restarts; none above what storage acknowledged
-//!   or what the disk holds; no write that lowers the stored ceiling;
+//! - every fence larger than every earlier one, across restarts, the host's own grants from fences the
+//!   engine lent it included; none above what storage acknowledged or what the disk holds; no write
+//!   that lowers the stored ceiling;
+//! - a key the host granted itself busy nowhere else, and handed over to the engine (`adopt`) before
+//!   another request for it is made;
 //! - every request answered exactly once; with a punctual timer, no deadline left pending past its
 //!   instant; never a grant after the request's wait ran out;
 //! - a lease past its ttl or `maxHold` never renewed (by `renew` or by asking again), never released

@@ -68,9 +68,15 @@ pub enum Mark {
     AwayBackInPlace,
     /// A waiter away was not asked again within its ttl: ended.
     AwayRunsOut,
+    /// A key the host granted itself (with a lent fence) was wanted by another request: the host
+    /// handed it over to the engine (adopt), and the request held as usual.
+    LocalAdopted,
+    /// A block of fences lent to the host was given back partly used: the engine went on from the
+    /// first fence the host had not used.
+    LentPartlyReclaimed,
 }
 
-pub const MARKS: [Mark; 29] = [
+pub const MARKS: [Mark; 31] = [
     Mark::GrantRacedCancel,
     Mark::WriteFailedWhileWaitersQueue,
     Mark::SemaphoreHeadWaits,
@@ -100,6 +106,8 @@ pub const MARKS: [Mark; 29] = [
     Mark::DropPutsWaitersAway,
     Mark::AwayBackInPlace,
     Mark::AwayRunsOut,
+    Mark::LocalAdopted,
+    Mark::LentPartlyReclaimed,
 ];
 
 impl Mark {
@@ -134,6 +142,8 @@ impl Mark {
             Mark::DropPutsWaitersAway => "connection dropped, its waiters away",
             Mark::AwayBackInPlace => "waiter away asks again: back in place",
             Mark::AwayRunsOut => "waiter away past its ttl: ended",
+            Mark::LocalAdopted => "key granted by the host adopted: another asked",
+            Mark::LentPartlyReclaimed => "lent block given back partly used",
         }
     }
 

@@ -33,6 +33,11 @@
 //! - `close` ends every live request, in id order, with `Ended`; every later call is refused `closed`.
 //! - Untimed calls (the host's fast path) answer "needs the time" exactly when a deadline or a grant
 //!   to a waiter depends on it, and otherwise act at the latest time the engine was given.
+//! - Lending: a block of up to `max` covered fences goes to the host when a fence is covered and no
+//!   block is lent; until it is given back the whole block counts as handed out, and the engine
+//!   grants nothing (the host gives it back before every call). Given back, fences go on from the
+//!   first the host did not use. A key the host granted itself and hands over (adopt) becomes busy
+//!   with that one holder, its fence and its time as the host says, and an empty line.
 //!
 //! Every rule the issue lists as an invariant follows from these, and is also checked on its own by
 //! [`Model::check`] and by the driver, so that a model and an engine wrong in the same way are caught.
@@ -124,6 +129,8 @@ pub struct Model {
     pub covered: u64,
     /// The latest time the engine was given (untimed calls act at it).
     pub last_now: u64,
+    /// The block of fences lent to the host, `(first, end)`, until it gives it back.
+    pub lent: Option<(u64, u64)>,
     /// How many requests one connection may have.
     pub connection_limit: usize,
     /// The events the current call must produce, in order.
@@ -180,6 +187,7 @@ impl Model {
             next: stored + 1,
             covered: stored,
             last_now: 0,
+            lent: None,
             connection_limit,
             events: Vec::new(),
             overdue: None,
@@ -197,6 +205,10 @@ impl Model {
     /// The fence the engine hands out next (a burst takes them without the model's bookkeeping).
     pub fn take(&mut self) -> u64 {
         assert!(self.available(), "the model took an uncovered fence");
+        assert!(
+            self.lent.is_none(),
+            "the model took a fence while a block is lent"
+        );
         self.next += 1;
         self.next - 1
     }
@@ -497,6 +509,90 @@ impl Model {
             _ => {} // Busy: nothing changes
         }
         Ok(())
+    }
+
+    /// `Engine::lend_fences(max)`: the block lent, if any.
+    pub fn lend(&mut self, max: u64) -> Option<(u64, u64)> {
+        if self.closed || !self.available() || self.lent.is_some() || max == 0 {
+            return None;
+        }
+        let end = (self.next + max).min(self.covered + 1);
+        let block = (self.next, end);
+        self.next = end;
+        self.lent = Some(block);
+        Some(block)
+    }
+
+    /// `Engine::reclaim_fences(unused)`: the host gives its block back.
+    pub fn reclaim(&mut self, unused: u64) -> Result<(), String> {
+        match self.lent.take() {
+            Some((first, end)) if (first..=end).contains(&unused) => {
+                self.next = unused;
+                Ok(())
+            }
+            other => Err(format!(
+                "the host gave back its block at {unused}, the model's block is {other:?}"
+            )),
+        }
+    }
+
+    /// `Engine::adopt`: the host hands over key `key` of resource `res`, which it granted itself with
+    /// `fence` at `since`.
+    pub fn adopt(
+        &mut self,
+        res: usize,
+        key: usize,
+        fence: u64,
+        since: u64,
+        got: &Result<Hold, Error>,
+    ) -> Result<(), String> {
+        if self.closed {
+            return refuse("closed", got);
+        }
+        if fence == 0 || fence >= self.next {
+            return refuse("invalid", got);
+        }
+        if self.keys[res][key].is_some() {
+            return Err("the host adopted a key busy in the engine".into());
+        }
+        let (req, key_id) = match got {
+            Ok(Hold::Granted {
+                req,
+                key: key_id,
+                fence: f,
+            }) if *f == fence => (*req, *key_id),
+            other => {
+                return Err(format!(
+                    "adopt: the model grants fence {fence}, the engine answered {other:?}"
+                ))
+            }
+        };
+        if self.key_id_is_busy(key_id) {
+            return Err(format!(
+                "adopt: a new key got the id {key_id:?} of a busy key"
+            ));
+        }
+        self.keys[res][key] = Some(Key {
+            id: key_id,
+            holders: vec![req],
+            line: VecDeque::new(),
+            stalled: false,
+        });
+        let state = State::Holding {
+            fence,
+            since,
+            revoke_at: None,
+            expires_at: None,
+        };
+        self.add(
+            req,
+            Request {
+                res,
+                key,
+                state,
+                remote: None,
+            },
+        )
     }
 
     /// A timed hold (`Engine::hold`).

@@ -107,6 +107,19 @@ pub enum Op {
     Burst { leave: u64 },
     /// Bad input, which must be refused and change nothing (kind `what`, modulo the kinds).
     Bad { what: u8 },
+    /// A hold the host may grant itself, without calling the engine (no `maxHold`, not over a
+    /// connection): on a free key of a lock it takes the next fence of the block the engine lent it,
+    /// borrowing a block of up to `max` when it has none left. On a key it granted itself, another
+    /// request arrives: the host hands the key over (adopt), then holds as usual. Anywhere else (a
+    /// semaphore, a key busy in the engine, no fence to lend) it holds as usual, on the fast path.
+    Local {
+        res: u8,
+        key: u8,
+        wait: Option<u64>,
+        max: u8,
+    },
+    /// The `pick`-th lease the host granted itself (and still keeps) is released: the host forgets it.
+    LocalRelease { pick: u16 },
 }
 
 impl Op {
@@ -119,7 +132,8 @@ impl Op {
             | Op::AskAgain { pick, .. }
             | Op::Renew { pick }
             | Op::ReleaseLease { pick }
-            | Op::CancelRequest { pick } => Some(pick),
+            | Op::CancelRequest { pick }
+            | Op::LocalRelease { pick } => Some(pick),
             _ => None,
         }
     }
@@ -133,7 +147,8 @@ impl Op {
             | Op::AskAgain { pick, .. }
             | Op::Renew { pick }
             | Op::ReleaseLease { pick }
-            | Op::CancelRequest { pick } => *pick = to,
+            | Op::CancelRequest { pick }
+            | Op::LocalRelease { pick } => *pick = to,
             _ => {}
         }
         self
@@ -212,6 +227,13 @@ impl fmt::Display for Op {
             Op::Reopen { landed: l, clock } => write!(f, "reopen {} @{clock}", landed(l)),
             Op::Burst { leave } => write!(f, "burst {leave}"),
             Op::Bad { what } => write!(f, "bad {what}"),
+            Op::Local {
+                res,
+                key,
+                wait,
+                max,
+            } => write!(f, "local {res} {key} w={} n={max}", ms(wait)),
+            Op::LocalRelease { pick } => write!(f, "local-release {pick}"),
         }
     }
 }
@@ -322,6 +344,13 @@ pub fn parse(text: &str) -> Result<Op, String> {
         },
         Some("burst") => Op::Burst { leave: num(1)? },
         Some("bad") => Op::Bad { what: byte(1)? },
+        Some("local") => Op::Local {
+            res: byte(1)?,
+            key: byte(2)?,
+            wait: opt(3, "w=")?,
+            max: u8::try_from(prefixed(4, "n=")?).map_err(|_| bad())?,
+        },
+        Some("local-release") => Op::LocalRelease { pick: small(1)? },
         _ => return Err(bad()),
     };
     Ok(op)
@@ -411,6 +440,19 @@ mod tests {
             },
             Op::Burst { leave: 500_001 },
             Op::Bad { what: 4 },
+            Op::Local {
+                res: 1,
+                key: 3,
+                wait: None,
+                max: 4,
+            },
+            Op::Local {
+                res: 0,
+                key: 0,
+                wait: Some(0),
+                max: 1,
+            },
+            Op::LocalRelease { pick: 9 },
         ];
         let text = write_seq(&ops);
         assert_eq!(parse_seq(&text).unwrap(), ops);

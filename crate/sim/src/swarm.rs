@@ -55,9 +55,11 @@ pub enum Draw {
     CancelRequest,
     Drop,
     Goodbye,
+    Local,
+    LocalRelease,
 }
 
-pub const DRAWS: [Draw; 26] = [
+pub const DRAWS: [Draw; 28] = [
     Draw::Hold,
     Draw::Try,
     Draw::Release,
@@ -84,6 +86,8 @@ pub const DRAWS: [Draw; 26] = [
     Draw::CancelRequest,
     Draw::Drop,
     Draw::Goodbye,
+    Draw::Local,
+    Draw::LocalRelease,
 ];
 
 /// The name of the lock that bursts use, registered after the mix's resources; no other operation
@@ -150,6 +154,9 @@ impl Mix {
         let mut weights = [0u32; DRAWS.len()];
         for (w, draw) in weights.iter_mut().zip(DRAWS) {
             let (base, optional) = match draw {
+                // Drawn last (below), so that every other part of a seed's mix stays as it was
+                // before they came: sequences shrunk from older runs mean the same thing.
+                Draw::Local | Draw::LocalRelease => continue,
                 Draw::Hold => (40, false),
                 Draw::Try => (10, true),
                 Draw::Release => (30, false),
@@ -216,7 +223,7 @@ impl Mix {
         }
         waits[0] = waits[0].max(1);
         max_holds[0] = max_holds[0].max(1);
-        Mix {
+        let mut mix = Mix {
             resources,
             stored,
             clock: rng.below(1 << 40),
@@ -237,6 +244,15 @@ impl Mix {
                 rng.range(1, 10) as u32,
                 rng.range(0, 3) as u32,
             ],
+        };
+        // The host's own grants from lent fences, in four runs of five; drawn after everything else.
+        for (draw, base) in [(Draw::Local, 12), (Draw::LocalRelease, 8)] {
+            mix.weights[draw as usize] = if rng.chance(200) {
+                0
+            } else {
+                (base * rng.range(1, 12) as u32).div_ceil(4)
+            };
         }
+        mix
     }
 }

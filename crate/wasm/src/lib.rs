@@ -12,6 +12,12 @@
 //!   `wasm-bindgen-futures`) when the store opens and whenever the engine asks for the next fence
 //!   ceiling; when such a write settles they call the host's `wake` function, and the host calls
 //!   [`Core::settle`] with the time, so that the engine still never reads a clock.
+//! - Uncontended grants need no call at all: the host borrows a block of fences ([`Core::lend`]) and
+//!   grants a free key of a lock itself, taking the next fence of the block from the buffer
+//!   ([`buffer::FENCE_NEXT`]). Every other call that can touch the engine first gives back what the
+//!   host did not use, so the engine's grants come after the host's and fences stay increasing in
+//!   grant order. When another request wants a key the host granted itself, the host hands the key
+//!   over ([`Core::adopt`]) and then holds as usual.
 
 mod hex;
 mod remote;
@@ -49,7 +55,15 @@ pub mod buffer {
     pub const EVENT_SIZE: usize = 4;
     /// How many events one call writes at most; `drain()` writes the rest.
     pub const EVENT_SLOTS: usize = 256;
-    pub const LEN: usize = EVENTS + EVENT_SIZE * EVENT_SLOTS;
+    /// The next fence of the block `lend()` lent the host. While a block is lent (`FENCE_END` > 0),
+    /// the host grants a key itself with fence `f = buf[FENCE_NEXT]` if `f < buf[FENCE_END]`, and
+    /// writes `f + 1` back here; nothing else writes it. The next call that can touch the engine
+    /// reads it as the first fence the host did not use, gives the rest back, and sets both slots
+    /// to 0.
+    pub const FENCE_NEXT: usize = EVENTS + EVENT_SIZE * EVENT_SLOTS;
+    /// The end (exclusive) of the block lent to the host; 0 while nothing is lent.
+    pub const FENCE_END: usize = FENCE_NEXT + 1;
+    pub const LEN: usize = FENCE_END + 1;
 
     /// Event kinds, as the first number of an event.
     pub const GRANTED: f64 = 1.0; // id: request, a: fence
@@ -133,6 +147,9 @@ struct Inner {
 pub struct Core {
     inner: Rc<RefCell<Inner>>,
     buf: Box<[f64; buffer::LEN]>,
+    /// Whether a block of fences is lent to the host (the engine's `fences_lent`, kept here so that
+    /// every call checks it without borrowing the engine).
+    lent: bool,
 }
 
 /// Opens a store's engine on `storage`: reads the last fence ceiling, writes the next, and answers once
@@ -163,6 +180,7 @@ pub async fn open_core(storage: Storage, wake: Function) -> Result<Core, JsValue
     Ok(Core {
         inner: Rc::new(RefCell::new(inner)),
         buf: Box::new([0.0; buffer::LEN]),
+        lent: false,
     })
 }
 
@@ -236,6 +254,7 @@ impl Core {
     /// [`status::BUSY`] when it would wait and `wait` is 0, or another [`status`] on error (the message
     /// from `lastError()`). The request's and key's ids are in the buffer.
     pub fn hold(&mut self, res: u32, key: f64, wait: f64, max_hold: f64, now: f64) -> f64 {
+        self.reclaim();
         let key = if key < 0.0 { None } else { id_of(key) };
         let wait = if wait < 0.0 { None } else { Some(wait as u64) };
         let max_hold = if max_hold > 0.0 {
@@ -267,6 +286,7 @@ impl Core {
     /// key going idle), `IDLE_BASE - key index` when the key went idle and nothing else happened, or
     /// [`status::CLOSED`]. `now` may be -1, as for `hold`.
     pub fn release(&mut self, req: f64, now: f64) -> f64 {
+        self.reclaim();
         let Some(req) = id_of(req) else { return 0.0 };
         {
             let mut inner = self.inner.borrow_mut();
@@ -296,6 +316,7 @@ impl Core {
 
     /// Ends a request the host no longer wants (see `Engine::cancel`). Answers as `release`.
     pub fn cancel(&mut self, req: f64, now: f64) -> f64 {
+        self.reclaim();
         let Some(req) = id_of(req) else { return 0.0 };
         let answer = self.inner.borrow_mut().engine.cancel(req, now as u64);
         self.after(answer.map(|_: Cancelled| ()))
@@ -303,6 +324,7 @@ impl Core {
 
     /// Acts on every deadline up to `now`. Answers as `release`.
     pub fn advance(&mut self, now: f64) -> f64 {
+        self.reclaim();
         self.inner.borrow_mut().engine.advance(now as u64);
         self.after(Ok(()))
     }
@@ -319,6 +341,7 @@ impl Core {
 
     /// Applies the fence writes that settled since the last call (after `wake`). Answers as `release`.
     pub fn settle(&mut self, now: f64) -> f64 {
+        self.reclaim();
         {
             let mut inner = self.inner.borrow_mut();
             for written in std::mem::take(&mut inner.written) {
@@ -333,13 +356,63 @@ impl Core {
 
     /// Writes more of the pending events into the buffer; answers how many.
     pub fn drain(&mut self) -> f64 {
+        self.reclaim();
         self.write_events()
     }
 
     /// Closes the engine; every request ends with an `ENDED` event. Answers as `release`.
     pub fn close(&mut self) -> f64 {
+        self.reclaim();
         self.inner.borrow_mut().engine.close();
         self.write_events()
+    }
+
+    /// Lends the host a block of up to `max` fences for the keys it grants itself (see
+    /// [`buffer::FENCE_NEXT`] and `Engine::lend_fences`), after giving back the block lent before, if
+    /// any. Answers how many fences it lent, with the first at `buffer::FENCE_NEXT` and the end
+    /// (exclusive) at `buffer::FENCE_END`; or 0, both slots 0, when none can be lent (no fence is
+    /// covered now, or the store is closed): the host then holds through `hold`. May start a fence
+    /// write, as a grant may.
+    pub fn lend(&mut self, max: f64) -> f64 {
+        self.reclaim();
+        // NaN, negative and fractional counts ask for what they round down to, 0 at least.
+        let max = if max >= 1.0 { max as u64 } else { 0 };
+        let lent = self.inner.borrow_mut().engine.lend_fences(max);
+        self.persist_if_asked();
+        let Some((first, end)) = lent else {
+            self.buf[buffer::FENCE_NEXT] = 0.0;
+            self.buf[buffer::FENCE_END] = 0.0;
+            return 0.0;
+        };
+        self.buf[buffer::FENCE_NEXT] = first as f64;
+        self.buf[buffer::FENCE_END] = end as f64;
+        self.lent = true;
+        (end - first) as f64
+    }
+
+    /// Hands the engine a key of resource `res` the host granted itself, with `fence` (from a lent
+    /// block) at its time `since` (ms), because another request wants it now (see `Engine::adopt`).
+    /// Gives back the lent block first, so `fence` must be below the `buffer::FENCE_NEXT` the host
+    /// wrote. Answers as `hold` does for a grant: the fence (> 0), with the ids of the adopted
+    /// request and of the key in the buffer (`REQ`, `KEY`), or a negative [`status`] on error (the
+    /// message from `lastError()`). Writes no event (`HOLD_EVENTS` is 0).
+    pub fn adopt(&mut self, res: u32, fence: f64, since: f64) -> f64 {
+        self.reclaim();
+        // A fence that is not a whole number from 1 is refused as one never handed out.
+        let fence = if fence >= 1.0 && fence.fract() == 0.0 {
+            fence as u64
+        } else {
+            0
+        };
+        let since = if since > 0.0 { since as u64 } else { 0 };
+        let answer = self
+            .inner
+            .borrow_mut()
+            .engine
+            .adopt(ResourceId(res), fence, since);
+        let answer = self.hold_answer(answer);
+        self.buf[buffer::HOLD_EVENTS] = 0.0;
+        answer
     }
 
     /// Whether a fence write is under way (see `Engine::persist_pending`).
@@ -386,9 +459,13 @@ impl Core {
         serde_wasm_bindgen::to_value(&views).map_err(|e| js_error("invalid", &e.to_string(), None))
     }
 
-    /// The last fence handed out (0 before the first).
+    /// The last fence handed out (0 before the first), the host's own grants from a lent block
+    /// included (read from `buffer::FENCE_NEXT`, which the block is not given back for).
     #[wasm_bindgen(js_name = lastFence)]
     pub fn last_fence(&self) -> f64 {
+        if self.lent {
+            return self.buf[buffer::FENCE_NEXT] - 1.0;
+        }
         self.inner.borrow().engine.last_fence() as f64
     }
 
@@ -409,6 +486,33 @@ impl Core {
 }
 
 impl Core {
+    /// Gives back the block of fences lent to the host, if one is: the engine goes on from the first
+    /// fence the host did not use (`buffer::FENCE_NEXT`). Every `&mut self` method calls it first,
+    /// before the engine can grant (an engine grant while fences are lent would break their order);
+    /// when nothing is lent it costs one test of a bool.
+    ///
+    /// # Panics
+    /// (A trap) when the host wrote a `FENCE_NEXT` outside the block: fences would repeat.
+    #[inline]
+    fn reclaim(&mut self) {
+        if self.lent {
+            self.give_back();
+        }
+    }
+
+    #[cold]
+    fn give_back(&mut self) {
+        let unused = self.buf[buffer::FENCE_NEXT];
+        assert!(
+            unused >= 1.0 && unused.fract() == 0.0,
+            "the host's next lent fence {unused} is not a fence"
+        );
+        self.inner.borrow_mut().engine.reclaim_fences(unused as u64);
+        self.buf[buffer::FENCE_NEXT] = 0.0;
+        self.buf[buffer::FENCE_END] = 0.0;
+        self.lent = false;
+    }
+
     /// Writes a hold's ids into the buffer and answers its number (see `hold`).
     fn hold_answer(&mut self, answer: Result<Hold, Error>) -> f64 {
         match answer {

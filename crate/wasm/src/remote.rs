@@ -29,6 +29,7 @@ impl Core {
         ttl: f64,
         now: f64,
     ) -> Result<f64, JsValue> {
+        self.reclaim();
         let remote = Remote {
             conn,
             request: unhex(request, "request")?,
@@ -68,6 +69,7 @@ impl Core {
     /// `buffer::REVOKE_IN`, or -1), or 0 when the lease is lost. Events it caused (a lease found past
     /// its ttl ends now) are counted at `buffer::HOLD_EVENTS`.
     pub fn renew(&mut self, lease: &str, now: f64) -> Result<f64, JsValue> {
+        self.reclaim();
         let lease = unhex(lease, "lease")?;
         let answer = self.inner.borrow_mut().engine.renew(lease, now as u64);
         let answer = match answer {
@@ -86,6 +88,7 @@ impl Core {
     /// Releases a lease named by its lease id. Answers the events written, as `release`.
     #[wasm_bindgen(js_name = releaseLease)]
     pub fn release_lease(&mut self, lease: &str, now: f64) -> Result<f64, JsValue> {
+        self.reclaim();
         let lease = unhex(lease, "lease")?;
         let answer = self
             .inner
@@ -98,6 +101,7 @@ impl Core {
     /// Cancels a request named by its request id. Answers the events written, as `release`.
     #[wasm_bindgen(js_name = cancelRequest)]
     pub fn cancel_request(&mut self, request: &str, now: f64) -> Result<f64, JsValue> {
+        self.reclaim();
         let request = unhex(request, "request")?;
         let answer = self
             .inner
@@ -111,6 +115,7 @@ impl Core {
     /// event. Answers the events written.
     #[wasm_bindgen(js_name = connectionEnded)]
     pub fn connection_ended(&mut self, conn: u32, goodbye: bool, now: f64) -> f64 {
+        self.reclaim();
         {
             let engine = &mut self.inner.borrow_mut().engine;
             if goodbye {
@@ -135,6 +140,7 @@ impl Core {
     /// How many requests one connection may have, leases and waiting together.
     #[wasm_bindgen(js_name = setConnectionLimit)]
     pub fn set_connection_limit(&mut self, limit: u32) {
+        self.reclaim();
         self.inner
             .borrow_mut()
             .engine
