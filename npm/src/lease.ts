@@ -29,10 +29,13 @@ export class Lease {
   /** The key, always as a string. */
   readonly key: string
   readonly #owner: LeaseOwner
-  readonly #req: number
+  /** The engine's request id, or (negative) a key granted on the store's side (see `Store` # Keys granted here). */
+  #req: number
   #state = HOLDING
   #reason: LostError | ClosedError | undefined
   #controller: AbortController | undefined
+  /** @internal When it was granted (the store's turn time), for `inspect` while only the store knows it. */
+  _since = 0
 
   /** @internal */
   constructor(owner: LeaseOwner, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, req: number) {
@@ -102,5 +105,10 @@ export class Lease {
   /** @internal */
   get _req(): number {
     return this.#req
+  }
+
+  /** @internal The engine took over a holding the store granted itself: from now on it is request `req`. */
+  _adopted(req: number): void {
+    this.#req = req
   }
 }

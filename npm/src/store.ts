@@ -3,9 +3,9 @@
  * `AbortSignal`s, the map from key strings to the engine's key ids, and the storage callback.
  *
  * # How a hold crosses into wasm
- * A hold of a free key is one call (`core.hold`) that answers its fence; its release is one more, whose
- * events (the next holder's grant, or the key going idle) the store reads from a buffer shared with the
- * engine. Key strings stay on this side: the engine names a busy key by an id, which `Resource.keys`
+ * A hold of a lock's free key without maxHold does not (see # Keys granted here). Any other hold is
+ * one call (`core.hold`) that answers its fence; its release is one more, whose events (the next
+ * holder's grant, or the key going idle) the store reads from a buffer shared with the engine. Key strings stay on this side: the engine names a busy key by an id, which `Resource.keys`
  * maps to while the key is busy and forgets when the engine says the key went idle. So idle keys cost
  * nothing on either side.
  *
@@ -21,6 +21,17 @@
  * run by the outermost loop in grant order: the stack stays flat, and the order is the engine's
  * (LOCK-01). Where no context can be kept (no `capture`), the waiter's promise
  * resolves to the lease and fn runs in the job that resumes it.
+ *
+ * # Keys granted here
+ * A lock's free key, held without `maxHold`, is granted on this side: no call into wasm, its fence
+ * the next of a block the engine lent (`core.lend`, in the buffer at `FENCE_NEXT`..`FENCE_END`), its
+ * record the lease itself in `Resource.keys` in place of a key id, its release a delete. The engine
+ * takes the block back at the start of its next call, from the first fence not taken, so fences stay
+ * in grant order whoever granted them. The first request the key's holder does not answer alone (a
+ * hold that would wait, a hold over a connection) hands the holding to the engine first
+ * (`core.adopt`: a busy key with this lease as its holder), and everything after goes the engine's
+ * way until the key is idle again. A key granted here is never known to the engine, so nothing there
+ * can be due for it: only a maxHold or a ttl sets a deadline, and those holds go to the engine.
  *
  * # Answering everyone
  * Every request the engine knows is recorded in `#reqs` (by the index of its id) as a `Waiter` or a
@@ -47,6 +58,13 @@ const HOLD_EVENTS = 2
 const EVENTS = 4
 const EVENT_SIZE = 4
 const EVENT_SLOTS = 256
+/** The lent fences (see # Keys granted here): the next to take, and the end of the block (0: none lent). */
+const FENCE_NEXT = EVENTS + EVENT_SIZE * EVENT_SLOTS
+const FENCE_END = FENCE_NEXT + 1
+/** How many fences to borrow at once: one call into wasm per this many keys granted here. */
+const LEND = 4096
+/** The request id of a lease granted here: `HERE - resource id` (negative; the engine's ids are not). */
+const HERE = -1
 const GRANTED = 1
 const TIMED_OUT = 2
 const REVOKED = 3
@@ -130,7 +148,7 @@ export interface Resource {
   kind: 'lock' | 'semaphore'
   name: string
   limit: number
-  /** Busy keys: key string to the engine's key id. */
+  /** Busy keys: key string to the engine's key id, or to the lease of a key granted here. */
   keys: KeyIds
   /** Whether holds over a connection have used it. */
   remote?: boolean
@@ -138,11 +156,12 @@ export interface Resource {
 
 /** The part of a `Map` from key strings to key ids that a resource's users call. */
 export interface KeyIds {
-  get(key: string): number | undefined
+  get(key: string): number | Lease | undefined
   has(key: string): boolean
-  set(key: string, id: number): unknown
+  set(key: string, id: number | Lease): unknown
   delete(key: string): boolean
   clear(): void
+  values(): IterableIterator<number | Lease>
 }
 
 /**
@@ -152,10 +171,10 @@ export interface KeyIds {
  */
 export class SlotKeyIds implements KeyIds {
   #key: string | undefined = undefined
-  #id = 0
-  readonly #more = new Map<string, number>()
+  #id: number | Lease = 0
+  readonly #more = new Map<string, number | Lease>()
 
-  get(key: string): number | undefined {
+  get(key: string): number | Lease | undefined {
     if (key === this.#key) return this.#id
     return this.#more.size === 0 ? undefined : this.#more.get(key)
   }
@@ -164,7 +183,7 @@ export class SlotKeyIds implements KeyIds {
     return key === this.#key || (this.#more.size !== 0 && this.#more.has(key))
   }
 
-  set(key: string, id: number): this {
+  set(key: string, id: number | Lease): this {
     if (key === this.#key || (this.#key === undefined && !this.#more.has(key))) {
       this.#key = key
       this.#id = id
@@ -175,6 +194,7 @@ export class SlotKeyIds implements KeyIds {
   delete(key: string): boolean {
     if (key === this.#key) {
       this.#key = undefined
+      this.#id = 0
       return true
     }
     return this.#more.delete(key)
@@ -182,7 +202,13 @@ export class SlotKeyIds implements KeyIds {
 
   clear(): void {
     this.#key = undefined
+    this.#id = 0
     this.#more.clear()
+  }
+
+  *values(): IterableIterator<number | Lease> {
+    if (this.#key !== undefined) yield this.#id
+    yield* this.#more.values()
   }
 }
 
@@ -232,6 +258,7 @@ export class Store implements LeaseOwner {
   readonly #memory: WebAssembly.Memory
   readonly #ptr: number
   #buf: Float64Array
+  readonly #bufLen: number
   readonly #clock: Clock
   readonly #storage: Storage
   readonly #context: ContextStorage | undefined
@@ -247,8 +274,9 @@ export class Store implements LeaseOwner {
   /** Requests over connections by request id (see `_remoteHold`). */
   readonly #remotes = new Map<string, RemoteRequest>()
   readonly #remoteLeases = new Map<string, RemoteRequest>()
-  /** Whether the clock was read in this turn of the event loop (see `#turnNow`). */
+  /** Whether the clock was read in this turn of the event loop (see `#turnNow`), and what it said. */
   #turnRead = false
+  #turnTime = 0
   /**
    * Waiters granted and their leases, in pairs, whose fns are still to run (see # Handing a key over):
    * the first `#handOverEnd` entries. The array keeps its size once emptied (emptied by `length = 0`,
@@ -278,7 +306,8 @@ export class Store implements LeaseOwner {
     this.#core = core
     this.#memory = memory
     this.#ptr = core.bufferPtr()
-    this.#buf = new Float64Array(memory.buffer, this.#ptr, core.bufferLen())
+    this.#bufLen = core.bufferLen()
+    this.#buf = new Float64Array(memory.buffer, this.#ptr, this.#bufLen)
     this.#storage = storage
     this.#clock = clock
     this.#context = context
@@ -332,13 +361,14 @@ export class Store implements LeaseOwner {
    */
   inspect(): KeyInfo[] {
     this.#checkOpen('inspect')
-    const raw = this.#call('inspect', () => this.#core.inspect(this.#clock.now())) as {
+    const now = this.#clock.now()
+    const raw = this.#call('inspect', () => this.#core.inspect(now)) as {
       resource: number
       key: number
       holders: { fence: number; heldMs: number }[]
       waiting: number
     }[]
-    return raw.map(view => {
+    const busy: KeyInfo[] = raw.map(view => {
       const resource = this.#byId[view.resource]!
       return {
         kind: resource.kind,
@@ -348,6 +378,15 @@ export class Store implements LeaseOwner {
         waiting: view.waiting,
       }
     })
+    // And the keys granted here, which the engine does not know.
+    for (const resource of this.#byId) {
+      if (!resource) continue
+      for (const record of resource.keys.values()) {
+        if (typeof record === 'number') continue
+        busy.push({ kind: resource.kind, name: resource.name, key: record.key, holders: [{ fence: record.fence, heldMs: Math.max(0, now - record._since) }], waiting: 0 })
+      }
+    }
+    return busy
   }
 
   /**
@@ -367,6 +406,7 @@ export class Store implements LeaseOwner {
       return this.#closeStorage()
     }
     this.#drain(n, this.#clock.now())
+    this.#loseHere(this.#closed)
     // Remote holders and waiters were answered by the drain; now their connections can go.
     await Promise.all([...this.#servers].map(server => server.close().catch(() => {})))
     // A fence write still under way must land before the storage is let go: landing later, it could
@@ -399,12 +439,25 @@ export class Store implements LeaseOwner {
   _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn?: (lease: Lease) => unknown): Lease | Promise<unknown> | undefined {
     if (this.#closed) throw this.#closedError(handle, key)
     const resource = handle._resource
-    const known = resource.keys.get(key)
-    // Only a busy key can be held in this very context (a free key is in no hold): the async context
-    // is looked at only then.
-    if (known !== undefined && this.#context !== undefined && this.#heldHere(resource, key)) {
-      if (isTry) return undefined
-      throw new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`)
+    let known = resource.keys.get(key)
+    if (known === undefined) {
+      if (resource.limit === 1 && handle._maxHold === 0) {
+        const lease = this.#grantHere(handle, resource, key)
+        if (lease !== undefined) return lease
+      }
+    } else {
+      // Only a busy key can be held in this very context (a free key is in no hold): the async context
+      // is looked at only then.
+      if (this.#context !== undefined && this.#heldHere(resource, key)) {
+        if (isTry) return undefined
+        throw new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`)
+      }
+      if (typeof known !== 'number') {
+        // Granted here: a request that would not wait changes nothing; one that waits goes in line
+        // behind the holder, in the engine.
+        if (isTry || wait === 0) return undefined
+        known = this.#adopt(resource, key, known)
+      }
     }
     const waitMs = wait === Infinity ? -1 : wait
     // The clock is read only when the engine needs the time (see `#turnNow`): a maxHold always, a wait
@@ -478,6 +531,12 @@ export class Store implements LeaseOwner {
    * here only `fromHold` (see # Handing a key over); otherwise in a microtask.
    */
   _release(req: number, lease: Lease, fromHold = false): void {
+    if (req < 0) {
+      // Granted here and never adopted: nobody waits for it, and the engine never knew it.
+      const keys = this.#byId[HERE - req]!.keys
+      if (keys.get(lease.key) === lease) keys.delete(lease.key)
+      return
+    }
     if (this.#closed) return
     let n: number
     // Untimed but for the first call of a turn (see `#turnNow`); the engine asks for the time when a
@@ -515,7 +574,13 @@ export class Store implements LeaseOwner {
     if (this.#turnRead) return -1
     this.#turnRead = true
     this.#clock.setTimeout(this.#endTurn, 0)
-    return this.#clock.now()
+    return (this.#turnTime = this.#clock.now())
+  }
+
+  /** The time of this turn (read now if not yet): the stamp of a key granted here, as the engine's untimed grants. */
+  #turnStamp(): number {
+    this.#turnNow()
+    return this.#turnTime
   }
 
   readonly #endTurn = (): void => {
@@ -573,6 +638,62 @@ export class Store implements LeaseOwner {
 
   // ---- internals ----
 
+  /**
+   * Grants a free key here (see # Keys granted here) with the next lent fence, borrowing a block
+   * when none is left; `undefined` when the engine has no fence to lend (its grant waits for storage).
+   */
+  #grantHere(handle: Lock, resource: Resource, key: string): Lease | undefined {
+    let buf = this.#view()
+    let fence = buf[FENCE_NEXT]!
+    if (!(fence < buf[FENCE_END]!)) {
+      let lent: number
+      try {
+        lent = this.#core.lend(LEND)
+      } catch (error) {
+        throw this.#trap(error)
+      }
+      if (lent <= 0) return undefined
+      buf = this.#view()
+      fence = buf[FENCE_NEXT]!
+    }
+    buf[FENCE_NEXT] = fence + 1
+    const lease = new Lease(this, handle, key, fence, HERE - resource.id)
+    lease._since = this.#turnStamp()
+    resource.keys.set(key, lease)
+    return lease
+  }
+
+  /** Hands the holding of a key granted here to the engine, which now knows the key: answers its id. */
+  #adopt(resource: Resource, key: string, lease: Lease): number {
+    let answer: number
+    try {
+      answer = this.#core.adopt(resource.id, lease.fence, lease._since)
+    } catch (error) {
+      throw this.#trap(error)
+    }
+    if (!(answer > 0)) throw this.#trap(new Error(`the engine refused a key granted here: ${this.#core.lastError()}`))
+    const buf = this.#view()
+    const req = buf[REQ]!
+    const id = buf[KEY]!
+    this.#newKey(resource, key, id)
+    this.#reqs[req >>> 0] = lease
+    lease._adopted(req)
+    return id
+  }
+
+  /** Ends every lease granted here, as the store closes (the engine ends its own). */
+  #loseHere(reason: ClosedError): void {
+    let lost: Lease[] | undefined
+    for (const resource of this.#byId) {
+      if (!resource) continue
+      for (const record of resource.keys.values()) if (typeof record !== 'number') (lost ??= []).push(record)
+    }
+    if (!lost) return
+    // Forgotten first: a listener of a lease's signal may ask about its key.
+    for (const lease of lost) this.#byId[HERE - lease._req]!.keys.delete(lease.key)
+    for (const lease of lost) lease._lose(reason)
+  }
+
   #newKey(resource: Resource, key: string, id: number): void {
     resource.keys.set(key, id)
     const index = id >>> 0
@@ -582,10 +703,11 @@ export class Store implements LeaseOwner {
 
   #heldHere(resource: Resource, key: string): boolean {
     for (let frame = this.#context!.getStore(); frame; frame = frame.parent) {
-      // Still holding: a released or lost lease is no longer the record of its request.
-      if (frame.resource === resource && frame.lease.key === key && this.#reqs[frame.lease._req >>> 0] === frame.lease) {
-        return true
-      }
+      // Still holding: a released or lost lease is no longer the record of its request (or, granted
+      // here, of its key).
+      if (frame.resource !== resource || frame.lease.key !== key) continue
+      const req = frame.lease._req
+      if (req < 0 ? resource.keys.get(key) === frame.lease : this.#reqs[req >>> 0] === frame.lease) return true
     }
     return false
   }
@@ -739,7 +861,8 @@ export class Store implements LeaseOwner {
     if (this.#closed) return record.sink.failed(record, 'closed', `${record.place()}: the store is closed`)
     const resource = handle._resource
     resource.remote = true
-    const known = resource.keys.get(record.key)
+    let known = resource.keys.get(record.key)
+    if (known !== undefined && typeof known !== 'number') known = this.#adopt(resource, record.key, known)
     const now = this.#clock.now()
     let answer: number
     try {
@@ -863,7 +986,7 @@ export class Store implements LeaseOwner {
 
   /** The buffer, made anew when wasm memory grew (which detaches the old view). */
   #view(): Float64Array {
-    if (this.#buf.length === 0) this.#buf = new Float64Array(this.#memory.buffer, this.#ptr, EVENTS + EVENT_SIZE * EVENT_SLOTS)
+    if (this.#buf.length === 0) this.#buf = new Float64Array(this.#memory.buffer, this.#ptr, this.#bufLen)
     return this.#buf
   }
 
@@ -940,6 +1063,7 @@ export class Store implements LeaseOwner {
         record.reject(this.#closedError(record.handle, record.key))
       }
     }
+    this.#loseHere(closed)
     for (const resource of this.#byId) resource?.keys.clear()
     void this.#closeStorage().catch(() => {})
     return closed

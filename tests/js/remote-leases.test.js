@@ -72,6 +72,21 @@ test('LOCK-05: remote and local holds share keys, lines and fences', async () =>
   await s.close()
 })
 
+test('LOCK-05: a key the store granted in-process, then asked for over a connection, waits its turn and gets a larger fence', async () => {
+  const s = await served()
+  const { client } = await s.client()
+  const local = s.store.lock('jobs', { wait: Infinity })
+  const held = await local.acquire('nightly')
+  assert.equal(s.store._footprint()[0], 0, 'a free key held in-process is granted without the engine')
+  const remoteHold = client.lock('jobs', { wait: Infinity }).hold('nightly', lease => lease.fence)
+  await until(() => s.store.inspect()[0]?.waiting === 1, 'the remote hold waits behind the local holder')
+  assert.deepEqual(s.store.inspect()[0].holders.map(h => h.fence), [held.fence])
+  assert.deepEqual(await client.lock('jobs').tryHold('nightly', () => 1), { acquired: false })
+  await held.release()
+  assert.ok((await remoteHold) > held.fence)
+  await s.close()
+})
+
 test('LOCK-01 over a connection: keys and names reach the server as sent, whatever their characters (the codec cuts its strings in UTF-16 units)', async () => {
   const s = await served()
   const { client } = await s.client()
