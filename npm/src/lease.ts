@@ -34,8 +34,8 @@ export class Lease {
   #state = HOLDING
   #reason: LostError | ClosedError | undefined
   #controller: AbortController | undefined
-  /** @internal When it was granted (the store's turn time), for `inspect` while only the store knows it. */
-  _since = 0
+  /** When a lease the store granted itself was granted (its turn's time), for `inspect` and `adopt`. */
+  #since = 0
 
   /** @internal */
   constructor(owner: LeaseOwner, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, req: number) {
@@ -105,6 +105,15 @@ export class Lease {
   /** @internal */
   get _req(): number {
     return this.#req
+  }
+
+  /** @internal When the store granted it itself (see `#since`). */
+  get _since(): number {
+    return this.#since
+  }
+
+  set _since(at: number) {
+    this.#since = at
   }
 
   /** @internal The engine took over a holding the store granted itself: from now on it is request `req`. */
