@@ -28,7 +28,7 @@ export const ON_REQUEST = ['holdfast-slim']
 // What each adapter is, for the header of the report.
 export const DESCRIPTIONS = {
   'bare': 'no lock: `async (k, fn) => await fn()` (promise round-trip floor; its checks are expected to fail)',
-  'bare-context': 'no lock, but each hold runs fn in a context of its own: `await als.run({ key }, fn)` with an AsyncLocalStorage, as LOCK-04 asks (the floor of any lock that detects reentrancy that way; its checks are expected to fail)',
+  'bare-context': 'no lock, but each hold runs fn in a context of its own, as LOCK-04 asks: `await als.run({ key }, fn)` with an AsyncLocalStorage (on Node 24, an AsyncResource with enterWith inside, which copies the context once where run copies it twice) — the floor of any lock that detects reentrancy that way; its checks are expected to fail',
   'async-lock': 'new AsyncLock({ maxPending: Infinity }).acquire(key, fn); try = isBusy(key) check',
   'async-mutex': 'Map<key,{Mutex,refs}> deleted when idle; Mutex.runExclusive; try = isLocked() check; Semaphore(limit).runExclusive',
   'holdfast': 'openStore({ storage: memoryStorage() }); lock(\'bench\').hold(key, fn) / hold(key, { wait: Infinity }, fn); tryHold(key, fn); semaphore(\'bench\', { limit }).hold(\'k\', { wait: Infinity }, fn)',
@@ -70,9 +70,19 @@ export async function makeAdapter(name) {
       // context of its own, which the code fn calls can read back after any await. This is that and
       // nothing else: a new store object per hold (siblings must not share one) entered with run().
       // On Node 20 the first run() also turns on promise hooks for the whole process.
-      const { AsyncLocalStorage } = await import('node:async_hooks')
+      // Entered the cheapest way known per runtime, as holdfast enters it (npm/src/node-runtime.ts):
+      // where the context is an AsyncContextFrame (Node 24: no `_enable`), run() copies it twice and an
+      // AsyncResource with enterWith() inside once; elsewhere run() copies nothing.
+      const { AsyncLocalStorage, AsyncResource } = await import('node:async_hooks')
       const als = new AsyncLocalStorage()
-      const hold = async (key, fn) => await als.run({ key }, fn)
+      const framed = typeof als._enable !== 'function' && typeof process.versions.bun !== 'string'
+      const hold = framed
+        ? async (key, fn) =>
+            await new AsyncResource('bare-context').runInAsyncScope(() => {
+              als.enterWith({ key })
+              return fn()
+            })
+        : async (key, fn) => await als.run({ key }, fn)
       return {
         hold,
         holdWait: hold,

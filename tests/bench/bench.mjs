@@ -212,7 +212,7 @@ async function parent() {
       say(`${pad(w, 4)}holdfast ÷ ${pad(other, isRemote(w) ? 17 : 13)}${text}`)
       // The most any lock keeping LOCK-04 could reach here: no lock at all, only the context.
       const c = medians[w]['bare-context']
-      if (!isRemote(w) && c !== undefined && o !== undefined) say(`${pad('', 4)}bare-context ÷ ${pad(other, 12)}${ratio(c / o)}   (the ceiling with LOCK-04's context: no lock, only als.run per hold)`)
+      if (!isRemote(w) && c !== undefined && o !== undefined) say(`${pad('', 4)}bare-context ÷ ${pad(other, 12)}${ratio(c / o)}   (the ceiling with LOCK-04's context: no lock, only a context entered per hold)`)
     }
   }
 
