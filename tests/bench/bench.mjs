@@ -10,7 +10,7 @@
 //   - Adapters are interleaved: every round runs each workload for every adapter in turn, and the
 //     adapter order is reversed every other round, so drift on the machine spreads over all of them.
 //   - ops/s is the median over rounds, with [min..max]; ns/op = 1e9 / median; "vs X" = ops/s ÷ X's
-//     ops/s (> 1 means faster than X). The closing "ratios" list holdfast ÷ async-lock (W1, W2, W3, W5)
+//     ops/s (> 1 means faster than X). The closing "ratios" list holdfast ÷ async-lock (W1, W2, W3, W5, W6)
 //     and holdfast ÷ async-mutex (W4; async-lock has no semaphore).
 //   - Checks (FIFO entry order, mutual exclusion, semaphore limit, keys released) are reported PASS or
 //     FAIL. A FAIL in any round, or a child that crashed, hung or exited without a result (a hold that
@@ -31,7 +31,7 @@
 //
 // Run it with `bash tests/bench/run.sh` (installs the packages, then runs this file). Environment:
 //   BENCH_ROUNDS   rounds (default 5)            BENCH_SCALE     multiplies every N (default 1)
-//   BENCH_ONLY     workloads, e.g. W1,W3 or R1,R2,R3 (default: W1-W5, the in-process ones)
+//   BENCH_ONLY     workloads, e.g. W1,W3 or R1,R2,R3 (default: W1-W6, the in-process ones)
 //   BENCH_REMOTE   1: the remote workloads R1-R3 alone (as BENCH_ONLY=R1,R2,R3)
 //   BENCH_ADAPTERS adapters, e.g. async-lock,holdfast,redlock (holdfast-slim, holdfast without its async
 //                  context for LOCK-04, runs only when named: what the context costs)

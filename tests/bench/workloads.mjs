@@ -216,4 +216,74 @@ export const WORKLOADS = {
       return { ops: (N / ms) * 1e3, count: N, ms, ok: c.ok, notes: c.notes }
     },
   },
+
+  W6: {
+    title: 'drain: lines of 1,000 and of 10,000 waiters (the most one key may have) behind a holder, let go; FIFO, and how the cost per waiter grows with the line',
+    sizes: (s) => `(10 lines of 1000 + 1 line of 10000 waiters) x ${n(3, s)}`,
+    async run(a, scale) {
+      const B = n(3, scale)
+      // One line: a holder keeps the key while `size` holds join the line, then lets go; timed from the
+      // holder's release to the last waiter's answer. Every waiter's fn answers at once.
+      const drain = async (size) => {
+        let release
+        const gate = new Promise((r) => (release = r))
+        let entered
+        const inside = new Promise((r) => (entered = r))
+        const holder = a.holdWait('k', () => {
+          entered()
+          return gate
+        })
+        await inside
+        const order = []
+        let within = 0
+        let max = 0
+        const all = new Array(size)
+        for (let i = 0; i < size; i++) {
+          all[i] = a.holdWait('k', () => {
+            if (++within > max) max = within
+            order.push(i)
+            within--
+          })
+        }
+        const t0 = now()
+        release()
+        await holder
+        await Promise.all(all)
+        const ms = now() - t0
+        let out = size - order.length
+        for (let j = 0; j < order.length; j++) if (order[j] !== j) out++
+        return { ms, out, max }
+      }
+      for (let b = 0; b < 2; b++) await drain(10_000)
+      gc()
+      let small = 0
+      let large = 0
+      let worstOut = 0
+      let maxInside = 0
+      // Ten lines of 1,000 and one of 10,000: the same number of waiters, so that with a cost per
+      // waiter that does not grow with the line, both take the same time.
+      for (let b = 0; b < B; b++) {
+        for (const [size, add] of [
+          ...Array.from({ length: 10 }, () => [1_000, (ms) => (small += ms)]),
+          [10_000, (ms) => (large += ms)],
+        ]) {
+          const r = await drain(size)
+          add(r.ms)
+          worstOut = Math.max(worstOut, r.out)
+          maxInside = Math.max(maxInside, r.max)
+        }
+      }
+      const live = a.live()
+      const c = checker()
+      if (worstOut === 0) c.note('FIFO yes')
+      else c.fail(`FIFO NO (up to ${worstOut} out of place)`)
+      if (maxInside > 1) c.fail(`mutual exclusion violated: ${maxInside} holders inside at once`)
+      if (live !== 0) c.fail(`${live} keys still listed after all were released`)
+      // Linear cost: a waiter in a line ten times as long should cost about the same (issue 6's bound,
+      // 100,000 waiters in at most 12x the time of 10,000, is 1.2x a waiter).
+      const each = (ms) => ((ms * 1e6) / (10_000 * B)).toFixed(0)
+      c.note(`a waiter costs ${(large / small).toFixed(2)}x in a line of 10000 as in one of 1000 (${each(large)} ns vs ${each(small)} ns)`)
+      return { ops: ((10_000 * B) / large) * 1e3, count: 10_000 * B, ms: large, ok: c.ok, notes: c.notes }
+    },
+  },
 }

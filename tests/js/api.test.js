@@ -189,6 +189,28 @@ test('idle keys cost nothing: after 1,000,000 distinct keys the engine keeps no 
   await store.close()
 })
 
+test('1,000,000 keys held at once work: a lock key granted here costs no wasm memory, one the engine holds at most 200 bytes', async () => {
+  const { store } = await openTestStore()
+  const N = 1_000_000
+  // (A key held with a maxHold also has a timer entry in the engine: 241 bytes measured, issue 6.)
+  for (const [handle, most] of [
+    [store.lock('free'), 0], // granted here: only the JS lease
+    [store.semaphore('shared', { limit: 2 }), 200], // the engine holds it
+  ]) {
+    const before = store._memoryBytes()
+    const leases = new Array(N)
+    for (let i = 0; i < N; i++) leases[i] = await handle.acquire(`key-${i}`)
+    const perKey = (store._memoryBytes() - before) / N
+    assert.ok(perKey <= most, `${handle.name}: ${perKey} bytes of wasm memory per held key (at most ${most})`)
+    assert.equal(new Set(leases.map(l => l.fence)).size, N, 'every lease its own fence')
+    assert.equal(store.inspect().length, N)
+    for (const lease of leases) await lease.release()
+    assert.deepEqual(store.inspect(), [])
+    assert.deepEqual(store._footprint().slice(0, 2), [0, 0])
+  }
+  await store.close()
+})
+
 test('a storage callback may answer synchronously or with promises', async () => {
   const values = new Map()
   const sync = { get: k => values.get(k), set: (k, v) => void values.set(k, v) }
