@@ -5,9 +5,10 @@
  * # How a hold crosses into wasm
  * A hold of a lock's free key without maxHold does not (see # Keys granted here). Any other hold is
  * one call (`core.hold`) that answers its fence; its release is one more, whose events (the next
- * holder's grant, or the key going idle) the store reads from a buffer shared with the engine. Key strings stay on this side: the engine names a busy key by an id, which `Resource.keys`
- * maps to while the key is busy and forgets when the engine says the key went idle. So idle keys cost
- * nothing on either side.
+ * holder's grant, or the key going idle) the store reads from a buffer shared with the engine. Key
+ * strings stay on this side: the engine names a busy key by an id, which `Resource.keys` maps to
+ * while the key is busy and forgets when the engine says the key went idle. So idle keys cost nothing
+ * on either side.
  *
  * # Handing a key over
  * A `hold` that waits keeps its fn and its caller's async context (`ContextStorage.capture`). When the
