@@ -227,28 +227,28 @@ fn is_away(reqs: &Slab<Request>, id: Id) -> bool {
 }
 
 pub(crate) fn timer_is_live(reqs: &Slab<Request>, entry: &Entry) -> bool {
-    match (reqs.get(entry.req).map(|r| r.state), entry.due) {
-        (Some(State::Waiting { away: Some(at), .. }), Due::Away) => at == entry.at,
+    match (reqs.get(entry.req()).map(|r| r.state), entry.due()) {
+        (Some(State::Waiting { away: Some(at), .. }), Due::Away) => at == entry.at(),
         (
             Some(State::Waiting {
                 deadline: Some(at), ..
             }),
             Due::Wait,
-        ) => at == entry.at,
+        ) => at == entry.at(),
         (
             Some(State::Holding {
                 revoke_at: Some(at),
                 ..
             }),
             Due::Revoke,
-        ) => at == entry.at,
+        ) => at == entry.at(),
         (
             Some(State::Holding {
                 expires_at: Some(at),
                 ..
             }),
             Due::Expire,
-        ) => at == entry.at,
+        ) => at == entry.at(),
         _ => false,
     }
 }
@@ -484,18 +484,10 @@ impl Engine {
         match state {
             State::Waiting { deadline, away, .. } => {
                 if let Some(at) = deadline {
-                    self.timers.push(Entry {
-                        at,
-                        req,
-                        due: Due::Wait,
-                    });
+                    self.timers.push(Entry::new(at, req, Due::Wait));
                 }
                 if let Some(at) = away {
-                    self.timers.push(Entry {
-                        at,
-                        req,
-                        due: Due::Away,
-                    });
+                    self.timers.push(Entry::new(at, req, Due::Away));
                 }
             }
             State::Holding {
@@ -504,18 +496,10 @@ impl Engine {
                 ..
             } => {
                 if let Some(at) = revoke_at {
-                    self.timers.push(Entry {
-                        at,
-                        req,
-                        due: Due::Revoke,
-                    });
+                    self.timers.push(Entry::new(at, req, Due::Revoke));
                 }
                 if let Some(at) = expires_at {
-                    self.timers.push(Entry {
-                        at,
-                        req,
-                        due: Due::Expire,
-                    });
+                    self.timers.push(Entry::new(at, req, Due::Expire));
                 }
             }
         }
@@ -645,7 +629,7 @@ impl Engine {
     pub fn next_deadline(&mut self) -> Option<u64> {
         while let Some(entry) = self.timers.peek() {
             if timer_is_live(&self.reqs, &entry) {
-                return Some(entry.at);
+                return Some(entry.at());
             }
             self.timers.pop();
         }
@@ -661,7 +645,7 @@ impl Engine {
         }
         self.last_now = self.last_now.max(now);
         while let Some(entry) = self.timers.peek() {
-            if entry.at > now {
+            if entry.at() > now {
                 break;
             }
             let live = timer_is_live(&self.reqs, &entry);
@@ -669,20 +653,20 @@ impl Engine {
             if !live {
                 continue;
             }
-            let key = self.end_request(entry.req).key;
-            self.events.push_back(match entry.due {
-                Due::Wait => Event::TimedOut { req: entry.req },
-                Due::Revoke => Event::Revoked { req: entry.req },
-                Due::Expire => Event::Expired { req: entry.req },
+            let key = self.end_request(entry.req()).key;
+            self.events.push_back(match entry.due() {
+                Due::Wait => Event::TimedOut { req: entry.req() },
+                Due::Revoke => Event::Revoked { req: entry.req() },
+                Due::Expire => Event::Expired { req: entry.req() },
                 Due::Away => Event::Ended {
-                    req: entry.req,
+                    req: entry.req(),
                     held: false,
                 },
             });
             // The key went on at the deadline, not at `now` (later, when the host's timer is late):
             // its next holder's grant is stamped then, and a waiter whose wait ran out between the
             // two instants was still in line at the deadline.
-            self.pump(key, entry.at);
+            self.pump(key, entry.at());
         }
     }
 

@@ -215,11 +215,7 @@ impl Engine {
         *expires_at = Some(at);
         // The old expiry entry is dead now that its time no longer matches.
         self.timers.forget(1, |e| timer_is_live(&self.reqs, e));
-        self.timers.push(Entry {
-            at,
-            req,
-            due: Due::Expire,
-        });
+        self.timers.push(Entry::new(at, req, Due::Expire));
     }
 
     /// Renews a lease over a connection for its ttl from `now`. A lease past its deadline is never
@@ -298,11 +294,7 @@ impl Engine {
             if let State::Waiting { away, .. } = &mut request.state {
                 *away = Some(until);
             }
-            self.timers.push(Entry {
-                at: until,
-                req,
-                due: Due::Away,
-            });
+            self.timers.push(Entry::new(until, req, Due::Away));
             self.keys.get_mut(key).expect("busy").line.set_away(1);
             self.pump(key, now);
         }

@@ -10,6 +10,7 @@
 const GEN_MASK: u32 = (1 << 21) - 1;
 
 /// The name of a value in a [`Slab`]: an index and the generation the place had when the value came.
+/// Ids order by index, then generation (the timers break ties of deadlines by it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Id {
     index: u32,
@@ -37,6 +38,17 @@ impl Id {
     /// The place in the slab; dense, so a host can keep its own records in an array by it.
     pub fn index(self) -> u32 {
         self.index
+    }
+
+    /// The generation of the place when the value came: below 2^21.
+    pub(crate) fn gen(self) -> u32 {
+        self.gen
+    }
+
+    /// The id of `index` and `gen`, as [`Id::index`] and [`Id::gen`] gave them.
+    pub(crate) fn from_parts(index: u32, gen: u32) -> Id {
+        debug_assert!(gen <= GEN_MASK);
+        Id { index, gen }
     }
 }
 

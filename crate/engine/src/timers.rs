@@ -18,6 +18,7 @@ use crate::slab::Id;
 
 /// Which deadline of a request an entry stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
 pub enum Due {
     /// The request's wait runs out: it leaves the line, answered `in_use`.
     Wait,
@@ -29,11 +30,51 @@ pub enum Due {
     Away,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Entry {
-    pub at: u64,
-    pub req: Id,
-    pub due: Due,
+impl Due {
+    const ALL: [Due; 4] = [Due::Wait, Due::Revoke, Due::Expire, Due::Away];
+}
+
+/// A deadline `at` of request `req`, of kind `due`, packed into one `u128` (16 bytes, where the three
+/// fields took 24 on wasm32: a store with a million leases under `maxHold` keeps a million entries).
+///
+/// The bits, from the top: `at` (64), the request's index (32), its generation (21, see `slab.rs`:
+/// they wrap within 21 bits), `due` (2). So the integer order is the order of `(at, req, due)`, with
+/// `req` ordered by index then generation: earliest first, and ties broken as they always were.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Entry(u128);
+
+impl Entry {
+    pub fn new(at: u64, req: Id, due: Due) -> Entry {
+        debug_assert!(req.gen() < 1 << 21);
+        Entry(
+            u128::from(at) << 64
+                | u128::from(req.index()) << 32
+                | u128::from(req.gen()) << 2
+                | due as u128,
+        )
+    }
+
+    pub fn at(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+
+    pub fn req(self) -> Id {
+        Id::from_parts((self.0 >> 32) as u32, (self.0 as u32) >> 2)
+    }
+
+    pub fn due(self) -> Due {
+        Due::ALL[(self.0 & 3) as usize]
+    }
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("at", &self.at())
+            .field("req", &self.req())
+            .field("due", &self.due())
+            .finish()
+    }
 }
 
 #[derive(Default)]
@@ -90,5 +131,53 @@ impl Timers {
     /// Entries kept, dead included: bounded by twice the live ones (plus a small constant).
     pub fn len(&self) -> usize {
         self.heap.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(index: u32, gen: u32) -> Id {
+        Id::from_parts(index, gen)
+    }
+
+    #[test]
+    fn an_entry_is_16_bytes_and_gives_back_its_fields() {
+        assert_eq!(std::mem::size_of::<Entry>(), 16);
+        for (at, req, due) in [
+            (0, id(0, 0), Due::Wait),
+            (u64::MAX, id(u32::MAX, (1 << 21) - 1), Due::Away),
+            (1 << 53, id(7, 3), Due::Revoke),
+            (42, id(1, 1 << 20), Due::Expire),
+        ] {
+            let entry = Entry::new(at, req, due);
+            assert_eq!((entry.at(), entry.req(), entry.due()), (at, req, due));
+        }
+    }
+
+    #[test]
+    fn entries_order_by_time_then_request_then_kind() {
+        // The order of the tuple `(at, req, due)`, which the entries had as a struct of those fields.
+        let mut tuples = Vec::new();
+        for at in [0, 1, 5, u64::MAX] {
+            for req in [
+                id(0, 0),
+                id(0, 1),
+                id(1, 0),
+                id(2, (1 << 21) - 1),
+                id(u32::MAX, 0),
+            ] {
+                for due in Due::ALL {
+                    tuples.push((at, req, due));
+                }
+            }
+        }
+        for a in &tuples {
+            for b in &tuples {
+                let (x, y) = (Entry::new(a.0, a.1, a.2), Entry::new(b.0, b.1, b.2));
+                assert_eq!(x.cmp(&y), a.cmp(b), "{a:?} against {b:?}");
+            }
+        }
     }
 }
