@@ -12,7 +12,7 @@
 //! supply the real clock, timers, storage and promises.
 //!
 //! One concept a module: [`fence`] (durable, growing fences), `line` (the FIFO line of a key), `remote` (leases over a connection, LOCK-05),
-//! `timers` (deadlines), `slab` (generational ids), [`bounds`] (every input's bounds), `engine` (the
+//! `timers` (deadlines), `slab` (generational ids), `packed` (a `u64` aligned to 4, to pack records), [`bounds`] (every input's bounds), `engine` (the
 //! state machine that ties them).
 
 pub mod bounds;
@@ -21,6 +21,7 @@ mod error;
 mod event;
 pub mod fence;
 mod line;
+mod packed;
 mod remote;
 mod slab;
 mod timers;

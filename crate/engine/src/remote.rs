@@ -25,6 +25,7 @@ use crate::bounds;
 use crate::engine::{timer_is_live, Engine, Hold, Request, State};
 use crate::error::Error;
 use crate::event::Event;
+use crate::packed::Packed64;
 use crate::slab::Id;
 use crate::timers::{Due, Entry};
 use crate::{Cancelled, ResourceId};
@@ -178,7 +179,7 @@ impl Engine {
                 Hold::Resumed {
                     req,
                     key,
-                    fence: Some(fence),
+                    fence: Some(fence.get()),
                 }
             }
             State::Waiting { away, .. } => {
@@ -209,10 +210,10 @@ impl Engine {
         let State::Holding { expires_at, .. } = &mut request.state else {
             unreachable!("only a holder is extended")
         };
-        if *expires_at == Some(at) {
+        if *expires_at == Some(at.into()) {
             return; // its entry still stands
         }
-        *expires_at = Some(at);
+        *expires_at = Some(at.into());
         // The old expiry entry is dead now that its time no longer matches.
         self.timers.forget(1, |e| timer_is_live(&self.reqs, e));
         self.timers.push(Entry::new(at, req, Due::Expire));
@@ -234,8 +235,9 @@ impl Engine {
                 revoke_at,
                 ..
             } => {
+                let revoke_at = revoke_at.map(Packed64::get);
                 let revoked = revoke_at.is_some_and(|r| r <= now);
-                if at <= now || revoked {
+                if at.get() <= now || revoked {
                     let key = self.end_request(req).key;
                     self.events.push_back(if revoked {
                         Event::Revoked { req }
@@ -292,7 +294,7 @@ impl Engine {
             let until = now.saturating_add(request.remote.as_ref().expect("remote").ttl);
             let key = request.key;
             if let State::Waiting { away, .. } = &mut request.state {
-                *away = Some(until);
+                *away = Some(until.into());
             }
             self.timers.push(Entry::new(until, req, Due::Away));
             self.keys.get_mut(key).expect("busy").line.set_away(1);
@@ -359,9 +361,9 @@ impl Engine {
                 ..
             } => RemoteView {
                 remote,
-                fence: Some(fence),
-                expires_at,
-                revoke_at,
+                fence: Some(fence.get()),
+                expires_at: expires_at.map(Packed64::get),
+                revoke_at: revoke_at.map(Packed64::get),
             },
             State::Waiting { .. } => RemoteView {
                 remote,

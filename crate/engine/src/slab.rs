@@ -185,4 +185,14 @@ mod tests {
         assert_eq!(Id::from_u64(raw), Some(id));
         assert_eq!(Id::from_u64(1 << 60), None);
     }
+
+    /// A place adds its generation to the value (see `Request` in `engine.rs`).
+    #[test]
+    fn a_place_of_a_request_is_its_record_and_a_generation() {
+        let size = std::mem::size_of::<Place<crate::engine::Request>>();
+        #[cfg(target_pointer_width = "32")]
+        assert_eq!(size, 56);
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(size, 64);
+    }
 }
