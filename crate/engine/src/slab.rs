@@ -5,9 +5,21 @@
 //! never reaches the value that took its place. Ids fit a JavaScript number exactly: the index in the low
 //! 32 bits, the generation in the 21 bits above (it wraps; an id would have to survive two million reuses
 //! of its place to be mistaken).
+//!
+//! # Pages
+//! Places live in pages of [`PAGE`] places, not in one `Vec`: a `Vec` that doubles copies itself
+//! into a new block and frees the old one, and wasm linear memory never shrinks, so a slab of a
+//! million places in one `Vec` cost up to half as much again in blocks left behind (and up to twice
+//! its places in capacity). A page, once full, is never moved, and the next one is a block of its
+//! own: a slab costs its places and at most one page more. The first page grows as a `Vec` does, so
+//! a store with few keys keeps few places.
 
 /// Generations wrap within 21 bits, so that `gen << 32 | index` stays below 2^53.
 const GEN_MASK: u32 = (1 << 21) - 1;
+
+/// Places a page (a power of two): the index's low bits name the place in its page.
+const PAGE_BITS: u32 = 12;
+const PAGE: usize = 1 << PAGE_BITS;
 
 /// The name of a value in a [`Slab`]: an index and the generation the place had when the value came.
 /// Ids order by index, then generation (the timers break ties of deadlines by it).
@@ -57,28 +69,36 @@ struct Place<T> {
     value: Option<T>,
 }
 
-/// A `Vec` of places with a free list.
+/// Pages of places with a free list. Every page but the last is full.
 pub struct Slab<T> {
-    places: Vec<Place<T>>,
+    pages: Vec<Vec<Place<T>>>,
     free: Vec<u32>,
     len: usize,
+    /// Places in all pages.
+    places: usize,
 }
 
 impl<T> Default for Slab<T> {
     fn default() -> Self {
         Slab {
-            places: Vec::new(),
+            pages: Vec::new(),
             free: Vec::new(),
             len: 0,
+            places: 0,
         }
     }
+}
+
+/// The page of place `index`, and its place in the page.
+fn split(index: u32) -> (usize, usize) {
+    ((index >> PAGE_BITS) as usize, index as usize & (PAGE - 1))
 }
 
 impl<T> Slab<T> {
     pub fn insert(&mut self, value: T) -> Id {
         self.len += 1;
         if let Some(index) = self.free.pop() {
-            let place = &mut self.places[index as usize];
+            let place = self.place_mut(index).expect("a free place");
             debug_assert!(place.value.is_none());
             place.value = Some(value);
             return Id {
@@ -86,30 +106,47 @@ impl<T> Slab<T> {
                 gen: place.gen,
             };
         }
-        let index = u32::try_from(self.places.len()).expect("slab: more than 2^32 places");
-        self.places.push(Place {
+        let index = u32::try_from(self.places).expect("slab: more than 2^32 places");
+        if self.pages.last().is_none_or(|page| page.len() == PAGE) {
+            // The first page grows as it fills; every later one is allocated whole, once.
+            let capacity = if self.pages.is_empty() { 0 } else { PAGE };
+            self.pages.push(Vec::with_capacity(capacity));
+        }
+        let page = self.pages.last_mut().expect("a page with room");
+        page.push(Place {
             gen: 0,
             value: Some(value),
         });
+        self.places += 1;
         Id { index, gen: 0 }
     }
 
+    fn place(&self, index: u32) -> Option<&Place<T>> {
+        let (page, at) = split(index);
+        self.pages.get(page)?.get(at)
+    }
+
+    fn place_mut(&mut self, index: u32) -> Option<&mut Place<T>> {
+        let (page, at) = split(index);
+        self.pages.get_mut(page)?.get_mut(at)
+    }
+
     pub fn get(&self, id: Id) -> Option<&T> {
-        match self.places.get(id.index as usize) {
+        match self.place(id.index) {
             Some(place) if place.gen == id.gen => place.value.as_ref(),
             _ => None,
         }
     }
 
     pub fn get_mut(&mut self, id: Id) -> Option<&mut T> {
-        match self.places.get_mut(id.index as usize) {
+        match self.place_mut(id.index) {
             Some(place) if place.gen == id.gen => place.value.as_mut(),
             _ => None,
         }
     }
 
     pub fn remove(&mut self, id: Id) -> Option<T> {
-        let place = self.places.get_mut(id.index as usize)?;
+        let place = self.place_mut(id.index)?;
         if place.gen != id.gen {
             return None;
         }
@@ -126,11 +163,15 @@ impl<T> Slab<T> {
 
     /// How many places the slab has, used or free: what it costs in memory.
     pub fn capacity(&self) -> usize {
-        self.places.len()
+        self.places
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Place<T>> {
+        self.pages.iter().flatten()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (Id, &T)> {
-        self.places.iter().enumerate().filter_map(|(index, place)| {
+        self.all().enumerate().filter_map(|(index, place)| {
             place.value.as_ref().map(|value| {
                 (
                     Id {
@@ -145,7 +186,7 @@ impl<T> Slab<T> {
 
     /// Empties the slab. Generations go on growing, so ids from before stay dead.
     pub fn clear(&mut self) {
-        for (index, place) in self.places.iter_mut().enumerate() {
+        for (index, place) in self.pages.iter_mut().flatten().enumerate() {
             if place.value.take().is_some() {
                 place.gen = (place.gen + 1) & GEN_MASK;
                 self.free.push(index as u32);
@@ -170,6 +211,36 @@ mod tests {
         assert_eq!(slab.remove(a), None);
         assert_eq!(slab.get(b), Some(&"b"));
         assert_eq!(slab.capacity(), 1);
+    }
+
+    #[test]
+    fn places_span_pages_and_keep_their_ids() {
+        let mut slab = Slab::default();
+        let n = 2 * PAGE + 3;
+        let ids: Vec<Id> = (0..n).map(|i| slab.insert(i)).collect();
+        assert_eq!((slab.len(), slab.capacity(), slab.pages.len()), (n, n, 3));
+        assert!(slab.pages[1..].iter().all(|page| page.capacity() == PAGE));
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!((id.index() as usize, slab.get(id)), (i, Some(&i)));
+        }
+        let listed: Vec<(Id, usize)> = slab.iter().map(|(id, &v)| (id, v)).collect();
+        assert_eq!(listed, ids.iter().copied().zip(0..n).collect::<Vec<_>>());
+        // A place freed on the second page is reused before a new one is made.
+        let last = ids[PAGE + 1];
+        assert_eq!(slab.remove(last), Some(PAGE + 1));
+        *slab.get_mut(ids[PAGE]).unwrap() += 1;
+        assert_eq!(slab.get(ids[PAGE]), Some(&(PAGE + 1)));
+        let again = slab.insert(7);
+        assert_eq!(
+            (again.index(), slab.get(last), slab.capacity()),
+            (last.index(), None, n)
+        );
+        slab.clear();
+        assert_eq!(
+            (slab.len(), slab.iter().count(), slab.get(again)),
+            (0, 0, None)
+        );
+        assert_eq!(slab.capacity(), n);
     }
 
     #[test]
