@@ -7,19 +7,20 @@
 //! of its place to be mistaken).
 //!
 //! # Pages
-//! Places live in pages of [`PAGE`] places, not in one `Vec`: a `Vec` that doubles copies itself
-//! into a new block and frees the old one, and wasm linear memory never shrinks, so a slab of a
-//! million places in one `Vec` cost up to half as much again in blocks left behind (and up to twice
-//! its places in capacity). A page, once full, is never moved, and the next one is a block of its
-//! own: a slab costs its places and at most one page more. The first page grows as a `Vec` does, so
-//! a store with few keys keeps few places.
+//! Places live in pages, not in one `Vec`: a `Vec` that doubles copies itself into a new block and
+//! frees the old one, and wasm linear memory never shrinks, so a slab of a million places in one `Vec`
+//! cost up to half as much again in blocks left behind. A page is allocated whole and never moved.
+//! Page `k` holds `FIRST << k` places, so the pages double as a `Vec` would (a slab's capacity is
+//! less than twice its places, and a store with few keys keeps few places), and the memory grows in
+//! as few steps: each step of wasm memory may cost the JS host a garbage collection, so many small
+//! pages would make a million grants several times slower on Node.
 
 /// Generations wrap within 21 bits, so that `gen << 32 | index` stays below 2^53.
 const GEN_MASK: u32 = (1 << 21) - 1;
 
-/// Places a page (a power of two): the index's low bits name the place in its page.
-const PAGE_BITS: u32 = 12;
-const PAGE: usize = 1 << PAGE_BITS;
+/// Places in the first page, as a power of two; each next page holds twice as many as the one before.
+const FIRST_BITS: u32 = 4;
+const FIRST: u64 = 1 << FIRST_BITS;
 
 /// The name of a value in a [`Slab`]: an index and the generation the place had when the value came.
 /// Ids order by index, then generation (the timers break ties of deadlines by it).
@@ -69,7 +70,7 @@ struct Place<T> {
     value: Option<T>,
 }
 
-/// Pages of places with a free list. Every page but the last is full.
+/// Pages of places with a free list. Every page but the last is full; see the module docs.
 pub struct Slab<T> {
     pages: Vec<Vec<Place<T>>>,
     free: Vec<u32>,
@@ -89,9 +90,17 @@ impl<T> Default for Slab<T> {
     }
 }
 
-/// The page of place `index`, and its place in the page.
+/// How many places page `page` holds.
+fn page_size(page: usize) -> usize {
+    (FIRST << page) as usize
+}
+
+/// The page of place `index`, and its place in the page: pages before page `k` hold
+/// `FIRST * (2^k - 1)` places, so `index + FIRST` has its highest bit at `k + FIRST_BITS`.
 fn split(index: u32) -> (usize, usize) {
-    ((index >> PAGE_BITS) as usize, index as usize & (PAGE - 1))
+    let shifted = u64::from(index) + FIRST;
+    let top = 63 - shifted.leading_zeros();
+    ((top - FIRST_BITS) as usize, (shifted - (1 << top)) as usize)
 }
 
 impl<T> Slab<T> {
@@ -107,10 +116,10 @@ impl<T> Slab<T> {
             };
         }
         let index = u32::try_from(self.places).expect("slab: more than 2^32 places");
-        if self.pages.last().is_none_or(|page| page.len() == PAGE) {
-            // The first page grows as it fills; every later one is allocated whole, once.
-            let capacity = if self.pages.is_empty() { 0 } else { PAGE };
-            self.pages.push(Vec::with_capacity(capacity));
+        let last = self.pages.len().checked_sub(1);
+        if last.is_none_or(|k| self.pages[k].len() == page_size(k)) {
+            self.pages
+                .push(Vec::with_capacity(page_size(self.pages.len())));
         }
         let page = self.pages.last_mut().expect("a page with room");
         page.push(Place {
@@ -214,26 +223,55 @@ mod tests {
     }
 
     #[test]
+    fn an_index_names_a_place_of_a_page_and_pages_double() {
+        let f = FIRST as usize;
+        assert_eq!(
+            (page_size(0), page_size(1), page_size(3)),
+            (f, 2 * f, 8 * f)
+        );
+        assert_eq!(split(0), (0, 0));
+        assert_eq!(split(f as u32 - 1), (0, f - 1));
+        assert_eq!(split(f as u32), (1, 0));
+        assert_eq!(split(3 * f as u32 - 1), (1, 2 * f - 1));
+        assert_eq!(split(3 * f as u32), (2, 0));
+        let (page, at) = split(u32::MAX);
+        assert!(at < page_size(page));
+        // Every index up to a few pages is the next place after the one before.
+        let mut next = (0, 0);
+        for index in 0..(f * 100) as u32 {
+            assert_eq!(split(index), next);
+            next = if next.1 + 1 == page_size(next.0) {
+                (next.0 + 1, 0)
+            } else {
+                (next.0, next.1 + 1)
+            };
+        }
+    }
+
+    #[test]
     fn places_span_pages_and_keep_their_ids() {
         let mut slab = Slab::default();
-        let n = 2 * PAGE + 3;
+        let f = FIRST as usize;
+        let n = 7 * f + 3; // pages of f, 2f, 4f full, and 3 places on the fourth
         let ids: Vec<Id> = (0..n).map(|i| slab.insert(i)).collect();
-        assert_eq!((slab.len(), slab.capacity(), slab.pages.len()), (n, n, 3));
-        assert!(slab.pages[1..].iter().all(|page| page.capacity() == PAGE));
+        assert_eq!((slab.len(), slab.capacity(), slab.pages.len()), (n, n, 4));
+        for (k, page) in slab.pages.iter().enumerate() {
+            assert_eq!(page.capacity(), page_size(k), "a page is allocated whole");
+        }
         for (i, &id) in ids.iter().enumerate() {
             assert_eq!((id.index() as usize, slab.get(id)), (i, Some(&i)));
         }
         let listed: Vec<(Id, usize)> = slab.iter().map(|(id, &v)| (id, v)).collect();
         assert_eq!(listed, ids.iter().copied().zip(0..n).collect::<Vec<_>>());
-        // A place freed on the second page is reused before a new one is made.
-        let last = ids[PAGE + 1];
-        assert_eq!(slab.remove(last), Some(PAGE + 1));
-        *slab.get_mut(ids[PAGE]).unwrap() += 1;
-        assert_eq!(slab.get(ids[PAGE]), Some(&(PAGE + 1)));
+        // A place freed on the third page is reused before a new one is made.
+        let freed = ids[3 * f + 1];
+        assert_eq!(slab.remove(freed), Some(3 * f + 1));
+        *slab.get_mut(ids[3 * f]).unwrap() += 1;
+        assert_eq!(slab.get(ids[3 * f]), Some(&(3 * f + 1)));
         let again = slab.insert(7);
         assert_eq!(
-            (again.index(), slab.get(last), slab.capacity()),
-            (last.index(), None, n)
+            (again.index(), slab.get(freed), slab.capacity()),
+            (freed.index(), None, n)
         );
         slab.clear();
         assert_eq!(
