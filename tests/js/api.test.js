@@ -194,8 +194,8 @@ test('1,000,000 keys held at once work: a lock key granted here costs no wasm me
   const { store } = await openTestStore()
   const N = 1_000_000
   // Wasm memory never shrinks and is shared by the stores of a process: the first case the engine
-  // holds grows it (a maxHold key, which also has a timer entry: 114 bytes measured), and the next one
-  // reuses it (a semaphore's key alone measured 97 bytes, in a process of its own).
+  // holds grows it (a maxHold key, which also has a timer entry: 135 bytes measured), and the next one
+  // reuses it (a semaphore's key alone measured 102 bytes, in a process of its own).
   for (const [handle, most] of [
     [store.lock('free'), 0], // granted here: only the JS lease
     [store.lock('capped', { maxHold: '1h' }), 200], // the engine holds it, with a timer entry
