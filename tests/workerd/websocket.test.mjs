@@ -116,7 +116,9 @@ test('LOCK-01: clients of one object holding one key are served one at a time, i
   assert.equal(most, 1, 'never two inside at once')
   assert.deepEqual(order, ['a', 'b', 'c'])
   assert.ok(fences[0] < fences[1] && fences[1] < fences[2], `fences grow: ${fences}`)
-  assert.deepEqual(await a.inspect(), [], 'every key let go')
+  // A release is not answered, and frames of different connections are not ordered with each other:
+  // ask over the connection of the last holder, whose inspect comes after its release.
+  assert.deepEqual(await c.inspect(), [], 'every key let go')
 })
 
 test('tryHold over WebSocket on a held key answers acquired: false, and the key is free after the holder lets go', async t => {
