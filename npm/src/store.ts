@@ -380,12 +380,8 @@ export class Store implements LeaseOwner {
       }
     })
     // And the keys granted here, which the engine does not know.
-    for (const resource of this.#byId) {
-      if (!resource) continue
-      for (const record of resource.keys.values()) {
-        if (typeof record === 'number') continue
-        busy.push({ kind: resource.kind, name: resource.name, key: record.key, holders: [{ fence: record.fence, heldMs: Math.max(0, now - record._since) }], waiting: 0 })
-      }
+    for (const lease of this.#leasesHere()) {
+      busy.push({ kind: lease.kind, name: lease.name, key: lease.key, holders: [{ fence: lease.fence, heldMs: Math.max(0, now - lease._since) }], waiting: 0 })
     }
     return busy
   }
@@ -684,15 +680,18 @@ export class Store implements LeaseOwner {
 
   /** Ends every lease granted here, as the store closes (the engine ends its own). */
   #loseHere(reason: ClosedError): void {
-    let lost: Lease[] | undefined
-    for (const resource of this.#byId) {
-      if (!resource) continue
-      for (const record of resource.keys.values()) if (typeof record !== 'number') (lost ??= []).push(record)
-    }
-    if (!lost) return
+    const lost = [...this.#leasesHere()]
     // Forgotten first: a listener of a lease's signal may ask about its key.
     for (const lease of lost) this.#byId[HERE - lease._req]!.keys.delete(lease.key)
     for (const lease of lost) lease._lose(reason)
+  }
+
+  /** The leases of keys granted here (see # Keys granted here), resource by resource. */
+  *#leasesHere(): IterableIterator<Lease> {
+    for (const resource of this.#byId) {
+      if (!resource) continue
+      for (const record of resource.keys.values()) if (typeof record !== 'number') yield record
+    }
   }
 
   #newKey(resource: Resource, key: string, id: number): void {

@@ -51,28 +51,31 @@ export function packageInfo(name) {
   }
 }
 
+/** A no-lock floor: every hold is `hold`, a try never takes the key, nothing is kept. */
+function floor(hold) {
+  return {
+    hold,
+    holdWait: hold,
+    semaphore: () => hold,
+    tryHold: async () => NOT,
+    live: () => 0,
+    close: async () => {},
+  }
+}
+
 export async function makeAdapter(name) {
   switch (name) {
-    case 'bare': {
-      const hold = async (key, fn) => await fn()
-      return {
-        hold,
-        holdWait: hold,
-        semaphore: () => hold,
-        tryHold: async () => NOT,
-        live: () => 0,
-        close: async () => {},
-      }
-    }
+    case 'bare':
+      return floor(async (key, fn) => await fn())
 
     case 'bare-context': {
       // LOCK-04 (a hold of a key inside its own hold is refused) needs each hold's fn to run in a
       // context of its own, which the code fn calls can read back after any await. This is that and
-      // nothing else: a new store object per hold (siblings must not share one) entered with run().
-      // On Node 20 the first run() also turns on promise hooks for the whole process.
-      // Entered the cheapest way known per runtime, as holdfast enters it (npm/src/node-runtime.ts):
-      // where the context is an AsyncContextFrame (Node 24: no `_enable`), run() copies it twice and an
-      // AsyncResource with enterWith() inside once; elsewhere run() copies nothing.
+      // nothing else: a new store object per hold (siblings must not share one), entered the cheapest
+      // way known per runtime, as holdfast enters it (npm/src/node-runtime.ts): where the context is
+      // an AsyncContextFrame (Node 24: no `_enable`), run() copies it twice and an AsyncResource with
+      // enterWith() inside once; elsewhere run() copies nothing. On Node 20 the first run() also turns
+      // on promise hooks for the whole process.
       const { AsyncLocalStorage, AsyncResource } = await import('node:async_hooks')
       const als = new AsyncLocalStorage()
       const framed = typeof als._enable !== 'function' && typeof process.versions.bun !== 'string'
@@ -83,14 +86,7 @@ export async function makeAdapter(name) {
               return fn()
             })
         : async (key, fn) => await als.run({ key }, fn)
-      return {
-        hold,
-        holdWait: hold,
-        semaphore: () => hold,
-        tryHold: async () => NOT,
-        live: () => 0,
-        close: async () => {},
-      }
+      return floor(hold)
     }
 
     case 'async-lock': {

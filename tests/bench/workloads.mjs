@@ -56,6 +56,20 @@ function entryRecorder() {
   return rec
 }
 
+/** Holds `key` until `release()` is called; resolves once the holder is inside. `holder`: its hold. */
+async function heldUntilReleased(a, key) {
+  let release
+  const gate = new Promise((r) => (release = r))
+  let entered
+  const inside = new Promise((r) => (entered = r))
+  const holder = a.holdWait(key, () => {
+    entered()
+    return gate
+  })
+  await inside
+  return { holder, release }
+}
+
 export const WORKLOADS = {
   W1: {
     title: 'uncontended: 1 key, sequential hold/release of an empty async fn',
@@ -185,15 +199,7 @@ export const WORKLOADS = {
     sizes: (s) => `N=${n(100_000, s)}`,
     async run(a, scale) {
       const N = n(100_000, scale)
-      let release
-      const gate = new Promise((r) => (release = r))
-      let entered
-      const inside = new Promise((r) => (entered = r))
-      const holder = a.holdWait('k', () => {
-        entered()
-        return gate
-      })
-      await inside
+      const { holder, release } = await heldUntilReleased(a, 'k')
 
       let acquired = 0
       const fn = () => {}
@@ -225,15 +231,7 @@ export const WORKLOADS = {
       // One line: a holder keeps the key while `size` holds join the line, then lets go; timed from the
       // holder's release to the last waiter's answer. Every waiter's fn answers at once.
       const drain = async (size) => {
-        let release
-        const gate = new Promise((r) => (release = r))
-        let entered
-        const inside = new Promise((r) => (entered = r))
-        const holder = a.holdWait('k', () => {
-          entered()
-          return gate
-        })
-        await inside
+        const { holder, release } = await heldUntilReleased(a, 'k')
         const order = []
         let within = 0
         let max = 0
