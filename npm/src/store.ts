@@ -213,6 +213,11 @@ export class SlotKeyIds implements KeyIds {
   }
 }
 
+/** A hold of a key inside its own hold, which would wait for itself (LOCK-04). */
+function selfHoldError(handle: Lock, key: string): InvalidError {
+  return new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`)
+}
+
 /**
  * A hold waiting in line. Without `fn`, its promise resolves to the lease; with one (a `hold` handed its
  * key directly, in `scope`), to what the hold answers.
@@ -436,18 +441,27 @@ export class Store implements LeaseOwner {
   _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn?: (lease: Lease) => unknown): Lease | Promise<unknown> | undefined {
     if (this.#closed) throw this.#closedError(handle, key)
     const resource = handle._resource
+    if (resource.limit === 1 && handle._maxHold === 0 && !resource.keys.has(key)) {
+      const lease = this.#grantHere(handle, resource, key)
+      if (lease !== undefined) return lease
+    }
+    return this.#takeInEngine(handle, resource, key, wait, signal, isTry, fn)
+  }
+
+  /**
+   * `_take` of any hold but a free key granted here. Kept out of `_take`, whose hot path is then a
+   * few dozen bytes of bytecode: V8 and JSC tier a function up after a number of runs scaled by its
+   * whole size, so a small hot path reached through a large function stays in the slow tiers for
+   * tens of thousands of holds.
+   */
+  #takeInEngine(handle: Lock, resource: Resource, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn: ((lease: Lease) => unknown) | undefined): Lease | Promise<unknown> | undefined {
     let known = resource.keys.get(key)
-    if (known === undefined) {
-      if (resource.limit === 1 && handle._maxHold === 0) {
-        const lease = this.#grantHere(handle, resource, key)
-        if (lease !== undefined) return lease
-      }
-    } else {
+    if (known !== undefined) {
       // Only a busy key can be held in this very context (a free key is in no hold): the async context
       // is looked at only then.
       if (this.#context !== undefined && this.#heldHere(resource, key)) {
         if (isTry) return undefined
-        throw new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`)
+        throw selfHoldError(handle, key)
       }
       if (typeof known !== 'number') {
         // Granted here: a request that would not wait changes nothing; one that waits goes in line
@@ -468,38 +482,47 @@ export class Store implements LeaseOwner {
     } catch (error) {
       throw this.#trap(error)
     }
-    const buf = this.#view()
     // Deadlines that fell due were acted on first by the engine: their events come before this
     // hold's own, and are answered once this hold is recorded.
-    const events = buf[HOLD_EVENTS]!
-    if (answer > 0) {
-      const req = buf[REQ]!
-      if (buf[KEY] !== known) this.#newKey(resource, key, buf[KEY]!)
-      const lease = new Lease(this, handle, key, answer, req)
-      this.#reqs[req >>> 0] = lease
-      if (handle._maxHold > 0) this.#schedule(now + handle._maxHold)
-      if (events > 0) this.#drain(events, now)
-      return lease
-    }
-    if (answer === 0) {
-      const req = buf[REQ]!
-      if (buf[KEY] !== known) this.#newKey(resource, key, buf[KEY]!)
-      const waiter = new Waiter(handle, key, req, wait, signal, fn, fn === undefined ? undefined : this.#context!.capture!())
-      this.#reqs[req >>> 0] = waiter
-      if (wait !== Infinity && wait > 0) this.#schedule(now + wait)
-      if (signal) {
-        waiter.onAbort = () => this.#cancel(waiter)
-        signal.addEventListener('abort', waiter.onAbort, { once: true })
-      }
-      if (events > 0) this.#drain(events, now)
-      return waiter.promise
-    }
+    if (answer === 0) return this.#queued(handle, resource, key, known, wait, signal, fn, now)
+    if (answer > 0) return this.#granted(handle, resource, key, known, answer, now)
+    const events = this.#view()[HOLD_EVENTS]!
     if (events > 0) this.#drain(events, now)
     if (answer === BUSY) return undefined
     const message = `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${this.#core.lastError()}`
     if (answer === INVALID) throw new InvalidError(message)
     if (answer === LIMIT) throw new LimitError(message)
     throw this.#closedError(handle, key)
+  }
+
+  /** The engine granted a hold at once, with `fence`: its lease. */
+  #granted(handle: Lock, resource: Resource, key: string, known: number | undefined, fence: number, now: number): Lease {
+    const buf = this.#view()
+    const events = buf[HOLD_EVENTS]!
+    const req = buf[REQ]!
+    if (buf[KEY] !== known) this.#newKey(resource, key, buf[KEY]!)
+    const lease = new Lease(this, handle, key, fence, req)
+    this.#reqs[req >>> 0] = lease
+    if (handle._maxHold > 0) this.#schedule(now + handle._maxHold)
+    if (events > 0) this.#drain(events, now)
+    return lease
+  }
+
+  /** The engine put a hold in line: its waiter's promise. */
+  #queued(handle: Lock, resource: Resource, key: string, known: number | undefined, wait: number, signal: AbortSignal | undefined, fn: ((lease: Lease) => unknown) | undefined, now: number): Promise<unknown> {
+    const buf = this.#view()
+    const events = buf[HOLD_EVENTS]!
+    const req = buf[REQ]!
+    if (buf[KEY] !== known) this.#newKey(resource, key, buf[KEY]!)
+    const waiter = new Waiter(handle, key, req, wait, signal, fn, fn === undefined ? undefined : this.#context!.capture!())
+    this.#reqs[req >>> 0] = waiter
+    if (wait !== Infinity && wait > 0) this.#schedule(now + wait)
+    if (signal) {
+      waiter.onAbort = () => this.#cancel(waiter)
+      signal.addEventListener('abort', waiter.onAbort, { once: true })
+    }
+    if (events > 0) this.#drain(events, now)
+    return waiter.promise
   }
 
   /**
@@ -532,8 +555,11 @@ export class Store implements LeaseOwner {
       // Granted here and never adopted: nobody waits for it, and the engine never knew it.
       const keys = this.#byId[HERE - req]!.keys
       if (keys.get(lease.key) === lease) keys.delete(lease.key)
-      return
-    }
+    } else this.#releaseInEngine(req, lease, fromHold)
+  }
+
+  /** `_release` of a request the engine knows (kept apart for the reason `#takeInEngine` is). */
+  #releaseInEngine(req: number, lease: Lease, fromHold: boolean): void {
     if (this.#closed) return
     let n: number
     // Untimed but for the first call of a turn (see `#turnNow`); the engine asks for the time when a
@@ -640,17 +666,11 @@ export class Store implements LeaseOwner {
    * when none is left; `undefined` when the engine has no fence to lend (its grant waits for storage).
    */
   #grantHere(handle: Lock, resource: Resource, key: string): Lease | undefined {
-    let buf = this.#view()
+    let buf: Float64Array | undefined = this.#view()
     let fence = buf[FENCE_NEXT]!
     if (!(fence < buf[FENCE_END]!)) {
-      let lent: number
-      try {
-        lent = this.#core.lend(LEND)
-      } catch (error) {
-        throw this.#trap(error)
-      }
-      if (lent <= 0) return undefined
-      buf = this.#view()
+      buf = this.#borrow()
+      if (buf === undefined) return undefined
       fence = buf[FENCE_NEXT]!
     }
     buf[FENCE_NEXT] = fence + 1
@@ -658,6 +678,17 @@ export class Store implements LeaseOwner {
     lease._since = this.#turnStamp()
     resource.keys.set(key, lease)
     return lease
+  }
+
+  /** Borrows the next block of fences (see # Keys granted here): the buffer, or `undefined` when the engine lends none. */
+  #borrow(): Float64Array | undefined {
+    let lent: number
+    try {
+      lent = this.#core.lend(LEND)
+    } catch (error) {
+      throw this.#trap(error)
+    }
+    return lent > 0 ? this.#view() : undefined
   }
 
   /** Hands the holding of a key granted here to the engine, which now knows the key: answers its id. */
@@ -742,52 +773,24 @@ export class Store implements LeaseOwner {
         const at = EVENTS + i * EVENT_SIZE
         const kind = buf[at]!
         const id = buf[at + 1]!
-        const index = id >>> 0
-        if (kind === KEY_IDLE) {
-          this.#idle(index, id)
-          continue
-        }
-        const record = this.#reqs[index]
-        if (record instanceof RemoteRequest) {
-          if (now < 0) now = this.#clock.now()
-          this.#remoteEvent(record, index, kind, buf[at + 2]!, now)
-          continue
-        }
-        if (kind === GRANTED) {
-          const waiter = record as Waiter
-          const handle = waiter.handle
-          const lease = new Lease(this, handle, waiter.key, buf[at + 2]!, id)
-          this.#reqs[index] = lease
-          waiter.settled()
+        const record = kind === KEY_IDLE ? undefined : this.#reqs[id >>> 0]
+        if (kind === GRANTED && record instanceof Waiter) {
+          // The common event, answered here; every other in `#event` (kept apart for the reason
+          // `#takeInEngine` is).
+          const handle = record.handle
+          const lease = new Lease(this, handle, record.key, buf[at + 2]!, id)
+          this.#reqs[id >>> 0] = lease
+          record.settled()
           if (handle._maxHold > 0) this.#schedule((now < 0 ? (now = this.#clock.now()) : now) + handle._maxHold)
-          if (waiter.fn === undefined) waiter.resolve(lease)
+          if (record.fn === undefined) record.resolve(lease)
           else {
-            this.#handOver[this.#handOverEnd++] = waiter
+            this.#handOver[this.#handOverEnd++] = record
             this.#handOver[this.#handOverEnd++] = lease
           }
-          continue
-        }
-        this.#reqs[index] = undefined
-        if (record instanceof Lease) {
-          const reason =
-            kind === REVOKED
-              ? new LostError(`${this.#leasePlace(record)}: lease revoked at maxHold`)
-              : this.#closed ?? new ClosedError('the store is closed')
-          ;(lost ??= []).push([record, reason])
-          continue
-        }
-        const waiter = record as Waiter
-        waiter.settled()
-        if (kind === TIMED_OUT) {
-          waiter.reject(new InUseError(`${waiter.place()}: still held after waiting ${waiter.wait}ms`))
-        } else if (kind === FAILED) {
-          waiter.reject(
-            buf[at + 2] === 1
-              ? new StorageError(`${waiter.place()}: storage failed to keep the fence ceiling; nothing was granted`, { cause: this.#core.storageError() })
-              : new LimitError(`${waiter.place()}: every fence below 2^53 was handed out`),
-          )
-        } else if (kind === ENDED) {
-          waiter.reject(this.#closedError(waiter.handle, waiter.key))
+        } else {
+          if (now < 0 && record instanceof RemoteRequest) now = this.#clock.now()
+          const ended = this.#event(kind, id, record, buf[at + 2]!, now)
+          if (ended !== undefined) (lost ??= []).push(ended)
         }
       }
       if (n < EVENT_SLOTS) break
@@ -802,6 +805,46 @@ export class Store implements LeaseOwner {
         queueMicrotask(this.#handOverLater)
       }
     }
+  }
+
+  /**
+   * Answers one event of `#drain` but a waiter's grant: a key gone idle, a request over a connection,
+   * a waiter that timed out, failed or ended. A lease that ended is not told here: it is answered
+   * with its reason, for the drain to tell it once every event was read.
+   */
+  #event(kind: number, id: number, record: Waiter | Lease | RemoteRequest | undefined, a: number, now: number): [Lease, LostError | ClosedError] | undefined {
+    const index = id >>> 0
+    if (kind === KEY_IDLE) {
+      this.#idle(index, id)
+      return undefined
+    }
+    if (record instanceof RemoteRequest) {
+      this.#remoteEvent(record, index, kind, a, now)
+      return undefined
+    }
+    if (kind === GRANTED) throw this.#trap(new Error(`the engine granted request ${id}, which does not wait on this side`))
+    this.#reqs[index] = undefined
+    if (record instanceof Lease) {
+      const reason =
+        kind === REVOKED
+          ? new LostError(`${this.#leasePlace(record)}: lease revoked at maxHold`)
+          : this.#closed ?? new ClosedError('the store is closed')
+      return [record, reason]
+    }
+    const waiter = record as Waiter
+    waiter.settled()
+    if (kind === TIMED_OUT) {
+      waiter.reject(new InUseError(`${waiter.place()}: still held after waiting ${waiter.wait}ms`))
+    } else if (kind === FAILED) {
+      waiter.reject(
+        a === 1
+          ? new StorageError(`${waiter.place()}: storage failed to keep the fence ceiling; nothing was granted`, { cause: this.#core.storageError() })
+          : new LimitError(`${waiter.place()}: every fence below 2^53 was handed out`),
+      )
+    } else if (kind === ENDED) {
+      waiter.reject(this.#closedError(waiter.handle, waiter.key))
+    }
+    return undefined
   }
 
   readonly #handOverLater = (): void => {
