@@ -435,8 +435,8 @@ export class RemoteStore implements LeaseOwner {
   }
 
   #heldHere(handle: RemoteLock, key: string): boolean {
-    for (let frame: Frame | undefined = this.#context!.getStore(); frame; frame = frame.parent) {
-      if (frame.resource === handle._resource && frame.lease.key === key && !frame.lease.lost && this.#byLocal.get(frame.lease._req)?.lease === frame.lease) return true
+    for (let frame: Frame | undefined = this.#context!.getStore(); frame; frame = frame._parent) {
+      if (frame._resource === handle._resource && frame.key === key && !frame.lost && this.#byLocal.get(frame._req)?.lease === frame) return true
     }
     return false
   }

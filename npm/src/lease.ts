@@ -6,6 +6,7 @@
  */
 
 import type { LostError, ClosedError } from './errors.js'
+import type { Resource } from './store.js'
 
 /** What a lease needs of its store. */
 export interface LeaseOwner {
@@ -36,6 +37,13 @@ export class Lease {
   #controller: AbortController | undefined
   /** When a lease the store granted itself was granted (its turn's time), for `inspect` and `adopt`. */
   #since = 0
+  /**
+   * @internal The lease is the frame of its hold in the async context (see `Frame` in store.ts): its
+   * resource, and the hold its fn started inside of. Set once, as fn starts (`_enter`).
+   */
+  _resource: Resource | undefined = undefined
+  /** @internal See `_resource`. */
+  _parent: Lease | undefined = undefined
 
   /** @internal */
   constructor(owner: LeaseOwner, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, req: number) {
@@ -95,6 +103,12 @@ export class Lease {
     this.#state = LOST
     this.#reason = reason
     this.#controller?.abort(reason)
+  }
+
+  /** @internal Its fn starts, in `resource`'s hold, inside the hold `parent` (if any): see `_resource`. */
+  _enter(resource: Resource, parent: Lease | undefined): void {
+    this._resource = resource
+    this._parent = parent
   }
 
   /** @internal Why it was lost. */

@@ -53,12 +53,12 @@ function contextStorage(): ContextStorage {
   return {
     getStore: () => als.getStore(),
     run: framed
-      ? (store, fn) =>
+      ? (store, fn, arg) =>
           new AsyncResource('holdfast').runInAsyncScope(() => {
             als.enterWith(store)
-            return fn()
+            return fn(arg)
           })
-      : (store, fn) => als.run(store, fn),
+      : (store, fn, arg) => als.run(store, fn, arg),
     enterInJob: store => als.enterWith(store),
     // A waiter's context, for its fn to run in when handed the key. (No destroy hook: none is used.)
     capture: framed || typeof process.versions.bun === 'string' ? () => new AsyncResource('holdfast', HAND_OVER) : undefined,

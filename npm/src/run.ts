@@ -33,7 +33,11 @@ export function runInLease<T>(
   const lease = taken
   let result: T | PromiseLike<T>
   try {
-    result = context === undefined ? fn(lease) : context.run({ lease, resource, parent: context.getStore() }, () => fn(lease))
+    if (context === undefined) result = fn(lease)
+    else {
+      lease._enter(resource, context.getStore())
+      result = context.run(lease, fn, lease)
+    }
   } catch (error) {
     return settled(lease, end, true, error)
   }
@@ -57,11 +61,14 @@ async function runWhenGranted<T>(
   let value: Awaited<T>
   try {
     if (context === undefined) value = await fn(lease)
-    else if (context.enterInJob === undefined) value = await context.run({ lease, resource, parent: context.getStore() }, () => fn(lease))
     else {
-      // This continuation runs as a job of its own: a context entered now ends with it.
-      context.enterInJob({ lease, resource, parent: context.getStore() })
-      value = await fn(lease)
+      lease._enter(resource, context.getStore())
+      if (context.enterInJob === undefined) value = await context.run(lease, fn, lease)
+      else {
+        // This continuation runs as a job of its own: a context entered now ends with it.
+        context.enterInJob(lease)
+        value = await fn(lease)
+      }
     }
   } catch (error) {
     return settle(lease, end, true, error) as Awaited<T>
@@ -85,7 +92,8 @@ export function runHandedOver(
 ): void {
   let result: unknown
   try {
-    context.enterInJob!({ lease, resource, parent: context.getStore() })
+    lease._enter(resource, context.getStore())
+    context.enterInJob!(lease)
     result = fn(lease)
   } catch (error) {
     return answerInto(lease, true, error, resolve, reject)

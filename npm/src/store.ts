@@ -96,7 +96,8 @@ export interface Platform {
 /** The part of `AsyncLocalStorage` the store uses. */
 export interface ContextStorage {
   getStore(): Frame | undefined
-  run<R>(store: Frame, fn: () => R): R
+  /** `fn(arg)` inside `store` (as `AsyncLocalStorage.run(store, fn, arg)`: no closure per hold). */
+  run<A, R>(store: Frame, fn: (arg: A) => R, arg: A): R
   /**
    * Where set (Node and Bun): `enterWith`, used only at the start of a microtask continuation (a hold
    * that waited, resuming), where the context entered ends with the job — as `run` would restore it,
@@ -116,12 +117,11 @@ export interface Scope {
   runInAsyncScope<A extends unknown[], R>(fn: (...args: A) => R, thisArg: unknown, ...args: A): R
 }
 
-/** One hold an async context is inside of, and the holds around it. */
-export interface Frame {
-  lease: Lease
-  resource: Resource
-  parent: Frame | undefined
-}
+/**
+ * One hold an async context is inside of: its lease, which knows its resource and the hold around it
+ * once its fn started (`Lease._enter`). The lease is the frame, so entering a hold makes no object.
+ */
+export type Frame = Lease
 
 export interface StoreOptions {
   /** Where fences are kept (default on Node and Bun: `fileStorage('./.holdfast')`). */
@@ -733,12 +733,12 @@ export class Store implements LeaseOwner {
   }
 
   #heldHere(resource: Resource, key: string): boolean {
-    for (let frame = this.#context!.getStore(); frame; frame = frame.parent) {
+    for (let frame = this.#context!.getStore(); frame; frame = frame._parent) {
       // Still holding: a released or lost lease is no longer the record of its request (or, granted
       // here, of its key).
-      if (frame.resource !== resource || frame.lease.key !== key) continue
-      const req = frame.lease._req
-      if (req < 0 ? resource.keys.get(key) === frame.lease : this.#reqs[req >>> 0] === frame.lease) return true
+      if (frame._resource !== resource || frame.key !== key) continue
+      const req = frame._req
+      if (req < 0 ? resource.keys.get(key) === frame : this.#reqs[req >>> 0] === frame) return true
     }
     return false
   }

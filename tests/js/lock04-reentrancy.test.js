@@ -138,3 +138,27 @@ test('LOCK-04: a waiter handed the key by a release runs in its own context, and
   assert.deepEqual(store.inspect(), [])
   await store.close()
 })
+
+test('LOCK-04: the holds around a hold are all known, however deep: an outer hold’s key is refused two holds in', async () => {
+  // Each hold knows the hold its fn started inside of: a hold of `a` inside `c` inside `b` inside `a`
+  // is refused, by a free key granted here, by the engine's grant (a maxHold handle) and by a waiter
+  // that was handed its key; keys not held on the way are fine, and a semaphore's as well.
+  const { store } = await openTestStore()
+  const l = store.lock('deep', { wait: Infinity })
+  const timed = store.lock('deep', { wait: Infinity, maxHold: '1h' })
+  const s = store.semaphore('deep-sem', { limit: 2, wait: Infinity })
+  const inner = (outer, key) => outer.hold(key, { wait: 0 }, () => 'not refused').catch(e => e.code)
+  assert.deepEqual(
+    await l.hold('a', () => l.hold('b', () => timed.hold('c', async () => [await inner(l, 'a'), await inner(timed, 'b'), await inner(l, 'd')]))),
+    ['invalid', 'invalid', 'not refused'],
+  )
+  assert.deepEqual(await s.hold('x', () => l.hold('y', () => s.hold('z', () => inner(s, 'x')))), 'invalid')
+  // A waiter handed its key, two holds in.
+  const first = await l.acquire('w')
+  const waited = l.hold('a', () => l.hold('b', () => l.hold('w', () => [inner(l, 'a'), inner(l, 'w')]).then(all => Promise.all(all))))
+  await settle()
+  await first.release()
+  assert.deepEqual(await waited, ['invalid', 'invalid'])
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
