@@ -177,13 +177,14 @@ export async function makeAdapter(name) {
 // Lock keys live under one name: holdfast's lock 'bench', Redis keys 'bench:KEY' (redis-semaphore adds
 // its own 'mutex:' prefix), so that the parent can count what is left on the server after a measurement.
 
-export const REMOTE_ADAPTERS = ['ws-echo', 'holdfast', 'redis-semaphore', 'redlock']
+export const REMOTE_ADAPTERS = ['ws-echo', 'ws-lock', 'holdfast', 'redis-semaphore', 'redlock']
 
 /** The remote adapters that need redis-server. */
 export const usesRedis = (name) => name === 'redis-semaphore' || name === 'redlock'
 
 export const REMOTE_DESCRIPTIONS = {
   'ws-echo': 'no lock: one round trip of a 40-byte binary WebSocket message (ws for the handshake; a turn\'s messages framed by hand into one write, both ways, as holdfast\'s Node transport does) to an echo server in its own process, then fn (the floor of a lock service with one round trip per hold; its checks are expected to fail)',
+  'ws-lock': 'the simplest FIFO lock service over the same transport as ws-echo: a hold is one round trip (the server answers when the key is free, holders in line in the order they came), its release one message without an answer; no fences, ttl, renewal, token or codec (the floor of a FIFO lock service with one round trip per hold, under key contention too)',
   'holdfast': "connect(url, { token }); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold; server: openStore({ storage: memoryStorage() }).serve() in its own process",
   'redis-semaphore': 'new Mutex(client, key, { lockTimeout: 10s, acquireTimeout: 60s, retryInterval: 10ms }) per hold; acquire/release; try = tryAcquire()',
   'redlock': 'new Redlock([client], { retryCount: -1, retryDelay: 10, retryJitter: 5 }); acquire([key], 10s)/release; try = { retryCount: 0 }',
@@ -242,13 +243,41 @@ export function corkedSend(ws) {
   }
 }
 
+/**
+ * ws-lock's messages: `[op: u8][id: u32 LE][key: UTF-8]` from a client; `[id: u32 LE][granted: u8]`
+ * from the server, for every op but a release (which is not answered).
+ */
+export const WS_LOCK = { hold: 1, try: 2, release: 3, sync: 4 }
+
+const utf8 = new TextEncoder()
+
+function wsLockMessage(op, id, key) {
+  const k = utf8.encode(key)
+  const m = Buffer.allocUnsafe(5 + k.length)
+  m[0] = op
+  m.writeUInt32LE(id, 1)
+  m.set(k, 5)
+  return m
+}
+
 /** Version text of a remote adapter's packages, or null when one is not installed. */
 export function remoteVersion(name) {
   if (name === 'holdfast') return packageInfo('holdfast')?.version ?? null
-  if (name === 'ws-echo') return packageInfo('ws')?.version ?? null
+  if (name === 'ws-echo' || name === 'ws-lock') return packageInfo('ws')?.version ?? null
   const lib = packageInfo(name)
   const ioredis = packageInfo('ioredis')
   return lib && ioredis ? `${lib.version} + ioredis ${ioredis.version}` : null
+}
+
+/** A `ws` WebSocket to `url` of a floor's server, once open. */
+async function openWebSocket(url) {
+  const { WebSocket } = await import('ws')
+  const ws = new WebSocket(url)
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  return ws
 }
 
 /** A remote adapter, made inside the client process that uses it: `{ url, token }` for holdfast, `{ redis }` (a redis:// URL) for the others. */
@@ -256,12 +285,7 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
   switch (name) {
     case 'ws-echo': {
       // Echoes come back in the order the messages were sent: answer the oldest waiter.
-      const { WebSocket } = await import('ws')
-      const ws = new WebSocket(url)
-      await new Promise((resolve, reject) => {
-        ws.once('open', resolve)
-        ws.once('error', reject)
-      })
+      const ws = await openWebSocket(url)
       const waiting = []
       let head = 0
       ws.on('message', () => {
@@ -289,6 +313,53 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
         },
         sync: async () => {
           await roundTrip()
+          return undefined
+        },
+        close: async () => {
+          ws.close()
+        },
+      }
+    }
+
+    case 'ws-lock': {
+      // One round trip a hold: the server answers it (by its id) once the key is this holder's.
+      const ws = await openWebSocket(url)
+      const answers = new Map() // id -> resolve(granted)
+      let next = 1
+      ws.on('message', (data) => {
+        const id = data.readUInt32LE(0)
+        const resolve = answers.get(id)
+        answers.delete(id)
+        resolve(data[4] === 1)
+      })
+      const send = corkedSend(ws)
+      const ask = (op, key) =>
+        new Promise((resolve) => {
+          const id = next++
+          answers.set(id, resolve)
+          send(wsLockMessage(op, id, key))
+        })
+      const release = (key) => send(wsLockMessage(WS_LOCK.release, 0, key))
+      return {
+        fifo: true,
+        hold: async (key, fn) => {
+          await ask(WS_LOCK.hold, key)
+          try {
+            return await fn()
+          } finally {
+            release(key)
+          }
+        },
+        tryHold: async (key, fn) => {
+          if (!(await ask(WS_LOCK.try, key))) return NOT
+          try {
+            return { acquired: true, value: await fn() }
+          } finally {
+            release(key)
+          }
+        },
+        sync: async (key) => {
+          await ask(WS_LOCK.sync, key)
           return undefined
         },
         close: async () => {

@@ -20,7 +20,9 @@
 //     shown as "floor". `bare-context` is that plus a context of its own per hold (AsyncLocalStorage
 //     run()), which LOCK-04 needs: the floor of a lock with every guarantee, and the ceiling of what
 //     holdfast can reach; the ratios list it too. Its remote counterpart, `ws-echo` (R1 and R3), is one WebSocket round trip to
-//     an echo server per hold: the floor of any lock service that answers each hold over one.
+//     an echo server per hold: the floor of any lock service that answers each hold over one. `ws-lock`
+//     (R1-R3) is the simplest FIFO lock service over the same transport (one round trip a hold, an
+//     unanswered release, nothing else): the floor under key contention too, where ws-echo has none.
 //   - The remote workloads R1-R3 (see remote.mjs) run the same way, interleaved and reversed, but each
 //     measurement is several fresh processes: holdfast's server (`bench.mjs --serve`, one per
 //     measurement) and one or two clients (`bench.mjs --remote-child ADAPTER`), all on 127.0.0.1. The
@@ -204,7 +206,7 @@ async function parent() {
   if (anyRemote && !remoteAdapters.includes('holdfast')) say(`holdfast (remote) not run: ${remoteSkipped.holdfast ?? 'not selected (BENCH_ADAPTERS)'}`)
   for (const w of workloads) {
     if (!ran(w)) continue
-    const others = isRemote(w) ? ['redis-semaphore', 'redlock', ...(w === 'R2' ? [] : ['ws-echo'])] : [w === 'W4' ? 'async-mutex' : 'async-lock']
+    const others = isRemote(w) ? ['redis-semaphore', 'redlock', ...(w === 'R2' ? [] : ['ws-echo']), 'ws-lock'] : [w === 'W4' ? 'async-mutex' : 'async-lock']
     for (const other of others) {
       const h = medians[w].holdfast
       const o = medians[w][other]

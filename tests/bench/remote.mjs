@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { corkedSend, makeRemoteAdapter } from './adapters.mjs'
+import { WS_LOCK, corkedSend, makeRemoteAdapter } from './adapters.mjs'
 import { gc } from './workloads.mjs'
 
 const env = process.env
@@ -220,7 +220,7 @@ export async function measureRemote(w, a, ctx) {
   let server
   try {
     const childEnv = { ...env, BENCH_TOKEN: ctx.token, BENCH_REDIS_URL: ctx.redisUrl ?? '' }
-    if (a === 'holdfast' || a === 'ws-echo') {
+    if (a === 'holdfast' || a === 'ws-echo' || a === 'ws-lock') {
       server = new Child([...flags('server'), script, '--serve', a], childEnv, 'server', deadline)
       procs.push(server)
       childEnv.BENCH_HOLDFAST_URL = (await server.next('listening')).url
@@ -231,7 +231,7 @@ export async function measureRemote(w, a, ctx) {
     const clients = []
     const m = {
       scale: ctx.scale,
-      fifo: a === 'holdfast',
+      fifo: a === 'holdfast' || a === 'ws-lock',
       file: (name) => path.join(dir, name),
       client: async (role) => {
         const c = new Child([...flags(role), script, '--remote-child', a], childEnv, `client ${role}`, deadline)
@@ -465,6 +465,7 @@ function freePort() {
 export async function serveChild(kind) {
   const say = (event) => process.stdout.write(JSON.stringify(event) + '\n')
   if (kind === 'ws-echo') return echoChild(say)
+  if (kind === 'ws-lock') return wsLockChild(say)
   const { openStore, memoryStorage } = await import('holdfast')
   const store = await openStore({ storage: memoryStorage() })
   const server = await store.serve({ port: 0, host: '127.0.0.1', token: env.BENCH_TOKEN })
@@ -495,6 +496,58 @@ async function echoChild(say) {
   createInterface({ input: process.stdin }).on('line', (line) => {
     const cmd = JSON.parse(line)
     if (cmd.op === 'inspect') say({ ev: 'inspected', keys: 0, connections: wss.clients.size })
+    else if (cmd.op === 'cpu') say({ ev: 'cpu', ...cpuUsed() })
+    else if (cmd.op === 'close') {
+      wss.close()
+      say({ ev: 'closed' })
+      process.exit(0)
+    }
+  })
+}
+
+/**
+ * `bench.mjs --serve ws-lock`: the ws-lock floor's server (see `WS_LOCK`). A key is in `held` while
+ * someone holds it, with the holds waiting for it in the order they came; a release hands it to the
+ * first of them, or frees it. It trusts its clients (a release names only the key) and forgets nothing
+ * when one goes: enough for a benchmark whose clients let every key go.
+ */
+async function wsLockChild(say) {
+  const { WebSocketServer } = await import('ws')
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' })
+  await new Promise((resolve) => wss.once('listening', resolve))
+  const held = new Map() // key -> [answer, id, answer, id, ...] of the holds in line
+  wss.on('connection', (ws) => {
+    const send = corkedSend(ws)
+    const answer = (id, granted) => {
+      const m = Buffer.allocUnsafe(5)
+      m.writeUInt32LE(id, 0)
+      m[4] = granted ? 1 : 0
+      send(m)
+    }
+    ws.on('message', (data) => {
+      const op = data[0]
+      const id = data.readUInt32LE(1)
+      const key = data.toString('utf8', 5)
+      const line = held.get(key)
+      if (op === WS_LOCK.hold) {
+        if (line === undefined) {
+          held.set(key, [])
+          answer(id, true)
+        } else line.push(answer, id)
+      } else if (op === WS_LOCK.try) {
+        if (line === undefined) held.set(key, [])
+        answer(id, line === undefined)
+      } else if (op === WS_LOCK.release) {
+        if (line === undefined) return
+        if (line.length === 0) held.delete(key)
+        else line.shift()(line.shift(), true)
+      } else if (op === WS_LOCK.sync) answer(id, true)
+    })
+  })
+  say({ ev: 'listening', url: `ws://127.0.0.1:${wss.address().port}` })
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    const cmd = JSON.parse(line)
+    if (cmd.op === 'inspect') say({ ev: 'inspected', keys: held.size, connections: wss.clients.size })
     else if (cmd.op === 'cpu') say({ ev: 'cpu', ...cpuUsed() })
     else if (cmd.op === 'close') {
       wss.close()
