@@ -441,11 +441,12 @@ export class Store implements LeaseOwner {
   _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn?: (lease: Lease) => unknown): Lease | Promise<unknown> | undefined {
     if (this.#closed) throw this.#closedError(handle, key)
     const resource = handle._resource
-    if (resource.limit === 1 && handle._maxHold === 0 && !resource.keys.has(key)) {
+    const known = resource.keys.get(key)
+    if (known === undefined && resource.limit === 1 && handle._maxHold === 0) {
       const lease = this.#grantHere(handle, resource, key)
       if (lease !== undefined) return lease
     }
-    return this.#takeInEngine(handle, resource, key, wait, signal, isTry, fn)
+    return this.#takeInEngine(handle, resource, key, known, wait, signal, isTry, fn)
   }
 
   /**
@@ -454,8 +455,7 @@ export class Store implements LeaseOwner {
    * whole size, so a small hot path reached through a large function stays in the slow tiers for
    * tens of thousands of holds.
    */
-  #takeInEngine(handle: Lock, resource: Resource, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn: ((lease: Lease) => unknown) | undefined): Lease | Promise<unknown> | undefined {
-    let known = resource.keys.get(key)
+  #takeInEngine(handle: Lock, resource: Resource, key: string, known: number | Lease | undefined, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn: ((lease: Lease) => unknown) | undefined): Lease | Promise<unknown> | undefined {
     if (known !== undefined) {
       // Only a busy key can be held in this very context (a free key is in no hold): the async context
       // is looked at only then.
