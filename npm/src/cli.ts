@@ -128,7 +128,8 @@ function parseArgs(args: string[], spec: Spec, command: string): Parsed {
     if (eq >= 0) value = arg.slice(eq + 1)
     else {
       const next = args[i + 1]
-      if (next === undefined || (next.startsWith('-') && next !== '-')) throw new UsageError(`${command}: --${name} needs a value`)
+      // `--wait -1` is a value (a bad one, said so by its option); `--wait --ttl 5s` lacks one.
+      if (next === undefined || (next.startsWith('-') && next !== '-' && !/^-[\d.]/.test(next))) throw new UsageError(`${command}: --${name} needs a value`)
       value = next
       i++
     }
@@ -543,7 +544,7 @@ async function inspect(args: string[]): Promise<number> {
   }
   entries = [...entries].sort((a, b) => cmp(a.kind, b.kind) || cmp(a.name, b.name) || cmp(a.key, b.key))
   if (options.has('json')) {
-    process.stdout.write(`${JSON.stringify(entries, null, 2)}\n`)
+    process.stdout.write(`${escapeControls(JSON.stringify(entries, null, 2))}\n`)
     return 0
   }
   if (entries.length === 0) {
@@ -564,9 +565,20 @@ function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0
 }
 
-/** A key as it is, unless spaces or control characters would blur the table: then quoted. */
+/** A key as it is, unless spaces or control characters would blur the table: then quoted and escaped. */
 function showKey(key: string): string {
-  return /^[^\s\p{C}"]+$/u.test(key) ? key : JSON.stringify(key)
+  return /^[^\s\p{C}"]+$/u.test(key) ? key : escapeControls(JSON.stringify(key))
+}
+
+/**
+ * Characters a terminal may obey rather than show, as `\uXXXX` escapes: JSON.stringify escapes C0
+ * controls but leaves C1 controls (U+0080-U+009F; U+009B is a CSI that some terminals act on) and the
+ * bidirectional formatting characters (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069) raw, so a
+ * key someone else chose could rewrite or reorder what `holdfast inspect` prints. Applied to JSON text
+ * these only ever stand inside strings, where the escape means the same character.
+ */
+function escapeControls(text: string): string {
+  return text.replace(/[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
 
 /** How long held: `250ms`, `12.3s`, `4m05s`, `2h07m`, `3d04h`. */

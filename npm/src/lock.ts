@@ -79,7 +79,7 @@ export class Lock {
       let fn = b
       let wait = this._wait
       let signal: AbortSignal | undefined
-      const k = typeof key === 'string' && key.length !== 0 && key.length <= 341 ? key : toKey(key, this.#place())
+      const k = typeof key === 'string' && key.length !== 0 && key.length <= 341 && key.isWellFormed() ? key : toKey(key, this.#place())
       if (typeof a === 'function') fn = a
       else ({ wait, signal } = this.#holdOptions(a, k))
       if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
@@ -98,7 +98,7 @@ export class Lock {
     try {
       let fn = b
       let signal: AbortSignal | undefined
-      const k = typeof key === 'string' && key.length !== 0 && key.length <= 341 ? key : toKey(key, this.#place())
+      const k = typeof key === 'string' && key.length !== 0 && key.length <= 341 && key.isWellFormed() ? key : toKey(key, this.#place())
       if (typeof a === 'function') fn = a
       else {
         signal = tryHoldSignal(a, () => this.#place(k))

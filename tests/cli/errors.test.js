@@ -51,7 +51,10 @@ test('a bad duration: exit 2, naming the option and the value', async () => {
   await refused(['hold', server.url, 'jobs', 'a', '--wait', '10', '--token-file', t, '--', 'touch', marker], /--wait "10" must be a duration/)
   await refused(['hold', server.url, 'jobs', 'a', '--ttl', '1.5s', '--token-file', t, '--', 'touch', marker], /--ttl "1.5s"/)
   await refused(['hold', server.url, 'jobs', 'a', '--max-hold', 'soon', '--token-file', t, '--', 'touch', marker], /--max-hold "soon"/)
-  await refused(['hold', server.url, 'jobs', 'a', '--grace', '-1s', '--token-file', t, '--', 'touch', marker], /--grace needs a value/)
+  // #13: a negative value is a value, refused as such (not "needs a value").
+  await refused(['hold', server.url, 'jobs', 'a', '--grace', '-1s', '--token-file', t, '--', 'touch', marker], /--grace "-1s" must be a duration/)
+  await refused(['hold', server.url, 'jobs', 'a', '--wait', '-1', '--token-file', t, '--', 'touch', marker], /--wait "-1" must be a duration/)
+  await refused(['hold', server.url, 'jobs', 'a', '--wait', '--ttl', '5s', '--token-file', t, '--', 'touch', marker], /--wait needs a value/)
   // Well-formed but out of range: the server's check.
   await refused(['hold', server.url, 'jobs', 'a', '--ttl', '500ms', '--token-file', t, '--', 'touch', marker], /ttl/)
 })

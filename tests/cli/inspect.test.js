@@ -37,3 +37,26 @@ test('inspect shows a held key with its fence and age, as a table and as JSON', 
   assert.equal(entries[0].holders[0].fence, fence)
   assert.equal(typeof entries[0].holders[0].heldMs, 'number')
 })
+
+test('#13 inspect escapes C1 controls and bidi overrides in keys, in the table and in --json', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const dir = tempDir()
+  // U+009B is a one-character CSI that some terminals obey; U+202E reverses the text after it;
+  // U+2066 isolates; U+0085 is a C1 newline.
+  const key = 'a\u009b31mred\u202eevil\u2066x\u0085y\u001bz'
+  const holder = start(['hold', server.url, 'backups', key, '--token-file', server.tokenFile, '--', 'sh', '-c', `touch ${dir}/held; exec sleep 30`])
+  t.after(() => holder.child.kill('SIGTERM'))
+  await fileAppears(join(dir, 'held'))
+  const raw = /[\u0080-\u009f\u202a-\u202e\u2066-\u2069\u001b]/
+
+  const table = await run(['inspect', server.url, '--token-file', server.tokenFile])
+  assert.equal(table.code, 0, table.stderr)
+  assert.doesNotMatch(table.stdout, raw, 'no control or bidi character printed raw')
+  assert.match(table.stdout, /"a\\u009b31mred\\u202eevil\\u2066x\\u0085y\\u001bz"/)
+
+  const json = await run(['inspect', server.url, '--json', '--token-file', server.tokenFile])
+  assert.equal(json.code, 0, json.stderr)
+  assert.doesNotMatch(json.stdout, raw, 'no control or bidi character printed raw')
+  assert.equal(JSON.parse(json.stdout)[0].key, key, 'the JSON still means the same key')
+})

@@ -339,3 +339,29 @@ test('remote: serve({ tls }) serves wss://, and a client that trusts the certifi
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('#13 one meaning per key: a key with a lone surrogate is an InvalidError locally and over a connection, before anything is held', async () => {
+  const s = await served()
+  const { client } = await s.client()
+  const local = s.store.lock('users')
+  const localSem = s.store.semaphore('slots', { limit: 2 })
+  const remote = client.lock('users')
+  const remoteSem = client.semaphore('slots', { limit: 2 })
+  // A string cut in the middle of an emoji; lone low and high surrogates at either end.
+  for (const bad of ['user-\ud83d', '\ud800', '\udc00', 'a\udc00b', '\ud83d\ud83d']) {
+    for (const handle of [local, localSem, remote, remoteSem]) {
+      const where = `${handle === local || handle === localSem ? 'local' : 'remote'} ${handle.kind} ${JSON.stringify(bad)}`
+      const invalid = e => e instanceof InvalidError && /well-formed/.test(e.message)
+      await assert.rejects(handle.acquire(bad, { wait: 0 }), invalid, `acquire ${where}`)
+      await assert.rejects(handle.hold(bad, () => 1), invalid, `hold ${where}`)
+      await assert.rejects(handle.tryHold(bad, () => 1), invalid, `tryHold ${where}`)
+    }
+  }
+  assert.deepEqual(s.store.inspect(), [], 'nothing was held')
+  // Well-formed neighbours are three different keys, in process and over the wire alike.
+  const a = await local.acquire('user-\ufffd')
+  assert.deepEqual(await remote.tryHold('user-\ud83d\ude00', () => 'other key'), { acquired: true, value: 'other key' })
+  assert.deepEqual(await remote.tryHold('user-\ufffd', () => 'same key'), { acquired: false })
+  await a.release()
+  await s.close()
+})

@@ -177,6 +177,14 @@ test('a bad name, key, ttl or limit gets a typed error over the boundary', async
     const answer = await cf('hold', params)
     assert.equal(answer.error?.name, 'InvalidError', `${JSON.stringify(params)}: ${JSON.stringify(answer)}`)
   }
+  // #13: a key with a lone surrogate ('user-' and half an emoji), through workerStore and straight to
+  // the object's RPC: refused, as in process and over a connection, before anything is held.
+  const lone = { keyUnits: [...'user-'].map(c => c.charCodeAt(0)).concat(0xd83d).join(',') }
+  for (const op of ['hold', 'raw-bad']) {
+    const answer = await cf(op, lone)
+    assert.equal(answer.error?.code, 'invalid', `${op}: ${JSON.stringify(answer)}`)
+    assert.match(answer.error.message, /well-formed/, op)
+  }
 })
 
 test('a semaphore through the object: at most limit holders of a key at a time', async () => {

@@ -50,7 +50,9 @@ function hexId() {
 
 export async function cloudflare(op, q, env) {
   const name = q.get('name') ?? 'jobs'
-  const key = q.get('key') ?? 'k'
+  // keyUnits: UTF-16 units, comma-separated, for keys a URL cannot carry (a lone surrogate).
+  const units = q.get('keyUnits')
+  const key = units ? String.fromCharCode(...units.split(',').map(Number)) : (q.get('key') ?? 'k')
   const ms = Number(q.get('ms') ?? 0)
   const shard = q.has('shard') ? Number(q.get('shard')) : undefined
   const namespace = q.get('ns') === 'counting' ? env.COUNTING : env.HOLDFAST
