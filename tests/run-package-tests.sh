@@ -2,11 +2,11 @@
 # Tests the package as users get it: `npm pack` of npm/, installed into a fresh project, and the same JS
 # test files (tests/js) run there under Node 20 (the machine's), Node 24 and Bun; then the example under
 # Node 20 and Bun. Build the package first (npm/build.sh). Runtimes: tests/runtimes (npm install there).
-#   RUNTIMES="node20 node24 bun"   which to run (default: all three)
+#   RUNTIMES="node20 node24 bun"   which to run (default: all three; RUNTIMES= runs none, only the checks)
 #   EXAMPLE=0                       skip the example
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-runtimes=${RUNTIMES:-"node20 node24 bun"}
+runtimes=${RUNTIMES-"node20 node24 bun"}
 bin="$root/tests/runtimes/node_modules/.bin"
 work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-pkgtest.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -36,6 +36,16 @@ for rt in $runtimes; do
   # sed hides the runner's status: read it back from PIPESTATUS.
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 done
+
+# The published types: no internal member (stripInternal), and a strict user's file compiles against
+# them with skipLibCheck off.
+echo "== the published types"
+if grep -rnE '@internal|^\s+(readonly |static |protected |private )*_[a-zA-Z]+[(:?<]' node_modules/holdfast/dist --include='*.d.ts'; then
+  echo "internal members in the published types (above)"; status=1
+fi
+cp "$root/tests/types/consumer.ts" .
+if ! "$root/npm/node_modules/.bin/tsc" --noEmit --strict --skipLibCheck false --module nodenext --moduleResolution nodenext \
+  --target es2022 --lib es2022,esnext.disposable,dom --types node --typeRoots "$root/npm/node_modules/@types" consumer.ts; then status=1; fi
 
 if [ "${EXAMPLE:-1}" != 0 ]; then
   # The example, installed the same way: its holdfast dependency pointed at the packed tarball.

@@ -63,7 +63,9 @@ function liveSignal(value: unknown, place: () => string): AbortSignal | undefine
 
 /** The store side of a travelling handle. */
 export interface TravellingStore<H, L extends Lease> {
+  /** @internal */
   _take(handle: H, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<L | undefined>
+  /** @internal */
   _run<T>(handle: H, lease: L, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
 }
 

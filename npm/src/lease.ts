@@ -10,7 +10,7 @@ import type { Resource } from './store.js'
 
 /** What a lease needs of its store. */
 export interface LeaseOwner {
-  /** `fromHold`: the hold that ran fn lets its key go, fn having settled (see `Lease._end`). */
+  /** @internal `fromHold`: the hold that ran fn lets its key go, fn having settled (see `Lease._end`). */
   _release(req: number, lease: Lease, fromHold: boolean): void
 }
 

@@ -1,0 +1,20 @@
+// A strict TypeScript user of the published types, compiled with skipLibCheck off by
+// tests/run-package-tests.sh against the installed package: every public entry's declarations must
+// compile on their own (no stripped internal type left dangling) and say what the API does.
+import { openStore, connect, memoryStorage, InvalidError, type Lease, type Store } from 'holdfast'
+import * as slim from 'holdfast/slim'
+import { manualClock } from 'holdfast/testing'
+
+export async function use(): Promise<number> {
+  const store: Store = await openStore({ storage: memoryStorage(), clock: manualClock(0) })
+  const summaries = store.lock('summaries', { ttl: '30s', maxHold: '2m' })
+  const fence: number = await summaries.hold('chat-1', (lease: Lease) => lease.fence)
+  const tried = await summaries.tryHold(42, lease => lease.key)
+  const key: string | undefined = tried.acquired ? tried.value : undefined
+  await using lease = await store.semaphore('uploads', { limit: 3 }).acquire('u', { wait: '5s' })
+  const remote = await connect('ws://127.0.0.1:7420', { token: 't' })
+  const busy = await remote.inspect()
+  void slim.openStore
+  void new InvalidError('x').code
+  return fence + busy.length + lease.fence + (key?.length ?? 0)
+}
