@@ -80,10 +80,6 @@ pub mod overdue {
     /// A lease past its ttl or `maxHold` renewed by asking again with its request id.
     pub const RESUME: u8 = 8;
 
-    /// The kinds the engine is known to break when the host's timer is late (each with its failing
-    /// case in `tests/known_bugs.rs`): let pass by default, counted and printed, until it is fixed.
-    pub const KNOWN: u8 = 0;
-
     /// The names of `kinds`, as [`parse`] reads them.
     pub fn name(kinds: u8) -> String {
         let names: Vec<&str> = [
@@ -103,7 +99,7 @@ pub mod overdue {
         }
     }
 
-    /// The kinds named in `text` (`release,hold,grant,resume`, `known`, or `none`).
+    /// The kinds named in `text` (`release,hold,grant,resume`, or `none`).
     pub fn parse(text: &str) -> u8 {
         text.split(',')
             .map(|w| match w.trim() {
@@ -111,7 +107,6 @@ pub mod overdue {
                 "hold" => HOLD,
                 "grant" => GRANT,
                 "resume" => RESUME,
-                "known" => KNOWN,
                 "none" | "" => 0,
                 other => panic!("unknown kind of overdue {other:?}"),
             })

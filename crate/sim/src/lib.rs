@@ -38,20 +38,19 @@
 //! | `HOLDFAST_SIM_LEN` | 10000 | operations a seed |
 //! | `HOLDFAST_SIM_THREADS` | 1 | threads (a soak: the machine's cores) |
 //! | `HOLDFAST_SIM_LATE_EVERY` | 5 | every how many seeds one has a late timer (`1`: all, `0`: none) |
-//! | `HOLDFAST_SIM_LAX` | `known` | late-timer violations to let pass: `known` (the open engine bugs of `tests/known_bugs.rs`), `none`, or some of `release,hold,grant,resume` |
+//! | `HOLDFAST_SIM_LAX` | `none` | late-timer violations to let pass while shrinking a new bug: `none`, or some of `release,hold,grant,resume` |
 //! | `HOLDFAST_SIM_REPLAY` | | a seed to replay, printing every operation and answer |
 //! | `HOLDFAST_SIM_SEQ` | | with `HOLDFAST_SIM_REPLAY`: replay these operations (a shrunk failure) instead of the seed's |
 //!
 //! A *late timer* is a host whose timer fires after its deadline (a busy event loop): operations then
-//! come at a time past a deadline the engine has not yet acted on. The engine breaks invariants there
-//! (four kinds: `release`, `hold`, `grant`, `resume`; the cases are in `tests/known_bugs.rs`); until
-//! it is fixed, the default run lets exactly those kinds pass, counts them and prints the count, and
-//! checks everything else in those seeds as in the others. Once fixed: `overdue::KNOWN = 0`.
+//! come at a time past a deadline the engine has not yet acted on. The engine once broke invariants
+//! there (four kinds: `release`, `hold`, `grant`, `resume`); they are fixed, every seed with a late
+//! timer checks them, and `tests/regressions.rs` keeps the smallest case of each.
 //!
 //! ```sh
 //! cargo test -p holdfast-sim --test sim -- --nocapture                       # figures printed
 //! HOLDFAST_SIM_SEEDS=100000 HOLDFAST_SIM_THREADS=$(nproc) cargo test --release -p holdfast-sim --test sim -- --nocapture
-//! HOLDFAST_SIM_LATE_EVERY=1 HOLDFAST_SIM_LAX=none cargo run --release -p holdfast-sim -- run   # the late-timer bugs
+//! HOLDFAST_SIM_LATE_EVERY=1 cargo run --release -p holdfast-sim -- run        # every seed with a late timer
 //! HOLDFAST_SIM_REPLAY=42 cargo test -p holdfast-sim --test sim -- --nocapture
 //! cargo run -p holdfast-sim -- replay 42                                     # the same, as a binary
 //! cargo run -p holdfast-sim -- hashes 0 100                                  # trace hashes, for tests/sim

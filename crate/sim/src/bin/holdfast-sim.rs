@@ -51,7 +51,7 @@ fn main() -> ExitCode {
                 len: arg("--len").map_or(10_000, |l| num(&l) as usize),
                 late_every: u64::from(args.iter().any(|a| a == "--late")),
                 fault: None,
-                lax: holdfast_sim::driver::overdue::parse(&arg("--lax").unwrap_or("known".into())),
+                lax: holdfast_sim::driver::overdue::parse(&arg("--lax").unwrap_or("none".into())),
             };
             let ops = match arg("--seq") {
                 Some(text) => op::parse_seq(&text).unwrap_or_else(|e| panic!("{e}")),

@@ -1,20 +1,17 @@
-//! Engine bugs the simulation found, each as the smallest failing case, on the engine's own API.
+//! Engine bugs the simulation found, each kept as the smallest case that failed, on the engine's own
+//! API. All are fixed: each test here fails again if its bug comes back.
 //!
-//! They are `#[ignore]`d so that the suite stays green while they are open; each passes once its bug
-//! is fixed (run them with `cargo test -p holdfast-sim --test known_bugs -- --ignored`). The first
-//! five are one bug seen five ways: **the engine acts on a deadline only in `advance`**, so between
-//! the instant a deadline falls due and the host's timer firing (a timer is never early and often
-//! late: a busy event loop, a blocked thread, coalesced timers), every other call treats a lease past
-//! its `maxHold` or ttl as still held, and a waiter past its wait (or away past its ttl) as still
-//! waiting. `renew` alone checks the deadline itself ("never renewed once past it, even if the host
-//! has not yet called advance").
-//! The fix the cases point to: every timed call acts first on the deadlines at or before its `now`,
-//! and the untimed calls ask for the time when the request or its key has a deadline.
+//! The first five were one bug seen five ways: **the engine acted on a deadline only in `advance`**,
+//! so between the instant a deadline fell due and the host's timer firing (a timer is never early and
+//! often late: a busy event loop, a blocked thread, coalesced timers), every other call treated a
+//! lease past its `maxHold` or ttl as still held, and a waiter past its wait (or away past its ttl)
+//! as still waiting. The fix: every timed call acts first on the deadlines at or before its `now`, and
+//! the untimed calls ask for the time when the request or its key has a deadline.
 //!
 //! Each case names the simulation run that found it and its shrunk sequence, which replays with
 //! `cargo run -p holdfast-sim -- replay SEED --late --lax none --seq '...'` (every operation and
-//! answer printed). `HOLDFAST_SIM_LAX` lets these kinds pass in the default run until they are fixed
-//! (counted and printed as "late-timer violations let pass"); set it to `none` to see them fail.
+//! answer printed). The simulation checks these kinds in every seed that has a late timer
+//! (`HOLDFAST_SIM_LAX` can still let a kind pass while a new bug of that kind is being shrunk).
 
 use holdfast_engine::{Engine, Event, Hold, Id, Kind, Remote, ResourceId};
 
@@ -41,7 +38,7 @@ fn granted(h: Hold) -> (Id, Id) {
 /// if held: `hold` resolves with fn's value instead of rejecting `LostError`.
 /// Found by seed 0 (late timer): `write ok; hold 3 0 w=46 m=14 fast; late 181; release 56 fast`.
 #[test]
-fn bug_a_lease_past_its_max_hold_is_released_as_if_held() {
+fn fixed_a_lease_past_its_max_hold_is_released_as_if_held() {
     let (mut e, l) = opened();
     let (req, key) = granted(e.hold(l, None, Some(46), Some(14), 0).unwrap());
     // fn settled at 181; the timer set for 14 has not fired yet.
@@ -66,7 +63,7 @@ fn bug_a_lease_past_its_max_hold_is_released_as_if_held() {
 /// granted by a call that came after its deadline, before the late timer fired.
 /// Found by seed 0 (late timer, `release` let pass): `hold 1 4 w=50 m=- fast; late 156; write ok`.
 #[test]
-fn bug_a_waiter_past_its_wait_is_granted() {
+fn fixed_a_waiter_past_its_wait_is_granted() {
     let mut e = Engine::open(None).unwrap();
     let c = e.poll_persist().unwrap();
     let l = e.resource(Kind::Lock, "jobs", 1).unwrap();
@@ -99,7 +96,7 @@ fn bug_a_waiter_past_its_wait_is_granted() {
 /// Found by seed 1 (late timer, `release,grant,resume` let pass):
 /// `hold 1 0 w=12 m=27 fast; write ok; late 190; hold 1 0 w=166 m=12 fast`.
 #[test]
-fn bug_a_holder_past_its_max_hold_still_counts() {
+fn fixed_a_holder_past_its_max_hold_still_counts() {
     let (mut e, l) = opened();
     let (first, key) = granted(e.hold(l, None, Some(12), Some(27), 0).unwrap());
     // At 190 the lease was revoked 163 ms ago; the timer has not fired yet.
@@ -117,7 +114,7 @@ fn bug_a_holder_past_its_max_hold_still_counts() {
 /// Found by seed 53 (late timer, `release,hold,grant` let pass):
 /// `remote 1 0 c=3 w=- m=8 t=1959444; write ok; late 144; ask 0 c=0`.
 #[test]
-fn bug_asking_again_renews_a_lease_that_ran_out() {
+fn fixed_asking_again_renews_a_lease_that_ran_out() {
     let (mut e, l) = opened();
     let remote = Remote {
         conn: 3,
@@ -166,7 +163,7 @@ fn bug_asking_again_renews_a_lease_that_ran_out() {
 /// Found by replaying, late: `write ok; hold 0 0 w=- m=-; remote 0 0 c=1 w=- m=- t=1000; drop 1;
 /// late 2000; ask 0 c=2`.
 #[test]
-fn bug_a_waiter_away_past_its_ttl_comes_back() {
+fn fixed_a_waiter_away_past_its_ttl_comes_back() {
     let (mut e, l) = opened();
     let (_, key) = granted(e.hold(l, None, None, None, 0).unwrap());
     let remote = Remote {
@@ -202,7 +199,7 @@ fn bug_a_waiter_away_past_its_ttl_comes_back() {
 /// (The package waits for the write itself, not for this flag, so it does not hang; a host that
 /// polled the flag would.) Found by seed 1 at its first shrink: `close; write ok`.
 #[test]
-fn bug_a_write_answered_after_close_stays_pending() {
+fn fixed_a_write_answered_after_close_stays_pending() {
     let mut e = Engine::open(None).unwrap();
     let c = e.poll_persist().unwrap();
     e.close();
@@ -217,7 +214,7 @@ fn bug_a_write_answered_after_close_stays_pending() {
 /// Found by reasoning on the model (`Model::end_connection` skips requests an earlier pump ended);
 /// reproduced here on the engine's API.
 #[test]
-fn bug_goodbye_ends_a_request_its_own_pump_already_failed() {
+fn fixed_goodbye_ends_a_request_its_own_pump_already_failed() {
     use holdfast_engine::fence::MAX_FENCE;
     let mut e = Engine::open(Some(MAX_FENCE - 2)).unwrap();
     let c = e.poll_persist().unwrap();
