@@ -4,7 +4,7 @@
 #   1. Rust: cargo fmt --check, clippy -D warnings (native and wasm32), cargo test (engine contracts,
 #      the wire corpus, and the simulation: 1,000 seeds x 10,000 operations), and the same op
 #      sequences in wasm under Node and Bun giving the native trace hashes
-#   2. TypeScript: strict typecheck of the package
+#   2. TypeScript: strict typecheck of the package, and `npm test` in npm/ (unit tests from source)
 #   3. the package as users get it (npm pack, installed into a fresh project): the JS tests under
 #      Node 20, Node 24, Bun and Deno, the SQLite fence example under Node 20 and Bun, and the
 #      package in Cloudflare workerd (wrangler)
@@ -29,8 +29,8 @@ cargo test --workspace --quiet 2>&1
 say "the simulation's op sequences in wasm give the native trace hashes (Node 20, Node 24, Bun)"
 bash tests/sim/run.sh
 
-say "TypeScript (strict)"
-(cd npm && npx tsc -p tsconfig.json --noEmit)
+say "TypeScript (strict), and the unit tests of the pure modules from source (npm test)"
+(cd npm && npx tsc -p tsconfig.json --noEmit && npm test --silent)
 
 say "the packed package under Node 20, Node 24 and Bun"
 bash tests/run-package-tests.sh

@@ -1,0 +1,49 @@
+import { test, before } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { initSync } from '../wasm/holdfast_wasm.js'
+import { decodeClient, decodeServer, encodeClient, encodeServer, type ClientMessage, type ServerMessage } from '../src/wire.js'
+
+before(() => {
+  initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })
+})
+
+const request = '0123456789abcdef0123456789abcdef'
+const lease = 'fedcba9876543210fedcba9876543210'
+
+test('every client message survives encode then decode', () => {
+  const messages: ClientMessage[] = [
+    { type: 'hello', token: 't0ken', client: 'holdfast-js/0.1.0' },
+    { type: 'hold', semaphore: false, limit: 1, name: 'summaries', key: 'chat é 😀', ttl: 30_000, maxHold: 0, wait: 10_000, request },
+    { type: 'hold', semaphore: true, limit: 3, name: 'uploads', key: 'u', ttl: 1_000, maxHold: 60_000, wait: null, request },
+    { type: 'renew', lease },
+    { type: 'release', lease },
+    { type: 'cancel', request },
+    { type: 'inspect' },
+    { type: 'goodbye' },
+  ]
+  messages.forEach((m, id) => assert.deepEqual(decodeClient(encodeClient(id, m)), { id, ...m }, m.type))
+})
+
+test('every server message survives encode then decode', () => {
+  const messages: ServerMessage[] = [
+    { type: 'granted', request, lease, fence: 2 ** 53 - 1, ttl: 30_000, revokeIn: 0 },
+    { type: 'busy' },
+    { type: 'renewed', ttl: 30_000, revokeIn: 5_000 },
+    { type: 'done' },
+    { type: 'error', code: 'in_use', message: 'lock x: key "k": held by another' },
+    { type: 'lost', lease, code: 'lost' },
+  ]
+  // A `lost` is pushed by the server, answering no frame: its id is 0 on the wire whatever is given.
+  messages.forEach((m, i) => {
+    const id = m.type === 'lost' ? 0 : i + 1
+    assert.deepEqual(decodeServer(encodeServer(id, m)), { id, ...m }, m.type)
+  })
+})
+
+test('a frame that does not decode is refused, never half read', () => {
+  const good = encodeClient(1, { type: 'renew', lease })
+  for (const bad of [new Uint8Array(0), good.subarray(0, good.length - 1), Uint8Array.of(...good, 0), Uint8Array.of(255, 255, 255)]) {
+    assert.throws(() => decodeClient(bad), `${bad.length} bytes`)
+  }
+})
