@@ -22,7 +22,7 @@ test('every client message survives encode then decode', () => {
     { type: 'inspect' },
     { type: 'goodbye' },
   ]
-  messages.forEach((m, id) => assert.deepEqual(decodeClient(encodeClient(id, m)), { id, ...m }, m.type))
+  for (const [id, m] of messages.entries()) assert.deepEqual(decodeClient(encodeClient(id, m)), { id, ...m }, m.type)
 })
 
 test('every server message survives encode then decode', () => {
