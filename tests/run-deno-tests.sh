@@ -5,9 +5,9 @@
 #      denoKvStorage on an in-memory KV, fileStorage's error naming the flags it needs);
 #   2. tests/deno/storage.test.ts, tests/deno/remote.test.ts and the package's JS suite (tests/js, the
 #      remote-* tests included) under `deno test`, with the permissions those tests need: files in a temp
-#      dir (--allow-read/--allow-write, --allow-env for os.tmpdir()), --allow-run (fileStorage checks a
-#      lock holder's pid) and --allow-net (store.serve() and connect() over Deno's own WebSocket server
-#      and client, on 127.0.0.1 and on Unix sockets).
+#      dir (--allow-read/--allow-write, --allow-env for os.tmpdir()), --allow-run (tests that run stores
+#      in processes of their own) and --allow-net (fileStorage's Unix socket; store.serve() and connect()
+#      over Deno's own WebSocket server and client, on 127.0.0.1 and on Unix sockets).
 # Build the package first (npm/build.sh). Deno comes from tests/runtimes (npm install there).
 #   PKG_DIR=dir   pack this directory instead of npm/ (a built copy of it)
 set -euo pipefail

@@ -3,79 +3,97 @@
  *
  * - Each value is written atomically: to a temporary file, fsynced, renamed over the old one, and the
  *   directory fsynced, so that a crash leaves the old value or the new, never a torn one.
- * - The directory serves one open store at a time: the first `get` takes an exclusive lock file
- *   (`holdfast.lock`, created with O_EXCL, holding the pid). A second store, in this process or another,
- *   fails with a `StorageError` naming the directory and the holder, instead of repeating fences. A lock
- *   left by a process that died (its pid no longer runs) is taken over; `close()` removes it.
+ * - The directory serves one open store at a time: the first `get` (or `set`) claims it with a Unix
+ *   socket bound in it (`dir-claim.ts`). A second store, in this process or another, fails with a
+ *   `StorageError` naming the directory, instead of repeating fences. The kernel closes the socket
+ *   when the holder's process ends, however it ends, so the directory can be opened again at once
+ *   after a crash (even while the dead process is an unreaped zombie, or its pid runs another process);
+ *   `close()` lets it go.
+ * - It also keeps `holdfast.lock` holding its pid while it holds the directory, only so that an older
+ *   holdfast (which went by that pid) refuses the directory too. It never goes by it (it only names it
+ *   in a refusal): a pid says nothing (reused, or a zombie's). An older holdfast's store that runs is
+ *   therefore not seen: stop it before opening the directory with this one.
  * - A directory that kept a value marks itself (`holdfast.used`): if the value is later missing, the
  *   store refuses to open rather than start its fences again. (The value itself carries a check, so a
  *   damaged one is refused too: see the engine's `fence::decode_ceiling`.)
- * - On Deno it needs `--allow-read` and `--allow-write` (for the directory at least), and says so in its
- *   `StorageError` when they are missing. Without `--allow-run` it cannot tell whether the process that
- *   left a lock still runs, so it never takes such a lock over, and says so.
+ * - On Deno it needs `--allow-read`, `--allow-write` and `--allow-net` (for its socket), and says so in
+ *   its `StorageError` when they are missing.
  */
 
 import * as fs from 'node:fs'
 import * as path from 'node:path'
+import { claimDirectory, type Claim } from './dir-claim.js'
 import { StorageError } from './errors.js'
 import type { Storage } from './storage.js'
 
+/** Written while a store holds the directory, for older holdfast versions only (never gone by here). */
 const LOCK_FILE = 'holdfast.lock'
 /** Written with the first value: a directory that has it and lacks a value has lost the value. */
 const USED_FILE = 'holdfast.used'
-/** Directories locked by stores of this process (a pid check cannot tell them apart). */
+/** Directories held (or being claimed) by stores of this process: refused at once, without a socket. */
 const lockedHere = new Set<string>()
 
 export function fileStorage(dir: string): Storage {
   if (typeof dir !== 'string' || dir.length === 0) throw new StorageError(`fileStorage: dir must be a non-empty string`)
   const root = path.resolve(dir)
   const place = `fileStorage ${root}`
-  let locked = false
+  /** The claim of the directory: under way or held; undefined before it and after `close()`. */
+  let claim: Promise<Claim> | undefined
   let used = false
 
-  const lock = () => {
-    if (locked) return
-    fs.mkdirSync(root, { recursive: true })
-    const file = path.join(root, LOCK_FILE)
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        if (lockedHere.has(root)) throw Object.assign(new Error('locked here'), { code: 'EEXIST' })
-        fs.writeFileSync(file, `${process.pid}\n`, { flag: 'wx' })
-        lockedHere.add(root)
-        locked = true
-        return
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-        const holder = lockedHere.has(root) ? process.pid : Number.parseInt(readOr(file, ''), 10)
-        const state = lockedHere.has(root) ? 'alive' : Number.isInteger(holder) ? alive(holder) : 'dead'
-        if (state !== 'dead') {
-          const unknown = state === 'unknown' ? ' (Deno without --allow-run cannot tell whether it still runs)' : ''
-          throw new StorageError(
-            `${place}: the directory is in use by another open store (process ${holder})${unknown}; one storage serves one store at a time. If no such store runs, remove ${file}`,
-          )
-        }
-        // The holder died without closing: its lock is stale.
-        fs.rmSync(file, { force: true })
-      }
+  const inUse = (detail: string) => {
+    let pid = Number.NaN
+    try {
+      pid = Number.parseInt(readOr(path.join(root, LOCK_FILE), ''), 10) // for the message only
+    } catch {
+      // the refusal stands without it
     }
-    throw new StorageError(`${place}: could not take the directory lock ${file}`)
+    const holder = Number.isInteger(pid) ? ` (process ${pid}, says ${LOCK_FILE})` : ''
+    return `${place}: the directory is in use by another open store${holder}: ${detail}; one storage serves one store at a time`
+  }
+
+  const lock = (): Promise<Claim> => {
+    if (claim) return claim
+    if (lockedHere.has(root)) return Promise.reject(new StorageError(`${place}: the directory is in use by another open store of this process; one storage serves one store at a time`))
+    lockedHere.add(root)
+    const claiming = (async () => {
+      fs.mkdirSync(root, { recursive: true })
+      const held = await claimDirectory(root, place, inUse)
+      try {
+        // Replaced in one rename, so that an older holdfast never reads it empty (as dead).
+        const temp = path.join(root, `.${LOCK_FILE}.${process.pid}.tmp`)
+        fs.writeFileSync(temp, `${process.pid}\n`)
+        fs.renameSync(temp, path.join(root, LOCK_FILE))
+      } catch (error) {
+        await held.release()
+        throw error
+      }
+      return held
+    })()
+    claim = claiming
+    claiming.catch(() => {
+      // Not claimed: a later call tries again.
+      if (claim === claiming) claim = undefined
+      lockedHere.delete(root)
+    })
+    return claiming
   }
 
   /** Deno's refusal for want of a permission flag, as a StorageError that names the flags. */
   const denied = (error: unknown): unknown =>
     isDenoPermissionError(error)
       ? new StorageError(
-          `${place}: Deno denied access (${(error as Error).message}); fileStorage needs --allow-read and --allow-write (at least --allow-read=${root} --allow-write=${root})`,
+          `${place}: Deno denied access (${(error as Error).message}); fileStorage needs --allow-read, --allow-write (at least --allow-read=${root} --allow-write=${root}) and --allow-net (for the Unix socket by which it holds the directory)`,
           { cause: error },
         )
       : error
 
   return {
-    get(key) {
+    async get(key) {
       let text: string | undefined
       let usedBefore: string | undefined
       try {
-        lock()
+        await lock()
         text = readOr(path.join(root, fileName(key)), undefined)
         usedBefore = text === undefined ? readOr(path.join(root, USED_FILE), undefined) : undefined
       } catch (error) {
@@ -90,9 +108,9 @@ export function fileStorage(dir: string): Storage {
       }
       return text
     },
-    set(key, value) {
+    async set(key, value) {
       try {
-        lock()
+        await lock()
         writeAtomically(root, fileName(key), value)
         if (!used) {
           writeAtomically(root, USED_FILE, 'holdfast kept values in this directory: its fences must not start again\n')
@@ -102,11 +120,16 @@ export function fileStorage(dir: string): Storage {
         throw denied(error)
       }
     },
-    close() {
-      if (!locked) return
-      locked = false
-      lockedHere.delete(root)
+    async close() {
+      const held = claim
+      if (!held) return
+      claim = undefined
+      const release = await held.catch(() => undefined)
+      if (!release) return
+      // The pid file first: once the socket is closed, the next store may write its own.
       fs.rmSync(path.join(root, LOCK_FILE), { force: true })
+      await release.release()
+      lockedHere.delete(root)
     },
   }
 }
@@ -147,17 +170,6 @@ function syncDir(dir: string): void {
     // Some platforms cannot fsync a directory; the rename is still atomic there.
   } finally {
     if (fd !== undefined) fs.closeSync(fd)
-  }
-}
-
-function alive(pid: number): 'alive' | 'dead' | 'unknown' {
-  try {
-    process.kill(pid, 0)
-    return 'alive'
-  } catch (error) {
-    // Deno without --allow-run refuses to signal: the holder may run, so its lock is not taken over.
-    if (isDenoPermissionError(error)) return 'unknown'
-    return (error as NodeJS.ErrnoException).code === 'EPERM' ? 'alive' : 'dead'
   }
 }
 

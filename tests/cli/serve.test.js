@@ -3,9 +3,10 @@
 // SIGTERM and SIGINT: holders lose their leases, waiters are answered, exit 0.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileAppears, run, serve, start, tempDir, until } from './helpers.js'
+import { BIN, fileAppears, run, serve, start, tempDir, until } from './helpers.js'
 
 function assertStopped(r) {
   assert.equal(r.code, 0, JSON.stringify(r))
@@ -67,6 +68,33 @@ test('serve takes over a Unix socket left by a server that died', async () => {
   await first.stop('SIGKILL')
   assert.ok(existsSync(socket), 'the dead server left its socket')
   const second = await serve({ dir: first.dir, args: ['--socket', socket] })
+  const r = await run(['hold', second.url, 'jobs', 'x', '--token-file', second.tokenFile, '--', 'true'])
+  assert.equal(r.code, 0, r.stderr)
+  assertStopped(await second.stop())
+})
+
+/** The state letter of a process in /proc (`Z` for a zombie). */
+function procState(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  return stat.slice(stat.lastIndexOf(')') + 2)[0]
+}
+
+test('#13 item 1: serve starts again at once on its directory after kill -9 of its process group, the killed server still an unreaped zombie', { skip: !existsSync('/proc/self/stat') && 'needs /proc' }, async t => {
+  const dir = join(tempDir(), 'store')
+  // `sh` starts the server in a process group of its own and becomes `sleep`, which never reaps it.
+  const parent = spawn('sh', ['-c', 'setsid "$@" & echo "pid $!"; exec sleep 120', 'sh', BIN, 'serve', '--dir', dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  t.after(() => parent.kill('SIGKILL'))
+  let stdout = ''
+  parent.stdout.setEncoding('utf8').on('data', d => (stdout += d))
+  await until(() => /^holdfast: serving /m.test(stdout), 'the first server to listen')
+  const pid = Number(/^pid (\d+)$/m.exec(stdout)[1])
+  const killed = performance.now()
+  process.kill(-pid, 'SIGKILL')
+  await until(() => procState(pid) === 'Z', 'the killed server to be a zombie')
+  const second = await serve({ dir })
+  const served = performance.now()
+  assert.equal(procState(pid), 'Z', 'the killed server was still a zombie when the new one started')
+  console.log(`# #13 item 1: holdfast serve serving again ${(served - killed).toFixed(0)} ms after kill -9 of the old one's process group (the start of a new process included)`)
   const r = await run(['hold', second.url, 'jobs', 'x', '--token-file', second.tokenFile, '--', 'true'])
   assert.equal(r.code, 0, r.stderr)
   assertStopped(await second.stop())

@@ -71,6 +71,7 @@ Deno.test('fileStorage without --allow-read/--allow-write: a StorageError that n
   assert.equal(error.code, 'storage')
   assert.match(error.message, /--allow-read/)
   assert.match(error.message, /--allow-write/)
+  assert.match(error.message, /--allow-net/)
   assert.match(error.message, /holdfast-deno-no-flags/)
   assert.ok(error.cause instanceof StorageError, 'the cause is fileStorage’s own error')
   assert.ok((error.cause as Error).cause instanceof Deno.errors.NotCapable, "Deno's refusal is kept as its cause")

@@ -1,11 +1,11 @@
-// Storages on Deno, run with `deno test --unstable-kv --allow-read --allow-write --allow-env --allow-run`
+// Storages on Deno, run with `deno test --unstable-kv --allow-read --allow-write --allow-env --allow-run --allow-net`
 // (tests/run-deno-tests.sh); some tests narrow the permissions further.
 //
 // denoKvStorage (LOCK-02): fences grow across restarts on a KV file; no fence is handed out before KV
 // acknowledged the write (commit resolved ok); a second store keeping fences under the same KV prefix
 // is refused rather than allowed to repeat fences; damaged values and bad options are typed errors.
-// fileStorage on Deno: works with --allow-read/--allow-write; without --allow-run it never takes over
-// a directory lock whose holder it cannot check, and says so.
+// fileStorage on Deno: works with --allow-read/--allow-write/--allow-net (its Unix socket), needs no
+// --allow-run (it reads no pid), and names the flags it lacks.
 import assert from 'node:assert/strict'
 import {
   openStore,
@@ -204,38 +204,39 @@ Deno.test('fileStorage on Deno with --allow-read/--allow-write: fences grow acro
   }
 })
 
-/** A pid that runs no process: past the kernel's pid_max. */
-const DEAD_PID = 4_194_305
-
 Deno.test({
-  name: 'fileStorage on Deno without --allow-run: a lock left by another process is not taken over, and the error says why',
-  permissions: { read: true, write: true, env: true, run: false },
+  name: '#13 item 1: fileStorage on Deno without --allow-run: a holdfast.lock naming a live process (this one) does not stop it',
+  permissions: { read: true, write: true, env: true, net: true, run: false },
   async fn() {
     const dir = await tempDir('holdfast-files-run-')
     try {
-      await Deno.writeTextFile(`${dir}/holdfast.lock`, `${DEAD_PID}\n`)
-      const error = await openStore({ storage: fileStorage(dir) }).then(
-        () => assert.fail('took over a lock it could not check'),
-        e => e,
-      )
-      assert.ok(error instanceof StorageError, String(error))
-      assert.match(error.message, /in use by another open store \(process 4194305\).*--allow-run/)
+      await Deno.writeTextFile(`${dir}/holdfast.lock`, `${Deno.pid}\n`)
+      const store = await openStore({ storage: fileStorage(dir) })
+      assert.ok((await store.lock('a').hold('k', lease => lease.fence)) >= 1)
+      await store.close()
     } finally {
       await Deno.remove(dir, { recursive: true })
     }
   },
 })
 
-Deno.test('fileStorage on Deno with --allow-run: a lock left by a process that died is taken over', async () => {
-  const dir = await tempDir('holdfast-files-stale-')
-  try {
-    await Deno.writeTextFile(`${dir}/holdfast.lock`, `${DEAD_PID}\n`)
-    const store = await openStore({ storage: fileStorage(dir) })
-    assert.ok((await store.lock('a').hold('k', lease => lease.fence)) >= 1)
-    await store.close()
-  } finally {
-    await Deno.remove(dir, { recursive: true })
-  }
+Deno.test({
+  name: 'fileStorage on Deno without --allow-net: the StorageError names the flag (its Unix socket needs it)',
+  permissions: { read: true, write: true, env: true, net: false },
+  async fn() {
+    const dir = await tempDir('holdfast-files-net-')
+    try {
+      const error = await openStore({ storage: fileStorage(dir) }).then(
+        () => assert.fail('opened without --allow-net'),
+        e => e,
+      )
+      assert.ok(error instanceof StorageError, String(error))
+      assert.match(error.message, /Deno denied access .*--allow-net \(for the Unix socket/)
+      assert.deepEqual([...Deno.readDirSync(dir)].map(e => e.name), [], 'nothing left behind')
+    } finally {
+      await Deno.remove(dir, { recursive: true })
+    }
+  },
 })
 
 Deno.test({
@@ -247,6 +248,6 @@ Deno.test({
       e => e,
     )
     assert.ok(error instanceof StorageError, String(error))
-    assert.match(error.message, /--allow-read and --allow-write/)
+    assert.match(error.message, /--allow-read, --allow-write .* and --allow-net/)
   },
 })

@@ -2,8 +2,9 @@
  * The entry for Deno: the wasm comes embedded in a module (Deno reads no package file without
  * `--allow-read`), and holds are tracked with `AsyncLocalStorage` from `node:async_hooks`. The
  * in-process API needs no permission flag with `memoryStorage()`, a callback storage or
- * `denoKvStorage(kv)`; `fileStorage(dir)` needs `--allow-read` and `--allow-write`. Serving and
- * connecting go over Deno's own server and WebSocket (`transport-deno.ts`) and need `--allow-net`.
+ * `denoKvStorage(kv)`; `fileStorage(dir)` needs `--allow-read`, `--allow-write` and `--allow-net` (for
+ * the Unix socket by which it holds the directory). Serving and connecting go over Deno's own server
+ * and WebSocket (`transport-deno.ts`) and need `--allow-net`.
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks'
