@@ -10,8 +10,7 @@
 // SIGTERM closes cleanly too. Every line it prints carries `t` (Date.now()).
 import { openStore, fileStorage, memoryStorage } from 'holdfast'
 import { createInterface } from 'node:readline'
-import v8 from 'node:v8'
-import vm from 'node:vm'
+import { fullGc } from './helpers.js'
 
 const o = JSON.parse(process.argv[2] ?? '{}')
 const say = event => process.stdout.write(JSON.stringify({ ...event, t: Date.now() }) + '\n')
@@ -41,17 +40,3 @@ createInterface({ input: process.stdin }).on('line', line => {
   else if (cmd.op === 'close') void close()
 })
 process.on('SIGTERM', () => void close())
-
-let collect
-/** A full garbage collection. Node: `gc`, exposed at run time, taken once; Bun: `Bun.gc`. */
-function fullGc() {
-  if (collect === undefined) {
-    if (typeof Bun !== 'undefined') collect = () => Bun.gc(true)
-    else {
-      v8.setFlagsFromString('--expose-gc')
-      collect = vm.runInNewContext('gc')
-    }
-  }
-  collect()
-  collect()
-}
