@@ -14,7 +14,8 @@
 //! generational (see `slab.rs`): a place freed by forgetting is reused by the next name, under
 //! another generation, so an id the host kept past forgetting names no resource at all (`invalid`),
 //! never another name's. A key keeps only the place of its resource, which cannot be forgotten
-//! while the key is busy.
+//! while the key is busy. The places a forgotten name leaves (in the slab, in `by_name`'s table)
+//! serve the names after it, as a key's do: what names cost is that of the most in use at once.
 //!
 //! A *request* is one hold: first waiting in its key's line (perhaps not at all), then holding, then
 //! gone. Its id names it in both states, so the host keeps one record per hold.
