@@ -27,6 +27,7 @@ import { randomId } from './random.js'
 import { runInLease } from './run.js'
 import { TravellingHandle } from './handle.js'
 import type { ContextStorage, Frame, KeyInfo, Resource } from './store.js'
+import { ResourceNames } from './resource-names.js'
 import type { Socket, Transport } from './transport.js'
 
 export interface ConnectOptions {
@@ -480,6 +481,11 @@ export class RemoteStore implements LeaseOwner {
     }
   }
 
+  /** @internal For tests: how many names this client keeps an entry for (see `ResourceNames`). */
+  _names(): number {
+    return resources.get(this)?.size ?? 0
+  }
+
   /** @internal For tests: closes the socket as a network failure would; the client reconnects. */
   _dropConnectionForTest(): void {
     this.#socket?.close(4000, 'dropped by a test')
@@ -526,15 +532,12 @@ export class RemoteLock extends TravellingHandle<Lease> {
   }
 }
 
-const resources = new WeakMap<RemoteStore, Map<string, Resource>>()
+const resources = new WeakMap<RemoteStore, ResourceNames>()
 
 function resourceOf(store: RemoteStore, kind: 'lock' | 'semaphore', name: string, limit: number): Resource {
-  let byName = resources.get(store)
-  if (!byName) resources.set(store, (byName = new Map()))
-  const id = `${kind} ${name}`
-  let resource = byName.get(id)
-  if (!resource) byName.set(id, (resource = { id: -1, kind, name, limit, keys: new Map() }))
-  return resource
+  let names = resources.get(store)
+  if (!names) resources.set(store, (names = new ResourceNames()))
+  return names.get(kind, name, limit)
 }
 
 /** Connects to a store's server over `transport`. */

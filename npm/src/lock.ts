@@ -53,11 +53,17 @@ export class Lock {
   /** @internal the default wait in ms. */ readonly _wait: number
   /** The lease ttl in ms (used by leases over a connection). */
   readonly ttl: number
+  /**
+   * @internal The pin of its name, shared by the name's handles: while a handle lives, the store keeps
+   * the name (see `Store` # Names nobody uses). `undefined` for the server's handles.
+   */
+  readonly _pin: object | undefined
 
   /** @internal */
-  constructor(store: Store, resource: Resource, ttl: number, maxHold: number, wait: number) {
+  constructor(store: Store, resource: Resource, ttl: number, maxHold: number, wait: number, pin: object | undefined) {
     this._store = store
     this._resource = resource
+    this._pin = pin
     this.kind = resource.kind
     this.name = resource.name
     this.ttl = ttl

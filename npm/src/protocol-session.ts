@@ -137,7 +137,6 @@ export function refuseHello(session: Session, bytes: Uint8Array, code: ErrorCode
 export class Protocol {
   readonly #store: () => Store
   readonly #token: Uint8Array | undefined
-  readonly #handles = new Map<string, Lock>()
   readonly hooks: SessionHooks
 
   /**
@@ -148,11 +147,6 @@ export class Protocol {
     this.#store = store
     this.#token = token === undefined ? undefined : encoder.encode(token)
     this.hooks = hooks
-  }
-
-  /** Forgets the handles made on a store that was replaced. */
-  reset(): void {
-    this.#handles.clear()
   }
 
   /** A frame from `session`'s connection. */
@@ -215,6 +209,7 @@ export class Protocol {
         const earlier = store._remoteRequest(request)
         if (earlier && earlier.sink instanceof Session && earlier.sink !== session) earlier.sink._leftLine(request)
         store._remoteHold(handle, record, wait)
+        store._letGo(handle)
         // Still in line (new, or asked again and back in its place): the session has a hold waiting.
         const live = store._remoteRequest(request)
         if (live && live.sink === session && !live.holding) session._wait(request)
@@ -263,15 +258,12 @@ export class Protocol {
     }
   }
 
-  /** A handle per lock or semaphore of the current store, made once (it checks the name, and a semaphore's limit). */
+  /**
+   * A handle of the current store for one hold (it checks the name, and a semaphore's limit). None is
+   * kept: a name only clients use costs nothing once idle (the store forgets it at `_letGo`, or when
+   * the hold leaves it idle).
+   */
   handle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock {
-    const store = this.#store()
-    const id = `${kind} ${name} ${kind === 'semaphore' ? limit : 1}`
-    let handle = this.#handles.get(id)
-    if (!handle || handle._store !== store) {
-      handle = kind === 'lock' ? store.lock(name) : store.semaphore(name, { limit })
-      this.#handles.set(id, handle)
-    }
-    return handle
+    return this.#store()._serverHandle(kind, name, limit)
   }
 }

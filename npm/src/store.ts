@@ -34,6 +34,21 @@
  * way until the key is idle again. A key granted here is never known to the engine, so nothing there
  * can be due for it: only a maxHold or a ttl sets a deadline, and those holds go to the engine.
  *
+ * # Names nobody uses
+ * A name costs an entry here (`#byId`: its `Resource`, with its busy keys) and in the engine only while
+ * something refers to it: a busy key (in the engine, or granted here: both are in `Resource.keys`,
+ * and a waiter or a request over a connection is on a busy key) or a live handle. Then the store
+ * forgets it (`#forgetIfUnused`, `core.forget`); asked for again, the name is registered anew. Two
+ * `Resource`s of one name never exist at once, or a key granted here could be granted twice: a name
+ * is forgotten only when none of its keys is busy and no handle of it can be reached. Handles are
+ * the user's, so the store cannot see them go: every handle of a name holds the name's *pin* (one
+ * object), which the store watches through a `WeakRef` and a `FinalizationRegistry`. `Resource.pin`
+ * is `undefined` once the pin was collected (or for a name only the server asked for: its handles,
+ * one per hold over a connection, pin nothing). A name is forgotten where it may have become unused,
+ * never on the hot path of a name in use: when the pin is collected (idle names), and when a key goes
+ * idle while the name is not pinned (a lease outliving its handles). Without `FinalizationRegistry`
+ * a pinned name is kept, as every name was before.
+ *
  * # Answering everyone
  * Every request the engine knows is recorded in `#reqs` (by the index of its id) as a `Waiter` or a
  * `Lease`, so that every event finds whom to answer, and so that if the engine ever traps, the store
@@ -64,7 +79,7 @@ const FENCE_NEXT = EVENTS + EVENT_SIZE * EVENT_SLOTS
 const FENCE_END = FENCE_NEXT + 1
 /** How many fences to borrow at once: one call into wasm per this many keys granted here. */
 const LEND = 4096
-/** The request id of a lease granted here: `HERE - resource id` (negative; the engine's ids are not). */
+/** The request id of a lease granted here: `HERE - the place of its resource id` (negative; the engine's ids are not). */
 const HERE = -1
 const GRANTED = 1
 const TIMED_OUT = 2
@@ -153,10 +168,13 @@ export interface Resource {
   keys: KeyIds
   /** Whether holds over a connection have used it. */
   remote?: boolean
+  /** The pin of its handles, if one may be alive (see `Store` # Names nobody uses). */
+  pin?: { deref(): object | undefined }
 }
 
 /** The part of a `Map` from key strings to key ids that a resource's users call. */
 export interface KeyIds {
+  readonly size: number
   get(key: string): number | Lease | undefined
   has(key: string): boolean
   set(key: string, id: number | Lease): unknown
@@ -174,6 +192,10 @@ export class SlotKeyIds implements KeyIds {
   #key: string | undefined = undefined
   #id: number | Lease = 0
   readonly #more = new Map<string, number | Lease>()
+
+  get size(): number {
+    return (this.#key === undefined ? 0 : 1) + this.#more.size
+  }
 
   get(key: string): number | Lease | undefined {
     if (key === this.#key) return this.#id
@@ -273,7 +295,13 @@ export class Store implements LeaseOwner {
   /** Every busy key's string and resource, by the index of its id. */
   readonly #keyName: (string | undefined)[] = []
   readonly #keyResource: (Resource | undefined)[] = []
-  readonly #byId: Resource[] = []
+  /** Every name in use by the place of its resource id (see # Names nobody uses). */
+  readonly #byId: (Resource | undefined)[] = []
+  /** Watches the pins of handles (see # Names nobody uses); `undefined` where the runtime has none. */
+  readonly #pins =
+    typeof FinalizationRegistry === 'function' && typeof WeakRef === 'function'
+      ? new FinalizationRegistry<Resource>(resource => this.#unpinned(resource))
+      : undefined
   #closed: ClosedError | undefined
   #timer: unknown
   #timerAt = Infinity
@@ -323,14 +351,31 @@ export class Store implements LeaseOwner {
   lock(name: string, options?: LockOptions): Lock {
     const o = handleOptions(options, `lock ${String(name)}`, false)
     const resource = this.#resource('lock', name, 1, o.ttl, o.hasMaxHold ? o.maxHold : undefined)
-    return new Lock(this, resource, o.ttl, o.maxHold, o.wait)
+    return new Lock(this, resource, o.ttl, o.maxHold, o.wait, this.#pin(resource))
   }
 
   /** A semaphore: up to `limit` holders of a key at a time. */
   semaphore(name: string, options: SemaphoreOptions): Semaphore {
     const o = handleOptions(options, `semaphore ${String(name)}`, true)
     const resource = this.#resource('semaphore', name, o.limit, o.ttl, o.hasMaxHold ? o.maxHold : undefined)
-    return new Semaphore(this, resource, o.ttl, o.maxHold, o.wait)
+    return new Semaphore(this, resource, o.ttl, o.maxHold, o.wait, this.#pin(resource))
+  }
+
+  /**
+   * @internal A handle for holds over a connection (the server's, one per hold): checked as `lock`
+   * and `semaphore` check theirs, but it pins nothing, so that a name only clients use is forgotten
+   * as soon as it is idle. The caller hands it to `_letGo` once the hold was asked.
+   */
+  _serverHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock {
+    const semaphore = kind === 'semaphore'
+    const o = handleOptions(semaphore ? { limit } : undefined, `${kind} ${String(name)}`, semaphore)
+    const resource = this.#resource(kind, name, o.limit, o.ttl, undefined)
+    return new (semaphore ? Semaphore : Lock)(this, resource, o.ttl, o.maxHold, o.wait, undefined)
+  }
+
+  /** @internal The server's handle was used (see `_serverHandle`): its name is forgotten if nothing else uses it. */
+  _letGo(handle: Lock): void {
+    if (handle._resource.pin === undefined) this.#forgetIfUnused(handle._resource)
   }
 
   #resource(kind: 'lock' | 'semaphore', name: unknown, limit: number, ttl: number, maxHold: number | undefined): Resource {
@@ -343,12 +388,48 @@ export class Store implements LeaseOwner {
       if (maxHold !== undefined) checkMaxHold(maxHold)
     })
     const id = this.#call(place, () => this.#core.resource(kind === 'lock' ? 0 : 1, name, limit))
-    let resource = this.#byId[id]
+    // The place of the id (its low 32 bits): dense, and reused once a name is forgotten.
+    const index = id >>> 0
+    let resource = this.#byId[index]
     if (!resource) {
       resource = { id, kind, name, limit, keys: new SlotKeyIds() }
-      this.#byId[id] = resource
+      this.#byId[index] = resource
     }
     return resource
+  }
+
+  /** The pin of `resource`'s handles (see # Names nobody uses): the one alive, or a new one, watched. */
+  #pin(resource: Resource): object {
+    let pin = resource.pin?.deref()
+    if (pin === undefined) {
+      const made = (pin = {})
+      if (this.#pins === undefined) resource.pin = { deref: () => made }
+      else {
+        resource.pin = new WeakRef(made)
+        this.#pins.register(made, resource)
+      }
+    }
+    return pin
+  }
+
+  /** A pin of `resource` was collected: unless a newer one lives, no handle of it is left. */
+  #unpinned(resource: Resource): void {
+    if (resource.pin === undefined || resource.pin.deref() !== undefined) return
+    resource.pin = undefined
+    this.#forgetIfUnused(resource)
+  }
+
+  /** Forgets a name nothing refers to any more: no busy key, no handle (see # Names nobody uses). */
+  #forgetIfUnused(resource: Resource): void {
+    if (this.#closed || resource.keys.size !== 0 || resource.pin?.deref() !== undefined) return
+    const index = resource.id >>> 0
+    if (this.#byId[index] !== resource) return // forgotten already
+    this.#byId[index] = undefined
+    try {
+      this.#core.forget(resource.id)
+    } catch (error) {
+      this.#trap(error)
+    }
   }
 
   /**
@@ -375,7 +456,7 @@ export class Store implements LeaseOwner {
       waiting: number
     }[]
     const busy: KeyInfo[] = raw.map(view => {
-      const resource = this.#byId[view.resource]!
+      const resource = this.#byId[view.resource >>> 0]!
       return {
         kind: resource.kind,
         name: resource.name,
@@ -553,8 +634,13 @@ export class Store implements LeaseOwner {
   _release(req: number, lease: Lease, fromHold = false): void {
     if (req < 0) {
       // Granted here and never adopted: nobody waits for it, and the engine never knew it.
-      const keys = this.#byId[HERE - req]!.keys
-      if (keys.get(lease.key) === lease) keys.delete(lease.key)
+      const resource = this.#byId[HERE - req]!
+      const keys = resource.keys
+      if (keys.get(lease.key) === lease) {
+        keys.delete(lease.key)
+        // A lease that outlived its handles: its name may be unused now (see # Names nobody uses).
+        if (resource.pin === undefined) this.#forgetIfUnused(resource)
+      }
     } else this.#releaseInEngine(req, lease, fromHold)
   }
 
@@ -623,11 +709,18 @@ export class Store implements LeaseOwner {
     resource.keys.delete(name)
     this.#keyName[index] = undefined
     this.#keyResource[index] = undefined
+    // Its name may be unused now (see # Names nobody uses).
+    if (resource.pin === undefined) this.#forgetIfUnused(resource)
   }
 
-  /** @internal For tests: how much the engine keeps (`[keys, requests, key places, request places, timers]`). */
+  /**
+   * @internal For tests: how much the engine keeps (`[keys, requests, key places, request places,
+   * timers, resources]`), and the names the store keeps.
+   */
   _footprint(): number[] {
-    return Array.from(this.#core.footprint())
+    let names = 0
+    for (const resource of this.#byId) if (resource) names++
+    return [...this.#core.footprint(), names]
   }
 
   /** @internal For tests: the size of wasm memory in bytes. */
@@ -674,7 +767,7 @@ export class Store implements LeaseOwner {
       fence = buf[FENCE_NEXT]!
     }
     buf[FENCE_NEXT] = fence + 1
-    const lease = new Lease(this, handle, key, fence, HERE - resource.id)
+    const lease = new Lease(this, handle, key, fence, HERE - (resource.id >>> 0))
     lease._since = this.#turnStamp()
     resource.keys.set(key, lease)
     return lease

@@ -4,8 +4,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
-import v8 from 'node:v8'
-import vm from 'node:vm'
 import {
   openStore,
   memoryStorage,
@@ -18,7 +16,7 @@ import {
   CancelledError,
   StorageError,
 } from 'holdfast'
-import { openTestStore, settle } from './helpers.js'
+import { openTestStore, settle, fullGc } from './helpers.js'
 
 test('every error class has its stable code and is a HoldfastError', () => {
   const codes = [
@@ -200,21 +198,9 @@ test('idle keys cost nothing: after 1,000,000 distinct keys the engine keeps no 
   await store.close()
 })
 
-let collect
-/**
- * The JS heap in use after a full collection. Node: `gc`, exposed at run time, taken once (each
- * `runInNewContext` makes a context, which would be counted); Bun: `Bun.gc`.
- */
+/** The JS heap in use after a full collection. */
 function heapAfterGc() {
-  if (collect === undefined) {
-    if (typeof Bun !== 'undefined') collect = () => Bun.gc(true)
-    else {
-      v8.setFlagsFromString('--expose-gc')
-      collect = vm.runInNewContext('gc')
-    }
-  }
-  collect()
-  collect()
+  fullGc()
   return process.memoryUsage().heapUsed
 }
 

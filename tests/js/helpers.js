@@ -2,6 +2,8 @@
 // `npm pack` built it and a user installed it (tests/run-package-tests.sh sets that up).
 import { openStore, memoryStorage } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
+import v8 from 'node:v8'
+import vm from 'node:vm'
 
 /** A store on memory storage and a manual clock: time moves only when a test says so. */
 export async function openTestStore(options = {}) {
@@ -28,4 +30,34 @@ export async function isSettled(promise) {
   promise.then(() => (done = true), () => (done = true))
   await settle()
   return done
+}
+
+let collect
+/**
+ * A full garbage collection. Node: `gc`, exposed at run time, taken once (each `runInNewContext`
+ * makes a context, which would be counted); Bun: `Bun.gc`.
+ */
+export function fullGc() {
+  if (collect === undefined) {
+    if (typeof Bun !== 'undefined') collect = () => Bun.gc(true)
+    else {
+      v8.setFlagsFromString('--expose-gc')
+      collect = vm.runInNewContext('gc')
+    }
+  }
+  collect()
+  collect()
+}
+
+/**
+ * Collects garbage and lets finalizers run (they come in a later turn) until `done()` holds, at most
+ * `rounds` times; answers whether it held.
+ */
+export async function collectUntil(done, rounds = 50) {
+  for (let i = 0; i < rounds && !done(); i++) {
+    fullGc()
+    await settle()
+    await new Promise(resolve => setTimeout(resolve, 1))
+  }
+  return done()
 }

@@ -7,6 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import v8 from 'node:v8'
+import vm from 'node:vm'
 import WebSocket from 'ws'
 import { decodeServer } from './frames.js'
 
@@ -220,4 +222,18 @@ export async function rawClient(url) {
   }
   client.close = () => ws.terminate()
   return client
+}
+
+let collect
+/** A full garbage collection. Node: `gc`, exposed at run time, taken once; Bun: `Bun.gc`. */
+export function fullGc() {
+  if (collect === undefined) {
+    if (typeof Bun !== 'undefined') collect = () => Bun.gc(true)
+    else {
+      v8.setFlagsFromString('--expose-gc')
+      collect = vm.runInNewContext('gc')
+    }
+  }
+  collect()
+  collect()
 }

@@ -3,11 +3,14 @@
 // connectionLimit }. Prints one JSON line `{ "ev": "listening", "url", "pid" }` when it listens, then
 // answers commands on stdin (one JSON object a line):
 //   { "op": "inspect" }      -> { "ev": "inspected", "entries": store.inspect(), "connections" }
+//   { "op": "footprint", "gc": bool } -> { "ev": "footprint", "footprint": store._footprint(), "rss",
+//                               "heap", "wasm" } (bytes), after a full garbage collection if `gc`
 //   { "op": "close" }        -> closes the store (which answers its remote waiters and holders), then
 //                               the server; prints { "ev": "closed" } and exits
 // SIGTERM closes cleanly too. Every line it prints carries `t` (Date.now()).
 import { openStore, fileStorage, memoryStorage } from 'holdfast'
 import { createInterface } from 'node:readline'
+import { fullGc } from './helpers.js'
 
 const o = JSON.parse(process.argv[2] ?? '{}')
 const say = event => process.stdout.write(JSON.stringify({ ...event, t: Date.now() }) + '\n')
@@ -29,6 +32,11 @@ createInterface({ input: process.stdin }).on('line', line => {
   if (!line.trim()) return
   const cmd = JSON.parse(line)
   if (cmd.op === 'inspect') say({ ev: 'inspected', entries: store.inspect(), connections: server.connections })
+  else if (cmd.op === 'footprint') {
+    if (cmd.gc) fullGc()
+    const { rss, heapUsed } = process.memoryUsage()
+    say({ ev: 'footprint', footprint: store._footprint(), rss, heap: heapUsed, wasm: store._memoryBytes() })
+  }
   else if (cmd.op === 'close') void close()
 })
 process.on('SIGTERM', () => void close())

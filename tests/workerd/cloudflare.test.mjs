@@ -167,11 +167,15 @@ test('a bad name, key, ttl or limit gets a typed error over the boundary', async
     assert.equal(answer.error?.code, 'invalid', `${JSON.stringify(params)}: ${JSON.stringify(answer)}`)
     assert.match(answer.error.message, message)
   }
-  // Through workerStore: the object's refusal comes back as the InvalidError class.
-  assert.equal((await cf('hold', { name: 'permits', limit: 2 })).fence > 0, true)
+  // Through workerStore: the object's refusal comes back as the InvalidError class (another limit
+  // while the name is in use; once idle, the name is forgotten and comes back new: #13 item 5).
+  const held = cf('hold', { name: 'permits', limit: 2, ms: 1_000 })
+  await sleep(300)
   const mismatch = await cf('hold', { name: 'permits', limit: 3 })
   assert.equal(mismatch.error?.name, 'InvalidError', JSON.stringify(mismatch))
   assert.equal(mismatch.error.code, 'invalid')
+  assert.equal((await held).fence > 0, true)
+  assert.equal((await cf('hold', { name: 'permits', limit: 3 })).fence > 0, true)
   // And workerStore's own checks, before anything is sent.
   for (const params of [{ name: 'Bad Name' }, { key: 'x'.repeat(1025) }, { ttl: '2h' }, { wait: '250' }]) {
     const answer = await cf('hold', params)

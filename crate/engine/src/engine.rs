@@ -6,6 +6,17 @@
 //! to the id while the key is busy and forgets it when the engine says [`Event::KeyIdle`]. So a hold of
 //! a free key costs one call and copies no string, and an idle key costs nothing on either side.
 //!
+//! # Resources, and forgetting them
+//! A resource lives from [`Engine::resource`] until the host forgets it ([`Engine::forget`]), so that
+//! a name nobody uses costs nothing either: the host forgets a name once nothing of its own refers to
+//! it (no handle, no key it granted itself, no request in flight), and registers it again when it is
+//! next asked for. Forgetting is refused while the engine has a busy key of the resource. Ids are
+//! generational (see `slab.rs`): a place freed by forgetting is reused by the next name, under
+//! another generation, so an id the host kept past forgetting names no resource at all (`invalid`),
+//! never another name's. A key keeps only the place of its resource, which cannot be forgotten
+//! while the key is busy. The places a forgotten name leaves (in the slab, in `by_name`'s table)
+//! serve the names after it, as a key's do: what names cost is that of the most in use at once.
+//!
 //! A *request* is one hold: first waiting in its key's line (perhaps not at all), then holding, then
 //! gone. Its id names it in both states, so the host keeps one record per hold.
 //!
@@ -21,6 +32,8 @@
 //! - A key has at most its resource's `limit` holders, and has waiters only while it is full or while
 //!   its head waits for a fence (no barging; see `line.rs`).
 //! - Every key in the slab has a holder or a waiter; one that has neither is removed in the same call.
+//! - Every key's resource is registered, and counts the key among its `busy` keys; `by_name` names
+//!   exactly the registered resources.
 //! - Fences grow with every grant and never exceed what storage acknowledged (see `fence.rs`); this
 //!   holds across the host's own grants from lent fences, provided it reclaims them before every call
 //!   that may grant. Holders have distinct fences.
@@ -56,20 +69,42 @@ impl Kind {
     }
 }
 
-/// A lock or a semaphore of one name, as [`Engine::resource`] registered it.
+/// A lock or a semaphore of one name, as [`Engine::resource`] registered it: its place and the
+/// generation of the place (see the module docs), which fit a JavaScript number as an [`Id`] does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ResourceId(pub u32);
+pub struct ResourceId(Id);
+
+impl ResourceId {
+    /// The id as one integer below 2^53.
+    pub fn to_u64(self) -> u64 {
+        self.0.to_u64()
+    }
+
+    /// The id an earlier [`ResourceId::to_u64`] gave, or `None` when `raw` cannot be one. (Any other
+    /// value that can be one names an unknown resource, which the engine refuses as `invalid`.)
+    pub fn from_u64(raw: u64) -> Option<ResourceId> {
+        Id::from_u64(raw).map(ResourceId)
+    }
+
+    /// The place: dense, and reused once the resource is forgotten.
+    pub fn index(self) -> u32 {
+        self.0.index()
+    }
+}
 
 #[derive(Debug)]
 struct Resource {
     kind: Kind,
     name: String,
     limit: u32,
+    /// How many of its keys are busy (in `Engine::keys`): it is forgotten only at 0.
+    busy: u32,
 }
 
 #[derive(Debug)]
 pub(crate) struct Key {
-    res: ResourceId,
+    /// The place of its resource (see the module docs).
+    res: u32,
     held: u32,
     /// Whether the key is on the engine's list of keys whose head waits for a fence.
     stalled: bool,
@@ -170,6 +205,8 @@ pub struct HolderView {
 /// Counts of what the engine keeps, for tests of its memory bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footprint {
+    /// Registered resources (names the host has not forgotten).
+    pub resources: usize,
     pub keys: usize,
     pub requests: usize,
     pub key_places: usize,
@@ -194,7 +231,7 @@ pub struct Footprint {
 /// assert_eq!(engine.poll_event(), Some(Event::Granted { req: next, fence: 2 }));
 /// ```
 pub struct Engine {
-    resources: Vec<Resource>,
+    resources: Slab<Resource>,
     by_name: HashMap<(Kind, String), ResourceId>,
     pub(crate) keys: Slab<Key>,
     pub(crate) reqs: Slab<Request>,
@@ -208,6 +245,18 @@ pub struct Engine {
     closed: bool,
     /// Requests over connections by request id, by lease id, and by connection (see `remote.rs`).
     pub(crate) remotes: Remotes,
+}
+
+/// The limit of a busy key's resource.
+fn limit_of(resources: &Slab<Resource>, key: &Key) -> u32 {
+    resources
+        .get_at(key.res)
+        .expect("a busy key's resource is registered")
+        .limit
+}
+
+fn unknown(res: ResourceId) -> Error {
+    Error::invalid(format!("unknown resource {}", res.to_u64()))
 }
 
 fn is_waiting(reqs: &Slab<Request>, id: Id) -> bool {
@@ -264,7 +313,7 @@ impl Engine {
     pub fn open(stored: Option<u64>) -> Result<Engine, Error> {
         let fences = FenceBook::open(stored).map_err(Error::Invalid)?;
         Ok(Engine {
-            resources: Vec::new(),
+            resources: Slab::default(),
             by_name: HashMap::new(),
             keys: Slab::default(),
             reqs: Slab::default(),
@@ -279,7 +328,7 @@ impl Engine {
     }
 
     /// Registers (or finds) the lock or semaphore `name`. A lock's limit is 1. Asking for a semaphore
-    /// again with another limit is `invalid`.
+    /// again with another limit is `invalid`, until it is forgotten.
     pub fn resource(&mut self, kind: Kind, name: &str, limit: u32) -> Result<ResourceId, Error> {
         self.check_open()?;
         bounds::check_name(name)?;
@@ -291,7 +340,7 @@ impl Engine {
             }
         };
         if let Some(&id) = self.by_name.get(&(kind, name.to_owned())) {
-            let had = self.resources[id.0 as usize].limit;
+            let had = self.resources.get(id.0).expect("a named resource").limit;
             if had != limit {
                 return Err(Error::invalid(format!(
                     "semaphore {name}: limit {limit} differs from its limit {had}"
@@ -299,12 +348,12 @@ impl Engine {
             }
             return Ok(id);
         }
-        let id = ResourceId(u32::try_from(self.resources.len()).expect("2^32 resources"));
-        self.resources.push(Resource {
+        let id = ResourceId(self.resources.insert(Resource {
             kind,
             name: name.to_owned(),
             limit,
-        });
+            busy: 0,
+        }));
         self.by_name.insert((kind, name.to_owned()), id);
         Ok(id)
     }
@@ -312,8 +361,46 @@ impl Engine {
     /// The kind, name and limit of a resource.
     pub fn resource_info(&self, id: ResourceId) -> Option<(Kind, &str, u32)> {
         self.resources
-            .get(id.0 as usize)
+            .get(id.0)
             .map(|r| (r.kind, r.name.as_str(), r.limit))
+    }
+
+    /// Forgets a resource the host no longer refers to (see the module docs): its name and place go,
+    /// and `id` names nothing from now on (the name registered again gets another id). Refused
+    /// (`invalid`, changing nothing) while the engine has a busy key of it: a holder or a waiter, or
+    /// a key handed over by [`Engine::adopt`]. The engine does not know the keys the host granted
+    /// itself: the host must not forget a resource while it keeps one of them (it could not hand it
+    /// over). `invalid` for an unknown resource; `closed` when closed.
+    pub fn forget(&mut self, id: ResourceId) -> Result<(), Error> {
+        self.check_open()?;
+        let Some(resource) = self.resources.get(id.0) else {
+            return Err(unknown(id));
+        };
+        if resource.busy > 0 {
+            return Err(Error::invalid(format!(
+                "{} {}: {} busy keys; a resource is forgotten only once idle",
+                resource.kind.as_str(),
+                resource.name,
+                resource.busy
+            )));
+        }
+        let resource = self.resources.remove(id.0).expect("just found");
+        self.by_name.remove(&(resource.kind, resource.name));
+        Ok(())
+    }
+
+    /// A new busy key of `res`, with `held` holders and an empty line.
+    fn new_key(&mut self, res: ResourceId, held: u32) -> Id {
+        self.resources
+            .get_mut(res.0)
+            .expect("a known resource")
+            .busy += 1;
+        self.keys.insert(Key {
+            res: res.index(),
+            held,
+            stalled: false,
+            line: Line::default(),
+        })
     }
 
     /// Asks for a key of `res`: `key` is `None` for a key the host does not know to be busy (the engine
@@ -369,9 +456,9 @@ impl Engine {
         remote: Option<Remote>,
     ) -> Result<Option<Hold>, Error> {
         self.check_open()?;
-        let limit = match self.resources.get(res.0 as usize) {
+        let limit = match self.resources.get(res.0) {
             Some(r) => r.limit,
-            None => return Err(Error::invalid(format!("unknown resource {}", res.0))),
+            None => return Err(unknown(res)),
         };
         if let Some(ms) = max_hold {
             bounds::check_max_hold(ms)?;
@@ -381,7 +468,7 @@ impl Engine {
         let key = key.filter(|&id| self.keys.get(id).is_some());
         let free = match key {
             Some(id) => match self.keys.get(id) {
-                Some(k) if k.res == res => k.held < limit && k.line.active() == 0,
+                Some(k) if k.res == res.index() => k.held < limit && k.line.active() == 0,
                 _ => {
                     return Err(Error::invalid(format!(
                         "key id {} is a busy key of another resource",
@@ -423,12 +510,7 @@ impl Engine {
         }
         let key_id = match key {
             Some(id) => id,
-            None => self.keys.insert(Key {
-                res,
-                held: 0,
-                stalled: false,
-                line: Line::default(),
-            }),
+            None => self.new_key(res, 0),
         };
         let remote = remote.map(Box::new);
         if granted {
@@ -680,7 +762,8 @@ impl Engine {
             let Some(key) = self.keys.get_mut(key_id) else {
                 return;
             };
-            let limit = self.resources[key.res.0 as usize].limit;
+            let res = key.res;
+            let limit = limit_of(&self.resources, key);
             let reqs = &self.reqs;
             let head = if key.held < limit {
                 key.line
@@ -693,6 +776,8 @@ impl Engine {
                     key.stalled = false;
                     self.stalled.retain(|&k| k != key_id);
                     self.keys.remove(key_id);
+                    let id = self.resources.id_at(res).expect("a busy key's resource");
+                    self.resources.get_mut(id).expect("registered").busy -= 1;
                     self.events.push_back(Event::KeyIdle { key: key_id });
                 }
                 return;
@@ -789,7 +874,7 @@ impl Engine {
                 continue;
             };
             key.stalled = false;
-            let room = self.resources[key.res.0 as usize].limit - key.held;
+            let room = limit_of(&self.resources, key) - key.held;
             for _ in 0..room {
                 let reqs = &self.reqs;
                 let Some(head) = self.keys.get_mut(key_id).and_then(|k| {
@@ -851,8 +936,8 @@ impl Engine {
     /// [`Engine::last_fence`]: the host reclaims its block first); `closed` when closed.
     pub fn adopt(&mut self, res: ResourceId, fence: u64, since: u64) -> Result<Hold, Error> {
         self.check_open()?;
-        if self.resources.get(res.0 as usize).is_none() {
-            return Err(Error::invalid(format!("unknown resource {}", res.0)));
+        if self.resources.get(res.0).is_none() {
+            return Err(unknown(res));
         }
         if fence == 0 || fence > self.fences.last() {
             return Err(Error::invalid(format!(
@@ -860,12 +945,7 @@ impl Engine {
                 self.fences.last()
             )));
         }
-        let key = self.keys.insert(Key {
-            res,
-            held: 1,
-            stalled: false,
-            line: Line::default(),
-        });
+        let key = self.new_key(res, 1);
         let req = self.reqs.insert(Request {
             key,
             state: State::Holding {
@@ -907,6 +987,9 @@ impl Engine {
         }
         self.reqs.clear();
         self.keys.clear();
+        for resource in self.resources.iter_mut() {
+            resource.busy = 0;
+        }
         self.timers.clear();
         self.stalled.clear();
         self.remotes = Remotes::default();
@@ -923,7 +1006,7 @@ impl Engine {
             .keys
             .iter()
             .map(|(key, k)| KeyView {
-                resource: k.res,
+                resource: ResourceId(self.resources.id_at(k.res).expect("a busy key's resource")),
                 key,
                 holders: Vec::new(),
                 waiting: k.line.active(),
@@ -963,6 +1046,7 @@ impl Engine {
     /// Counts of what the engine keeps.
     pub fn footprint(&self) -> Footprint {
         Footprint {
+            resources: self.resources.len(),
             keys: self.keys.len(),
             requests: self.reqs.len(),
             key_places: self.keys.capacity(),
@@ -1012,8 +1096,10 @@ impl Engine {
                 }
             }
         }
+        let mut busy: HashMap<u32, u32> = HashMap::new();
         for (id, key) in self.keys.iter() {
-            let limit = self.resources[key.res.0 as usize].limit;
+            let limit = limit_of(&self.resources, key);
+            *busy.entry(key.res).or_default() += 1;
             let h = held.get(&id).copied().unwrap_or(0);
             let w = waiting.get(&id).copied().unwrap_or(0);
             assert_eq!(key.held, h, "a key's count of holders");
@@ -1032,6 +1118,23 @@ impl Engine {
                     "a waiter while the key has room"
                 );
             }
+        }
+        assert_eq!(
+            self.by_name.len(),
+            self.resources.len(),
+            "by_name names every resource"
+        );
+        for (id, resource) in self.resources.iter() {
+            assert_eq!(
+                self.by_name.get(&(resource.kind, resource.name.clone())),
+                Some(&ResourceId(id)),
+                "by_name names every resource by its id"
+            );
+            assert_eq!(
+                resource.busy,
+                busy.get(&id.index()).copied().unwrap_or(0),
+                "a resource's count of busy keys"
+            );
         }
     }
 }

@@ -147,6 +147,21 @@ impl<T> Slab<T> {
         }
     }
 
+    /// The value at place `index`, whatever its generation: for records that keep only the index of
+    /// a value that cannot go while they live.
+    pub fn get_at(&self, index: u32) -> Option<&T> {
+        self.place(index)?.value.as_ref()
+    }
+
+    /// The id of the value at place `index`, if one is there.
+    pub fn id_at(&self, index: u32) -> Option<Id> {
+        let place = self.place(index)?;
+        place.value.as_ref().map(|_| Id {
+            index,
+            gen: place.gen,
+        })
+    }
+
     pub fn get_mut(&mut self, id: Id) -> Option<&mut T> {
         match self.place_mut(id.index) {
             Some(place) if place.gen == id.gen => place.value.as_mut(),
@@ -191,6 +206,13 @@ impl<T> Slab<T> {
                 )
             })
         })
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.pages
+            .iter_mut()
+            .flatten()
+            .filter_map(|place| place.value.as_mut())
     }
 
     /// Empties the slab. Generations go on growing, so ids from before stay dead.

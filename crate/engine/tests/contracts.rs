@@ -418,7 +418,7 @@ fn bad_input_is_refused_and_changes_nothing() {
     );
     assert_eq!(e.footprint().keys, 0, "a refused hold leaves no key behind");
     assert_eq!(
-        e.hold(ResourceId(99), None, WAIT, None, 0)
+        e.hold(ResourceId::from_u64(99).unwrap(), None, WAIT, None, 0)
             .unwrap_err()
             .code(),
         "invalid"

@@ -168,7 +168,7 @@ fn adopt_refuses_what_it_cannot_take_over() {
         Err(error) => assert_eq!(error.code(), "invalid", "{error}"),
         Ok(hold) => panic!("expected invalid, got {hold:?}"),
     };
-    invalid(e.adopt(ResourceId(7), fence, 0));
+    invalid(e.adopt(ResourceId::from_u64(7).unwrap(), fence, 0));
     invalid(e.adopt(l, 0, 0));
     invalid(e.adopt(l, fence + 1, 0)); // given back unused: never handed out
     assert_eq!(e.footprint().keys, 0, "a refusal changes nothing");

@@ -31,6 +31,11 @@
 //!   holder (checks that matter when the timer is late).
 //! - **No idle key kept**: the engine keeps exactly the model's busy keys and live requests
 //!   (`footprint`), and its own `check()` passes.
+//! - **Names forgotten** (#13 item 5): the host forgets a name as `npm/src/store.ts` does once its
+//!   handles are gone (never while it keeps a key of it that it granted itself), and registers it
+//!   again when it is next held. The engine forgets exactly when the model has no busy key of it,
+//!   refuses otherwise, keeps exactly the names not forgotten (`footprint`), and never answers to
+//!   the dead id of a forgotten name, nor gives it (or an id in use) to a name registered again.
 //! - **Leases over a connection** (LOCK-05): a lease past its ttl or `maxHold` is never renewed, by a
 //!   renewal or by asking again, nor a waiter away past its ttl taken back; a renewal at or after the
 //!   deadline is refused; asked again, a live request is never granted twice; waiters away block
@@ -166,6 +171,8 @@ struct Host {
     lax: u8,
     model: Option<Model>,
     rids: Vec<ResourceId>,
+    /// Resources whose names the host forgot (their `rids` dead), registered again when next held.
+    forgotten: Vec<bool>,
     burst: ResourceId,
     storage: Storage,
     now: u64,
@@ -272,6 +279,7 @@ fn op_words(op: Op) -> [u64; 5] {
             0,
         ],
         Op::LocalRelease { pick } => [23, pick.into(), 0, 0, 0],
+        Op::Forget { res } => [24, res.into(), 0, 0, 0],
     }
 }
 
@@ -310,7 +318,8 @@ impl Driver {
                 lax,
                 model: None,
                 rids: Vec::new(),
-                burst: ResourceId(u32::MAX),
+                forgotten: Vec::new(),
+                burst: ResourceId::from_u64(u64::from(u32::MAX)).expect("an id"),
                 storage,
                 now: 0,
                 max_fence: 0,
@@ -415,6 +424,7 @@ impl Driver {
             }
         };
         h.rids.clear();
+        h.forgotten = vec![false; h.mix.resources.len()];
         for spec in &h.mix.resources {
             let rid = engine
                 .resource(spec.kind, &spec.name, spec.limit)
@@ -426,7 +436,7 @@ impl Driver {
                 ));
             }
             h.rids.push(rid);
-            h.trace.word(u64::from(rid.0));
+            h.trace.word(rid.to_u64());
         }
         h.burst = engine
             .resource(Kind::Lock, BURST_NAME, 1)
@@ -755,7 +765,10 @@ impl Host {
         remote: Option<Remote>,
     ) -> Result<Option<Hold>, String> {
         let now = self.now;
-        let rid = t.res.map_or(ResourceId(250), |r| self.rids[r]);
+        let rid = match t.res {
+            Some(r) => self.registered(engine, r)?,
+            None => ResourceId::from_u64(250).expect("an id"),
+        };
         let blocked = self.blocked_only_by_the_overdue(&t);
         if fast && remote.is_none() {
             let got = engine.hold_untimed(rid, t.arg, wait, max_hold);
@@ -1172,6 +1185,8 @@ impl Host {
                 max,
             } => {
                 let (r, k) = self.place(res, key);
+                // The host has a handle of the name: registered (again, if it was forgotten).
+                self.registered(engine, r)?;
                 let free = self.mix.resources[r].kind == Kind::Lock
                     && self.model.as_ref().unwrap().key(r, k).is_none();
                 if !self.adopt_if_local(engine, r, k)? && free {
@@ -1206,6 +1221,7 @@ impl Host {
                 self.trace.words(&[0x10CA2, l.fence]);
                 self.log(|| format!("released r{}/{} itself, fence {}", l.res, l.key, l.fence));
             }
+            Op::Forget { res } => self.forget(engine, res)?,
             Op::Burst { leave } => self.burst(engine, leave)?,
             Op::Bad { what } => self.bad(engine, what)?,
             Op::Crash { .. } | Op::Reopen { .. } => unreachable!("the driver restarts"),
@@ -1262,6 +1278,100 @@ impl Host {
             return Err("reclaim: the engine still lends fences".into());
         }
         Ok(())
+    }
+
+    /// The host forgets resource `r`'s name (see `Op::Forget`); the engine must agree exactly when the
+    /// model has no busy key of it, and an id kept past it must name nothing.
+    fn forget(&mut self, engine: &mut Engine, res: u8) -> Result<(), String> {
+        let r = res as usize % self.mix.resources.len();
+        // Nothing to forget; or a key the host granted itself refers to it (it could not be handed
+        // over: the host never forgets such a name).
+        if self.forgotten[r] || self.locals.iter().any(|l| l.res == r) {
+            return Ok(());
+        }
+        let m = self.model.as_ref().unwrap();
+        let busy = m.busy_keys().any(|(kr, _, _)| kr == r);
+        let closed = m.closed;
+        let rid = self.rids[r];
+        let got = engine.forget(rid);
+        self.trace
+            .word(got.as_ref().map_or_else(|e| 0xE0 | code(e), |_| 0xF0));
+        self.log(|| format!("forget r{r} {rid:?} -> {got:?}"));
+        let want = if closed {
+            Some("closed")
+        } else if busy {
+            Some("invalid")
+        } else {
+            None
+        };
+        match (&got, want) {
+            (Ok(()), None) => {
+                self.forgotten[r] = true;
+                self.marks.hit(Mark::NameForgotten);
+                // The old id names nothing now: refused, changing nothing (the full check after
+                // the operation proves it).
+                let held = engine.hold_untimed(rid, None, Some(0), None);
+                let adopted = engine.adopt(rid, 1, self.now);
+                if engine.resource_info(rid).is_some()
+                    || !matches!(&held, Err(e) if e.code() == "invalid")
+                    || !matches!(&adopted, Err(e) if e.code() == "invalid")
+                {
+                    return Err(format!(
+                        "forget: the forgotten id {rid:?} still names a resource: hold {held:?}, adopt {adopted:?}"
+                    ));
+                }
+            }
+            (Err(e), Some(code)) if e.code() == code => {
+                if busy && !closed {
+                    self.marks.hit(Mark::ForgetRefused);
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "forget: the engine answered {got:?}; the model has busy keys of r{r}: {busy}, closed: {closed}"
+                ))
+            }
+        }
+        self.after_call(engine, "forget")
+    }
+
+    /// The id of resource `r`, registering its name again if the host forgot it: a new id, never
+    /// one in use nor the dead one.
+    fn registered(&mut self, engine: &mut Engine, r: usize) -> Result<ResourceId, String> {
+        if !self.forgotten[r] {
+            return Ok(self.rids[r]);
+        }
+        let old = self.rids[r];
+        let spec = &self.mix.resources[r];
+        let got = engine.resource(spec.kind, &spec.name, spec.limit);
+        self.trace.word(
+            got.as_ref()
+                .map_or_else(|e| 0xE0 | code(e), |id| id.to_u64()),
+        );
+        self.log(|| format!("resource r{r} again -> {got:?}"));
+        let closed = self.model.as_ref().unwrap().closed;
+        match got {
+            Ok(rid) if !closed => {
+                if rid == old || self.rids.contains(&rid) || rid == self.burst {
+                    return Err(format!(
+                        "resource: forgotten r{r} came back as {rid:?}, an id dead or in use ({:?})",
+                        self.rids
+                    ));
+                }
+                if engine.resource_info(old).is_some() {
+                    return Err(format!("resource: the dead id {old:?} names a resource"));
+                }
+                self.rids[r] = rid;
+                self.model().set_rid(r, rid);
+                self.forgotten[r] = false;
+                self.marks.hit(Mark::NameRegisteredAgain);
+                Ok(rid)
+            }
+            Err(e) if closed && e.code() == "closed" => Ok(old),
+            other => Err(format!(
+                "resource: registering forgotten r{r} again answered {other:?} (closed: {closed})"
+            )),
+        }
     }
 
     /// Another request wants key `k` of resource `r`: if the host granted it itself, it hands the key
@@ -1485,6 +1595,11 @@ impl Host {
                     .map(drop)
             }
             5 => {
+                if let Some(r) = (self.mix.resources.iter()).position(|r| r.kind == Kind::Semaphore)
+                {
+                    // Forgotten, the name would be new, and any limit its limit.
+                    self.registered(engine, r)?;
+                }
                 let got = match self
                     .mix
                     .resources
@@ -1548,6 +1663,14 @@ impl Host {
                     fp.keys,
                     fp.requests,
                     m.reqs.len()
+                ));
+            }
+            // No idle name kept: the mix's names not forgotten, and the bursts' lock.
+            let names = self.forgotten.iter().filter(|&&f| !f).count() + 1;
+            if fp.resources != names {
+                return Err(format!(
+                    "footprint: the engine keeps {} resources, the host {names}",
+                    fp.resources
                 ));
             }
             let views = engine.inspect(now).map_err(|e| format!("inspect: {e}"))?;

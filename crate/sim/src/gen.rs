@@ -250,5 +250,8 @@ pub fn next(rng: &mut Rng, mix: &Mix, view: &View) -> Op {
             }
         }
         Draw::LocalRelease => Op::LocalRelease { pick: pick(rng) },
+        Draw::Forget => Op::Forget {
+            res: rng.below(mix.resources.len() as u64) as u8,
+        },
     }
 }

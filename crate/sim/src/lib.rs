@@ -21,7 +21,9 @@
 //! - a lease past its ttl or `maxHold` never renewed (by `renew` or by asking again), never released
 //!   as held, never counted as a holder;
 //! - a request over a connection asked again is never granted twice;
-//! - no entry left for a key with no holder and no waiter (and the engine's own `check()`).
+//! - no entry left for a key with no holder and no waiter, nor for a name the host forgot; a name
+//!   forgotten only while no key of it is busy, and an id kept past forgetting naming nothing, not
+//!   even the name registered next in its place (and the engine's own `check()`).
 //!
 //! Coverage marks (`marks.rs`) prove the hard corners are reached: a run of many seeds fails if any is
 //! reached by fewer than 1% of them. A failure prints its seed and a shrunk sequence of operations

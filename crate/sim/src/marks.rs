@@ -74,9 +74,15 @@ pub enum Mark {
     /// A block of fences lent to the host was given back partly used: the engine went on from the
     /// first fence the host had not used.
     LentPartlyReclaimed,
+    /// A name nothing referred to was forgotten; an id kept past it names nothing.
+    NameForgotten,
+    /// Forgetting a name was refused: the engine had a busy key of it.
+    ForgetRefused,
+    /// A forgotten name was registered again, under a new id, and held.
+    NameRegisteredAgain,
 }
 
-pub const MARKS: [Mark; 31] = [
+pub const MARKS: [Mark; 34] = [
     Mark::GrantRacedCancel,
     Mark::WriteFailedWhileWaitersQueue,
     Mark::SemaphoreHeadWaits,
@@ -108,6 +114,9 @@ pub const MARKS: [Mark; 31] = [
     Mark::AwayRunsOut,
     Mark::LocalAdopted,
     Mark::LentPartlyReclaimed,
+    Mark::NameForgotten,
+    Mark::ForgetRefused,
+    Mark::NameRegisteredAgain,
 ];
 
 impl Mark {
@@ -144,6 +153,9 @@ impl Mark {
             Mark::AwayRunsOut => "waiter away past its ttl: ended",
             Mark::LocalAdopted => "key granted by the host adopted: another asked",
             Mark::LentPartlyReclaimed => "lent block given back partly used",
+            Mark::NameForgotten => "idle name forgotten, its old id dead",
+            Mark::ForgetRefused => "forget refused: a key is busy",
+            Mark::NameRegisteredAgain => "forgotten name registered again",
         }
     }
 
@@ -154,8 +166,15 @@ impl Mark {
 }
 
 /// How often each mark was reached in one run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Marks(pub [u64; MARKS.len()]);
+
+// (Not derived: arrays of more than 32 have no `Default`.)
+impl Default for Marks {
+    fn default() -> Self {
+        Marks([0; MARKS.len()])
+    }
+}
 
 impl Marks {
     pub fn hit(&mut self, mark: Mark) {

@@ -163,6 +163,11 @@ fn same<T: PartialEq + std::fmt::Debug>(
 }
 
 impl Model {
+    /// Resource `r` was registered again (its name had been forgotten), as `rid`.
+    pub fn set_rid(&mut self, r: usize, rid: ResourceId) {
+        self.rids[r] = rid;
+    }
+
     /// The model of a store whose storage holds `stored`; `None` when the engine must refuse to open.
     /// `keys[r]` is how many keys resource `r` has; `rids[r]` the id the engine gave it.
     pub fn open(

@@ -120,6 +120,10 @@ pub enum Op {
     },
     /// The `pick`-th lease the host granted itself (and still keeps) is released: the host forgets it.
     LocalRelease { pick: u16 },
+    /// The handles of resource `res` (modulo the mix's count) were collected: the host forgets the
+    /// name (`Engine::forget`), unless it keeps a key of it that it granted itself. The engine refuses
+    /// while it has a busy key of it. A forgotten name is registered again when next held.
+    Forget { res: u8 },
 }
 
 impl Op {
@@ -234,6 +238,7 @@ impl fmt::Display for Op {
                 max,
             } => write!(f, "local {res} {key} w={} n={max}", ms(wait)),
             Op::LocalRelease { pick } => write!(f, "local-release {pick}"),
+            Op::Forget { res } => write!(f, "forget {res}"),
         }
     }
 }
@@ -351,6 +356,7 @@ pub fn parse(text: &str) -> Result<Op, String> {
             max: u8::try_from(prefixed(4, "n=")?).map_err(|_| bad())?,
         },
         Some("local-release") => Op::LocalRelease { pick: small(1)? },
+        Some("forget") => Op::Forget { res: byte(1)? },
         _ => return Err(bad()),
     };
     Ok(op)
@@ -453,6 +459,7 @@ mod tests {
                 max: 1,
             },
             Op::LocalRelease { pick: 9 },
+            Op::Forget { res: 2 },
         ];
         let text = write_seq(&ops);
         assert_eq!(parse_seq(&text).unwrap(), ops);

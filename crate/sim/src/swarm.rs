@@ -57,9 +57,10 @@ pub enum Draw {
     Goodbye,
     Local,
     LocalRelease,
+    Forget,
 }
 
-pub const DRAWS: [Draw; 28] = [
+pub const DRAWS: [Draw; 29] = [
     Draw::Hold,
     Draw::Try,
     Draw::Release,
@@ -88,6 +89,7 @@ pub const DRAWS: [Draw; 28] = [
     Draw::Goodbye,
     Draw::Local,
     Draw::LocalRelease,
+    Draw::Forget,
 ];
 
 /// The name of the lock that bursts use, registered after the mix's resources; no other operation
@@ -156,7 +158,7 @@ impl Mix {
             let (base, optional) = match draw {
                 // Drawn last (below), so that every other part of a seed's mix stays as it was
                 // before they came: sequences shrunk from older runs mean the same thing.
-                Draw::Local | Draw::LocalRelease => continue,
+                Draw::Local | Draw::LocalRelease | Draw::Forget => continue,
                 Draw::Hold => (40, false),
                 Draw::Try => (10, true),
                 Draw::Release => (30, false),
@@ -253,6 +255,12 @@ impl Mix {
                 (base * rng.range(1, 12) as u32).div_ceil(4)
             };
         }
+        // Names forgotten and registered again, in four runs of five; drawn after the rest.
+        mix.weights[Draw::Forget as usize] = if rng.chance(200) {
+            0
+        } else {
+            (4 * rng.range(1, 12) as u32).div_ceil(4)
+        };
         mix
     }
 }

@@ -204,6 +204,14 @@ fn parse_ceiling(value: &JsValue) -> Result<Option<u64>, JsValue> {
     }
 }
 
+/// A resource id from JavaScript; a number that cannot be one names no resource (the engine refuses
+/// it as unknown: no place is ever at index 2^32 - 1).
+pub(crate) fn resource_of(raw: f64) -> ResourceId {
+    id_of(raw)
+        .and_then(|id| ResourceId::from_u64(id.to_u64()))
+        .unwrap_or_else(|| ResourceId::from_u64(u64::from(u32::MAX)).expect("an id"))
+}
+
 pub(crate) fn id_of(raw: f64) -> Option<Id> {
     if raw >= 0.0 && raw.fract() == 0.0 {
         Id::from_u64(raw as u64)
@@ -233,8 +241,9 @@ impl Core {
         buffer::LEN
     }
 
-    /// Registers a lock (`kind` 0) or a semaphore (1) of `name`; answers its resource number.
-    pub fn resource(&self, kind: u8, name: &str, limit: u32) -> Result<u32, JsValue> {
+    /// Registers a lock (`kind` 0) or a semaphore (1) of `name`; answers its resource id (below 2^53;
+    /// its place, dense and reused once forgotten, is the id's low 32 bits).
+    pub fn resource(&self, kind: u8, name: &str, limit: u32) -> Result<f64, JsValue> {
         let kind = if kind == 0 {
             Kind::Lock
         } else {
@@ -244,7 +253,18 @@ impl Core {
             .borrow_mut()
             .engine
             .resource(kind, name, limit)
-            .map(|r| r.0)
+            .map(|r| r.to_u64() as f64)
+            .map_err(|e| engine_error(&e))
+    }
+
+    /// Forgets a resource nothing refers to any more (see `Engine::forget`); throws an `invalid`
+    /// error while the engine has a busy key of it.
+    pub fn forget(&mut self, res: f64) -> Result<(), JsValue> {
+        self.reclaim();
+        self.inner
+            .borrow_mut()
+            .engine
+            .forget(resource_of(res))
             .map_err(|e| engine_error(&e))
     }
 
@@ -253,7 +273,7 @@ impl Core {
     /// `Engine::hold_untimed`; answers [`status::NEED_TIME`] when it needs it). Answers the fence (> 0) when granted, 0 when queued,
     /// [`status::BUSY`] when it would wait and `wait` is 0, or another [`status`] on error (the message
     /// from `lastError()`). The request's and key's ids are in the buffer.
-    pub fn hold(&mut self, res: u32, key: f64, wait: f64, max_hold: f64, now: f64) -> f64 {
+    pub fn hold(&mut self, res: f64, key: f64, wait: f64, max_hold: f64, now: f64) -> f64 {
         self.reclaim();
         let key = if key < 0.0 { None } else { id_of(key) };
         let wait = if wait < 0.0 { None } else { Some(wait as u64) };
@@ -265,10 +285,10 @@ impl Core {
         let answer = {
             let engine = &mut self.inner.borrow_mut().engine;
             if now < 0.0 {
-                engine.hold_untimed(ResourceId(res), key, wait, max_hold)
+                engine.hold_untimed(resource_of(res), key, wait, max_hold)
             } else {
                 engine
-                    .hold(ResourceId(res), key, wait, max_hold, now as u64)
+                    .hold(resource_of(res), key, wait, max_hold, now as u64)
                     .map(Some)
             }
         };
@@ -396,7 +416,7 @@ impl Core {
     /// wrote. Answers as `hold` does for a grant: the fence (> 0), with the ids of the adopted
     /// request and of the key in the buffer (`REQ`, `KEY`), or a negative [`status`] on error (the
     /// message from `lastError()`). Writes no event (`HOLD_EVENTS` is 0).
-    pub fn adopt(&mut self, res: u32, fence: f64, since: f64) -> f64 {
+    pub fn adopt(&mut self, res: f64, fence: f64, since: f64) -> f64 {
         self.reclaim();
         // A fence that is not a whole number from 1 is refused as one never handed out.
         let fence = if fence >= 1.0 && fence.fract() == 0.0 {
@@ -409,7 +429,7 @@ impl Core {
             .inner
             .borrow_mut()
             .engine
-            .adopt(ResourceId(res), fence, since);
+            .adopt(resource_of(res), fence, since);
         let answer = self.hold_answer(answer);
         self.buf[buffer::HOLD_EVENTS] = 0.0;
         answer
@@ -442,7 +462,7 @@ impl Core {
         let views: Vec<KeySnapshot> = views
             .into_iter()
             .map(|v| KeySnapshot {
-                resource: v.resource.0,
+                resource: v.resource.to_u64() as f64,
                 key: v.key.to_u64() as f64,
                 holders: v
                     .holders
@@ -469,13 +489,21 @@ impl Core {
         self.inner.borrow().engine.last_fence() as f64
     }
 
-    /// Counts of what the engine keeps: `[keys, requests, key places, request places, timers]`.
+    /// Counts of what the engine keeps: `[keys, requests, key places, request places, timers,
+    /// resources]`.
     pub fn footprint(&self) -> Vec<f64> {
         let f = self.inner.borrow().engine.footprint();
-        [f.keys, f.requests, f.key_places, f.request_places, f.timers]
-            .iter()
-            .map(|&n| n as f64)
-            .collect()
+        [
+            f.keys,
+            f.requests,
+            f.key_places,
+            f.request_places,
+            f.timers,
+            f.resources,
+        ]
+        .iter()
+        .map(|&n| n as f64)
+        .collect()
     }
 
     /// Panics, so that tests can see a wasm trap answer every waiter. Never called otherwise.
@@ -613,7 +641,7 @@ struct HolderSnapshot {
 
 #[derive(Serialize)]
 struct KeySnapshot {
-    resource: u32,
+    resource: f64,
     key: f64,
     holders: Vec<HolderSnapshot>,
     waiting: u32,

@@ -1,11 +1,11 @@
 //! The server side of leases over a connection, for JavaScript: the engine's remote operations with
 //! ids as hex and answers in numbers and the shared buffer, as on the in-process hot path.
 
-use holdfast_engine::{Hold, Remote, Renewal, ResourceId};
+use holdfast_engine::{Hold, Remote, Renewal};
 use wasm_bindgen::prelude::*;
 
 use crate::wire::unhex;
-use crate::{buffer, id_of, status, Core};
+use crate::{buffer, id_of, resource_of, status, Core};
 
 /// `holdRemote` answers this when a request asked again goes on as it was.
 pub const RESUMED: f64 = -6.0;
@@ -19,7 +19,7 @@ impl Core {
     #[wasm_bindgen(js_name = holdRemote)]
     pub fn hold_remote(
         &mut self,
-        res: u32,
+        res: f64,
         key: f64,
         wait: f64,
         max_hold: f64,
@@ -44,7 +44,7 @@ impl Core {
             None
         };
         let answer = self.inner.borrow_mut().engine.hold_remote(
-            ResourceId(res),
+            resource_of(res),
             key,
             wait,
             max_hold,

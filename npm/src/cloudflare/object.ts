@@ -320,7 +320,6 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   async #open(): Promise<void> {
     const storage = this.#state.storage
     this.#clock.reset()
-    this.#protocol.reset()
     this.#leases.clear()
     this.#restored.clear()
     this.#sessions.clear()
@@ -377,7 +376,9 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       const sink = new Call(this.#sink, answer => (granted = 'ok' in answer && answer.ok !== null), true)
       const record = new RemoteRequest(l.kind, l.name, l.key, l.request, l.lease, l.ttl, l.maxHold > 0 ? revokeLeft : 0, this.#nextConn(), 0, sink, l.limit)
       try {
-        this.#store._remoteHold(this.#protocol.handle(l.kind, l.name, l.limit), record, 0)
+        const handle = this.#protocol.handle(l.kind, l.name, l.limit)
+        this.#store._remoteHold(handle, record, 0)
+        this.#store._letGo(handle)
       } catch {
         granted = false
       }
@@ -510,6 +511,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         const call = new Call(this.#sink, resolve, isTry)
         const record = new RemoteRequest(kind, name, k, request, randomId(), o.ttl as number, o.maxHold as number, this.#nextConn(), 0, call, limit)
         this.#store._remoteHold(handle, record, wait)
+        this.#store._letGo(handle)
       })
     } catch (error) {
       return errorAnswer(error)

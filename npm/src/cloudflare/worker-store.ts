@@ -38,6 +38,7 @@ import { findAsyncLocalStorage } from './context.js'
 import type { AcquireOptions, DurableObjectNamespaceLike, HoldfastObjectRpc, LeaseGrant } from './types.js'
 import { runInLease } from '../run.js'
 import { TravellingHandle } from '../handle.js'
+import { ResourceNames } from '../resource-names.js'
 
 export interface WorkerStoreOptions {
   /**
@@ -134,7 +135,7 @@ export class WorkerStore implements LeaseOwner {
   readonly #held = new Map<number, Held>()
   /** Releases under way, by local number. */
   readonly #releases = new Map<number, Promise<void>>()
-  readonly #resources = new Map<string, Resource>()
+  readonly #resources = new ResourceNames()
 
   /** @internal Use `workerStore()`. */
   constructor(namespace: DurableObjectNamespaceLike, shard: number | undefined) {
@@ -159,9 +160,7 @@ export class WorkerStore implements LeaseOwner {
     // The object checks them too; checking here answers before anything is sent.
     if (o.ttl < TTL[0] || o.ttl > TTL[1]) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
     if (o.hasMaxHold && (o.maxHold <= 0 || o.maxHold > MAX_HOLD)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be more than 0 and at most 30 days`)
-    const id = `${kind} ${name}`
-    let resource = this.#resources.get(id)
-    if (!resource) this.#resources.set(id, (resource = { id: -1, kind, name, limit: o.limit, keys: new Map() }))
+    const resource = this.#resources.get(kind, name, o.limit)
     return new WorkerLock(this, resource, o.limit, o.ttl, o.maxHold, o.wait)
   }
 

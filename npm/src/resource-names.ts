@@ -1,0 +1,42 @@
+/**
+ * The names a store's client has handles of (a `RemoteStore`, a `WorkerStore`): one `Resource` per
+ * lock or semaphore name, which every handle of the name shares. There it is only an identity, for
+ * LOCK-04's check of a hold inside its own hold (a frame's resource against the handle's); the server
+ * keeps the keys. So it is kept only while something holds it — a handle, or a lease's frame — and a
+ * name no longer used costs nothing (#13 item 5): a name asked for after its `Resource` was collected
+ * gets a new one, which nothing can confuse with the old (nothing refers to the old).
+ */
+
+import type { Resource } from './store.js'
+
+export class ResourceNames {
+  /** By `kind name`; weakly where the runtime can (strongly, as before, where it cannot). */
+  readonly #byName = new Map<string, { deref(): Resource | undefined }>()
+  /** Takes out the entry of a collected resource, unless a newer one of the name took its place. */
+  readonly #gone =
+    typeof FinalizationRegistry === 'function' && typeof WeakRef === 'function'
+      ? new FinalizationRegistry<string>(id => {
+          if (this.#byName.get(id)?.deref() === undefined) this.#byName.delete(id)
+        })
+      : undefined
+
+  /** The resource of `name`, made if none is held. */
+  get(kind: 'lock' | 'semaphore', name: string, limit: number): Resource {
+    const id = `${kind} ${name}`
+    let resource = this.#byName.get(id)?.deref()
+    if (resource === undefined) {
+      const made: Resource = (resource = { id: -1, kind, name, limit, keys: new Map() })
+      if (this.#gone === undefined) this.#byName.set(id, { deref: () => made })
+      else {
+        this.#byName.set(id, new WeakRef(made))
+        this.#gone.register(made, id)
+      }
+    }
+    return resource
+  }
+
+  /** How many names have an entry (for tests). */
+  get size(): number {
+    return this.#byName.size
+  }
+}
