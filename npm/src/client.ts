@@ -22,7 +22,7 @@ import { CancelledError, ClosedError, InUseError, InvalidError, LostError, Permi
 import { checkOptions } from './options.js'
 import { Lease, type LeaseOwner } from './lease.js'
 import { handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
-import { systemClock, type Clock } from './clock.js'
+import { clearTimer, setTimer, systemClock, type Clock } from './clock.js'
 import { randomId } from './random.js'
 import { runInLease } from './run.js'
 import { TravellingHandle } from './handle.js'
@@ -263,8 +263,9 @@ export class RemoteStore implements LeaseOwner {
     this.#askHold(p)
     if (p.wait !== null && p.wait > 0) {
       // The server answers a wait that ran out; but if it cannot be reached, this side must. Past
-      // the wait and a grace for the server's own answer, a hold still unanswered gives up.
-      const timer = this.#clock.setTimeout(() => {
+      // the wait and a grace for the server's own answer, a hold still unanswered gives up. (A wait
+      // may be longer than a runtime's timer: see clock.ts # Long timers.)
+      const timer = setTimer(this.#clock, () => {
         if (p.lease || this.#pending.get(p.request) !== p) return
         this.#forget(p)
         if (this.#socket) {
@@ -275,8 +276,8 @@ export class RemoteStore implements LeaseOwner {
         }
       }, p.wait + WAIT_GRACE)
       void p.promise.then(
-        () => this.#clock.clearTimeout(timer),
-        () => this.#clock.clearTimeout(timer),
+        () => clearTimer(this.#clock, timer),
+        () => clearTimer(this.#clock, timer),
       )
     }
     return p.promise
@@ -329,7 +330,8 @@ export class RemoteStore implements LeaseOwner {
       this.#byLocal.set(p.local, p)
       this.#byLease.set(p.leaseId, p)
       const revokeIn = answer.revokeIn
-      if (revokeIn > 0) p.revokeTimer = this.#clock.setTimeout(() => this.#lose(p, new LostError(`${p.place()}: lease revoked at maxHold`)), revokeIn)
+      // maxHold may be 30 days, longer than a runtime's timer: see clock.ts # Long timers.
+      if (revokeIn > 0) p.revokeTimer = setTimer(this.#clock, () => this.#lose(p, new LostError(`${p.place()}: lease revoked at maxHold`)), revokeIn)
       // The first deadline counts from the grant's arrival.
       this.#extend(p, now, ttl)
       p.resolve(p.lease)
@@ -411,7 +413,7 @@ export class RemoteStore implements LeaseOwner {
     if (p.leaseId) this.#byLease.delete(p.leaseId)
     if (p.renewTimer !== undefined) this.#clock.clearTimeout(p.renewTimer)
     if (p.deadlineTimer !== undefined) this.#clock.clearTimeout(p.deadlineTimer)
-    if (p.revokeTimer !== undefined) this.#clock.clearTimeout(p.revokeTimer)
+    if (p.revokeTimer !== undefined) clearTimer(this.#clock, p.revokeTimer)
     p.renewTimer = p.deadlineTimer = p.revokeTimer = undefined
   }
 

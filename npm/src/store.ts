@@ -48,7 +48,7 @@ import { Lease, type LeaseOwner } from './lease.js'
 import { Lock, Semaphore, handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
 import { checkOptions } from './options.js'
 import { isStorage, type Storage } from './storage.js'
-import { isClock, systemClock, type Clock } from './clock.js'
+import { clearTimer, isClock, setTimer, systemClock, type Clock } from './clock.js'
 import { serveOn, type HoldfastServer, type ServeOptions, type Server } from './server.js'
 import type { Transport } from './transport.js'
 
@@ -1035,13 +1035,14 @@ export class Store implements LeaseOwner {
 
   #schedule(at: number): void {
     if (at >= this.#timerAt) return
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
+    if (this.#timer !== undefined) clearTimer(this.#clock, this.#timer)
     this.#timerAt = at
-    this.#timer = this.#clock.setTimeout(this.#onTimer, Math.max(0, at - this.#clock.now()))
+    // Chained past 2^31−1 ms (a maxHold of 30 days, a wait of 25): see clock.ts # Long timers.
+    this.#timer = setTimer(this.#clock, this.#onTimer, Math.max(0, at - this.#clock.now()))
   }
 
   #clearTimer(): void {
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
+    if (this.#timer !== undefined) clearTimer(this.#clock, this.#timer)
     this.#timer = undefined
     this.#timerAt = Infinity
   }

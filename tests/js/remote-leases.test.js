@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openStore, memoryStorage, connect, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
+import { isSettled } from './helpers.js'
 
 const TOKEN = 'test-token-0123456789'
 
@@ -158,6 +159,26 @@ test('LOCK-05: a client gives up before the server would, when renewals go unans
   assert.equal(lease.lost, true, 'lost at ttl minus its margin, counted from the grant')
   assert.ok(lease.signal.reason instanceof LostError)
   await s.close()
+})
+
+test('#13 item 9: over a connection, a maxHold of 30 days and a wait of 25 days do not end at once (test clocks: a timer past 2^31-1 ms fires after 1 ms)', async t => {
+  const s = await served()
+  t.after(() => s.close())
+  const { client } = await s.client()
+  const l = client.lock('long', { ttl: '1s', maxHold: '30d', wait: '25d' })
+  const lease = await l.acquire('k')
+  const waiting = l.acquire('k').then(
+    next => next,
+    e => e,
+  )
+  await until(() => s.store.inspect()[0]?.waiting === 1, 'waits')
+  await s.advance(2_000)
+  assert.equal(lease.lost, false, 'held, renewed')
+  assert.equal(await isSettled(waiting), false, 'still waiting')
+  await lease.release()
+  const next = await waiting
+  assert.ok(next.fence > lease.fence, String(next))
+  await next.release()
 })
 
 test('LOCK-05: hold rejects LostError after fn settles when its lease was lost, even though fn succeeded', async () => {
