@@ -12,10 +12,11 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { InUseError, LostError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
-import { openTestStore, settle, isSettled } from './helpers.js'
+import { openTestStore, settle, isSettled, fakeObjects, workerStoreModule } from './helpers.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const DAY = 86_400_000
+const { workerStore } = await workerStoreModule()
 
 /** A manual clock that counts the timer callbacks it runs. */
 function countingClock() {
@@ -60,6 +61,27 @@ test('#13 item 9: a maxHold of 30 days and a wait of 25 days are chained timers,
   assert.ok(lease.signal.reason instanceof LostError)
   assert.ok(clock.fired - before <= 12, `${clock.fired - before} timer callbacks over 30 days`)
   await store.close()
+})
+
+test('#13 item 9: a Workers lease with a maxHold of 30 days is not lost at once, and is revoked at 30 days (test clock)', async () => {
+  const clock = countingClock()
+  const objects = fakeObjects(clock)
+  const store = workerStore(objects.namespace, { clock })
+  const lease = await store.lock('long', { ttl: '1h', maxHold: '30d' }).acquire('k')
+  clock.advance(1_000)
+  await settle()
+  assert.equal(lease.lost, false, 'not lost after a second')
+  // Renewed every ttl/3 (20 minutes) meanwhile, each renewal answered at once.
+  for (let t = 0; t < 30 * DAY - 2_000; t += 20 * 60_000) {
+    clock.advance(Math.min(20 * 60_000, 30 * DAY - 2_000 - t))
+    await settle()
+  }
+  assert.equal(lease.lost, false, 'held a second before 30 days')
+  clock.advance(1_000)
+  await settle()
+  assert.equal(lease.lost, true, 'revoked at 30 days')
+  assert.match(lease.signal.reason.message, /revoked at maxHold/)
+  assert.ok(objects.renewals.length > 2_000, `${objects.renewals.length} renewals`)
 })
 
 test('#13 item 9: on the real clock, a process holding a 30-day lease and waiting 25 days, in-process and over a connection, stays quiet: no TimeoutOverflowWarning, no CPU spent', async () => {
