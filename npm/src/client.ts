@@ -355,6 +355,17 @@ export class RemoteStore implements LeaseOwner {
     p.renewal?.stop()
   }
 
+  /** @internal The clock a lease's deadline is counted on. */
+  _now(): number {
+    return this.#clock.now()
+  }
+
+  /** @internal A lease read past its deadline (see lease.ts # Reading checks the clock). */
+  _overdue(lease: Lease): void {
+    const p = this.#byLocal.get(lease._req)
+    if (p?.lease === lease) p.renewal?.overdue()
+  }
+
   /** @internal Called by a `Lease` once: lets the key go on the server. */
   _release(local: number, _lease?: Lease): void {
     const p = this.#byLocal.get(local)

@@ -18,6 +18,9 @@
  * - **A deadline timer is never dropped.** Timers count whole milliseconds and may fire a little before
  *   the deadline by this clock: one that does is set again for the rest.
  * - **maxHold ends it.** At `revokeIn` from the grant's arrival the lease is lost, renewed or not.
+ * - **The lease knows its end.** `Lease._deadline` is the earlier of the two, so that reading
+ *   `lease.lost` past it finds the lease lost before any timer ran (lease.ts # Reading checks the
+ *   clock), through `overdue()`.
  * - Nothing here throws into the program; every timer goes through `setTimer` (clock.ts: a maxHold of
  *   30 days is longer than a runtime's timer).
  *
@@ -94,6 +97,11 @@ export class Renewal {
     this.#renewTimer = this.#endTimer = undefined
   }
 
+  /** The lease was read past its deadline (see `LeaseOwner._overdue`): lost now, if it is. */
+  overdue(): void {
+    if (!this.#stopped) this.#overdue(this.#clock.now())
+  }
+
   /** The earlier of the deadline and maxHold. */
   #end(): number {
     return Math.min(this.#deadline, this.#revokeAt)
@@ -101,8 +109,10 @@ export class Renewal {
 
   #move(now: number, from: number, ttl: number): void {
     const deadline = from + ttl - margin(ttl)
-    if (deadline > this.#deadline) this.#deadline = deadline
-    else if (this.#renewTimer !== undefined) return // an answer that moves nothing, with a renewal set
+    if (deadline > this.#deadline) {
+      this.#deadline = deadline
+      this.#lease._deadline = this.#end()
+    } else if (this.#renewTimer !== undefined) return // an answer that moves nothing, with a renewal set
     const renewIn = Math.max(1, Math.floor(ttl / 3))
     if (now + renewIn < this.#end()) {
       if (this.#endTimer !== undefined) clearTimer(this.#clock, this.#endTimer)

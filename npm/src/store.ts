@@ -503,7 +503,7 @@ export class Store implements LeaseOwner {
     if (buf[KEY] !== known) this.#newKey(resource, key, buf[KEY]!)
     const lease = new Lease(this, handle, key, fence, req)
     this.#reqs[req >>> 0] = lease
-    if (handle._maxHold > 0) this.#schedule(now + handle._maxHold)
+    if (handle._maxHold > 0) this.#schedule((lease._deadline = now + handle._maxHold))
     if (events > 0) this.#drain(events, now)
     return lease
   }
@@ -781,7 +781,7 @@ export class Store implements LeaseOwner {
           const lease = new Lease(this, handle, record.key, buf[at + 2]!, id)
           this.#reqs[id >>> 0] = lease
           record.settled()
-          if (handle._maxHold > 0) this.#schedule((now < 0 ? (now = this.#clock.now()) : now) + handle._maxHold)
+          if (handle._maxHold > 0) this.#schedule((lease._deadline = (now < 0 ? (now = this.#clock.now()) : now) + handle._maxHold))
           if (record.fn === undefined) record.resolve(lease)
           else {
             this.#handOver[this.#handOverEnd++] = record
@@ -1045,6 +1045,25 @@ export class Store implements LeaseOwner {
     if (this.#timer !== undefined) clearTimer(this.#clock, this.#timer)
     this.#timer = undefined
     this.#timerAt = Infinity
+  }
+
+  /** @internal The store's clock, for its leases' deadlines (see `Lease` # Reading checks the clock). */
+  _now(): number {
+    return this.#clock.now()
+  }
+
+  /**
+   * @internal A lease was read past its maxHold before the timer ran: act on every deadline due now,
+   * as the timer would (the engine revokes the lease, and its key goes on).
+   */
+  _overdue(): void {
+    // Read from anywhere (an abort listener of this very drain, say): its grants are handed over in
+    // a microtask, as a timer's are, never inside the reader's call.
+    const handNow = this.#handNow
+    this.#handNow = false
+    this.#clearTimer()
+    this.#onTimer()
+    this.#handNow = handNow
   }
 
   readonly #onTimer = (): void => {

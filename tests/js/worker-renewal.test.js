@@ -2,7 +2,8 @@
 // and for workerStore (Workers RPC to a HoldfastObject), tested here through workerStore on a test
 // clock, over objects faked in-process (tests/workerd runs the real ones in workerd). Its invariants:
 // never renewed past the deadline as this side counts it — a renewal timer that runs late marks the
-// lease lost instead —, and a deadline timer that fires early is set again, never dropped.
+// lease lost instead —, a deadline timer that fires early is set again, never dropped, and a lease
+// read past its deadline is lost on the read (#13 item 10).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { LostError } from 'holdfast'
@@ -62,4 +63,27 @@ test('#13 item 11: an answer that comes back after the deadline does not bring a
   assert.deepEqual(objects.renewals, [2_000])
   assert.equal(heard.at, 3_500, 'lost when the answer came')
   assert.equal(lease.lost, true)
+})
+
+test('#13 item 10: a Workers lease read past its deadline is lost on the read, before any timer ran; a refused renewal loses it too', async () => {
+  const clock = stallClock(1_000)
+  const objects = fakeObjects(clock)
+  const { lease, heard } = await workersLease(clock, objects)
+  const signal = lease.signal
+  clock.stall(2_399)
+  assert.equal(signal.aborted, false)
+  clock.stall(1)
+  assert.equal(signal.aborted, true, 'a signal kept from before reads aborted past the deadline')
+  assert.equal(heard.at, 3_400, 'its listeners heard it within the read')
+  assert.equal(lease.lost, true)
+  clock.advance(0)
+  await settle()
+  assert.deepEqual(objects.renewals, [], 'nothing renewed after')
+
+  objects.renew = 'lost'
+  const refused = await workersLease(clock, objects)
+  clock.advance(1_000)
+  await settle()
+  assert.equal(refused.lease.lost, true)
+  assert.match(refused.lease.signal.reason.message, /renewal refused: past its ttl/)
 })

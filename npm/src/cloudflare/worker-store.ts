@@ -268,6 +268,17 @@ export class WorkerStore implements LeaseOwner {
     held.renewal?.stop()
   }
 
+  /** @internal The clock a lease's deadline is counted on. */
+  _now(): number {
+    return this.#clock.now()
+  }
+
+  /** @internal A lease read past its deadline (see lease.ts # Reading checks the clock). */
+  _overdue(lease: Lease): void {
+    const held = this.#held.get(lease._req)
+    if (held?.lease === lease) held.renewal?.overdue()
+  }
+
   /** @internal Called by a `Lease` once: lets the key go on the object. */
   _release(local: number): void {
     const held = this.#held.get(local)
