@@ -16,6 +16,7 @@ import * as path from 'node:path'
 import { constants as osConstants } from 'node:os'
 import { connect, fileStorage, openStore, HoldfastError, InUseError, type KeyInfo, type Lease, type RemoteStore, type Store } from './entry/node.js'
 import { toMs } from './duration.js'
+import { clearTimer, setTimer, type Clock } from './clock.js'
 
 // ---- usage ----
 
@@ -389,6 +390,16 @@ type Outcome = { code: number } | { spawnError: NodeJS.ErrnoException }
 /** How much longer than `--wait` a hold may go unanswered (the server unreachable meanwhile). */
 const ANSWER_MARGIN = 10_000
 
+/**
+ * The timers of `hold` (the answer it waits for, the grace before SIGKILL), which keep the process
+ * alive, unlike a store's; through `setTimer`, since `--wait 25d` is longer than a runtime's timer.
+ */
+const cliClock: Clock = {
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: handle => clearTimeout(handle as ReturnType<typeof setTimeout>),
+}
+
 async function hold(args: string[]): Promise<number> {
   const split = args.indexOf('--')
   const own = split < 0 ? args : args.slice(0, split)
@@ -423,15 +434,15 @@ async function hold(args: string[]): Promise<number> {
 
   let remote: RemoteStore | undefined
   let lost: Lease | undefined
-  let answerTimer: ReturnType<typeof setTimeout> | undefined
+  let answerTimer: unknown
   try {
     remote = await connect(url, { token })
     if (waiting.signal.aborted) return 128 + signalNumber(waiting.signal.reason as NodeJS.Signals)
     const lock = remote.lock(name, maxHold === undefined ? { ttl, wait } : { ttl, wait, maxHold })
     // A hold the server never answers (it went away and stays away) ends some time after its wait.
-    if (Number.isFinite(wait)) answerTimer = setTimeout(() => waiting.abort('no answer'), wait + ANSWER_MARGIN)
+    if (Number.isFinite(wait)) answerTimer = setTimer(cliClock, () => waiting.abort('no answer'), wait + ANSWER_MARGIN)
     const outcome = await lock.hold(key, { signal: waiting.signal }, async (lease): Promise<Outcome> => {
-      clearTimeout(answerTimer)
+      clearTimer(cliClock, answerTimer)
       // A signal that came with the grant: the command does not start.
       const reason = waiting.signal.reason as unknown
       if (waiting.signal.aborted && reason !== 'no answer') return { code: 128 + signalNumber(reason as NodeJS.Signals) }
@@ -467,7 +478,7 @@ async function hold(args: string[]): Promise<number> {
     // From here on signals are ignored (not removed: their default action would kill holdfast while it
     // lets the key go; the process exits right after).
     finished = true
-    clearTimeout(answerTimer)
+    if (answerTimer !== undefined) clearTimer(cliClock, answerTimer)
     await remote?.close().catch(() => {})
   }
 }
@@ -482,12 +493,12 @@ function run(command: string[], lease: Lease, grace: number, started: (child: Re
       detached: true,
     })
     started(child)
-    let killTimer: ReturnType<typeof setTimeout> | undefined
+    let killTimer: unknown
     let settled = false
     const settle = (outcome: Outcome) => {
       if (settled) return
       settled = true
-      clearTimeout(killTimer)
+      if (killTimer !== undefined) clearTimer(cliClock, killTimer)
       lease.signal.removeEventListener('abort', stop)
       resolve(outcome)
     }
@@ -496,7 +507,7 @@ function run(command: string[], lease: Lease, grace: number, started: (child: Re
       const reason = lease.signal.reason as Error | undefined
       warn(`${reason?.message ?? 'lease lost'}: stopping the command (SIGTERM, then SIGKILL after ${age(grace)})`)
       killGroup(child, 'SIGTERM')
-      killTimer = setTimeout(() => killGroup(child, 'SIGKILL'), grace)
+      killTimer = setTimer(cliClock, () => killGroup(child, 'SIGKILL'), grace)
     }
     child.on('error', error => settle({ spawnError: error as NodeJS.ErrnoException }))
     child.once('exit', (code, signal) => settle({ code: code ?? 128 + signalNumber(signal ?? 'SIGKILL') }))

@@ -4,11 +4,12 @@
  *
  * # Leases over a connection (LOCK-05)
  * A lease lasts its ttl from its grant and from each renewal. While fn runs, the client renews every
- * ttl/3. It counts its own deadline from when each renewal was *sent* (from when the grant arrived,
- * for the first), minus a margin, so that it always gives up before the server does: when the
- * deadline passes with no answered renewal, when a renewal answers lost, or at maxHold, `lease.signal`
- * aborts with a `LostError` and `hold` rejects `LostError` after fn settles. A failed renewal is
- * retried until the deadline; nothing in the renewal machinery ever throws into the program.
+ * ttl/3 (renewal.ts, the loop shared with `workerStore`). It counts its own deadline from when each
+ * renewal was *sent* (from when the grant arrived, for the first), minus a margin, so that it always
+ * gives up before the server does: when the deadline passes with no answered renewal, when a renewal
+ * answers lost, or at maxHold, `lease.signal` aborts with a `LostError` and `hold` rejects `LostError`
+ * after fn settles. A failed renewal is retried until the deadline, never after it; nothing in the
+ * renewal machinery ever throws into the program.
  *
  * # Connections drop
  * The client reconnects by itself, with backoff, and asks again for every hold it has (the same
@@ -22,7 +23,8 @@ import { CancelledError, ClosedError, InUseError, InvalidError, LostError, Permi
 import { checkOptions } from './options.js'
 import { Lease, type LeaseOwner } from './lease.js'
 import { handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
-import { systemClock, type Clock } from './clock.js'
+import { clearTimer, setTimer, systemClock, type Clock } from './clock.js'
+import { Renewal, type Renewed } from './renewal.js'
 import { randomId } from './random.js'
 import { runInLease } from './run.js'
 import { TravellingHandle } from './handle.js'
@@ -50,12 +52,6 @@ const WAIT_GRACE = 1_000
 /** How long `inspect()` waits for a server that cannot be reached. */
 const INSPECT_PATIENCE = 10_000
 
-
-/** The margin by which a client gives up before the server would. */
-function margin(ttl: number): number {
-  return Math.min(1_000, Math.floor(ttl / 5))
-}
-
 /** A hold in flight or held, as the client tracks it across reconnects. */
 class Pending {
   lease: Lease | undefined
@@ -66,10 +62,8 @@ class Pending {
   resolve!: (lease: Lease | undefined) => void
   reject!: (error: Error) => void
   readonly promise: Promise<Lease | undefined>
-  deadline = 0
-  renewTimer: unknown
-  deadlineTimer: unknown
-  revokeTimer: unknown
+  /** Once granted: the lease's renewal (stopped when it is forgotten). */
+  renewal: Renewal | undefined
   cancelled = false
 
   constructor(
@@ -264,8 +258,9 @@ export class RemoteStore implements LeaseOwner {
     this.#askHold(p)
     if (p.wait !== null && p.wait > 0) {
       // The server answers a wait that ran out; but if it cannot be reached, this side must. Past
-      // the wait and a grace for the server's own answer, a hold still unanswered gives up.
-      const timer = this.#clock.setTimeout(() => {
+      // the wait and a grace for the server's own answer, a hold still unanswered gives up. (A wait
+      // may be longer than a runtime's timer: see clock.ts # Long timers.)
+      const timer = setTimer(this.#clock, () => {
         if (p.lease || this.#pending.get(p.request) !== p) return
         this.#forget(p)
         if (this.#socket) {
@@ -276,8 +271,8 @@ export class RemoteStore implements LeaseOwner {
         }
       }, p.wait + WAIT_GRACE)
       void p.promise.then(
-        () => this.#clock.clearTimeout(timer),
-        () => this.#clock.clearTimeout(timer),
+        () => clearTimer(this.#clock, timer),
+        () => clearTimer(this.#clock, timer),
       )
     }
     return p.promise
@@ -322,18 +317,14 @@ export class RemoteStore implements LeaseOwner {
   }
 
   #granted(p: Pending, answer: Extract<ServerFrame, { type: 'granted' }>, sentAt: number): void {
-    const ttl = answer.ttl
-    const now = this.#clock.now()
     if (!p.lease) {
       p.leaseId = answer.lease
-      p.lease = new Lease(this, { kind: p.handle.kind, name: p.handle.name }, p.key, answer.fence, p.local)
+      const lease = (p.lease = new Lease(this, { kind: p.handle.kind, name: p.handle.name }, p.key, answer.fence, p.local))
       this.#byLocal.set(p.local, p)
       this.#byLease.set(p.leaseId, p)
-      const revokeIn = answer.revokeIn
-      if (revokeIn > 0) p.revokeTimer = this.#clock.setTimeout(() => this.#lose(p, new LostError(`${p.place()}: lease revoked at maxHold`)), revokeIn)
       // The first deadline counts from the grant's arrival.
-      this.#extend(p, now, ttl)
-      p.resolve(p.lease)
+      p.renewal = new Renewal(this.#clock, { renew: () => this.#renewOf(p), lose: reason => this.#lose(p, reason) }, lease, p.handle.ttl, answer.ttl, answer.revokeIn)
+      p.resolve(lease)
     } else if (answer.lease !== p.leaseId) {
       // Asked again, the server granted a *new* lease: it no longer knew ours (it restarted). Ours is
       // lost — someone may have held the key meanwhile — and the new one, which nobody holds, goes.
@@ -341,64 +332,16 @@ export class RemoteStore implements LeaseOwner {
       void this.#ask({ type: 'release', lease: answer.lease })
     } else {
       // Asked again after a reconnect: the same lease, its ttl counted from this answer.
-      this.#extend(p, sentAt, ttl)
+      p.renewal?.extend(sentAt, answer.ttl)
     }
   }
 
-  /**
-   * Moves a lease's deadline to `from + ttl - margin`, and schedules the next renewal. While the
-   * renewal is due before the deadline, it is the lease's one timer (a short hold sets and clears
-   * one, not two): `#renew` checks the deadline first and arms its timer when it sends.
-   */
-  #extend(p: Pending, from: number, ttl: number): void {
-    const deadline = from + ttl - margin(ttl)
-    if (deadline <= p.deadline) return
-    p.deadline = deadline
-    const renewIn = Math.max(1, Math.floor(ttl / 3))
-    if (this.#clock.now() + renewIn < deadline) {
-      if (p.deadlineTimer !== undefined) this.#clock.clearTimeout(p.deadlineTimer)
-      p.deadlineTimer = undefined
-    } else this.#armDeadline(p) // a late answer: the deadline comes before the next renewal would
-    if (p.renewTimer !== undefined) this.#clock.clearTimeout(p.renewTimer)
-    p.renewTimer = this.#clock.setTimeout(() => void this.#renew(p), renewIn)
-  }
-
-  /**
-   * A timer for the lease's deadline. Timers may fire a little early by this clock (they count whole
-   * milliseconds): one that does is set again for the rest, never dropped — a lease whose deadline
-   * passes unrenewed must be lost, or two holders could both believe they hold the key.
-   */
-  #armDeadline(p: Pending): void {
-    if (p.deadlineTimer !== undefined) this.#clock.clearTimeout(p.deadlineTimer)
-    p.deadlineTimer = this.#clock.setTimeout(
-      () => {
-        p.deadlineTimer = undefined
-        if (!p.lease || p.lease.lost || this.#byLocal.get(p.local) !== p) return
-        if (this.#clock.now() >= p.deadline) this.#lose(p, new LostError(`${p.place()}: lease not renewed within its ttl`))
-        else this.#armDeadline(p)
-      },
-      Math.max(0, Math.ceil(p.deadline - this.#clock.now())),
-    )
-  }
-
-  /** Renews a lease; retried (every ttl/10) until its deadline when the connection is down. */
-  async #renew(p: Pending): Promise<void> {
-    p.renewTimer = undefined
-    if (!p.lease || p.lease.lost || this.#byLocal.get(p.local) !== p) return
-    const sentAt = this.#clock.now()
-    // A timer that ran late (a blocked event loop) may find the deadline past: never renew then.
-    if (sentAt >= p.deadline) return this.#lose(p, new LostError(`${p.place()}: lease not renewed within its ttl`))
-    if (p.deadlineTimer === undefined) this.#armDeadline(p)
-    let answer: ServerFrame
-    try {
-      answer = await this.#ask({ type: 'renew', lease: p.leaseId })
-    } catch {
-      answer = { id: 0, type: 'dropped' }
-    }
-    if (!p.lease || p.lease.lost || this.#byLocal.get(p.local) !== p) return
-    if (answer.type === 'renewed') return this.#extend(p, sentAt, answer.ttl)
-    if (answer.type === 'error' && answer.code === 'lost') return this.#lose(p, new LostError(`${p.place()}: renewal refused: ${answer.message}`))
-    p.renewTimer = this.#clock.setTimeout(() => void this.#renew(p), Math.max(50, Math.floor(p.handle.ttl / 10)))
+  /** Asks the server to renew `p`'s lease (see renewal.ts): no answer while the connection is down. */
+  async #renewOf(p: Pending): Promise<Renewed> {
+    const answer = await this.#ask({ type: 'renew', lease: p.leaseId })
+    if (answer.type === 'renewed') return { ttl: answer.ttl }
+    if (answer.type === 'error' && answer.code === 'lost') return { refused: answer.message }
+    return undefined
   }
 
   #lose(p: Pending, reason: LostError | ClosedError): void {
@@ -410,10 +353,18 @@ export class RemoteStore implements LeaseOwner {
     this.#pending.delete(p.request)
     this.#byLocal.delete(p.local)
     if (p.leaseId) this.#byLease.delete(p.leaseId)
-    if (p.renewTimer !== undefined) this.#clock.clearTimeout(p.renewTimer)
-    if (p.deadlineTimer !== undefined) this.#clock.clearTimeout(p.deadlineTimer)
-    if (p.revokeTimer !== undefined) this.#clock.clearTimeout(p.revokeTimer)
-    p.renewTimer = p.deadlineTimer = p.revokeTimer = undefined
+    p.renewal?.stop()
+  }
+
+  /** @internal The clock a lease's deadline is counted on. */
+  _now(): number {
+    return this.#clock.now()
+  }
+
+  /** @internal A lease read past its deadline (see lease.ts # Reading checks the clock). */
+  _overdue(lease: Lease): void {
+    const p = this.#byLocal.get(lease._req)
+    if (p?.lease === lease) p.renewal?.overdue()
   }
 
   /** @internal Called by a `Lease` once: lets the key go on the server. */

@@ -2,14 +2,27 @@
  * The clock a store runs on: monotonic milliseconds, and one-shot timers. The engine reads no clock;
  * the store passes it `now()` and sets one timer for the engine's next deadline. Tests pass a manual
  * clock (`holdfast/testing`) so that waits and `maxHold` are exercised without sleeping.
+ *
+ * # Long timers
+ * Every runtime holdfast runs on keeps a timer's delay in a signed 32-bit integer: a delay over
+ * `LONGEST_TIMER` (2^31−1 ms, about 24.8 days) fires after 1 ms instead, with a
+ * `TimeoutOverflowWarning` (Node, Bun, Deno alike). A deadline set again when such a timer fires early
+ * would fire again 1 ms later, for as long as it lasts. So every timer holdfast sets on a deadline goes
+ * through `setTimer`, which chains timers of at most `LONGEST_TIMER` up to a longer delay (two timer
+ * callbacks for a deadline of 30 days), whatever the clock, a caller's included; the manual clock
+ * fires an over-long timer after 1 ms as the runtimes do, so that tests see what they would.
  */
 
 export interface Clock {
   /** Monotonic milliseconds (any origin). */
   now(): number
+  /** A one-shot timer; a delay over `LONGEST_TIMER` may fire at once (holdfast never asks for one). */
   setTimeout(fn: () => void, ms: number): unknown
   clearTimeout(handle: unknown): void
 }
+
+/** The longest delay a runtime's `setTimeout` keeps: 2^31−1 ms (about 24.8 days). */
+export const LONGEST_TIMER = 2 ** 31 - 1
 
 export const systemClock: Clock = {
   now: () => performance.now(),
@@ -20,6 +33,47 @@ export const systemClock: Clock = {
     return handle
   },
   clearTimeout: handle => clearTimeout(handle as ReturnType<typeof setTimeout>),
+}
+
+/**
+ * Calls `fn` after `ms` on `clock`, however long `ms` is (see # Long timers); a delay up to
+ * `LONGEST_TIMER` is one timer of the clock's, as before. Cancel it with `clearTimer`.
+ */
+export function setTimer(clock: Clock, fn: () => void, ms: number): unknown {
+  return ms > LONGEST_TIMER ? new ChainedTimer(clock, fn, clock.now() + ms) : clock.setTimeout(fn, ms)
+}
+
+/** Cancels a timer set by `setTimer` (nothing if it already fired). */
+export function clearTimer(clock: Clock, handle: unknown): void {
+  if (handle instanceof ChainedTimer) handle.clear()
+  else clock.clearTimeout(handle)
+}
+
+/**
+ * A timer longer than `LONGEST_TIMER`: links of at most that long, each set when the one before
+ * fires, the last for what is left by the clock. Only the link under way is ever set.
+ */
+class ChainedTimer {
+  readonly #clock: Clock
+  readonly #fn: () => void
+  readonly #at: number
+  #link: unknown
+
+  constructor(clock: Clock, fn: () => void, at: number) {
+    this.#clock = clock
+    this.#fn = fn
+    this.#at = at
+    this.#arm()
+  }
+
+  readonly #arm = (): void => {
+    const rest = this.#at - this.#clock.now()
+    this.#link = rest > LONGEST_TIMER ? this.#clock.setTimeout(this.#arm, LONGEST_TIMER) : this.#clock.setTimeout(this.#fn, Math.max(0, rest))
+  }
+
+  clear(): void {
+    this.#clock.clearTimeout(this.#link)
+  }
 }
 
 export function isClock(value: unknown): value is Clock {

@@ -3,6 +3,17 @@
  *
  * Its `signal` is made only when someone asks for it, so that a hold that never looks costs no
  * `AbortController`; one asked for after the lease was lost is already aborted.
+ *
+ * # Reading checks the clock
+ * A lease with a deadline — a maxHold, or a ttl over a connection or Workers RPC — knows it as its
+ * holder counts it (`_deadline`, on its owner's clock). Reading `lost` or `signal`, and reading
+ * `aborted` or `reason` or calling `throwIfAborted()` on that signal, first compares the clock with the
+ * deadline: past it, the owner makes the lease lost right then (`_overdue`), as its timer would have —
+ * so a holder that was paused (SIGSTOP, a long GC, a blocked event loop) reads `lost` true on its first
+ * tick back, before any timer ran. Then the signal aborts, and its `abort` listeners run, within that
+ * read. What is not checked on read: the signal's listeners and whatever holds the signal inside the
+ * runtime (`fetch`, streams) hear of the loss when a timer or a read finds it, not before. A lease
+ * without a deadline (a local one without maxHold) reads no clock.
  */
 
 import type { LostError, ClosedError } from './errors.js'
@@ -12,6 +23,13 @@ import type { Resource } from './store.js'
 export interface LeaseOwner {
   /** @internal `fromHold`: the hold that ran fn lets its key go, fn having settled (see `Lease._end`). */
   _release(req: number, lease: Lease, fromHold: boolean): void
+  /** The time on the clock the owner counts its leases' deadlines on. */
+  _now(): number
+  /**
+   * `lease` was read past its deadline (see # Reading checks the clock): make it lost now (through
+   * `_lose`), as the timer of that deadline would have.
+   */
+  _overdue(lease: Lease): void
 }
 
 const HOLDING = 0
@@ -38,6 +56,11 @@ export class Lease {
   /** When a lease the store granted itself was granted (its turn's time), for `inspect` and `adopt`. */
   #since = 0
   /**
+   * When the lease is lost as its holder counts it, on its owner's clock; `undefined`: never by time.
+   * (Not a number then: V8 would box a number field in every lease, the hot path's included.)
+   */
+  #deadline: number | undefined = undefined
+  /**
    * @internal The lease is the frame of its hold in the async context (see `Frame` in store.ts): its
    * resource, and the hold its fn started inside of. Set once, as fn starts (`_enter`).
    */
@@ -55,18 +78,57 @@ export class Lease {
     this.#req = req
   }
 
-  /** Aborts when the lease is lost: revoked at `maxHold` (reason a `LostError`), or the store closed (a `ClosedError`). */
+  /**
+   * Aborts when the lease is lost: revoked at `maxHold` or past its ttl (reason a `LostError`), or the
+   * store closed (a `ClosedError`). Reading it, and reading its `aborted`, checks the clock (see
+   * # Reading checks the clock).
+   */
   get signal(): AbortSignal {
+    if (this.#deadline !== undefined) this.#check()
     if (!this.#controller) {
       this.#controller = new AbortController()
       if (this.#state === LOST) this.#controller.abort(this.#reason)
+      else if (this.#deadline !== undefined && this.#state === HOLDING) this.#watch(this.#controller.signal)
     }
     return this.#controller.signal
   }
 
-  /** Whether the lease was lost (revoked or its store closed) before it was released. */
+  /**
+   * Whether the lease was lost (revoked, past its deadline, or its store closed) before it was
+   * released. Past its deadline it is true when read, whether or not a timer ran yet.
+   */
   get lost(): boolean {
+    if (this.#deadline !== undefined) this.#check()
     return this.#state === LOST
+  }
+
+  /** Past its deadline, a lease still held is made lost now (see # Reading checks the clock). */
+  #check(): void {
+    if (this.#state === HOLDING && this.#owner._now() >= this.#deadline!) this.#owner._overdue(this)
+  }
+
+  /**
+   * Makes reads of `signal`'s state check the clock first: own properties over the prototype's
+   * `aborted`, `reason` and `throwIfAborted` (a native getter cannot be told to). Where the runtime
+   * refuses (a property not configurable), only reads through `lease.signal` check.
+   */
+  #watch(signal: AbortSignal): void {
+    const check = () => this.#check()
+    for (const name of ['aborted', 'reason', 'throwIfAborted'] as const) {
+      const inherited = describe(signal, name)
+      if (!inherited?.configurable) continue
+      try {
+        if (inherited.get) {
+          const get = inherited.get
+          Object.defineProperty(signal, name, { configurable: true, enumerable: inherited.enumerable, get: () => (check(), get.call(signal)) })
+        } else if (typeof inherited.value === 'function') {
+          const method = inherited.value as () => void
+          Object.defineProperty(signal, name, { configurable: true, enumerable: inherited.enumerable, writable: true, value: () => (check(), method.call(signal)) })
+        }
+      } catch {
+        // the runtime keeps its own: reads through `lease.signal` still check
+      }
+    }
   }
 
   /**
@@ -88,6 +150,8 @@ export class Lease {
    * code is on the stack to be interleaved with it).
    */
   _end(fromHold = false): boolean {
+    // A lease past its deadline is lost, not released, even before its timer ran.
+    if (this.#deadline !== undefined) this.#check()
     if (this.#state !== HOLDING) return false
     // The release may find the lease past its deadline (the store's timer had not fired yet): then
     // it is lost, not released, and `_lose` runs within this call.
@@ -130,8 +194,26 @@ export class Lease {
     this.#since = at
   }
 
+  /** @internal The deadline as the holder counts it (see `#deadline`): set by the owner, moved by renewals. */
+  get _deadline(): number | undefined {
+    return this.#deadline
+  }
+
+  set _deadline(at: number | undefined) {
+    this.#deadline = at
+  }
+
   /** @internal The engine took over a holding the store granted itself: from now on it is request `req`. */
   _adopted(req: number): void {
     this.#req = req
   }
+}
+
+/** The property `name` of `object` where it is found: on the object, or up its prototype chain. */
+function describe(object: object, name: string): PropertyDescriptor | undefined {
+  for (let o: object | null = object; o !== null; o = Object.getPrototypeOf(o) as object | null) {
+    const found = Object.getOwnPropertyDescriptor(o, name)
+    if (found) return found
+  }
+  return undefined
 }

@@ -63,7 +63,7 @@ import { Lease, type LeaseOwner } from './lease.js'
 import { Lock, Semaphore, handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
 import { checkOptions } from './options.js'
 import { isStorage, type Storage } from './storage.js'
-import { isClock, systemClock, type Clock } from './clock.js'
+import { clearTimer, isClock, setTimer, systemClock, type Clock } from './clock.js'
 import { serveOn, type HoldfastServer, type ServeOptions, type Server } from './server.js'
 import type { Transport } from './transport.js'
 
@@ -584,7 +584,7 @@ export class Store implements LeaseOwner {
     if (buf[KEY] !== known) this.#newKey(resource, key, buf[KEY]!)
     const lease = new Lease(this, handle, key, fence, req)
     this.#reqs[req >>> 0] = lease
-    if (handle._maxHold > 0) this.#schedule(now + handle._maxHold)
+    if (handle._maxHold > 0) this.#schedule((lease._deadline = now + handle._maxHold))
     if (events > 0) this.#drain(events, now)
     return lease
   }
@@ -874,7 +874,7 @@ export class Store implements LeaseOwner {
           const lease = new Lease(this, handle, record.key, buf[at + 2]!, id)
           this.#reqs[id >>> 0] = lease
           record.settled()
-          if (handle._maxHold > 0) this.#schedule((now < 0 ? (now = this.#clock.now()) : now) + handle._maxHold)
+          if (handle._maxHold > 0) this.#schedule((lease._deadline = (now < 0 ? (now = this.#clock.now()) : now) + handle._maxHold))
           if (record.fn === undefined) record.resolve(lease)
           else {
             this.#handOver[this.#handOverEnd++] = record
@@ -1128,15 +1128,35 @@ export class Store implements LeaseOwner {
 
   #schedule(at: number): void {
     if (at >= this.#timerAt) return
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
+    if (this.#timer !== undefined) clearTimer(this.#clock, this.#timer)
     this.#timerAt = at
-    this.#timer = this.#clock.setTimeout(this.#onTimer, Math.max(0, at - this.#clock.now()))
+    // Chained past 2^31−1 ms (a maxHold of 30 days, a wait of 25): see clock.ts # Long timers.
+    this.#timer = setTimer(this.#clock, this.#onTimer, Math.max(0, at - this.#clock.now()))
   }
 
   #clearTimer(): void {
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
+    if (this.#timer !== undefined) clearTimer(this.#clock, this.#timer)
     this.#timer = undefined
     this.#timerAt = Infinity
+  }
+
+  /** @internal The store's clock, for its leases' deadlines (see `Lease` # Reading checks the clock). */
+  _now(): number {
+    return this.#clock.now()
+  }
+
+  /**
+   * @internal A lease was read past its maxHold before the timer ran: act on every deadline due now,
+   * as the timer would (the engine revokes the lease, and its key goes on).
+   */
+  _overdue(): void {
+    // Read from anywhere (an abort listener of this very drain, say): its grants are handed over in
+    // a microtask, as a timer's are, never inside the reader's call.
+    const handNow = this.#handNow
+    this.#handNow = false
+    this.#clearTimer()
+    this.#onTimer()
+    this.#handNow = handNow
   }
 
   readonly #onTimer = (): void => {

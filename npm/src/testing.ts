@@ -7,9 +7,12 @@
  * const store = await openStore({ storage: memoryStorage(), clock })
  * clock.advance(1_000)   // runs every timer due by then, in order
  * ```
+ *
+ * A timer set for more than 2^31−1 ms (about 24.8 days) is due after 1 ms, as on every runtime
+ * holdfast runs on (see `LONGEST_TIMER` in clock.ts): code that sets one spins here as it would there.
  */
 
-import type { Clock } from './clock.js'
+import { LONGEST_TIMER, type Clock } from './clock.js'
 
 export interface ManualClock extends Clock {
   /** Moves time forward by `ms`, running each timer that falls due, earliest first. */
@@ -31,7 +34,8 @@ export function manualClock(start = 0): ManualClock {
     now: () => now,
     setTimeout(fn, ms) {
       const id = ++seq
-      timers.set(id, { at: now + Math.max(0, ms), fn })
+      // As the runtimes do (Node and Bun warn): an over-long delay does not fit their timers.
+      timers.set(id, { at: now + (ms > LONGEST_TIMER ? 1 : Math.max(0, ms)), fn })
       return id
     },
     clearTimeout(handle) {

@@ -77,6 +77,31 @@ test('--wait 0 on a held key exits 1 without running the command; a waiter runs 
   assert.ok(second > first, `fence ${second} after ${first}`)
 })
 
+test('#13 item 9: --max-hold 30d and --wait 25d last as long as they say (longer than a runtime\'s timer): the holder still holds and the waiter still waits a second later, without a warning', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const dir = tempDir()
+  const holder = start(['hold', server.url, 'jobs', 'month', '--max-hold', '30d', '--token-file', server.tokenFile, '--', 'sh', '-c', `touch ${dir}/held; while [ ! -e ${dir}/go ]; do sleep 0.05; done`])
+  t.after(() => holder.child.kill('SIGKILL'))
+  await Promise.race([fileAppears(join(dir, 'held')), holder.done.then(h => assert.fail(`the holder ended (${h.code}): ${h.stderr}`))])
+  const waiter = start(['hold', server.url, 'jobs', 'month', '--wait', '25d', '--token-file', server.tokenFile, '--', 'touch', join(dir, 'ran')])
+  t.after(() => waiter.child.kill('SIGKILL'))
+  await until(async () => / 1$/m.test((await run(['inspect', server.url, '--token-file', server.tokenFile])).stdout), 'the waiter in line')
+  const ended = []
+  holder.done.then(() => ended.push('holder'))
+  waiter.done.then(() => ended.push('waiter'))
+  await new Promise(resolve => setTimeout(resolve, 1_000))
+  assert.deepEqual(ended, [], `ended after a second: ${JSON.stringify([holder.output(), waiter.output()])}`)
+  assert.ok(!existsSync(join(dir, 'ran')), 'the waiter waits')
+  await run(['hold', server.url, 'other', 'go', '--token-file', server.tokenFile, '--', 'touch', join(dir, 'go')])
+  const h = await holder.done
+  const w = await waiter.done
+  assert.equal(h.code, 0, h.stderr)
+  assert.equal(w.code, 0, w.stderr)
+  assert.ok(existsSync(join(dir, 'ran')), 'the waiter ran after the holder')
+  assert.equal(h.stderr + w.stderr, '', 'nothing printed: no TimeoutOverflowWarning')
+})
+
 test('a lost lease (--max-hold 1s) stops the command and its children and exits 3', async t => {
   const server = await serve()
   t.after(() => server.stop())

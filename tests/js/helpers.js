@@ -60,4 +60,88 @@ export async function collectUntil(done, rounds = 50) {
     await new Promise(resolve => setTimeout(resolve, 1))
   }
   return done()
+/**
+ * A manual clock whose time can also move without running its timers, as for a process that was
+ * paused (SIGSTOP) or blocked: `stall(ms)` moves time only, and the next `advance()` runs what fell
+ * due meanwhile, late, earliest first. With `early`, every timer fires that many ms (less than 1)
+ * before its time, as runtimes' timers may by a monotonic clock (they count whole milliseconds).
+ * `fired` counts the timer callbacks run.
+ */
+export function stallClock(start = 0, { early = 0 } = {}) {
+  let now = start
+  let seq = 0
+  const timers = new Map()
+  const next = limit => {
+    let best
+    for (const entry of timers) if (entry[1].at <= limit && (!best || entry[1].at < best[1].at)) best = entry
+    return best
+  }
+  const clock = {
+    fired: 0,
+    now: () => now,
+    setTimeout(fn, ms) {
+      timers.set(++seq, { at: now + Math.max(0, ms - early), fn })
+      return seq
+    },
+    clearTimeout(handle) {
+      timers.delete(handle)
+    },
+    stall(ms) {
+      now += ms
+    },
+    advance(ms) {
+      const until = now + ms
+      for (let due = next(until); due; due = next(until)) {
+        timers.delete(due[0])
+        now = Math.max(now, due[1].at)
+        clock.fired++
+        due[1].fn()
+      }
+      now = until
+    },
+  }
+  return clock
+}
+
+/**
+ * `workerStore` outside workerd: its module itself, from the installed package (holdfast/cloudflare
+ * answers "workerd only" outside workerd), to run it on a test clock over `fakeObjects`.
+ */
+export function workerStoreModule() {
+  return import(new URL('./node_modules/holdfast/dist/cloudflare/worker-store.js', import.meta.url).href)
+}
+
+/**
+ * A Durable Object namespace for `workerStore` whose objects grant every key at once, and answer each
+ * renewal at once as `objects.renew` says: `'ok'` (the lease's ttl), `'fail'` (the call throws, as a
+ * dropped connection's would) or `'lost'`. `objects.renewals` has the time of each renewal asked.
+ */
+export function fakeObjects(clock) {
+  let fence = 0
+  const ttls = new Map()
+  const objects = { renew: 'ok', renewals: [] }
+  const stub = {
+    async acquire(_kind, _name, _key, options) {
+      const lease = `lease-${++fence}`
+      ttls.set(lease, options.ttl)
+      return { ok: { lease, fence, ttl: options.ttl, revokeIn: options.maxHold } }
+    },
+    async tryAcquire(kind, name, key, options) {
+      return stub.acquire(kind, name, key, options)
+    },
+    async renew(lease) {
+      objects.renewals.push(clock.now())
+      if (objects.renew === 'fail') throw new Error('the call failed')
+      if (objects.renew === 'lost') return { error: { code: 'lost', message: 'past its ttl' } }
+      return { ok: { ttl: ttls.get(lease), revokeIn: -1 } }
+    },
+    async release() {
+      return { ok: true }
+    },
+    async cancel() {
+      return { ok: true }
+    },
+  }
+  objects.namespace = { idFromName: name => name, get: () => stub }
+  return objects
 }

@@ -4,7 +4,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { LostError, HoldfastError, InUseError } from 'holdfast'
-import { openTestStore, settle, gate } from './helpers.js'
+import { openTestStore, settle, gate, stallClock } from './helpers.js'
 
 test('LOCK-03: at maxHold the lease is revoked, its signal aborts, the next holder gets the key, and hold rejects LostError', async () => {
   const { store, clock } = await openTestStore()
@@ -114,5 +114,43 @@ test('LOCK-03: a lease past its maxHold is lost even when the store\'s timer has
   assert.ok((await waiting) instanceof InUseError)
   assert.equal(held.lost, true, 'held past its maxHold too')
   assert.deepEqual(await l.tryHold('k2', () => 'free'), { acquired: true, value: 'free' })
+  await store.close()
+})
+
+test('LOCK-03, #13 item 10: a lease read past its maxHold is lost on the read, before the store\'s timer ran (a paused process); its key goes on then', async () => {
+  // The clock moves without running timers (`stall`), as for a process paused past its deadline: the
+  // first thing it does on waking is to read.
+  const clock = stallClock(1_000)
+  const { store } = await openTestStore({ clock })
+  const l = store.lock('x', { maxHold: 100, wait: '1s' })
+  const lease = await l.acquire('k')
+  const signal = lease.signal // kept, as code that passes it on does
+  let heard = 0
+  signal.addEventListener('abort', () => heard++)
+  const next = l.acquire('k')
+  clock.stall(99)
+  assert.equal(lease.lost, false)
+  clock.stall(1)
+  assert.equal(signal.aborted, true, 'a signal kept from before reads aborted past the deadline')
+  assert.equal(heard, 1, 'its listeners heard it within the read')
+  assert.ok(signal.reason instanceof LostError && /maxHold/.test(signal.reason.message), String(signal.reason))
+  assert.equal(lease.lost, true)
+  const took = await next
+  assert.ok(took.fence > lease.fence, 'the next in line got the key')
+  // Any read checks: `lost`, `signal`, and throwIfAborted() on a kept signal.
+  const second = await l.acquire('k2')
+  const kept = second.signal
+  clock.stall(100)
+  assert.throws(() => kept.throwIfAborted(), LostError)
+  assert.equal(second.lost, true)
+  const third = await l.acquire('k3')
+  clock.stall(100)
+  assert.equal(third.lost, true)
+  // A release past the deadline is the loss too: hold rejects LostError.
+  await assert.rejects(
+    l.hold('k4', () => clock.stall(100)),
+    LostError,
+  )
+  await took.release()
   await store.close()
 })

@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openStore, memoryStorage, connect, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
+import { isSettled, stallClock } from './helpers.js'
 
 const TOKEN = 'test-token-0123456789'
 
@@ -158,6 +159,55 @@ test('LOCK-05: a client gives up before the server would, when renewals go unans
   assert.equal(lease.lost, true, 'lost at ttl minus its margin, counted from the grant')
   assert.ok(lease.signal.reason instanceof LostError)
   await s.close()
+})
+
+test('LOCK-05, #13 item 10: a lease read past its deadline is lost on the read, before any timer ran (a paused client); nothing is renewed after', async t => {
+  const s = await served()
+  t.after(() => s.close())
+  // The client's clock moves without running timers (`stall`), as for a process paused past its
+  // deadline (ttl 1 s minus the margin, 200 ms, from the grant's arrival).
+  const clock = stallClock(5_000)
+  const client = await connect(s.server.url, { token: TOKEN, clock })
+  t.after(() => client.close())
+  const lease = await client.lock('jobs', { ttl: '1s' }).acquire('k')
+  const signal = lease.signal // kept, as code that passes it on does
+  let heard = 0
+  signal.addEventListener('abort', () => heard++)
+  clock.stall(799)
+  assert.equal(lease.lost, false)
+  clock.stall(1)
+  assert.equal(signal.aborted, true, 'a signal kept from before reads aborted past the deadline')
+  assert.equal(heard, 1, 'its listeners heard it within the read')
+  assert.ok(signal.reason instanceof LostError && /not renewed within its ttl/.test(signal.reason.message), String(signal.reason))
+  assert.equal(lease.lost, true)
+  // The renewal that fell due while it slept runs late, and sends nothing: the server lets the key
+  // go at its own ttl, counted from the grant.
+  clock.advance(0)
+  await delivered(20)
+  await s.advance(999)
+  assert.equal(s.store.inspect().length, 1)
+  await s.advance(1)
+  assert.equal(s.store.inspect().length, 0, 'not renewed: ended at the ttl on the server')
+})
+
+test('#13 item 9: over a connection, a maxHold of 30 days and a wait of 25 days do not end at once (test clocks: a timer past 2^31-1 ms fires after 1 ms)', async t => {
+  const s = await served()
+  t.after(() => s.close())
+  const { client } = await s.client()
+  const l = client.lock('long', { ttl: '1s', maxHold: '30d', wait: '25d' })
+  const lease = await l.acquire('k')
+  const waiting = l.acquire('k').then(
+    next => next,
+    e => e,
+  )
+  await until(() => s.store.inspect()[0]?.waiting === 1, 'waits')
+  await s.advance(2_000)
+  assert.equal(lease.lost, false, 'held, renewed')
+  assert.equal(await isSettled(waiting), false, 'still waiting')
+  await lease.release()
+  const next = await waiting
+  assert.ok(next.fence > lease.fence, String(next))
+  await next.release()
 })
 
 test('LOCK-05: hold rejects LostError after fn settles when its lease was lost, even though fn succeeded', async () => {

@@ -9,6 +9,10 @@
 //        holds the key: granted { id, fence } when fn starts; fn runs until { op: 'release', id };
 //        lost { id, error, aborted } when lease.signal aborts; done { id, ok, value|error } when hold settles
 //   { op: 'release', id }                             -> fn returns
+//   { op: 'watch', id, every?, gap? }                  -> within hold id, a tick every `every` ms (10); the
+//        first tick that comes `gap` ms (300) or more after the one before (the first after a pause)
+//        reads the lease as a holder's loop would — a signal kept from before, then lease.lost — and
+//        says tick { id, gap, aborted, lost }; ticking stops then
 //   { op: 'write', id, db, row, value }               -> within hold id, a fenced write to SQLite:
 //        UPDATE items SET value = ?, fence = ? WHERE id = ? AND fence < ?  -> wrote { id, changes, fence, aborted }
 //   { op: 'sql', db, run: [[sql, ...args]], query? }  -> sql { rows } (setting up and reading the database)
@@ -134,6 +138,23 @@ createInterface({ input: process.stdin }).on('line', async line => {
       case 'release':
         holds.get(cmd.id)?.release()
         break
+      case 'watch': {
+        const { lease } = holds.get(cmd.id)
+        const signal = lease.signal
+        let last = Date.now()
+        const ticking = setInterval(() => {
+          const now = Date.now()
+          const gap = now - last
+          last = now
+          if (gap < (cmd.gap ?? 300)) return
+          const aborted = signal.aborted
+          const lost = lease.lost
+          clearInterval(ticking)
+          say({ ev: 'tick', id: cmd.id, gap, aborted, lost })
+        }, cmd.every ?? 10)
+        say({ ev: 'watching', id: cmd.id })
+        break
+      }
       case 'write': {
         const h = holds.get(cmd.id)
         const db = await openDb(cmd.db)

@@ -110,6 +110,46 @@ test('LOCK-05: a holder paused with SIGSTOP past its ttl finds its lease lost af
   assert.ok(!stalled.saw({ ev: 'unhandled' }) && !fresh.saw({ ev: 'unhandled' }))
 })
 
+test('LOCK-05, #13 item 10: a holder paused with SIGSTOP past its ttl reads lease.lost and signal.aborted true on its first tick after SIGCONT, before any timer or word from the server told it (Node 20, Node 24, Bun)', async t => {
+  for (const [runtime, path] of [['node20', RUNTIMES.node20], ['node24', RUNTIMES.node24], ['bun', RUNTIMES.bun]]) {
+    const own = procs(t)
+    const server = await startServer(own)
+    // The paused holder reaches the server through a proxy, paused with it: the server's "lost" cannot
+    // reach the holder before its own first tick does.
+    const proxy = await startProxy(own, Number(new URL(server.url).port), { frames: true })
+    const stalled = await startAgent(own, `stalled-${runtime}`, path, `ws://127.0.0.1:${proxy.port}`)
+    const next = await startAgent(own, 'next', RUNTIMES.self, server.url)
+    await ask(stalled, { id: 'w', lock: 'ticks', key: 'k', ttl: 1000 })
+    await stalled.next({ ev: 'granted', id: 'w' })
+    await stalled.request({ op: 'watch', id: 'w' }, { ev: 'watching', id: 'w' })
+    await ask(next, { id: 'w', lock: 'ticks', key: 'k', ttl: 1000, wait: 20_000 })
+    await untilServer(server, s => entryOf(s, 'ticks', 'k')?.waiting === 1, 5_000, 'one waiting')
+
+    // Paused just after a renewal was answered: its next renewal (ttl/3) is due after its next tick.
+    const renewed = await proxy.next(e => e.ev === 'frame' && decodeServer(Buffer.from(e.hex, 'hex')).type === 'renewed', 3_000, { since: proxy.events.length })
+    proxy.kill('SIGSTOP')
+    stalled.kill('SIGSTOP')
+    assert.ok(Date.now() - renewed.t < 200, `${runtime}: paused ${Date.now() - renewed.t}ms after the renewal`)
+    // The key goes to the next holder at the stalled lease's ttl; the holder sleeps on, 1.5 s past it.
+    await next.next({ ev: 'granted', id: 'w' }, 5_000)
+    await sleep(1_500)
+    stalled.kill('SIGCONT')
+    const tick = await stalled.next({ ev: 'tick', id: 'w' }, 5_000)
+    assert.ok(tick.gap >= 1_500, `${runtime}: the first tick after the pause: ${JSON.stringify(tick)}`)
+    assert.equal(tick.aborted, true, `${runtime}: a signal kept from before reads aborted on the first tick`)
+    assert.equal(tick.lost, true, `${runtime}: lease.lost reads true on the first tick`)
+    const lost = await stalled.next({ ev: 'lost', id: 'w' })
+    assert.equal(lost.error.name, 'LostError')
+    assert.match(lost.error.message, /not renewed within its ttl/)
+    proxy.kill('SIGCONT')
+    stalled.send({ op: 'release', id: 'w' })
+    assert.equal((await stalled.next({ ev: 'done', id: 'w' })).error.code, 'lost')
+    next.send({ op: 'release', id: 'w' })
+    await next.next({ ev: 'done', id: 'w', ok: true })
+    await Promise.all([server, proxy, stalled, next].map(p => p.stop()))
+  }
+})
+
 test('LOCK-05: a lease past its ttl is never renewed: the renewal answers "lost", and the key went free at its ttl though nobody asked for it (raw protocol)', async t => {
   const own = procs(t)
   const server = await startServer(own)

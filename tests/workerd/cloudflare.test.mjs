@@ -101,6 +101,18 @@ test('maxHold revokes a lease over RPC: signal aborted, hold rejects LostError (
   assert.equal(after.acquired, true, 'the key went on at maxHold')
 })
 
+test('#13 items 10 and 11 in workerd: a late renewal timer never renews past the deadline (the lease is lost instead); a lease read past its deadline reads lost, through a signal kept from before too (test clocks)', async () => {
+  const answer = await cf('paused', { name: 'paused' })
+  assert.equal(answer.late.renewedOnce, 1, JSON.stringify(answer))
+  assert.equal(answer.late.renewals, 1, `renewed past its deadline: ${JSON.stringify(answer)}`)
+  assert.equal(answer.late.lostAt, 4_000, JSON.stringify(answer))
+  assert.match(answer.late.reason, /not renewed within its ttl/)
+  assert.equal(answer.read.before, false, JSON.stringify(answer))
+  assert.deepEqual(answer.read.after, { aborted: true, heard: 1, lost: true, reason: answer.read.after.reason }, JSON.stringify(answer))
+  assert.match(answer.read.after.reason, /not renewed within its ttl/)
+  assert.equal(answer.read.renewals, 0)
+})
+
 test('fences keep growing after the object restarts with its persisted storage; a granted lease survives the restart (LOCK-02)', async () => {
   const first = await cf('hold', { name: 'restart', key: 'k' })
   const kept = await cf('raw-acquire', { name: 'restart', key: 'held', ttlMs: 30_000 })

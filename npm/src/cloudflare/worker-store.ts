@@ -13,11 +13,13 @@
  *
  * # Leases
  * A lease lasts its `ttl` from its grant and from each renewal (LOCK-05). While fn runs, it is renewed
- * every ttl/3; this side counts its own deadline from when each renewal was sent, minus a margin, so
- * that it gives up before the object does: when the deadline passes with no answered renewal, when a
- * renewal answers lost, or at maxHold, `lease.signal` aborts with a `LostError`, and `hold` rejects
- * `LostError` after fn settles. A Worker that dies mid-hold stops renewing: its key is free after its
- * ttl. `hold` and `lease.release()` wait for the object to take the release.
+ * every ttl/3, by the loop a connection's client uses too (renewal.ts): this side counts its own
+ * deadline from when each renewal was sent, minus a margin, so that it gives up before the object
+ * does: when the deadline passes with no answered renewal, when a renewal answers lost, or at maxHold,
+ * `lease.signal` aborts with a `LostError`, and `hold` rejects `LostError` after fn settles. It never
+ * renews past that deadline. A Worker that dies mid-hold stops renewing: its key is free after its
+ * ttl. `hold` and `lease.release()` wait for the object to take the release. Time is `Date.now()`,
+ * which in workerd moves only between I/O.
  *
  * # Failures
  * An `acquire` whose call failed in a way Workers RPC marks retryable (the object restarted, a
@@ -39,6 +41,8 @@ import type { AcquireOptions, DurableObjectNamespaceLike, HoldfastObjectRpc, Lea
 import { runInLease } from '../run.js'
 import { TravellingHandle } from '../handle.js'
 import { ResourceNames } from '../resource-names.js'
+import { isClock, type Clock } from '../clock.js'
+import { Renewal, type Renewed } from '../renewal.js'
 
 export interface WorkerStoreOptions {
   /**
@@ -46,6 +50,15 @@ export interface WorkerStoreOptions {
    * change it for a name that is in use.
    */
   shard?: number
+  /** @internal for tests: the clock of leases' deadlines and renewals (default: `Date.now()`, real timers). */
+  clock?: Clock
+}
+
+/** `Date.now()` and real timers: in workerd, `performance.now()` is no better (both move between I/O). */
+const workersClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: handle => clearTimeout(handle as ReturnType<typeof setTimeout>),
 }
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
@@ -82,11 +95,6 @@ function checkShard(shard: unknown): number | undefined {
   return shard
 }
 
-/** The margin by which this side gives up before the object would. */
-function margin(ttl: number): number {
-  return Math.min(1_000, Math.floor(ttl / 5))
-}
-
 const sleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms))
 
 /** A lease of a `workerStore`: `release()` resolves once the object took the release. */
@@ -107,22 +115,13 @@ export class WorkerLease extends Lease {
 
 /** A granted lease, as this side tracks it. */
 class Held {
-  deadline = 0
-  renewTimer: ReturnType<typeof setTimeout> | undefined
-  deadlineTimer: ReturnType<typeof setTimeout> | undefined
-  revokeTimer: ReturnType<typeof setTimeout> | undefined
-  releasing: Promise<void> | undefined
+  renewal: Renewal | undefined
 
   constructor(
     readonly lease: WorkerLease,
     readonly leaseId: string,
     readonly stub: HoldfastObjectRpc,
-    readonly ttl: number,
   ) {}
-
-  place(): string {
-    return `${this.lease.kind} ${this.lease.name}: key ${JSON.stringify(this.lease.key)}`
-  }
 }
 
 export class WorkerStore implements LeaseOwner {
@@ -136,11 +135,13 @@ export class WorkerStore implements LeaseOwner {
   /** Releases under way, by local number. */
   readonly #releases = new Map<number, Promise<void>>()
   readonly #resources = new ResourceNames()
+  readonly #clock: Clock
 
   /** @internal Use `workerStore()`. */
-  constructor(namespace: DurableObjectNamespaceLike, shard: number | undefined) {
+  constructor(namespace: DurableObjectNamespaceLike, shard: number | undefined, clock: Clock = workersClock) {
     this.#namespace = namespace
     this.#shard = shard
+    this.#clock = clock
   }
 
   /** A lock: one holder of a key at a time. */
@@ -240,43 +241,20 @@ export class WorkerStore implements LeaseOwner {
   #granted(handle: WorkerLock, key: string, stub: HoldfastObjectRpc, grant: LeaseGrant): WorkerLease {
     const local = this.#nextLocal++
     const lease = new WorkerLease(this, handle, key, grant.fence, local)
-    const held = new Held(lease, grant.lease, stub, handle.ttl)
+    const held = new Held(lease, grant.lease, stub)
     this.#held.set(local, held)
-    if (grant.revokeIn > 0) held.revokeTimer = setTimeout(() => this.#lose(held, new LostError(`${held.place()}: lease revoked at maxHold`)), grant.revokeIn)
     // The first deadline counts from the grant's arrival (as over a connection); the margin covers the
     // time the answer took to come.
-    this.#extend(held, Date.now(), grant.ttl)
+    held.renewal = new Renewal(this.#clock, { renew: () => this.#renewOf(held), lose: reason => this.#lose(held, reason) }, lease, handle.ttl, grant.ttl, grant.revokeIn)
     return lease
   }
 
-  /** Moves a lease's deadline to `from + ttl - margin`, and schedules the next renewal. */
-  #extend(held: Held, from: number, ttl: number): void {
-    const deadline = from + ttl - margin(ttl)
-    if (deadline <= held.deadline) return
-    held.deadline = deadline
-    clearTimeout(held.deadlineTimer)
-    held.deadlineTimer = setTimeout(() => {
-      if (Date.now() >= held.deadline) this.#lose(held, new LostError(`${held.place()}: lease not renewed within its ttl`))
-    }, Math.max(0, deadline - Date.now()))
-    clearTimeout(held.renewTimer)
-    held.renewTimer = setTimeout(() => void this.#renew(held), Math.max(1, Math.floor(ttl / 3)))
-  }
-
-  /** Renews a lease; retried (every ttl/10) until its deadline when the call fails. */
-  async #renew(held: Held): Promise<void> {
-    held.renewTimer = undefined
-    if (held.lease.lost || this.#held.get(held.lease._req) !== held) return
-    const sentAt = Date.now()
-    let answer: Awaited<ReturnType<HoldfastObjectRpc['renew']>> | undefined
-    try {
-      answer = await held.stub.renew(held.leaseId)
-    } catch {
-      answer = undefined
-    }
-    if (held.lease.lost || this.#held.get(held.lease._req) !== held) return
-    if (answer && 'ok' in answer) return this.#extend(held, sentAt, answer.ok.ttl)
-    if (answer && answer.error.code === 'lost') return this.#lose(held, new LostError(`${held.place()}: renewal refused: ${answer.error.message}`))
-    held.renewTimer = setTimeout(() => void this.#renew(held), Math.max(50, Math.floor(held.ttl / 10)))
+  /** Asks the object to renew a lease (see renewal.ts): no answer when the call failed. */
+  async #renewOf(held: Held): Promise<Renewed> {
+    const answer = await held.stub.renew(held.leaseId)
+    if ('ok' in answer) return { ttl: answer.ok.ttl }
+    if (answer.error.code === 'lost') return { refused: answer.error.message }
+    return undefined
   }
 
   #lose(held: Held, reason: LostError): void {
@@ -286,10 +264,18 @@ export class WorkerStore implements LeaseOwner {
 
   #forget(held: Held): void {
     this.#held.delete(held.lease._req)
-    clearTimeout(held.renewTimer)
-    clearTimeout(held.deadlineTimer)
-    clearTimeout(held.revokeTimer)
-    held.renewTimer = held.deadlineTimer = held.revokeTimer = undefined
+    held.renewal?.stop()
+  }
+
+  /** @internal The clock a lease's deadline is counted on. */
+  _now(): number {
+    return this.#clock.now()
+  }
+
+  /** @internal A lease read past its deadline (see lease.ts # Reading checks the clock). */
+  _overdue(lease: Lease): void {
+    const held = this.#held.get(lease._req)
+    if (held?.lease === lease) held.renewal?.overdue()
   }
 
   /** @internal Called by a `Lease` once: lets the key go on the object. */
@@ -353,10 +339,11 @@ export class WorkerLock extends TravellingHandle<WorkerLease> {
  * `env.HOLDFAST`): `lock`, `semaphore`, and their `hold`, `tryHold` and `acquire`, as in-process.
  */
 export function workerStore(namespace: DurableObjectNamespaceLike, options?: WorkerStoreOptions): WorkerStore {
-  const o = checkOptions(options, 'workerStore', ['shard'])
+  const o = checkOptions(options, 'workerStore', ['shard', 'clock'])
   const ns = namespace as Partial<DurableObjectNamespaceLike> | null
   if (typeof ns !== 'object' || ns === null || typeof ns.idFromName !== 'function' || typeof ns.get !== 'function') {
     throw new InvalidError('workerStore: namespace must be a Durable Object namespace binding (env.HOLDFAST), bound to HoldfastObject')
   }
-  return new WorkerStore(namespace, checkShard(o.shard))
+  if (o.clock !== undefined && !isClock(o.clock)) throw new InvalidError('workerStore: option clock must have now(), setTimeout(fn, ms) and clearTimeout(handle)')
+  return new WorkerStore(namespace, checkShard(o.shard), o.clock as Clock | undefined)
 }

@@ -129,6 +129,8 @@ export async function cloudflare(op, q, env) {
         wait: 0,
         request: q.get('request') ?? hexId(),
       })
+    case 'paused':
+      return await paused(namespace, name)
     case 'inspect':
       return await stub().inspect()
     case 'alarms':
@@ -145,5 +147,95 @@ export async function cloudflareRoute(op, q, env) {
     return await cloudflare(op, q, env)
   } catch (e) {
     return errorInfo(e)
+  }
+}
+
+/**
+ * A clock for workerStore whose time moves only when told, and whose timers run only when told:
+ * `stall(ms)` moves time without running them (a holder paused, or its event loop blocked), `runDue()`
+ * runs those whose time came, late, earliest first.
+ */
+function stallClock() {
+  let now = 0
+  let seq = 0
+  const timers = new Map()
+  return {
+    now: () => now,
+    setTimeout(fn, ms) {
+      timers.set(++seq, { at: now + ms, fn })
+      return seq
+    },
+    clearTimeout(handle) {
+      timers.delete(handle)
+    },
+    stall(ms) {
+      now += ms
+    },
+    runDue() {
+      for (;;) {
+        let due
+        for (const entry of timers) if (entry[1].at <= now && (!due || entry[1].at < due[1].at)) due = entry
+        if (!due) return
+        timers.delete(due[0])
+        due[1].fn()
+      }
+    },
+  }
+}
+
+/** `namespace`, its stubs counting the renewals asked (`counted.renewals`). */
+function countingRenewals(namespace) {
+  const counted = { renewals: 0 }
+  counted.namespace = {
+    idFromName: name => namespace.idFromName(name),
+    get(id) {
+      const stub = namespace.get(id)
+      return {
+        acquire: (...args) => stub.acquire(...args),
+        tryAcquire: (...args) => stub.tryAcquire(...args),
+        renew: lease => (counted.renewals++, stub.renew(lease)),
+        release: lease => stub.release(lease),
+        cancel: request => stub.cancel(request),
+      }
+    },
+  }
+  return counted
+}
+
+/**
+ * #13 items 10 and 11 in workerd: two workerStore leases (ttl 3 s: a deadline 2.4 s after the grant, as
+ * this side counts it) on test clocks moved past their deadlines without running their timers. The
+ * first is renewed once, then its renewal timer runs late: it must not renew, and must lose the lease
+ * (seen by an abort listener, nothing read). The second is read: a signal kept from before must read
+ * aborted, its listener having heard it within the read.
+ */
+async function paused(namespace, name) {
+  const late = stallClock()
+  const lateStore = countingRenewals(namespace)
+  const first = await workerStore(lateStore.namespace, { clock: late }).lock(name, { ttl: '3s' }).acquire('late')
+  let firstLostAt
+  first.signal.addEventListener('abort', () => (firstLostAt = late.now()))
+  late.stall(1_000)
+  late.runDue()
+  await sleep(100) // the renewal's answer
+  const renewedOnce = lateStore.renewals
+  late.stall(3_000) // past the deadline (1,000 + 2,400)
+  late.runDue()
+  await sleep(100)
+  const read = stallClock()
+  const readStore = countingRenewals(namespace)
+  const second = await workerStore(readStore.namespace, { clock: read }).lock(name, { ttl: '3s' }).acquire('read')
+  const signal = second.signal
+  let heard = 0
+  signal.addEventListener('abort', () => heard++)
+  read.stall(2_399)
+  const before = signal.aborted
+  read.stall(1)
+  const after = { aborted: signal.aborted, heard, lost: second.lost, reason: signal.reason?.message }
+  read.runDue()
+  await sleep(100)
+  return {
+    late: { renewedOnce, renewals: lateStore.renewals, lostAt: firstLostAt, reason: first.signal.reason?.message },
+    read: { before, after, renewals: readStore.renewals },
   }
 }
