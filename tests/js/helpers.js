@@ -60,6 +60,8 @@ export async function collectUntil(done, rounds = 50) {
     await new Promise(resolve => setTimeout(resolve, 1))
   }
   return done()
+}
+
 /**
  * A manual clock whose time can also move without running its timers, as for a process that was
  * paused (SIGSTOP) or blocked: `stall(ms)` moves time only, and the next `advance()` runs what fell
