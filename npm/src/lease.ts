@@ -23,10 +23,10 @@ import type { Resource } from './store.js'
 export interface LeaseOwner {
   /** @internal `fromHold`: the hold that ran fn lets its key go, fn having settled (see `Lease._end`). */
   _release(req: number, lease: Lease, fromHold: boolean): void
-  /** The time on the clock the owner counts its leases' deadlines on. */
+  /** @internal The time on the clock the owner counts its leases' deadlines on. */
   _now(): number
   /**
-   * `lease` was read past its deadline (see # Reading checks the clock): make it lost now (through
+   * @internal `lease` was read past its deadline (see # Reading checks the clock): make it lost now (through
    * `_lose`), as the timer of that deadline would have.
    */
   _overdue(lease: Lease): void
