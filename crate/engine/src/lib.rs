@@ -22,13 +22,14 @@ mod event;
 pub mod fence;
 mod line;
 mod packed;
-mod remote;
 mod slab;
 mod timers;
 pub mod wire;
 
-pub use engine::{Cancelled, Engine, Footprint, Hold, HolderView, KeyView, Kind, ResourceId};
+pub use engine::{
+    Cancelled, Engine, Footprint, Hold, HolderView, KeyView, Kind, Remote, RemoteView, Renewal,
+    ResourceId, CONNECTION_LIMIT,
+};
 pub use error::Error;
 pub use event::{Event, Failure};
-pub use remote::{Remote, RemoteView, Renewal, CONNECTION_LIMIT};
 pub use slab::Id;
