@@ -22,7 +22,7 @@ const GEN_MASK: u32 = (1 << 21) - 1;
 const FIRST_BITS: u32 = 4;
 const FIRST: u64 = 1 << FIRST_BITS;
 
-/// The name of a value in a [`Slab`]: an index and the generation the place had when the value came.
+/// The name of a value in a `Slab`: an index and the generation the place had when the value came.
 /// Ids order by index, then generation (the timers break ties of deadlines by it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Id {

@@ -15,9 +15,9 @@
 //! - Uncontended grants need no call at all: the host borrows a block of fences ([`Core::lend`]) and
 //!   grants a free key of a lock itself, taking the next fence of the block from the buffer
 //!   ([`buffer::FENCE_NEXT`]). Every other call that can touch the engine first gives back what the
-//!   host did not use, so the engine's grants come after the host's and fences stay increasing in
-//!   grant order. When another request wants a key the host granted itself, the host hands the key
-//!   over ([`Core::adopt`]) and then holds as usual.
+//!   host did not use (the engine's calling rule 3, kept here so that the host cannot forget it).
+//!   When another request wants a key the host granted itself, the host hands the key over
+//!   ([`Core::adopt`]) and then holds as usual.
 
 mod hex;
 mod remote;

@@ -39,6 +39,7 @@ pub(super) fn timer_is_live(reqs: &Slab<Request>, entry: &Entry) -> bool {
     }
 }
 
+/// Deadlines: the timer the host arms, and what happens when it fires.
 impl Engine {
     /// The earliest time at which [`Engine::advance`] has something to do.
     pub fn next_deadline(&mut self) -> Option<u64> {

@@ -1,13 +1,16 @@
 //! Fences: the ceiling written to storage before any grant it covers, and the blocks lent to the
 //! host for the keys it grants itself.
 //!
+//! Storage comes before grants (calling rule 2): a grant that finds no covered fence *stalls* its key
+//! (the key's head waits, in the order keys stalled) until storage answers, then goes ahead, or
+//! fails with the write. The book of fences itself is `fence.rs`.
+//!
 //! # Fences lent to the host, and keys it granted itself
 //! The host may grant an uncontended key without calling in at all: it borrows a block of fences
 //! ([`Engine::lend_fences`]), takes the next of them for each lease it grants itself, and gives back
-//! what it did not use ([`Engine::reclaim_fences`]) before it makes any other call — so that the
-//! engine's own grants come after, and fences stay increasing in grant order. The engine knows
-//! nothing of those leases until another request wants such a key: the host then hands the key over
-//! ([`Engine::adopt`]), and the lease goes on as a holder of the engine's like any other.
+//! what it did not use (calling rule 3). The engine knows nothing of those leases until another
+//! request wants such a key: the host then hands the key over ([`Engine::adopt`]), and the lease
+//! goes on as a holder of the engine's like any other.
 
 use super::hold::Hold;
 use super::request::{is_away, is_waiting, Request, State};
@@ -17,6 +20,7 @@ use crate::error::Error;
 use crate::event::{Event, Failure};
 use crate::slab::Id;
 
+/// Fences: the ceiling written to storage, and the blocks lent to the host for its own grants.
 impl Engine {
     /// The fence ceiling the host must write to storage now, if any. The host writes it (as a decimal
     /// string) and then calls [`Engine::persisted`] or [`Engine::persist_failed`] with it.
@@ -40,7 +44,7 @@ impl Engine {
             self.fences.persisted(ceiling); // nothing is granted, but nothing stays pending either
             return;
         }
-        // Deadlines that fell due before the write was answered are acted on first, as they were.
+        // Deadlines that fell due before the write was answered first (calling rule 1), as they were.
         self.advance(now);
         self.fences.persisted(ceiling);
         for key in std::mem::take(&mut self.stalled) {
@@ -90,9 +94,8 @@ impl Engine {
     }
 
     /// Lends the host a block of up to `max` fences, `(first, end)` with `end` exclusive, for the
-    /// leases it grants itself (see the module docs): it hands them out in order, from `first`, and
-    /// calls [`Engine::reclaim_fences`] with the first one it did not use before any other call that
-    /// may grant (any call but this one's and the ones that only read). `None` when the store is
+    /// leases it grants itself: it hands them out in order, from `first`, and gives back the rest
+    /// with [`Engine::reclaim_fences`] (calling rule 3). `None` when the store is
     /// closed, no fence is covered now (storage has not acknowledged the ceiling; grants wait for
     /// it), a block is lent already, or `max` is 0. Lending may ask for the next ceiling: the host
     /// polls [`Engine::poll_persist`] after it, as after a grant.
@@ -125,8 +128,8 @@ impl Engine {
     /// no fence, sets no deadline and queues no event; `since` (which may be older than the latest
     /// time the engine was given) only stamps the holder for [`Engine::inspect`].
     ///
-    /// The host must adopt only a key the engine does not know to be busy (one it has no key id for):
-    /// the engine cannot tell one key of a resource from another, so it cannot check that. Errors
+    /// The host adopts only a key the engine does not know to be busy, one it has no key id for
+    /// (calling rule 5): the engine cannot check that. Errors
     /// (`invalid`): an unknown resource, or a fence the engine never handed out (0, or above
     /// [`Engine::last_fence`]: the host reclaims its block first); `closed` when closed.
     pub fn adopt(&mut self, res: ResourceId, fence: u64, since: u64) -> Result<Hold, Error> {

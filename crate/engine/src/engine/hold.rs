@@ -47,13 +47,12 @@ pub enum Cancelled {
     Unknown,
 }
 
+/// Holds: asking for a key, letting it go, and cancelling.
 impl Engine {
     /// Asks for a key of `res`: `key` is `None` for a key the host does not know to be busy (the engine
-    /// makes it one), or the id the engine gave it while it is busy; an id that died meanwhile is taken
-    /// as `None`, so the host must use the key id of the answer, and must forget a key on
-    /// [`Event::KeyIdle`] only if it still maps the key to that very id. `wait` is how long the request may
-    /// wait (`None`: without limit; `Some(0)`: only if the key is free); `max_hold` revokes the lease
-    /// that long after its grant. Time is the host's monotonic clock in milliseconds.
+    /// makes it one), or the id the engine gave it while it is busy (calling rule 5: an id that died
+    /// meanwhile is taken as `None`). `wait` is how long the request may wait (`None`: without limit;
+    /// `Some(0)`: only if the key is free); `max_hold` revokes the lease that long after its grant.
     pub fn hold(
         &mut self,
         res: ResourceId,
@@ -63,8 +62,8 @@ impl Engine {
         now: u64,
     ) -> Result<Hold, Error> {
         self.check_open()?;
-        // Deadlines that fell due before this call are acted on first: a holder past its maxHold no
-        // longer counts, a waiter past its wait is no longer in line (the host's timer may be late).
+        // Calling rule 1: a holder past its maxHold no longer counts, a waiter past its wait is no
+        // longer in line, though the host's timer may not have fired yet.
         self.advance(now);
         self.hold_at(res, key, wait, max_hold, Some(now), None)
             .map(|hold| hold.expect("a timed hold always answers"))

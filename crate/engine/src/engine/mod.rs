@@ -1,11 +1,12 @@
 //! The engine: every key's holders and line, every request's state, and the deadlines that end them.
 //!
+//! How the host drives it is in the crate's docs (the calling rules) and on [`Engine`] (its methods,
+//! by kind); this is how it works inside.
+//!
 //! # Implementation details
 //! The host names a *resource* (a lock or a semaphore of one name, see `resource.rs`) once, and then
-//! a key of it by the id the engine gave the key when it became busy. The engine never sees key
-//! strings: the host maps its key to the id while the key is busy and forgets it when the engine says
-//! [`Event::KeyIdle`]. So a hold of a free key costs one call and copies no string, and an idle key
-//! costs nothing on either side.
+//! a key of it by the id the engine gave the key when it became busy (calling rule 5). So a hold of
+//! a free key costs one call and copies no string, and an idle key costs nothing on either side.
 //!
 //! A *request* is one hold: first waiting in its key's line (perhaps not at all), then holding, then
 //! gone. Its id names it in both states, so the host keeps one record per hold.
@@ -24,10 +25,9 @@
 //! - Every key's resource is registered, and counts the key among its `busy` keys; `by_name` names
 //!   exactly the registered resources.
 //! - Fences grow with every grant and never exceed what storage acknowledged (see `fence.rs`); this
-//!   holds across the host's own grants from lent fences, provided it reclaims them before every call
-//!   that may grant. Holders have distinct fences.
-//! - Every request is answered exactly once: granted then released, revoked or ended; or timed out,
-//!   failed, cancelled or ended while waiting.
+//!   holds across the host's own grants from lent fences, if it keeps calling rule 3. Holders have
+//!   distinct fences.
+//! - Every request is answered once (calling rule 4).
 
 mod deadlines;
 mod fences;
@@ -94,8 +94,45 @@ pub struct Footprint {
     pub timers: usize,
 }
 
-/// The lock engine of one store. See the module docs.
+/// The lock engine of one store.
 ///
+/// `Engine` has four kinds of methods, as quinn-proto's `Connection` has; the host keeps the
+/// [calling rules](crate#calling-rules) through all of them.
+///
+/// # Commands
+/// What the host's callers ask for; each changes the state and may queue events.
+/// - Names: [`resource`](Engine::resource), [`forget`](Engine::forget).
+/// - Holds: [`hold`](Engine::hold) and [`hold_untimed`](Engine::hold_untimed),
+///   [`release`](Engine::release) and [`release_untimed`](Engine::release_untimed),
+///   [`cancel`](Engine::cancel).
+/// - The host's own grants: [`lend_fences`](Engine::lend_fences),
+///   [`reclaim_fences`](Engine::reclaim_fences), [`adopt`](Engine::adopt).
+/// - Leases over a connection (LOCK-05): [`hold_remote`](Engine::hold_remote),
+///   [`renew`](Engine::renew), [`release_lease`](Engine::release_lease),
+///   [`cancel_request`](Engine::cancel_request), [`connection_closed`](Engine::connection_closed),
+///   [`goodbye`](Engine::goodbye), [`set_connection_limit`](Engine::set_connection_limit).
+/// - [`close`](Engine::close).
+///
+/// # Handlers
+/// What the host's world answers: its timer fired ([`advance`](Engine::advance)), or storage
+/// answered a write ([`persisted`](Engine::persisted), [`persist_failed`](Engine::persist_failed)).
+///
+/// # Polls
+/// What the host must do next, asked after every command and handler: answer requests
+/// ([`poll_event`](Engine::poll_event), with [`peek_event`](Engine::peek_event) and
+/// [`pending_events`](Engine::pending_events)), write a fence ceiling
+/// ([`poll_persist`](Engine::poll_persist)), and arm its timer
+/// ([`next_deadline`](Engine::next_deadline)).
+///
+/// # Reads
+/// Taking `&self`, changing nothing: [`inspect`](Engine::inspect),
+/// [`resource_info`](Engine::resource_info), [`fence_of`](Engine::fence_of),
+/// [`remote_of`](Engine::remote_of), [`connection_requests`](Engine::connection_requests),
+/// [`last_fence`](Engine::last_fence), [`fences_lent`](Engine::fences_lent),
+/// [`persist_pending`](Engine::persist_pending), [`is_closed`](Engine::is_closed),
+/// [`footprint`](Engine::footprint), and [`check`](Engine::check) for tests.
+///
+/// # Example
 /// ```
 /// use holdfast_engine::{Engine, Hold, Kind, Event};
 /// let mut engine = Engine::open(None).unwrap();
@@ -135,6 +172,7 @@ fn limit_of(resources: &Slab<Resource>, key: &Key) -> u32 {
         .limit
 }
 
+/// Opening and closing, events, and what the host can read.
 impl Engine {
     /// An engine whose storage holds `stored`, the last fence ceiling it acknowledged (`None` for a
     /// new store). It grants nothing until the host has written the ceiling from

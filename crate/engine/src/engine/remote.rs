@@ -113,6 +113,7 @@ pub struct RemoteView {
     pub revoke_at: Option<u64>,
 }
 
+/// Leases over a connection (LOCK-05).
 impl Engine {
     /// Indexes a just-made request that carries a remote part.
     pub(super) fn index_remote(&mut self, req: Id) {

@@ -68,6 +68,7 @@ pub(super) fn unknown(res: ResourceId) -> Error {
     Error::invalid(format!("unknown resource {}", res.to_u64()))
 }
 
+/// Names: the locks and semaphores the host registers and forgets.
 impl Engine {
     /// Registers (or finds) the lock or semaphore `name`. A lock's limit is 1. Asking for a semaphore
     /// again with another limit is `invalid`, until it is forgotten.
