@@ -18,17 +18,18 @@
 //! 1. **Time only goes forward, and deadlines are acted on first.** `now` is the host's monotonic
 //!    clock in milliseconds, and never goes back from one call to the next. Every command and
 //!    handler that takes `now` first acts on each deadline at or before it, earliest first, as
-//!    [`Engine::advance`] does: a waiter whose wait ran out has left its line, a lease past its `maxHold` or ttl no
-//!    longer holds, and each key went on at its deadline. So a timer that fires late changes when
-//!    things happen, never what: no grant after a wait ran out, no renewal of a lease past its
-//!    deadline. The untimed twins ([`Engine::hold_untimed`], [`Engine::release_untimed`]) serve a
-//!    host that has not read its clock: they answer `None`, changing nothing, whenever a deadline
-//!    could have fallen due for the call or would be set, and the host calls the timed one.
+//!    [`Engine::advance`] does: a waiter whose wait ran out has left its line, a lease past its
+//!    `maxHold` or ttl no longer holds, and each key went on at its deadline. So a timer that fires
+//!    late changes when things happen, never what: no grant after a wait ran out, no renewal of a
+//!    lease past its deadline. The untimed twins ([`Engine::hold_untimed`],
+//!    [`Engine::release_untimed`]) serve a host that has not read its clock: they answer `None`,
+//!    changing nothing, whenever a deadline could have fallen due for the call or would be set, and
+//!    the host calls the timed one.
 //! 2. **Storage before grants.** No fence is handed out above a ceiling storage acknowledged. After
-//!    every call but the reads the host takes [`Engine::poll_persist`], writes the ceiling, and answers
-//!    [`Engine::persisted`] or [`Engine::persist_failed`]; a grant that needs the ceiling waits for
-//!    it, and fails ([`Failure::Storage`]) if the write does. A host that lets its storage go waits
-//!    for the write under way first ([`Engine::persist_pending`]).
+//!    every call but the reads the host takes [`Engine::poll_persist`], writes the ceiling, and
+//!    answers [`Engine::persisted`] or [`Engine::persist_failed`]; a grant that needs the ceiling
+//!    waits for it, and fails ([`Failure::Storage`]) if the write does. A host that lets its
+//!    storage go waits for the write under way first ([`Engine::persist_pending`]).
 //! 3. **Lent fences are reclaimed first.** A host that grants free keys itself, from a block of
 //!    fences [`Engine::lend_fences`] lent it, gives back what it did not use
 //!    ([`Engine::reclaim_fences`]) before any other call but the reads: so the engine's grants come
@@ -40,12 +41,13 @@
 //!    the host cancels it first ([`Engine::cancel`]). A lease ends exactly once: released, revoked,
 //!    expired or ended. [`Engine::close`] ends every request still live. The host drains the events
 //!    ([`Engine::poll_event`]) after every call but the reads, before it acts on anything else.
-//! 5. **Keys are the host's.** The engine never sees a key's string: it names a key by an id while the
-//!    key is busy (held or waited for), and the host maps its key to that id. A key id that died
-//!    meanwhile is taken as a free key, so the host uses the key id of each answer, and forgets its
-//!    mapping on [`Event::KeyIdle`] only if it still maps the key to that very id. The engine cannot
-//!    tell one key of a resource from another: the host adopts only a key the engine does not know
-//!    to be busy, and forgets a name ([`Engine::forget`]) only while nothing of its own refers to it.
+//! 5. **Keys are the host's.** The engine never sees a key's string: it names a key by an id while
+//!    the key is busy (held or waited for), and the host maps its key to that id. A key id that
+//!    died meanwhile is taken as a free key, so the host uses the key id of each answer, and
+//!    forgets its mapping on [`Event::KeyIdle`] only if it still maps the key to that very id. The
+//!    engine cannot tell one key of a resource from another: the host adopts only a key the engine
+//!    does not know to be busy, and forgets a name ([`Engine::forget`]) only while nothing of its
+//!    own refers to it.
 //!
 //! # Modules
 //! One concept a module: `engine` (the state machine, one concern a file: see its docs), [`fence`]

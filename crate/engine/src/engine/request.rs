@@ -2,7 +2,7 @@
 //! ends.
 //!
 //! A request lives in the engine's slab from its hold until it ends, and is answered once (calling
-//! rule 4). Its id names it in both states, so the host keeps one record per hold. [`Engine::end_request`] is the only way out of the slab: it forgets the request's timer
+//! rule 4). [`Engine::end_request`] is the only way out of the slab: it forgets the request's timer
 //! entries and connection ids and takes it off its key or its line, so that no index outlives it.
 
 use super::deadlines::timer_is_live;
