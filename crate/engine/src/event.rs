@@ -12,8 +12,8 @@ pub enum Failure {
     FencesUsedUp,
 }
 
-/// An event the host must act on. Drain them with [`crate::Engine::poll_event`] after every call that
-/// can produce them (all but `hold`, `resource` and `inspect`).
+/// An event the host must act on, drained with [`crate::Engine::poll_event`] after every call but the
+/// reads (calling rule 4 in the crate's docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A waiting request now holds its key, with this fence.

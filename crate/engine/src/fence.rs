@@ -11,9 +11,9 @@
 //!   leases itself without calling in, taking the block's fences one by one in order. The block is
 //!   taken from covered fences only, so every fence the host takes from it is at or below the
 //!   acknowledged ceiling; and while it is lent the book hands out nothing itself ([`FenceBook::take`]
-//!   panics). The host gives the block back ([`FenceBook::reclaim`]) before anything else can be
-//!   granted, saying which fence of it it did not use first; the book goes on from that one. Host
-//!   grants and the book's grants therefore stay one increasing sequence, in the order they were made.
+//!   panics). Given back ([`FenceBook::reclaim`], before anything else can be granted: calling rule 3
+//!   of the crate), with the first fence of it the host did not use, the book goes on from that one.
+//!   Host grants and the book's grants therefore stay one increasing sequence, in grant order.
 //!
 //! # Cost
 //! A ceiling covers [`BLOCK`] fences. The store writes one when it opens, and the next when half of the

@@ -10,7 +10,7 @@
 //! # Away
 //! A waiter whose connection dropped is *away*: the line moves past it as if it had left (it is never
 //! granted, and nobody waits for it), but it keeps its place in case its client comes back in time
-//! (see `remote.rs`). The head is therefore the first waiter that is not away.
+//! (see `engine/remote.rs`). The head is therefore the first waiter that is not away.
 //!
 //! # Leaving the line
 //! A request that leaves from the middle (cancelled, or its wait ran out) is not searched for: it is

@@ -6,8 +6,8 @@
 //!
 //! A *seed* draws a world (its locks and semaphores, where fences start, how often each operation
 //! comes and how storage behaves: `swarm.rs`) and then draws operations one at a time (`gen.rs`). The
-//! driver (`driver.rs`) plays the host: it applies each operation to the engine and to a plain reference
-//! model (`model.rs`), compares every answer and event, and checks the invariants after every step:
+//! driver (`driver/`) plays the host: it applies each operation to the engine and to a plain reference
+//! model (`model/`), compares every answer and event, and checks the invariants after every step:
 //!
 //! - never more holders of a key than its limit;
 //! - grants in FIFO order, no barging, a semaphore's head first;
@@ -62,7 +62,8 @@
 //! `tests/sim/run.sh` checks that the wasm build under Node gives the native trace hashes.
 //!
 //! One concept a module: [`rng`], [`op`], [`swarm`], [`gen`], [`model`], [`storage`], [`marks`],
-//! [`trace`], [`driver`], [`runner`].
+//! [`trace`], [`driver`], [`runner`]. The model and the driver are split by concern as the engine
+//! is (`hold`, `deadlines`, `fences`, `remote`).
 
 pub mod driver;
 pub mod gen;

@@ -13,7 +13,7 @@
 //!
 //! # Adding operations
 //! A new operation is a variant here with its text form, its draw in `gen.rs`, its rule in
-//! `model.rs` and its application (and checks) in `driver.rs`.
+//! `model/` and its application (and checks) in `driver/`, each in the file of its concern.
 
 use std::fmt;
 

@@ -15,9 +15,9 @@
 //! - Uncontended grants need no call at all: the host borrows a block of fences ([`Core::lend`]) and
 //!   grants a free key of a lock itself, taking the next fence of the block from the buffer
 //!   ([`buffer::FENCE_NEXT`]). Every other call that can touch the engine first gives back what the
-//!   host did not use, so the engine's grants come after the host's and fences stay increasing in
-//!   grant order. When another request wants a key the host granted itself, the host hands the key
-//!   over ([`Core::adopt`]) and then holds as usual.
+//!   host did not use (the engine's calling rule 3, kept here so that the host cannot forget it).
+//!   When another request wants a key the host granted itself, the host hands the key over
+//!   ([`Core::adopt`]) and then holds as usual.
 
 mod hex;
 mod remote;
@@ -37,6 +37,11 @@ use wasm_bindgen_futures::JsFuture;
 /// The key under which a store keeps its fence ceiling in the host's storage.
 pub const FENCE_KEY: &str = "holdfast.fences";
 
+// The ABI shared with the TypeScript wrapper: the modules `buffer`, `event` and `status`. The
+// wrapper's copy is npm/src/store/abi.ts, one `export const NAME = <number>` a constant, and
+// tests/abi.rs fails if a name there is missing here or has another value. Each meaning has its own
+// name, even where two share a slot.
+
 /// The layout of the shared buffer (indices of `f64`s).
 pub mod buffer {
     /// The id of the request a `hold` made.
@@ -46,11 +51,13 @@ pub mod buffer {
     /// How many events the `hold` wrote (rarely any: a grant that failed for want of fences); also
     /// for `holdRemote` and `renew`.
     pub const HOLD_EVENTS: usize = 2;
-    /// `holdRemote` answering `RESUMED`: the fence of the request (0 while it waits).
+    /// `holdRemote` answering [`status::RESUMED`](super::status::RESUMED): the fence of the request
+    /// (0 while it waits). Shares its slot with [`REVOKE_IN`]: no call writes both.
     pub const RESUMED_FENCE: usize = 3;
-    /// `renew`: how long until `maxHold` revokes the lease, or -1.
+    /// `renew`: how long until `maxHold` revokes the lease, or -1. Shares its slot with
+    /// [`RESUMED_FENCE`].
     pub const REVOKE_IN: usize = 3;
-    /// Where events start: [`EVENT_SIZE`] numbers each, `[kind, id, a, 0]`.
+    /// Where events start: [`EVENT_SIZE`] numbers each, `[kind, id, a, 0]` (kinds: [`super::event`]).
     pub const EVENTS: usize = 4;
     pub const EVENT_SIZE: usize = 4;
     /// How many events one call writes at most; `drain()` writes the rest.
@@ -64,15 +71,25 @@ pub mod buffer {
     /// The end (exclusive) of the block lent to the host; 0 while nothing is lent.
     pub const FENCE_END: usize = FENCE_NEXT + 1;
     pub const LEN: usize = FENCE_END + 1;
+}
 
-    /// Event kinds, as the first number of an event.
-    pub const GRANTED: f64 = 1.0; // id: request, a: fence
-    pub const TIMED_OUT: f64 = 2.0; // id: request
-    pub const REVOKED: f64 = 3.0; // id: request
-    pub const FAILED: f64 = 4.0; // id: request, a: 1 storage, 2 fences used up
-    pub const ENDED: f64 = 5.0; // id: request, a: 1 if it held
-    pub const KEY_IDLE: f64 = 6.0; // id: key
-    pub const EXPIRED: f64 = 7.0; // id: request (a lease over a connection past its ttl)
+/// Event kinds, as the first number of an event in the buffer (see [`buffer::EVENTS`]); `id` is the
+/// second number, `a` the third.
+pub mod event {
+    /// id: the request; a: its fence.
+    pub const GRANTED: f64 = 1.0;
+    /// id: the request.
+    pub const TIMED_OUT: f64 = 2.0;
+    /// id: the request.
+    pub const REVOKED: f64 = 3.0;
+    /// id: the request; a: 1 storage failed, 2 fences used up.
+    pub const FAILED: f64 = 4.0;
+    /// id: the request; a: 1 if it held.
+    pub const ENDED: f64 = 5.0;
+    /// id: the key.
+    pub const KEY_IDLE: f64 = 6.0;
+    /// id: the request (a lease over a connection past its ttl).
+    pub const EXPIRED: f64 = 7.0;
 }
 
 /// Negative answers of `hold` and friends.
@@ -81,11 +98,14 @@ pub mod status {
     pub const INVALID: f64 = -2.0;
     pub const LIMIT: f64 = -3.0;
     pub const CLOSED: f64 = -4.0;
+    /// An untimed call (`now` < 0) that needs the time: nothing changed; call again with it.
+    pub const NEED_TIME: f64 = -5.0;
+    /// `holdRemote`: a request asked again goes on as it was (its fence at
+    /// [`buffer::RESUMED_FENCE`](super::buffer::RESUMED_FENCE)).
+    pub const RESUMED: f64 = -6.0;
     /// `release` answers `IDLE_BASE - index` when its only outcome is that the key (of that index)
     /// went idle: the common case, answered without the buffer.
     pub const IDLE_BASE: f64 = -16.0;
-    /// An untimed call (`now` < 0) that needs the time: nothing changed; call again with it.
-    pub const NEED_TIME: f64 = -5.0;
 
     pub(crate) fn of(error: &holdfast_engine::Error) -> f64 {
         super::status_of(error)
@@ -583,17 +603,17 @@ impl Core {
                 break;
             };
             let (kind, id, a) = match event {
-                Event::Granted { req, fence } => (buffer::GRANTED, req, fence as f64),
-                Event::TimedOut { req } => (buffer::TIMED_OUT, req, 0.0),
-                Event::Revoked { req } => (buffer::REVOKED, req, 0.0),
+                Event::Granted { req, fence } => (event::GRANTED, req, fence as f64),
+                Event::TimedOut { req } => (event::TIMED_OUT, req, 0.0),
+                Event::Revoked { req } => (event::REVOKED, req, 0.0),
                 Event::Failed { req, why } => (
-                    buffer::FAILED,
+                    event::FAILED,
                     req,
                     if why == Failure::Storage { 1.0 } else { 2.0 },
                 ),
-                Event::Ended { req, held } => (buffer::ENDED, req, if held { 1.0 } else { 0.0 }),
-                Event::Expired { req } => (buffer::EXPIRED, req, 0.0),
-                Event::KeyIdle { key } => (buffer::KEY_IDLE, key, 0.0),
+                Event::Ended { req, held } => (event::ENDED, req, if held { 1.0 } else { 0.0 }),
+                Event::Expired { req } => (event::EXPIRED, req, 0.0),
+                Event::KeyIdle { key } => (event::KEY_IDLE, key, 0.0),
             };
             let at = buffer::EVENTS + n * buffer::EVENT_SIZE;
             self.buf[at] = kind;

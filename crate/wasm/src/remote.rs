@@ -7,13 +7,10 @@ use wasm_bindgen::prelude::*;
 use crate::wire::unhex;
 use crate::{buffer, id_of, resource_of, status, Core};
 
-/// `holdRemote` answers this when a request asked again goes on as it was.
-pub const RESUMED: f64 = -6.0;
-
 #[wasm_bindgen]
 impl Core {
     /// A hold over connection `conn` (see `Engine::hold_remote`). Answers as `hold` (`now` must be
-    /// given), or [`RESUMED`] with the request's and key's ids in the buffer and its fence (0 while
+    /// given), or [`status::RESUMED`] with the request's and key's ids in the buffer and its fence (0 while
     /// it waits) at `buffer::RESUMED_FENCE`.
     #[allow(clippy::too_many_arguments)]
     #[wasm_bindgen(js_name = holdRemote)]
@@ -56,7 +53,7 @@ impl Core {
                 self.buf[buffer::REQ] = req.to_u64() as f64;
                 self.buf[buffer::KEY] = key.to_u64() as f64;
                 self.buf[buffer::RESUMED_FENCE] = fence.unwrap_or(0) as f64;
-                RESUMED
+                status::RESUMED
             }
             other => self.hold_answer(other),
         };

@@ -21,14 +21,17 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::deadlines::timer_is_live;
+use super::hold::{Cancelled, Hold};
+use super::request::{Request, State};
+use super::resource::ResourceId;
+use super::Engine;
 use crate::bounds;
-use crate::engine::{timer_is_live, Engine, Hold, Request, State};
 use crate::error::Error;
 use crate::event::Event;
 use crate::packed::Packed64;
 use crate::slab::Id;
 use crate::timers::{Due, Entry};
-use crate::{Cancelled, ResourceId};
 
 /// The default of [`Engine::set_connection_limit`].
 pub const CONNECTION_LIMIT: usize = 10_000;
@@ -57,7 +60,7 @@ pub enum Renewal {
 
 /// The indexes of requests over connections.
 #[derive(Debug)]
-pub(crate) struct Remotes {
+pub(super) struct Remotes {
     by_request: HashMap<u128, Id>,
     by_lease: HashMap<u128, Id>,
     by_conn: HashMap<u32, HashSet<Id>>,
@@ -82,7 +85,7 @@ impl Remotes {
         self.by_conn.entry(remote.conn).or_default().insert(req);
     }
 
-    pub(crate) fn unindex(&mut self, req: Id, remote: &Remote) {
+    pub(super) fn unindex(&mut self, req: Id, remote: &Remote) {
         self.by_request.remove(&remote.request);
         self.by_lease.remove(&remote.lease);
         if let Some(set) = self.by_conn.get_mut(&remote.conn) {
@@ -110,9 +113,10 @@ pub struct RemoteView {
     pub revoke_at: Option<u64>,
 }
 
+/// Leases over a connection (LOCK-05).
 impl Engine {
     /// Indexes a just-made request that carries a remote part.
-    pub(crate) fn index_remote(&mut self, req: Id) {
+    pub(super) fn index_remote(&mut self, req: Id) {
         if let Some(remote) = self
             .reqs
             .get(req)
