@@ -23,11 +23,10 @@
 
 import { InvalidError, type ErrorCode } from './errors.js'
 import { MAX_ANSWER, answerSize, pageAfter, sizeText } from './inspect-pages.js'
-import type { KeyInfo } from './store.js'
 import type { Lock } from './lock.js'
 import { RemoteRequest, type RemoteSink } from './remote-request.js'
 import { randomId } from './random.js'
-import type { Store } from './store.js'
+import type { KeyInfo, Store } from './store.js'
 import type { Socket } from './transport.js'
 import { decodeClient, encodeServer, type ClientFrame, type ServerMessage, type WireEntry } from './wire.js'
 
