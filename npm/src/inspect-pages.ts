@@ -29,9 +29,17 @@ export interface PageCursor {
   key: string
 }
 
+const NOT_ASCII = /[^\0-\x7f]/
+
+/** UTF-8 bytes of `text`; most keys are ASCII, which a regular expression tells faster than a count. */
+function bytesOf(text: string): number {
+  return NOT_ASCII.test(text) ? utf8Length(text) : text.length
+}
+
 /** The bytes of one entry on the wire: kind, name, key, holders (fence and heldMs), waiting. */
 export function entrySize(e: WireEntry): number {
-  return 1 + 2 + utf8Length(e.name) + 2 + utf8Length(e.key) + 4 + 16 * e.holders.length + 4
+  // A name is ASCII (its pattern): its length is its bytes.
+  return 1 + 2 + e.name.length + 2 + bytesOf(e.key) + 4 + 16 * e.holders.length + 4
 }
 
 /** The bytes of an answer that lists every entry in one frame. */

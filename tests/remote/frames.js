@@ -52,7 +52,7 @@ export function decodeServer(buf) {
   }
   if (u8() !== 1) throw new Error('not version 1')
   const type = SERVER[u8()]
-  const frame = { id: u32(), type }
+  const frame = { id: u32(), type, bytes: b.length }
   switch (type) {
     case 'welcome': frame.maxFrame = u32(); frame.connectionLimit = u32(); break
     case 'granted': frame.request = id(); frame.lease = id(); frame.fence = u64(); frame.ttl = u32(); frame.revokeIn = u64(); break

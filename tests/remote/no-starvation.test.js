@@ -192,6 +192,8 @@ test('#13 item 6: an inspection larger than a frame (17,000 busy keys of 1 KiB):
   const page = await raw.answer(3)
   assert.equal(page.type, 'inspectedPage')
   assert.ok(page.more && page.count > 0 && page.count < 17_001, JSON.stringify(page))
+  // Filled to its budget, to the byte as the codec counts: within one entry of 4 MiB, never past it.
+  assert.ok(page.bytes <= 4 * 1024 * 1024 && page.bytes > 4 * 1024 * 1024 - 1100, `a page of ${page.bytes} bytes`)
   assert.equal(raw.closed, undefined)
   await b.check()
 })
