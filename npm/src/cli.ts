@@ -34,6 +34,7 @@ Options: -h, --help (this text), -v, --version (the package's version).
 `
 
 const SERVE_USAGE = `Usage: holdfast serve [--dir DIR] [--host HOST] [--port PORT | --socket PATH] [--token-file FILE]
+                     [--socket-mode MODE] [--max-holds N]
 
 Runs a store server; clients connect with ws://HOST:PORT (or ws+unix://PATH) and its token.
 
@@ -42,8 +43,12 @@ Options:
   --host HOST        the address to bind (default 127.0.0.1; bind others on purpose)
   --port PORT        the TCP port (default 7420; 0 picks a free one)
   --socket PATH      a Unix socket instead of a port (clients use ws+unix://PATH)
+  --socket-mode MODE the socket's mode, in octal (default 600: only its owner may connect; 660 lets
+                     its group in too)
   --token-file FILE  the token clients must present: read from FILE when it exists, else a new
                      random token is written there (mode 0600). Default DIR/token, made the same way.
+  --max-holds N      leases and waiting holds over connections in the whole store, those of dropped
+                     connections included until they end (default 100000); one more is refused
   -h, --help         this text
 
 Prints where it listens. Clients give the token with --token-file FILE or HOLDFAST_TOKEN.
@@ -249,7 +254,11 @@ function version(): string {
 // ---- serve ----
 
 async function serve(args: string[]): Promise<number> {
-  const { options, positionals, help } = parseArgs(args, { dir: 'value', host: 'value', port: 'value', socket: 'value', 'token-file': 'value' }, 'serve')
+  const { options, positionals, help } = parseArgs(
+    args,
+    { dir: 'value', host: 'value', port: 'value', socket: 'value', 'socket-mode': 'value', 'token-file': 'value', 'max-holds': 'value' },
+    'serve',
+  )
   if (help) {
     process.stdout.write(SERVE_USAGE)
     return 0
@@ -263,6 +272,13 @@ async function serve(args: string[]): Promise<number> {
     if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) throw new UsageError(`serve: --port ${JSON.stringify(portText)} must be a whole number from 0 to 65535`)
     port = Number(portText)
   }
+  const modeText = options.get('socket-mode')
+  if (modeText !== undefined && socket === undefined) throw new UsageError('serve: --socket-mode is the mode of a Unix socket: give --socket too')
+  if (modeText !== undefined && !/^0?[0-7]{3}$/.test(modeText)) throw new UsageError(`serve: --socket-mode ${JSON.stringify(modeText)} must be a mode in octal, such as 600 or 660`)
+  const socketMode = modeText === undefined ? undefined : parseInt(modeText, 8)
+  const holdsText = options.get('max-holds')
+  if (holdsText !== undefined && (!/^\d{1,9}$/.test(holdsText) || Number(holdsText) < 1)) throw new UsageError(`serve: --max-holds ${JSON.stringify(holdsText)} must be a whole number, 1 or more`)
+  const maxHolds = holdsText === undefined ? undefined : Number(holdsText)
   const host = options.get('host') ?? '127.0.0.1'
   const dir = options.get('dir') ?? '.holdfast'
   const tokenFile = path.resolve(options.get('token-file') ?? path.join(dir, 'token'))
@@ -291,7 +307,8 @@ async function serve(args: string[]): Promise<number> {
     const open = store
     const { token, created } = serverToken(tokenFile)
     if (created) say(`created a token in ${tokenFile} (mode 0600)`)
-    const listen = () => guardListen(() => open.serve(socket !== undefined ? { path: socket, token } : { port, host, token }))
+    const limits = maxHolds === undefined ? {} : { maxHolds }
+    const listen = () => guardListen(() => open.serve(socket !== undefined ? { path: socket, socketMode, token, ...limits } : { port, host, token, ...limits }))
     let server
     try {
       server = await listen()

@@ -103,6 +103,10 @@ export class RemoteStore implements LeaseOwner {
   readonly #byLocal = new Map<number, Pending>()
   readonly #byLease = new Map<string, Pending>()
   #closed: ClosedError | undefined
+  /** An error the server sent unasked (id 0) on the current connection: why it closes, if it does. */
+  #refusal: Extract<WireFrame, { type: 'error' }> | undefined
+  /** Whether the current connection was welcomed. */
+  #welcomed = false
   #backoff = 50
   #reconnecting: Promise<void> | undefined
 
@@ -125,15 +129,20 @@ export class RemoteStore implements LeaseOwner {
     } catch (error) {
       throw new ClosedError(`connect ${this.url}: cannot reach the server: ${(error as Error)?.message ?? error}`, { cause: error })
     }
+    this.#refusal = undefined
+    this.#welcomed = false
     this.#attach(socket)
     const welcome = await this.#ask({ type: 'hello', token: this.#token, client: 'holdfast-js' })
     if (welcome.type !== 'welcome') {
       socket.close()
       this.#socket = undefined
-      const code = welcome.type === 'error' ? String(welcome.code) : 'closed'
-      const message = `connect ${this.url}: ${welcome.type === 'error' ? String(welcome.message) : 'connection closed during hello'}`
+      // Refused before its hello was read (a server at a limit closes at once): that error says why.
+      const error = welcome.type === 'error' ? welcome : this.#refusal
+      const code = error ? String(error.code) : 'closed'
+      const message = `connect ${this.url}: ${error ? String(error.message) : 'connection closed during hello'}`
       throw code === 'permission' ? new PermissionError(message) : errorOf(code, message)
     }
+    this.#welcomed = true
   }
 
   #attach(socket: Socket): void {
@@ -155,6 +164,7 @@ export class RemoteStore implements LeaseOwner {
       if (p) this.#lose(p, frame.code === 'closed' ? new ClosedError(`${p.place()}: the server's store closed`) : new LostError(`${p.place()}: lease lost on the server (past its ttl or revoked)`))
       return
     }
+    if (frame.id === 0 && frame.type === 'error') this.#refusal = frame
     const answer = this.#answers.get(frame.id)
     if (answer) {
       this.#answers.delete(frame.id)
@@ -193,6 +203,9 @@ export class RemoteStore implements LeaseOwner {
     const answers = [...this.#answers.entries()]
     this.#answers.clear()
     for (const [id, answer] of answers) answer({ id, type: 'dropped' })
+    // Closed before its welcome (refused at once): `_open` answers for it, and whoever called it
+    // decides what comes next — a refused connect() leaves nothing behind that reconnects.
+    if (!this.#welcomed) return
     if (!this.#closed && this.#reconnect) void this.#reconnectLoop()
     else if (!this.#closed) this.#fail(new ClosedError(`${this.url}: connection closed`))
   }
@@ -419,14 +432,33 @@ export class RemoteStore implements LeaseOwner {
     return new RemoteLock(this, kind, checkName(name, kind), o.limit, o.ttl, o.maxHold, o.wait)
   }
 
-  /** The busy keys of the server's store. */
+  /**
+   * The busy keys of the server's store. Asked whole first (what every server answers); a server
+   * whose answer would be too large for one frame refuses it `limit`, and is then asked page by page
+   * (protocol revision 2), each page after the last key of the one before. The patience for a server
+   * that cannot be reached counts from the last answer.
+   */
   async inspect(): Promise<KeyInfo[]> {
     if (this.#closed) throw new ClosedError(`inspect: ${this.#closed.message}`)
-    const until = this.#clock.now() + INSPECT_PATIENCE
+    let until = this.#clock.now() + INSPECT_PATIENCE
+    let paged = false
+    const entries: KeyInfo[] = []
     for (;;) {
-      const answer = await this.#ask({ type: 'inspect' })
+      const last = entries[entries.length - 1]
+      const answer = await this.#ask(paged ? { type: 'inspectPage', kind: last?.kind ?? 'lock', name: last?.name ?? '', key: last?.key ?? '' } : { type: 'inspect' })
       if (answer.type === 'inspected') return answer.entries as KeyInfo[]
+      if (answer.type === 'inspectedPage') {
+        for (const e of answer.entries) entries.push(e as KeyInfo)
+        if (!answer.more) return entries
+        until = this.#clock.now() + INSPECT_PATIENCE
+        continue
+      }
+      if (answer.type === 'error' && answer.code === 'limit' && !paged) {
+        paged = true
+        continue
+      }
       if (answer.type === 'error') throw errorOf(answer.code, `inspect: ${answer.message}`)
+      if (answer.type !== 'dropped') throw new ClosedError(`inspect: ${this.url}: unexpected answer ${answer.type}`)
       if (this.#closed || !this.#reconnect || this.#clock.now() >= until) throw new ClosedError(`inspect: ${this.url}: connection closed`)
       await Promise.race([this.#reconnectLoop(), new Promise<void>(r => this.#clock.setTimeout(() => r(), Math.max(0, until - this.#clock.now())))])
     }

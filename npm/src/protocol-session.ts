@@ -7,7 +7,10 @@
  * Invariants:
  * - Nothing reaches the store before a good `hello`: the first frame must be `hello` with the token,
  *   compared in constant time; anything else is answered `error` `permission` and the connection closed
- *   (4401). A frame that does not decode is answered `protocol` and closed (4400).
+ *   (4401). A frame that does not decode, or a second `hello`, is answered `protocol` and closed (4400);
+ *   a refusal at a limit closes with 4429.
+ * - No inspection frame is larger than `maxAnswer` (inspect-pages.ts): a larger `inspect` is refused
+ *   `limit`, naming its size, and a client of revision 2 asks page by page instead.
  * - Every lease a session is granted, renews or ends passes through the hooks (`granted`, `renewed`,
  *   `ended`), so that a host that keeps leases never misses one; `granted` answers the fence to tell.
  * - A session ends once: `goodbye` ends its leases and waiting holds at once; a dropped connection
@@ -19,18 +22,20 @@
  */
 
 import { InvalidError, type ErrorCode } from './errors.js'
+import { MAX_ANSWER, answerSize, pageAfter, sizeText } from './inspect-pages.js'
 import type { Lock } from './lock.js'
 import { RemoteRequest, type RemoteSink } from './remote-request.js'
 import { randomId } from './random.js'
-import type { Store } from './store.js'
+import type { KeyInfo, Store } from './store.js'
 import type { Socket } from './transport.js'
-import { decodeClient, encodeServer, type ClientFrame, type ServerMessage } from './wire.js'
+import { decodeClient, encodeServer, type ClientFrame, type ServerMessage, type WireEntry } from './wire.js'
 
 /** The largest frame a server accepts. */
 export const MAX_FRAME = 64 * 1024
 
-/** Close codes: a refused token or hello; a frame that breaks the protocol (or any other refusal). */
+/** Close codes: a refused token or hello; a limit reached; a frame that breaks the protocol (or any other refusal). */
 export const CLOSE_PERMISSION = 4401
+export const CLOSE_LIMIT = 4429
 export const CLOSE_PROTOCOL = 4400
 
 const encoder = new TextEncoder()
@@ -51,6 +56,8 @@ export interface SessionHooks {
   renewed?(lease: string, ttl: number): void
   /** A lease ended (released, cancelled, lost, or found lost at a renewal). */
   ended?(lease: string): void
+  /** A session presents the right token: answers why it is refused (a limit reached), or nothing to welcome it. */
+  admit?(session: Session): string | undefined
   /** A session said hello with the right token. */
   welcomed?(session: Session): void
   /** A session started (`true`) or stopped (`false`) having holds in line. */
@@ -63,6 +70,8 @@ export interface SessionHooks {
 export class Session implements RemoteSink {
   authed = false
   ended = false
+  /** Refused: its connection is closing, and no frame of its is read any more. */
+  closing = false
   /** Request ids of this session's holds that wait in line. */
   readonly #waiting = new Set<string>()
 
@@ -103,10 +112,12 @@ export class Session implements RemoteSink {
     this.send(0, { type: 'lost', lease: record.lease, code })
   }
 
-  /** Refuses and disconnects a misbehaving client. */
+  /** Refuses and disconnects a client (with frame id 0 when no frame of its is answered). */
   refuse(frame: number, code: ErrorCode | 'protocol', message: string): void {
+    if (this.closing) return
+    this.closing = true
     this.send(frame, { type: 'error', code, message })
-    this.socket.close(code === 'permission' ? CLOSE_PERMISSION : CLOSE_PROTOCOL, message.slice(0, 120))
+    this.socket.close(code === 'permission' ? CLOSE_PERMISSION : code === 'limit' ? CLOSE_LIMIT : CLOSE_PROTOCOL, message.slice(0, 120))
   }
 
   /** @internal A hold of this session went into line. */
@@ -142,8 +153,15 @@ export class Protocol {
   /**
    * `store`: the store (a function, for hosts that reopen theirs). `token`: what hello must present;
    * `undefined` refuses every hello (the host has none configured), with `unset` as the reason.
+   * `maxAnswer`: the largest inspection frame to send, in bytes.
    */
-  constructor(store: () => Store, token: string | undefined, hooks: SessionHooks = {}, readonly unset = 'server: no token is configured') {
+  constructor(
+    store: () => Store,
+    token: string | undefined,
+    hooks: SessionHooks = {},
+    readonly unset = 'server: no token is configured',
+    readonly maxAnswer = MAX_ANSWER,
+  ) {
     this.#store = store
     this.#token = token === undefined ? undefined : encoder.encode(token)
     this.hooks = hooks
@@ -151,7 +169,7 @@ export class Protocol {
 
   /** A frame from `session`'s connection. */
   frame(session: Session, bytes: Uint8Array): void {
-    if (session.ended) return
+    if (session.ended || session.closing) return
     let frame: ClientFrame
     try {
       frame = decodeClient(bytes)
@@ -163,10 +181,14 @@ export class Protocol {
       if (frame.type !== 'hello' || !sameToken(frame.token, this.#token)) {
         return session.refuse(frame.id, 'permission', 'server: token refused')
       }
+      const refusal = this.hooks.admit?.(session)
+      if (refusal !== undefined) return session.refuse(frame.id, 'limit', refusal)
       session.authed = true
       this.hooks.welcomed?.(session)
       return session.send(frame.id, { type: 'welcome', maxFrame: MAX_FRAME, connectionLimit: 0 })
     }
+    // Whatever its token, a second hello could only be a confused or probing client.
+    if (frame.type === 'hello') return session.refuse(frame.id, 'protocol', 'server: a second hello on this connection (a connection says hello once, first)')
     try {
       this.#dispatch(session, frame)
     } catch (error) {
@@ -245,16 +267,23 @@ export class Protocol {
         return session.send(frame.id, { type: 'done' })
       }
       case 'inspect': {
-        const entries = store.inspect().map(k => ({ kind: k.kind, name: k.name, key: k.key, holders: k.holders, waiting: k.waiting }))
+        const entries = wireEntries(store.inspect())
+        const size = answerSize(entries)
+        if (size > this.maxAnswer) {
+          const message = `inspect: the answer is ${sizeText(size)} (${entries.length} busy keys), more than the ${sizeText(this.maxAnswer)} a frame of this server carries: ask page by page (inspect page, protocol revision 2)`
+          return session.send(frame.id, { type: 'error', code: 'limit', message })
+        }
         return session.send(frame.id, { type: 'inspected', entries })
+      }
+      case 'inspectPage': {
+        const page = pageAfter(wireEntries(store.inspect()), frame, this.maxAnswer)
+        return session.send(frame.id, { type: 'inspectedPage', more: page.more, entries: page.entries })
       }
       case 'goodbye': {
         this.#end(session, true)
         session.send(frame.id, { type: 'done' })
         return session.socket.close(1000, 'goodbye')
       }
-      case 'hello':
-        return session.send(frame.id, { type: 'welcome', maxFrame: MAX_FRAME, connectionLimit: 0 })
     }
   }
 
@@ -266,4 +295,9 @@ export class Protocol {
   handle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock {
     return this.#store()._serverHandle(kind, name, limit)
   }
+}
+
+/** The store's busy keys as the codec takes them (only the fields on the wire). */
+function wireEntries(keys: KeyInfo[]): WireEntry[] {
+  return keys.map(k => ({ kind: k.kind, name: k.name, key: k.key, holders: k.holders, waiting: k.waiting }))
 }

@@ -6,10 +6,28 @@
  * time; until then nothing reaches the engine. A frame that cannot be decoded, or any frame before a good hello, closes that
  * connection and harms no other. Holds go to the store like local ones (they share keys, lines and
  * fences), as leases that last their ttl from each renewal (LOCK-05).
+ *
+ * # What one client can take
+ * - Connections not yet past hello have a budget of their own (`maxUnauthenticated`), apart from the
+ *   connections past it (`maxConnections`), and `helloTimeout` to say hello, so that connections
+ *   without the token never take the place of those with it. When the budget is full, a new
+ *   connection closes the *oldest* one not past hello: a client that means to say hello does so at
+ *   once, so the oldest is the likeliest to be silent, and a flood of silent connections cannot keep
+ *   out a client that comes with the token.
+ * - A connection past `maxConnections` is refused at once (`error` `limit`, close 4429), as is one
+ *   whose hello finds the server full.
+ * - Bytes not yet written to one connection never stay above `maxBuffered`: the transport closes a
+ *   connection that does not read what it asked for (transport.ts), and its buffers go with it.
+ * - Leases and waiting holds over connections are bounded per connection (`connectionLimit`, in the
+ *   engine) and in the whole store (`maxHolds`, in store.ts), those of dropped connections included
+ *   until they end, so that reconnecting does not get around the first.
  */
 
 import { InvalidError } from './errors.js'
-import { MAX_FRAME, Protocol, Session, refuseHello } from './protocol-session.js'
+import { toMs } from './duration.js'
+import { MAX_ANSWER } from './inspect-pages.js'
+import { MAX_FRAME, Protocol, Session } from './protocol-session.js'
+import type { Clock } from './clock.js'
 import type { Store } from './store.js'
 import type { Listener, Socket, Transport } from './transport.js'
 import { checkOptions } from './options.js'
@@ -20,37 +38,74 @@ export interface ServeOptions {
   host?: string
   /** A Unix socket path instead of a port; clients connect to `ws+unix://PATH`. */
   path?: string
+  /** The mode of the Unix socket (default 0o600: only its owner may connect). */
+  socketMode?: number
   /** The token clients must present in their first frame. Required. */
   token: string
   /** PEM certificate and key, to serve `wss://` (or end TLS at a reverse proxy instead). */
   tls?: { cert: string | Uint8Array; key: string | Uint8Array }
-  /** Connections at once (default 1,000); one more is refused `limit`. */
+  /** Connections past hello at once (default 1,000); one more is refused `limit`. */
   maxConnections?: number
+  /** Connections not yet past hello at once (default 64); one more closes the oldest of them. */
+  maxUnauthenticated?: number
+  /** How long a connection has to say hello (default 5 s); then it is closed. */
+  helloTimeout?: number | string
+  /** Bytes not yet written to one connection (default 8 MiB); past it the connection is closed. */
+  maxBuffered?: number
   /** Leases and waiting holds per connection (default 10,000); one more is refused `limit`. */
   connectionLimit?: number
+  /** Leases and waiting holds over connections in the whole store, dropped connections' included
+   * (default 100,000); one more is refused `limit`. */
+  maxHolds?: number
 }
 
 export interface Server {
   /** Where clients connect. */
   readonly url: string
-  /** How many connections are open. */
+  /** How many connections are open past hello. */
   readonly connections: number
   /** Stops listening and closes every connection; their leases live until their ttl. */
   close(): Promise<void>
 }
 
+const DEFAULTS = { maxConnections: 1_000, maxUnauthenticated: 64, helloTimeout: 5_000, maxBuffered: 8 * 1024 * 1024, socketMode: 0o600 }
+
 export class HoldfastServer implements Server {
   readonly #protocol: Protocol
+  readonly #clock: Clock
   readonly #maxConnections: number
+  readonly #maxUnauthenticated: number
+  readonly #helloTimeout: number
+  readonly #maxBuffered: number
+  /** Connections past hello. */
   readonly #sessions = new Set<Session>()
+  /** Connections not yet past hello, oldest first, with the timer of their hello deadline. */
+  readonly #pending = new Map<Session, unknown>()
   #listener: Listener | undefined
   #next = 0
   #closed = false
 
-  constructor(store: Store, options: ServeOptions) {
-    this.#protocol = new Protocol(() => store, options.token, { closed: session => void this.#sessions.delete(session) })
-    this.#maxConnections = options.maxConnections ?? 1_000
+  constructor(store: Store, options: ServeOptions, clock: Clock) {
+    this.#clock = clock
+    this.#maxConnections = options.maxConnections ?? DEFAULTS.maxConnections
+    this.#maxUnauthenticated = options.maxUnauthenticated ?? DEFAULTS.maxUnauthenticated
+    this.#helloTimeout = options.helloTimeout === undefined ? DEFAULTS.helloTimeout : toMs(options.helloTimeout, 'serve: helloTimeout')
+    this.#maxBuffered = options.maxBuffered ?? DEFAULTS.maxBuffered
+    // An inspection frame fits twice in what a connection may have unwritten: a client that reads is
+    // never closed for the page it is reading.
+    const maxAnswer = Math.min(MAX_ANSWER, Math.floor(this.#maxBuffered / 2))
+    this.#protocol = new Protocol(
+      () => store,
+      options.token,
+      {
+        admit: session => this.#admit(session),
+        closed: session => void this.#sessions.delete(session),
+      },
+      undefined,
+      maxAnswer,
+    )
     if (options.connectionLimit !== undefined) store._setConnectionLimit(options.connectionLimit)
+    if (options.maxHolds !== undefined) store._setMaxHolds(options.maxHolds)
   }
 
   get url(): string {
@@ -64,7 +119,16 @@ export class HoldfastServer implements Server {
   /** @internal */
   async _listen(transport: Transport, options: ServeOptions): Promise<void> {
     this.#listener = await transport.listen(
-      { port: options.port, host: options.host, path: options.path, tls: options.tls, maxPayload: MAX_FRAME },
+      {
+        port: options.port,
+        host: options.host,
+        path: options.path,
+        mode: options.path === undefined ? undefined : (options.socketMode ?? DEFAULTS.socketMode),
+        tls: options.tls,
+        maxPayload: MAX_FRAME,
+        maxBuffered: this.#maxBuffered,
+        handshakeTimeout: this.#helloTimeout,
+      },
       socket => this.#accept(socket),
     )
   }
@@ -73,20 +137,50 @@ export class HoldfastServer implements Server {
     // Connection numbers are u32 on the wire to the engine; they wrap long after any live one ended.
     this.#next = (this.#next + 1) >>> 0
     const session = new Session(this.#next, socket, this.#protocol)
-    if (this.#closed || this.#sessions.size >= this.#maxConnections) {
-      // Refused, but as the answer to its hello, so that the client can tell why.
-      const [code, message] = this.#closed ? (['closed', 'server: closing'] as const) : (['limit', `server: ${this.#maxConnections} connections is the most`] as const)
-      socket.onMessage = bytes => refuseHello(session, bytes, code, message)
-      return
-    }
-    this.#sessions.add(session)
     socket.onMessage = bytes => this.#protocol.frame(session, bytes)
-    socket.onClose = () => this.#protocol.dropped(session)
+    socket.onClose = () => {
+      this.#unpend(session)
+      this.#protocol.dropped(session)
+    }
+    if (this.#closed) return session.refuse(0, 'closed', 'server: closing')
+    if (this.#sessions.size >= this.#maxConnections) return session.refuse(0, 'limit', this.#full())
+    if (this.#pending.size >= this.#maxUnauthenticated) {
+      const [oldest] = this.#pending.keys()
+      this.#unpend(oldest!)
+      oldest!.refuse(0, 'limit', `server: ${this.#maxUnauthenticated} connections not past hello is the most; this was the oldest`)
+    }
+    const deadline = this.#clock.setTimeout(() => {
+      if (!this.#pending.delete(session)) return
+      session.refuse(0, 'closed', `server: no hello within ${this.#helloTimeout}ms`)
+    }, this.#helloTimeout)
+    this.#pending.set(session, deadline)
+  }
+
+  /** A connection presents the token: it is past hello, unless the server is full. */
+  #admit(session: Session): string | undefined {
+    if (this.#sessions.size >= this.#maxConnections) return this.#full()
+    this.#unpend(session)
+    this.#sessions.add(session)
+    return undefined
+  }
+
+  #full(): string {
+    return `server: ${this.#maxConnections} connections is the most`
+  }
+
+  #unpend(session: Session): void {
+    if (!this.#pending.has(session)) return
+    this.#clock.clearTimeout(this.#pending.get(session))
+    this.#pending.delete(session)
   }
 
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    for (const session of [...this.#pending.keys()]) {
+      this.#unpend(session)
+      session.socket.close(1001, 'server closing')
+    }
     for (const session of [...this.#sessions]) {
       this.#protocol.dropped(session)
       session.socket.close(1001, 'server closing')
@@ -95,18 +189,41 @@ export class HoldfastServer implements Server {
   }
 }
 
-/** Starts a server for `store` on `transport`. */
-export async function serveOn(store: Store, transport: Transport | undefined, options: ServeOptions): Promise<HoldfastServer> {
-  const o = checkOptions(options, 'serve', ['port', 'host', 'path', 'token', 'tls', 'maxConnections', 'connectionLimit'])
+/** Starts a server for `store` on `transport`; its deadlines run on `clock` (the store's). */
+export async function serveOn(store: Store, transport: Transport | undefined, options: ServeOptions, clock: Clock): Promise<HoldfastServer> {
+  const o = checkOptions(options, 'serve', [
+    'port',
+    'host',
+    'path',
+    'socketMode',
+    'token',
+    'tls',
+    'maxConnections',
+    'maxUnauthenticated',
+    'helloTimeout',
+    'maxBuffered',
+    'connectionLimit',
+    'maxHolds',
+  ])
   if (!transport) throw new InvalidError('serve: this runtime has no server transport')
   if (typeof o.token !== 'string' || o.token.length === 0) {
     throw new InvalidError('serve: a token is required (option token, a non-empty string); clients present it in their first frame')
   }
   if (o.path !== undefined && (o.port !== undefined || o.host !== undefined)) throw new InvalidError('serve: give path, or port and host, not both')
-  for (const n of ['maxConnections', 'connectionLimit'] as const) {
-    if (o[n] !== undefined && (!Number.isInteger(o[n]) || (o[n] as number) < 1)) throw new InvalidError(`serve: ${n} must be a whole number, 1 or more`)
+  for (const n of ['maxConnections', 'maxUnauthenticated', 'connectionLimit', 'maxHolds'] as const) {
+    if (o[n] !== undefined && (!Number.isInteger(o[n]) || (o[n] as number) < 1)) throw new InvalidError(`serve: ${n} ${String(o[n])} must be a whole number, 1 or more`)
   }
-  const server = new HoldfastServer(store, options)
+  if (o.maxBuffered !== undefined && (!Number.isInteger(o.maxBuffered) || (o.maxBuffered as number) < MAX_FRAME)) {
+    throw new InvalidError(`serve: maxBuffered ${String(o.maxBuffered)} must be a whole number of bytes, ${MAX_FRAME} or more`)
+  }
+  if (o.helloTimeout !== undefined && !(toMs(o.helloTimeout, 'serve: helloTimeout') > 0)) throw new InvalidError('serve: helloTimeout must be more than 0')
+  if (o.socketMode !== undefined) {
+    if (o.path === undefined) throw new InvalidError('serve: socketMode is the mode of a Unix socket: give path too')
+    if (!Number.isInteger(o.socketMode) || (o.socketMode as number) < 0 || (o.socketMode as number) > 0o777) {
+      throw new InvalidError(`serve: socketMode ${String(o.socketMode)} must be a file mode from 0 to 0o777, such as 0o600`)
+    }
+  }
+  const server = new HoldfastServer(store, options, clock)
   await server._listen(transport, options)
   return server
 }

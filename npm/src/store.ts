@@ -308,6 +308,8 @@ export class Store implements LeaseOwner {
   /** Requests over connections by request id (see `_remoteHold`). */
   readonly #remotes = new Map<string, RemoteRequest>()
   readonly #remoteLeases = new Map<string, RemoteRequest>()
+  /** The most requests over connections at once, leases and waiting holds (`serve({ maxHolds })`). */
+  #maxRemote = 100_000
   /** Whether the clock was read in this turn of the event loop (see `#turnNow`), and what it said. */
   #turnRead = false
   #turnTime = 0
@@ -438,7 +440,7 @@ export class Store implements LeaseOwner {
    */
   async serve(options: ServeOptions): Promise<Server> {
     this.#checkOpen('serve')
-    const server = await serveOn(this, this.#transport, options)
+    const server = await serveOn(this, this.#transport, options, this.#clock)
     this.#servers.add(server)
     return server
   }
@@ -995,6 +997,11 @@ export class Store implements LeaseOwner {
    */
   _remoteHold(handle: Lock, record: RemoteRequest, wait: number): void {
     if (this.#closed) return record.sink.failed(record, 'closed', `${record.place()}: the store is closed`)
+    // The bound of the whole store: a request asked again is not a new one. Dropped connections'
+    // requests stay in #remotes until they end, so reconnecting frees nothing.
+    if (this.#remotes.size >= this.#maxRemote && !this.#remotes.has(record.request)) {
+      return record.sink.failed(record, 'limit', `${record.place()}: the store has ${this.#maxRemote} leases and waiting holds over connections, the most it takes (serve option maxHolds)`)
+    }
     const resource = handle._resource
     resource.remote = true
     let known = resource.keys.get(record.key)
@@ -1114,6 +1121,11 @@ export class Store implements LeaseOwner {
   /** @internal How many requests one connection may have. */
   _setConnectionLimit(limit: number): void {
     this.#core.setConnectionLimit(limit)
+  }
+
+  /** @internal How many requests over connections the whole store may have. */
+  _setMaxHolds(limit: number): void {
+    this.#maxRemote = limit
   }
 
   #leasePlace(lease: Lease): string {

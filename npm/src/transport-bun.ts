@@ -1,15 +1,24 @@
 /**
  * The transport of Bun's own server: `Bun.serve` with its WebSocket upgrade (on a port or a Unix
  * socket, with TLS when asked). Clients on Bun dial with the `ws` package, as on Node.
+ *
+ * Bun buffers what a peer does not read up to its `backpressureLimit` and then *drops* messages
+ * (`send` answers 0): the limit is set past `maxBuffered`, and a connection is cut once its buffered
+ * bytes pass `maxBuffered` (or a message was dropped all the same), so that no answer is ever lost
+ * on a connection that stays open. A connection that never finishes its upgrade is cut by Bun itself
+ * (after about 12 s, whatever `idleTimeout` says): `handshakeTimeout` is not used here.
  */
 
-import type { Listener, ListenOptions, Socket, Transport } from './transport.js'
+import { CLOSE_GRACE, type Listener, type ListenOptions, type Socket, type Transport } from './transport.js'
 import { wsTransport } from './transport-ws.js'
 
 /** The part of Bun's API used here (Bun's own types are not a dependency of the package). */
 interface BunSocket {
+  /** Bytes sent; -1: queued (backpressure); 0: dropped. */
   send(data: Uint8Array): number
+  getBufferedAmount(): number
   close(code?: number, reason?: string): void
+  terminate(): void
   data: { socket?: Socket }
 }
 
@@ -28,6 +37,8 @@ interface BunServeOptions {
   fetch(req: Request, server: BunServer): Response | undefined
   websocket: {
     maxPayloadLength: number
+    backpressureLimit?: number
+    closeOnBackpressureLimit?: boolean
     open(ws: BunSocket): void
     message(ws: BunSocket, message: string | Uint8Array): void
     close(ws: BunSocket): void
@@ -36,16 +47,24 @@ interface BunServeOptions {
 
 declare const Bun: { serve(options: BunServeOptions): BunServer }
 
-function adapt(ws: BunSocket): Socket {
+function adapt(ws: BunSocket, maxBuffered: number): Socket {
   let open = true
   const socket: Socket = {
     send(frame) {
-      if (open) ws.send(frame)
+      if (!open) return
+      const sent = ws.send(frame)
+      if (sent > 0 || (sent < 0 && ws.getBufferedAmount() <= maxBuffered)) return
+      // Past the bound, or dropped by Bun: cut, and its buffers go with it.
+      open = false
+      ws.terminate()
     },
     close(code, reason) {
       if (!open) return
       open = false
       ws.close(code ?? 1000, reason)
+      // Not waiting long for a peer that never answers the close.
+      const timer = setTimeout(() => ws.terminate(), CLOSE_GRACE) as unknown as { unref?: () => void }
+      timer.unref?.()
     },
     onMessage: () => {},
     onClose: () => {},
@@ -57,29 +76,45 @@ function adapt(ws: BunSocket): Socket {
 
 export const bunTransport: Transport = {
   async listen(options: ListenOptions, onSocket: (socket: Socket) => void): Promise<Listener> {
-    const server = Bun.serve({
-      ...(options.path !== undefined ? { unix: options.path } : { port: options.port ?? 7420, hostname: options.host ?? '127.0.0.1' }),
-      ...(options.tls ? { tls: options.tls } : {}),
-      fetch(req, srv) {
-        if (srv.upgrade(req, { data: {} })) return undefined
-        return new Response('holdfast: connect with a WebSocket client\n', { status: 426 })
-      },
-      websocket: {
-        maxPayloadLength: options.maxPayload,
-        open(ws) {
-          onSocket(adapt(ws))
+    const maxBuffered = options.maxBuffered ?? Infinity
+    const serve = () =>
+      Bun.serve({
+        ...(options.path !== undefined ? { unix: options.path } : { port: options.port ?? 7420, hostname: options.host ?? '127.0.0.1' }),
+        ...(options.tls ? { tls: options.tls } : {}),
+        fetch(req, srv) {
+          if (srv.upgrade(req, { data: {} })) return undefined
+          return new Response('holdfast: connect with a WebSocket client\n', { status: 426 })
         },
-        message(ws, message) {
-          const socket = ws.data.socket
-          if (!socket) return
-          if (typeof message === 'string') return socket.close(1003, 'holdfast speaks binary frames')
-          socket.onMessage(message)
+        websocket: {
+          maxPayloadLength: options.maxPayload,
+          // Never dropping below the bound (see the module docs); a frame is at most 16 MiB.
+          ...(Number.isFinite(maxBuffered) ? { backpressureLimit: maxBuffered + 16 * 1024 * 1024, closeOnBackpressureLimit: true } : {}),
+          open(ws) {
+            onSocket(adapt(ws, maxBuffered))
+          },
+          message(ws, message) {
+            const socket = ws.data.socket
+            if (!socket) return
+            if (typeof message === 'string') return socket.close(1003, 'holdfast speaks binary frames')
+            socket.onMessage(message)
+          },
+          close(ws) {
+            ws.data.socket?.onClose()
+          },
         },
-        close(ws) {
-          ws.data.socket?.onClose()
-        },
-      },
-    })
+      })
+    let server: BunServer
+    if (options.path === undefined || options.mode === undefined) server = serve()
+    else {
+      // Bun.serve makes the socket file at once: under a umask that leaves only `mode` (see transport-ws.ts).
+      const umask = process.umask(0o777 & ~options.mode)
+      try {
+        server = serve()
+      } finally {
+        process.umask(umask)
+      }
+      ;(await import('node:fs')).chmodSync(options.path, options.mode)
+    }
     const scheme = options.tls ? 'wss' : 'ws'
     const url = options.path !== undefined ? `${scheme}+unix://${options.path}` : `${scheme}://${server.hostname ?? options.host}:${server.port}`
     return {

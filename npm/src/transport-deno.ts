@@ -12,10 +12,12 @@
  * (or `--allow-net=unix:PATH`, where Deno scopes it so).
  *
  * Deno's WebSocket has no bound on message size: a frame larger than `maxPayload` closes the
- * connection once it arrived (1009), as `ws` does before it is read whole.
+ * connection once it arrived (1009), as `ws` does before it is read whole. Past `maxBuffered` bytes
+ * not yet written (its `bufferedAmount`), a server's connection is closed (Deno has no way to cut it
+ * at once). A Unix socket is given its mode right after `Deno.serve` made it (Deno's umask is unstable).
  */
 
-import type { Listener, ListenOptions, Socket, Transport } from './transport.js'
+import { withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from './transport.js'
 
 /** The parts of the `Deno` namespace this transport uses (the package is typed without Deno's types). */
 interface DenoServer {
@@ -26,6 +28,7 @@ interface DenoHttpClient {
   close(): void
 }
 interface DenoLike {
+  chmodSync(path: string, mode: number): void
   serve(options: Record<string, unknown>, handler: (request: Request) => Response | Promise<Response>): DenoServer
   upgradeWebSocket(request: Request, options?: { idleTimeout?: number }): { socket: WebSocket; response: Response }
   createHttpClient(options: { proxy?: { transport: 'unix'; path: string }; caCerts?: string[] }): DenoHttpClient
@@ -38,30 +41,30 @@ function deno(): DenoLike {
 }
 
 /** Adapts an open WebSocket (of either side) to a `Socket`. */
-function adapt(ws: WebSocket, maxPayload: number, onClosed?: () => void): Socket {
-  const socket: Socket = {
+function adapt(ws: WebSocket, maxPayload: number, onClosed?: () => void, maxBuffered = Infinity): Socket {
+  const { socket, message, closed } = withHandlers({
     send(frame) {
-      if (ws.readyState === WebSocket.OPEN) ws.send(frame)
+      if (ws.readyState !== WebSocket.OPEN) return
+      ws.send(frame)
+      if (ws.bufferedAmount > maxBuffered) ws.close(1008, 'holdfast: the client does not read its answers')
     },
     close(code, reason) {
       if (ws.readyState === WebSocket.CONNECTING || ws.readyState === WebSocket.OPEN) ws.close(code ?? 1000, reason)
     },
-    onMessage: () => {},
-    onClose: () => {},
-  }
+  })
   ws.binaryType = 'arraybuffer'
   ws.onmessage = event => {
     const data: unknown = event.data
     if (!(data instanceof ArrayBuffer)) return socket.close(1003, 'holdfast speaks binary frames')
     if (data.byteLength > maxPayload) return socket.close(1009, `frames of more than ${maxPayload} bytes are refused`)
-    socket.onMessage(new Uint8Array(data))
+    message(new Uint8Array(data))
   }
-  let closed = false
+  let ended = false
   ws.onclose = () => {
-    if (closed) return
-    closed = true
+    if (ended) return
+    ended = true
     onClosed?.()
-    socket.onClose()
+    closed()
   }
   ws.onerror = () => {} // a 'close' follows
   return socket
@@ -96,7 +99,7 @@ export const denoTransport: Transport = {
       const { socket: ws, response } = Deno.upgradeWebSocket(request)
       open.add(ws)
       // The socket goes to the server once open: it cannot send before.
-      ws.onopen = () => onSocket(adapt(ws, options.maxPayload, () => open.delete(ws)))
+      ws.onopen = () => onSocket(adapt(ws, options.maxPayload, () => open.delete(ws), options.maxBuffered))
       ws.onclose = () => open.delete(ws)
       return response
     }
@@ -115,6 +118,7 @@ export const denoTransport: Transport = {
     // Deno.serve throws at once when it cannot listen (AddrInUse, with code EADDRINUSE, as on Node).
     const server = Deno.serve(serveOptions, handler)
     await ready
+    if (options.path !== undefined && options.mode !== undefined) Deno.chmodSync(options.path, options.mode)
     const scheme = options.tls ? 'wss' : 'ws'
     const addr = server.addr
     const url =
@@ -155,8 +159,9 @@ export const denoTransport: Transport = {
     const done = () => client?.close()
     ws.binaryType = 'arraybuffer'
     try {
-      await new Promise<void>((resolve, reject) => {
-        ws.onopen = () => resolve()
+      return await new Promise<Socket>((resolve, reject) => {
+        // Adapted in the open event itself, so that no frame after it finds no listener.
+        ws.onopen = () => resolve(adapt(ws, options.maxPayload, done))
         ws.onerror = event => reject(new Error((event as ErrorEvent).message || 'WebSocket error'))
         ws.onclose = event => reject(new Error(`connection closed (${event.code})`))
       })
@@ -164,6 +169,5 @@ export const denoTransport: Transport = {
       done()
       throw error
     }
-    return adapt(ws, options.maxPayload, done)
   },
 }

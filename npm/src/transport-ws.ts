@@ -4,7 +4,7 @@
  * `node:https`; a reverse proxy that ends TLS works as well.
  */
 
-import type { Listener, ListenOptions, Socket, Transport } from './transport.js'
+import { CLOSE_GRACE, withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from './transport.js'
 import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
 type WsSocket = import('ws').WebSocket
@@ -18,8 +18,12 @@ interface RawSocket {
   write(bytes: Uint8Array): boolean
 }
 
-/** `masked`: this end is the client, whose frames RFC 6455 masks. */
-function adapt(ws: WsSocket, masked: boolean): Socket {
+/**
+ * `masked`: this end is the client, whose frames RFC 6455 masks. `maxBuffered` (a server's): the
+ * bytes a peer may leave unread (`ws.bufferedAmount`: the socket's write queue, and what `ws` holds)
+ * before the connection is cut.
+ */
+function adapt(ws: WsSocket, masked: boolean, maxBuffered = Infinity): Socket {
   // Frames sent in one turn of the event loop (a server answering every hold of a read, a client's
   // workers asking at once) leave in one write, flushed in the turn's check phase (setImmediate),
   // after the callbacks of its I/O, their ticks and microtasks; a tick (process.nextTick) would flush
@@ -32,24 +36,42 @@ function adapt(ws: WsSocket, masked: boolean): Socket {
   const nodeSocket = typeof raw?.cork === 'function' && typeof raw.write === 'function'
   const direct = nodeSocket && extensions !== undefined && Object.keys(extensions).length === 0 ? (raw as RawSocket) : undefined
   let queue: Uint8Array[] = []
+  let queued = 0
   let scheduled = false
+  /** Cuts a connection whose peer does not read: what it had buffered goes with its socket. */
+  const bounded = () => {
+    if (ws.bufferedAmount > maxBuffered) {
+      queue = []
+      queued = 0
+      ws.terminate()
+    }
+  }
   const flush = () => {
     scheduled = false
     if (queue.length === 0) return
     const frames = queue
     queue = []
+    queued = 0
     if (ws.readyState === 1) direct!.write(framesOf(frames, masked))
+    bounded()
   }
-  const socket: Socket = {
+  const { socket, message, closed } = withHandlers({
     send(frame) {
       if (ws.readyState !== 1) return
-      if (!direct) return ws.send(frame)
+      if (!direct) {
+        ws.send(frame)
+        return bounded()
+      }
       if (frame.length > BATCHED_MAX) {
         // Through ws, after the frames batched before it.
         flush()
-        return ws.send(frame)
+        ws.send(frame)
+        return bounded()
       }
       queue.push(frame)
+      queued += frame.length
+      // Frames of one turn are bounded too (a flood of small answers before the flush).
+      if (queued > maxBuffered) return flush()
       if (!scheduled) {
         scheduled = true
         setImmediate(flush)
@@ -58,18 +80,18 @@ function adapt(ws: WsSocket, masked: boolean): Socket {
     close(code, reason) {
       // What was sent before the close leaves before it.
       if (direct) flush()
-      if (ws.readyState === 0 || ws.readyState === 1) ws.close(code ?? 1000, reason)
+      if (ws.readyState !== 0 && ws.readyState !== 1) return
+      ws.close(code ?? 1000, reason)
+      // A server does not wait the 30 s of ws for a peer that never answers the close.
+      if (!masked) setTimeout(() => ws.terminate(), CLOSE_GRACE).unref()
     },
-    onMessage: () => {},
-    onClose: () => {},
-  }
+  })
   ws.binaryType = 'nodebuffer'
   ws.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
     if (!isBinary) return socket.close(1003, 'holdfast speaks binary frames')
-    const bytes = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data
-    socket.onMessage(bytes)
+    message(Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data)
   })
-  ws.on('close', () => socket.onClose())
+  ws.on('close', closed)
   ws.on('error', () => {}) // a 'close' follows
   return socket
 }
@@ -92,15 +114,27 @@ export const wsTransport: Transport = {
       res.end('holdfast: connect with a WebSocket client\n')
     }
     const server = options.tls ? (http as typeof import('node:https')).createServer({ cert: pem(options.tls.cert), key: pem(options.tls.key) }, refuse) : (http as typeof import('node:http')).createServer(refuse)
+    // A connection silent before its upgrade is cut (ws clears the timeout of the ones it upgrades).
+    if (options.handshakeTimeout !== undefined) server.setTimeout(options.handshakeTimeout)
     const wss = new WebSocketServer({ server, maxPayload: options.maxPayload })
-    wss.on('connection', ws => onSocket(adapt(ws, false)))
+    wss.on('connection', ws => onSocket(adapt(ws, false, options.maxBuffered)))
     await new Promise<void>((resolve, reject) => {
       // ws re-emits the HTTP server's errors (EADDRINUSE): listen on both, or it throws unheard.
       server.once('error', reject)
       wss.once('error', reject)
-      if (options.path !== undefined) server.listen(options.path, resolve)
-      else server.listen(options.port ?? 7420, options.host ?? '127.0.0.1', resolve)
+      if (options.path === undefined) return server.listen(options.port ?? 7420, options.host ?? '127.0.0.1', resolve)
+      if (options.mode === undefined) return server.listen(options.path, resolve)
+      // The socket file is made by listen(), at once (a path needs no lookup): under a umask that
+      // leaves only `mode`, so that no other user can connect between its making and the chmod below.
+      const umask = process.umask(0o777 & ~options.mode)
+      try {
+        server.listen(options.path, resolve)
+      } finally {
+        process.umask(umask)
+      }
     })
+    // The mode asked for exactly (a umask can only take bits away).
+    if (options.path !== undefined && options.mode !== undefined) (await import('node:fs')).chmodSync(options.path, options.mode)
     wss.on('error', () => {}) // later errors reach each socket's own 'error' and 'close'
     const address = server.address()
     const scheme = options.tls ? 'wss' : 'ws'
@@ -123,10 +157,11 @@ export const wsTransport: Transport = {
   async dial(url: string, options: { maxPayload: number; ca?: string | Uint8Array }): Promise<Socket> {
     const { WebSocket } = await import('ws')
     const ws = new WebSocket(wsTarget(url), { maxPayload: options.maxPayload, ...(options.ca ? { ca: pem(options.ca) } : {}) })
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', resolve)
+    return new Promise<Socket>((resolve, reject) => {
+      // Adapted in the 'open' event itself: frames that came with the upgrade's answer are emitted
+      // right after it, in the same read, and must find its listeners (withHandlers keeps them).
+      ws.once('open', () => resolve(adapt(ws, true)))
       ws.once('error', reject)
     })
-    return adapt(ws, true)
   },
 }

@@ -2,7 +2,14 @@
  * How bytes move between a server and its clients: one WebSocket message per frame. Each runtime's
  * entry supplies a transport (`ws` on Node and Bun; Deno and workers their own), so that the server
  * and the client above it are the same everywhere.
+ *
+ * A server's transport bounds what one peer can make it keep: bytes not yet written to a connection
+ * (`maxBuffered`: past it the connection is cut at once), and a connection it closed, whose peer
+ * never answers the close, is cut after `CLOSE_GRACE` rather than kept for the runtime's own wait.
  */
+
+/** How long a server waits for its peer to answer a close before it cuts the connection. */
+export const CLOSE_GRACE = 1_000
 
 /** One end of a connection. */
 export interface Socket {
@@ -17,11 +24,20 @@ export interface Socket {
 export interface ListenOptions {
   port?: number
   host?: string
-  /** A Unix socket path, instead of a port. */
+  /** A Unix socket path, instead of a port; created with `mode` (default: the process's umask). */
   path?: string
+  mode?: number
   tls?: { cert: string | Uint8Array; key: string | Uint8Array }
   /** Frames larger than this close the connection. */
   maxPayload: number
+  /**
+   * Bytes sent to one connection and not yet written to its socket: past this, the connection is
+   * closed at once (its peer does not read), and what it had buffered is let go. Where the runtime
+   * does not tell (a hibernatable socket), nothing is bounded here.
+   */
+  maxBuffered?: number
+  /** ms a connection may take to finish its WebSocket upgrade (where the runtime lets it be set: Node). */
+  handshakeTimeout?: number
 }
 
 export interface Listener {
@@ -35,4 +51,38 @@ export interface Transport {
   /** Connects to `url` (`ws://`, `wss://`, `ws+unix://PATH`); rejects when it cannot. `ca`: PEM
    * certificates to trust for `wss://`, besides the system's. */
   dial(url: string, options: { maxPayload: number; ca?: string | Uint8Array }): Promise<Socket>
+}
+
+/**
+ * A socket's handlers, for a socket whose events may come before its user set them: a client's first
+ * frames from the server can arrive in the read that carries the upgrade's answer, and `ws` emits them
+ * at once, before the code that awaited the connection runs (a server refusing at once sends its
+ * reason and closes). Until `onMessage` and `onClose` are set, frames are kept and a close is
+ * remembered; setting them hands over what came, in order. `message` and `closed` are what the
+ * transport calls.
+ */
+export function withHandlers(socket: Pick<Socket, 'send' | 'close'>): { socket: Socket; message: (frame: Uint8Array) => void; closed: () => void } {
+  let early: Uint8Array[] = []
+  let closedEarly = false
+  let onMessage = (frame: Uint8Array): void => void early.push(frame)
+  let onClose = (): void => void (closedEarly = true)
+  const full = Object.defineProperties(socket, {
+    onMessage: {
+      get: () => onMessage,
+      set: (fn: (frame: Uint8Array) => void) => {
+        onMessage = fn
+        const kept = early
+        early = []
+        for (const frame of kept) fn(frame)
+      },
+    },
+    onClose: {
+      get: () => onClose,
+      set: (fn: () => void) => {
+        onClose = fn
+        if (closedEarly) fn()
+      },
+    },
+  }) as Socket
+  return { socket: full, message: frame => onMessage(frame), closed: () => onClose() }
 }

@@ -5,7 +5,8 @@
  * the message object is built here — building it property by property inside wasm cost several µs a
  * frame, more than the rest of a hold over a connection.
  *
- * Ids (request and lease) are 32 hex digits; a hold's `wait` of `null` is without limit.
+ * Ids (request and lease) are 32 hex digits; a hold's `wait` of `null` is without limit. An inspection
+ * page is asked for after the entry named by `kind`, `name` and `key` (`name` empty: the first page).
  */
 
 import {
@@ -21,6 +22,8 @@ import {
   encodeHold,
   encodeInspect,
   encodeInspected,
+  encodeInspectedPage,
+  encodeInspectPage,
   encodeLost,
   encodeRelease,
   encodeRenew,
@@ -47,6 +50,7 @@ export type ClientMessage =
   | { type: 'release'; lease: string }
   | { type: 'cancel'; request: string }
   | { type: 'inspect' }
+  | { type: 'inspectPage'; kind: 'lock' | 'semaphore'; name: string; key: string }
   | { type: 'goodbye' }
 
 export type ServerMessage =
@@ -57,6 +61,7 @@ export type ServerMessage =
   | { type: 'done' }
   | { type: 'error'; code: ErrorCode | 'protocol'; message: string }
   | { type: 'inspected'; entries: WireEntry[] }
+  | { type: 'inspectedPage'; more: boolean; entries: WireEntry[] }
   | { type: 'lost'; lease: string; code: 'lost' | 'closed' }
 
 export type ClientFrame = ClientMessage & { id: number }
@@ -81,6 +86,7 @@ const RELEASE = 4
 const CANCEL = 5
 const INSPECT = 6
 const GOODBYE = 7
+const INSPECT_PAGE = 8
 const WELCOME = 11
 const GRANTED = 12
 const BUSY = 13
@@ -89,6 +95,7 @@ const DONE = 15
 const ERROR = 16
 const INSPECTED = 17
 const LOST = 18
+const INSPECTED_PAGE = 19
 
 let view: Float64Array | undefined
 
@@ -133,6 +140,8 @@ export function decodeClient(bytes: Uint8Array): ClientFrame {
       return { id, type: 'inspect' }
     case GOODBYE:
       return { id, type: 'goodbye' }
+    case INSPECT_PAGE:
+      return { id, type: 'inspectPage', kind: s[A] === 1 ? 'semaphore' : 'lock', name: text.slice(0, s[CUT1]), key: text.slice(s[CUT1]) }
     default:
       throw new Error(`wire: unknown client message type ${s[TYPE]} from the codec`)
   }
@@ -155,6 +164,8 @@ export function encodeClient(id: number, m: ClientMessage): Uint8Array {
       return encodeInspect(id)
     case 'goodbye':
       return encodeGoodbye(id)
+    case 'inspectPage':
+      return encodeInspectPage(id, m.kind === 'semaphore', m.name, m.key)
   }
 }
 
@@ -181,6 +192,8 @@ export function decodeServer(bytes: Uint8Array): ServerFrame {
       return { id, type: 'welcome', maxFrame: s[A]!, connectionLimit: s[B]! }
     case INSPECTED:
       return { id, type: 'inspected', entries: answer as WireEntry[] }
+    case INSPECTED_PAGE:
+      return { id, type: 'inspectedPage', more: s[A] === 1, entries: answer as WireEntry[] }
     default:
       throw new Error(`wire: unknown server message type ${s[TYPE]} from the codec`)
   }
@@ -205,5 +218,7 @@ export function encodeServer(id: number, m: ServerMessage): Uint8Array {
       return encodeWelcome(id, m.maxFrame, m.connectionLimit)
     case 'inspected':
       return encodeInspected(id, m.entries)
+    case 'inspectedPage':
+      return encodeInspectedPage(id, m.more, m.entries)
   }
 }

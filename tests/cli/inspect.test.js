@@ -4,6 +4,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { connect } from 'holdfast'
 import { fileAppears, run, serve, start, tempDir } from './helpers.js'
 
 test('inspect shows a held key with its fence and age, as a table and as JSON', async t => {
@@ -59,4 +60,20 @@ test('#13 inspect escapes C1 controls and bidi overrides in keys, in the table a
   assert.equal(json.code, 0, json.stderr)
   assert.doesNotMatch(json.stdout, raw, 'no control or bidi character printed raw')
   assert.equal(JSON.parse(json.stdout)[0].key, key, 'the JSON still means the same key')
+})
+
+test('#13 item 6: inspect lists every key of an inspection larger than a frame (17,000 busy keys of 1 KiB), page by page', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  // Two connections (10,000 holds each at most) hold 17,000 keys of 1 KiB: 17 MiB to list.
+  const holders = await Promise.all([0, 1].map(() => connect(server.url, { token: server.token() })))
+  t.after(() => Promise.all(holders.map(h => h.close())))
+  const keyOf = i => `${i}-`.padEnd(1024, 'k')
+  await Promise.all(Array.from({ length: 17_000 }, (_, i) => holders[i % 2].lock('big', { ttl: '1h' }).acquire(keyOf(i))))
+  const r = await run(['inspect', server.url, '--json', '--token-file', server.tokenFile])
+  assert.equal(r.code, 0, r.stderr)
+  const entries = JSON.parse(r.stdout)
+  assert.equal(entries.length, 17_000)
+  assert.equal(new Set(entries.map(e => e.key)).size, 17_000, 'each key once')
+  assert.ok(entries.every(e => e.name === 'big' && e.key.length === 1024 && e.holders.length === 1))
 })

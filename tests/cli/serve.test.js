@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { connect, LimitError } from 'holdfast'
 import { BIN, fileAppears, run, serve, start, tempDir, until } from './helpers.js'
 
 function assertStopped(r) {
@@ -60,6 +61,43 @@ test('serve on a Unix socket: clients use ws+unix://PATH', async t => {
   const r = await run(['hold', server.url, 'jobs', 'x', '--token-file', server.tokenFile, '--', 'sh', '-c', 'echo fence=$HOLDFAST_FENCE'])
   assert.equal(r.code, 0, r.stderr)
   assert.match(r.stdout, /^fence=\d+$/m)
+})
+
+test('#13 item 7: serve --socket makes the socket 0600 (only its owner may connect); --socket-mode 660 lets its group in', async t => {
+  const dir = tempDir()
+  const own = await serve({ args: ['--socket', join(dir, 'own.sock')] })
+  t.after(() => own.stop())
+  assert.equal(statSync(join(dir, 'own.sock')).mode & 0o777, 0o600)
+  const group = await serve({ args: ['--socket', join(dir, 'group.sock'), '--socket-mode', '660'] })
+  t.after(() => group.stop())
+  assert.equal(statSync(join(dir, 'group.sock')).mode & 0o777, 0o660)
+  const r = await run(['hold', group.url, 'jobs', 'x', '--token-file', group.tokenFile, '--', 'true'])
+  assert.equal(r.code, 0, r.stderr)
+  for (const [args, message] of [
+    [['--port', '0', '--socket-mode', '600'], /--socket-mode is the mode of a Unix socket: give --socket too/],
+    [['--socket', join(dir, 'bad.sock'), '--socket-mode', 'rw'], /--socket-mode "rw" must be a mode in octal/],
+    [['--socket', join(dir, 'bad.sock'), '--socket-mode', '999'], /--socket-mode "999" must be a mode in octal/],
+  ]) {
+    const bad = await run(['serve', '--dir', join(tempDir(), 'store'), ...args])
+    assert.equal(bad.code, 2, JSON.stringify(bad))
+    assert.match(bad.stderr, message)
+  }
+})
+
+test('#13 item 4: serve --max-holds bounds the leases and waiting holds over connections in the whole store: one more is refused (LimitError naming maxHolds)', async t => {
+  const server = await serve({ args: ['--port', '0', '--max-holds', '2'] })
+  t.after(() => server.stop())
+  const remote = await connect(server.url, { token: server.token() })
+  t.after(() => remote.close())
+  const lock = remote.lock('jobs', { ttl: '1h' })
+  const a = await lock.acquire('a')
+  await lock.acquire('b')
+  await assert.rejects(lock.acquire('c'), e => e instanceof LimitError && /2 leases and waiting holds .*maxHolds/.test(e.message))
+  await a.release()
+  await (await lock.acquire('c')).release()
+  const bad = await run(['serve', '--dir', join(tempDir(), 'store'), '--port', '0', '--max-holds', '0'])
+  assert.equal(bad.code, 2)
+  assert.match(bad.stderr, /--max-holds "0" must be a whole number, 1 or more/)
 })
 
 test('serve takes over a Unix socket left by a server that died', async () => {

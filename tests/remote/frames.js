@@ -4,8 +4,8 @@
 // is 16 raw bytes; every frame starts with version (1), type, and a u32 correlation id.
 import { randomBytes } from 'node:crypto'
 
-export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07 }
-const SERVER = { 0x81: 'welcome', 0x82: 'granted', 0x83: 'busy', 0x84: 'renewed', 0x85: 'done', 0x86: 'error', 0x87: 'inspected', 0x88: 'lost' }
+export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07, inspectPage: 0x08 }
+const SERVER = { 0x81: 'welcome', 0x82: 'granted', 0x83: 'busy', 0x84: 'renewed', 0x85: 'done', 0x86: 'error', 0x87: 'inspected', 0x88: 'lost', 0x89: 'inspectedPage' }
 const CODES = [undefined, 'in_use', 'lost', 'closed', 'invalid', 'limit', 'cancelled', 'storage', 'permission', 'protocol']
 
 class Writer {
@@ -33,6 +33,7 @@ export const encode = {
   release: (id, lease) => header(CLIENT.release, id).id(lease).bytes(),
   cancel: (id, request) => header(CLIENT.cancel, id).id(request).bytes(),
   inspect: id => header(CLIENT.inspect, id).bytes(),
+  inspectPage: (id, { semaphore = false, name = '', key = '' } = {}) => header(CLIENT.inspectPage, id).u8(semaphore ? 1 : 0).str(name).str(key).bytes(),
   goodbye: id => header(CLIENT.goodbye, id).bytes(),
 }
 
@@ -51,7 +52,7 @@ export function decodeServer(buf) {
   }
   if (u8() !== 1) throw new Error('not version 1')
   const type = SERVER[u8()]
-  const frame = { id: u32(), type }
+  const frame = { id: u32(), type, bytes: b.length }
   switch (type) {
     case 'welcome': frame.maxFrame = u32(); frame.connectionLimit = u32(); break
     case 'granted': frame.request = id(); frame.lease = id(); frame.fence = u64(); frame.ttl = u32(); frame.revokeIn = u64(); break
@@ -59,8 +60,16 @@ export function decodeServer(buf) {
     case 'error': frame.code = CODES[u8()]; frame.message = str(); break
     case 'lost': frame.lease = id(); frame.code = CODES[u8()]; break
     case 'inspected': frame.count = u32(); break
+    case 'inspectedPage': frame.more = u8() === 1; frame.count = u32(); break
   }
   return frame
+}
+
+/** A client's WebSocket frame of `payload`, masked with a zero key (which RFC 6455 lets a test choose). */
+export function masked(payload) {
+  const len = payload.length
+  const head = len > 125 ? Buffer.from([0x82, 0x80 | 126, len >> 8, len & 0xff, 0, 0, 0, 0]) : Buffer.from([0x82, 0x80 | len, 0, 0, 0, 0])
+  return Buffer.concat([head, payload])
 }
 
 /**

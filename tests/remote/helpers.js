@@ -9,8 +9,10 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import v8 from 'node:v8'
 import vm from 'node:vm'
+import assert from 'node:assert/strict'
 import WebSocket from 'ws'
-import { decodeServer } from './frames.js'
+import net from 'node:net'
+import { decodeServer, encode, masked } from './frames.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -236,4 +238,62 @@ export function fullGc() {
   }
   collect()
   collect()
+}
+
+/**
+ * A client that never reads: a raw TCP connection that upgrades to WebSocket (by hand, over
+ * `node:net`), sends `frames` (protocol frames, masked here), and then leaves everything the server
+ * sends unread. `closed` resolves when the connection ended and the client read to its end (a socket
+ * that does not read does not see its end: `socket.resume()` first).
+ */
+export async function stallingClient(url, frames) {
+  const { port, hostname } = new URL(url)
+  const s = net.connect(Number(port), hostname)
+  s.on('error', () => {})
+  const closed = new Promise(resolve => s.once('close', resolve))
+  await new Promise(resolve => s.once('connect', resolve))
+  s.write(`GET / HTTP/1.1\r\nHost: ${hostname}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${Buffer.alloc(16, 7).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`)
+  // Read up to the end of the upgrade's answer only, then stop reading for good.
+  await new Promise((resolve, reject) => {
+    let head = ''
+    const onData = chunk => {
+      head += chunk.toString('latin1')
+      if (!head.includes('\r\n\r\n')) return
+      s.off('data', onData)
+      s.pause()
+      if (!head.startsWith('HTTP/1.1 101')) reject(new Error(`no upgrade: ${head.split('\r\n')[0]}`))
+      else resolve()
+    }
+    s.on('data', onData)
+  })
+  s.write(Buffer.concat(frames.map(masked)))
+  return { socket: s, closed, close: () => s.destroy() }
+}
+
+/** A process holding a lease (ttl 3 s: the flood of 10,000 holds may keep a loaded server busy for
+ * most of a second) for the whole test; `check()` asserts it still holds it. */
+export async function bystander(own, server) {
+  const agent = await startAgent(own, 'bystander', RUNTIMES.bun, server.url)
+  await ask(agent, { id: 'b', lock: 'bystander', key: 'b', ttl: 3000 })
+  const { fence } = await agent.next({ ev: 'granted', id: 'b' })
+  return {
+    async check() {
+      assert.ok(!agent.saw({ ev: 'lost' }), 'the bystander lost its lease: the server stopped serving it')
+      const s = await serverInspect(server)
+      assert.deepEqual(entryOf(s, 'bystander', 'b')?.holders.map(h => h.fence), [fence])
+      assert.equal(server.exit, undefined, 'the server is up')
+      // And it can still hold another key.
+      await ask(agent, { id: 'again', lock: 'bystander', key: 'again', ttl: 1000 })
+      await agent.next({ ev: 'granted', id: 'again' })
+      agent.send({ op: 'release', id: 'again' })
+    },
+  }
+}
+
+/** A raw connection that said hello with the right token. */
+export async function authed(url) {
+  const raw = await rawClient(url)
+  raw.send(encode.hello(1, TOKEN))
+  assert.equal((await raw.answer(1)).type, 'welcome')
+  return raw
 }

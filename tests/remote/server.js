@@ -1,10 +1,17 @@
 // A store's server in its own process, for the remote tests: `RUNTIME server.js '<json options>'`.
-// Options: { dir (fileStorage; else memoryStorage), port, host, path, token, maxConnections,
-// connectionLimit }. Prints one JSON line `{ "ev": "listening", "url", "pid" }` when it listens, then
-// answers commands on stdin (one JSON object a line):
+// Options: { dir (fileStorage; else memoryStorage), and any of serve()'s: port, host, path, socketMode,
+// token, maxConnections, maxUnauthenticated, helloTimeout, maxBuffered, connectionLimit, maxHolds }.
+// Prints one JSON line `{ "ev": "listening", "url", "pid" }` when it listens, then answers commands on
+// stdin (one JSON object a line):
 //   { "op": "inspect" }      -> { "ev": "inspected", "entries": store.inspect(), "connections" }
 //   { "op": "footprint", "gc": bool } -> { "ev": "footprint", "footprint": store._footprint(), "rss",
 //                               "heap", "wasm" } (bytes), after a full garbage collection if `gc`
+//   { "op": "count" }        -> { "ev": "counted", "busy": store.inspect().length, "connections", "rss" }
+//   { "op": "gc" }           -> a full garbage collection, where the runtime lets it (--expose-gc);
+//                               { "ev": "gced" }
+//   { "op": "fill", "lock", "count", "keyBytes" }
+//                            -> holds `count` keys of `keyBytes` bytes of the lock here (never let go);
+//                               { "ev": "filled", "count" }
 //   { "op": "close" }        -> closes the store (which answers its remote waiters and holders), then
 //                               the server; prints { "ev": "closed" } and exits
 // SIGTERM closes cleanly too. Every line it prints carries `t` (Date.now()).
@@ -17,9 +24,16 @@ const say = event => process.stdout.write(JSON.stringify({ ...event, t: Date.now
 
 const store = await openStore({ storage: o.dir ? fileStorage(o.dir) : memoryStorage() })
 const options = { token: o.token }
-for (const k of ['port', 'host', 'path', 'maxConnections', 'connectionLimit']) if (o[k] !== undefined) options[k] = o[k]
+const passed = ['port', 'host', 'path', 'socketMode', 'maxConnections', 'maxUnauthenticated', 'helloTimeout', 'maxBuffered', 'connectionLimit', 'maxHolds']
+for (const k of passed) if (o[k] !== undefined) options[k] = o[k]
 const server = await store.serve(options)
 say({ ev: 'listening', url: server.url, pid: process.pid })
+
+async function fill({ lock, count, keyBytes }) {
+  const handle = store.lock(lock)
+  for (let i = 0; i < count; i++) await handle.acquire(`${i}-`.padEnd(keyBytes, 'k'), { wait: 0 })
+  say({ ev: 'filled', count })
+}
 
 async function close() {
   await store.close()
@@ -36,6 +50,11 @@ createInterface({ input: process.stdin }).on('line', line => {
     if (cmd.gc) fullGc()
     const { rss, heapUsed } = process.memoryUsage()
     say({ ev: 'footprint', footprint: store._footprint(), rss, heap: heapUsed, wasm: store._memoryBytes() })
+  } else if (cmd.op === 'count') say({ ev: 'counted', busy: store.inspect().length, connections: server.connections, rss: process.memoryUsage().rss })
+  else if (cmd.op === 'fill') void fill(cmd)
+  else if (cmd.op === 'gc') {
+    fullGc()
+    say({ ev: 'gced' })
   }
   else if (cmd.op === 'close') void close()
 })

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto'
 import net from 'node:net'
 import { connect, openStore, memoryStorage } from 'holdfast'
 import { TOKEN } from './helpers.js'
-import { CLIENT, decodeServer, encode, wsStream } from './frames.js'
+import { CLIENT, decodeServer, encode, masked, wsStream } from './frames.js'
 
 delete process.env.HOLDFAST_TOKEN
 
@@ -80,12 +80,7 @@ test('protocol: a server answers each frame with one final binary WebSocket mess
     await new Promise(resolve => s.once('connect', resolve))
     s.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${Buffer.alloc(16, 7).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`)
     s.on('data', wsStream(f => answers.push(f)))
-    // A client's frames, masked (with a zero key, which RFC 6455 allows a test to choose), all in one write.
-    const masked = payload => {
-      const len = payload.length
-      const head = len > 125 ? Buffer.from([0x82, 0x80 | 126, len >> 8, len & 0xff, 0, 0, 0, 0]) : Buffer.from([0x82, 0x80 | len, 0, 0, 0, 0])
-      return Buffer.concat([head, payload])
-    }
+    // A client's frames, masked, all in one write.
     // 300 holds on keys of 100 bytes, then an inspect (its answer lists them all: over 16 KiB, more than
     // the transport batches itself, so `ws` sends it), then one more hold: all read in one turn, whose
     // answers must leave in this order, the large one between the small ones.

@@ -48,6 +48,7 @@ pub mod kind {
     pub const CANCEL: f64 = 5.0;
     pub const INSPECT: f64 = 6.0;
     pub const GOODBYE: f64 = 7.0;
+    pub const INSPECT_PAGE: f64 = 8.0;
     pub const WELCOME: f64 = 11.0;
     pub const GRANTED: f64 = 12.0;
     pub const BUSY: f64 = 13.0;
@@ -56,6 +57,7 @@ pub mod kind {
     pub const ERROR: f64 = 16.0;
     pub const INSPECTED: f64 = 17.0;
     pub const LOST: f64 = 18.0;
+    pub const INSPECTED_PAGE: f64 = 19.0;
 }
 
 /// The scratch slots. wasm here is single-threaded, and JavaScript reads them right after the call
@@ -146,7 +148,8 @@ fn ms(value: f64) -> u64 {
 /// - hold: A semaphore (0/1), B limit, C ttl, D maxHold (0 none), E wait (-1 none);
 ///   text = name + key + request, CUT1 = end of name, CUT2 = end of key;
 /// - renew, release: text = lease; cancel: text = request;
-/// - inspect, goodbye: text = "".
+/// - inspect, goodbye: text = "";
+/// - inspect page: A semaphore (0/1); text = name + key, CUT1 = end of name.
 #[wasm_bindgen(js_name = decodeClient)]
 pub fn decode_client(bytes: &[u8]) -> Result<String, JsValue> {
     let (id, message) = wire::decode_client(bytes).map_err(protocol_error)?;
@@ -206,6 +209,15 @@ pub fn decode_client(bytes: &[u8]) -> Result<String, JsValue> {
             put(kind::GOODBYE, id, &[]);
             String::new()
         }
+        ClientMessage::InspectPage {
+            semaphore,
+            name,
+            key,
+        } => {
+            put(kind::INSPECT_PAGE, id, &[semaphore as u8 as f64]);
+            cuts(utf16_len(name), 0);
+            [name, key].concat()
+        }
     })
 }
 
@@ -264,6 +276,19 @@ pub fn encode_inspect(id: u32) -> Vec<u8> {
     wire::encode_client(id, &ClientMessage::Inspect)
 }
 
+/// The page after the key named (`name` empty: the first page).
+#[wasm_bindgen(js_name = encodeInspectPage)]
+pub fn encode_inspect_page(id: u32, semaphore: bool, name: &str, key: &str) -> Vec<u8> {
+    wire::encode_client(
+        id,
+        &ClientMessage::InspectPage {
+            semaphore,
+            name,
+            key,
+        },
+    )
+}
+
 #[wasm_bindgen(js_name = encodeGoodbye)]
 pub fn encode_goodbye(id: u32) -> Vec<u8> {
     wire::encode_client(id, &ClientMessage::Goodbye)
@@ -290,14 +315,15 @@ struct JsHolder {
 }
 
 /// Decodes a frame a server sent. Throws a `protocol` error for a bad frame. Answers `text`, or for
-/// `inspected` the array of entries `{ kind, name, key, holders: [{ fence, heldMs }], waiting }`; the
-/// slots hold, by type:
+/// `inspected` and `inspected page` the array of entries `{ kind, name, key, holders: [{ fence,
+/// heldMs }], waiting }`; the slots hold, by type:
 /// - welcome: A maxFrame, B connectionLimit;
 /// - granted: A fence, B ttl, C revokeIn; text = request + lease (32 hex digits each);
 /// - busy, done: nothing;
 /// - renewed: A ttl, B revokeIn;
 /// - error: text = code + message, CUT1 = end of code;
-/// - lost: text = code + lease, CUT1 = end of code.
+/// - lost: text = code + lease, CUT1 = end of code;
+/// - inspected page: A more (0/1).
 #[wasm_bindgen(js_name = decodeServer)]
 pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
     let (id, message) = wire::decode_server(bytes).map_err(protocol_error)?;
@@ -354,29 +380,58 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
         }
         ServerMessage::Inspected { entries } => {
             put(kind::INSPECTED, id, &[]);
-            let entries: Vec<JsEntry> = entries
-                .into_iter()
-                .map(|e| JsEntry {
-                    kind: if e.semaphore { "semaphore" } else { "lock" }.into(),
-                    name: e.name,
-                    key: e.key,
-                    holders: e
-                        .holders
-                        .into_iter()
-                        .map(|(f, h)| JsHolder {
-                            fence: f as f64,
-                            held_ms: h as f64,
-                        })
-                        .collect(),
-                    waiting: e.waiting,
-                })
-                .collect();
-            return entries
-                .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-                .map_err(|e| js_error("invalid", &e.to_string(), None));
+            return entries_to_js(entries);
+        }
+        ServerMessage::InspectedPage { more, entries } => {
+            put(kind::INSPECTED_PAGE, id, &[more as u8 as f64]);
+            return entries_to_js(entries);
         }
     };
     Ok(JsValue::from_str(&text))
+}
+
+/// An inspection's entries as JavaScript objects.
+fn entries_to_js(entries: Vec<InspectEntry>) -> Result<JsValue, JsValue> {
+    let entries: Vec<JsEntry> = entries
+        .into_iter()
+        .map(|e| JsEntry {
+            kind: if e.semaphore { "semaphore" } else { "lock" }.into(),
+            name: e.name,
+            key: e.key,
+            holders: e
+                .holders
+                .into_iter()
+                .map(|(f, h)| JsHolder {
+                    fence: f as f64,
+                    held_ms: h as f64,
+                })
+                .collect(),
+            waiting: e.waiting,
+        })
+        .collect();
+    entries
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| js_error("invalid", &e.to_string(), None))
+}
+
+/// JavaScript's entries (as `decodeServer` answers them) for the codec.
+fn entries_from_js(entries: JsValue) -> Result<Vec<InspectEntry>, JsValue> {
+    let entries: Vec<JsEntry> = serde_wasm_bindgen::from_value(entries)
+        .map_err(|e| js_error("invalid", &format!("inspected entries: {e}"), None))?;
+    Ok(entries
+        .into_iter()
+        .map(|e| InspectEntry {
+            semaphore: e.kind == "semaphore",
+            name: e.name,
+            key: e.key,
+            holders: e
+                .holders
+                .into_iter()
+                .map(|h| (h.fence as u64, h.held_ms as u64))
+                .collect(),
+            waiting: e.waiting,
+        })
+        .collect())
 }
 
 #[wasm_bindgen(js_name = encodeWelcome)]
@@ -447,24 +502,19 @@ pub fn encode_lost(lease: &str, code: &str) -> Result<Vec<u8>, JsValue> {
 /// `entries` as `decodeServer` answers them.
 #[wasm_bindgen(js_name = encodeInspected)]
 pub fn encode_inspected(id: u32, entries: JsValue) -> Result<Vec<u8>, JsValue> {
-    let entries: Vec<JsEntry> = serde_wasm_bindgen::from_value(entries)
-        .map_err(|e| js_error("invalid", &format!("inspected entries: {e}"), None))?;
-    let entries = entries
-        .into_iter()
-        .map(|e| InspectEntry {
-            semaphore: e.kind == "semaphore",
-            name: e.name,
-            key: e.key,
-            holders: e
-                .holders
-                .into_iter()
-                .map(|h| (h.fence as u64, h.held_ms as u64))
-                .collect(),
-            waiting: e.waiting,
-        })
-        .collect();
+    let entries = entries_from_js(entries)?;
     Ok(wire::encode_server(
         id,
         &ServerMessage::Inspected { entries },
+    ))
+}
+
+/// A page of an inspection: `entries` as `decodeServer` answers them; `more`: keys follow its last.
+#[wasm_bindgen(js_name = encodeInspectedPage)]
+pub fn encode_inspected_page(id: u32, more: bool, entries: JsValue) -> Result<Vec<u8>, JsValue> {
+    let entries = entries_from_js(entries)?;
+    Ok(wire::encode_server(
+        id,
+        &ServerMessage::InspectedPage { more, entries },
     ))
 }

@@ -126,6 +126,7 @@ const RELEASE: u8 = 0x04;
 const CANCEL: u8 = 0x05;
 const INSPECT: u8 = 0x06;
 const GOODBYE: u8 = 0x07;
+const INSPECT_PAGE: u8 = 0x08;
 
 const WELCOME: u8 = 0x81;
 const GRANTED: u8 = 0x82;
@@ -135,6 +136,7 @@ const DONE: u8 = 0x85;
 const ERROR: u8 = 0x86;
 const INSPECTED: u8 = 0x87;
 const LOST: u8 = 0x88;
+const INSPECTED_PAGE: u8 = 0x89;
 
 /// Decodes a frame a client sent: `(id, message)`.
 pub fn decode_client(bytes: &[u8]) -> Result<(u32, ClientMessage<'_>), WireError> {
@@ -165,6 +167,11 @@ pub fn decode_client(bytes: &[u8]) -> Result<(u32, ClientMessage<'_>), WireError
         },
         INSPECT => ClientMessage::Inspect,
         GOODBYE => ClientMessage::Goodbye,
+        INSPECT_PAGE => ClientMessage::InspectPage {
+            semaphore: r.bool("kind")?,
+            name: r.str("name", MAX_NAME_WIRE)?,
+            key: r.str("key", MAX_KEY)?,
+        },
         other => return Err(bad(format!("unknown client message type {other:#04x}"))),
     };
     r.end()?;
@@ -199,30 +206,13 @@ pub fn decode_server(bytes: &[u8]) -> Result<(u32, ServerMessage), WireError> {
                 message: r.str("message", MAX_TEXT)?.to_owned(),
             }
         }
-        INSPECTED => {
-            // Each entry is at least kind + two strings + two counts.
-            let n = r.count("entries", 1 + 2 + 2 + 4 + 4)?;
-            let mut entries = Vec::with_capacity(n);
-            for _ in 0..n {
-                let semaphore = r.bool("kind")?;
-                let name = r.str("name", MAX_NAME_WIRE)?.to_owned();
-                let key = r.str("key", MAX_KEY)?.to_owned();
-                let h = r.count("holders", 16)?;
-                let mut holders = Vec::with_capacity(h);
-                for _ in 0..h {
-                    holders.push((r.u64("fence")?, r.u64("heldMs")?));
-                }
-                let waiting = r.u32("waiting")?;
-                entries.push(InspectEntry {
-                    semaphore,
-                    name,
-                    key,
-                    holders,
-                    waiting,
-                });
-            }
-            ServerMessage::Inspected { entries }
-        }
+        INSPECTED => ServerMessage::Inspected {
+            entries: read_entries(&mut r)?,
+        },
+        INSPECTED_PAGE => ServerMessage::InspectedPage {
+            more: r.bool("more")?,
+            entries: read_entries(&mut r)?,
+        },
         LOST => {
             let lease = r.id("lease")?;
             let code = r.u8("code")?;
@@ -235,6 +225,32 @@ pub fn decode_server(bytes: &[u8]) -> Result<(u32, ServerMessage), WireError> {
     };
     r.end()?;
     Ok((id, message))
+}
+
+/// The busy keys of an inspection (or of one page of it).
+fn read_entries(r: &mut Reader<'_>) -> Result<Vec<InspectEntry>, WireError> {
+    // Each entry is at least kind + two strings + two counts.
+    let n = r.count("entries", 1 + 2 + 2 + 4 + 4)?;
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n {
+        let semaphore = r.bool("kind")?;
+        let name = r.str("name", MAX_NAME_WIRE)?.to_owned();
+        let key = r.str("key", MAX_KEY)?.to_owned();
+        let h = r.count("holders", 16)?;
+        let mut holders = Vec::with_capacity(h);
+        for _ in 0..h {
+            holders.push((r.u64("fence")?, r.u64("heldMs")?));
+        }
+        let waiting = r.u32("waiting")?;
+        entries.push(InspectEntry {
+            semaphore,
+            name,
+            key,
+            holders,
+            waiting,
+        });
+    }
+    Ok(entries)
 }
 
 /// Builds a frame.
@@ -262,6 +278,20 @@ impl Writer {
     }
     fn id(&mut self, v: u128) -> &mut Self {
         self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn entries(&mut self, entries: &[InspectEntry]) -> &mut Self {
+        self.u32(entries.len() as u32);
+        for e in entries {
+            self.u8(e.semaphore as u8)
+                .str(&e.name)
+                .str(&e.key)
+                .u32(e.holders.len() as u32);
+            for &(fence, held) in &e.holders {
+                self.u64(fence).u64(held);
+            }
+            self.u32(e.waiting);
+        }
         self
     }
     /// Writes a string, cut at a character boundary to fit a `u16` length (longer is never valid).
@@ -322,6 +352,15 @@ pub fn encode_client(id: u32, message: &ClientMessage<'_>) -> Vec<u8> {
         }
         ClientMessage::Inspect => Writer::new(INSPECT, id),
         ClientMessage::Goodbye => Writer::new(GOODBYE, id),
+        ClientMessage::InspectPage {
+            semaphore,
+            name,
+            key,
+        } => {
+            let mut w = Writer::new(INSPECT_PAGE, id);
+            w.u8(semaphore as u8).str(name).str(key);
+            w
+        }
     };
     w.0
 }
@@ -370,17 +409,12 @@ pub fn encode_server(id: u32, message: &ServerMessage) -> Vec<u8> {
         }
         ServerMessage::Inspected { entries } => {
             let mut w = Writer::new(INSPECTED, id);
-            w.u32(entries.len() as u32);
-            for e in entries {
-                w.u8(e.semaphore as u8)
-                    .str(&e.name)
-                    .str(&e.key)
-                    .u32(e.holders.len() as u32);
-                for &(fence, held) in &e.holders {
-                    w.u64(fence).u64(held);
-                }
-                w.u32(e.waiting);
-            }
+            w.entries(entries);
+            w
+        }
+        ServerMessage::InspectedPage { more, entries } => {
+            let mut w = Writer::new(INSPECTED_PAGE, id);
+            w.u8(*more as u8).entries(entries);
             w
         }
         ServerMessage::Lost { lease, code } => {
@@ -422,6 +456,16 @@ mod tests {
             ClientMessage::Cancel { request: 9 },
             ClientMessage::Inspect,
             ClientMessage::Goodbye,
+            ClientMessage::InspectPage {
+                semaphore: false,
+                name: "",
+                key: "",
+            },
+            ClientMessage::InspectPage {
+                semaphore: true,
+                name: "uploads",
+                key: "user-42 🔒",
+            },
         ];
         for (i, m) in clients.iter().enumerate() {
             let bytes = encode_client(i as u32, m);
@@ -461,6 +505,20 @@ mod tests {
             ServerMessage::Lost {
                 lease: 3,
                 code: ErrorCode::Lost,
+            },
+            ServerMessage::InspectedPage {
+                more: true,
+                entries: vec![InspectEntry {
+                    semaphore: true,
+                    name: "uploads".into(),
+                    key: "user-42".into(),
+                    holders: vec![(5, 10), (6, 0)],
+                    waiting: 0,
+                }],
+            },
+            ServerMessage::InspectedPage {
+                more: false,
+                entries: vec![],
             },
         ];
         for (i, m) in servers.iter().enumerate() {

@@ -1,7 +1,14 @@
 //! The messages of protocol version 1 and their bounds.
+//!
+//! Revision 2 of version 1 added paged inspection (`InspectPage`, `InspectedPage`): new message types,
+//! none changed, so the version byte stays 1. A client asks for pages only after a server answered a
+//! whole `Inspect` with a `limit` error (which a revision 1 server never does), so that either side may
+//! be older than the other (see `crate/PROTOCOL.md`).
 
 /// The protocol version this build speaks; the first byte of every frame.
 pub const VERSION: u8 = 1;
+/// The revision of version 1 this build speaks (new message types only; see the module docs).
+pub const REVISION: u32 = 2;
 /// Version, type, and the correlation id.
 pub const HEADER: usize = 6;
 /// The largest frame a server accepts (64 KiB).
@@ -47,6 +54,13 @@ pub enum ClientMessage<'a> {
         request: u128,
     },
     Inspect,
+    /// Asks for the next page of an inspection: the busy keys after the one named (in the server's
+    /// order of kind, name and key), or from the first when `name` is empty. (Revision 2.)
+    InspectPage {
+        semaphore: bool,
+        name: &'a str,
+        key: &'a str,
+    },
     /// The client closes cleanly: its leases are released at once.
     Goodbye,
 }
@@ -140,6 +154,12 @@ pub enum ServerMessage {
     Error { code: ErrorCode, message: String },
     /// The busy keys.
     Inspected { entries: Vec<InspectEntry> },
+    /// A page of the busy keys, in the server's order; `more`: there are keys after its last one.
+    /// (Revision 2.)
+    InspectedPage {
+        more: bool,
+        entries: Vec<InspectEntry>,
+    },
     /// Unsolicited: a lease was lost (revoked at maxHold, past its ttl, or the store closed).
     Lost { lease: u128, code: ErrorCode },
 }

@@ -14,5 +14,5 @@ mod message;
 pub use codec::{decode_client, decode_server, encode_client, encode_server, WireError};
 pub use message::{
     ClientMessage, ErrorCode, InspectEntry, ServerMessage, HEADER, MAX_CLIENT_FRAME, MAX_KEY,
-    MAX_NAME_WIRE, MAX_SERVER_FRAME, MAX_TOKEN, VERSION,
+    MAX_NAME_WIRE, MAX_SERVER_FRAME, MAX_TOKEN, REVISION, VERSION,
 };

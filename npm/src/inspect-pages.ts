@@ -1,0 +1,74 @@
+/**
+ * An inspection over a connection, bounded in size: the server never builds a frame larger than
+ * `maxAnswer` bytes of entries (at most `MAX_ANSWER`, far below the 16 MiB a client accepts) — larger
+ * inspections go page by page (protocol revision 2, `crate/PROTOCOL.md`).
+ *
+ * Invariants:
+ * - Pages come in one order, by kind (locks first), name and key, and a page is asked for after the
+ *   last entry of the one before: the server keeps nothing between pages. A key busy throughout an
+ *   inspection is in exactly one page; a key that became busy or idle meanwhile may be in it or not;
+ *   each entry is as it was when its page was read.
+ * - A page holds at least one entry, however large (a semaphore with many holders), so that an
+ *   inspection always moves on.
+ * - Sizes are counted exactly as the codec writes them (`crate/engine/src/wire/codec.rs`).
+ */
+
+import { utf8Length } from './key.js'
+import type { WireEntry } from './wire.js'
+
+/** The largest inspection answer (or page) a server sends, in bytes. */
+export const MAX_ANSWER = 4 * 1024 * 1024
+
+/** The frame header and the entries' count (a page's `more` flag is one byte more). */
+const FRAME_OVERHEAD = 6 + 4 + 1
+
+/** Where a page starts: after this entry (`name` empty: from the first). */
+export interface PageCursor {
+  kind: 'lock' | 'semaphore'
+  name: string
+  key: string
+}
+
+const NOT_ASCII = /[^\0-\x7f]/
+
+/** UTF-8 bytes of `text`; most keys are ASCII, which a regular expression tells faster than a count. */
+function bytesOf(text: string): number {
+  return NOT_ASCII.test(text) ? utf8Length(text) : text.length
+}
+
+/** The bytes of one entry on the wire: kind, name, key, holders (fence and heldMs), waiting. */
+export function entrySize(e: WireEntry): number {
+  // A name is ASCII (its pattern): its length is its bytes.
+  return 1 + 2 + e.name.length + 2 + bytesOf(e.key) + 4 + 16 * e.holders.length + 4
+}
+
+/** The bytes of an answer that lists every entry in one frame. */
+export function answerSize(entries: readonly WireEntry[]): number {
+  let size = FRAME_OVERHEAD
+  for (const e of entries) size += entrySize(e)
+  return size
+}
+
+function order(a: PageCursor, b: PageCursor): number {
+  if (a.kind !== b.kind) return a.kind === 'lock' ? -1 : 1
+  if (a.name !== b.name) return a.name < b.name ? -1 : 1
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0
+}
+
+/** The page of `entries` after `cursor` that fits in `budget` bytes (at least one entry), and whether more follow. */
+export function pageAfter(entries: readonly WireEntry[], cursor: PageCursor, budget: number): { entries: WireEntry[]; more: boolean } {
+  const rest = cursor.name === '' ? entries.slice() : entries.filter(e => order(e, cursor) > 0)
+  rest.sort(order)
+  let size = FRAME_OVERHEAD
+  let n = 0
+  for (; n < rest.length; n++) {
+    size += entrySize(rest[n]!)
+    if (size > budget && n > 0) break
+  }
+  return { entries: rest.slice(0, n), more: n < rest.length }
+}
+
+/** `bytes` for a message: `17.3 MiB`, `612 KiB`. */
+export function sizeText(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${(bytes / (1024 * 1024)).toFixed(1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`
+}
