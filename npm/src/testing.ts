@@ -12,7 +12,7 @@
  * holdfast runs on (see `LONGEST_TIMER` in clock.ts): code that sets one spins here as it would there.
  */
 
-import { LONGEST_TIMER, type Clock } from './clock.js'
+import { LONGEST_TIMER, type Clock } from './util/clock.js'
 
 export interface ManualClock extends Clock {
   /** Moves time forward by `ms`, running each timer that falls due, earliest first. */

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { toMs } from '../src/duration.js'
+import { toMs } from '../src/util/duration.js'
 import { InvalidError } from '../src/errors.js'
 
 test('a number is milliseconds; Infinity only where a wait may be without limit', () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { MAX_KEY_BYTES, toKey, utf8Length } from '../src/key.js'
+import { MAX_KEY_BYTES, toKey, utf8Length } from '../src/util/key.js'
 import { InvalidError } from '../src/errors.js'
 
 test('keys are strings or safe whole numbers, spelled in decimal', () => {

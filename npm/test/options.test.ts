@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { checkOptions, checkSignal } from '../src/options.js'
+import { checkOptions, checkSignal } from '../src/util/options.js'
 import { InvalidError } from '../src/errors.js'
 
 test('unknown option names are refused by name, with the known ones listed', () => {

@@ -2,7 +2,7 @@ import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { initSync } from '../wasm/holdfast_wasm.js'
-import { decodeClient, decodeServer, encodeClient, encodeServer, type ClientMessage, type ServerMessage } from '../src/wire.js'
+import { decodeClient, decodeServer, encodeClient, encodeServer, type ClientMessage, type ServerMessage } from '../src/remote/wire.js'
 
 before(() => {
   initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })

@@ -1,6 +1,6 @@
 // Keys granted without the engine: a lock's free key, held without maxHold, is granted by the store
 // with a fence the engine lent it, and handed to the engine only when somebody else asks for it (see
-// npm/src/store.ts, # Keys granted here). Every guarantee must hold across that hand-over.
+// npm/src/store/store.ts, # Keys granted here). Every guarantee must hold across that hand-over.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ClosedError, HoldfastError, InUseError, InvalidError, LostError } from 'holdfast'

@@ -13,7 +13,7 @@ fn lock(engine: &mut Engine) -> ResourceId {
     engine.resource(Kind::Lock, "summaries", 1).unwrap()
 }
 
-/// The host's side of lending, as `npm/src/store.ts` keeps it in the shared buffer: the next fence of
+/// The host's side of lending, as `npm/src/store/store.ts` keeps it in the shared buffer: the next fence of
 /// its block and the block's end.
 #[derive(Default)]
 struct Host {

@@ -1,6 +1,6 @@
 //! The wire codec for JavaScript, flat: frames in and out as `Uint8Array`s, every field a number or a
 //! string passed as an argument, so that no JavaScript object is built or read property by property in
-//! wasm (that cost several µs a frame; see `npm/src/wire.ts`, which builds the message objects in
+//! wasm (that cost several µs a frame; see `npm/src/remote/wire.ts`, which builds the message objects in
 //! JavaScript from what this module answers).
 //!
 //! - A decode answers the message's strings joined into one (`text`), and writes its type, its
@@ -39,7 +39,7 @@ pub mod slot {
     pub const LEN: usize = 9;
 }
 
-/// Message types as the scratch slot `TYPE` gives them (the same numbers in `npm/src/wire.ts`).
+/// Message types as the scratch slot `TYPE` gives them (the same numbers in `npm/src/remote/wire.ts`).
 pub mod kind {
     pub const HELLO: f64 = 1.0;
     pub const HOLD: f64 = 2.0;

@@ -13,7 +13,7 @@
  * Shared by the workerd entry (`openStore`) and `holdfast/cloudflare` (`workerStore`).
  */
 
-import type { ContextStorage } from '../store.js'
+import type { ContextStorage } from '../handle/context.js'
 
 /** The `AsyncLocalStorage` class, as far as holdfast uses it. */
 export type AlsClass = new () => ContextStorage

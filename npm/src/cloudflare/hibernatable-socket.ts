@@ -7,7 +7,7 @@
  * already closed is not an error (its close event ends the session).
  */
 
-import type { Socket } from '../transport.js'
+import type { Socket } from '../runtime/transport.js'
 import type { HibernatableWebSocketLike } from './types.js'
 
 /** What a WebSocket client's socket keeps while the object hibernates. */

@@ -52,17 +52,18 @@
 
 import { DurableObject } from 'cloudflare:workers'
 import { openStore } from '../entry/workerd.js'
-import { RemoteRequest, type RemoteSink } from '../remote-request.js'
-import { MAX_FRAME, Protocol, Session, refuseHello } from '../protocol-session.js'
+import { RemoteRequest, type RemoteSink } from '../remote/request.js'
+import { MAX_FRAME, Protocol, Session, refuseHello } from '../remote/session.js'
 import { attachmentOf, closeQuietly, socketOf, type Attachment } from './hibernatable-socket.js'
 import { checkMaxHold } from '../../wasm/holdfast_wasm.js'
 import { HoldfastError, InvalidError, fromEngine, type ErrorCode } from '../errors.js'
-import { toKey } from '../key.js'
-import { checkOptions } from '../options.js'
-import { randomId } from '../random.js'
-import type { Clock } from '../clock.js'
-import type { Storage } from '../storage.js'
-import type { KeyInfo, Store } from '../store.js'
+import { toKey } from '../util/key.js'
+import { checkOptions } from '../util/options.js'
+import { randomId } from '../util/random.js'
+import type { Clock } from '../util/clock.js'
+import type { Storage } from '../storage/storage.js'
+import type { Store } from '../store/store.js'
+import type { KeyInfo } from '../types.js'
 import type {
   AcquireAnswer,
   AcquireOptions,

@@ -5,7 +5,7 @@
  */
 
 import { InvalidError } from '../errors.js'
-import type { Storage } from '../storage.js'
+import type { Storage } from '../storage/storage.js'
 import type { DurableObjectStorageLike } from './types.js'
 
 function unavailable(what: string): InvalidError {

@@ -30,19 +30,23 @@
  */
 
 import { CancelledError, ClosedError, InvalidError, LimitError, LostError, errorOf } from '../errors.js'
-import { toKey } from '../key.js'
-import { checkOptions } from '../options.js'
-import { Lease, type LeaseOwner } from '../lease.js'
-import { handleOptions, type LockOptions, type SemaphoreOptions } from '../lock.js'
-import { randomId } from '../random.js'
-import type { ContextStorage, Frame, Resource } from '../store.js'
+import { toKey } from '../util/key.js'
+import { checkOptions } from '../util/options.js'
+import { Lease, type LeaseOwner } from '../handle/lease.js'
+import { handleOptions } from '../handle/lock.js'
+import type { LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
+import { randomId } from '../util/random.js'
+import type { ContextStorage, Frame } from '../handle/context.js'
 import { findAsyncLocalStorage } from './context.js'
 import type { AcquireOptions, DurableObjectNamespaceLike, HoldfastObjectRpc, LeaseGrant } from './types.js'
-import { runInLease } from '../run.js'
-import { TravellingHandle } from '../handle.js'
-import { ResourceNames } from '../resource-names.js'
-import { isClock, type Clock } from '../clock.js'
-import { Renewal, type Renewed } from '../renewal.js'
+import { runInLease } from '../handle/run-in-lease.js'
+import { TravellingHandle } from '../handle/travelling.js'
+import { ResourceNames } from '../handle/resource-names.js'
+import { isClock, type Clock } from '../util/clock.js'
+import { Renewal, type Renewed } from '../remote/renewal.js'
+
+/** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
+type Resource = SharedResource<Lease>
 
 export interface WorkerStoreOptions {
   /**

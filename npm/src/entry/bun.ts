@@ -1,12 +1,12 @@
-/** The entry for Bun: as Node's (see `node-runtime.ts`), but a store serves with `Bun.serve`. */
+/** The entry for Bun: as Node's (see `runtime/node/runtime.ts`), but a store serves with `Bun.serve`. */
 
-import { nodeRuntime } from '../node-runtime.js'
-import { bunTransport } from '../transport-bun.js'
-import type { Store, StoreOptions } from '../store.js'
-import type { ConnectOptions, RemoteStore } from '../client.js'
+import { nodeRuntime } from '../runtime/node/runtime.js'
+import { bunTransport } from '../runtime/bun/transport.js'
+import type { Store, StoreOptions } from '../store/store.js'
+import type { ConnectOptions, RemoteStore } from '../remote/client.js'
 
 export * from '../api.js'
-export { fileStorage } from '../file-storage.js'
+export { fileStorage } from '../storage/file.js'
 
 const runtime = nodeRuntime(bunTransport)
 

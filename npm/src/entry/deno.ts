@@ -4,21 +4,22 @@
  * in-process API needs no permission flag with `memoryStorage()`, a callback storage or
  * `denoKvStorage(kv)`; `fileStorage(dir)` needs `--allow-read`, `--allow-write` and `--allow-net` (for
  * the Unix socket by which it holds the directory). Serving and connecting go over Deno's own server
- * and WebSocket (`transport-deno.ts`) and need `--allow-net`.
+ * and WebSocket (`runtime/deno/transport.ts`) and need `--allow-net`.
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { initSync } from '../../wasm/holdfast_wasm.js'
 import base64 from '../../wasm/holdfast_wasm_base64.js'
-import { openStoreOn, type Frame, type Platform, type Store, type StoreOptions } from '../store.js'
-import { memoryStorage } from '../storage.js'
-import { fileStorage } from '../file-storage.js'
-import { denoTransport } from '../transport-deno.js'
-import { connectOn, type ConnectOptions, type RemoteStore } from '../client.js'
+import { openStoreOn, type Platform, type Store, type StoreOptions } from '../store/store.js'
+import type { Frame } from '../handle/context.js'
+import { memoryStorage } from '../storage/storage.js'
+import { fileStorage } from '../storage/file.js'
+import { denoTransport } from '../runtime/deno/transport.js'
+import { connectOn, type ConnectOptions, type RemoteStore } from '../remote/client.js'
 
 export * from '../api.js'
 export { fileStorage }
-export { denoKvStorage, type DenoKvLike, type DenoKvAtomicLike, type DenoKvKeyPart, type DenoKvStorageOptions } from '../deno-kv-storage.js'
+export { denoKvStorage, type DenoKvLike, type DenoKvAtomicLike, type DenoKvKeyPart, type DenoKvStorageOptions } from '../storage/deno-kv.js'
 
 let memory: WebAssembly.Memory | undefined
 

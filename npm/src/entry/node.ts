@@ -1,12 +1,12 @@
-/** The entry for Node: see `node-runtime.ts`; a store serves over the `ws` package. */
+/** The entry for Node: see `runtime/node/runtime.ts`; a store serves over the `ws` package. */
 
-import { nodeRuntime } from '../node-runtime.js'
-import { wsTransport } from '../transport-ws.js'
-import type { Store, StoreOptions } from '../store.js'
-import type { ConnectOptions, RemoteStore } from '../client.js'
+import { nodeRuntime } from '../runtime/node/runtime.js'
+import { wsTransport } from '../runtime/node/transport.js'
+import type { Store, StoreOptions } from '../store/store.js'
+import type { ConnectOptions, RemoteStore } from '../remote/client.js'
 
 export * from '../api.js'
-export { fileStorage } from '../file-storage.js'
+export { fileStorage } from '../storage/file.js'
 
 const runtime = nodeRuntime(wsTransport)
 

@@ -10,8 +10,8 @@
  */
 
 import { initSync } from '../../wasm/holdfast_wasm.js'
-import { openStoreOn, type Platform, type Store, type StoreOptions } from '../store.js'
-import { memoryStorage } from '../storage.js'
+import { openStoreOn, type Platform, type Store, type StoreOptions } from '../store/store.js'
+import { memoryStorage } from '../storage/storage.js'
 import { InvalidError } from '../errors.js'
 
 export * from '../api.js'

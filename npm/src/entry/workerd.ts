@@ -13,8 +13,8 @@
 import wasm from '../../wasm/holdfast_wasm_bg.wasm'
 import { initSync } from '../../wasm/holdfast_wasm.js'
 import { findAsyncLocalStorage } from '../cloudflare/context.js'
-import { openStoreOn, type Platform, type Store, type StoreOptions } from '../store.js'
-import { memoryStorage, type Storage } from '../storage.js'
+import { openStoreOn, type Platform, type Store, type StoreOptions } from '../store/store.js'
+import { memoryStorage, type Storage } from '../storage/storage.js'
 import { StorageError } from '../errors.js'
 
 export * from '../api.js'

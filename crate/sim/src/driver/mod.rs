@@ -1,6 +1,6 @@
 //! The driver: plays the host of one engine through a run, and checks every step.
 //!
-//! It does what `npm/src/store.ts` and the wasm bindings do for a real store: it maps keys to the ids
+//! It does what `npm/src/store/store.ts` and the wasm bindings do for a real store: it maps keys to the ids
 //! the engine gives them while they are busy and forgets them at `KeyIdle`, writes the fence ceiling
 //! the engine asks for and answers how the write went, fires the timer at the next deadline, drains
 //! the events after every call, and starts a new process from what storage holds after a crash. Each
@@ -19,7 +19,7 @@
 //!   This holds for the grants the host makes itself from fences the engine lent it, which are
 //!   checked in the same sequence as the engine's.
 //! - **The host's own grants**: the host grants a free key of a lock itself, with the next fence of a
-//!   block the engine lent it (`lend_fences`), as `npm/src/store.ts` does through the wasm bindings;
+//!   block the engine lent it (`lend_fences`), as `npm/src/store/store.ts` does through the wasm bindings;
 //!   it gives back what it did not use (`reclaim_fences`) before every other engine call, as the
 //!   bindings do, and hands a key it granted over to the engine (`adopt`) when another request wants
 //!   it. A key it granted itself is never busy in the engine too, nor granted twice; the engine's
@@ -31,7 +31,7 @@
 //!   holder (checks that matter when the timer is late).
 //! - **No idle key kept**: the engine keeps exactly the model's busy keys and live requests
 //!   (`footprint`), and its own `check()` passes.
-//! - **Names forgotten** (#13 item 5): the host forgets a name as `npm/src/store.ts` does once its
+//! - **Names forgotten** (#13 item 5): the host forgets a name as `npm/src/store/store.ts` does once its
 //!   handles are gone (never while it keeps a key of it that it granted itself), and registers it
 //!   again when it is next held. The engine forgets exactly when the model has no busy key of it,
 //!   refuses otherwise, keeps exactly the names not forgotten (`footprint`), and never answers to

@@ -11,7 +11,7 @@
  * string at once, so the hot path pays almost nothing for it.
  */
 
-import { InvalidError } from './errors.js'
+import { InvalidError } from '../errors.js'
 
 export const MAX_KEY_BYTES = 1024
 

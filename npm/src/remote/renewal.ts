@@ -29,10 +29,10 @@
  * first.
  */
 
-import { clearTimer, setTimer, type Clock } from './clock.js'
-import { LostError } from './errors.js'
-import { placeOf } from './handle.js'
-import type { Lease } from './lease.js'
+import { clearTimer, setTimer, type Clock } from '../util/clock.js'
+import { LostError } from '../errors.js'
+import { placeOf } from '../handle/travelling.js'
+import type { Lease } from '../handle/lease.js'
 
 /** The answer to a renewal: its ttl, refused (the lease is lost there), or none (ask again). */
 export type Renewed = { ttl: number } | { refused: string } | undefined

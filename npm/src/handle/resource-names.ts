@@ -7,7 +7,11 @@
  * gets a new one, which nothing can confuse with the old (nothing refers to the old).
  */
 
-import type { Resource } from './store.js'
+import type { Lease } from './lease.js'
+import type { Resource as SharedResource } from '../types.js'
+
+/** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
+type Resource = SharedResource<Lease>
 
 export class ResourceNames {
   /** By `kind name`; weakly where the runtime can (strongly, as before, where it cannot). */

@@ -4,7 +4,7 @@
  * `node:https`; a reverse proxy that ends TLS works as well.
  */
 
-import { CLOSE_GRACE, withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from './transport.js'
+import { CLOSE_GRACE, withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
 import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
 type WsSocket = import('ws').WebSocket

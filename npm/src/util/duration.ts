@@ -4,7 +4,7 @@
  * be mistaken for seconds.
  */
 
-import { InvalidError } from './errors.js'
+import { InvalidError } from '../errors.js'
 
 export type Duration = number | string
 

@@ -17,20 +17,24 @@
  * `close()` says goodbye, which releases its leases at once.
  */
 
-import { checkTtl, checkMaxHold } from '../wasm/holdfast_wasm.js'
+import { checkTtl, checkMaxHold } from '../../wasm/holdfast_wasm.js'
 import { decodeServer, encodeClient, type ClientMessage, type ServerFrame as WireFrame } from './wire.js'
-import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, type ErrorCode } from './errors.js'
-import { checkOptions } from './options.js'
-import { Lease, type LeaseOwner } from './lease.js'
-import { handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
-import { clearTimer, setTimer, systemClock, type Clock } from './clock.js'
+import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, type ErrorCode } from '../errors.js'
+import { checkOptions } from '../util/options.js'
+import { Lease, type LeaseOwner } from '../handle/lease.js'
+import { handleOptions } from '../handle/lock.js'
+import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
+import { clearTimer, setTimer, systemClock, type Clock } from '../util/clock.js'
 import { Renewal, type Renewed } from './renewal.js'
-import { randomId } from './random.js'
-import { runInLease } from './run.js'
-import { TravellingHandle } from './handle.js'
-import type { ContextStorage, Frame, KeyInfo, Resource } from './store.js'
-import { ResourceNames } from './resource-names.js'
-import type { Socket, Transport } from './transport.js'
+import { randomId } from '../util/random.js'
+import { runInLease } from '../handle/run-in-lease.js'
+import { TravellingHandle } from '../handle/travelling.js'
+import type { ContextStorage, Frame } from '../handle/context.js'
+import { ResourceNames } from '../handle/resource-names.js'
+import type { Socket, Transport } from '../runtime/transport.js'
+
+/** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
+type Resource = SharedResource<Lease>
 
 export interface ConnectOptions {
   /** The server's token (else the environment variable HOLDFAST_TOKEN, where there is one). */

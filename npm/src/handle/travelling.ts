@@ -9,13 +9,15 @@
  * in-process `Lock` has its own, which takes a free key without a promise.
  */
 
-import { CancelledError, InUseError, InvalidError } from './errors.js'
-import { toMs } from './duration.js'
-import { toKey } from './key.js'
-import { checkOptions, checkSignal } from './options.js'
+import { CancelledError, InUseError, InvalidError } from '../errors.js'
+import { toMs } from '../util/duration.js'
+import { toKey } from '../util/key.js'
+import { checkOptions, checkSignal } from '../util/options.js'
 import type { Lease } from './lease.js'
-import type { HoldOptions, TryHoldOptions, TryHoldResult } from './lock.js'
-import type { Resource } from './store.js'
+import type { HoldOptions, Resource as SharedResource, TryHoldOptions, TryHoldResult } from '../types.js'
+
+/** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
+type Resource = SharedResource<Lease>
 
 type Key = string | number
 

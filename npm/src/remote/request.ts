@@ -4,7 +4,7 @@
  * (server.ts) owns the sink.
  */
 
-import type { ErrorCode } from './errors.js'
+import type { ErrorCode } from '../errors.js'
 
 /** Whom a request over a connection answers. */
 export interface RemoteSink {

@@ -55,17 +55,24 @@
  * can still answer every waiter and end every lease before it closes.
  */
 
-import { Core, openCore, checkTtl, checkMaxHold, checkName } from '../wasm/holdfast_wasm.js'
-import { RemoteRequest } from './remote-request.js'
-import { runHandedOver, runInLease } from './run.js'
-import { ClosedError, CancelledError, InUseError, InvalidError, LimitError, LostError, StorageError, fromEngine } from './errors.js'
-import { Lease, type LeaseOwner } from './lease.js'
-import { Lock, Semaphore, handleOptions, type LockOptions, type SemaphoreOptions } from './lock.js'
-import { checkOptions } from './options.js'
-import { isStorage, type Storage } from './storage.js'
-import { clearTimer, isClock, setTimer, systemClock, type Clock } from './clock.js'
-import { serveOn, type HoldfastServer, type ServeOptions, type Server } from './server.js'
-import type { Transport } from './transport.js'
+import { Core, openCore, checkTtl, checkMaxHold, checkName } from '../../wasm/holdfast_wasm.js'
+import { RemoteRequest } from '../remote/request.js'
+import { runHandedOver, runInLease } from '../handle/run-in-lease.js'
+import { ClosedError, CancelledError, InUseError, InvalidError, LimitError, LostError, StorageError, fromEngine } from '../errors.js'
+import { Lease, type LeaseOwner } from '../handle/lease.js'
+import { Lock, Semaphore, handleOptions, type LockStore } from '../handle/lock.js'
+import type { ContextStorage, Scope } from '../handle/context.js'
+import type { ServedStore } from '../remote/host.js'
+import type { KeyIds as SharedKeyIds, KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
+import { checkOptions } from '../util/options.js'
+import { isStorage, type Storage } from '../storage/storage.js'
+import { clearTimer, isClock, setTimer, systemClock, type Clock } from '../util/clock.js'
+import { serveOn, type HoldfastServer, type ServeOptions, type Server } from '../remote/server.js'
+import type { Transport } from '../runtime/transport.js'
+
+/** A resource as the store keeps it: a key granted here stands as its lease. */
+type Resource = SharedResource<Lease>
+type KeyIds = SharedKeyIds<Lease>
 
 // The buffer's layout and the engine's answers (see crate/wasm/src/lib.rs, modules `buffer`, `status`).
 const REQ = 0
@@ -108,79 +115,11 @@ export interface Platform {
   transport?: Transport
 }
 
-/** The part of `AsyncLocalStorage` the store uses. */
-export interface ContextStorage {
-  getStore(): Frame | undefined
-  /** `fn(arg)` inside `store` (as `AsyncLocalStorage.run(store, fn, arg)`: no closure per hold). */
-  run<A, R>(store: Frame, fn: (arg: A) => R, arg: A): R
-  /**
-   * Where set (Node and Bun): `enterWith`, used only at the start of a microtask continuation (a hold
-   * that waited, resuming), where the context entered ends with the job — as `run` would restore it,
-   * but without making the prior context anew (Node 24's `run` copies the context twice).
-   */
-  readonly enterInJob?: (store: Frame) => void
-  /**
-   * Where set (Node and Bun, with `enterInJob`): the caller's whole async context, kept by a hold that
-   * waits so that its fn can run in it when the key is handed over, from within the release that hands
-   * it over (see `Store` # Handing a key over).
-   */
-  readonly capture?: () => Scope
-}
-
-/** An async context kept for later (an `AsyncResource`). */
-export interface Scope {
-  runInAsyncScope<A extends unknown[], R>(fn: (...args: A) => R, thisArg: unknown, ...args: A): R
-}
-
-/**
- * One hold an async context is inside of: its lease, which knows its resource and the hold around it
- * once its fn started (`Lease._enter`). The lease is the frame, so entering a hold makes no object.
- */
-export type Frame = Lease
-
 export interface StoreOptions {
   /** Where fences are kept (default on Node and Bun: `fileStorage('./.holdfast')`). */
   storage?: Storage
   /** The clock (default: `performance.now()` and real timers; tests pass `manualClock()`). */
   clock?: Clock
-}
-
-export interface HolderInfo {
-  fence: number
-  heldMs: number
-}
-
-export interface KeyInfo {
-  kind: 'lock' | 'semaphore'
-  name: string
-  key: string
-  holders: HolderInfo[]
-  waiting: number
-}
-
-/** @internal A lock or semaphore of one name, shared by its handles. */
-export interface Resource {
-  id: number
-  kind: 'lock' | 'semaphore'
-  name: string
-  limit: number
-  /** Busy keys: key string to the engine's key id, or to the lease of a key granted here. */
-  keys: KeyIds
-  /** Whether holds over a connection have used it. */
-  remote?: boolean
-  /** The pin of its handles, if one may be alive (see `Store` # Names nobody uses). */
-  pin?: { deref(): object | undefined }
-}
-
-/** The part of a `Map` from key strings to key ids that a resource's users call. */
-export interface KeyIds {
-  readonly size: number
-  get(key: string): number | Lease | undefined
-  has(key: string): boolean
-  set(key: string, id: number | Lease): unknown
-  delete(key: string): boolean
-  clear(): void
-  values(): IterableIterator<number | Lease>
 }
 
 /**
@@ -281,7 +220,7 @@ class Waiter {
   }
 }
 
-export class Store implements LeaseOwner {
+export class Store implements LeaseOwner, LockStore, ServedStore {
   readonly #core: Core
   readonly #memory: WebAssembly.Memory
   readonly #ptr: number

@@ -16,8 +16,8 @@
  * without a deadline (a local one without maxHold) reads no clock.
  */
 
-import type { LostError, ClosedError } from './errors.js'
-import type { Resource } from './store.js'
+import type { LostError, ClosedError } from '../errors.js'
+import type { Resource } from '../types.js'
 
 /** What a lease needs of its store. */
 export interface LeaseOwner {

@@ -21,13 +21,14 @@
  *   those are not kept anywhere else.
  */
 
-import { InvalidError, type ErrorCode } from './errors.js'
+import { InvalidError, type ErrorCode } from '../errors.js'
 import { MAX_ANSWER, answerSize, pageAfter, sizeText } from './inspect-pages.js'
-import type { Lock } from './lock.js'
-import { RemoteRequest, type RemoteSink } from './remote-request.js'
-import { randomId } from './random.js'
-import type { KeyInfo, Store } from './store.js'
-import type { Socket } from './transport.js'
+import type { Lock } from '../handle/lock.js'
+import { RemoteRequest, type RemoteSink } from './request.js'
+import { randomId } from '../util/random.js'
+import type { ServedStore } from './host.js'
+import type { KeyInfo } from '../types.js'
+import type { Socket } from '../runtime/transport.js'
 import { decodeClient, encodeServer, type ClientFrame, type ServerMessage, type WireEntry } from './wire.js'
 
 /** The largest frame a server accepts. */
@@ -146,7 +147,7 @@ export function refuseHello(session: Session, bytes: Uint8Array, code: ErrorCode
 
 /** The protocol over one store: decodes each session's frames and acts on the store. */
 export class Protocol {
-  readonly #store: () => Store
+  readonly #store: () => ServedStore
   readonly #token: Uint8Array | undefined
   readonly hooks: SessionHooks
 
@@ -156,7 +157,7 @@ export class Protocol {
    * `maxAnswer`: the largest inspection frame to send, in bytes.
    */
   constructor(
-    store: () => Store,
+    store: () => ServedStore,
     token: string | undefined,
     hooks: SessionHooks = {},
     readonly unset = 'server: no token is configured',

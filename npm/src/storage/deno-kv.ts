@@ -12,8 +12,8 @@
  * - `kv` stays the caller's: closing the store does not close it.
  */
 
-import { InvalidError, StorageError } from './errors.js'
-import { checkOptions } from './options.js'
+import { InvalidError, StorageError } from '../errors.js'
+import { checkOptions } from '../util/options.js'
 import type { Storage } from './storage.js'
 
 /** A part of a Deno KV key. */

@@ -13,7 +13,7 @@
  * - Sizes are counted exactly as the codec writes them (`crate/engine/src/wire/codec.rs`).
  */
 
-import { utf8Length } from './key.js'
+import { utf8Length } from '../util/key.js'
 import type { WireEntry } from './wire.js'
 
 /** The largest inspection answer (or page) a server sends, in bytes. */

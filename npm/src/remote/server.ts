@@ -23,14 +23,14 @@
  *   until they end, so that reconnecting does not get around the first.
  */
 
-import { InvalidError } from './errors.js'
-import { toMs } from './duration.js'
+import { InvalidError } from '../errors.js'
+import { toMs } from '../util/duration.js'
 import { MAX_ANSWER } from './inspect-pages.js'
-import { MAX_FRAME, Protocol, Session } from './protocol-session.js'
-import type { Clock } from './clock.js'
-import type { Store } from './store.js'
-import type { Listener, Socket, Transport } from './transport.js'
-import { checkOptions } from './options.js'
+import { MAX_FRAME, Protocol, Session } from './session.js'
+import type { Clock } from '../util/clock.js'
+import type { ServedStore } from './host.js'
+import type { Listener, Socket, Transport } from '../runtime/transport.js'
+import { checkOptions } from '../util/options.js'
 
 export interface ServeOptions {
   /** TCP port (default 7420) and host (default 127.0.0.1: bind other addresses on purpose). */
@@ -85,7 +85,7 @@ export class HoldfastServer implements Server {
   #next = 0
   #closed = false
 
-  constructor(store: Store, options: ServeOptions, clock: Clock) {
+  constructor(store: ServedStore, options: ServeOptions, clock: Clock) {
     this.#clock = clock
     this.#maxConnections = options.maxConnections ?? DEFAULTS.maxConnections
     this.#maxUnauthenticated = options.maxUnauthenticated ?? DEFAULTS.maxUnauthenticated
@@ -190,7 +190,7 @@ export class HoldfastServer implements Server {
 }
 
 /** Starts a server for `store` on `transport`; its deadlines run on `clock` (the store's). */
-export async function serveOn(store: Store, transport: Transport | undefined, options: ServeOptions, clock: Clock): Promise<HoldfastServer> {
+export async function serveOn(store: ServedStore, transport: Transport | undefined, options: ServeOptions, clock: Clock): Promise<HoldfastServer> {
   const o = checkOptions(options, 'serve', [
     'port',
     'host',

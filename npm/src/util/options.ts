@@ -1,6 +1,6 @@
 /** Checks of option objects: unknown names are refused by name (that is what catches typos). */
 
-import { InvalidError } from './errors.js'
+import { InvalidError } from '../errors.js'
 
 export function checkOptions(value: unknown, place: string, known: readonly string[]): Record<string, unknown> {
   if (value === undefined) return {}

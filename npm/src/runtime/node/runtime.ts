@@ -7,11 +7,12 @@
 
 import { readFileSync } from 'node:fs'
 import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks'
-import { initSync } from '../wasm/holdfast_wasm.js'
-import { openStoreOn, type ContextStorage, type Frame, type Platform, type Store, type StoreOptions } from './store.js'
-import { fileStorage } from './file-storage.js'
-import { connectOn, type ConnectOptions, type RemoteStore } from './client.js'
-import type { Transport } from './transport.js'
+import { initSync } from '../../../wasm/holdfast_wasm.js'
+import { openStoreOn, type Platform, type Store, type StoreOptions } from '../../store/store.js'
+import type { ContextStorage, Frame } from '../../handle/context.js'
+import { fileStorage } from '../../storage/file.js'
+import { connectOn, type ConnectOptions, type RemoteStore } from '../../remote/client.js'
+import type { Transport } from '../transport.js'
 
 export interface Runtime {
   openStore(options?: StoreOptions): Promise<Store>
@@ -22,7 +23,7 @@ let memory: WebAssembly.Memory | undefined
 
 function init(): WebAssembly.Memory {
   if (!memory) {
-    const bytes = readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))
+    const bytes = readFileSync(new URL('../../../wasm/holdfast_wasm_bg.wasm', import.meta.url))
     memory = initSync({ module: new WebAssembly.Module(bytes) }).memory
   }
   return memory

@@ -23,7 +23,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { claimDirectory, type Claim } from './dir-claim.js'
-import { StorageError } from './errors.js'
+import { StorageError } from '../errors.js'
 import type { Storage } from './storage.js'
 
 /** Written while a store holds the directory, for older holdfast versions only (never gone by here). */

@@ -9,8 +9,8 @@
  * (after about 12 s, whatever `idleTimeout` says): `handshakeTimeout` is not used here.
  */
 
-import { CLOSE_GRACE, type Listener, type ListenOptions, type Socket, type Transport } from './transport.js'
-import { wsTransport } from './transport-ws.js'
+import { CLOSE_GRACE, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import { wsTransport } from '../node/transport.js'
 
 /** The part of Bun's API used here (Bun's own types are not a dependency of the package). */
 interface BunSocket {

@@ -51,7 +51,7 @@
 import * as fs from 'node:fs'
 import * as net from 'node:net'
 import * as path from 'node:path'
-import { StorageError } from './errors.js'
+import { StorageError } from '../errors.js'
 
 const INCARNATION = /^hf\.([1-9][0-9]{0,14})\.sock$/
 const TEMPORARY = /^hf\.[0-9a-f]{16}\.tmp\.sock$/

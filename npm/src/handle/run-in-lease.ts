@@ -5,9 +5,13 @@
  * if fn succeeded (LOCK-03, LOCK-05).
  */
 
-import { ClosedError, LostError } from './errors.js'
+import { ClosedError, LostError } from '../errors.js'
 import { Lease } from './lease.js'
-import type { ContextStorage, Resource } from './store.js'
+import type { ContextStorage } from './context.js'
+import type { Resource as SharedResource } from '../types.js'
+
+/** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
+type Resource = SharedResource<Lease>
 
 /** Lets a lease's key go; answers whether it still held it (false: lost, or released before). */
 type End = (lease: Lease) => boolean | Promise<boolean>

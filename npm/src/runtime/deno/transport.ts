@@ -17,7 +17,7 @@
  * at once). A Unix socket is given its mode right after `Deno.serve` made it (Deno's umask is unstable).
  */
 
-import { withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from './transport.js'
+import { withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
 
 /** The parts of the `Deno` namespace this transport uses (the package is typed without Deno's types). */
 interface DenoServer {

@@ -14,9 +14,9 @@ import * as fs from 'node:fs'
 import * as net from 'node:net'
 import * as path from 'node:path'
 import { constants as osConstants } from 'node:os'
-import { connect, fileStorage, openStore, HoldfastError, InUseError, type KeyInfo, type Lease, type RemoteStore, type Store } from './entry/node.js'
-import { toMs } from './duration.js'
-import { clearTimer, setTimer, type Clock } from './clock.js'
+import { connect, fileStorage, openStore, HoldfastError, InUseError, type KeyInfo, type Lease, type RemoteStore, type Store } from '../entry/node.js'
+import { toMs } from '../util/duration.js'
+import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 
 // ---- usage ----
 
@@ -245,7 +245,7 @@ function help(command: string | undefined): number {
 
 function version(): string {
   try {
-    return String(JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version)
+    return String(JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version)
   } catch {
     return 'unknown'
   }

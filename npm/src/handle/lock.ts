@@ -4,42 +4,33 @@
  * options (only a semaphore's `limit` must agree).
  */
 
-import { InUseError, InvalidError } from './errors.js'
-import { holdOptions, placeOf, tryHoldSignal } from './handle.js'
-import { toMs } from './duration.js'
-import { toKey } from './key.js'
-import { checkOptions } from './options.js'
+import { InUseError, InvalidError } from '../errors.js'
+import { holdOptions, placeOf, tryHoldSignal } from './travelling.js'
+import { toMs } from '../util/duration.js'
+import { toKey } from '../util/key.js'
+import { checkOptions } from '../util/options.js'
 import { Lease } from './lease.js'
-import type { Store, Resource } from './store.js'
+import type { HoldOptions, Resource as SharedResource, TryHoldOptions, TryHoldResult } from '../types.js'
 
-export interface LockOptions {
-  /** How long a lease over a connection lasts from its last renewal (1 s to 1 h; default 30 s). */
-  ttl?: number | string
-  /** A hard bound from the grant: at it the lease is revoked (more than 0, up to 30 days). */
-  maxHold?: number | string
-  /** The default wait of this handle's holds (default 10 s; 0: only if free; Infinity: no limit). */
-  wait?: number | string
-}
-
-export interface SemaphoreOptions extends LockOptions {
-  /** How many may hold a key at once (1 to 10,000). */
-  limit: number
-}
-
-export interface HoldOptions {
-  /** How long to wait for the key (default: the handle's, else 10 s). */
-  wait?: number | string
-  /** Aborting it ends the wait with a `CancelledError`. */
-  signal?: AbortSignal
-}
-
-export interface TryHoldOptions {
-  signal?: AbortSignal
-}
-
-export type TryHoldResult<T> = { acquired: false } | { acquired: true; value: T }
+/** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
+type Resource = SharedResource<Lease>
 
 type Key = string | number
+
+/**
+ * What a handle asks of its store (the in-process `Store` is the one): the handle is the
+ * public face of a hold, the store does the holding. Declared here, by the side that calls, so that the
+ * handle needs nothing of the store's module.
+ */
+export interface LockStore {
+  readonly closed: boolean
+  /** @internal Holds `key` and runs fn in its lease; `undefined` when the key is busy and `wait` is 0. */
+  _hold<T>(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> | undefined
+  /** @internal Takes `key`: the lease, a promise of it (or of fn's value, with fn), or `undefined` when busy with `wait` 0. */
+  _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn?: (lease: Lease) => unknown): Lease | Promise<unknown> | undefined
+  /** @internal Runs fn in a lease taken by `_take`, letting the key go when fn settles. */
+  _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+}
 
 const NOT_ACQUIRED: { acquired: false } = Object.freeze({ acquired: false })
 const NOT_ACQUIRED_PROMISE: Promise<{ acquired: false }> = Promise.resolve(NOT_ACQUIRED)
@@ -47,7 +38,7 @@ const NOT_ACQUIRED_PROMISE: Promise<{ acquired: false }> = Promise.resolve(NOT_A
 export class Lock {
   readonly kind: 'lock' | 'semaphore'
   readonly name: string
-  /** @internal */ readonly _store: Store
+  /** @internal */ readonly _store: LockStore
   /** @internal */ readonly _resource: Resource
   /** @internal maxHold in ms, 0 for none. */ readonly _maxHold: number
   /** @internal the default wait in ms. */ readonly _wait: number
@@ -60,7 +51,7 @@ export class Lock {
   readonly _pin: object | undefined
 
   /** @internal */
-  constructor(store: Store, resource: Resource, ttl: number, maxHold: number, wait: number, pin: object | undefined) {
+  constructor(store: LockStore, resource: Resource, ttl: number, maxHold: number, wait: number, pin: object | undefined) {
     this._store = store
     this._resource = resource
     this._pin = pin

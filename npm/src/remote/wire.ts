@@ -31,8 +31,8 @@ import {
   encodeWelcome,
   wireMemory,
   wireSlots,
-} from '../wasm/holdfast_wasm.js'
-import type { ErrorCode } from './errors.js'
+} from '../../wasm/holdfast_wasm.js'
+import type { ErrorCode } from '../errors.js'
 
 /** One busy key, as `inspected` lists it. */
 export interface WireEntry {

@@ -1,0 +1,39 @@
+/**
+ * What serving a store asks of it: the calls a server's sessions (`session.ts`) and `serve()`
+ * (`server.ts`) make. The in-process `Store` is the one that answers them (and `HoldfastObject` hosts
+ * one); declaring them here, on the calling side, keeps the protocol's code free of the store's module,
+ * so that the store may import the server without a circle.
+ *
+ * The rules these calls keep are the store's (LOCK-05): a hold over a connection is a request of the
+ * same engine as a local one, with a ttl; every lease it is granted, renews or ends passes through the
+ * session's hooks.
+ */
+
+import type { Lock } from '../handle/lock.js'
+import type { KeyInfo } from '../types.js'
+import type { RemoteRequest } from './request.js'
+
+export interface ServedStore {
+  /** @internal Every busy key with its holders and how many wait. */
+  inspect(): KeyInfo[]
+  /** @internal A handle of the name for one hold of a client's, which pins nothing (see `_letGo`). */
+  _serverHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock
+  /** @internal The hold of `handle` is over: its name may be forgotten if nothing else uses it. */
+  _letGo(handle: Lock): void
+  /** @internal Asks for a key for a client's request; the answer comes through `record`'s sink. */
+  _remoteHold(handle: Lock, record: RemoteRequest, wait: number): void
+  /** @internal Renews a lease by its id: its ttl and how long until its maxHold, or `undefined` if it is lost. */
+  _renew(lease: string): { ttl: number; revokeIn: number } | undefined
+  /** @internal Ends a client's request: releases its lease, or takes it out of the line. */
+  _endRemote(record: RemoteRequest): void
+  /** @internal The request of a client's request id, if the store has it. */
+  _remoteRequest(request: string): RemoteRequest | undefined
+  /** @internal The request holding a lease id, if the store has it. */
+  _remoteLease(lease: string): RemoteRequest | undefined
+  /** @internal A connection ended: with `goodbye` its requests end at once, else they live their ttl. */
+  _connectionEnded(conn: number, goodbye: boolean): void
+  /** @internal The most leases and waiting holds one connection may have. */
+  _setConnectionLimit(limit: number): void
+  /** @internal The most leases and waiting holds over connections in the whole store. */
+  _setMaxHolds(limit: number): void
+}
