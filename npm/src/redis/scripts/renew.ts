@@ -1,0 +1,29 @@
+/**
+ * renew: a holder's renewal, or a waiter's heartbeat. A holder's lease lasts its ttl from now (never
+ * past its maxHold); a waiter keeps its place for its ttl from now (never past its wait). A request
+ * that is no longer held or waiting answers how it ended, or `{'u'}` when unknown: never a grant.
+ * Answers `standing` (see common.ts) or `{'u'}`.
+ */
+export default `
+reap()
+serve()
+local rec = redis.call('HGET', R, id)
+if not rec then
+  keep()
+  return {'u'}
+end
+local r = fields(rec)
+if r[1] == 'H' then
+  local ttl, hard = tonumber(r[3]), tonumber(r[4])
+  local until_ = now + ttl
+  if hard > 0 then until_ = math.min(until_, hard) end
+  redis.call('ZADD', H, until_, id)
+elseif r[1] == 'W' then
+  local ttl, waitUntil = tonumber(r[2]), tonumber(r[4])
+  local until_ = now + ttl
+  if waitUntil >= 0 then until_ = math.min(until_, waitUntil) end
+  redis.call('ZADD', D, until_, id)
+end
+keep()
+return standing(id, rec)
+`
