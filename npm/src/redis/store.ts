@@ -76,8 +76,10 @@ const TTL_MS = [1_000, 3_600_000] as const
 const MAX_HOLD_MS = 30 * 24 * 3_600_000
 /** How long past its wait this side waits for Redis's own answer to a hold. */
 const WAIT_GRACE = 1_000
-/** How long `inspect()` and `close()` wait for Redis. */
+/** How long `inspect()` and opening wait for Redis. */
 const PATIENCE = 10_000
+/** How long `close()` waits for Redis to take its releases. */
+const CLOSE_PATIENCE = 1_000
 /** A heartbeat meant for a deadline is sent this much after it, so that Redis finds it past. */
 const SLACK = 5
 /** The oldest server the scripts run on. */
@@ -194,8 +196,8 @@ export class RedisStore implements LeaseOwner {
   }
 
   /** Ends a request in Redis (release or cancel), without waiting for it; nothing is thrown. */
-  #end(p: Request, why: 'R' | 'C'): Promise<unknown> {
-    return this.#run(this.#scripts.release, p.keys, [...this.#common(p), why], PATIENCE).catch(() => undefined)
+  #end(p: Request, why: 'R' | 'C', patience = PATIENCE): Promise<unknown> {
+    return this.#run(this.#scripts.release, p.keys, [...this.#common(p), why], patience).catch(() => undefined)
   }
 
   // ---- holds ----
@@ -474,7 +476,7 @@ export class RedisStore implements LeaseOwner {
     for (const p of [...this.#requests.values()]) {
       const lease = p.lease
       this.#forget(p)
-      ends.push(this.#end(p, lease ? 'R' : 'C'))
+      ends.push(this.#end(p, lease ? 'R' : 'C', CLOSE_PATIENCE))
       if (lease) lease._lose(new ClosedError(`${p.place()}: the store closed`))
       else p.reject(new ClosedError(`${p.place()}: the store closed`))
     }

@@ -63,18 +63,19 @@ local function nextFence()
   return f
 end
 
--- Makes a request the holder of a permit: its record, its lease deadline. Answers fence, lease ms, revoke ms.
+-- Makes a request the holder of a permit: its record, its lease deadline (its ttl, never past its
+-- maxHold). Answers fence, lease ms (the ttl: the holder's own maxHold timer ends it sooner), revoke ms.
 local function grant(rid, ttl, maxHold, chan)
   local f = nextFence()
   local hard = 0
-  local lease = ttl
+  local until_ = now + ttl
   if maxHold > 0 then
     hard = now + maxHold
-    lease = math.min(ttl, maxHold)
+    until_ = math.min(until_, hard)
   end
   redis.call('HSET', R, rid, 'H ' .. int(f) .. ' ' .. ttl .. ' ' .. int(hard) .. ' ' .. int(now) .. ' ' .. chan)
-  redis.call('ZADD', H, now + lease, rid)
-  return f, lease, maxHold
+  redis.call('ZADD', H, until_, rid)
+  return f, ttl, maxHold
 end
 
 -- While permits are free, the head of the line is granted, here, and told on its process's channel.
@@ -118,7 +119,9 @@ local function standing(rid, rec)
   local r = fields(rec)
   if r[1] == 'H' then
     local hard = tonumber(r[4])
-    local lease = tonumber(redis.call('ZSCORE', H, rid)) - now
+    local until_ = tonumber(redis.call('ZSCORE', H, rid))
+    -- A lease cut short by its maxHold answers its ttl: the holder's maxHold timer ends it, not its renewal.
+    local lease = (hard > 0 and until_ >= hard) and tonumber(r[3]) or until_ - now
     return {'g', tonumber(r[2]), lease, hard > 0 and hard - now or 0}
   elseif r[1] == 'W' then
     local waitUntil = tonumber(r[4])
