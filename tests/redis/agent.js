@@ -11,9 +11,10 @@
 //   { op: 'write', id, db, row, value }               -> within hold id, a fenced write to SQLite:
 //        UPDATE items SET value = ?, fence = ? WHERE id = ? AND fence < ?  -> wrote { id, changes, fence }
 //   { op: 'sql', db, run: [[sql, ...args]], query? }  -> sql { rows }
-//   { op: 'loop', lock, keys, count, dir, workers }   -> `workers` tasks hold `count` keys in turn; each
-//        fn checks exclusion through the file system (an exclusive create of dir/KEY, removed on leaving)
-//        -> looped { holds, violations, fences: { key: [fence...] } } (fences in grant order per worker)
+//   { op: 'loop', lock, keys, count | ms, dir, workers, ttl?, wait?, holdMs? } -> `workers` tasks hold
+//        keys in turn, `count` each or for `ms`; each fn checks exclusion through the file system (an
+//        exclusive create of dir/KEY, removed on leaving) -> looped { holds, violations, errors: { code: n },
+//        fences: { key: [fence...] } } (each key's fences in the order this process's fns started)
 //   { op: 'close' } -> closed;  { op: 'exit' } -> exits at once
 import { openRedisStore } from 'holdfast/redis'
 import { createInterface } from 'node:readline'
@@ -83,29 +84,37 @@ function hold(cmd) {
 
 async function loop(cmd) {
   const lock = store.lock(cmd.lock, { ttl: cmd.ttl ?? 10_000 })
+  const until = cmd.ms === undefined ? Infinity : Date.now() + cmd.ms
   let holds = 0
   let violations = 0
+  const errors = {}
   const fences = {}
   await Promise.all(
     Array.from({ length: cmd.workers ?? 1 }, async (_, w) => {
-      for (let i = 0; i < cmd.count; i++) {
+      for (let i = 0; i < (cmd.count ?? Infinity) && Date.now() < until; i++) {
         const key = cmd.keys[(i * 7 + w * 3) % cmd.keys.length]
-        await lock.hold(key, { wait: Infinity }, async lease => {
-          const marker = path.join(cmd.dir, key)
-          try {
-            fs.writeFileSync(marker, who, { flag: 'wx' })
-          } catch {
-            violations++
-          }
-          ;(fences[key] ??= []).push(lease.fence)
-          await new Promise(r => setTimeout(r, 1))
-          fs.rmSync(marker, { force: true })
-          holds++
-        })
+        try {
+          await lock.hold(key, { wait: cmd.wait ?? Infinity }, async lease => {
+            const marker = cmd.dir && path.join(cmd.dir, key)
+            try {
+              if (marker) fs.writeFileSync(marker, who, { flag: 'wx' })
+            } catch {
+              violations++
+            }
+            ;(fences[key] ??= []).push(lease.fence)
+            await new Promise(r => setTimeout(r, cmd.holdMs ?? 1))
+            if (marker) fs.rmSync(marker, { force: true })
+            holds++
+          })
+        } catch (error) {
+          // A hold that failed (Redis restarting: a lost lease, a wait that ran out) is counted, and the loop goes on.
+          errors[error.code ?? 'other'] = (errors[error.code ?? 'other'] ?? 0) + 1
+          if (cmd.dir) fs.rmSync(path.join(cmd.dir, key), { force: true })
+        }
       }
     }),
   )
-  say({ ev: 'looped', holds, violations, fences })
+  say({ ev: 'looped', holds, violations, fences, errors })
 }
 
 const dbs = new Map()

@@ -100,7 +100,7 @@ class Request {
   giveUpTimer: unknown
   revokeTimer: unknown
   renewal: Renewal | undefined
-  /** Whether Redis answered since this side last asked (so a give-up is an InUseError, not unreachable). */
+  /** Whether Redis answered what this side last asked (else a give-up says it was unreachable). */
   heard = false
 
   constructor(readonly handle: RedisLock, readonly key: string, readonly wait: number, local: number, keys: string[], now: number) {
@@ -244,6 +244,7 @@ export class RedisStore implements LeaseOwner {
     // A wait that ran out while Redis could not be reached: ask as a try (Redis still judges the key).
     const wait = p.wait === 0 ? 0 : left === 0 ? 0 : left
     const sentAt = this.#clock.now()
+    p.heard = false
     let answer: unknown[]
     try {
       answer = await this.#run(this.#scripts.acquire, p.keys, [...this.#common(p), h.ttl, h._maxHold, wait, h.limit, this.#wakeups.channel], left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left)
@@ -323,6 +324,7 @@ export class RedisStore implements LeaseOwner {
   async #heartbeat(p: Request): Promise<void> {
     if (this.#requests.get(p.id) !== p || p.lease) return
     const sentAt = this.#clock.now()
+    p.heard = false
     let answer: unknown[]
     try {
       answer = await this.#run(this.#scripts.renew, p.keys, this.#common(p), Math.max(WAIT_GRACE, p.handle.ttl))
