@@ -253,3 +253,76 @@ export async function startAgent(t, name, runtime, url, { kind = CLIENT, options
   await agent.next({ ev: 'ready' }, 20_000)
   return agent
 }
+
+/** A redis-sentinel of the test's own, watching `primaryPort` as `mymaster` (quorum 2, down after 1 s). */
+async function startSentinel(t, primaryPort) {
+  const dir = tempDir(t, 'holdfast-sentinel-')
+  const port = await freePort()
+  const conf = path.join(dir, 'sentinel.conf')
+  const { writeFileSync } = await import('node:fs')
+  writeFileSync(
+    conf,
+    [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, `sentinel monitor mymaster 127.0.0.1 ${primaryPort} 2`, 'sentinel down-after-milliseconds mymaster 1000', 'sentinel failover-timeout mymaster 5000', 'sentinel parallel-syncs mymaster 2', ''].join('\n'),
+  )
+  const proc = spawn(process.env.HOLDFAST_REDIS_SENTINEL || 'redis-sentinel', [conf], { stdio: ['ignore', 'pipe', 'pipe'] })
+  proc.stdout.resume()
+  proc.stderr.resume()
+  proc.exited = new Promise(resolve => proc.on('exit', resolve))
+  later(t, async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGKILL')
+      await proc.exited
+    }
+  })
+  const end = Date.now() + 10_000
+  for (;;) {
+    try {
+      if ((await raw(port, 'PING')) === 'PONG') return { port, proc }
+    } catch {}
+    if (Date.now() > end) throw new Error(`redis-sentinel :${port} did not start`)
+    await sleep(20)
+  }
+}
+
+/**
+ * One primary, two replicas and three sentinels (quorum 2), each on its own loopback port; resolves
+ * once every sentinel knows both replicas and the two other sentinels. `primaryPort()` asks a sentinel.
+ */
+export async function startSentinelSet(t) {
+  const primary = await startRedis(t, { appendonly: 'no' })
+  const replicas = []
+  for (let i = 0; i < 2; i++) replicas.push(await startRedis(t, { appendonly: 'no', extra: ['--replicaof', '127.0.0.1', primary.port, '--replica-priority', 100 - i] }))
+  const sentinels = []
+  for (let i = 0; i < 3; i++) sentinels.push(await startSentinel(t, primary.port))
+  const end = Date.now() + 30_000
+  for (;;) {
+    let ready = true
+    for (const s of sentinels) {
+      const info = String(await raw(s.port, 'INFO', 'sentinel'))
+      if (!/master0:name=mymaster,status=ok,address=[^,]+,slaves=2,sentinels=3/.test(info)) ready = false
+    }
+    if (ready) break
+    if (Date.now() > end) throw new Error('the sentinels did not see each other and both replicas in 30 s')
+    await sleep(200)
+  }
+  const servers = [primary, ...replicas]
+  return {
+    primary,
+    replicas,
+    sentinels,
+    servers,
+    /** The port of the primary the sentinels name now. */
+    async primaryPort() {
+      const text = String(await raw(sentinels[0].port, 'SENTINEL', 'get-master-addr-by-name', 'mymaster'))
+      return Number(/\$\d+\r\n(\d+)\r\n$/.exec(text)?.[1])
+    },
+    /** An ioredis client that finds the primary through the sentinels. */
+    async client() {
+      const { Redis } = await import('ioredis')
+      const client = new Redis({ sentinels: sentinels.map(s => ({ host: '127.0.0.1', port: s.port })), name: 'mymaster' })
+      client.on('error', () => {})
+      later(t, () => client.disconnect())
+      return client
+    },
+  }
+}
