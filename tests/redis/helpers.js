@@ -326,3 +326,35 @@ export async function startSentinelSet(t) {
     },
   }
 }
+
+/**
+ * A Redis Cluster of three primaries (no replicas), each a redis-server of the test's own, made with
+ * `redis-cli --cluster create`; resolves once every node says cluster_state:ok.
+ */
+export async function startCluster(t) {
+  const nodes = []
+  for (let i = 0; i < 3; i++) nodes.push(await startRedis(t, { appendonly: 'no', extra: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'] }))
+  const created = spawn(process.env.HOLDFAST_REDIS_CLI || 'redis-cli', ['--cluster', 'create', ...nodes.map(n => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let log = ''
+  created.stdout.on('data', d => (log += d))
+  created.stderr.on('data', d => (log += d))
+  const code = await new Promise(resolve => created.on('exit', resolve))
+  if (code !== 0) throw new Error(`redis-cli --cluster create failed: ${log.slice(-1000)}`)
+  const end = Date.now() + 20_000
+  for (;;) {
+    const states = await Promise.all(nodes.map(n => raw(n.port, 'CLUSTER', 'INFO').then(String)))
+    if (states.every(s => s.includes('cluster_state:ok'))) break
+    if (Date.now() > end) throw new Error('the cluster did not reach cluster_state:ok in 20 s')
+    await sleep(100)
+  }
+  return {
+    nodes,
+    async client() {
+      const { Cluster } = await import('ioredis')
+      const client = new Cluster(nodes.map(n => ({ host: '127.0.0.1', port: n.port })))
+      client.on('error', () => {})
+      later(t, () => client.disconnect())
+      return client
+    },
+  }
+}

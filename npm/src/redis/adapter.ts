@@ -23,6 +23,8 @@ export interface Adapter {
   readonly client: 'ioredis' | 'node-redis'
   /** Sends a command; rejects `ReplyFailure` when the server answered an error, anything else when it could not be reached. */
   send(args: Arg[]): Promise<unknown>
+  /** Every key matching `pattern`, from every primary (a Cluster's too). */
+  scan(pattern: string): Promise<string[]>
   /** Opens the pub/sub connection. `ready` is called each time it (re)connected after the first. */
   subscriber(message: (channel: string, text: string) => void, ready: () => void): Promise<Subscriber>
   /** Closes the client, if holdfast opened it (from `url`); a client the application gave is left open. */
@@ -54,6 +56,8 @@ function asReply(error: unknown): unknown {
 
 interface IoRedis {
   call(command: string, ...args: Arg[]): Promise<unknown>
+  /** A Cluster's nodes (ioredis `Cluster`). */
+  nodes?(role: 'master'): IoRedis[]
   duplicate(): IoRedis
   subscribe(channel: string): Promise<unknown>
   on(event: string, fn: (...args: never[]) => void): unknown
@@ -85,10 +89,27 @@ function isNodeRedis(c: unknown): c is NodeRedis {
   return typeof x?.sendCommand === 'function' && typeof x.duplicate === 'function' && typeof x.isOpen === 'boolean'
 }
 
+/** SCAN of one server, every page; `send` sends a command to that server. */
+async function scanOne(send: (args: Arg[]) => Promise<unknown>, pattern: string): Promise<string[]> {
+  const out: string[] = []
+  let cursor = '0'
+  do {
+    const [next, keys] = (await send(['SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000])) as [unknown, unknown[]]
+    cursor = String(next)
+    for (const k of keys) out.push(String(k))
+  } while (cursor !== '0')
+  return out
+}
+
 function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
+  const call = (node: IoRedis) => (args: Arg[]) => node.call(String(args[0]), ...args.slice(1)).catch(error => Promise.reject(asReply(error)))
   return {
     client: 'ioredis',
-    send: args => c.call(String(args[0]), ...args.slice(1)).catch(error => Promise.reject(asReply(error))),
+    send: call(c),
+    async scan(pattern) {
+      const nodes = typeof c.nodes === 'function' ? c.nodes('master') : [c]
+      return (await Promise.all(nodes.map(node => scanOne(call(node), pattern)))).flat()
+    },
     async subscriber(message, ready) {
       const sub = c.duplicate()
       sub.on('error', noop)
@@ -121,9 +142,11 @@ async function endNodeRedis(c: NodeRedis): Promise<void> {
 }
 
 function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
+  const send = (args: Arg[]) => c.sendCommand(args.map(String)).catch(error => Promise.reject(asReply(error)))
   return {
     client: 'node-redis',
-    send: args => c.sendCommand(args.map(String)).catch(error => Promise.reject(asReply(error))),
+    send,
+    scan: pattern => scanOne(send, pattern),
     async subscriber(message, ready) {
       const sub = c.duplicate()
       sub.on('error', noop)

@@ -32,7 +32,8 @@
  * - Every key expires at its largest deadline plus the grace (`PEXPIREAT`): a key nobody holds or waits
  *   for costs nothing once its tombstones are forgotten.
  * - Scripts start with `#!lua` on Redis 7 and later, so that in Cluster they may touch only the keys
- *   they declare; the read-only one says `flags=no-writes`.
+ *   they declare; the read-only one says `flags=no-writes`. Wake-ups are classic `PUBLISH` (no key):
+ *   in Cluster it reaches every node, so the subscriber may listen on any.
  */
 
 import { createHash } from 'node:crypto'

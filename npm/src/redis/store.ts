@@ -436,14 +436,14 @@ export class RedisStore implements LeaseOwner {
   /** The busy keys under this store's prefix, as a local store's `inspect()` lists them. */
   async inspect(): Promise<KeyInfo[]> {
     if (this.#closed) throw new ClosedError(`inspect: ${this.#closed.message}`)
-    const metas: string[] = []
-    let cursor = '0'
     try {
-      do {
-        const [next, keys] = (await this.#send(['SCAN', cursor, 'MATCH', `${this.prefix}:{*}:m`, 'COUNT', 1000], PATIENCE)) as [string, string[]]
-        cursor = String(next)
-        metas.push(...keys.map(String))
-      } while (cursor !== '0')
+      const metas = await new Promise<string[]>((resolve, reject) => {
+        const timer = this.#clock.setTimeout(() => reject(new NoAnswer(`no answer from Redis within ${PATIENCE}ms`)), PATIENCE)
+        this.#adapter.scan(`${this.prefix}:{*}:m`).then(
+          keys => (this.#clock.clearTimeout(timer), resolve(keys)),
+          error => (this.#clock.clearTimeout(timer), reject(error)),
+        )
+      })
       const out: KeyInfo[] = []
       for (let i = 0; i < metas.length; i += 100) {
         const batch = metas.slice(i, i + 100)
