@@ -11,6 +11,7 @@
 #   CLIENTS="ioredis node-redis"    which clients (default: both)
 #   FILES="contracts"               only these test files (names without .test.js)
 #   IOREDIS=5  NODE_REDIS=5         the versions installed from npm
+#   EXAMPLE=0                       skip examples/summaries-redis (run under Node 24 and Bun)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runtimes=${RUNTIMES:-"node20 node24 bun"}
@@ -51,4 +52,19 @@ for rt in $runtimes; do
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
   done
 done
+
+if [ "${EXAMPLE:-1}" != 0 ]; then
+  # examples/summaries-redis, installed the same way (its holdfast pointed at the packed tarball), under
+  # Node 24 and Bun: SQLite is node:sqlite or bun:sqlite. It starts its own redis-server.
+  cp -r "$root/examples/summaries-redis" "$work/example"
+  rm -rf "$work/example/node_modules" "$work/example/package-lock.json"
+  cd "$work/example"
+  npm pkg set "dependencies.holdfast=file:$tarball"
+  npm install --no-audit --no-fund --silent
+  for rt in node24 bun; do
+    echo "== example summaries-redis under $rt"
+    if ! "$bin/$([ $rt = node24 ] && echo node || echo bun)" index.js 2>&1 | sed "s/^/[example $rt] /"; then status=1; fi
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  done
+fi
 exit $status
