@@ -102,6 +102,9 @@ class Request {
   renewal: Renewal | undefined
   /** Whether Redis answered what this side last asked (else a give-up says it was unreachable). */
   heard = false
+  /** Copies of its acquire sent and not answered yet; `uncertain`: one was given up unanswered. */
+  asking = 0
+  uncertain = false
 
   constructor(readonly handle: RedisLock, readonly key: string, readonly wait: number, local: number, keys: string[], now: number) {
     this.id = randomId()
@@ -195,9 +198,13 @@ export class RedisStore implements LeaseOwner {
     return [p.id, this.#grace, this.#wakeups.publish]
   }
 
-  /** Ends a request in Redis (release or cancel), without waiting for it; nothing is thrown. */
+  /**
+   * Ends a request in Redis (release or cancel), without waiting for it; nothing is thrown. Redis keeps
+   * a tombstone of it only while a copy of its acquire may still come (one is unanswered).
+   */
   #end(p: Request, why: 'R' | 'C', patience = PATIENCE): Promise<unknown> {
-    return this.#run(this.#scripts.release, p.keys, [...this.#common(p), why], patience).catch(() => undefined)
+    const tomb = p.asking > 0 || p.uncertain ? 1 : 0
+    return this.#run(this.#scripts.release, p.keys, [...this.#common(p), why, tomb], patience).catch(() => undefined)
   }
 
   // ---- holds ----
@@ -245,12 +252,16 @@ export class RedisStore implements LeaseOwner {
     const wait = p.wait === 0 ? 0 : left === 0 ? 0 : left
     const sentAt = this.#clock.now()
     p.heard = false
+    p.asking++
     let answer: unknown[]
     try {
       answer = await this.#run(this.#scripts.acquire, p.keys, [...this.#common(p), h.ttl, h._maxHold, wait, h.limit, this.#wakeups.channel], left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left)
     } catch (error) {
+      p.asking--
+      if (!(error instanceof ReplyFailure)) p.uncertain = true
       return this.#failed(p, error, () => void this.#acquire(p))
     }
+    p.asking--
     this.#answered(p, answer, sentAt)
   }
 

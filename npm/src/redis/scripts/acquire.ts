@@ -8,11 +8,10 @@
  */
 export default `
 local ttl, maxHold, wait, limit, chan = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-reap()
-serve()
+if reap() > 0 then serve() end
 local rec = redis.call('HGET', R, id)
 if rec then
-  keep()
+  settle()
   return standing(id, rec)
 end
 local held = redis.call('ZCARD', H)
@@ -20,22 +19,23 @@ local waiting = redis.call('ZCARD', Q)
 local known = tonumber(redis.call('HGET', M, 'l') or '0')
 if known ~= limit then
   if known > 0 and held + waiting > 0 then
-    keep()
+    settle()
     return {'x', 'invalid', 'limit ' .. limit .. ' differs from the limit ' .. known .. ' its holders use'}
   end
   redis.call('HSET', M, 'l', limit)
+  dirty = true
 end
 if held < limit and waiting == 0 then
   local f, lease, revoke = grant(id, ttl, maxHold, chan)
-  keep()
+  settle()
   return {'g', f, lease, revoke}
 end
 if wait == 0 then
-  keep()
+  settle()
   return {'b'}
 end
 if waiting >= 10000 then
-  keep()
+  settle()
   return {'x', 'limit', 'more than 10000 waiting holds on one key'}
 end
 local ticket = redis.call('HINCRBY', M, 't', 1)
@@ -48,6 +48,7 @@ if wait > 0 then
 end
 redis.call('HSET', R, id, 'W ' .. ttl .. ' ' .. maxHold .. ' ' .. int(waitUntil) .. ' ' .. chan)
 redis.call('ZADD', D, beat, id)
-keep()
+dirty = true
+settle()
 return standing(id, redis.call('HGET', R, id))
 `

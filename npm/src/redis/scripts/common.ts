@@ -11,6 +11,9 @@ local M, Q, H, D, R = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local id, grace, pub = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+-- Whether a deadline was added or moved (a grant, a renewal, a waiter, a tombstone): then \`settle\`
+-- moves every key's expiry. A script that only took things away leaves it as it was (it covers more).
+local dirty = false
 
 -- Whole numbers as text without an exponent (tostring would give 1.7e+15 for a fence).
 local function int(x) return string.format('%.0f', x) end
@@ -25,12 +28,15 @@ end
 local function tomb(rid, reason, ttl)
   redis.call('HSET', R, rid, 'E ' .. reason)
   redis.call('ZADD', D, now + ttl, rid)
+  dirty = true
 end
 
 -- Holders past their lease (ttl from the last renewal, or maxHold) are lost; waiters past their wait
--- or their last heartbeat's ttl leave the line; tombstones past their time are forgotten.
+-- or their last heartbeat's ttl leave the line; tombstones past their time are forgotten. Answers how
+-- many permits it freed (then the line must be served).
 local function reap()
   local due = redis.call('ZRANGEBYSCORE', H, '-inf', now)
+  local freed = #due
   for i = 1, #due do
     local rid = due[i]
     redis.call('ZREM', H, rid)
@@ -51,6 +57,7 @@ local function reap()
       if rec then redis.call('HDEL', R, rid) end
     end
   end
+  return freed
 end
 
 -- Larger than every fence this key gave, and than every fence it could have given before a rollback
@@ -75,6 +82,7 @@ local function grant(rid, ttl, maxHold, chan)
   end
   redis.call('HSET', R, rid, 'H ' .. int(f) .. ' ' .. ttl .. ' ' .. int(hard) .. ' ' .. int(now) .. ' ' .. chan)
   redis.call('ZADD', H, until_, rid)
+  dirty = true
   return f, ttl, maxHold
 end
 
@@ -99,7 +107,8 @@ local function serve()
 end
 
 -- Every key expires at the largest deadline it holds, plus the grace: idle keys cost nothing.
-local function keep()
+local function settle()
+  if not dirty then return end
   local last = now
   local h = redis.call('ZRANGE', H, -1, -1, 'WITHSCORES')
   if #h > 0 then last = math.max(last, tonumber(h[2])) end

@@ -5,11 +5,10 @@
  * Answers `standing` (see common.ts) or `{'u'}`.
  */
 export default `
-reap()
-serve()
+if reap() > 0 then serve() end
 local rec = redis.call('HGET', R, id)
 if not rec then
-  keep()
+  settle()
   return {'u'}
 end
 local r = fields(rec)
@@ -18,12 +17,14 @@ if r[1] == 'H' then
   local until_ = now + ttl
   if hard > 0 then until_ = math.min(until_, hard) end
   redis.call('ZADD', H, until_, id)
+  dirty = true
 elseif r[1] == 'W' then
   local ttl, waitUntil = tonumber(r[2]), tonumber(r[4])
   local until_ = now + ttl
   if waitUntil >= 0 then until_ = math.min(until_, waitUntil) end
   redis.call('ZADD', D, until_, id)
+  dirty = true
 end
-keep()
+settle()
 return standing(id, rec)
 `
