@@ -182,7 +182,7 @@ test('LOCK-05: a lease is renewed past its ttl while fn runs; the same request i
   const scripts = scriptsFor(true)
   const client = await redisClient(t, server.url)
   const keys = keysOf('holdfast', 'lock', 'r', 'twice')
-  const call = (s, args) => (client.call ? client.call('EVAL', s.source, 5, ...keys, ...args) : client.sendCommand(['EVAL', s.source, '5', ...keys, ...args.map(String)]))
+  const call = (s, args) => (client.call ? client.call('EVAL', s.source, keys.length, ...keys, ...args) : client.sendCommand(['EVAL', s.source, String(keys.length), ...keys, ...args.map(String)]))
   const acquire = ['req-1', 60000, 'PUBLISH', 5000, 0, -1, 1, 'nobody']
   const one = await call(scripts.acquire, acquire)
   const two = await call(scripts.acquire, acquire)

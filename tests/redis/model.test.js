@@ -54,7 +54,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random script calls agree with t
     ]
     const known = [] // [key, id] of every request made
     let next = 1
-    const run = (script, k, args) => send(['EVALSHA', script.sha, 5, ...k.redis, ...args])
+    const run = (script, k, args) => send(['EVALSHA', script.sha, k.redis.length, ...k.redis, ...args])
     const standing = (k, id) => (k.holders.has(id) ? ['g', k.holders.get(id)] : k.line.includes(id) ? ['w'] : k.ended.has(id) ? ['e', k.ended.get(id)] : ['u'])
     const grantFence = (k, id, fence) => {
       if (!(fence > k.last)) fail(`${id}: fence ${fence} not above ${k.last}`)

@@ -6,14 +6,14 @@
  * # Data layout
  * Everything of one key of one lock shares a hash tag, `{KIND:NAME:KEY}` (KIND `l` for a lock, `s` for
  * a semaphore), so it lives in one Cluster slot; every Redis key starts with the store's prefix:
- * - `P:{…}:m` hash, the meta: `f` the last fence, `t` the last ticket, `l` the limit (1 for a lock).
+ * - `P:{…}:m` hash: the meta — `f` the last fence, `t` the last ticket, `l` the limit (1 for a lock),
+ *   `n` how many hold, `q` how many wait, `x` when the keys expire — and the records, by request id:
+ *   `H fence ttl hardDeadline since channel` (holding), `W ttl maxHold waitDeadline channel` (waiting;
+ *   -1 for no wait limit), `E why` (ended: R released, C cancelled, L lost past its lease, T its wait
+ *   ran out, X no heartbeat within its ttl).
  * - `P:{…}:q` zset, the line: waiting request ids, scored by ticket (the order Redis received them).
- * - `P:{…}:h` zset, the holders: request ids, scored by the lease deadline (server ms).
- * - `P:{…}:d` zset, the other deadlines: waiters (scored by the end of their wait or of their last
- *   heartbeat's ttl, whichever is first) and tombstones (scored by when they are forgotten).
- * - `P:{…}:r` hash, the records, by request id: `H fence ttl hardDeadline since channel` (holding),
- *   `W ttl maxHold waitDeadline channel` (waiting; -1 for no wait limit), `E why` (ended: R released,
- *   C cancelled, L lost past its lease, T its wait ran out, X no heartbeat within its ttl).
+ * - `P:{…}:d` zset, the deadlines (server ms): `h` + id of a holder (its lease), `w` + id of a waiter
+ *   (the end of its wait or of its last heartbeat's ttl, whichever is first), `e` + id of a tombstone.
  *
  * # Invariants (every script keeps them before it answers)
  * - Every script reads the server's clock first (`TIME`): every deadline is judged by the server, never
@@ -29,8 +29,9 @@
  *   from an AOF a second behind, a failover that lost writes) or the expiry of the meta, the time term
  *   is still larger than every fence given before, unless the new server's clock is behind the old
  *   one's by more than the time that passed. They stay safe integers until about the year 2248.
- * - Every key expires at its largest deadline plus the grace (`PEXPIREAT`): a key nobody holds or waits
- *   for costs nothing once its tombstones are forgotten.
+ * - Every key expires at least a grace after its largest deadline (`PEXPIREAT` at a mark kept in the
+ *   meta, moved half a grace further each time a deadline passes it): a key nobody holds or waits for
+ *   costs nothing a grace and a half after its last deadline.
  * - Scripts start with `#!lua` on Redis 7 and later, so that in Cluster they may touch only the keys
  *   they declare; the read-only one says `flags=no-writes`. Wake-ups are classic `PUBLISH` (no key):
  *   in Cluster it reaches every node, so the subscriber may listen on any.
@@ -75,7 +76,7 @@ export function scriptsFor(shebang: boolean): Scripts {
 /** The Redis keys of one key of one lock, in the order the scripts take them. */
 export function keysOf(prefix: string, kind: 'lock' | 'semaphore', name: string, key: string): string[] {
   const base = `${prefix}:{${kind === 'lock' ? 'l' : 's'}:${name}:${key}}:`
-  return [base + 'm', base + 'q', base + 'h', base + 'd', base + 'r']
+  return [base + 'm', base + 'q', base + 'd']
 }
 
 /** The lock kind, name and key of a meta key (`P:{l:NAME:KEY}:m`), or undefined for another key. */

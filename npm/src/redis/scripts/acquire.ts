@@ -7,48 +7,48 @@
  * Answers `standing` (see common.ts), `{'b'}` (busy, for a wait of 0) or `{'x', code, message}`.
  */
 export default `
-local ttl, maxHold, wait, limit, chan = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-if reap() > 0 then serve() end
-local rec = redis.call('HGET', R, id)
+local ttl, maxHold, wait, want, chan = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local rec = reaped(load(id))
 if rec then
-  settle()
+  save()
   return standing(id, rec)
 end
-local held = redis.call('ZCARD', H)
-local waiting = redis.call('ZCARD', Q)
-local known = tonumber(redis.call('HGET', M, 'l') or '0')
-if known ~= limit then
-  if known > 0 and held + waiting > 0 then
-    settle()
-    return {'x', 'invalid', 'limit ' .. limit .. ' differs from the limit ' .. known .. ' its holders use'}
+if want ~= limit then
+  if held + waiting > 0 then
+    save()
+    return {'x', 'invalid', 'limit ' .. want .. ' differs from the limit ' .. limit .. ' its holders use'}
   end
-  redis.call('HSET', M, 'l', limit)
-  dirty = true
+  limit = want
+  set('l', want)
 end
 if held < limit and waiting == 0 then
   local f, lease, revoke = grant(id, ttl, maxHold, chan)
-  settle()
+  save()
   return {'g', f, lease, revoke}
 end
 if wait == 0 then
-  settle()
+  save()
   return {'b'}
 end
 if waiting >= 10000 then
-  settle()
+  save()
   return {'x', 'limit', 'more than 10000 waiting holds on one key'}
 end
 local ticket = redis.call('HINCRBY', M, 't', 1)
 redis.call('ZADD', Q, ticket, id)
+waiting = waiting + 1
+set('q', waiting)
 local waitUntil = -1
 local beat = now + ttl
 if wait > 0 then
   waitUntil = now + wait
   beat = math.min(beat, waitUntil)
 end
-redis.call('HSET', R, id, 'W ' .. ttl .. ' ' .. maxHold .. ' ' .. int(waitUntil) .. ' ' .. chan)
-redis.call('ZADD', D, beat, id)
-dirty = true
-settle()
-return standing(id, redis.call('HGET', R, id))
+rec = 'W ' .. ttl .. ' ' .. maxHold .. ' ' .. int(waitUntil) .. ' ' .. chan
+set(id, rec)
+redis.call('ZADD', T, beat, 'w' .. id)
+covers(beat, T)
+if waiting == 1 then redis.call('PEXPIREAT', Q, int(mark)) end
+save()
+return standing(id, rec)
 `

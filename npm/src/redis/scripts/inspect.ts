@@ -4,25 +4,23 @@
  * KEYS as the others; no ARGV.
  */
 export default `
-local Q, H, D, R = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local M, T = KEYS[1], KEYS[3]
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local out = {0}
-local live = redis.call('ZRANGEBYSCORE', H, '(' .. now, '+inf')
+local live = redis.call('ZRANGEBYSCORE', T, '(' .. now, '+inf')
 for i = 1, #live do
-  local rec = redis.call('HGET', R, live[i])
-  if rec then
-    local f, since = string.match(rec, '^H (%d+) %d+ %d+ (%d+)')
+  local kind = string.sub(live[i], 1, 1)
+  if kind == 'w' then
+    out[1] = out[1] + 1
+  elseif kind == 'h' then
+    local rec = redis.call('HGET', M, string.sub(live[i], 2))
+    local f, since = string.match(rec or '', '^H (%d+) %d+ %d+ (%d+)')
     if f then
       out[#out + 1] = tonumber(f)
       out[#out + 1] = now - tonumber(since)
     end
   end
-end
-local waiting = redis.call('ZRANGE', Q, 0, -1)
-for i = 1, #waiting do
-  local until_ = redis.call('ZSCORE', D, waiting[i])
-  if until_ and tonumber(until_) > now then out[1] = out[1] + 1 end
 end
 return out
 `

@@ -8,33 +8,34 @@
  */
 export default `
 local why, keepTomb = ARGV[4], ARGV[5] == '1'
-local freed = reap()
-local rec = redis.call('HGET', R, id)
+local rec = reaped(load(id))
 local was = {'u'}
-local function forget(ttl)
+local function forget(member, ttl)
+  redis.call('ZREM', T, member)
   if keepTomb then
     tomb(id, why, ttl)
   else
-    redis.call('HDEL', R, id)
-    redis.call('ZREM', D, id)
+    redis.call('HDEL', M, id)
   end
 end
 if rec then
   local r = fields(rec)
   if r[1] == 'H' then
-    redis.call('ZREM', H, id)
-    freed = freed + 1
-    forget(tonumber(r[3]))
+    held = held - 1
+    set('n', held)
+    forget('h' .. id, tonumber(r[3]))
     was = {'h'}
   elseif r[1] == 'W' then
     redis.call('ZREM', Q, id)
-    forget(tonumber(r[2]))
+    waiting = waiting - 1
+    set('q', waiting)
+    forget('w' .. id, tonumber(r[2]))
     was = {'w'}
   else
     was = {'e', r[2]}
   end
 end
-if freed > 0 then serve() end
-settle()
+serve()
+save()
 return was
 `

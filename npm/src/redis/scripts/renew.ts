@@ -5,10 +5,9 @@
  * Answers `standing` (see common.ts) or `{'u'}`.
  */
 export default `
-if reap() > 0 then serve() end
-local rec = redis.call('HGET', R, id)
+local rec = reaped(load(id))
 if not rec then
-  settle()
+  save()
   return {'u'}
 end
 local r = fields(rec)
@@ -16,15 +15,15 @@ if r[1] == 'H' then
   local ttl, hard = tonumber(r[3]), tonumber(r[4])
   local until_ = now + ttl
   if hard > 0 then until_ = math.min(until_, hard) end
-  redis.call('ZADD', H, until_, id)
-  dirty = true
+  redis.call('ZADD', T, until_, 'h' .. id)
+  covers(until_, nil)
 elseif r[1] == 'W' then
   local ttl, waitUntil = tonumber(r[2]), tonumber(r[4])
   local until_ = now + ttl
   if waitUntil >= 0 then until_ = math.min(until_, waitUntil) end
-  redis.call('ZADD', D, until_, id)
-  dirty = true
+  redis.call('ZADD', T, until_, 'w' .. id)
+  covers(until_, nil)
 end
-settle()
+save()
 return standing(id, rec)
 `
