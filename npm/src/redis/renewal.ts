@@ -33,13 +33,21 @@ export class Renewal {
     private readonly lose: (why: 'expired' | string) => void,
   ) {}
 
-  /** The lease is held for `leaseMs` from `from` (this clock's ms). */
+  /**
+   * The lease is held for `leaseMs` from `from` (this clock's ms). While the next renewal is due before
+   * the deadline, it is the lease's one timer (a short hold sets and clears one, not two): `#renew`
+   * checks the deadline first, and arms the deadline's own timer while a renewal is out.
+   */
   extend(from: number, leaseMs: number): void {
     if (this.#stopped) return
     const deadline = from + leaseMs - margin(this.ttl)
     if (deadline > this.#deadline) this.#deadline = deadline
-    this.#armDeadline()
-    this.#schedule(Math.max(1, Math.floor(this.ttl / 3)))
+    const renewIn = Math.max(1, Math.floor(this.ttl / 3))
+    if (this.clock.now() + renewIn < this.#deadline) {
+      if (this.#deadlineTimer !== undefined) this.clock.clearTimeout(this.#deadlineTimer)
+      this.#deadlineTimer = undefined
+    } else this.#armDeadline() // a late answer: the deadline comes before the next renewal would
+    this.#schedule(renewIn)
   }
 
   stop(): void {
@@ -77,6 +85,7 @@ export class Renewal {
     const sentAt = this.clock.now()
     // A timer that ran late (a blocked event loop) may find the deadline past: never renew then.
     if (sentAt >= this.#deadline) return this.#end('expired')
+    if (this.#deadlineTimer === undefined) this.#armDeadline()
     let answer: RenewAnswer
     try {
       answer = await this.renew()

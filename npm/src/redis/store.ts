@@ -167,17 +167,20 @@ export class RedisStore implements LeaseOwner {
 
   // ---- talking to Redis ----
 
-  /** Sends a command; rejects `NoAnswer` when there is none within `patience` ms. */
+  /**
+   * Sends a command; rejects `NoAnswer` when there is none within `patience` ms (Infinity: whoever
+   * sent it does not wait for it, and no timer is set).
+   */
   #send(args: (string | number)[], patience: number): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const timer = this.#clock.setTimeout(() => reject(new NoAnswer(`no answer from Redis within ${patience}ms`)), patience)
+      const timer = patience === Infinity ? undefined : this.#clock.setTimeout(() => reject(new NoAnswer(`no answer from Redis within ${patience}ms`)), patience)
       this.#adapter.send(args).then(
         value => {
-          this.#clock.clearTimeout(timer)
+          if (timer !== undefined) this.#clock.clearTimeout(timer)
           resolve(value)
         },
         error => {
-          this.#clock.clearTimeout(timer)
+          if (timer !== undefined) this.#clock.clearTimeout(timer)
           reject(error instanceof ReplyFailure && !TRANSIENT.has(error.code) ? error : new NoAnswer(String((error as Error)?.message ?? error), { cause: error }))
         },
       )
@@ -202,7 +205,7 @@ export class RedisStore implements LeaseOwner {
    * Ends a request in Redis (release or cancel), without waiting for it; nothing is thrown. Redis keeps
    * a tombstone of it only while a copy of its acquire may still come (one is unanswered).
    */
-  #end(p: Request, why: 'R' | 'C', patience = PATIENCE): Promise<unknown> {
+  #end(p: Request, why: 'R' | 'C', patience = Infinity): Promise<unknown> {
     const tomb = p.asking > 0 || p.uncertain ? 1 : 0
     return this.#run(this.#scripts.release, p.keys, [...this.#common(p), why, tomb], patience).catch(() => undefined)
   }
@@ -229,19 +232,24 @@ export class RedisStore implements LeaseOwner {
       const off = () => signal.removeEventListener('abort', onAbort)
       void p.promise.then(off, off)
     }
-    if (wait !== Infinity) {
-      // Redis judges the wait and answers when it ran out; this side gives up on its own only when
-      // Redis did not answer within the wait and a grace.
-      p.giveUpTimer = this.#clock.setTimeout(() => {
-        p.giveUpTimer = undefined
-        if (p.lease || this.#requests.get(p.id) !== p) return
-        this.#forget(p)
-        void this.#end(p, 'C')
-        p.reject(p.heard ? new InUseError(`${p.place()}: still held after waiting ${wait}ms`) : new ClosedError(`${p.place()}: no answer from Redis within the wait (${wait}ms): unreachable`))
-      }, wait + WAIT_GRACE)
-    }
     void this.#acquire(p)
     return p.promise
+  }
+
+  /**
+   * Redis judges the wait and answers when it ran out; this side gives up on its own only when Redis
+   * did not answer within the wait and a grace. Armed once the hold was not granted at once (it waits,
+   * or its acquire failed), so that a free key's hold sets no timer for it.
+   */
+  #armGiveUp(p: Request): void {
+    if (p.wait === Infinity || p.giveUpTimer !== undefined) return
+    p.giveUpTimer = this.#clock.setTimeout(() => {
+      p.giveUpTimer = undefined
+      if (p.lease || this.#requests.get(p.id) !== p) return
+      this.#forget(p)
+      void this.#end(p, 'C')
+      p.reject(p.heard ? new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`) : new ClosedError(`${p.place()}: no answer from Redis within the wait (${p.wait}ms): unreachable`))
+    }, Math.max(0, p.waitUntil + WAIT_GRACE - this.#clock.now()))
   }
 
   /** Sends (or sends again) a request's acquire, until it is answered or the request ends. */
@@ -269,6 +277,7 @@ export class RedisStore implements LeaseOwner {
   #failed(p: Request, error: unknown, again: () => void): void {
     if (this.#requests.get(p.id) !== p || p.lease) return
     p.heard = false
+    this.#armGiveUp(p)
     if (error instanceof ReplyFailure) {
       this.#forget(p)
       return p.reject(new StorageError(`${p.place()}: Redis refused the script: ${error.message}`, { cause: error }))
@@ -284,6 +293,7 @@ export class RedisStore implements LeaseOwner {
       case 'g':
         return this.#granted(p, Number(answer[1]), Number(answer[2]), Number(answer[3]), sentAt)
       case 'w': {
+        this.#armGiveUp(p)
         // Heartbeat every ttl/3; sooner when the wait ends or a holder's lease ends first (the head).
         const waitLeft = Number(answer[1])
         const headLeft = Number(answer[2])

@@ -47,7 +47,7 @@ end
 rec = 'W ' .. ttl .. ' ' .. maxHold .. ' ' .. int(waitUntil) .. ' ' .. chan
 set(id, rec)
 redis.call('ZADD', T, beat, 'w' .. id)
-covers(beat, T)
+covers(beat, nil) -- a waiter waits for a holder: the deadlines' key was there
 if waiting == 1 then redis.call('PEXPIREAT', Q, int(mark)) end
 save()
 return standing(id, rec)

@@ -13,8 +13,9 @@ local M, Q, T = KEYS[1], KEYS[2], KEYS[3]
 local id, grace, pub = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
--- The meta, read once by \`load\`: limit, last fence, holders, waiters, and the expiry mark.
-local limit, last, held, waiting, mark = 1, 0, 0, 0, 0
+-- The meta, read once by \`load\`: limit, last fence, holders, waiters, the expiry mark, and \`due\`: no
+-- deadline of the key is earlier (a bound kept low as deadlines are added, raised by the reap step).
+local limit, last, held, waiting, mark, due = 1, 0, 0, 0, 0, 0
 -- What the script changes in the meta (and records), written by \`save\` in one HSET; and which keys'
 -- expiry it must set then (all of them when the mark moved).
 local writes, expireAll, expireKeys = {}, false, {}
@@ -47,19 +48,24 @@ end
 
 -- Reads the meta and the records of \`...\` (request ids); answers the records.
 local function load(...)
-  local got = redis.call('HMGET', M, 'l', 'f', 'n', 'q', 'x', ...)
+  local got = redis.call('HMGET', M, 'l', 'f', 'n', 'q', 'x', 'e', ...)
   limit = tonumber(got[1] or '1')
   last = tonumber(got[2] or '0')
   held = tonumber(got[3] or '0')
   waiting = tonumber(got[4] or '0')
   mark = tonumber(got[5] or '0')
-  return unpack(got, 6, 5 + select('#', ...))
+  due = tonumber(got[6] or '0')
+  return unpack(got, 7, 6 + select('#', ...))
 end
 
 -- A deadline \`at\` was added to a key (T or Q): the keys must outlive it by the grace. They expire at
 -- the mark, moved half a grace past what is needed each time it is passed, so that most scripts only
 -- set the expiry of a key that may have just been made.
 local function covers(at, key)
+  if at < due then
+    due = at
+    set('e', int(due))
+  end
   if at + grace > mark then
     mark = at + grace + math.floor(grace / 2)
     set('x', int(mark))
@@ -81,36 +87,42 @@ end
 -- are members of T: 'h' holder, 'w' waiter, 'e' tombstone, then the request id. Answers whether it
 -- ended anything; its writes are then saved, and the line served if a permit was freed.
 local function reap()
-  local due = redis.call('ZRANGEBYSCORE', T, '-inf', now, 'LIMIT', 0, 1000)
-  if #due == 0 then return false end
+  if now < due then return false end
   local heldBefore = held
-  while #due > 0 do
-  redis.call('ZREM', T, unpack(due))
-  for i = 1, #due do
-    local kind, rid = string.sub(due[i], 1, 1), string.sub(due[i], 2)
-    if kind == 'e' then
-      redis.call('HDEL', M, rid)
-    else
-      local rec = redis.call('HGET', M, rid)
-      if rec then
-        local r = fields(rec)
-        if kind == 'h' then
-          held = held - 1
-          set('n', held)
-          tomb(rid, 'L', tonumber(r[3]))
-        else
-          redis.call('ZREM', Q, rid)
-          waiting = waiting - 1
-          set('q', waiting)
-          local waitUntil = tonumber(r[4])
-          tomb(rid, (waitUntil >= 0 and waitUntil <= now) and 'T' or 'X', tonumber(r[2]))
+  local any = false
+  local list = redis.call('ZRANGEBYSCORE', T, '-inf', now, 'LIMIT', 0, 1000)
+  while #list > 0 do
+    any = true
+    redis.call('ZREM', T, unpack(list))
+    for i = 1, #list do
+      local kind, rid = string.sub(list[i], 1, 1), string.sub(list[i], 2)
+      if kind == 'e' then
+        redis.call('HDEL', M, rid)
+      else
+        local rec = redis.call('HGET', M, rid)
+        if rec then
+          local r = fields(rec)
+          if kind == 'h' then
+            held = held - 1
+            set('n', held)
+            tomb(rid, 'L', tonumber(r[3]))
+          else
+            redis.call('ZREM', Q, rid)
+            waiting = waiting - 1
+            set('q', waiting)
+            local waitUntil = tonumber(r[4])
+            tomb(rid, (waitUntil >= 0 and waitUntil <= now) and 'T' or 'X', tonumber(r[2]))
+          end
         end
       end
     end
+    list = redis.call('ZRANGEBYSCORE', T, '-inf', now, 'LIMIT', 0, 1000)
   end
-  due = redis.call('ZRANGEBYSCORE', T, '-inf', now, 'LIMIT', 0, 1000)
-  end
-  return true, held < heldBefore
+  -- The bound, raised to the earliest deadline left (an hour on when none is: covers lowers it).
+  local first = redis.call('ZRANGE', T, 0, 0, 'WITHSCORES')
+  due = #first > 0 and tonumber(first[2]) or now + 3600000
+  set('e', int(due))
+  return any, held < heldBefore
 end
 
 -- Larger than every fence this key gave, and than every fence it could have given before a rollback
@@ -136,7 +148,8 @@ local function grant(rid, ttl, maxHold, chan)
   held = held + 1
   set('n', held)
   redis.call('ZADD', T, until_, 'h' .. rid)
-  covers(until_, T)
+  -- The deadlines' key may have just been made (nobody else held or waited): it needs its expiry.
+  covers(until_, (held == 1 and waiting == 0) and T or nil)
   return f, ttl, maxHold
 end
 
