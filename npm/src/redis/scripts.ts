@@ -7,7 +7,8 @@
  * Everything of one key of one lock shares a hash tag, `{KIND:NAME:KEY}` (KIND `l` for a lock, `s` for
  * a semaphore), so it lives in one Cluster slot; every Redis key starts with the store's prefix:
  * - `P:{…}:m` hash: the meta — `f` the last fence, `t` the last ticket, `l` the limit (1 for a lock),
- *   `n` how many hold, `q` how many wait, `x` when the keys expire — and the records, by request id:
+ *   `n` how many hold, `q` how many wait, `x` when the keys expire, `e` a time no deadline of the key
+ *   is earlier than (the reap step reads the deadlines only from then on) — and the records, by id:
  *   `H fence ttl hardDeadline since channel` (holding), `W ttl maxHold waitDeadline channel` (waiting;
  *   -1 for no wait limit), `E why` (ended: R released, C cancelled, L lost past its lease, T its wait
  *   ran out, X no heartbeat within its ttl).
@@ -22,9 +23,11 @@
  *   grants from the head of the line before it answers, and tells the granted request's process on its
  *   channel (`PUBLISH`, `SPUBLISH` in Cluster). So nobody barges: a new request is granted at once only
  *   when nobody waits, and waiters are granted in ticket order.
- * - A request id is granted at most once. Asked again, a script answers the request's record; an ended
- *   request keeps a tombstone for its ttl, so that a late copy of its acquire (a client resending after
- *   a dropped connection) is answered, not granted. A renewal never grants.
+ * - A request id is granted at most once while Redis knows it. Asked again, a script answers the
+ *   request's record; a request that ended while a copy of its acquire may still come (its client had
+ *   no answer to one: a dropped connection, a give-up) keeps a tombstone for its ttl, so that the late
+ *   copy is answered, not granted; one whose every acquire was answered is forgotten at once (its
+ *   client never sends it again). A renewal never grants.
  * - Fences of a key grow: `max(last + 1, serverMs × 1024)`. After a rollback of recent writes (a restart
  *   from an AOF a second behind, a failover that lost writes) or the expiry of the meta, the time term
  *   is still larger than every fence given before, unless the new server's clock is behind the old

@@ -53,8 +53,9 @@ export interface RedisStoreOptions {
   /** Every Redis key holdfast writes starts with it (default `'holdfast'`). */
   prefix?: string
   /**
-   * How long what holdfast writes for a key outlives its last deadline (default 1 minute). Fences keep
-   * growing across a step back of the server's clock shorter than this.
+   * How long what holdfast writes for a key outlives its last deadline, at least (at most one and a
+   * half times this; default 1 minute). Fences keep growing across a step back of the server's clock
+   * shorter than this.
    */
   grace?: number | string
   /** Open even when the server may evict keys (`maxmemory-policy` other than `noeviction`): not safe. */
