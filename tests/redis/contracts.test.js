@@ -276,3 +276,18 @@ test('#15: openRedisStore checks its options and the server: unknown options, an
   assert.match(byUrl.server.version, /^\d+\.\d+/)
   await byUrl.close()
 })
+
+test('#15 wake-ups: after the subscriber connection is killed (CLIENT KILL TYPE pubsub), a waiter is still granted within moments of the release, not at its next ttl/3 heartbeat', async t => {
+  const { server, a, b } = await twoStores(t)
+  const first = holder(a.lock('wake', { ttl: '30s' }), 'k')
+  await first.granted
+  const waiting = b.lock('wake', { ttl: '30s' }).hold('k', { wait: '30s' }, () => Date.now())
+  await until(a, 'wake', 'k', e => e?.waiting === 1)
+  assert.ok((await raw(server.port, 'CLIENT', 'KILL', 'TYPE', 'pubsub')) >= 2)
+  // Released while the subscribers reconnect: the wake-up may be lost; the catch-up after the
+  // resubscription asks Redis where the waiter stands.
+  first.release()
+  const releasedAt = Date.now()
+  const grantedAt = await waiting
+  assert.ok(grantedAt - releasedAt < 5_000, `granted ${grantedAt - releasedAt}ms after the release (a heartbeat comes every 10 s)`)
+})
