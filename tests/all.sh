@@ -8,8 +8,10 @@
 #   3. the package as users get it (npm pack, installed into a fresh project): the JS tests under
 #      Node 20, Node 24, Bun and Deno, the SQLite fence example under Node 20 and Bun, and the
 #      package in Cloudflare workerd (wrangler)
-#   4. crash-restart torture of fences (200 kill -9 restarts; TORTURE_KILLS=1000 for the full run)
-#   5. a short benchmark run, for its correctness checks (FIFO, exclusion); speeds are printed, not judged
+#   4. holdfast/redis against real redis-servers the tests start (Debian's redis-server), with ioredis
+#      and node-redis, under Node 20, Node 24 and Bun
+#   5. crash-restart torture of fences (200 kill -9 restarts; TORTURE_KILLS=1000 for the full run)
+#   6. a short benchmark run, for its correctness checks (FIFO, exclusion); speeds are printed, not judged
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -37,6 +39,9 @@ bash tests/run-package-tests.sh
 
 say "leases over a connection between real processes (Node 20, Node 24, Bun)"
 bash tests/run-remote-tests.sh
+
+say "holdfast/redis against real redis-servers (ioredis and node-redis; Node 20, Node 24, Bun)"
+bash tests/run-redis-tests.sh
 
 say "crash-restart torture of fences (kill -9; fileStorage, slow and flaky storages)"
 bash tests/torture/run.sh

@@ -5,6 +5,7 @@
 #   - the wasm-bindgen CLI at exactly the version crate/wasm/Cargo.toml pins (cargo install, ~5 min once)
 #   - the package's dev dependencies (TypeScript), and Node 24, Bun, Deno, wrangler and workerd from
 #     npm (tests/runtimes)
+#   - redis-server, redis-sentinel and redis-cli from Debian's packages (tests/redis/install.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -34,6 +35,8 @@ if [ "$missing" = 1 ]; then
   say "installing Node 24, Bun, Deno, wrangler and workerd from npm"
   (cd tests/runtimes && npm ci --no-audit --no-fund --silent)
 fi
+
+bash tests/redis/install.sh   # redis-server, redis-sentinel, redis-cli for the Redis tests (Debian's), when missing
 
 say "building the package"
 bash npm/build.sh

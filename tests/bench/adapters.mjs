@@ -177,15 +177,16 @@ export async function makeAdapter(name) {
 // Lock keys live under one name: holdfast's lock 'bench', Redis keys 'bench:KEY' (redis-semaphore adds
 // its own 'mutex:' prefix), so that the parent can count what is left on the server after a measurement.
 
-export const REMOTE_ADAPTERS = ['ws-echo', 'ws-lock', 'holdfast', 'redis-semaphore', 'redlock']
+export const REMOTE_ADAPTERS = ['ws-echo', 'ws-lock', 'holdfast', 'holdfast-redis', 'redis-semaphore', 'redlock']
 
 /** The remote adapters that need redis-server. */
-export const usesRedis = (name) => name === 'redis-semaphore' || name === 'redlock'
+export const usesRedis = (name) => name === 'redis-semaphore' || name === 'redlock' || name === 'holdfast-redis'
 
 export const REMOTE_DESCRIPTIONS = {
   'ws-echo': 'no lock: one round trip of a 40-byte binary WebSocket message (ws for the handshake; a turn\'s messages framed by hand into one write, both ways, as holdfast\'s Node transport does) to an echo server in its own process, then fn (the floor of a lock service with one round trip per hold; its checks are expected to fail)',
   'ws-lock': 'the simplest FIFO lock service over the same transport as ws-echo: a hold is one round trip (the server answers when the key is free, holders in line in the order they came), its release one message without an answer; no fences, ttl, renewal, token or codec (the floor of a FIFO lock service with one round trip per hold, under key contention too)',
   'holdfast': "connect(url, { token }); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold; server: openStore({ storage: memoryStorage() }).serve() in its own process",
+  'holdfast-redis': "openRedisStore({ redis: ioredis client, prefix: 'bench' }) (holdfast/redis, on the same redis-server as the Redis libraries); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold",
   'redis-semaphore': 'new Mutex(client, key, { lockTimeout: 10s, acquireTimeout: 60s, retryInterval: 10ms }) per hold; acquire/release; try = tryAcquire()',
   'redlock': 'new Redlock([client], { retryCount: -1, retryDelay: 10, retryJitter: 5 }); acquire([key], 10s)/release; try = { retryCount: 0 }',
 }
@@ -263,6 +264,7 @@ function wsLockMessage(op, id, key) {
 /** Version text of a remote adapter's packages, or null when one is not installed. */
 export function remoteVersion(name) {
   if (name === 'holdfast') return packageInfo('holdfast')?.version ?? null
+  if (name === 'holdfast-redis') return packageInfo('holdfast') && packageInfo('ioredis') ? `${packageInfo('holdfast').version} + ioredis ${packageInfo('ioredis').version}` : null
   if (name === 'ws-echo' || name === 'ws-lock') return packageInfo('ws')?.version ?? null
   const lib = packageInfo(name)
   const ioredis = packageInfo('ioredis')
@@ -383,6 +385,30 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
           return entries.find((e) => e.name === 'bench' && e.key === key)?.waiting ?? 0
         },
         close: () => remote.close(),
+      }
+    }
+
+    case 'holdfast-redis': {
+      const { openRedisStore } = await import('holdfast/redis')
+      const { default: Redis } = await import('ioredis')
+      const client = new Redis(redis, { lazyConnect: true })
+      await client.connect()
+      const store = await openRedisStore({ redis: client, prefix: 'bench' })
+      const l = store.lock('bench', { ttl: '30s', wait: Infinity })
+      return {
+        fifo: true,
+        hold: (key, fn) => l.hold(key, fn),
+        tryHold: (key, fn) => l.tryHold(key, fn),
+        // inspect() goes on the client's one connection after the holds sent before it: Redis runs
+        // them first, so its answer counts them.
+        sync: async (key) => {
+          const entries = await store.inspect()
+          return entries.find((e) => e.name === 'bench' && e.key === key)?.waiting ?? 0
+        },
+        close: async () => {
+          await store.close()
+          await client.quit()
+        },
       }
     }
 

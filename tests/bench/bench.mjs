@@ -111,7 +111,7 @@ async function parent() {
   const remoteSkipped = {}
   let redis
   for (const a of wantedRemote) {
-    if (a === 'holdfast' && env.HOLDFAST_SKIP) remoteSkipped[a] = env.HOLDFAST_SKIP
+    if (a.startsWith('holdfast') && env.HOLDFAST_SKIP) remoteSkipped[a] = env.HOLDFAST_SKIP
     else if (!(remoteInfo[a] = remoteVersion(a))) remoteSkipped[a] = `not installed (run tests/bench/run.sh)`
   }
   if (wantedRemote.some((a) => usesRedis(a) && !(a in remoteSkipped))) {
@@ -215,6 +215,14 @@ async function parent() {
       // The most any lock keeping LOCK-04 could reach here: no lock at all, only the context.
       const c = medians[w]['bare-context']
       if (!isRemote(w) && c !== undefined && o !== undefined) say(`${pad('', 4)}bare-context ÷ ${pad(other, 12)}${ratio(c / o)}   (the ceiling with LOCK-04's context: no lock, only a context entered per hold)`)
+    }
+    // holdfast/redis on the same redis-server as the Redis libraries, and beside holdfast's own server.
+    const r = medians[w]['holdfast-redis']
+    if (isRemote(w) && r !== undefined) {
+      for (const other of ['redis-semaphore', 'redlock', 'holdfast']) {
+        const o = medians[w][other]
+        if (o !== undefined) say(`${pad(w, 4)}holdfast-redis ÷ ${pad(other, 17)}${ratio(r / o)}   (holdfast-redis ${fmtOps(r)}, ${other} ${fmtOps(o)})`)
+      }
     }
   }
 

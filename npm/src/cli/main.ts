@@ -14,7 +14,7 @@ import * as fs from 'node:fs'
 import * as net from 'node:net'
 import * as path from 'node:path'
 import { constants as osConstants } from 'node:os'
-import { connect, fileStorage, openStore, HoldfastError, InUseError, type KeyInfo, type Lease, type RemoteStore, type Store } from '../entry/node.js'
+import { connect, fileStorage, openStore, HoldfastError, InUseError, type KeyInfo, type Lease, type LockOptions, type RemoteLock, type Store } from '../entry/node.js'
 import { toMs } from '../util/duration.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 
@@ -70,7 +70,8 @@ Options:
   -h, --help           this text
 
 Durations: 250ms, 30s, 1m30s, 2h, 1d (whole numbers with units, largest first), or 0.
-URL: ws://HOST:PORT, wss://HOST:PORT, or ws+unix://PATH.
+URL: ws://HOST:PORT, wss://HOST:PORT, or ws+unix://PATH; or a Redis, redis://[:PASSWORD@]HOST:PORT
+(or rediss://), whose keys holdfast/redis keeps (no token; needs ioredis or redis installed).
 
 The command runs in its own process group; SIGINT, SIGTERM and SIGHUP sent to holdfast are passed
 on to that group, and a lost lease stops the whole group.
@@ -89,7 +90,7 @@ Exit status:
 const INSPECT_USAGE = `Usage: holdfast inspect URL [--token-file FILE] [--json]
 
 Prints the busy keys of the server at URL: kind, name, key, holders (fence and how long held),
-and how many wait.
+and how many wait. URL may be a Redis (redis://HOST:PORT): the keys holdfast/redis keeps there.
 
 Options:
   --token-file FILE  the server's token (default: the environment variable HOLDFAST_TOKEN)
@@ -154,6 +155,25 @@ function duration(value: string | undefined, name: string, fallback: number): nu
   } catch {
     throw new UsageError(`--${name} ${JSON.stringify(value)} must be a duration: whole numbers with units, largest first, such as 250ms, 30s, 1m30s, 2h, 1d; or 0`)
   }
+}
+
+/** What `hold` and `inspect` use of a store over a connection or in Redis. */
+interface ClientStore {
+  lock(name: string, options: LockOptions): Pick<RemoteLock, 'hold'>
+  inspect(): Promise<KeyInfo[]>
+  close(): Promise<void>
+}
+
+/**
+ * The store at `url`: a Redis (`redis://`, `rediss://`: `holdfast/redis`, no token), or a store's
+ * server over a connection (with the token of `--token-file`, else `HOLDFAST_TOKEN`).
+ */
+async function openClient(url: string, tokenFile: string | undefined, command: string): Promise<ClientStore> {
+  if (/^rediss?:\/\//.test(url)) {
+    const { openRedisStore } = await import('../redis/index.js')
+    return openRedisStore({ url })
+  }
+  return connect(url, { token: clientToken(tokenFile, command) })
 }
 
 /** The token of a client command: `--token-file FILE`, else `HOLDFAST_TOKEN`. */
@@ -435,7 +455,6 @@ async function hold(args: string[]): Promise<number> {
   const ttl = duration(options.get('ttl'), 'ttl', 30_000)
   const maxHold = options.has('max-hold') ? duration(options.get('max-hold'), 'max-hold', 0) : undefined
   const grace = duration(options.get('grace'), 'grace', 5_000)
-  const token = clientToken(options.get('token-file'), 'hold')
 
   // Signals: while waiting they cancel the hold; while the command runs they are passed on to it.
   const waiting = new AbortController()
@@ -449,11 +468,11 @@ async function hold(args: string[]): Promise<number> {
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
   for (const s of signals) process.on(s, onSignal)
 
-  let remote: RemoteStore | undefined
+  let remote: ClientStore | undefined
   let lost: Lease | undefined
   let answerTimer: unknown
   try {
-    remote = await connect(url, { token })
+    remote = await openClient(url, options.get('token-file'), 'hold')
     if (waiting.signal.aborted) return 128 + signalNumber(waiting.signal.reason as NodeJS.Signals)
     const lock = remote.lock(name, maxHold === undefined ? { ttl, wait } : { ttl, wait, maxHold })
     // A hold the server never answers (it went away and stays away) ends some time after its wait.
@@ -557,8 +576,7 @@ async function inspect(args: string[]): Promise<number> {
   }
   if (positionals.length !== 1) throw new UsageError(`inspect: give the server's URL, as in holdfast inspect ws://127.0.0.1:7420 (see holdfast inspect --help)`)
   const url = positionals[0]!
-  const token = clientToken(options.get('token-file'), 'inspect')
-  const remote = await connect(url, { token })
+  const remote = await openClient(url, options.get('token-file'), 'inspect')
   let timer: ReturnType<typeof setTimeout> | undefined
   let entries: KeyInfo[]
   try {

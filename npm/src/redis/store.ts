@@ -1,0 +1,618 @@
+/**
+ * `openRedisStore({ redis | url, prefix })`: the lock and semaphore API of a store, kept in Redis, so
+ * that every process of every machine that reaches the Redis shares keys, lines and fences. What is
+ * kept where, and the invariants of the scripts: `scripts.ts`.
+ *
+ * # A hold
+ * A hold is a request with a random id. Its `acquire` script grants it at once (a free key, nobody
+ * waiting), answers busy (a wait of 0), or puts it in line. A waiter is granted by whichever script
+ * frees its turn, and woken by a message on this process's channel (`wakeups.ts`). Meanwhile it
+ * heartbeats every ttl/3 (the `renew` script), which keeps its place and ends whatever is past its
+ * deadline (a dead holder's lease), and sooner when it is at the head and a holder's lease ends before
+ * that: so a dead holder's key passes at its ttl, with nobody else asking. A waiter's wait is judged
+ * by Redis (the script answers when it ran out); this side gives up on its own only when Redis does not
+ * answer within the wait and a grace (`ClosedError`: unreachable).
+ *
+ * # A lease
+ * Held, a lease is renewed every ttl/3 (`renewal.ts`), and lost when a renewal answers it is no longer
+ * held or none was answered within its ttl: `lease.signal` aborts and `hold` rejects `LostError`. At
+ * `maxHold` it is revoked here and released in Redis, so the next in line is served at once. A release
+ * is sent, not awaited (as over a connection): commands of one connection run in order.
+ *
+ * # Asking again
+ * A command that fails without an answer (a dropped connection, a failover) is asked again with the
+ * same request id until its wait ends; the scripts never grant one request id twice. A request whose
+ * record Redis no longer has (it was unreachable for longer than the ttl, or lost its data) joins the
+ * line again under a new id: it never believes in a grant Redis does not know.
+ *
+ * # LOCK-04
+ * A hold of a key inside its own hold is refused at once, tracked in this process's async context, as
+ * by a local store (`#heldHere`).
+ */
+
+import { CancelledError, ClosedError, InUseError, InvalidError, LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
+import { checkOptions } from '../util/options.js'
+import { toMs } from '../util/duration.js'
+import { Lease, type LeaseOwner } from '../handle/lease.js'
+import { handleOptions } from '../handle/lock.js'
+import { clearTimer, isClock, setTimer, systemClock, type Clock } from '../util/clock.js'
+import { randomId } from '../util/random.js'
+import { runInLease } from '../handle/run-in-lease.js'
+import { TravellingHandle, placeOf } from '../handle/travelling.js'
+import type { ContextStorage, Frame } from '../handle/context.js'
+import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
+
+/** A resource as this store keeps it (a key granted here stands as its lease). */
+type Resource = SharedResource<Lease>
+import { adapterForUrl, adapterOf, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
+import { keysOf, parseMetaKey, scriptsFor, type Script, type Scripts } from './scripts.js'
+import { Renewal, type Renewed } from '../remote/renewal.js'
+import { ResourceNames } from '../handle/resource-names.js'
+import { Wakeups, type Wake } from './wakeups.js'
+
+export interface RedisStoreOptions {
+  /** A client the application made: ioredis (`new Redis(…)`) or node-redis (`createClient(…)`, connected). */
+  redis?: unknown
+  /** Else a URL (`redis://host:6379`): a client is opened with ioredis, or node-redis, whichever is installed. */
+  url?: string
+  /** Every Redis key holdfast writes starts with it (default `'holdfast'`). */
+  prefix?: string
+  /**
+   * How long what holdfast writes for a key outlives its last deadline, at least (at most one and a
+   * half times this; default 1 minute). Fences keep growing across a step back of the server's clock
+   * shorter than this.
+   */
+  grace?: number | string
+  /** Open even when the server may evict keys (`maxmemory-policy` other than `noeviction`): not safe. */
+  allowEviction?: boolean
+  /** @internal for tests */
+  clock?: Clock
+}
+
+/** What `openRedisStore` found on the server. */
+export interface RedisServerInfo {
+  version: string
+  maxmemoryPolicy: string | undefined
+  client: 'ioredis' | 'node-redis'
+}
+
+const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
+const PREFIX = /^[A-Za-z0-9_.:-]{1,64}$/
+const TTL_MS = [1_000, 3_600_000] as const
+const MAX_HOLD_MS = 30 * 24 * 3_600_000
+/** How long past its wait this side waits for Redis's own answer to a hold. */
+const WAIT_GRACE = 1_000
+/** How long `inspect()` and opening wait for Redis. */
+const PATIENCE = 10_000
+/** How long `close()` waits for Redis to take its releases. */
+const CLOSE_PATIENCE = 1_000
+/** A heartbeat meant for a deadline is sent this much after it, so that Redis finds it past. */
+const SLACK = 5
+/** The oldest server the scripts run on. */
+const MIN_VERSION = [6, 2]
+
+/** A hold in flight, waiting or held. */
+class Request {
+  id: string
+  lease: Lease | undefined
+  readonly local: number
+  readonly keys: string[]
+  resolve!: (lease: Lease | undefined) => void
+  reject!: (error: Error) => void
+  readonly promise: Promise<Lease | undefined>
+  /** When the wait ends, by this side's clock (Infinity: no limit). */
+  readonly waitUntil: number
+  beatTimer: unknown
+  giveUpTimer: unknown
+  renewal: Renewal | undefined
+  /** Whether Redis answered what this side last asked (else a give-up says it was unreachable). */
+  heard = false
+  /** Copies of its acquire sent and not answered yet; `uncertain`: one was given up unanswered. */
+  asking = 0
+  uncertain = false
+
+  constructor(readonly handle: RedisLock, readonly key: string, readonly wait: number, local: number, keys: string[], now: number) {
+    this.id = randomId()
+    this.local = local
+    this.keys = keys
+    this.waitUntil = now + wait
+    this.promise = new Promise((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+  }
+
+  place(): string {
+    return placeOf(this.handle.kind, this.handle.name, this.key)
+  }
+}
+
+/** A transport failure, or a script that took longer than the caller would wait. */
+class NoAnswer extends Error {}
+
+export class RedisStore implements LeaseOwner {
+  /** What the store found on the server when it opened. */
+  readonly server: RedisServerInfo
+  readonly prefix: string
+  readonly #adapter: Adapter
+  readonly #scripts: Scripts
+  readonly #wakeups: Wakeups
+  readonly #clock: Clock
+  readonly #context: ContextStorage | undefined
+  readonly #grace: number
+  readonly #requests = new Map<string, Request>()
+  readonly #byLocal = new Map<number, Request>()
+  readonly #resources = new ResourceNames()
+  #nextLocal = 1
+  #closed: ClosedError | undefined
+
+  /** @internal Use `openRedisStore()`. */
+  constructor(adapter: Adapter, server: RedisServerInfo, prefix: string, grace: number, clock: Clock, context: ContextStorage | undefined) {
+    this.#adapter = adapter
+    this.server = server
+    this.prefix = prefix
+    this.#grace = grace
+    this.#clock = clock
+    this.#context = context
+    this.#scripts = scriptsFor(Number(server.version.split('.')[0]) >= 7)
+    this.#wakeups = new Wakeups(prefix, randomId())
+  }
+
+  /** @internal Loads the scripts and subscribes to this process's channel. */
+  async _open(): Promise<void> {
+    for (const script of Object.values(this.#scripts) as Script[]) {
+      await this.#send(['SCRIPT', 'LOAD', script.source], PATIENCE)
+    }
+    await this.#wakeups.open(
+      this.#adapter,
+      wake => this.#woken(wake),
+      () => this.#catchUp(),
+    )
+  }
+
+  // ---- talking to Redis ----
+
+  /**
+   * Sends a command; rejects `NoAnswer` when there is none within `patience` ms (Infinity: whoever
+   * sent it does not wait for it, and no timer is set).
+   */
+  #send(args: (string | number)[], patience: number): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const timer = patience === Infinity ? undefined : setTimer(this.#clock, () => reject(new NoAnswer(`no answer from Redis within ${patience}ms`)), patience)
+      this.#adapter.send(args).then(
+        value => {
+          if (timer !== undefined) clearTimer(this.#clock, timer)
+          resolve(value)
+        },
+        error => {
+          if (timer !== undefined) clearTimer(this.#clock, timer)
+          reject(error instanceof ReplyFailure && !TRANSIENT.has(error.code) ? error : new NoAnswer(String((error as Error)?.message ?? error), { cause: error }))
+        },
+      )
+    })
+  }
+
+  /** Runs a script by its hash, and by its text when the server does not have it (NOSCRIPT). */
+  async #run(script: Script, keys: string[], args: (string | number)[], patience: number): Promise<unknown[]> {
+    try {
+      return (await this.#send(['EVALSHA', script.sha, keys.length, ...keys, ...args], patience)) as unknown[]
+    } catch (error) {
+      if (!(error instanceof ReplyFailure) || error.code !== 'NOSCRIPT') throw error
+      return (await this.#send(['EVAL', script.source, keys.length, ...keys, ...args], patience)) as unknown[]
+    }
+  }
+
+  #common(p: Request): (string | number)[] {
+    return [p.id, this.#grace, this.#wakeups.publish]
+  }
+
+  /**
+   * Ends a request in Redis (release or cancel), without waiting for it; nothing is thrown. Redis keeps
+   * a tombstone of it only while a copy of its acquire may still come (one is unanswered).
+   */
+  #end(p: Request, why: 'R' | 'C', patience = Infinity): Promise<unknown> {
+    const tomb = p.asking > 0 || p.uncertain ? 1 : 0
+    return this.#run(this.#scripts.release, p.keys, [...this.#common(p), why, tomb], patience).catch(() => undefined)
+  }
+
+  // ---- holds ----
+
+  /** @internal Asks for a key; resolves to the lease, or `undefined` when busy and `wait` is 0. */
+  _take(handle: RedisLock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<Lease | undefined> {
+    if (this.#closed) return Promise.reject(new ClosedError(`${placeOf(handle.kind, handle.name, key)}: ${this.#closed.message}`))
+    if (this.#context && this.#heldHere(handle, key)) {
+      if (isTry) return Promise.resolve(undefined)
+      return Promise.reject(new InvalidError(`${placeOf(handle.kind, handle.name, key)}: held by this very hold (a hold inside its own hold would wait for itself)`))
+    }
+    const p = new Request(handle, key, wait, this.#nextLocal++, keysOf(this.prefix, handle.kind, handle.name, key), this.#clock.now())
+    this.#requests.set(p.id, p)
+    if (signal) {
+      const onAbort = () => {
+        if (p.lease || this.#requests.get(p.id) !== p) return
+        this.#forget(p)
+        p.reject(new CancelledError(`${p.place()}: cancelled while waiting`, { cause: signal.reason }))
+        void this.#end(p, 'C')
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      const off = () => signal.removeEventListener('abort', onAbort)
+      void p.promise.then(off, off)
+    }
+    void this.#acquire(p)
+    return p.promise
+  }
+
+  /**
+   * Redis judges the wait and answers when it ran out; this side gives up on its own only when Redis
+   * did not answer within the wait and a grace. Armed once the hold was not granted at once (it waits,
+   * or its acquire failed), so that a free key's hold sets no timer for it.
+   */
+  #armGiveUp(p: Request): void {
+    if (p.wait === Infinity || p.giveUpTimer !== undefined) return
+    p.giveUpTimer = setTimer(this.#clock, () => {
+      p.giveUpTimer = undefined
+      if (p.lease || this.#requests.get(p.id) !== p) return
+      this.#forget(p)
+      void this.#end(p, 'C')
+      p.reject(p.heard ? new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`) : new ClosedError(`${p.place()}: no answer from Redis within the wait (${p.wait}ms): unreachable`))
+    }, Math.max(0, p.waitUntil + WAIT_GRACE - this.#clock.now()))
+  }
+
+  /** Sends (or sends again) a request's acquire, until it is answered or the request ends. */
+  async #acquire(p: Request): Promise<void> {
+    const h = p.handle
+    const left = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - this.#clock.now()))
+    // A wait that ran out while Redis could not be reached: ask as a try (Redis still judges the key).
+    const wait = p.wait === 0 ? 0 : left === 0 ? 0 : left
+    const sentAt = this.#clock.now()
+    p.heard = false
+    p.asking++
+    let answer: unknown[]
+    try {
+      answer = await this.#run(this.#scripts.acquire, p.keys, [...this.#common(p), h.ttl, h._maxHold, wait, h.limit, this.#wakeups.channel], left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left)
+    } catch (error) {
+      p.asking--
+      if (!(error instanceof ReplyFailure)) p.uncertain = true
+      return this.#failed(p, error, () => void this.#acquire(p))
+    }
+    p.asking--
+    this.#answered(p, answer, sentAt)
+  }
+
+  /** A command of a request failed: an error reply ends it; no answer is asked again a little later. */
+  #failed(p: Request, error: unknown, again: () => void): void {
+    if (this.#requests.get(p.id) !== p || p.lease) return
+    p.heard = false
+    this.#armGiveUp(p)
+    if (error instanceof ReplyFailure) {
+      this.#forget(p)
+      return p.reject(new StorageError(`${p.place()}: Redis refused the script: ${error.message}`, { cause: error }))
+    }
+    this.#beat(p, Math.max(50, Math.floor(p.handle.ttl / 10)), again)
+  }
+
+  /** Acts on where Redis says a request stands (an answer to acquire or renew, or a wake-up). */
+  #answered(p: Request, answer: unknown[], sentAt: number): void {
+    if (this.#requests.get(p.id) !== p || p.lease) return
+    p.heard = true
+    switch (answer[0]) {
+      case 'g':
+        return this.#granted(p, Number(answer[1]), Number(answer[2]), Number(answer[3]), sentAt)
+      case 'w': {
+        this.#armGiveUp(p)
+        // Heartbeat every ttl/3; sooner when the wait ends or a holder's lease ends first (the head).
+        const waitLeft = Number(answer[1])
+        const headLeft = Number(answer[2])
+        let next = Math.max(1, Math.floor(p.handle.ttl / 3))
+        if (waitLeft >= 0) next = Math.min(next, waitLeft + SLACK)
+        if (headLeft >= 0) next = Math.min(next, headLeft + SLACK)
+        return this.#beat(p, next, () => void this.#heartbeat(p))
+      }
+      case 'b':
+        this.#forget(p)
+        return p.resolve(undefined)
+      case 'e':
+        if (answer[1] === 'T') {
+          this.#forget(p)
+          return p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
+        }
+        return this.#rejoin(p)
+      case 'u':
+        return this.#rejoin(p)
+      case 'x':
+        this.#forget(p)
+        return p.reject(errorOf(String(answer[1]) as ErrorCode, `${p.place()}: ${String(answer[2])}`))
+      default:
+        this.#forget(p)
+        return p.reject(new StorageError(`${p.place()}: unexpected answer from Redis: ${JSON.stringify(answer)}`))
+    }
+  }
+
+  /**
+   * Redis no longer knows a waiting request (its heartbeats could not reach it within its ttl, or it
+   * lost its data): it joins the line again, under a new id, with what is left of its wait.
+   */
+  #rejoin(p: Request): void {
+    this.#requests.delete(p.id)
+    p.id = randomId()
+    this.#requests.set(p.id, p)
+    void this.#acquire(p)
+  }
+
+  #beat(p: Request, ms: number, fn: () => void): void {
+    if (p.beatTimer !== undefined) clearTimer(this.#clock, p.beatTimer)
+    p.beatTimer = setTimer(this.#clock, () => {
+      p.beatTimer = undefined
+      fn()
+    }, ms)
+  }
+
+  /** A waiter's heartbeat: keeps its place, reaps the line, and answers a grant it was not told of. */
+  async #heartbeat(p: Request): Promise<void> {
+    if (this.#requests.get(p.id) !== p || p.lease) return
+    const sentAt = this.#clock.now()
+    p.heard = false
+    let answer: unknown[]
+    try {
+      answer = await this.#run(this.#scripts.renew, p.keys, this.#common(p), Math.max(WAIT_GRACE, p.handle.ttl))
+    } catch (error) {
+      return this.#failed(p, error, () => void this.#heartbeat(p))
+    }
+    this.#answered(p, answer, sentAt)
+  }
+
+  /** A wake-up: a script granted one of this process's waiters. */
+  #woken(wake: Wake): void {
+    const p = this.#requests.get(wake.id)
+    if (p) this.#answered(p, ['g', wake.fence, wake.leaseMs, wake.revokeMs], this.#clock.now())
+  }
+
+  /** The subscriber reconnected: wake-ups may have been lost meanwhile; every waiter asks now. */
+  #catchUp(): void {
+    for (const p of this.#requests.values()) if (!p.lease && p.beatTimer !== undefined) this.#beat(p, 0, () => void this.#heartbeat(p))
+  }
+
+  #granted(p: Request, fence: number, leaseMs: number, revokeMs: number, from: number): void {
+    if (p.beatTimer !== undefined) clearTimer(this.#clock, p.beatTimer)
+    if (p.giveUpTimer !== undefined) clearTimer(this.#clock, p.giveUpTimer)
+    p.beatTimer = p.giveUpTimer = undefined
+    const lease = new Lease(this, { kind: p.handle.kind, name: p.handle.name }, p.key, fence, p.local)
+    p.lease = lease
+    this.#byLocal.set(p.local, p)
+    // One renewal loop for every lease held from afar (remote/renewal.ts): renewed every ttl/3, lost at its
+    // deadline as this side counts it or at maxHold (counted from when the acquire was sent), whichever comes first.
+    const elapsed = this.#clock.now() - from
+    p.renewal = new Renewal(this.#clock, { renew: () => this.#renew(p), lose: reason => this.#lose(p, reason) }, lease, p.handle.ttl, Math.max(1, leaseMs - elapsed), revokeMs > 0 ? Math.max(1, revokeMs - elapsed) : 0)
+    p.resolve(lease)
+  }
+
+  async #renew(p: Request): Promise<Renewed> {
+    let answer: unknown[]
+    try {
+      answer = await this.#run(this.#scripts.renew, p.keys, this.#common(p), p.handle.ttl)
+    } catch {
+      return undefined
+    }
+    if (answer[0] === 'g') return { ttl: Number(answer[2]) }
+    return { refused: `the lease ended in Redis (${describeEnd(answer[0] === 'e' ? String(answer[1]) : 'u')})` }
+  }
+
+  /** A lease ends here without a release by its holder: lost, and let go in Redis too (it may still be there). */
+  #lose(p: Request, reason: LostError | ClosedError): void {
+    if (this.#byLocal.get(p.local) !== p) return
+    this.#forget(p)
+    void this.#end(p, 'R')
+    p.lease?._lose(reason)
+  }
+
+  #forget(p: Request): void {
+    if (this.#requests.get(p.id) === p) this.#requests.delete(p.id)
+    this.#byLocal.delete(p.local)
+    p.renewal?.stop()
+    for (const timer of [p.beatTimer, p.giveUpTimer]) if (timer !== undefined) clearTimer(this.#clock, timer)
+    p.beatTimer = p.giveUpTimer = undefined
+  }
+
+  /** @internal The clock this store counts its leases' deadlines on. */
+  _now(): number {
+    return this.#clock.now()
+  }
+
+  /** @internal A lease read past its deadline (see lease.ts # Reading checks the clock). */
+  _overdue(lease: Lease): void {
+    const p = this.#byLocal.get(lease._req)
+    if (p?.lease === lease) p.renewal?.overdue()
+  }
+
+  /** @internal Called by a `Lease` once: lets the key go in Redis (sent, not awaited). */
+  _release(local: number, _lease?: Lease): void {
+    const p = this.#byLocal.get(local)
+    if (!p) return
+    this.#forget(p)
+    void this.#end(p, 'R')
+  }
+
+  /** @internal Runs fn inside the lease (as a store's `_run` does). */
+  _run<T>(handle: RedisLock, lease: Lease, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    return runInLease(this.#context, handle._resource, lease, fn)
+  }
+
+  #heldHere(handle: RedisLock, key: string): boolean {
+    for (let frame: Frame | undefined = this.#context!.getStore(); frame; frame = frame._parent) {
+      if (frame._resource === handle._resource && frame.key === key && !frame.lost && this.#byLocal.get(frame._req)?.lease === frame) return true
+    }
+    return false
+  }
+
+  // ---- the store API ----
+
+  /** A lock kept in Redis: one holder of a key at a time, across every process that uses this Redis. */
+  lock(name: string, options?: LockOptions): RedisLock {
+    return this.#handle('lock', name, options)
+  }
+
+  /** A semaphore kept in Redis: up to `limit` holders of a key at once. */
+  semaphore(name: string, options: SemaphoreOptions): RedisLock {
+    return this.#handle('semaphore', name, options)
+  }
+
+  #handle(kind: 'lock' | 'semaphore', name: string, options: unknown): RedisLock {
+    const place = `${kind} ${String(name)}`
+    if (this.#closed) throw new ClosedError(`${place}: ${this.#closed.message}`)
+    if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`${kind}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    const o = handleOptions(options, place, kind === 'semaphore')
+    if (!(o.ttl >= TTL_MS[0] && o.ttl <= TTL_MS[1])) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
+    if (o.hasMaxHold && !(o.maxHold > 0 && o.maxHold <= MAX_HOLD_MS)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be more than 0 and at most 30 days`)
+    const resource = this.#resources.get(kind, name, o.limit)
+    if (resource.limit !== o.limit) throw new InvalidError(`${place}: limit ${o.limit} differs from the limit ${resource.limit} this store's semaphore ${name} has`)
+    return new RedisLock(this, resource, o.limit, Math.round(o.ttl), Math.ceil(o.maxHold), o.wait)
+  }
+
+  /** The busy keys under this store's prefix, as a local store's `inspect()` lists them. */
+  async inspect(): Promise<KeyInfo[]> {
+    if (this.#closed) throw new ClosedError(`inspect: ${this.#closed.message}`)
+    try {
+      const metas = await new Promise<string[]>((resolve, reject) => {
+        const timer = setTimer(this.#clock, () => reject(new NoAnswer(`no answer from Redis within ${PATIENCE}ms`)), PATIENCE)
+        this.#adapter.scan(`${this.prefix}:{*}:m`).then(
+          keys => (clearTimer(this.#clock, timer), resolve(keys)),
+          error => (clearTimer(this.#clock, timer), reject(error)),
+        )
+      })
+      const out: KeyInfo[] = []
+      for (let i = 0; i < metas.length; i += 100) {
+        const batch = metas.slice(i, i + 100)
+        const answers = await Promise.all(
+          batch.map(meta => {
+            const parsed = parseMetaKey(this.prefix, meta)!
+            return this.#run(this.#scripts.inspect, keysOf(this.prefix, parsed.kind, parsed.name, parsed.key), [], PATIENCE).then(a => ({ parsed, a }))
+          }),
+        )
+        for (const { parsed, a } of answers) {
+          const holders = []
+          for (let j = 1; j + 1 < a.length; j += 2) holders.push({ fence: Number(a[j]), heldMs: Number(a[j + 1]) })
+          const waiting = Number(a[0])
+          if (holders.length > 0 || waiting > 0) out.push({ ...parsed, holders, waiting })
+        }
+      }
+      return out.sort((a, b) => (a.kind + a.name + '\0' + a.key < b.kind + b.name + '\0' + b.key ? -1 : 1))
+    } catch (error) {
+      if (error instanceof ReplyFailure) throw new StorageError(`inspect: Redis refused: ${error.message}`, { cause: error })
+      throw new ClosedError(`inspect: no answer from Redis: ${(error as Error).message}`, { cause: error })
+    }
+  }
+
+  /**
+   * Releases this process's leases in Redis (their signals abort with a `ClosedError`), takes its
+   * waiting holds out of the line (they reject `ClosedError`), and closes what it opened.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = new ClosedError('the store closed')
+    const ends: Promise<unknown>[] = []
+    for (const p of [...this.#requests.values()]) {
+      const lease = p.lease
+      this.#forget(p)
+      ends.push(this.#end(p, lease ? 'R' : 'C', CLOSE_PATIENCE))
+      if (lease) lease._lose(new ClosedError(`${p.place()}: the store closed`))
+      else p.reject(new ClosedError(`${p.place()}: the store closed`))
+    }
+    await Promise.all(ends)
+    await this.#wakeups.close()
+    await this.#adapter.close()
+  }
+}
+
+function describeEnd(why: string): string {
+  switch (why) {
+    case 'L':
+      return 'past its ttl or maxHold'
+    case 'R':
+      return 'released'
+    case 'C':
+      return 'cancelled'
+    case 'u':
+      return 'Redis no longer knows it'
+    default:
+      return why
+  }
+}
+
+/** A lock or semaphore of a Redis store: the API of `Lock`, kept in Redis. */
+export class RedisLock extends TravellingHandle<Lease> {
+  /** @internal */
+  constructor(
+    readonly store: RedisStore,
+    resource: Resource,
+    limit: number,
+    ttl: number,
+    maxHold: number,
+    wait: number,
+  ) {
+    super(resource, limit, ttl, maxHold, wait)
+  }
+
+  /** @internal */
+  protected get _to(): RedisStore {
+    return this.store
+  }
+}
+
+/** Reads one field of `INFO` text. */
+function infoField(info: string, field: string): string | undefined {
+  const m = new RegExp(`^${field}:(.*)$`, 'm').exec(info)
+  return m?.[1]?.trim()
+}
+
+/** Opens a store kept in Redis; see the module doc. */
+export async function openRedisStoreOn(context: ContextStorage | undefined, options: unknown): Promise<RedisStore> {
+  const place = 'openRedisStore'
+  const o = checkOptions(options, place, ['redis', 'url', 'prefix', 'grace', 'allowEviction', 'clock'])
+  if (options === undefined || (o.redis === undefined && o.url === undefined)) throw new InvalidError(`${place}: option redis (a client) or url (redis://…) is required`)
+  if (o.redis !== undefined && o.url !== undefined) throw new InvalidError(`${place}: give option redis or option url, not both`)
+  if (o.url !== undefined && (typeof o.url !== 'string' || !/^rediss?:\/\//.test(o.url))) throw new InvalidError(`${place}: url ${JSON.stringify(o.url)} must start with redis:// or rediss://`)
+  const prefix = o.prefix === undefined ? 'holdfast' : o.prefix
+  if (typeof prefix !== 'string' || !PREFIX.test(prefix)) throw new InvalidError(`${place}: prefix ${JSON.stringify(prefix)} must be 1 to 64 of A-Z a-z 0-9 _ . : -`)
+  const grace = o.grace === undefined ? 60_000 : toMs(o.grace, `${place}: grace`)
+  if (!(grace >= 1_000 && grace <= 86_400_000)) throw new InvalidError(`${place}: grace ${grace}ms must be 1s to 1d`)
+  if (o.allowEviction !== undefined && typeof o.allowEviction !== 'boolean') throw new InvalidError(`${place}: option allowEviction must be true or false`)
+  if (o.clock !== undefined && !isClock(o.clock)) throw new InvalidError(`${place}: option clock must be a clock`)
+  const clock = (o.clock as Clock | undefined) ?? systemClock
+
+  const adapter = o.redis !== undefined ? adapterOf(o.redis, place) : await adapterForUrl(o.url as string, place)
+  try {
+    const server = await checkServer(adapter, place, o.allowEviction === true)
+    const store = new RedisStore(adapter, server, prefix, Math.round(grace), clock, context)
+    await store._open()
+    return store
+  } catch (error) {
+    await adapter.close().catch(() => {})
+    if (error instanceof ReplyFailure) throw new StorageError(`${place}: Redis refused: ${error.message}`, { cause: error })
+    if (error instanceof NoAnswer) throw new ClosedError(`${place}: cannot reach Redis: ${error.message}`, { cause: error })
+    throw error
+  }
+}
+
+/** Checks the server: its version, and a `maxmemory-policy` that cannot evict lock state. */
+async function checkServer(adapter: Adapter, place: string, allowEviction: boolean): Promise<RedisServerInfo> {
+  const ask = (section: string) =>
+    new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new NoAnswer(`no answer to INFO within ${PATIENCE}ms`)), PATIENCE)
+      adapter.send(['INFO', section]).then(
+        text => (clearTimeout(timer), resolve(String(text))),
+        error => (clearTimeout(timer), reject(error instanceof ReplyFailure ? error : new NoAnswer(String(error?.message ?? error), { cause: error }))),
+      )
+    })
+  const info = (await ask('server')) + '\n' + (await ask('memory'))
+  const version = infoField(info, 'redis_version') ?? '0'
+  const [major = 0, minor = 0] = version.split('.').map(Number)
+  if (major < MIN_VERSION[0]! || (major === MIN_VERSION[0] && minor < MIN_VERSION[1]!)) {
+    throw new StorageError(`${place}: Redis ${version} is too old: holdfast needs ${MIN_VERSION.join('.')} or later`)
+  }
+  const maxmemoryPolicy = infoField(info, 'maxmemory_policy')
+  if (maxmemoryPolicy !== undefined && maxmemoryPolicy !== 'noeviction' && !allowEviction) {
+    throw new StorageError(
+      `${place}: Redis ${version} has maxmemory-policy ${maxmemoryPolicy}: it may evict lock state (two holders of one key, repeated fences). Set it to noeviction (CONFIG SET maxmemory-policy noeviction), or pass allowEviction: true`,
+    )
+  }
+  return { version, maxmemoryPolicy, client: adapter.client }
+}

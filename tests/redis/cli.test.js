@@ -1,0 +1,51 @@
+// The CLI with a Redis URL: `holdfast hold redis://… LOCK KEY -- COMMAND` and `holdfast inspect
+// redis://…` — a cron job on every machine needs no holdfast server, only the Redis it already has.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import path from 'node:path'
+import { startRedis, startAgent, freePort, RUNTIMES } from './helpers.js'
+
+const bin = path.join(process.cwd(), 'node_modules', '.bin', 'holdfast')
+
+function cli(args) {
+  return new Promise(resolve => {
+    const child = spawn(RUNTIMES.node20, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', d => (stdout += d))
+    child.stderr.on('data', d => (stderr += d))
+    child.on('exit', code => resolve({ code, stdout, stderr }))
+  })
+}
+
+test('#15 CLI: hold redis://… runs the command with HOLDFAST_FENCE and lets the key go; --wait 0 on a held key exits 1; inspect lists it', async t => {
+  const server = await startRedis(t)
+  const first = await cli(['hold', server.url, 'cron', 'nightly', '--wait', '0', '--', 'sh', '-c', 'echo "fence=$HOLDFAST_FENCE"'])
+  assert.equal(first.code, 0, first.stderr)
+  const fence = Number(/fence=(\d+)/.exec(first.stdout)?.[1])
+  assert.ok(Number.isSafeInteger(fence) && fence > 0)
+  assert.equal((await cli(['inspect', server.url])).stdout, 'no busy keys\n', 'the key was let go')
+
+  const agent = await startAgent(t, 'holder', RUNTIMES.node20, server.url)
+  agent.send({ op: 'hold', id: 'h', lock: 'cron', key: 'nightly' })
+  const held = await agent.next({ ev: 'granted', id: 'h' })
+  assert.ok(held.fence > fence)
+  const busy = await cli(['hold', server.url, 'cron', 'nightly', '--wait', '0', '--', 'sh', '-c', 'echo ran'])
+  assert.equal(busy.code, 1)
+  assert.equal(busy.stdout, '', 'the command did not run')
+  assert.match(busy.stderr, /held by another/)
+  const table = await cli(['inspect', server.url])
+  assert.equal(table.code, 0, table.stderr)
+  assert.match(table.stdout, new RegExp(`^lock +cron +nightly +fence ${held.fence} \\(`, 'm'))
+  const json = JSON.parse((await cli(['inspect', server.url, '--json'])).stdout)
+  assert.deepEqual(json.map(e => [e.kind, e.name, e.key, e.holders[0].fence, e.waiting]), [['lock', 'cron', 'nightly', held.fence, 0]])
+})
+
+test('#15 CLI: a Redis that cannot be reached exits 2 with one line', async t => {
+  const port = await freePort()
+  const r = await cli(['hold', `redis://127.0.0.1:${port}`, 'cron', 'x', '--wait', '0', '--', 'true'])
+  assert.equal(r.code, 2)
+  assert.match(r.stderr, /cannot reach redis:\/\/127\.0\.0\.1/)
+  assert.equal(r.stderr.trim().split('\n').length, 1)
+})

@@ -1,0 +1,54 @@
+// Redis Cluster, three primaries, with ioredis's Cluster client: everything holdfast writes for one
+// key of one lock lives in one hash slot (one hash tag), so keys spread over the three nodes; the
+// contracts hold (one holder, FIFO across stores, fences growing, wake-ups from a script on any node);
+// inspect() lists the busy keys of every node.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { openRedisStore } from 'holdfast/redis'
+import { startCluster, raw, later, sleep } from './helpers.js'
+
+test('#15 Cluster (3 primaries): keys spread over every node, one holder a key, FIFO across stores with growing fences, inspect sees every node', async t => {
+  const cluster = await startCluster(t)
+  const a = await openRedisStore({ redis: await cluster.client() })
+  const b = await openRedisStore({ redis: await cluster.client() })
+  later(t, () => Promise.all([a.close(), b.close()]))
+
+  // 30 keys held at once: their state is on every node, and each key's five Redis keys on one node.
+  const leases = await Promise.all(Array.from({ length: 30 }, (_, i) => a.lock('spread').acquire(`key-${i}`)))
+  const sizes = await Promise.all(cluster.nodes.map(n => raw(n.port, 'DBSIZE')))
+  for (const [i, size] of sizes.entries()) assert.ok(size > 0, `node ${i} holds nothing: ${sizes}`)
+  assert.equal((await b.inspect()).filter(e => e.name === 'spread').length, 30, 'inspect lists the keys of every node')
+  await Promise.all(leases.map(l => l.release()))
+
+  // Exclusion and fences on shared keys, from both stores at once.
+  let inside = 0
+  let most = 0
+  const fences = {}
+  await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? b : a).lock('shared').hold(`k${i % 3}`, { wait: '30s' }, async lease => {
+    inside++
+    most = Math.max(most, inside)
+    ;(fences[lease.key] ??= []).push(lease.fence)
+    await sleep(2)
+    inside--
+  })))
+  assert.ok(most <= 3, 'one holder a key (three keys)')
+  for (const list of Object.values(fences)) for (let i = 1; i < list.length; i++) assert.ok(list[i] > list[i - 1])
+
+  // FIFO across stores: each waiter in line before the next asks, woken in that order.
+  const first = await a.lock('fifo').acquire('k')
+  const order = []
+  const waiters = []
+  for (let i = 0; i < 6; i++) {
+    waiters.push((i % 2 ? b : a).lock('fifo').hold('k', { wait: '30s' }, () => void order.push(i)))
+    for (;;) {
+      const entry = (await a.inspect()).find(e => e.name === 'fifo')
+      if (entry?.waiting === i + 1) break
+      await sleep(10)
+    }
+  }
+  const releasedAt = Date.now()
+  await first.release()
+  await Promise.all(waiters)
+  assert.deepEqual(order, [0, 1, 2, 3, 4, 5])
+  assert.ok(Date.now() - releasedAt < 5_000, 'woken by the release (a ttl/3 heartbeat would take 10 s)')
+})

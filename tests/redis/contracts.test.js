@@ -1,0 +1,293 @@
+// LOCK-01..06 against a real redis-server, in one process: two stores (two clients, as two processes
+// would have) sharing keys, lines and fences through Redis. The client is ioredis or node-redis
+// (HOLDFAST_REDIS_CLIENT); the runner runs this file under Node 20, Node 24 and Bun with each.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { openRedisStore, InvalidError, InUseError, LostError, ClosedError, CancelledError, StorageError } from 'holdfast/redis'
+import { startRedis, redisClient, commandStats, raw, sleep, later } from './helpers.js'
+
+async function twoStores(t, options = {}) {
+  const server = await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url), ...options })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url), ...options })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  return { server, a, b }
+}
+
+/** Polls `store.inspect()` until `check(entry)` holds for the key; rejects after `ms`. */
+async function until(store, name, key, check, ms = 5_000) {
+  const end = Date.now() + ms
+  for (;;) {
+    const entry = (await store.inspect()).find(e => e.name === name && e.key === key)
+    if (check(entry)) return entry
+    if (Date.now() > end) throw new Error(`${name}/${key}: condition not met in ${ms}ms; last: ${JSON.stringify(entry)}`)
+    await sleep(10)
+  }
+}
+
+/** A hold whose fn runs until `release()`: `{ granted, release, done }`. */
+function holder(lock, key, options = {}) {
+  let release
+  const released = new Promise(r => (release = r))
+  let granted
+  const grantedP = new Promise(r => (granted = r))
+  const done = lock.hold(key, { wait: Infinity, ...options }, async lease => {
+    granted(lease)
+    await released
+    return lease.fence
+  })
+  done.catch(() => {})
+  return { granted: grantedP, release: () => release(), done }
+}
+
+test('LOCK-01: one holder of a key across two stores; waiters from both are granted strictly in the order Redis received them', async t => {
+  const { a, b } = await twoStores(t)
+  const la = a.lock('jobs')
+  const lb = b.lock('jobs')
+  const first = holder(la, 'k')
+  await first.granted
+  const order = []
+  const waiters = []
+  for (let i = 0; i < 8; i++) {
+    const lock = i % 2 ? lb : la
+    waiters.push(lock.hold('k', { wait: Infinity }, async lease => {
+      order.push(i)
+      return lease.fence
+    }))
+    // Each in line before the next asks: the order Redis received them is known.
+    await until(a, 'jobs', 'k', e => e?.waiting === i + 1)
+  }
+  first.release()
+  const fences = await Promise.all(waiters)
+  assert.deepEqual(order, [0, 1, 2, 3, 4, 5, 6, 7])
+  for (let i = 1; i < fences.length; i++) assert.ok(fences[i] > fences[i - 1], 'fences grow in grant order')
+})
+
+test('LOCK-01: no barging — while anyone waits, tryHold from another store answers acquired: false, even at the hand-over', async t => {
+  const { a, b } = await twoStores(t)
+  const first = holder(a.lock('jobs'), 'k')
+  await first.granted
+  const next = holder(b.lock('jobs'), 'k')
+  await until(a, 'jobs', 'k', e => e?.waiting === 1)
+  assert.deepEqual(await a.lock('jobs').tryHold('k', () => 'barged'), { acquired: false })
+  first.release()
+  // The release itself granted the head, inside its script: a try racing it still finds the key taken.
+  const tried = await b.lock('jobs').tryHold('k', () => 'barged')
+  assert.deepEqual(tried, { acquired: false })
+  await next.granted
+  next.release()
+  await next.done
+  // A release is sent, not awaited: a try from the same store (the same connection) comes after it.
+  assert.deepEqual(await b.lock('jobs').tryHold('k', () => 'free'), { acquired: true, value: 'free' })
+})
+
+test('LOCK-01: a semaphore has at most limit holders across stores; a store asking another limit of a busy key is refused', async t => {
+  const { server, a, b } = await twoStores(t)
+  const sa = a.semaphore('pool', { limit: 3 })
+  const sb = b.semaphore('pool', { limit: 3 })
+  let inside = 0
+  let most = 0
+  await Promise.all(
+    Array.from({ length: 24 }, (_, i) =>
+      (i % 2 ? sb : sa).hold('p', { wait: Infinity }, async () => {
+        inside++
+        most = Math.max(most, inside)
+        await sleep(3)
+        inside--
+      }),
+    ),
+  )
+  assert.equal(most, 3)
+  // A third store asking another limit for a busy key is refused.
+  const held = holder(sa, 'q')
+  await held.granted
+  const c = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => c.close())
+  await assert.rejects(c.semaphore('pool', { limit: 2 }).hold('q', { wait: 0 }, () => {}), InvalidError)
+  held.release()
+  await held.done
+})
+
+test('LOCK-02: fences are safe integers that grow for every lease of a key, from both stores', async t => {
+  const { a, b } = await twoStores(t)
+  const fences = []
+  await Promise.all(
+    Array.from({ length: 40 }, (_, i) => (i % 2 ? b : a).lock('f').hold('k', { wait: Infinity }, lease => void fences.push(lease.fence))),
+  )
+  for (const f of fences) assert.ok(Number.isSafeInteger(f) && f > 0)
+  for (let i = 1; i < fences.length; i++) assert.ok(fences[i] > fences[i - 1], `fence ${fences[i]} after ${fences[i - 1]}`)
+})
+
+test('LOCK-02: after Redis restarts from an older copy of its data (a lost second of writes), fences still grow (a plain INCR would repeat)', async t => {
+  const server = await startRedis(t, { appendonly: 'no' })
+  const client = await redisClient(t, server.url)
+  const store = await openRedisStore({ redis: client })
+  later(t, () => store.close())
+  const lock = store.lock('f')
+  await lock.hold('k', () => {})
+  assert.equal(await raw(server.port, 'SAVE'), 'OK')
+  const fs = await import('node:fs')
+  fs.copyFileSync(path.join(server.dir, 'dump.rdb'), path.join(server.dir, 'old.rdb'))
+  let last = 0
+  for (let i = 0; i < 50; i++) last = await lock.hold('k', lease => lease.fence)
+  await raw(server.port, 'SAVE')
+  server.kill('SIGKILL')
+  await server.proc.exited
+  fs.copyFileSync(path.join(server.dir, 'old.rdb'), path.join(server.dir, 'dump.rdb'))
+  await server.start()
+  // The same client carries on (it reconnects; the scripts are gone: NOSCRIPT, then EVAL).
+  const after = await lock.hold('k', { wait: '10s' }, lease => lease.fence)
+  assert.ok(after > last, `fence ${after} after a rollback must exceed ${last}`)
+})
+
+test('LOCK-03: at maxHold the lease is revoked (signal aborts LostError), the next in line is served at once, hold rejects LostError', async t => {
+  const { a, b } = await twoStores(t)
+  let aborted
+  const start = Date.now()
+  const held = a.lock('m', { ttl: '30s', maxHold: 400 }).hold('k', async lease => {
+    await new Promise(r => lease.signal.addEventListener('abort', r))
+    aborted = lease.signal.reason
+    return 'fn succeeded'
+  })
+  await sleep(50)
+  const next = b.lock('m').hold('k', { wait: '10s' }, () => Date.now())
+  await assert.rejects(held, LostError)
+  assert.ok(aborted instanceof LostError)
+  const servedAt = await next
+  assert.ok(servedAt - start < 2_000, `served ${servedAt - start}ms after the grant, not at the 30 s ttl`)
+})
+
+test('LOCK-04: a hold of a key inside its own hold is refused at once; tryHold answers false; another key is fine', async t => {
+  const { a } = await twoStores(t)
+  const lock = a.lock('n')
+  await lock.hold('k', async () => {
+    await assert.rejects(lock.hold('k', () => 1), InvalidError)
+    assert.deepEqual(await lock.tryHold('k', () => 1), { acquired: false })
+    assert.equal(await lock.hold('other', () => 2), 2)
+  })
+  assert.equal(await lock.hold('k', () => 3), 3)
+})
+
+test('LOCK-05: a lease is renewed past its ttl while fn runs; the same request id asked again is never granted twice', async t => {
+  const { server, a, b } = await twoStores(t)
+  const lease = await a.lock('r', { ttl: 1_000 }).acquire('k')
+  await sleep(2_500)
+  assert.equal(lease.lost, false)
+  assert.deepEqual(await b.lock('r').tryHold('k', () => 1), { acquired: false })
+  await lease.release()
+  // The script itself, asked twice with one request id: the same grant, then after the release a tombstone.
+  const { scriptsFor, keysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const scripts = scriptsFor(true)
+  const client = await redisClient(t, server.url)
+  const keys = keysOf('holdfast', 'lock', 'r', 'twice')
+  const call = (s, args) => (client.call ? client.call('EVAL', s.source, keys.length, ...keys, ...args) : client.sendCommand(['EVAL', s.source, String(keys.length), ...keys, ...args.map(String)]))
+  const acquire = ['req-1', 60000, 'PUBLISH', 5000, 0, -1, 1, 'nobody']
+  const one = await call(scripts.acquire, acquire)
+  const two = await call(scripts.acquire, acquire)
+  assert.equal(one[0], 'g')
+  assert.equal(two[0], 'g')
+  assert.equal(two[1], one[1], 'asked again: the same fence')
+  // Released while a copy of its acquire may still come (the client had no answer to one): a tombstone.
+  await call(scripts.release, ['req-1', 60000, 'PUBLISH', 'R', 1])
+  assert.deepEqual(await call(scripts.acquire, acquire), ['e', 'R'], 'a late copy after the release is answered, not granted')
+  assert.deepEqual(await call(scripts.renew, ['req-1', 60000, 'PUBLISH']), ['e', 'R'], 'a renewal never grants')
+})
+
+test('LOCK-06: fn throwing lets the key go; an aborted waiter and one whose wait ran out leave the line', async t => {
+  const { a, b } = await twoStores(t)
+  const lock = a.lock('e')
+  await assert.rejects(lock.hold('k', () => { throw new Error('boom') }), /boom/)
+  assert.deepEqual(await lock.tryHold('k', () => 'free'), { acquired: true, value: 'free' })
+  const first = holder(lock, 'k')
+  await first.granted
+  const controller = new AbortController()
+  const aborted = b.lock('e').hold('k', { signal: controller.signal }, () => 'never')
+  const timed = b.lock('e').hold('k', { wait: 300 }, () => 'never')
+  await until(a, 'e', 'k', e => e?.waiting === 2)
+  controller.abort(new Error('no more'))
+  await assert.rejects(aborted, CancelledError)
+  await assert.rejects(timed, InUseError)
+  await until(a, 'e', 'k', e => e?.waiting === 0)
+  first.release()
+  await first.done
+})
+
+test('LOCK-06: close() releases its leases in Redis (the other store is served at once), answers its waiters ClosedError, and refuses later calls', async t => {
+  const { a, b } = await twoStores(t)
+  const held = holder(a.lock('c'), 'k')
+  const lease = await held.granted
+  const other = holder(b.lock('c'), 'x')
+  await other.granted
+  const waiting = assert.rejects(a.lock('c').hold('x', { wait: Infinity }, () => 'never'), ClosedError)
+  const next = b.lock('c').hold('k', { wait: '20s' }, () => Date.now())
+  await until(b, 'c', 'k', e => e?.waiting === 1)
+  const closedAt = Date.now()
+  await a.close()
+  assert.ok(lease.signal.reason instanceof ClosedError)
+  await waiting
+  assert.ok((await next) - closedAt < 1_000, 'the key was released in Redis, not left to its ttl')
+  held.release()
+  await assert.rejects(held.done, ClosedError) // fn settled after the close: the hold answers it
+  assert.throws(() => a.lock('c'), ClosedError)
+  await assert.rejects(a.inspect(), ClosedError)
+  other.release()
+})
+
+test('#15: an uncontended hold is two commands to Redis (acquire, release); bad input sends none', async t => {
+  const { server, a } = await twoStores(t)
+  const lock = a.lock('cost')
+  await lock.hold('warm', () => {})
+  await sleep(50)
+  const before = await commandStats(server.port)
+  for (let i = 0; i < 20; i++) await lock.hold(`k${i}`, () => {})
+  await sleep(50)
+  const after = await commandStats(server.port)
+  const scripts = (after.evalsha ?? 0) - (before.evalsha ?? 0) + (after.eval ?? 0) - (before.eval ?? 0)
+  assert.equal(scripts, 40, 'two scripts a hold')
+  const calls = s => Object.entries(s).filter(([c]) => c !== 'info').reduce((n, [, v]) => n + v, 0)
+  const quiet = await commandStats(server.port)
+  await assert.rejects(lock.hold('', () => {}), InvalidError)
+  await assert.rejects(lock.hold('\ud800', () => {}), InvalidError)
+  assert.throws(() => a.lock('Bad Name'), InvalidError)
+  assert.throws(() => a.lock('ok', { ttl: 500 }), InvalidError)
+  assert.throws(() => a.lock('ok', { tll: 500 }), InvalidError)
+  await assert.rejects(lock.hold('k', { wait: -1 }, () => {}), InvalidError)
+  assert.equal(calls(await commandStats(server.port)), calls(quiet), 'nothing was sent')
+})
+
+test('#15: openRedisStore checks its options and the server: unknown options, an evicting maxmemory-policy (unless allowEviction)', async t => {
+  const server = await startRedis(t)
+  const client = await redisClient(t, server.url)
+  await assert.rejects(openRedisStore({ redis: client, prefx: 'x' }), InvalidError)
+  await assert.rejects(openRedisStore({}), InvalidError)
+  await assert.rejects(openRedisStore({ redis: {} }), InvalidError)
+  await assert.rejects(openRedisStore({ redis: client, prefix: 'a{b}' }), InvalidError)
+  await assert.rejects(openRedisStore({ url: 'http://x' }), InvalidError)
+  await raw(server.port, 'CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru')
+  await assert.rejects(openRedisStore({ redis: client }), e => e instanceof StorageError && /allkeys-lru/.test(e.message) && /noeviction/.test(e.message))
+  const store = await openRedisStore({ redis: client, allowEviction: true })
+  assert.equal(store.server.maxmemoryPolicy, 'allkeys-lru')
+  await store.close()
+  await raw(server.port, 'CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+  const byUrl = await openRedisStore({ url: server.url, prefix: 'other' })
+  assert.equal(await byUrl.lock('u').hold('k', lease => typeof lease.fence), 'number')
+  assert.match(byUrl.server.version, /^\d+\.\d+/)
+  await byUrl.close()
+})
+
+test('#15 wake-ups: after the subscriber connection is killed (CLIENT KILL TYPE pubsub), a waiter is still granted within moments of the release, not at its next ttl/3 heartbeat', async t => {
+  const { server, a, b } = await twoStores(t)
+  const first = holder(a.lock('wake', { ttl: '30s' }), 'k')
+  await first.granted
+  const waiting = b.lock('wake', { ttl: '30s' }).hold('k', { wait: '30s' }, () => Date.now())
+  await until(a, 'wake', 'k', e => e?.waiting === 1)
+  assert.ok((await raw(server.port, 'CLIENT', 'KILL', 'TYPE', 'pubsub')) >= 2)
+  // Released while the subscribers reconnect: the wake-up may be lost; the catch-up after the
+  // resubscription asks Redis where the waiter stands.
+  first.release()
+  const releasedAt = Date.now()
+  const grantedAt = await waiting
+  assert.ok(grantedAt - releasedAt < 5_000, `granted ${grantedAt - releasedAt}ms after the release (a heartbeat comes every 10 s)`)
+})

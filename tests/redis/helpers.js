@@ -1,0 +1,360 @@
+// The harness of the Redis tests: real redis-server processes, each on a free loopback port with its
+// own temporary directory, started and killed by the tests; clients from ioredis or node-redis (the
+// environment variable HOLDFAST_REDIS_CLIENT: `ioredis`, the default, or `node-redis`); and agent
+// processes (agent.js) driven through stdin and watched through stdout, one JSON line per event.
+import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer, connect as tcp } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+export const CLIENT = process.env.HOLDFAST_REDIS_CLIENT || 'ioredis'
+export const REDIS_SERVER = process.env.HOLDFAST_REDIS_SERVER || 'redis-server'
+export const RUNTIMES = {
+  node20: process.env.HOLDFAST_NODE20 || process.execPath,
+  node24: process.env.HOLDFAST_NODE24 || process.execPath,
+  bun: process.env.HOLDFAST_BUN || process.execPath,
+}
+export const sleep = ms => new Promise(r => setTimeout(r, ms))
+
+const cleanups = new WeakMap()
+
+/**
+ * Runs `fn` after the test, in the reverse order of `later` calls (stores close before their clients,
+ * clients before their server), each awaited, errors ignored.
+ */
+export function later(t, fn) {
+  let list = cleanups.get(t)
+  if (!list) {
+    cleanups.set(t, (list = []))
+    t.after(async () => {
+      for (const f of list.reverse()) {
+        try {
+          await f()
+        } catch {}
+      }
+    })
+  }
+  list.push(fn)
+}
+
+export function tempDir(t, prefix = 'holdfast-redis-') {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix))
+  later(t, () => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.on('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/** One raw command over RESP (inline), for what must not go through holdfast's client: PING, DEBUG, INFO. */
+export function raw(port, ...args) {
+  return new Promise((resolve, reject) => {
+    const socket = tcp(port, '127.0.0.1')
+    let data = ''
+    socket.setTimeout(5_000, () => (socket.destroy(), reject(new Error(`redis :${port}: no answer to ${args[0]}`))))
+    socket.on('error', reject)
+    socket.on('data', d => {
+      data += d
+      const reply = parseReply(data)
+      if (reply !== undefined) {
+        socket.end()
+        resolve(reply)
+      }
+    })
+    socket.write(`*${args.length}\r\n` + args.map(a => `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`).join(''))
+  })
+}
+
+function parseReply(data) {
+  const end = data.indexOf('\r\n')
+  if (end < 0) return undefined
+  const head = data.slice(1, end)
+  switch (data[0]) {
+    case '+':
+      return head
+    case '-':
+      return new Error(head)
+    case ':':
+      return Number(head)
+    case '$': {
+      const n = Number(head)
+      if (n < 0) return null
+      return data.length >= end + 2 + n + 2 ? data.slice(end + 2, end + 2 + n) : undefined
+    }
+    default:
+      return data // arrays: the tests read them as text
+  }
+}
+
+/**
+ * A redis-server of the test's own: `--appendonly yes` with `appendfsync` as asked, `--save ''`, the
+ * DEBUG command allowed from loopback. `kill(signal)`, `restart()` (same port and directory), `stop()`.
+ */
+export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'yes', extra = [] } = {}) {
+  const dir = tempDir(t)
+  const port = await freePort()
+  const server = {
+    port,
+    dir,
+    url: `redis://127.0.0.1:${port}`,
+    proc: undefined,
+    async start() {
+      const args = ['--port', port, '--bind', '127.0.0.1', '--dir', dir, '--appendonly', appendonly, '--appendfsync', appendfsync, '--save', '', '--enable-debug-command', 'local', '--hz', '50', ...extra].map(String)
+      const proc = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+      let log = ''
+      proc.stdout.on('data', d => (log += d))
+      proc.stderr.on('data', d => (log += d))
+      proc.exited = new Promise(resolve => proc.on('exit', resolve))
+      server.proc = proc
+      const end = Date.now() + 15_000
+      for (;;) {
+        try {
+          if ((await raw(port, 'PING')) === 'PONG') return
+        } catch {
+          // not yet listening (or loading)
+        }
+        if (proc.exitCode !== null || Date.now() > end) throw new Error(`redis-server :${port} did not start: ${log.slice(-1000)}`)
+        await sleep(20)
+      }
+    },
+    kill(signal = 'SIGKILL') {
+      try {
+        server.proc.kill(signal)
+      } catch {}
+    },
+    async stop() {
+      if (server.proc && server.proc.exitCode === null && server.proc.signalCode === null) {
+        server.kill('SIGCONT')
+        server.kill('SIGKILL')
+        await server.proc.exited
+      }
+    },
+    async restart() {
+      await server.stop()
+      await server.start()
+    },
+  }
+  await server.start()
+  later(t, () => server.stop())
+  return server
+}
+
+/** A client of the kind the run tests (ioredis or node-redis), closed after the test. */
+export async function redisClient(t, url, kind = CLIENT) {
+  let client
+  if (kind === 'node-redis') {
+    const { createClient } = await import('redis')
+    client = createClient({ url })
+    client.on('error', () => {})
+    await client.connect()
+    if (t) later(t, () => client.destroy?.() ?? client.disconnect?.())
+  } else {
+    const { Redis } = await import('ioredis')
+    client = new Redis(url)
+    client.on('error', () => {})
+    if (t) later(t, () => client.disconnect())
+  }
+  return client
+}
+
+/** `INFO commandstats` of a server: calls by command name. */
+export async function commandStats(port) {
+  const text = await raw(port, 'INFO', 'commandstats')
+  const calls = {}
+  for (const m of String(text).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[m[1]] = Number(m[2])
+  return calls
+}
+
+/** A child process that speaks JSON lines; every event is kept, and `next()` waits for one. */
+export class Proc {
+  constructor(runtime, args, name) {
+    this.name = name
+    this.events = []
+    this.waiters = []
+    this.stderr = ''
+    this.child = spawn(runtime, [path.join(here, 'agent.js'), ...args], { cwd: here, stdio: ['pipe', 'pipe', 'pipe'] })
+    this.pid = this.child.pid
+    this.exited = new Promise(resolve => this.child.on('exit', (code, signal) => resolve((this.exit = { code, signal }))))
+    this.child.stderr.on('data', d => (this.stderr += d))
+    this.child.stdin.on('error', () => {})
+    createInterface({ input: this.child.stdout }).on('line', line => {
+      let event
+      try {
+        event = JSON.parse(line)
+      } catch {
+        event = { ev: 'stdout', line }
+      }
+      this.events.push(event)
+      for (const w of [...this.waiters]) if (w.match(event)) w.resolve(event)
+    })
+  }
+
+  send(cmd) {
+    this.child.stdin.write(JSON.stringify(cmd) + '\n')
+  }
+
+  /** The first event (seen already since `since`, or to come) that matches; rejects after `ms`. */
+  next(match, ms = 10_000, { since = 0 } = {}) {
+    const m = typeof match === 'function' ? match : e => Object.entries(match).every(([k, v]) => e[k] === v)
+    const seen = this.events.slice(since).find(m)
+    if (seen) return Promise.resolve(seen)
+    return new Promise((resolve, reject) => {
+      const w = { match: m }
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(w), 1)
+        reject(new Error(`${this.name}: no event ${JSON.stringify(match)} in ${ms}ms; events: ${JSON.stringify(this.events.slice(-6))}; stderr: ${this.stderr.slice(-800)}`))
+      }, ms)
+      w.resolve = e => {
+        clearTimeout(timer)
+        this.waiters.splice(this.waiters.indexOf(w), 1)
+        resolve(e)
+      }
+      this.waiters.push(w)
+    })
+  }
+
+  request(cmd, match, ms) {
+    const since = this.events.length
+    this.send(cmd)
+    return this.next(match, ms, { since })
+  }
+
+  kill(signal = 'SIGKILL') {
+    try {
+      process.kill(this.pid, signal)
+    } catch {}
+  }
+
+  async stop() {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.kill('SIGCONT')
+      this.kill('SIGKILL')
+    }
+    await this.exited
+  }
+}
+
+/** Starts an agent on `runtime` with a store on `url` (client `kind`); resolves once it is open. */
+export async function startAgent(t, name, runtime, url, { kind = CLIENT, options = {} } = {}) {
+  const agent = new Proc(runtime, [name, kind, url, JSON.stringify(options)], name)
+  later(t, () => agent.stop())
+  await agent.next({ ev: 'ready' }, 20_000)
+  return agent
+}
+
+/** A redis-sentinel of the test's own, watching `primaryPort` as `mymaster` (quorum 2, down after 1 s). */
+async function startSentinel(t, primaryPort) {
+  const dir = tempDir(t, 'holdfast-sentinel-')
+  const port = await freePort()
+  const conf = path.join(dir, 'sentinel.conf')
+  const { writeFileSync } = await import('node:fs')
+  writeFileSync(
+    conf,
+    [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, `sentinel monitor mymaster 127.0.0.1 ${primaryPort} 2`, 'sentinel down-after-milliseconds mymaster 1000', 'sentinel failover-timeout mymaster 5000', 'sentinel parallel-syncs mymaster 2', ''].join('\n'),
+  )
+  const proc = spawn(process.env.HOLDFAST_REDIS_SENTINEL || 'redis-sentinel', [conf], { stdio: ['ignore', 'pipe', 'pipe'] })
+  proc.stdout.resume()
+  proc.stderr.resume()
+  proc.exited = new Promise(resolve => proc.on('exit', resolve))
+  later(t, async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGKILL')
+      await proc.exited
+    }
+  })
+  const end = Date.now() + 10_000
+  for (;;) {
+    try {
+      if ((await raw(port, 'PING')) === 'PONG') return { port, proc }
+    } catch {}
+    if (Date.now() > end) throw new Error(`redis-sentinel :${port} did not start`)
+    await sleep(20)
+  }
+}
+
+/**
+ * One primary, two replicas and three sentinels (quorum 2), each on its own loopback port; resolves
+ * once every sentinel knows both replicas and the two other sentinels. `primaryPort()` asks a sentinel.
+ */
+export async function startSentinelSet(t) {
+  const primary = await startRedis(t, { appendonly: 'no' })
+  const replicas = []
+  for (let i = 0; i < 2; i++) replicas.push(await startRedis(t, { appendonly: 'no', extra: ['--replicaof', '127.0.0.1', primary.port, '--replica-priority', 100 - i] }))
+  const sentinels = []
+  for (let i = 0; i < 3; i++) sentinels.push(await startSentinel(t, primary.port))
+  const end = Date.now() + 30_000
+  for (;;) {
+    let ready = true
+    for (const s of sentinels) {
+      const info = String(await raw(s.port, 'INFO', 'sentinel'))
+      if (!/master0:name=mymaster,status=ok,address=[^,]+,slaves=2,sentinels=3/.test(info)) ready = false
+    }
+    if (ready) break
+    if (Date.now() > end) throw new Error('the sentinels did not see each other and both replicas in 30 s')
+    await sleep(200)
+  }
+  const servers = [primary, ...replicas]
+  return {
+    primary,
+    replicas,
+    sentinels,
+    servers,
+    /** The port of the primary the sentinels name now. */
+    async primaryPort() {
+      const text = String(await raw(sentinels[0].port, 'SENTINEL', 'get-master-addr-by-name', 'mymaster'))
+      return Number(/\$\d+\r\n(\d+)\r\n$/.exec(text)?.[1])
+    },
+    /** An ioredis client that finds the primary through the sentinels. */
+    async client() {
+      const { Redis } = await import('ioredis')
+      const client = new Redis({ sentinels: sentinels.map(s => ({ host: '127.0.0.1', port: s.port })), name: 'mymaster' })
+      client.on('error', () => {})
+      later(t, () => client.disconnect())
+      return client
+    },
+  }
+}
+
+/**
+ * A Redis Cluster of three primaries (no replicas), each a redis-server of the test's own, made with
+ * `redis-cli --cluster create`; resolves once every node says cluster_state:ok.
+ */
+export async function startCluster(t) {
+  const nodes = []
+  for (let i = 0; i < 3; i++) nodes.push(await startRedis(t, { appendonly: 'no', extra: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'] }))
+  const created = spawn(process.env.HOLDFAST_REDIS_CLI || 'redis-cli', ['--cluster', 'create', ...nodes.map(n => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let log = ''
+  created.stdout.on('data', d => (log += d))
+  created.stderr.on('data', d => (log += d))
+  const code = await new Promise(resolve => created.on('exit', resolve))
+  if (code !== 0) throw new Error(`redis-cli --cluster create failed: ${log.slice(-1000)}`)
+  const end = Date.now() + 20_000
+  for (;;) {
+    const states = await Promise.all(nodes.map(n => raw(n.port, 'CLUSTER', 'INFO').then(String)))
+    if (states.every(s => s.includes('cluster_state:ok'))) break
+    if (Date.now() > end) throw new Error('the cluster did not reach cluster_state:ok in 20 s')
+    await sleep(100)
+  }
+  return {
+    nodes,
+    async client() {
+      const { Cluster } = await import('ioredis')
+      const client = new Cluster(nodes.map(n => ({ host: '127.0.0.1', port: n.port })))
+      client.on('error', () => {})
+      later(t, () => client.disconnect())
+      return client
+    },
+  }
+}

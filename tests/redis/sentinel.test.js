@@ -1,0 +1,72 @@
+// Sentinel: one primary, two replicas, three sentinels, with ioredis finding the primary through them.
+// A graceful failover (SENTINEL FAILOVER) and the lost write — the replicas paused, a grant, the
+// primary killed, the replicas resumed and one promoted without the grant: fences keep growing, the
+// request is never granted twice (its holder learns it lost the lease), and holds carry on.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { openRedisStore, LostError } from 'holdfast/redis'
+import { startSentinelSet, raw, later, sleep } from './helpers.js'
+
+async function untilPrimaryMoves(set, from, ms = 30_000) {
+  const end = Date.now() + ms
+  for (;;) {
+    const port = await set.primaryPort().catch(() => from)
+    if (port !== from && port > 0) return port
+    if (Date.now() > end) throw new Error(`the sentinels did not promote a replica in ${ms}ms`)
+    await sleep(100)
+  }
+}
+
+test('LOCK-02/LOCK-05 Sentinel: a graceful failover keeps the lease and its fence; fences keep growing; holds carry on', async t => {
+  const set = await startSentinelSet(t)
+  const a = await openRedisStore({ redis: await set.client() })
+  const b = await openRedisStore({ redis: await set.client() })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const lock = a.lock('failover', { ttl: '3s' })
+  const lease = await lock.acquire('k')
+  const fences = [lease.fence]
+  for (let i = 0; i < 5; i++) fences.push(await b.lock('failover').hold(`other-${i}`, l => l.fence))
+  await raw(set.primary.port, 'WAIT', '2', '2000')
+  assert.equal(await raw(set.sentinels[0].port, 'SENTINEL', 'FAILOVER', 'mymaster'), 'OK')
+  await untilPrimaryMoves(set, set.primary.port)
+  // The lease was replicated before the failover: its renewals go on on the new primary.
+  await sleep(3_500)
+  assert.equal(lease.lost, false, `the lease was lost: ${lease.signal.reason?.message}`)
+  assert.deepEqual(await b.lock('failover').tryHold('k', () => 'barged'), { acquired: false })
+  await lease.release()
+  const after = await lock.hold('k', { wait: '10s' }, l => l.fence)
+  assert.ok(after > Math.max(...fences), `fence ${after} after the failover`)
+})
+
+test('LOCK-02 Sentinel, the lost write: replicas paused, a grant, the primary killed, a replica promoted without it — the next fence is larger and the request is never granted twice', async t => {
+  const set = await startSentinelSet(t)
+  const a = await openRedisStore({ redis: await set.client() })
+  const b = await openRedisStore({ redis: await set.client() })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const before = await a.lock('lost').hold('k', l => l.fence)
+  await raw(set.primary.port, 'WAIT', '2', '2000')
+  for (const r of set.replicas) r.kill('SIGSTOP')
+  let granted = 0
+  let lease
+  const held = a.lock('lost', { ttl: '3s' }).hold('k', async l => {
+    granted++
+    lease = l
+    await new Promise(r => l.signal.addEventListener('abort', r))
+    return 'ended'
+  })
+  const heldEnds = assert.rejects(held, LostError)
+  while (!lease) await sleep(5)
+  assert.ok(lease.fence > before)
+  set.primary.kill('SIGKILL')
+  for (const r of set.replicas) r.kill('SIGCONT')
+  await untilPrimaryMoves(set, set.primary.port)
+  // The new primary never saw the grant: the key is free there, and its next fence is still larger.
+  const next = await b.lock('lost').hold('k', { wait: '20s' }, l => l.fence)
+  assert.ok(next > lease.fence, `fence ${next} after the lost grant of ${lease.fence}`)
+  // The forgotten holder learns it at its next renewal: lost, never granted again.
+  await heldEnds
+  assert.ok(lease.signal.reason instanceof LostError)
+  assert.equal(granted, 1)
+  const again = await a.lock('lost').hold('k', { wait: '10s' }, l => l.fence)
+  assert.ok(again > next)
+})
