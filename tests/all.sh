@@ -4,7 +4,8 @@
 #   1. Rust: cargo fmt --check, clippy -D warnings (native and wasm32), cargo test (engine contracts,
 #      the wire corpus, and the simulation: 1,000 seeds x 10,000 operations), and the same op
 #      sequences in wasm under Node and Bun giving the native trace hashes
-#   2. TypeScript: strict typecheck of the package, and `npm test` in npm/ (unit tests from source)
+#   2. TypeScript: strict typecheck of the package, Biome's format and lint check, and `npm test` in
+#      npm/ (unit tests from source, the layout's no-circle check among them)
 #   3. the package as users get it (npm pack, installed into a fresh project): the JS tests under
 #      Node 20, Node 24, Bun and Deno, the SQLite fence example under Node 20 and Bun, and the
 #      package in Cloudflare workerd (wrangler)
@@ -31,29 +32,29 @@ cargo test --workspace --quiet 2>&1
 say "the simulation's op sequences in wasm give the native trace hashes (Node 20, Node 24, Bun)"
 bash tests/sim/run.sh
 
-say "TypeScript (strict), and the unit tests of the pure modules from source (npm test)"
-(cd npm && npx tsc -p tsconfig.json --noEmit && npm test --silent)
+say "TypeScript (strict), Biome (format and lint), and the unit tests of the pure modules from source (npm test)"
+(cd npm && npx tsc -p tsconfig.json --noEmit && npx biome check && npm test --silent)
 
 say "the packed package under Node 20, Node 24 and Bun"
-bash tests/run-package-tests.sh
+bash tests/js/run.sh
 
 say "leases over a connection between real processes (Node 20, Node 24, Bun)"
-bash tests/run-remote-tests.sh
+bash tests/remote/run.sh
 
 say "holdfast/redis against real redis-servers (ioredis and node-redis; Node 20, Node 24, Bun)"
-bash tests/run-redis-tests.sh
+bash tests/redis/run.sh
 
 say "crash-restart torture of fences (kill -9; fileStorage, slow and flaky storages)"
 bash tests/torture/run.sh
 
 say "the CLI, installed from the packed package"
-bash tests/run-cli-tests.sh
+bash tests/cli/run.sh
 
 say "the packed package under Deno"
-bash tests/run-deno-tests.sh
+bash tests/deno/run.sh
 
 say "the packed package in Cloudflare workerd (wrangler, Node 24)"
-bash tests/run-workerd-tests.sh
+bash tests/workerd/run.sh
 
 say "benchmark smoke run (correctness checks only)"
 BENCH_ROUNDS=1 BENCH_SCALE=0.1 HOLDFAST_PKG="$root/npm" bash tests/bench/run.sh >/tmp/holdfast-bench-smoke.txt 2>&1 || {

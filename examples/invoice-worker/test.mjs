@@ -1,5 +1,5 @@
 // The invoice worker under wrangler's test harness (workerd, as `wrangler dev` runs it): `npm test`
-// here (with wrangler installed), or tests/run-workerd-tests.sh on the packed package. Checks that:
+// here (with wrangler installed), or tests/workerd/run.sh on the packed package. Checks that:
 //   1. ten concurrent charges of one invoice charge it once: one `charged`, nine `already-paid`;
 //   2. a holder that stalls past its lease (maxHold 1 s here) is refused by the fence in D1 when it
 //      writes late, after the next holder charged: one charge at the provider, the invoice paid once.

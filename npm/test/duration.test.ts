@@ -32,5 +32,8 @@ test('text without a unit, out of order, repeated, spaced or fractional is refus
     )
   }
   assert.throws(() => toMs(`${'9'.repeat(20)}d`, 'maxHold'), InvalidError, 'beyond a safe integer')
-  assert.throws(() => toMs(null, 'ttl'), e => e instanceof InvalidError && /not object/.test(e.message))
+  assert.throws(
+    () => toMs(null, 'ttl'),
+    e => e instanceof InvalidError && /not object/.test(e.message),
+  )
 })

@@ -8,7 +8,11 @@ test('keys are strings or safe whole numbers, spelled in decimal', () => {
   assert.equal(toKey(42, 'p'), '42')
   assert.equal(toKey(-7, 'p'), '-7')
   for (const bad of [1.5, NaN, Infinity, 2 ** 53, null, undefined, {}, 10n, true]) {
-    assert.throws(() => toKey(bad, 'lock x'), e => e instanceof InvalidError && e.message.startsWith('lock x: key'), String(bad))
+    assert.throws(
+      () => toKey(bad, 'lock x'),
+      e => e instanceof InvalidError && e.message.startsWith('lock x: key'),
+      String(bad),
+    )
   }
 })
 
@@ -31,7 +35,11 @@ test('#13: a key that is not well-formed Unicode is refused, naming where its lo
     ['\ud83d\ud83d', 0],
     [`${'k'.repeat(400)}\ud800`, 400],
   ] as const) {
-    assert.throws(() => toKey(bad, 'lock users'), e => e instanceof InvalidError && e.message.includes(`index ${at}`) && /well-formed/.test(e.message), JSON.stringify(bad))
+    assert.throws(
+      () => toKey(bad, 'lock users'),
+      e => e instanceof InvalidError && e.message.includes(`index ${at}`) && /well-formed/.test(e.message),
+      JSON.stringify(bad),
+    )
   }
   // Whole surrogate pairs are fine, and U+FFFD is a key of its own.
   assert.equal(toKey('user-\ud83d\ude00', 'p'), 'user-😀')

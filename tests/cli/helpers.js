@@ -1,5 +1,5 @@
 // Shared by the CLI tests: real `holdfast` processes (the bin of the packed package, installed into a
-// fresh project by tests/run-cli-tests.sh, which sets HOLDFAST_BIN), real servers on free ports.
+// fresh project by tests/cli/run.sh, which sets HOLDFAST_BIN), real servers on free ports.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { createServer } from 'node:net'
 
 export const BIN = process.env.HOLDFAST_BIN
-if (!BIN) throw new Error('HOLDFAST_BIN must name the installed holdfast command (tests/run-cli-tests.sh sets it)')
+if (!BIN) throw new Error('HOLDFAST_BIN must name the installed holdfast command (tests/cli/run.sh sets it)')
 
 /** How long a test waits for something that should happen, before calling it hung. Never a speed check. */
 const PATIENCE = 30_000

@@ -1,4 +1,4 @@
-// Deno with no permission flag at all (tests/run-deno-tests.sh runs this file with `deno test
+// Deno with no permission flag at all (tests/deno/run.sh runs this file with `deno test
 // --unstable-kv` and nothing else): `import ... from 'npm:holdfast'` and the whole in-process API work
 // with memoryStorage(), a callback storage, the default storage and denoKvStorage over an in-memory
 // KV; fileStorage fails with a StorageError that names the flags it needs.

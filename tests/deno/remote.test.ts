@@ -1,7 +1,7 @@
 // Serving and connecting on Deno, over Deno's own server (Deno.serve + Deno.upgradeWebSocket) and
 // client (the global WebSocket): what tests/js/remote-leases.test.js does not cover there — Unix
 // sockets, TLS, the wire shared with Node's `ws` transport both ways, and bad clients refused one by
-// one. tests/run-deno-tests.sh runs it with --allow-net, --allow-read/--allow-write (socket paths, temp
+// one. tests/deno/run.sh runs it with --allow-net, --allow-read/--allow-write (socket paths, temp
 // dirs), --allow-env and --allow-run (Node and Deno child processes, openssl for a test certificate).
 import assert from 'node:assert/strict'
 import { openStore, memoryStorage, connect, ClosedError, type Lease } from 'npm:holdfast'

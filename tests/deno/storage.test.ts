@@ -1,5 +1,5 @@
 // Storages on Deno, run with `deno test --unstable-kv --allow-read --allow-write --allow-env --allow-run --allow-net`
-// (tests/run-deno-tests.sh); some tests narrow the permissions further.
+// (tests/deno/run.sh); some tests narrow the permissions further.
 //
 // denoKvStorage (LOCK-02): fences grow across restarts on a KV file; no fence is handed out before KV
 // acknowledged the write (commit resolved ok); a second store keeping fences under the same KV prefix

@@ -1,5 +1,5 @@
 // Shared by the JS tests. They import the package by its name, so they run against the package as
-// `npm pack` built it and a user installed it (tests/run-package-tests.sh sets that up).
+// `npm pack` built it and a user installed it (tests/js/run.sh sets that up).
 import { openStore, memoryStorage } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 import v8 from 'node:v8'

@@ -2,7 +2,7 @@
 // after another (locks, and every third a semaphore), each released at once. Prints one JSON line:
 // the server's `_footprint()` (an old build has no counts of names), RSS, JS heap and wasm memory,
 // after a full collection, before and after. Run it where holdfast is installed, e.g. the project
-// that tests/run-remote-tests.sh makes:  node names-rss.js 300000
+// that tests/remote/run.sh makes:  node names-rss.js 300000
 import { connect } from 'holdfast'
 import { TOKEN, startServer } from './helpers.js'
 

@@ -1,4 +1,4 @@
-// The WebSocket framing under the protocol (crate/PROTOCOL.md, "Transport"), read byte by byte off a
+// The WebSocket framing under the protocol (docs/protocol.md, "Transport"), read byte by byte off a
 // plain TCP socket: every protocol frame is one final binary WebSocket message, a client's masked with
 // a masking key of its own (RFC 6455 §5.3), a server's unmasked; messages sent together arrive whole
 // and in the order they were sent. On Node, the transport builds these frames itself, several into one

@@ -1,5 +1,5 @@
 // A strict TypeScript user of the published types, compiled with skipLibCheck off by
-// tests/run-package-tests.sh against the installed package: every public entry's declarations must
+// tests/js/run.sh against the installed package: every public entry's declarations must
 // compile on their own (no stripped internal type left dangling) and say what the API does.
 import { openStore, connect, memoryStorage, InvalidError, type Lease, type Store } from 'holdfast'
 import * as slim from 'holdfast/slim'

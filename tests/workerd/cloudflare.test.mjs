@@ -1,6 +1,6 @@
 // holdfast/cloudflare in the real workerd runtime: HoldfastObject (a Durable Object hosting a store per
 // lock name) and workerStore(env.HOLDFAST) in the test worker (src/cloudflare.js), driven through
-// wrangler's test harness as test.mjs is. Run by tests/run-workerd-tests.sh with Node 24.
+// wrangler's test harness as test.mjs is. Run by tests/workerd/run.sh with Node 24.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { pathToFileURL } from 'node:url'

@@ -1,6 +1,6 @@
 // The packed `holdfast` in the real workerd runtime: wrangler (its test harness, which bundles each
 // worker as `wrangler dev` does and runs it in workerd through miniflare) serves src/worker.js under
-// three configurations, and these tests send it requests. Run by tests/run-workerd-tests.sh with
+// three configurations, and these tests send it requests. Run by tests/workerd/run.sh with
 // Node 24 (wrangler needs Node >= 22.12), from a fresh project with the packed package installed.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'

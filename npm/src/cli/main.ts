@@ -14,7 +14,18 @@ import * as fs from 'node:fs'
 import * as net from 'node:net'
 import * as path from 'node:path'
 import { constants as osConstants } from 'node:os'
-import { connect, fileStorage, openStore, HoldfastError, InUseError, type KeyInfo, type Lease, type LockOptions, type RemoteLock, type Store } from '../entry/node.js'
+import {
+  connect,
+  fileStorage,
+  openStore,
+  HoldfastError,
+  InUseError,
+  type KeyInfo,
+  type Lease,
+  type LockOptions,
+  type RemoteLock,
+  type Store,
+} from '../entry/node.js'
 import { toMs } from '../util/duration.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 
@@ -153,7 +164,9 @@ function duration(value: string | undefined, name: string, fallback: number): nu
   try {
     return toMs(value, `--${name}`)
   } catch {
-    throw new UsageError(`--${name} ${JSON.stringify(value)} must be a duration: whole numbers with units, largest first, such as 250ms, 30s, 1m30s, 2h, 1d; or 0`)
+    throw new UsageError(
+      `--${name} ${JSON.stringify(value)} must be a duration: whole numbers with units, largest first, such as 250ms, 30s, 1m30s, 2h, 1d; or 0`,
+    )
   }
 }
 
@@ -257,7 +270,8 @@ export async function main(args: string[]): Promise<number> {
 }
 
 function help(command: string | undefined): number {
-  const text = command === 'serve' ? SERVE_USAGE : command === 'hold' ? HOLD_USAGE : command === 'inspect' ? INSPECT_USAGE : command === undefined ? USAGE : undefined
+  const text =
+    command === 'serve' ? SERVE_USAGE : command === 'hold' ? HOLD_USAGE : command === 'inspect' ? INSPECT_USAGE : command === undefined ? USAGE : undefined
   if (text === undefined) throw new UsageError(`help: unknown command ${JSON.stringify(command)} (commands: serve, hold, inspect)`)
   process.stdout.write(text)
   return 0
@@ -289,15 +303,18 @@ async function serve(args: string[]): Promise<number> {
   let port = 7420
   const portText = options.get('port')
   if (portText !== undefined) {
-    if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) throw new UsageError(`serve: --port ${JSON.stringify(portText)} must be a whole number from 0 to 65535`)
+    if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535)
+      throw new UsageError(`serve: --port ${JSON.stringify(portText)} must be a whole number from 0 to 65535`)
     port = Number(portText)
   }
   const modeText = options.get('socket-mode')
   if (modeText !== undefined && socket === undefined) throw new UsageError('serve: --socket-mode is the mode of a Unix socket: give --socket too')
-  if (modeText !== undefined && !/^0?[0-7]{3}$/.test(modeText)) throw new UsageError(`serve: --socket-mode ${JSON.stringify(modeText)} must be a mode in octal, such as 600 or 660`)
+  if (modeText !== undefined && !/^0?[0-7]{3}$/.test(modeText))
+    throw new UsageError(`serve: --socket-mode ${JSON.stringify(modeText)} must be a mode in octal, such as 600 or 660`)
   const socketMode = modeText === undefined ? undefined : parseInt(modeText, 8)
   const holdsText = options.get('max-holds')
-  if (holdsText !== undefined && (!/^\d{1,9}$/.test(holdsText) || Number(holdsText) < 1)) throw new UsageError(`serve: --max-holds ${JSON.stringify(holdsText)} must be a whole number, 1 or more`)
+  if (holdsText !== undefined && (!/^\d{1,9}$/.test(holdsText) || Number(holdsText) < 1))
+    throw new UsageError(`serve: --max-holds ${JSON.stringify(holdsText)} must be a whole number, 1 or more`)
   const maxHolds = holdsText === undefined ? undefined : Number(holdsText)
   const host = options.get('host') ?? '127.0.0.1'
   const dir = options.get('dir') ?? '.holdfast'
@@ -329,7 +346,7 @@ async function serve(args: string[]): Promise<number> {
     if (created) say(`created a token in ${tokenFile} (mode 0600)`)
     const limits = maxHolds === undefined ? {} : { maxHolds }
     const listen = () => guardListen(() => open.serve(socket !== undefined ? { path: socket, socketMode, token, ...limits } : { port, host, token, ...limits }))
-    let server
+    let server: Awaited<ReturnType<typeof listen>>
     try {
       server = await listen()
     } catch (error) {
@@ -448,7 +465,8 @@ async function hold(args: string[]): Promise<number> {
     return 0
   }
   if (positionals.length < 3) throw new UsageError(`hold: give URL LOCK KEY -- COMMAND [ARGS...] (see holdfast hold --help)`)
-  if (positionals.length > 3) throw new UsageError(`hold: unexpected argument ${JSON.stringify(positionals[3])}: put the command after --, as in holdfast hold URL LOCK KEY -- COMMAND`)
+  if (positionals.length > 3)
+    throw new UsageError(`hold: unexpected argument ${JSON.stringify(positionals[3])}: put the command after --, as in holdfast hold URL LOCK KEY -- COMMAND`)
   if (command.length === 0) throw new UsageError(`hold: no command: put it after --, as in holdfast hold URL LOCK KEY -- COMMAND [ARGS...]`)
   const [url, name, key] = positionals as [string, string, string]
   const wait = duration(options.get('wait'), 'wait', 10_000)
@@ -487,7 +505,13 @@ async function hold(args: string[]): Promise<number> {
         warn(`${(lease.signal.reason as Error | undefined)?.message ?? 'lease lost'}: the command did not start`)
         return { code: 3 }
       }
-      return run(command, lease, grace, c => (child = c), l => (lost = l))
+      return run(
+        command,
+        lease,
+        grace,
+        c => (child = c),
+        l => (lost = l),
+      )
     })
     if ('spawnError' in outcome) {
       const e = outcome.spawnError
@@ -520,7 +544,13 @@ async function hold(args: string[]): Promise<number> {
 }
 
 /** Runs the command under `lease`: stopped (TERM, then KILL after `grace`) if the lease is lost. */
-function run(command: string[], lease: Lease, grace: number, started: (child: ReturnType<typeof spawn>) => void, onLost: (lease: Lease) => void): Promise<Outcome> {
+function run(
+  command: string[],
+  lease: Lease,
+  grace: number,
+  started: (child: ReturnType<typeof spawn>) => void,
+  onLost: (lease: Lease) => void,
+): Promise<Outcome> {
   return new Promise<Outcome>(resolve => {
     const child = spawn(command[0]!, command.slice(1), {
       stdio: 'inherit',

@@ -203,9 +203,21 @@ interface KeptLease {
 function isKept(value: unknown): value is KeptLease {
   const l = value as KeptLease | null
   return (
-    typeof l === 'object' && l !== null && (l.kind === 'lock' || l.kind === 'semaphore') && typeof l.name === 'string' && typeof l.key === 'string' &&
-    typeof l.request === 'string' && HEX32.test(l.request) && typeof l.lease === 'string' && HEX32.test(l.lease) && Number.isSafeInteger(l.fence) &&
-    typeof l.ttl === 'number' && typeof l.maxHold === 'number' && typeof l.grantedAt === 'number' && typeof l.expiresAt === 'number' && Number.isInteger(l.limit)
+    typeof l === 'object' &&
+    l !== null &&
+    (l.kind === 'lock' || l.kind === 'semaphore') &&
+    typeof l.name === 'string' &&
+    typeof l.key === 'string' &&
+    typeof l.request === 'string' &&
+    HEX32.test(l.request) &&
+    typeof l.lease === 'string' &&
+    HEX32.test(l.lease) &&
+    Number.isSafeInteger(l.fence) &&
+    typeof l.ttl === 'number' &&
+    typeof l.maxHold === 'number' &&
+    typeof l.grantedAt === 'number' &&
+    typeof l.expiresAt === 'number' &&
+    Number.isInteger(l.limit)
   )
 }
 
@@ -387,7 +399,10 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         this.#ended(l.lease)
         continue
       }
-      this.#restored.set(l.lease, this.#clock.setTimeout(() => this.#expireRestored(l.lease), left))
+      this.#restored.set(
+        l.lease,
+        this.#clock.setTimeout(() => this.#expireRestored(l.lease), left),
+      )
     }
   }
 
@@ -488,7 +503,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       const k = toKey(key, place)
       const o = checkOptions(options, `${place}: key ${JSON.stringify(k)}`, ['limit', 'ttl', 'maxHold', 'wait', 'request'])
       const limit = kind === 'lock' ? 1 : o.limit
-      if (typeof limit !== 'number' || !Number.isInteger(limit)) throw new InvalidError(`${place}: limit ${String(limit)} must be a whole number from 1 to 10000`)
+      if (typeof limit !== 'number' || !Number.isInteger(limit))
+        throw new InvalidError(`${place}: limit ${String(limit)} must be a whole number from 1 to 10000`)
       if (typeof o.request !== 'string' || !HEX32.test(o.request)) throw new InvalidError(`${place}: request must be 32 hex digits`)
       for (const n of ['ttl', 'maxHold'] as const) {
         if (typeof o[n] !== 'number' || !Number.isFinite(o[n]) || (o[n] as number) < 0) throw new InvalidError(`${place}: ${n} must be a number of ms`)
@@ -613,7 +629,12 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     const attached = attachmentOf(ws)
     if (attached?.refused) {
       const bytes = typeof message === 'string' ? new Uint8Array(0) : new Uint8Array(message)
-      return refuseHello(new Session(attached.conn, socketOf(ws), this.#protocol), bytes, 'limit', `holdfast object: ${MAX_CONNECTIONS} WebSocket clients is the most`)
+      return refuseHello(
+        new Session(attached.conn, socketOf(ws), this.#protocol),
+        bytes,
+        'limit',
+        `holdfast object: ${MAX_CONNECTIONS} WebSocket clients is the most`,
+      )
     }
     const session = attached ? (this.#sessions.get(attached.conn) ?? this.#resume(ws)) : this.#resume(ws)
     if (!session) return
@@ -659,4 +680,3 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     for (const lease of [...this.#leases.keys()]) if (!this.#store._remoteLease(lease)) this.#ended(lease)
   }
 }
-

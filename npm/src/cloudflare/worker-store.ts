@@ -29,7 +29,7 @@
  * error as its `cause`.
  */
 
-import { CancelledError, ClosedError, InvalidError, LimitError, LostError, errorOf } from '../errors.js'
+import { CancelledError, ClosedError, InvalidError, LimitError, type LostError, errorOf } from '../errors.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'
@@ -164,7 +164,8 @@ export class WorkerStore implements LeaseOwner {
     const o = handleOptions(options, place, kind === 'semaphore')
     // The object checks them too; checking here answers before anything is sent.
     if (o.ttl < TTL[0] || o.ttl > TTL[1]) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
-    if (o.hasMaxHold && (o.maxHold <= 0 || o.maxHold > MAX_HOLD)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be more than 0 and at most 30 days`)
+    if (o.hasMaxHold && (o.maxHold <= 0 || o.maxHold > MAX_HOLD))
+      throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be more than 0 and at most 30 days`)
     const resource = this.#resources.get(kind, name, o.limit)
     return new WorkerLock(this, resource, o.limit, o.ttl, o.maxHold, o.wait)
   }
@@ -203,7 +204,11 @@ export class WorkerStore implements LeaseOwner {
       signal.addEventListener('abort', onAbort, { once: true })
     })
     aborted.catch(() => {})
-    const answering = this.#call(place, () => (isTry ? stub.tryAcquire(handle.kind, handle.name, key, options) : stub.acquire(handle.kind, handle.name, key, options)), wait)
+    const answering = this.#call(
+      place,
+      () => (isTry ? stub.tryAcquire(handle.kind, handle.name, key, options) : stub.acquire(handle.kind, handle.name, key, options)),
+      wait,
+    )
     try {
       const answer = await (signal ? Promise.race([answering, aborted]) : answering)
       if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
@@ -249,7 +254,14 @@ export class WorkerStore implements LeaseOwner {
     this.#held.set(local, held)
     // The first deadline counts from the grant's arrival (as over a connection); the margin covers the
     // time the answer took to come.
-    held.renewal = new Renewal(this.#clock, { renew: () => this.#renewOf(held), lose: reason => this.#lose(held, reason) }, lease, handle.ttl, grant.ttl, grant.revokeIn)
+    held.renewal = new Renewal(
+      this.#clock,
+      { renew: () => this.#renewOf(held), lose: reason => this.#lose(held, reason) },
+      lease,
+      handle.ttl,
+      grant.ttl,
+      grant.revokeIn,
+    )
     return lease
   }
 
@@ -317,7 +329,6 @@ export class WorkerStore implements LeaseOwner {
   }
 }
 
-
 /** A lock or semaphore of a `workerStore`: the API of `Lock`, over Workers RPC. */
 export class WorkerLock extends TravellingHandle<WorkerLease> {
   /** @internal */
@@ -348,6 +359,7 @@ export function workerStore(namespace: DurableObjectNamespaceLike, options?: Wor
   if (typeof ns !== 'object' || ns === null || typeof ns.idFromName !== 'function' || typeof ns.get !== 'function') {
     throw new InvalidError('workerStore: namespace must be a Durable Object namespace binding (env.HOLDFAST), bound to HoldfastObject')
   }
-  if (o.clock !== undefined && !isClock(o.clock)) throw new InvalidError('workerStore: option clock must have now(), setTimeout(fn, ms) and clearTimeout(handle)')
+  if (o.clock !== undefined && !isClock(o.clock))
+    throw new InvalidError('workerStore: option clock must have now(), setTimeout(fn, ms) and clearTimeout(handle)')
   return new WorkerStore(namespace, checkShard(o.shard), o.clock as Clock | undefined)
 }

@@ -123,7 +123,12 @@ export class Lease {
           Object.defineProperty(signal, name, { configurable: true, enumerable: inherited.enumerable, get: () => (check(), get.call(signal)) })
         } else if (typeof inherited.value === 'function') {
           const method = inherited.value as () => void
-          Object.defineProperty(signal, name, { configurable: true, enumerable: inherited.enumerable, writable: true, value: () => (check(), method.call(signal)) })
+          Object.defineProperty(signal, name, {
+            configurable: true,
+            enumerable: inherited.enumerable,
+            writable: true,
+            value: () => (check(), method.call(signal)),
+          })
         }
       } catch {
         // the runtime keeps its own: reads through `lease.signal` still check

@@ -27,7 +27,14 @@ export interface LockStore {
   /** @internal Holds `key` and runs fn in its lease; `undefined` when the key is busy and `wait` is 0. */
   _hold<T>(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> | undefined
   /** @internal Takes `key`: the lease, a promise of it (or of fn's value, with fn), or `undefined` when busy with `wait` 0. */
-  _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn?: (lease: Lease) => unknown): Lease | Promise<unknown> | undefined
+  _take(
+    handle: Lock,
+    key: string,
+    wait: number,
+    signal: AbortSignal | undefined,
+    isTry: boolean,
+    fn?: (lease: Lease) => unknown,
+  ): Lease | Promise<unknown> | undefined
   /** @internal Runs fn in a lease taken by `_take`, letting the key go when fn settles. */
   _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
 }
@@ -91,7 +98,11 @@ export class Lock {
   /** Takes `key` only if it is free and nobody waits; then runs fn as `hold` does. Never waits for another holder. */
   tryHold<T>(key: Key, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
   tryHold<T>(key: Key, options: TryHoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
-  tryHold<T>(key: Key, a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
+  tryHold<T>(
+    key: Key,
+    a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>),
+    b?: (lease: Lease) => T | PromiseLike<T>,
+  ): Promise<TryHoldResult<Awaited<T>>> {
     try {
       let fn = b
       let signal: AbortSignal | undefined

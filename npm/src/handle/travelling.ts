@@ -107,7 +107,8 @@ export abstract class TravellingHandle<L extends Lease> {
     const fn = typeof a === 'function' ? a : b
     const k = toKey(key, placeOf(this.kind, this.name))
     if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: hold needs a function to run`)
-    const { wait, signal } = typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait)
+    const { wait, signal } =
+      typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait)
     const lease = await this._to._take(this, k, wait, signal, false)
     if (!lease) throw new InUseError(`${placeOf(this.kind, this.name, k)}: held by another (wait 0)`)
     return this._to._run(this, lease, fn)
@@ -116,7 +117,11 @@ export abstract class TravellingHandle<L extends Lease> {
   /** Takes `key` only if it is free and nobody waits; then runs fn as `hold` does. */
   tryHold<T>(key: Key, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
   tryHold<T>(key: Key, options: TryHoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>>
-  async tryHold<T>(key: Key, a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
+  async tryHold<T>(
+    key: Key,
+    a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>),
+    b?: (lease: Lease) => T | PromiseLike<T>,
+  ): Promise<TryHoldResult<Awaited<T>>> {
     const fn = typeof a === 'function' ? a : b
     const k = toKey(key, placeOf(this.kind, this.name))
     if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: tryHold needs a function to run`)
@@ -132,7 +137,8 @@ export abstract class TravellingHandle<L extends Lease> {
    */
   async acquire(key: Key, options?: HoldOptions): Promise<L> {
     const k = toKey(key, placeOf(this.kind, this.name))
-    const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : holdOptions(options, () => placeOf(this.kind, this.name, k), this._wait)
+    const { wait, signal } =
+      options === undefined ? { wait: this._wait, signal: undefined } : holdOptions(options, () => placeOf(this.kind, this.name, k), this._wait)
     const lease = await this._to._take(this, k, wait, signal, false)
     if (!lease) throw new InUseError(`${placeOf(this.kind, this.name, k)}: held by another (wait 0)`)
     return lease

@@ -50,7 +50,8 @@ function asReply(error: unknown): unknown {
   const e = error as { name?: unknown; constructor?: { name?: unknown }; message?: unknown } | null
   if (!e || typeof e.message !== 'string') return error
   const names = [e.name, e.constructor?.name]
-  if (names.some(n => n === 'ReplyError' || n === 'SimpleError' || n === 'ErrorReply' || n === 'BlobError')) return new ReplyFailure(e.message, { cause: error })
+  if (names.some(n => n === 'ReplyError' || n === 'SimpleError' || n === 'ErrorReply' || n === 'BlobError'))
+    return new ReplyFailure(e.message, { cause: error })
   return error
 }
 

@@ -79,7 +79,7 @@ export function scriptsFor(shebang: boolean): Scripts {
 /** The Redis keys of one key of one lock, in the order the scripts take them. */
 export function keysOf(prefix: string, kind: 'lock' | 'semaphore', name: string, key: string): string[] {
   const base = `${prefix}:{${kind === 'lock' ? 'l' : 's'}:${name}:${key}}:`
-  return [base + 'm', base + 'q', base + 'd']
+  return [`${base}m`, `${base}q`, `${base}d`]
 }
 
 /** The lock kind, name and key of a meta key (`P:{l:NAME:KEY}:m`), or undefined for another key. */

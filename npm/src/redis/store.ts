@@ -30,7 +30,7 @@
  * by a local store (`#heldHere`).
  */
 
-import { CancelledError, ClosedError, InUseError, InvalidError, LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
+import { CancelledError, ClosedError, InUseError, InvalidError, type LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
 import { toMs } from '../util/duration.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'
@@ -111,7 +111,14 @@ class Request {
   asking = 0
   uncertain = false
 
-  constructor(readonly handle: RedisLock, readonly key: string, readonly wait: number, local: number, keys: string[], now: number) {
+  constructor(
+    readonly handle: RedisLock,
+    readonly key: string,
+    readonly wait: number,
+    local: number,
+    keys: string[],
+    now: number,
+  ) {
     this.id = randomId()
     this.local = local
     this.keys = keys
@@ -186,7 +193,9 @@ export class RedisStore implements LeaseOwner {
         },
         error => {
           if (timer !== undefined) clearTimer(this.#clock, timer)
-          reject(error instanceof ReplyFailure && !TRANSIENT.has(error.code) ? error : new NoAnswer(String((error as Error)?.message ?? error), { cause: error }))
+          reject(
+            error instanceof ReplyFailure && !TRANSIENT.has(error.code) ? error : new NoAnswer(String((error as Error)?.message ?? error), { cause: error }),
+          )
         },
       )
     })
@@ -222,7 +231,9 @@ export class RedisStore implements LeaseOwner {
     if (this.#closed) return Promise.reject(new ClosedError(`${placeOf(handle.kind, handle.name, key)}: ${this.#closed.message}`))
     if (this.#context && this.#heldHere(handle, key)) {
       if (isTry) return Promise.resolve(undefined)
-      return Promise.reject(new InvalidError(`${placeOf(handle.kind, handle.name, key)}: held by this very hold (a hold inside its own hold would wait for itself)`))
+      return Promise.reject(
+        new InvalidError(`${placeOf(handle.kind, handle.name, key)}: held by this very hold (a hold inside its own hold would wait for itself)`),
+      )
     }
     const p = new Request(handle, key, wait, this.#nextLocal++, keysOf(this.prefix, handle.kind, handle.name, key), this.#clock.now())
     this.#requests.set(p.id, p)
@@ -248,13 +259,21 @@ export class RedisStore implements LeaseOwner {
    */
   #armGiveUp(p: Request): void {
     if (p.wait === Infinity || p.giveUpTimer !== undefined) return
-    p.giveUpTimer = setTimer(this.#clock, () => {
-      p.giveUpTimer = undefined
-      if (p.lease || this.#requests.get(p.id) !== p) return
-      this.#forget(p)
-      void this.#end(p, 'C')
-      p.reject(p.heard ? new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`) : new ClosedError(`${p.place()}: no answer from Redis within the wait (${p.wait}ms): unreachable`))
-    }, Math.max(0, p.waitUntil + WAIT_GRACE - this.#clock.now()))
+    p.giveUpTimer = setTimer(
+      this.#clock,
+      () => {
+        p.giveUpTimer = undefined
+        if (p.lease || this.#requests.get(p.id) !== p) return
+        this.#forget(p)
+        void this.#end(p, 'C')
+        p.reject(
+          p.heard
+            ? new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`)
+            : new ClosedError(`${p.place()}: no answer from Redis within the wait (${p.wait}ms): unreachable`),
+        )
+      },
+      Math.max(0, p.waitUntil + WAIT_GRACE - this.#clock.now()),
+    )
   }
 
   /** Sends (or sends again) a request's acquire, until it is answered or the request ends. */
@@ -268,7 +287,12 @@ export class RedisStore implements LeaseOwner {
     p.asking++
     let answer: unknown[]
     try {
-      answer = await this.#run(this.#scripts.acquire, p.keys, [...this.#common(p), h.ttl, h._maxHold, wait, h.limit, this.#wakeups.channel], left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left)
+      answer = await this.#run(
+        this.#scripts.acquire,
+        p.keys,
+        [...this.#common(p), h.ttl, h._maxHold, wait, h.limit, this.#wakeups.channel],
+        left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left,
+      )
     } catch (error) {
       p.asking--
       if (!(error instanceof ReplyFailure)) p.uncertain = true
@@ -340,10 +364,14 @@ export class RedisStore implements LeaseOwner {
 
   #beat(p: Request, ms: number, fn: () => void): void {
     if (p.beatTimer !== undefined) clearTimer(this.#clock, p.beatTimer)
-    p.beatTimer = setTimer(this.#clock, () => {
-      p.beatTimer = undefined
-      fn()
-    }, ms)
+    p.beatTimer = setTimer(
+      this.#clock,
+      () => {
+        p.beatTimer = undefined
+        fn()
+      },
+      ms,
+    )
   }
 
   /** A waiter's heartbeat: keeps its place, reaps the line, and answers a grant it was not told of. */
@@ -381,7 +409,14 @@ export class RedisStore implements LeaseOwner {
     // One renewal loop for every lease held from afar (remote/renewal.ts): renewed every ttl/3, lost at its
     // deadline as this side counts it or at maxHold (counted from when the acquire was sent), whichever comes first.
     const elapsed = this.#clock.now() - from
-    p.renewal = new Renewal(this.#clock, { renew: () => this.#renew(p), lose: reason => this.#lose(p, reason) }, lease, p.handle.ttl, Math.max(1, leaseMs - elapsed), revokeMs > 0 ? Math.max(1, revokeMs - elapsed) : 0)
+    p.renewal = new Renewal(
+      this.#clock,
+      { renew: () => this.#renew(p), lose: reason => this.#lose(p, reason) },
+      lease,
+      p.handle.ttl,
+      Math.max(1, leaseMs - elapsed),
+      revokeMs > 0 ? Math.max(1, revokeMs - elapsed) : 0,
+    )
     p.resolve(lease)
   }
 
@@ -461,9 +496,11 @@ export class RedisStore implements LeaseOwner {
     if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`${kind}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
     const o = handleOptions(options, place, kind === 'semaphore')
     if (!(o.ttl >= TTL_MS[0] && o.ttl <= TTL_MS[1])) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
-    if (o.hasMaxHold && !(o.maxHold > 0 && o.maxHold <= MAX_HOLD_MS)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be more than 0 and at most 30 days`)
+    if (o.hasMaxHold && !(o.maxHold > 0 && o.maxHold <= MAX_HOLD_MS))
+      throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be more than 0 and at most 30 days`)
     const resource = this.#resources.get(kind, name, o.limit)
-    if (resource.limit !== o.limit) throw new InvalidError(`${place}: limit ${o.limit} differs from the limit ${resource.limit} this store's semaphore ${name} has`)
+    if (resource.limit !== o.limit)
+      throw new InvalidError(`${place}: limit ${o.limit} differs from the limit ${resource.limit} this store's semaphore ${name} has`)
     return new RedisLock(this, resource, o.limit, Math.round(o.ttl), Math.ceil(o.maxHold), o.wait)
   }
 
@@ -494,7 +531,7 @@ export class RedisStore implements LeaseOwner {
           if (holders.length > 0 || waiting > 0) out.push({ ...parsed, holders, waiting })
         }
       }
-      return out.sort((a, b) => (a.kind + a.name + '\0' + a.key < b.kind + b.name + '\0' + b.key ? -1 : 1))
+      return out.sort((a, b) => (`${a.kind + a.name}\0${a.key}` < `${b.kind + b.name}\0${b.key}` ? -1 : 1))
     } catch (error) {
       if (error instanceof ReplyFailure) throw new StorageError(`inspect: Redis refused: ${error.message}`, { cause: error })
       throw new ClosedError(`inspect: no answer from Redis: ${(error as Error).message}`, { cause: error })
@@ -567,11 +604,14 @@ function infoField(info: string, field: string): string | undefined {
 export async function openRedisStoreOn(context: ContextStorage | undefined, options: unknown): Promise<RedisStore> {
   const place = 'openRedisStore'
   const o = checkOptions(options, place, ['redis', 'url', 'prefix', 'grace', 'allowEviction', 'clock'])
-  if (options === undefined || (o.redis === undefined && o.url === undefined)) throw new InvalidError(`${place}: option redis (a client) or url (redis://…) is required`)
+  if (options === undefined || (o.redis === undefined && o.url === undefined))
+    throw new InvalidError(`${place}: option redis (a client) or url (redis://…) is required`)
   if (o.redis !== undefined && o.url !== undefined) throw new InvalidError(`${place}: give option redis or option url, not both`)
-  if (o.url !== undefined && (typeof o.url !== 'string' || !/^rediss?:\/\//.test(o.url))) throw new InvalidError(`${place}: url ${JSON.stringify(o.url)} must start with redis:// or rediss://`)
+  if (o.url !== undefined && (typeof o.url !== 'string' || !/^rediss?:\/\//.test(o.url)))
+    throw new InvalidError(`${place}: url ${JSON.stringify(o.url)} must start with redis:// or rediss://`)
   const prefix = o.prefix === undefined ? 'holdfast' : o.prefix
-  if (typeof prefix !== 'string' || !PREFIX.test(prefix)) throw new InvalidError(`${place}: prefix ${JSON.stringify(prefix)} must be 1 to 64 of A-Z a-z 0-9 _ . : -`)
+  if (typeof prefix !== 'string' || !PREFIX.test(prefix))
+    throw new InvalidError(`${place}: prefix ${JSON.stringify(prefix)} must be 1 to 64 of A-Z a-z 0-9 _ . : -`)
   const grace = o.grace === undefined ? 60_000 : toMs(o.grace, `${place}: grace`)
   if (!(grace >= 1_000 && grace <= 86_400_000)) throw new InvalidError(`${place}: grace ${grace}ms must be 1s to 1d`)
   if (o.allowEviction !== undefined && typeof o.allowEviction !== 'boolean') throw new InvalidError(`${place}: option allowEviction must be true or false`)
@@ -602,7 +642,7 @@ async function checkServer(adapter: Adapter, place: string, allowEviction: boole
         error => (clearTimeout(timer), reject(error instanceof ReplyFailure ? error : new NoAnswer(String(error?.message ?? error), { cause: error }))),
       )
     })
-  const info = (await ask('server')) + '\n' + (await ask('memory'))
+  const info = `${await ask('server')}\n${await ask('memory')}`
   const version = infoField(info, 'redis_version') ?? '0'
   const [major = 0, minor = 0] = version.split('.').map(Number)
   if (major < MIN_VERSION[0]! || (major === MIN_VERSION[0] && minor < MIN_VERSION[1]!)) {

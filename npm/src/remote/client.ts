@@ -115,7 +115,15 @@ export class RemoteStore implements LeaseOwner {
   #reconnecting: Promise<void> | undefined
 
   /** @internal Use `connect()`. */
-  constructor(url: string, transport: Transport, token: string, reconnect: boolean, clock: Clock, context: ContextStorage | undefined, ca?: string | Uint8Array) {
+  constructor(
+    url: string,
+    transport: Transport,
+    token: string,
+    reconnect: boolean,
+    clock: Clock,
+    context: ContextStorage | undefined,
+    ca?: string | Uint8Array,
+  ) {
     this.url = url
     this.#ca = ca
     this.#transport = transport
@@ -165,7 +173,13 @@ export class RemoteStore implements LeaseOwner {
     }
     if (frame.type === 'lost') {
       const p = this.#byLease.get(frame.lease)
-      if (p) this.#lose(p, frame.code === 'closed' ? new ClosedError(`${p.place()}: the server's store closed`) : new LostError(`${p.place()}: lease lost on the server (past its ttl or revoked)`))
+      if (p)
+        this.#lose(
+          p,
+          frame.code === 'closed'
+            ? new ClosedError(`${p.place()}: the server's store closed`)
+            : new LostError(`${p.place()}: lease lost on the server (past its ttl or revoked)`),
+        )
       return
     }
     if (frame.id === 0 && frame.type === 'error') this.#refusal = frame
@@ -254,7 +268,11 @@ export class RemoteStore implements LeaseOwner {
     if (this.#closed) return Promise.reject(new ClosedError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${this.#closed.message}`))
     if (this.#context && this.#heldHere(handle, key)) {
       if (isTry) return Promise.resolve(undefined)
-      return Promise.reject(new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`))
+      return Promise.reject(
+        new InvalidError(
+          `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`,
+        ),
+      )
     }
     const p = new Pending(handle, key, randomId(), wait === Infinity ? null : wait, this.#nextLocal++)
     this.#pending.set(p.request, p)
@@ -277,16 +295,20 @@ export class RemoteStore implements LeaseOwner {
       // The server answers a wait that ran out; but if it cannot be reached, this side must. Past
       // the wait and a grace for the server's own answer, a hold still unanswered gives up. (A wait
       // may be longer than a runtime's timer: see clock.ts # Long timers.)
-      const timer = setTimer(this.#clock, () => {
-        if (p.lease || this.#pending.get(p.request) !== p) return
-        this.#forget(p)
-        if (this.#socket) {
-          void this.#ask({ type: 'cancel', request: p.request })
-          p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
-        } else {
-          p.reject(new ClosedError(`${p.place()}: no answer from the server within the wait (${this.url} unreachable)`))
-        }
-      }, p.wait + WAIT_GRACE)
+      const timer = setTimer(
+        this.#clock,
+        () => {
+          if (p.lease || this.#pending.get(p.request) !== p) return
+          this.#forget(p)
+          if (this.#socket) {
+            void this.#ask({ type: 'cancel', request: p.request })
+            p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
+          } else {
+            p.reject(new ClosedError(`${p.place()}: no answer from the server within the wait (${this.url} unreachable)`))
+          }
+        },
+        p.wait + WAIT_GRACE,
+      )
       void p.promise.then(
         () => clearTimer(this.#clock, timer),
         () => clearTimer(this.#clock, timer),
@@ -299,17 +321,20 @@ export class RemoteStore implements LeaseOwner {
   #askHold(p: Pending): void {
     const sentAt = this.#clock.now()
     const h = p.handle
-    this.#send({
-      type: 'hold',
-      semaphore: h.kind === 'semaphore',
-      limit: h.limit,
-      name: h.name,
-      key: p.key,
-      ttl: h.ttl,
-      maxHold: h._maxHold,
-      wait: p.wait,
-      request: p.request,
-    }, answer => this.#holdAnswered(p, answer, sentAt))
+    this.#send(
+      {
+        type: 'hold',
+        semaphore: h.kind === 'semaphore',
+        limit: h.limit,
+        name: h.name,
+        key: p.key,
+        ttl: h.ttl,
+        maxHold: h._maxHold,
+        wait: p.wait,
+        request: p.request,
+      },
+      answer => this.#holdAnswered(p, answer, sentAt),
+    )
   }
 
   #holdAnswered(p: Pending, answer: ServerFrame, sentAt: number): void {
@@ -340,7 +365,14 @@ export class RemoteStore implements LeaseOwner {
       this.#byLocal.set(p.local, p)
       this.#byLease.set(p.leaseId, p)
       // The first deadline counts from the grant's arrival.
-      p.renewal = new Renewal(this.#clock, { renew: () => this.#renewOf(p), lose: reason => this.#lose(p, reason) }, lease, p.handle.ttl, answer.ttl, answer.revokeIn)
+      p.renewal = new Renewal(
+        this.#clock,
+        { renew: () => this.#renewOf(p), lose: reason => this.#lose(p, reason) },
+        lease,
+        p.handle.ttl,
+        answer.ttl,
+        answer.revokeIn,
+      )
       p.resolve(lease)
     } else if (answer.lease !== p.leaseId) {
       // Asked again, the server granted a *new* lease: it no longer knew ours (it restarted). Ours is
@@ -449,7 +481,9 @@ export class RemoteStore implements LeaseOwner {
     const entries: KeyInfo[] = []
     for (;;) {
       const last = entries[entries.length - 1]
-      const answer = await this.#ask(paged ? { type: 'inspectPage', kind: last?.kind ?? 'lock', name: last?.name ?? '', key: last?.key ?? '' } : { type: 'inspect' })
+      const answer = await this.#ask(
+        paged ? { type: 'inspectPage', kind: last?.kind ?? 'lock', name: last?.name ?? '', key: last?.key ?? '' } : { type: 'inspect' },
+      )
       if (answer.type === 'inspected') return answer.entries as KeyInfo[]
       if (answer.type === 'inspectedPage') {
         for (const e of answer.entries) entries.push(e as KeyInfo)
@@ -489,7 +523,6 @@ export class RemoteStore implements LeaseOwner {
   }
 }
 
-
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 
 function checkName(name: unknown, kind: string): string {
@@ -528,7 +561,12 @@ function resourceOf(store: RemoteStore, kind: 'lock' | 'semaphore', name: string
 }
 
 /** Connects to a store's server over `transport`. */
-export async function connectOn(transport: Transport | undefined, context: ContextStorage | undefined, url: unknown, options?: ConnectOptions): Promise<RemoteStore> {
+export async function connectOn(
+  transport: Transport | undefined,
+  context: ContextStorage | undefined,
+  url: unknown,
+  options?: ConnectOptions,
+): Promise<RemoteStore> {
   const o = checkOptions(options, 'connect', ['token', 'reconnect', 'clock', 'ca'])
   if (!transport) throw new InvalidError('connect: this runtime has no client transport')
   if (typeof url !== 'string' || !/^(wss?:\/\/|wss?\+unix:\/\/)/.test(url)) {
@@ -541,7 +579,15 @@ export async function connectOn(transport: Transport | undefined, context: Conte
   }
   if (new TextEncoder().encode(token).length > 1024) throw new InvalidError('connect: a token is at most 1024 bytes')
   if (o.ca !== undefined && typeof o.ca !== 'string' && !(o.ca instanceof Uint8Array)) throw new InvalidError('connect: option ca must be PEM text or bytes')
-  const store = new RemoteStore(url, transport, token, o.reconnect !== false, (o.clock as Clock | undefined) ?? systemClock, context, o.ca as string | Uint8Array | undefined)
+  const store = new RemoteStore(
+    url,
+    transport,
+    token,
+    o.reconnect !== false,
+    (o.clock as Clock | undefined) ?? systemClock,
+    context,
+    o.ca as string | Uint8Array | undefined,
+  )
   await store._open()
   return store
 }

@@ -1,7 +1,7 @@
 /**
  * An inspection over a connection, bounded in size: the server never builds a frame larger than
  * `maxAnswer` bytes of entries (at most `MAX_ANSWER`, far below the 16 MiB a client accepts) — larger
- * inspections go page by page (protocol revision 2, `crate/PROTOCOL.md`).
+ * inspections go page by page (protocol revision 2, `docs/protocol.md`).
  *
  * Invariants:
  * - Pages come in one order, by kind (locks first), name and key, and a page is asked for after the

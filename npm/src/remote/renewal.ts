@@ -165,7 +165,8 @@ export class Renewal {
     }
     if (this.#stopped) return
     if (answer !== undefined && 'ttl' in answer) return this.extend(sentAt, answer.ttl)
-    if (answer !== undefined) return this.#lose(new LostError(`${placeOf(this.#lease.kind, this.#lease.name, this.#lease.key)}: renewal refused: ${answer.refused}`))
+    if (answer !== undefined)
+      return this.#lose(new LostError(`${placeOf(this.#lease.kind, this.#lease.name, this.#lease.key)}: renewal refused: ${answer.refused}`))
     // (A renewal may be set already: a hold asked again after a reconnect was answered meanwhile.)
     if (!this.#overdue(this.#clock.now()) && this.#renewTimer === undefined) this.#renewTimer = setTimer(this.#clock, this.#renewSoon, this.#retry)
   }

@@ -1,7 +1,7 @@
 /**
  * Serving a store to other processes: `store.serve({ port, host, token })` or `{ path }`.
  *
- * Each connection speaks the wire protocol (`crate/PROTOCOL.md`), decoded and encoded in wasm
+ * Each connection speaks the wire protocol (`docs/protocol.md`), decoded and encoded in wasm
  * (through `wire.ts`). The first frame must be `hello` with the server's token, compared in constant
  * time; until then nothing reaches the engine. A frame that cannot be decoded, or any frame before a good hello, closes that
  * connection and harms no other. Holds go to the store like local ones (they share keys, lines and
@@ -211,7 +211,8 @@ export async function serveOn(store: ServedStore, transport: Transport | undefin
   }
   if (o.path !== undefined && (o.port !== undefined || o.host !== undefined)) throw new InvalidError('serve: give path, or port and host, not both')
   for (const n of ['maxConnections', 'maxUnauthenticated', 'connectionLimit', 'maxHolds'] as const) {
-    if (o[n] !== undefined && (!Number.isInteger(o[n]) || (o[n] as number) < 1)) throw new InvalidError(`serve: ${n} ${String(o[n])} must be a whole number, 1 or more`)
+    if (o[n] !== undefined && (!Number.isInteger(o[n]) || (o[n] as number) < 1))
+      throw new InvalidError(`serve: ${n} ${String(o[n])} must be a whole number, 1 or more`)
   }
   if (o.maxBuffered !== undefined && (!Number.isInteger(o.maxBuffered) || (o.maxBuffered as number) < MAX_FRAME)) {
     throw new InvalidError(`serve: maxBuffered ${String(o.maxBuffered)} must be a whole number of bytes, ${MAX_FRAME} or more`)

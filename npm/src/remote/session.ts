@@ -1,5 +1,5 @@
 /**
- * The server's side of the wire protocol (`crate/PROTOCOL.md`), whatever carries the frames: one
+ * The server's side of the wire protocol (`docs/protocol.md`), whatever carries the frames: one
  * `Session` per connection, and `Protocol`, which decodes a connection's frames and acts on its store.
  * `store.serve()` (server.ts) feeds it from its listener's sockets; `HoldfastObject` (cloudflare/
  * object.ts) from hibernatable WebSockets, with hooks that keep each lease in durable storage.
@@ -226,7 +226,19 @@ export class Protocol {
         if (key.length === 0) throw new InvalidError(`${kind} ${name}: key "" must be 1 to 1024 bytes`)
         const handle = this.handle(kind, name, frame.limit)
         const request = frame.request
-        const record = new RemoteRequest(kind, name, key, request, randomId(), frame.ttl, frame.maxHold, session.conn, frame.id, session, handle._resource.limit)
+        const record = new RemoteRequest(
+          kind,
+          name,
+          key,
+          request,
+          randomId(),
+          frame.ttl,
+          frame.maxHold,
+          session.conn,
+          frame.id,
+          session,
+          handle._resource.limit,
+        )
         const wait = frame.wait ?? Infinity
         // Asked again on this connection while the one it was asked on is still open: it moves here.
         const earlier = store._remoteRequest(request)

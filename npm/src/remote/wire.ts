@@ -1,6 +1,6 @@
 /**
  * The wire protocol's messages as JavaScript objects (`{ id, type, ... }`), over the codec in wasm
- * (`crate/wasm/src/wire.rs`; the protocol is `crate/PROTOCOL.md`). Frames are decoded and checked in
+ * (`crate/wasm/src/wire.rs`; the protocol is `docs/protocol.md`). Frames are decoded and checked in
  * Rust; what crosses back is one string and a few numbers in scratch slots of wasm memory, from which
  * the message object is built here — building it property by property inside wasm cost several µs a
  * frame, more than the rest of a hold over a connection.

@@ -61,7 +61,9 @@ export function denoKvStorage(kv: DenoKvLike, options?: DenoKvStorageOptions): S
     let prefixes = inUse.get(kv)
     if (!prefixes) inUse.set(kv, (prefixes = new Set()))
     if (prefixes.has(prefixId)) {
-      throw new StorageError(`${place}: this KV prefix is in use by another open store of this process; one storage serves one store at a time (pass another prefix)`)
+      throw new StorageError(
+        `${place}: this KV prefix is in use by another open store of this process; one storage serves one store at a time (pass another prefix)`,
+      )
     }
     prefixes.add(prefixId)
     claimed = true

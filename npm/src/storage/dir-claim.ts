@@ -160,7 +160,11 @@ function probe(file: string, place: string): Promise<'alive' | 'dead' | 'gone'> 
     }
     const timer = setTimeout(() => {
       socket.destroy()
-      reject(new StorageError(`${place}: cannot tell whether the store on ${file} still runs: it accepts connections but did not answer within ${ANSWER_WAIT} ms (a stopped process?)`))
+      reject(
+        new StorageError(
+          `${place}: cannot tell whether the store on ${file} still runs: it accepts connections but did not answer within ${ANSWER_WAIT} ms (a stopped process?)`,
+        ),
+      )
     }, ANSWER_WAIT)
     const settle = (state: 'alive' | 'dead' | 'gone' | Error) => {
       clearTimeout(timer)
@@ -175,7 +179,8 @@ function probe(file: string, place: string): Promise<'alive' | 'dead' | 'gone'> 
       // A live holder never resets a connection (it answers and ends it; nothing is sent to it).
       if (code === 'ECONNREFUSED' || code === 'ECONNRESET') settle('dead')
       else if (code === 'ENOENT') settle('gone')
-      else settle(new StorageError(`${place}: cannot tell whether the store on ${file} still runs: connecting to it failed (${error.message})`, { cause: error }))
+      else
+        settle(new StorageError(`${place}: cannot tell whether the store on ${file} still runs: connecting to it failed (${error.message})`, { cause: error }))
     })
   })
 }

@@ -54,7 +54,8 @@ export function fileStorage(dir: string): Storage {
 
   const lock = (): Promise<Claim> => {
     if (claim) return claim
-    if (lockedHere.has(root)) return Promise.reject(new StorageError(`${place}: the directory is in use by another open store of this process; one storage serves one store at a time`))
+    if (lockedHere.has(root))
+      return Promise.reject(new StorageError(`${place}: the directory is in use by another open store of this process; one storage serves one store at a time`))
     lockedHere.add(root)
     const claiming = (async () => {
       fs.mkdirSync(root, { recursive: true })

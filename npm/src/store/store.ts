@@ -55,7 +55,7 @@
  * can still answer every waiter and end every lease before it closes.
  */
 
-import { Core, openCore, checkTtl, checkMaxHold, checkName } from '../../wasm/holdfast_wasm.js'
+import { type Core, openCore, checkTtl, checkMaxHold, checkName } from '../../wasm/holdfast_wasm.js'
 import { RemoteRequest } from '../remote/request.js'
 import { runHandedOver, runInLease } from '../handle/run-in-lease.js'
 import { ClosedError, CancelledError, InUseError, InvalidError, LimitError, LostError, StorageError, fromEngine } from '../errors.js'
@@ -176,7 +176,9 @@ export class SlotKeyIds implements KeyIds {
 
 /** A hold of a key inside its own hold, which would wait for itself (LOCK-04). */
 function selfHoldError(handle: Lock, key: string): InvalidError {
-  return new InvalidError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`)
+  return new InvalidError(
+    `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`,
+  )
 }
 
 /**
@@ -196,7 +198,15 @@ class Waiter {
   reject!: (error: unknown) => void
   onAbort: (() => void) | undefined
 
-  constructor(handle: Lock, key: string, req: number, wait: number, signal: AbortSignal | undefined, fn: ((lease: Lease) => unknown) | undefined, scope: Scope | undefined) {
+  constructor(
+    handle: Lock,
+    key: string,
+    req: number,
+    wait: number,
+    signal: AbortSignal | undefined,
+    fn: ((lease: Lease) => unknown) | undefined,
+    scope: Scope | undefined,
+  ) {
     this.handle = handle
     this.key = key
     this.req = req
@@ -460,7 +470,14 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
    * this very context). With `fn` (and a context to keep), a waiter runs fn when handed the key and
    * its promise is the hold's answer.
    */
-  _take(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn?: (lease: Lease) => unknown): Lease | Promise<unknown> | undefined {
+  _take(
+    handle: Lock,
+    key: string,
+    wait: number,
+    signal: AbortSignal | undefined,
+    isTry: boolean,
+    fn?: (lease: Lease) => unknown,
+  ): Lease | Promise<unknown> | undefined {
     if (this.#closed) throw this.#closedError(handle, key)
     const resource = handle._resource
     const known = resource.keys.get(key)
@@ -477,7 +494,16 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
    * whole size, so a small hot path reached through a large function stays in the slow tiers for
    * tens of thousands of holds.
    */
-  #takeInEngine(handle: Lock, resource: Resource, key: string, known: number | Lease | undefined, wait: number, signal: AbortSignal | undefined, isTry: boolean, fn: ((lease: Lease) => unknown) | undefined): Lease | Promise<unknown> | undefined {
+  #takeInEngine(
+    handle: Lock,
+    resource: Resource,
+    key: string,
+    known: number | Lease | undefined,
+    wait: number,
+    signal: AbortSignal | undefined,
+    isTry: boolean,
+    fn: ((lease: Lease) => unknown) | undefined,
+  ): Lease | Promise<unknown> | undefined {
     if (known !== undefined) {
       // Only a busy key can be held in this very context (a free key is in no hold): the async context
       // is looked at only then.
@@ -531,7 +557,16 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
   }
 
   /** The engine put a hold in line: its waiter's promise. */
-  #queued(handle: Lock, resource: Resource, key: string, known: number | undefined, wait: number, signal: AbortSignal | undefined, fn: ((lease: Lease) => unknown) | undefined, now: number): Promise<unknown> {
+  #queued(
+    handle: Lock,
+    resource: Resource,
+    key: string,
+    known: number | undefined,
+    wait: number,
+    signal: AbortSignal | undefined,
+    fn: ((lease: Lease) => unknown) | undefined,
+    now: number,
+  ): Promise<unknown> {
     const buf = this.#view()
     const events = buf[HOLD_EVENTS]!
     const req = buf[REQ]!
@@ -560,7 +595,13 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
    * @internal `hold`: takes the key and runs fn in its lease, as `_take` and `_run`; a waiter is handed
    * the key directly where the context can be kept. `undefined` when the key is busy and wait is 0.
    */
-  _hold<T>(handle: Lock, key: string, wait: number, signal: AbortSignal | undefined, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> | undefined {
+  _hold<T>(
+    handle: Lock,
+    key: string,
+    wait: number,
+    signal: AbortSignal | undefined,
+    fn: (lease: Lease) => T | PromiseLike<T>,
+  ): Promise<Awaited<T>> | undefined {
     const direct = this.#context?.capture !== undefined
     const taken = this._take(handle, key, wait, signal, false, direct ? fn : undefined)
     if (taken === undefined) return undefined
@@ -860,9 +901,7 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
     this.#reqs[index] = undefined
     if (record instanceof Lease) {
       const reason =
-        kind === REVOKED
-          ? new LostError(`${this.#leasePlace(record)}: lease revoked at maxHold`)
-          : this.#closed ?? new ClosedError('the store is closed')
+        kind === REVOKED ? new LostError(`${this.#leasePlace(record)}: lease revoked at maxHold`) : (this.#closed ?? new ClosedError('the store is closed'))
       return [record, reason]
     }
     const waiter = record as Waiter
@@ -918,7 +957,8 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
     this.#remotes.delete(record.request)
     this.#remoteLeases.delete(record.lease)
     if (kind === TIMED_OUT) record.sink.failed(record, 'in_use', `${record.place()}: still held after waiting`)
-    else if (kind === FAILED) record.sink.failed(record, a === 1 ? 'storage' : 'limit', `${record.place()}: ${a === 1 ? 'storage failed to keep the fence ceiling' : 'fences used up'}`)
+    else if (kind === FAILED)
+      record.sink.failed(record, a === 1 ? 'storage' : 'limit', `${record.place()}: ${a === 1 ? 'storage failed to keep the fence ceiling' : 'fences used up'}`)
     else if (kind === REVOKED) record.sink.lost(record, 'lost')
     else if (kind === EXPIRED) record.sink.lost(record, 'lost')
     else if (kind === ENDED && this.#closed) {
@@ -939,7 +979,11 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
     // The bound of the whole store: a request asked again is not a new one. Dropped connections'
     // requests stay in #remotes until they end, so reconnecting frees nothing.
     if (this.#remotes.size >= this.#maxRemote && !this.#remotes.has(record.request)) {
-      return record.sink.failed(record, 'limit', `${record.place()}: the store has ${this.#maxRemote} leases and waiting holds over connections, the most it takes (serve option maxHolds)`)
+      return record.sink.failed(
+        record,
+        'limit',
+        `${record.place()}: the store has ${this.#maxRemote} leases and waiting holds over connections, the most it takes (serve option maxHolds)`,
+      )
     }
     const resource = handle._resource
     resource.remote = true
@@ -948,7 +992,17 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
     const now = this.#clock.now()
     let answer: number
     try {
-      answer = this.#core.holdRemote(resource.id, known ?? -1, wait === Infinity ? -1 : wait, record.maxHold, record.conn, record.request, record.lease, record.ttl, now)
+      answer = this.#core.holdRemote(
+        resource.id,
+        known ?? -1,
+        wait === Infinity ? -1 : wait,
+        record.maxHold,
+        record.conn,
+        record.request,
+        record.lease,
+        record.ttl,
+        now,
+      )
     } catch (error) {
       const e = error as { code?: unknown; message?: unknown }
       if (typeof e?.code === 'string') return record.sink.failed(record, 'invalid', `${record.place()}: ${String(e.message)}`)
@@ -1134,7 +1188,10 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
 
   #closedError(handle: Lock, key: string): ClosedError {
     const closed = this.#closed ?? new ClosedError('the store is closed')
-    return new ClosedError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${closed.message}`, closed.cause === undefined ? undefined : { cause: closed.cause })
+    return new ClosedError(
+      `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${closed.message}`,
+      closed.cause === undefined ? undefined : { cause: closed.cause },
+    )
   }
 
   /** Runs a call into wasm that may throw an engine error (rethrown as its class) or trap. */

@@ -18,7 +18,10 @@ export const MAX_KEY_BYTES = 1024
 export function toKey(key: unknown, place: string): string {
   if (typeof key === 'string') {
     if (key.length === 0) throw new InvalidError(`${place}: key "" must be 1 to ${MAX_KEY_BYTES} bytes`)
-    if (!key.isWellFormed()) throw new InvalidError(`${place}: key ${JSON.stringify(key)} is not well-formed Unicode (a lone surrogate at index ${loneSurrogate(key)}): a key must be text that UTF-8 can carry`)
+    if (!key.isWellFormed())
+      throw new InvalidError(
+        `${place}: key ${JSON.stringify(key)} is not well-formed Unicode (a lone surrogate at index ${loneSurrogate(key)}): a key must be text that UTF-8 can carry`,
+      )
     if (key.length > 341) {
       const bytes = utf8Length(key)
       if (bytes > MAX_KEY_BYTES) throw new InvalidError(`${place}: key of ${bytes} bytes must be 1 to ${MAX_KEY_BYTES} bytes`)
@@ -26,7 +29,9 @@ export function toKey(key: unknown, place: string): string {
     return key
   }
   if (typeof key === 'number' && Number.isSafeInteger(key)) return String(key)
-  throw new InvalidError(`${place}: key ${typeof key === 'number' ? String(key) : `of type ${key === null ? 'null' : typeof key}`} must be a string or a whole number`)
+  throw new InvalidError(
+    `${place}: key ${typeof key === 'number' ? String(key) : `of type ${key === null ? 'null' : typeof key}`} must be a string or a whole number`,
+  )
 }
 
 /** The index of the first lone surrogate in `text`, or -1. */

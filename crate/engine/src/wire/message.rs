@@ -3,7 +3,7 @@
 //! Revision 2 of version 1 added paged inspection (`InspectPage`, `InspectedPage`): new message types,
 //! none changed, so the version byte stays 1. A client asks for pages only after a server answered a
 //! whole `Inspect` with a `limit` error (which a revision 1 server never does), so that either side may
-//! be older than the other (see `crate/PROTOCOL.md`).
+//! be older than the other (see `docs/protocol.md`).
 
 /// The protocol version this build speaks; the first byte of every frame.
 pub const VERSION: u8 = 1;

@@ -1,5 +1,5 @@
 //! The wire protocol between a store's server and its clients: binary, versioned, one message per
-//! WebSocket frame. `crate/PROTOCOL.md` documents it for clients in other languages; this module is
+//! WebSocket frame. `docs/protocol.md` documents it for clients in other languages; this module is
 //! its one implementation, used by the server (in wasm) and by the JavaScript client alike.
 //!
 //! # Decoding untrusted bytes

@@ -113,7 +113,9 @@ export const wsTransport: Transport = {
       res.writeHead(426)
       res.end('holdfast: connect with a WebSocket client\n')
     }
-    const server = options.tls ? (http as typeof import('node:https')).createServer({ cert: pem(options.tls.cert), key: pem(options.tls.key) }, refuse) : (http as typeof import('node:http')).createServer(refuse)
+    const server = options.tls
+      ? (http as typeof import('node:https')).createServer({ cert: pem(options.tls.cert), key: pem(options.tls.key) }, refuse)
+      : (http as typeof import('node:http')).createServer(refuse)
     // A connection silent before its upgrade is cut (ws clears the timeout of the ones it upgrades).
     if (options.handshakeTimeout !== undefined) server.setTimeout(options.handshakeTimeout)
     const wss = new WebSocketServer({ server, maxPayload: options.maxPayload })

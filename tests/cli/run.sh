@@ -4,7 +4,7 @@
 # node_modules/.bin/holdfast: real servers, real holders, real commands. Build the package first
 # (npm/build.sh).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-clitest.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 

@@ -2,7 +2,7 @@
 # The remote tests (tests/remote): leases over a connection (LOCK-05) with real processes and real
 # sockets on 127.0.0.1 — a server process, client processes on Node 20, Node 24 and Bun, a TCP proxy to
 # drop connections, kill -9, SIGSTOP/SIGCONT, raw WebSocket clients sending junk. Like
-# run-package-tests.sh, it tests the package as users get it: `npm pack` of npm/, installed into a fresh
+# tests/js/run.sh, it tests the package as users get it: `npm pack` of npm/, installed into a fresh
 # project. The test files run under Node 20 (the machine's node) and again under Bun (`bun test`), where
 # the server, the proxy and the in-process clients run on Bun too; the client processes they start use
 # the runtime each test names. SQLite is node:sqlite (Node 24) and bun:sqlite (Bun): nothing to build.
@@ -10,7 +10,7 @@
 #   RUNTIMES="node20 bun"   which runners to run the test files under (default: both)
 #   FILES="lock05-endings"  only these test files (names without .test.js)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 runtimes=${RUNTIMES:-"node20 bun"}
 bin="$root/tests/runtimes/node_modules/.bin"
 work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-remotetest.XXXXXX")

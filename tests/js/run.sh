@@ -5,7 +5,7 @@
 #   RUNTIMES="node20 node24 bun"   which to run (default: all three; RUNTIMES= runs none, only the checks)
 #   EXAMPLE=0                       skip the example
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 runtimes=${RUNTIMES-"node20 node24 bun"}
 bin="$root/tests/runtimes/node_modules/.bin"
 work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-pkgtest.XXXXXX")

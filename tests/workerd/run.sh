@@ -11,7 +11,7 @@
 #   PKG_DIR=dir   pack this directory instead of npm/ (a built copy of it)
 #   FILES="websocket"  only these test files (names without .test.mjs; test.mjs is "test"), no example
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 pkg=${PKG_DIR:-$root/npm}
 runtimes="$root/tests/runtimes/node_modules"
 node24="$runtimes/.bin/node"

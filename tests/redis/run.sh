@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Redis tests (tests/redis): `holdfast/redis` against real redis-server processes that the tests
 # start themselves, each on a free loopback port with its own temporary directory (redis-server from
-# Debian's package, installed by tests/redis/install.sh when missing). Like run-remote-tests.sh, it
+# Debian's package, installed by tests/redis/install.sh when missing). Like tests/remote/run.sh, it
 # tests the package as users get it: `npm pack` of npm/, installed into a fresh project with ioredis and
 # node-redis (`redis`) from npm. The files that test what differs by runtime and client (contracts,
 # unreachable) run under each runtime with each client; the others (processes, restart, idle-keys)
@@ -13,7 +13,7 @@
 #   IOREDIS=5  NODE_REDIS=5         the versions installed from npm
 #   EXAMPLE=0                       skip examples/summaries-redis (run under Node 24 and Bun)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 runtimes=${RUNTIMES:-"node20 node24 bun"}
 clients=${CLIENTS:-"ioredis node-redis"}
 bin="$root/tests/runtimes/node_modules/.bin"

@@ -11,7 +11,7 @@
 # Build the package first (npm/build.sh). Deno comes from tests/runtimes (npm install there).
 #   PKG_DIR=dir   pack this directory instead of npm/ (a built copy of it)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 pkg=${PKG_DIR:-$root/npm}
 deno="$root/tests/runtimes/node_modules/.bin/deno"
 [ -x "$deno" ] || { echo "no Deno: run npm ci in tests/runtimes" >&2; exit 2; }
