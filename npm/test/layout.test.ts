@@ -50,3 +50,18 @@ test('no import circle among the modules of npm/src, type-only imports included'
 test('types.ts, the types the rooms share, imports nothing of the package', () => {
   assert.deepEqual(graph().get(join(src, 'types.ts')), [])
 })
+
+test('#14: the ABI of the store and the engine is written once in TypeScript, in store/abi.ts: no other module of the store defines a constant of its names', () => {
+  // (remote/wire.ts has constants of its own for the flat codec of wire messages, another ABI.)
+  const abi = join(src, 'store', 'abi.ts')
+  const names = [...readFileSync(abi, 'utf8').matchAll(/^export const (\w+) = /gm)].map(m => m[1]!)
+  assert.ok(names.length > 20, `read the ABI's names (${names.length} in ${abi})`)
+  const copies: string[] = []
+  for (const file of modules(join(src, 'store'))) {
+    if (file === abi) continue
+    for (const m of readFileSync(file, 'utf8').matchAll(/^\s*(?:export\s+)?const\s+(\w+)\s*=/gm)) {
+      if (names.includes(m[1]!)) copies.push(`${relative(src, file)}: ${m[1]}`)
+    }
+  }
+  assert.deepEqual(copies, [])
+})

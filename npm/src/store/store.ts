@@ -69,39 +69,40 @@ import { isStorage, type Storage } from '../storage/storage.js'
 import { clearTimer, isClock, setTimer, systemClock, type Clock } from '../util/clock.js'
 import { serveOn, type HoldfastServer, type ServeOptions, type Server } from '../remote/server.js'
 import type { Transport } from '../runtime/transport.js'
+import {
+  BUSY,
+  ENDED,
+  EVENT_SIZE,
+  EVENT_SLOTS,
+  EVENTS,
+  EXPIRED,
+  FAILED,
+  FENCE_END,
+  FENCE_NEXT,
+  GRANTED,
+  HOLD_EVENTS,
+  IDLE_BASE,
+  INVALID,
+  KEY,
+  KEY_IDLE,
+  LIMIT,
+  NEED_TIME,
+  REQ,
+  RESUMED,
+  RESUMED_FENCE,
+  REVOKE_IN,
+  REVOKED,
+  TIMED_OUT,
+} from './abi.js'
 
 /** A resource as the store keeps it: a key granted here stands as its lease. */
 type Resource = SharedResource<Lease>
 type KeyIds = SharedKeyIds<Lease>
 
-// The buffer's layout and the engine's answers (see crate/wasm/src/lib.rs, modules `buffer`, `status`).
-const REQ = 0
-const KEY = 1
-const HOLD_EVENTS = 2
-const EVENTS = 4
-const EVENT_SIZE = 4
-const EVENT_SLOTS = 256
-/** The lent fences (see # Keys granted here): the next to take, and the end of the block (0: none lent). */
-const FENCE_NEXT = EVENTS + EVENT_SIZE * EVENT_SLOTS
-const FENCE_END = FENCE_NEXT + 1
 /** How many fences to borrow at once: one call into wasm per this many keys granted here. */
 const LEND = 4096
 /** The request id of a lease granted here: `HERE - the place of its resource id` (negative; the engine's ids are not). */
 const HERE = -1
-const GRANTED = 1
-const TIMED_OUT = 2
-const REVOKED = 3
-const FAILED = 4
-const ENDED = 5
-const KEY_IDLE = 6
-const EXPIRED = 7
-const RESUMED = -6
-const REVOKE_IN = 3
-const BUSY = -1
-const INVALID = -2
-const LIMIT = -3
-const NEED_TIME = -5
-const IDLE_BASE = -16
 
 /** What a runtime's entry gives the store. */
 export interface Platform {
@@ -1016,8 +1017,8 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
       existing.frame = record.frame
       existing.sink = record.sink
       if (existing.holding) {
-        // buf[RESUMED_FENCE]: the fence it holds; its ttl now counts from this answer.
-        existing.sink.granted(existing, buf[REVOKE_IN]!, Math.max(0, this.#core.revokeIn(buf[REQ]!, now)))
+        // The fence it holds; its ttl now counts from this answer.
+        existing.sink.granted(existing, buf[RESUMED_FENCE]!, Math.max(0, this.#core.revokeIn(buf[REQ]!, now)))
         this.#schedule(now + existing.ttl)
       }
       // A waiter back from away may have been granted at once.
