@@ -1,0 +1,667 @@
+/**
+ * The host of the engine: the one place that calls into wasm, reads what the engine answers, and keeps
+ * what the engine leaves to its host (docs/architecture.md, the calling rules) — time, timers, the key
+ * strings, the storage callback, and one record per request.
+ *
+ * # Calls and their answers
+ * A call on the hot path takes and answers numbers; its details (ids, fences) and its events are in a
+ * buffer shared with the engine (`view()`, the slots of abi.ts). A hold is one call (`core.hold`) that
+ * answers its fence, 0 (in line) or a negative status; its release is one more, whose events (the next
+ * holder's grant, the key going idle) `drain` reads and answers. Untimed calls may answer `NEED_TIME`:
+ * they are made again at once with the time (calling rule 1). A free key of a lock is not held through
+ * here at all (lent-fences.ts), until a request the store cannot answer alone needs it (`adopt`).
+ *
+ * # Key strings stay on this side
+ * The engine names a busy key by an id, which `Resource.keys` maps to while the key is busy and
+ * forgets when the engine says the key went idle (`idle`). So idle keys cost nothing on either side.
+ *
+ * # Answering everyone
+ * Every request the engine knows is recorded in `reqs` (by the index of its id) as a `Waiter`, a
+ * `Lease` or a `RemoteRequest`, so that every event finds whom to answer, and so that if the engine
+ * ever traps, the host can still answer every waiter and end every lease before the store closes
+ * (`trap`). Requests over a connection and keys the store granted itself are answered through the parts
+ * built on the host (`attach`: remote-holds.ts, lent-fences.ts).
+ */
+
+import { type Core, checkTtl, checkMaxHold, checkName } from '../../wasm/holdfast_wasm.js'
+import { RemoteRequest } from '../remote/request.js'
+import { CancelledError, ClosedError, InUseError, InvalidError, LimitError, LostError, StorageError, fromEngine } from '../errors.js'
+import { Lease, type LeaseOwner } from '../handle/lease.js'
+import type { Lock } from '../handle/lock.js'
+import type { ContextStorage } from '../handle/context.js'
+import type { Kind, KeyInfo } from '../types.js'
+import type { Storage } from '../storage/storage.js'
+import { clearTimer, setTimer, type Clock } from '../util/clock.js'
+import {
+  BUSY,
+  ENDED,
+  EVENT_SIZE,
+  EVENT_SLOTS,
+  EVENTS,
+  FAILED,
+  GRANTED,
+  HOLD_EVENTS,
+  IDLE_BASE,
+  INVALID,
+  KEY,
+  KEY_IDLE,
+  LIMIT,
+  NEED_TIME,
+  REQ,
+  REVOKED,
+  TIMED_OUT,
+} from './abi.js'
+import type { Resource } from './key-ids.js'
+import { Names } from './names.js'
+import { HandOvers, Waiter } from './waiters.js'
+
+/** What the host's drain answers a request over a connection through (remote-holds.ts). */
+export interface RemoteEvents {
+  event(record: RemoteRequest, index: number, kind: number, a: number, now: number): void
+}
+
+/** What the host's trap asks of the keys the store granted itself (lent-fences.ts). */
+export interface SelfGrants {
+  /** Ends every lease the store granted itself, as the store closes (the engine ends its own). */
+  loseAll(reason: ClosedError): void
+}
+
+/** A hold of a key inside its own hold, which would wait for itself (LOCK-04). */
+function selfHoldError(handle: Lock, key: string): InvalidError {
+  return new InvalidError(
+    `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`,
+  )
+}
+
+export class EngineHost {
+  readonly core: Core
+  readonly clock: Clock
+  /** Set once the store closed (by `close()`, or after a trap): the reason later calls fail with. */
+  closed: ClosedError | undefined = undefined
+  /** Every live request by the index of its id. */
+  readonly reqs: (Waiter | Lease | RemoteRequest | undefined)[] = []
+  /** The names in use. */
+  readonly names: Names
+  /** The waiters granted whose fns are still to run. */
+  readonly handOvers: HandOvers
+  readonly #memory: WebAssembly.Memory
+  readonly #ptr: number
+  #buf: Float64Array
+  readonly #bufLen: number
+  readonly #storage: Storage
+  readonly #context: ContextStorage | undefined
+  /** Whom the leases of the engine's grants answer to (the store). */
+  readonly #owner: LeaseOwner
+  /** Every busy key's string and resource, by the index of its id. */
+  readonly #keyName: (string | undefined)[] = []
+  readonly #keyResource: (Resource | undefined)[] = []
+  #timer: unknown
+  #timerAt = Infinity
+  /** Whether the clock was read in this turn of the event loop (see `turnNow`), and what it said. */
+  #turnRead = false
+  #turnTime = 0
+  /** Who waits for the fence write under way to settle (`writesLanded`). */
+  #written: (() => void)[] = []
+  #remote!: RemoteEvents
+  #selfGrants!: SelfGrants
+
+  constructor(owner: LeaseOwner, core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined) {
+    this.#owner = owner
+    this.core = core
+    this.#memory = memory
+    this.#ptr = core.bufferPtr()
+    this.#bufLen = core.bufferLen()
+    this.#buf = new Float64Array(memory.buffer, this.#ptr, this.#bufLen)
+    this.#storage = storage
+    this.clock = clock
+    this.#context = context
+    this.names = new Names(this)
+    this.handOvers = new HandOvers(context)
+  }
+
+  /** The parts built on the host, which its drain and trap answer through. */
+  attach(selfGrants: SelfGrants, remote: RemoteEvents): void {
+    this.#selfGrants = selfGrants
+    this.#remote = remote
+  }
+
+  // ---- names ----
+
+  /** The record of a name, registered in the engine if new (checked as the engine checks it). */
+  resource(kind: Kind, name: unknown, limit: number, ttl: number, maxHold: number | undefined): Resource {
+    const place = `${kind} ${String(name)}`
+    this.checkOpen(place)
+    if (typeof name !== 'string') throw new InvalidError(`${kind}: name must be a string, not ${typeof name}`)
+    this.call(place, () => {
+      checkName(name)
+      checkTtl(ttl)
+      if (maxHold !== undefined) checkMaxHold(maxHold)
+    })
+    const id = this.call(place, () => this.core.resource(kind === 'lock' ? 0 : 1, name, limit))
+    return this.names.named(id, kind, name, limit)
+  }
+
+  /** Forgets the engine's resource `id` (see names.ts). */
+  forget(id: number): void {
+    try {
+      this.core.forget(id)
+    } catch (error) {
+      this.trap(error)
+    }
+  }
+
+  // ---- local holds through the engine ----
+
+  /**
+   * A hold of any key but a free one the store grants itself (lent-fences.ts): `known` is the key's
+   * id if busy (or its lease, granted by the store itself). Answers the lease when granted at once, the
+   * waiter's promise when it waits, or `undefined` when it would wait and `wait` is 0 (or, for a try,
+   * when the key is held by the caller's own context).
+   */
+  take(
+    handle: Lock,
+    resource: Resource,
+    key: string,
+    known: number | Lease | undefined,
+    wait: number,
+    signal: AbortSignal | undefined,
+    isTry: boolean,
+    fn: ((lease: Lease) => unknown) | undefined,
+  ): Lease | Promise<unknown> | undefined {
+    if (known !== undefined) {
+      // Only a busy key can be held in the caller's context (a free key is in no hold): the async
+      // context is looked at only then.
+      if (this.#context !== undefined && this.#heldByCaller(resource, key)) {
+        if (isTry) return undefined
+        throw selfHoldError(handle, key)
+      }
+      if (typeof known !== 'number') {
+        // Granted by the store itself: a request that would not wait changes nothing; one that waits
+        // goes in line behind the holder, in the engine.
+        if (isTry || wait === 0) return undefined
+        known = this.adopt(resource, key, known)
+      }
+    }
+    const waitMs = wait === Infinity ? -1 : wait
+    // The clock is read only when the engine needs the time (see `turnNow`): a maxHold always, a wait
+    // with a limit on a busy key always; any hold of a busy key while a deadline is set anywhere (the
+    // engine answers NEED_TIME then).
+    let now = handle._maxHold > 0 || (known !== undefined && wait !== Infinity && wait > 0) ? this.clock.now() : this.turnNow()
+    let answer: number
+    try {
+      answer = this.core.hold(resource.id, known ?? -1, waitMs, handle._maxHold, now)
+      if (answer === NEED_TIME) answer = this.core.hold(resource.id, known ?? -1, waitMs, handle._maxHold, (now = this.clock.now()))
+    } catch (error) {
+      throw this.trap(error)
+    }
+    // Deadlines that fell due were acted on first by the engine: their events come before this
+    // hold's own, and are answered once this hold is recorded.
+    if (answer === 0) return this.#queued(handle, resource, key, known, wait, signal, fn, now)
+    if (answer > 0) return this.#granted(handle, resource, key, known, answer, now)
+    const events = this.view()[HOLD_EVENTS]!
+    if (events > 0) this.drain(events, now)
+    if (answer === BUSY) return undefined
+    const message = `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${this.core.lastError()}`
+    if (answer === INVALID) throw new InvalidError(message)
+    if (answer === LIMIT) throw new LimitError(message)
+    throw this.closedError(handle, key)
+  }
+
+  /** The engine granted a hold at once, with `fence`: its lease. */
+  #granted(handle: Lock, resource: Resource, key: string, known: number | undefined, fence: number, now: number): Lease {
+    const buf = this.view()
+    const events = buf[HOLD_EVENTS]!
+    const req = buf[REQ]!
+    if (buf[KEY] !== known) this.newKey(resource, key, buf[KEY]!)
+    const lease = new Lease(this.#owner, handle, key, fence, req)
+    this.reqs[req >>> 0] = lease
+    if (handle._maxHold > 0) this.schedule((lease._deadline = now + handle._maxHold))
+    if (events > 0) this.drain(events, now)
+    return lease
+  }
+
+  /** The engine put a hold in line: its waiter's promise. */
+  #queued(
+    handle: Lock,
+    resource: Resource,
+    key: string,
+    known: number | undefined,
+    wait: number,
+    signal: AbortSignal | undefined,
+    fn: ((lease: Lease) => unknown) | undefined,
+    now: number,
+  ): Promise<unknown> {
+    const buf = this.view()
+    const events = buf[HOLD_EVENTS]!
+    const req = buf[REQ]!
+    if (buf[KEY] !== known) this.newKey(resource, key, buf[KEY]!)
+    const waiter = new Waiter(handle, key, req, wait, signal, fn, fn === undefined ? undefined : this.#context!.capture!())
+    this.reqs[req >>> 0] = waiter
+    if (wait !== Infinity && wait > 0) this.schedule(now + wait)
+    if (signal) {
+      waiter.onAbort = () => this.#cancel(waiter)
+      signal.addEventListener('abort', waiter.onAbort, { once: true })
+    }
+    if (events > 0) this.drain(events, now)
+    return waiter.promise
+  }
+
+  /**
+   * Whether the caller's async context is inside a hold of this key that still holds it (LOCK-04): a
+   * released or lost lease is no longer the record of its request (or, granted by the store itself,
+   * of its key).
+   */
+  #heldByCaller(resource: Resource, key: string): boolean {
+    for (let held = this.#context!.getStore(); held; held = held._parent) {
+      if (held._resource !== resource || held.key !== key) continue
+      const req = held._req
+      if (req < 0 ? resource.keys.get(key) === held : this.reqs[req >>> 0] === held) return true
+    }
+    return false
+  }
+
+  /** A waiter's signal aborted: it leaves the line, answered `CancelledError`. */
+  #cancel(waiter: Waiter): void {
+    if (this.reqs[waiter.req >>> 0] !== waiter || this.closed) return
+    this.reqs[waiter.req >>> 0] = undefined
+    const now = this.clock.now()
+    let n: number
+    try {
+      n = this.core.cancel(waiter.req, now)
+    } catch (error) {
+      this.trap(error)
+      return
+    }
+    waiter.reject(new CancelledError(`${waiter.place()}: cancelled while waiting`, { cause: waiter.signal!.reason }))
+    if (n > 0) this.drain(n, now)
+  }
+
+  /**
+   * Lets the key of a lease the engine granted go. A waiter it grants is handed the key within this
+   * call only `fromHold` (see waiters.ts # Handing a key over); otherwise in a microtask.
+   */
+  release(req: number, lease: Lease, fromHold: boolean): void {
+    if (this.closed) return
+    let n: number
+    // Untimed but for the first call of a turn (see `turnNow`); the engine asks for the time when a
+    // deadline needs it.
+    let now = this.turnNow()
+    try {
+      n = this.core.release(req, now)
+      if (n === NEED_TIME) n = this.core.release(req, (now = this.clock.now()))
+    } catch (error) {
+      throw this.trap(error)
+    }
+    if (n <= IDLE_BASE) {
+      this.reqs[req >>> 0] = undefined
+      this.idle(IDLE_BASE - n)
+      return
+    }
+    // Events first: a lease found past its maxHold is revoked by this very release (its record
+    // must still be there for the drain to find it lost).
+    if (n > 0) {
+      this.handOvers.now = fromHold
+      this.drain(n, now)
+      this.handOvers.now = false
+    }
+    if (this.reqs[req >>> 0] === lease) this.reqs[req >>> 0] = undefined
+  }
+
+  /**
+   * Hands the holding of a key the store granted itself to the engine, which now knows the key (a busy
+   * key with this lease as its holder; see lent-fences.ts): answers the key's id.
+   */
+  adopt(resource: Resource, key: string, lease: Lease): number {
+    let answer: number
+    try {
+      answer = this.core.adopt(resource.id, lease.fence, lease._since)
+    } catch (error) {
+      throw this.trap(error)
+    }
+    if (!(answer > 0)) throw this.trap(new Error(`the engine refused a key the store granted itself: ${this.core.lastError()}`))
+    const buf = this.view()
+    const req = buf[REQ]!
+    const id = buf[KEY]!
+    this.newKey(resource, key, id)
+    this.reqs[req >>> 0] = lease
+    lease._adopted(req)
+    return id
+  }
+
+  /** The busy keys the engine knows, with their holders and how many wait (`inspect`). */
+  busyKeys(now: number): KeyInfo[] {
+    const raw = this.call('inspect', () => this.core.inspect(now)) as {
+      resource: number
+      key: number
+      holders: { fence: number; heldMs: number }[]
+      waiting: number
+    }[]
+    return raw.map(view => {
+      const resource = this.names.byId[view.resource >>> 0]!
+      return {
+        kind: resource.kind,
+        name: resource.name,
+        key: this.#keyName[view.key >>> 0]!,
+        holders: view.holders.map(h => ({ fence: h.fence, heldMs: h.heldMs })),
+        waiting: view.waiting,
+      }
+    })
+  }
+
+  // ---- keys ----
+
+  /** The engine made a key busy under `id`: its string and resource are kept until it goes idle. */
+  newKey(resource: Resource, key: string, id: number): void {
+    resource.keys.set(key, id)
+    const index = id >>> 0
+    this.#keyName[index] = key
+    this.#keyResource[index] = resource
+  }
+
+  /**
+   * A key went idle: forget its string — unless the string already names a newer key (a hold made
+   * it anew in the same call that let the old one go; see `Engine::hold`). `id` is the key's whole
+   * id (generation included), or undefined from a release's fast answer, which is never stale.
+   */
+  idle(index: number, id?: number): void {
+    const resource = this.#keyResource[index]
+    if (!resource) return
+    const name = this.#keyName[index]!
+    if (id !== undefined && resource.keys.get(name) !== id) return
+    resource.keys.delete(name)
+    this.#keyName[index] = undefined
+    this.#keyResource[index] = undefined
+    // Its name may be unused now (see names.ts).
+    if (resource.pin === undefined) this.names.forgetIfUnused(resource)
+  }
+
+  // ---- time ----
+
+  /**
+   * The time for a hold or release that may not need it: read once per turn of the event loop, and
+   * -1 (not read) for the calls after it in the same turn. The engine asks for the real time whenever a
+   * hold sets a deadline; an untimed grant is stamped with the turn's time, which only `inspect`
+   * reads (so `heldMs` is off by at most the length of a turn). A clock read costs as much as the
+   * rest of an uncontended hold on some machines.
+   */
+  turnNow(): number {
+    if (this.#turnRead) return -1
+    this.#turnRead = true
+    this.clock.setTimeout(this.#endTurn, 0)
+    return (this.#turnTime = this.clock.now())
+  }
+
+  /** The time of this turn (read now if not yet): the stamp of a key the store granted itself, as the engine's untimed grants. */
+  turnStamp(): number {
+    this.turnNow()
+    return this.#turnTime
+  }
+
+  readonly #endTurn = (): void => {
+    this.#turnRead = false
+  }
+
+  /** Makes sure the timer runs at `at` at the latest. */
+  schedule(at: number): void {
+    if (at >= this.#timerAt) return
+    if (this.#timer !== undefined) clearTimer(this.clock, this.#timer)
+    this.#timerAt = at
+    // Chained past 2^31−1 ms (a maxHold of 30 days, a wait of 25): see clock.ts # Long timers.
+    this.#timer = setTimer(this.clock, this.#onTimer, Math.max(0, at - this.clock.now()))
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) clearTimer(this.clock, this.#timer)
+    this.#timer = undefined
+    this.#timerAt = Infinity
+  }
+
+  /**
+   * A lease was read past its maxHold before the timer ran: act on every deadline due now, as the
+   * timer would (the engine revokes the lease, and its key goes on).
+   */
+  overdue(): void {
+    // Read from anywhere (an abort listener of this very drain, say): its grants are handed over in
+    // a microtask, as a timer's are, never inside the reader's call.
+    const handNow = this.handOvers.now
+    this.handOvers.now = false
+    this.#clearTimer()
+    this.#onTimer()
+    this.handOvers.now = handNow
+  }
+
+  readonly #onTimer = (): void => {
+    this.#timer = undefined
+    this.#timerAt = Infinity
+    if (this.closed) return
+    const now = this.clock.now()
+    let n: number
+    let next: number
+    try {
+      n = this.core.advance(now)
+      this.drain(n, now)
+      next = this.core.nextDeadline()
+    } catch (error) {
+      this.trap(error)
+      return
+    }
+    if (next >= 0) this.schedule(next)
+  }
+
+  // ---- events ----
+
+  /** The buffer, made anew when wasm memory grew (which detaches the old view). */
+  view(): Float64Array {
+    if (this.#buf.length === 0) this.#buf = new Float64Array(this.#memory.buffer, this.#ptr, this.#bufLen)
+    return this.#buf
+  }
+
+  /**
+   * Reads `n` events from the buffer (and more while the engine has them) and answers each. `now` is
+   * -1 after an untimed call: the clock is read only if an event needs the time (it never does then:
+   * the engine asks for the time before a grant that starts a deadline).
+   */
+  drain(n: number, now: number): void {
+    // Aborting a lease's signal runs user listeners at once, and they may call into the store, which
+    // would overwrite the buffer: abort only after the whole drain.
+    let lost: [Lease, LostError | ClosedError][] | undefined
+    const handOvers = this.handOvers
+    for (;;) {
+      const buf = this.view()
+      for (let i = 0; i < n; i++) {
+        const at = EVENTS + i * EVENT_SIZE
+        const kind = buf[at]!
+        const id = buf[at + 1]!
+        const record = kind === KEY_IDLE ? undefined : this.reqs[id >>> 0]
+        if (kind === GRANTED && record instanceof Waiter) {
+          // The common event, answered here; every other in `#event` (kept apart so that this loop
+          // stays small: V8 and JSC tier a function up after a number of runs scaled by its size).
+          const handle = record.handle
+          const lease = new Lease(this.#owner, handle, record.key, buf[at + 2]!, id)
+          this.reqs[id >>> 0] = lease
+          record.unlisten()
+          if (handle._maxHold > 0) this.schedule((lease._deadline = (now < 0 ? (now = this.clock.now()) : now) + handle._maxHold))
+          if (record.fn === undefined) record.resolve(lease)
+          else {
+            handOvers.queue[handOvers.end++] = record
+            handOvers.queue[handOvers.end++] = lease
+          }
+        } else {
+          if (now < 0 && record instanceof RemoteRequest) now = this.clock.now()
+          const ended = this.#event(kind, id, record, buf[at + 2]!, now)
+          if (ended !== undefined) (lost ??= []).push(ended)
+        }
+      }
+      if (n < EVENT_SLOTS) break
+      n = this.core.drain()
+      if (n === 0) break
+    }
+    if (lost) for (const [lease, reason] of lost) lease._lose(reason)
+    if (handOvers.end !== 0 && !handOvers.running) handOvers.start()
+  }
+
+  /**
+   * Answers one event of `drain` but a waiter's grant: a key gone idle, a request over a connection,
+   * a waiter that timed out, failed or ended. A lease that ended is not told here: it is answered
+   * with its reason, for the drain to tell it once every event was read.
+   */
+  #event(kind: number, id: number, record: Waiter | Lease | RemoteRequest | undefined, a: number, now: number): [Lease, LostError | ClosedError] | undefined {
+    const index = id >>> 0
+    if (kind === KEY_IDLE) {
+      this.idle(index, id)
+      return undefined
+    }
+    if (record instanceof RemoteRequest) {
+      this.#remote.event(record, index, kind, a, now)
+      return undefined
+    }
+    if (kind === GRANTED) throw this.trap(new Error(`the engine granted request ${id}, which does not wait on this side`))
+    this.reqs[index] = undefined
+    if (record instanceof Lease) {
+      const reason =
+        kind === REVOKED
+          ? new LostError(`${record.kind} ${record.name}: key ${JSON.stringify(record.key)}: lease revoked at maxHold`)
+          : (this.closed ?? new ClosedError('the store is closed'))
+      return [record, reason]
+    }
+    const waiter = record as Waiter
+    waiter.unlisten()
+    if (kind === TIMED_OUT) {
+      waiter.reject(new InUseError(`${waiter.place()}: still held after waiting ${waiter.wait}ms`))
+    } else if (kind === FAILED) {
+      waiter.reject(
+        a === 1
+          ? new StorageError(`${waiter.place()}: storage failed to keep the fence ceiling; nothing was granted`, { cause: this.core.storageError() })
+          : new LimitError(`${waiter.place()}: every fence below 2^53 was handed out`),
+      )
+    } else if (kind === ENDED) {
+      waiter.reject(this.closedError(waiter.handle, waiter.key))
+    }
+    return undefined
+  }
+
+  // ---- storage ----
+
+  /** The bindings' callback: a fence write settled, and the engine applies it (answering whom it held up). */
+  wake(): void {
+    for (const resolve of this.#written.splice(0)) resolve()
+    if (this.closed) return
+    const now = this.clock.now()
+    let n: number
+    try {
+      n = this.core.settle(now)
+    } catch (error) {
+      this.trap(error)
+      return
+    }
+    this.drain(n, now)
+  }
+
+  /**
+   * Resolves once no fence write is under way. A write landing after the storage was let go could
+   * overwrite a larger ceiling written by the next store to open on the same storage.
+   */
+  async writesLanded(): Promise<void> {
+    if (this.core.writing()) await new Promise<void>(resolve => this.#written.push(resolve))
+  }
+
+  async closeStorage(): Promise<void> {
+    try {
+      await this.#storage.close?.()
+    } catch (error) {
+      throw new StorageError(`close: storage.close failed: ${(error as Error)?.message}`, { cause: error })
+    }
+  }
+
+  // ---- closing, errors, traps ----
+
+  /**
+   * Closes the engine: every request it knows is answered by the drain of its events (leases end,
+   * waiters are answered `ClosedError`). Answers false when the engine trapped instead.
+   */
+  close(): boolean {
+    this.closed = new ClosedError('the store is closed')
+    this.#clearTimer()
+    let n: number
+    try {
+      n = this.core.close()
+    } catch (error) {
+      this.trap(error)
+      return false
+    }
+    this.drain(n, this.clock.now())
+    return true
+  }
+
+  checkOpen(place: string): void {
+    if (this.closed) throw new ClosedError(`${place}: ${this.closed.message}`, this.closed.cause === undefined ? undefined : { cause: this.closed.cause })
+  }
+
+  closedError(handle: Lock, key: string): ClosedError {
+    const closed = this.closed ?? new ClosedError('the store is closed')
+    return new ClosedError(
+      `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${closed.message}`,
+      closed.cause === undefined ? undefined : { cause: closed.cause },
+    )
+  }
+
+  /** Runs a call into wasm that may throw an engine error (rethrown as its class) or trap. */
+  call<T>(place: string, fn: () => T): T {
+    try {
+      return fn()
+    } catch (error) {
+      const e = error as { code?: unknown }
+      if (e && typeof e.code === 'string') throw fromEngine(error, place)
+      throw this.trap(error)
+    }
+  }
+
+  /**
+   * The engine trapped (a Rust panic) or failed in a way it never should: its state can no longer be
+   * trusted. Answer every waiter and end every lease with a `ClosedError` whose cause is the trap, and
+   * close. Answers the error for the caller to throw.
+   */
+  trap(error: unknown): ClosedError {
+    if (this.closed) return this.closed
+    const closed = new ClosedError(`the store closed after an internal error: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+    this.closed = closed
+    this.#clearTimer()
+    for (let i = 0; i < this.reqs.length; i++) {
+      const record = this.reqs[i]
+      this.reqs[i] = undefined
+      if (record instanceof Lease) record._lose(closed)
+      else if (record instanceof RemoteRequest) {
+        if (record.holding) record.sink.lost(record, 'closed')
+        else record.sink.failed(record, 'closed', `${record.place()}: ${closed.message}`)
+      } else if (record) {
+        record.unlisten()
+        record.reject(this.closedError(record.handle, record.key))
+      }
+    }
+    this.#selfGrants.loseAll(closed)
+    for (const resource of this.names.byId) resource?.keys.clear()
+    void this.closeStorage().catch(() => {})
+    return closed
+  }
+
+  // ---- for tests ----
+
+  /** How much the engine keeps (`[keys, requests, key places, request places, timers, resources]`), and the names the store keeps. */
+  footprint(): number[] {
+    return [...this.core.footprint(), this.names.count()]
+  }
+
+  /** The size of wasm memory in bytes. */
+  memoryBytes(): number {
+    return this.#memory.buffer.byteLength
+  }
+
+  /** Makes the engine trap, as a bug would. */
+  trapForTest(): void {
+    try {
+      this.core.trapForTest()
+    } catch (error) {
+      throw this.trap(error)
+    }
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * The host of holds over connections: what the server's sessions (remote/session.ts) and a Durable
+ * Object (cloudflare/object.ts) ask of the store, through `ServedStore`.
+ *
+ * A hold over a connection is a request of the same engine as a local one (`core.holdRemote`), with a
+ * ttl, so local and remote holds share keys, lines and fences (LOCK-05). Its record is a
+ * `RemoteRequest`, kept in the host's `reqs` like any other, and here by the client's request id and
+ * by its lease id, so that a request asked again (after a reconnection) resumes instead of queueing
+ * twice. Every answer goes through the record's sink: at once (granted, busy, an error), or from an
+ * event the host's drain hands to `event`.
+ *
+ * Invariants:
+ * - The whole store has at most `maxHolds` requests over connections (`serve({ maxHolds })`), leases
+ *   and waiting holds; a request asked again is not a new one. Dropped connections' requests stay
+ *   until they end, so reconnecting frees nothing.
+ * - A lease over a connection always has a deadline (its ttl, renewed by `renew`): the host's timer is
+ *   set at every grant and renewal, and the engine ends the lease at it (`EXPIRED`).
+ */
+
+import type { Lock } from '../handle/lock.js'
+import { RemoteRequest } from '../remote/request.js'
+import { BUSY, ENDED, EXPIRED, FAILED, GRANTED, HOLD_EVENTS, INVALID, KEY, LIMIT, REQ, RESUMED, RESUMED_FENCE, REVOKE_IN, REVOKED, TIMED_OUT } from './abi.js'
+import type { EngineHost, RemoteEvents } from './engine-host.js'
+
+export class RemoteHolds implements RemoteEvents {
+  readonly #host: EngineHost
+  /** The live requests over connections by the client's request id, and by lease id. */
+  readonly #byRequest = new Map<string, RemoteRequest>()
+  readonly #byLease = new Map<string, RemoteRequest>()
+  /** The most requests over connections at once, leases and waiting holds (`serve({ maxHolds })`). */
+  #maxHolds = 100_000
+
+  constructor(host: EngineHost) {
+    this.#host = host
+  }
+
+  /**
+   * A hold over a connection. Answers through `record.sink` — at once (granted, busy, an error) or
+   * when the engine grants it — and records it so that events find it.
+   */
+  hold(handle: Lock, record: RemoteRequest, wait: number): void {
+    const host = this.#host
+    if (host.closed) return record.sink.failed(record, 'closed', `${record.place()}: the store is closed`)
+    if (this.#byRequest.size >= this.#maxHolds && !this.#byRequest.has(record.request)) {
+      return record.sink.failed(
+        record,
+        'limit',
+        `${record.place()}: the store has ${this.#maxHolds} leases and waiting holds over connections, the most it takes (serve option maxHolds)`,
+      )
+    }
+    const resource = handle._resource
+    resource.remote = true
+    let known = resource.keys.get(record.key)
+    if (known !== undefined && typeof known !== 'number') known = host.adopt(resource, record.key, known)
+    const now = host.clock.now()
+    let answer: number
+    try {
+      answer = host.core.holdRemote(
+        resource.id,
+        known ?? -1,
+        wait === Infinity ? -1 : wait,
+        record.maxHold,
+        record.conn,
+        record.request,
+        record.lease,
+        record.ttl,
+        now,
+      )
+    } catch (error) {
+      const e = error as { code?: unknown; message?: unknown }
+      if (typeof e?.code === 'string') return record.sink.failed(record, 'invalid', `${record.place()}: ${String(e.message)}`)
+      throw host.trap(error)
+    }
+    const buf = host.view()
+    if (answer === RESUMED) {
+      const existing = host.reqs[buf[REQ]! >>> 0]
+      if (!(existing instanceof RemoteRequest)) throw host.trap(new Error('a resumed request has no record'))
+      const resumed = existing
+      resumed.conn = record.conn
+      resumed.frame = record.frame
+      resumed.sink = record.sink
+      if (resumed.holding) {
+        // The fence it holds; its ttl now counts from this answer.
+        resumed.sink.granted(resumed, buf[RESUMED_FENCE]!, Math.max(0, host.core.revokeIn(buf[REQ]!, now)))
+        host.schedule(now + resumed.ttl)
+      }
+      // A waiter back from away may have been granted at once.
+      const events = buf[HOLD_EVENTS]!
+      if (events > 0) host.drain(events, now)
+      return
+    }
+    if (answer >= 0) {
+      const req = buf[REQ]!
+      if (buf[KEY] !== known) host.newKey(resource, record.key, buf[KEY]!)
+      record.req = req
+      host.reqs[req >>> 0] = record
+      this.#byRequest.set(record.request, record)
+      this.#byLease.set(record.lease, record)
+      if (answer > 0) {
+        record.holding = true
+        if (record.maxHold > 0) host.schedule(now + record.maxHold)
+      }
+      host.schedule(now + (answer > 0 ? record.ttl : wait === Infinity ? Infinity : wait))
+      if (answer > 0) record.sink.granted(record, answer, record.maxHold)
+      const events = buf[HOLD_EVENTS]!
+      if (events > 0) host.drain(events, now)
+      return
+    }
+    const events = buf[HOLD_EVENTS]!
+    if (events > 0) host.drain(events, now)
+    if (answer === BUSY) return record.sink.busy(record)
+    const message = `${record.place()}: ${host.core.lastError()}`
+    record.sink.failed(record, answer === LIMIT ? 'limit' : answer === INVALID ? 'invalid' : 'closed', message)
+  }
+
+  /** An event of the host's drain for a request over a connection: answered through its sink. */
+  event(record: RemoteRequest, index: number, kind: number, a: number, now: number): void {
+    const host = this.#host
+    if (kind === GRANTED) {
+      record.holding = true
+      host.schedule(now + record.ttl)
+      if (record.maxHold > 0) host.schedule(now + record.maxHold)
+      record.sink.granted(record, a, record.maxHold)
+      return
+    }
+    host.reqs[index] = undefined
+    this.#byRequest.delete(record.request)
+    this.#byLease.delete(record.lease)
+    if (kind === TIMED_OUT) record.sink.failed(record, 'in_use', `${record.place()}: still held after waiting`)
+    else if (kind === FAILED)
+      record.sink.failed(record, a === 1 ? 'storage' : 'limit', `${record.place()}: ${a === 1 ? 'storage failed to keep the fence ceiling' : 'fences used up'}`)
+    else if (kind === REVOKED) record.sink.lost(record, 'lost')
+    else if (kind === EXPIRED) record.sink.lost(record, 'lost')
+    else if (kind === ENDED && host.closed) {
+      if (record.holding) record.sink.lost(record, 'closed')
+      else record.sink.failed(record, 'closed', `${record.place()}: the store is closed`)
+    }
+    // ENDED while open: its connection ended; nobody is left to answer.
+  }
+
+  /** Renews a lease over a connection: its ttl and maxHold remaining, or `undefined` if lost. */
+  renew(lease: string): { ttl: number; revokeIn: number } | undefined {
+    const host = this.#host
+    if (host.closed) return undefined
+    const now = host.clock.now()
+    let ttl: number
+    try {
+      ttl = host.core.renew(lease, now)
+    } catch (error) {
+      throw host.trap(error)
+    }
+    const buf = host.view()
+    const revokeIn = buf[REVOKE_IN]!
+    const events = buf[HOLD_EVENTS]!
+    if (events > 0) host.drain(events, now)
+    if (ttl <= 0) return undefined
+    host.schedule(now + ttl)
+    return { ttl, revokeIn }
+  }
+
+  /** Releases (or, if still waiting, cancels) a request over a connection. */
+  end(record: RemoteRequest): void {
+    const host = this.#host
+    if (host.closed || host.reqs[record.req >>> 0] !== record) return
+    host.reqs[record.req >>> 0] = undefined
+    this.#byRequest.delete(record.request)
+    this.#byLease.delete(record.lease)
+    const now = host.clock.now()
+    let n: number
+    try {
+      n = host.core.cancel(record.req, now)
+    } catch (error) {
+      throw host.trap(error)
+    }
+    if (n > 0) host.drain(n, now)
+  }
+
+  /** The live request of a connection with this request id. */
+  byRequest(request: string): RemoteRequest | undefined {
+    return this.#byRequest.get(request)
+  }
+
+  /** The live request of a connection with this lease id. */
+  byLease(lease: string): RemoteRequest | undefined {
+    return this.#byLease.get(lease)
+  }
+
+  /** A connection ended: its waiters leave their lines; with `goodbye`, its leases end too. */
+  connectionEnded(conn: number, goodbye: boolean): void {
+    const host = this.#host
+    if (host.closed) return
+    const now = host.clock.now()
+    let n: number
+    let next: number
+    try {
+      n = host.core.connectionEnded(conn, goodbye, now)
+      if (n > 0) host.drain(n, now)
+      // Its waiters are away until their ttl: the engine acts on that deadline.
+      next = host.core.nextDeadline()
+    } catch (error) {
+      throw host.trap(error)
+    }
+    if (next >= 0) host.schedule(next)
+  }
+
+  /** How many requests one connection may have. */
+  setConnectionLimit(limit: number): void {
+    this.#host.core.setConnectionLimit(limit)
+  }
+
+  /** How many requests over connections the whole store may have. */
+  setMaxHolds(limit: number): void {
+    this.#maxHolds = limit
+  }
+}

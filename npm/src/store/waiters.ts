@@ -1,0 +1,137 @@
+/**
+ * Holds waiting in line, and handing their keys over.
+ *
+ * # Waiters
+ * A hold the engine put in line is a `Waiter`, recorded by its request id (engine-host.ts) until the
+ * engine answers it: granted, timed out, failed or ended, or cancelled by its signal. Without `fn` its
+ * promise resolves to the lease; with one, to what the hold answers.
+ *
+ * # Handing a key over
+ * A `hold` that waits keeps its fn and its caller's async context (`ContextStorage.capture`). When the
+ * engine grants it — within the release of the holder before — the store runs its fn inside that
+ * context, once the events of the call were all read: no promise of the lease and no async frame to
+ * resume. When the release is a hold's own, after its fn settled, fn runs right there (`now`), so the
+ * next holder starts in the same microtask as the last one ended, as in a plain JS queue; any other
+ * release (`lease.release()`, a timer, a waiter's abort) is a caller's call, and the fns run in a
+ * microtask after it, so that nobody's fn starts inside somebody else's call. Grants that come while
+ * fns are being handed keys (a fn that answered at once, releasing again) join the queue, run by the
+ * outermost loop in grant order: the stack stays flat, and the order is the engine's (LOCK-01). Where
+ * no context can be kept (no `capture`), the waiter's promise resolves to the lease and fn runs in the
+ * job that resumes it.
+ *
+ * The drain (engine-host.ts) writes the queue's fields directly: a grant is two stores and an
+ * increment, not a call.
+ */
+
+import type { Lease } from '../handle/lease.js'
+import type { Lock } from '../handle/lock.js'
+import type { ContextStorage, Scope } from '../handle/context.js'
+import { runHandedOver } from '../handle/run-in-lease.js'
+
+/**
+ * A hold waiting in line. Without `fn`, its promise resolves to the lease; with one (a `hold` handed its
+ * key directly, in `scope`), to what the hold answers.
+ */
+export class Waiter {
+  readonly handle: Lock
+  readonly key: string
+  readonly req: number
+  readonly wait: number
+  readonly signal: AbortSignal | undefined
+  readonly fn: ((lease: Lease) => unknown) | undefined
+  readonly scope: Scope | undefined
+  readonly promise: Promise<unknown>
+  resolve!: (value: unknown) => void
+  reject!: (error: unknown) => void
+  onAbort: (() => void) | undefined
+
+  constructor(
+    handle: Lock,
+    key: string,
+    req: number,
+    wait: number,
+    signal: AbortSignal | undefined,
+    fn: ((lease: Lease) => unknown) | undefined,
+    scope: Scope | undefined,
+  ) {
+    this.handle = handle
+    this.key = key
+    this.req = req
+    this.wait = wait
+    this.signal = signal
+    this.fn = fn
+    this.scope = scope
+    this.promise = new Promise<unknown>((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+  }
+
+  place(): string {
+    return `${this.handle.kind} ${this.handle.name}: key ${JSON.stringify(this.key)}`
+  }
+
+  /** Stops listening to the signal: the waiter was answered. */
+  unlisten(): void {
+    if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort)
+  }
+}
+
+/** The waiters granted whose fns are still to run (see # Handing a key over). */
+export class HandOvers {
+  /**
+   * Waiters granted and their leases, in pairs: the first `end` entries. The array keeps its size once
+   * emptied (emptied by `length = 0`, V8 would free its backing store and allocate it anew at the next
+   * hand-over).
+   */
+  readonly queue: (Waiter | Lease | undefined)[] = []
+  end = 0
+  /** Whether the queue is being run (a grant meanwhile only joins it). */
+  running = false
+  /**
+   * Whether the drain under way may run the queue at once: only within the release of a hold whose fn
+   * settled, from the hold's own callback. Anywhere else — `lease.release()`, an aborted waiter, a
+   * timer, a manual clock's `advance()` — the caller's code is on the stack and would find another's
+   * fn started inside its call: the queue runs in a microtask (`#soon`: one is queued).
+   */
+  now = false
+  #soon = false
+  readonly #context: ContextStorage | undefined
+
+  constructor(context: ContextStorage | undefined) {
+    this.#context = context
+  }
+
+  /** After a drain that granted waiters with fns, while the queue is not running: runs it now or soon (see `now`). */
+  start(): void {
+    if (this.now) this.#runAll()
+    else if (!this.#soon) {
+      this.#soon = true
+      queueMicrotask(this.#later)
+    }
+  }
+
+  readonly #later = (): void => {
+    this.#soon = false
+    if (this.end !== 0 && !this.running) this.#runAll()
+  }
+
+  /**
+   * Runs the fns of the waiters granted, each in its own async context, in grant order; grants made
+   * meanwhile (by these fns' releases) join the queue and run here too, never deeper in the stack.
+   * `runHandedOver` throws nothing: each fn's outcome goes to its hold's promise.
+   */
+  #runAll(): void {
+    const queue = this.queue
+    const context = this.#context!
+    this.running = true
+    for (let i = 0; i < this.end; i += 2) {
+      const waiter = queue[i] as Waiter
+      const lease = queue[i + 1] as Lease
+      queue[i] = queue[i + 1] = undefined
+      waiter.scope!.runInAsyncScope(runHandedOver, undefined, context, waiter.handle._resource, lease, waiter.fn!, waiter.resolve, waiter.reject)
+    }
+    this.end = 0
+    this.running = false
+  }
+}
