@@ -59,11 +59,11 @@ export interface Resource<Held = unknown> {
   kind: Kind
   name: string
   limit: number
-  /** Busy keys: key string to the engine's key id, or to the lease of a key granted here. */
+  /** Busy keys: key string to the engine's key id, or to the lease of a key the store granted itself. */
   keys: KeyIds<Held>
   /** Whether holds over a connection have used it. */
   remote?: boolean
-  /** The pin of its handles, if one may be alive (see `Store` # Names nobody uses). */
+  /** The pin of its handles, if one may be alive (see store/names.ts). */
   pin?: { deref(): object | undefined }
 }
 

@@ -174,7 +174,7 @@ test('more than 10,000 waiters on one key is a LimitError, and changes nothing',
 
 test('idle keys cost nothing: after 1,000,000 distinct keys the engine keeps no entry, and a second run grows neither wasm memory nor the JS heap', { timeout: 120_000 }, async () => {
   const { store } = await openTestStore()
-  // Both ways a key is held: by the engine (maxHold), and granted here (a lock without maxHold).
+  // Both ways a key is held: by the engine (maxHold), and granted by the store itself (a lock without maxHold).
   for (const l of [store.lock('many', { maxHold: '1m' }), store.lock('free')]) {
     const run = async () => {
       for (let i = 0; i < 1_000_000; i++) await l.hold(`key-${i}`, () => {})
@@ -205,14 +205,14 @@ function heapAfterGc() {
 }
 
 // (Three million leases take longer than Bun's default 5 s a test.)
-test('1,000,000 keys held at once work: a lock key granted here costs no wasm memory, one the engine holds at most 200 bytes', { timeout: 120_000 }, async () => {
+test('1,000,000 keys held at once work: a lock key granted by the store itself costs no wasm memory, one the engine holds at most 200 bytes', { timeout: 120_000 }, async () => {
   const { store } = await openTestStore()
   const N = 1_000_000
   // Wasm memory never shrinks and is shared by the stores of a process: the first case the engine
   // holds grows it (a maxHold key, which also has a timer entry: 135 bytes measured), and the next one
   // reuses it (a semaphore's key alone measured 102 bytes, in a process of its own).
   for (const [handle, most] of [
-    [store.lock('free'), 0], // granted here: only the JS lease
+    [store.lock('free'), 0], // granted by the store itself: only the JS lease
     [store.lock('capped', { maxHold: '1h' }), 200], // the engine holds it, with a timer entry
     [store.semaphore('shared', { limit: 2 }), 200], // the engine holds it
   ]) {

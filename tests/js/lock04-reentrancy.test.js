@@ -141,7 +141,7 @@ test('LOCK-04: a waiter handed the key by a release runs in its own context, and
 
 test('LOCK-04: the holds around a hold are all known, however deep: an outer hold’s key is refused two holds in', async () => {
   // Each hold knows the hold its fn started inside of: a hold of `a` inside `c` inside `b` inside `a`
-  // is refused, by a free key granted here, by the engine's grant (a maxHold handle) and by a waiter
+  // is refused, by a free key granted by the store itself, by the engine's grant (a maxHold handle) and by a waiter
   // that was handed its key; keys not held on the way are fine, and a semaphore's as well.
   const { store } = await openTestStore()
   const l = store.lock('deep', { wait: Infinity })

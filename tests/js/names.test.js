@@ -23,7 +23,7 @@ test('#13 item 5: 100,000 distinct names held once and released leave no entry i
   const N = 100_000
   const run = async prefix => {
     for (let i = 0; i < N; i++) {
-      // Every way a key is held: granted here (a lock), by the engine (maxHold, a semaphore).
+      // Every way a key is held: granted by the store itself (a lock), by the engine (maxHold, a semaphore).
       if (i % 3 === 0) await store.lock(`${prefix}-${i}`).hold('k', () => {})
       else if (i % 3 === 1) await store.lock(`${prefix}-${i}`, { maxHold: '1m' }).hold('k', () => {})
       else await store.semaphore(`${prefix}-${i}`, { limit: 2 }).hold('k', () => {})
@@ -59,7 +59,7 @@ test('#13 item 5: a name with a live handle is kept, and its semaphore limit wit
 
 test('#13 item 5: a lease that outlives its handle keeps its name: the key stays held (no second grant), and the name goes once it is released', async () => {
   const { store } = await openTestStore()
-  // Leases granted here (a lock), by the engine (maxHold), and a waiter of a semaphore: their handles
+  // Leases granted by the store itself (a lock), by the engine (maxHold), and a waiter of a semaphore: their handles
   // are dropped at once.
   const here = await store.lock('here').acquire('k')
   const engine = await store.lock('engine', { maxHold: '1h' }).acquire('k')

@@ -11,7 +11,7 @@
 //! - Storage is the host's `{ get(key), set(key, value) }` object. The bindings await it (through
 //!   `wasm-bindgen-futures`) when the store opens and whenever the engine asks for the next fence
 //!   ceiling; when such a write settles they call the host's `wake` function, and the host calls
-//!   [`Core::settle`] with the time, so that the engine still never reads a clock.
+//!   [`Core::apply_writes`] with the time, so that the engine still never reads a clock.
 //! - Uncontended grants need no call at all: the host borrows a block of fences ([`Core::lend`]) and
 //!   grants a free key of a lock itself, taking the next fence of the block from the buffer
 //!   ([`buffer::FENCE_NEXT`]). Every other call that can touch the engine first gives back what the
@@ -147,7 +147,7 @@ async fn write_ceiling(storage: &Storage, ceiling: u64) -> Result<(), JsValue> {
         .map(drop)
 }
 
-/// The outcome of a fence write, kept until the host calls `settle`.
+/// The outcome of a fence write, kept until the host calls `applyWrites`.
 enum Written {
     Ok(u64),
     Failed(u64),
@@ -174,7 +174,7 @@ pub struct Core {
 
 /// Opens a store's engine on `storage`: reads the last fence ceiling, writes the next, and answers once
 /// storage acknowledged it. `wake` is called (with no argument) whenever a later write settles; the
-/// host then calls `settle(now)`.
+/// host then calls `applyWrites(now)`.
 #[wasm_bindgen(js_name = openCore)]
 pub async fn open_core(storage: Storage, wake: Function) -> Result<Core, JsValue> {
     let stored = settle_value(storage.get(FENCE_KEY))
@@ -380,7 +380,8 @@ impl Core {
     }
 
     /// Applies the fence writes that settled since the last call (after `wake`). Answers as `release`.
-    pub fn settle(&mut self, now: f64) -> f64 {
+    #[wasm_bindgen(js_name = applyWrites)]
+    pub fn apply_writes(&mut self, now: f64) -> f64 {
         self.reclaim();
         {
             let mut inner = self.inner.borrow_mut();
@@ -624,7 +625,7 @@ impl Core {
         n as f64
     }
 
-    /// Starts the fence write the engine asks for, if it asks; its outcome waits for `settle`.
+    /// Starts the fence write the engine asks for, if it asks; its outcome waits for `applyWrites`.
     fn persist_if_asked(&self) {
         let Some(ceiling) = self.inner.borrow_mut().engine.poll_persist() else {
             return;

@@ -36,7 +36,7 @@ import { Lease, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
 import type { LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
 import { randomId } from '../util/random.js'
-import type { ContextStorage, Frame } from '../handle/context.js'
+import type { ContextStorage } from '../handle/context.js'
 import { findAsyncLocalStorage } from './context.js'
 import type { AcquireOptions, DurableObjectNamespaceLike, HoldfastObjectRpc, LeaseGrant } from './types.js'
 import { runInLease } from '../handle/run-in-lease.js'
@@ -177,7 +177,7 @@ export class WorkerStore implements LeaseOwner {
 
   // ---- holds ----
 
-  /** @internal Asks for a key; resolves to the lease, or `undefined` when busy and `wait` is 0 (or, for a try, held here). */
+  /** @internal Asks for a key; resolves to the lease, or `undefined` when busy and `wait` is 0 (or, for a try, held by the caller's own context). */
   async _take(handle: WorkerLock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<WorkerLease | undefined> {
     const place = `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}`
     if (!this.#looked) {
@@ -185,7 +185,7 @@ export class WorkerStore implements LeaseOwner {
       if (!this.#looked && Als) this.#context = new Als()
       this.#looked = true
     }
-    if (this.#context && this.#heldHere(handle, key)) {
+    if (this.#context && this.#heldByCaller(handle, key)) {
       if (isTry) return undefined
       throw new InvalidError(`${place}: held by this very hold (a hold inside its own hold would wait for itself)`)
     }
@@ -321,9 +321,9 @@ export class WorkerStore implements LeaseOwner {
     })
   }
 
-  #heldHere(handle: WorkerLock, key: string): boolean {
-    for (let frame: Frame | undefined = this.#context!.getStore(); frame; frame = frame._parent) {
-      if (frame._resource === handle._resource && frame.key === key && !frame.lost && this.#held.get(frame._req)?.lease === frame) return true
+  #heldByCaller(handle: WorkerLock, key: string): boolean {
+    for (let held: Lease | undefined = this.#context!.getStore(); held; held = held._parent) {
+      if (held._resource === handle._resource && held.key === key && !held.lost && this.#held.get(held._req)?.lease === held) return true
     }
     return false
   }

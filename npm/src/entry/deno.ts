@@ -11,13 +11,13 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { initSync } from '../../wasm/holdfast_wasm.js'
 import base64 from '../../wasm/holdfast_wasm_base64.js'
 import { openStoreOn, type Platform, type Store, type StoreOptions } from '../store/store.js'
-import type { Frame } from '../handle/context.js'
+import type { Lease } from '../handle/lease.js'
 import { memoryStorage } from '../storage/storage.js'
 import { fileStorage } from '../storage/file.js'
 import { denoTransport } from '../runtime/deno/transport.js'
 import { connectOn, type ConnectOptions, type RemoteStore } from '../remote/client.js'
 
-export * from '../api.js'
+export * from '../exports.js'
 export { fileStorage }
 export { denoKvStorage, type DenoKvLike, type DenoKvAtomicLike, type DenoKvKeyPart, type DenoKvStorageOptions } from '../storage/deno-kv.js'
 
@@ -31,7 +31,7 @@ const platform: Platform = {
     }
     return memory
   },
-  context: new AsyncLocalStorage<Frame>(),
+  context: new AsyncLocalStorage<Lease>(),
   defaultStorage: () => memoryStorage(),
   transport: denoTransport,
 }

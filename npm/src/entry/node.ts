@@ -5,7 +5,7 @@ import { wsTransport } from '../runtime/node/transport.js'
 import type { Store, StoreOptions } from '../store/store.js'
 import type { ConnectOptions, RemoteStore } from '../remote/client.js'
 
-export * from '../api.js'
+export * from '../exports.js'
 export { fileStorage } from '../storage/file.js'
 
 const runtime = nodeRuntime(wsTransport)

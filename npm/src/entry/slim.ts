@@ -14,7 +14,7 @@ import { openStoreOn, type Platform, type Store, type StoreOptions } from '../st
 import { memoryStorage } from '../storage/storage.js'
 import { InvalidError } from '../errors.js'
 
-export * from '../api.js'
+export * from '../exports.js'
 
 let memory: WebAssembly.Memory | undefined
 

@@ -17,7 +17,7 @@ import { openStoreOn, type Platform, type Store, type StoreOptions } from '../st
 import { memoryStorage, type Storage } from '../storage/storage.js'
 import { StorageError } from '../errors.js'
 
-export * from '../api.js'
+export * from '../exports.js'
 
 let memory: WebAssembly.Memory | undefined
 

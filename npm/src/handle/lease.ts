@@ -48,7 +48,7 @@ export class Lease {
   /** The key, always as a string. */
   readonly key: string
   readonly #owner: LeaseOwner
-  /** The engine's request id, or (negative) a key granted on the store's side (see `Store` # Keys granted here). */
+  /** The engine's request id, or (negative) a key the store granted itself (see store/lent-fences.ts). */
   #req: number
   #state = HOLDING
   #reason: LostError | ClosedError | undefined
@@ -61,7 +61,7 @@ export class Lease {
    */
   #deadline: number | undefined = undefined
   /**
-   * @internal The lease is the frame of its hold in the async context (see `Frame` in store.ts): its
+   * @internal What the async context holds while fn runs is the lease (see handle/context.ts): its
    * resource, and the hold its fn started inside of. Set once, as fn starts (`_enter`).
    */
   _resource: Resource | undefined = undefined

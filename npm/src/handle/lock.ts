@@ -53,7 +53,7 @@ export class Lock {
   readonly ttl: number
   /**
    * @internal The pin of its name, shared by the name's handles: while a handle lives, the store keeps
-   * the name (see `Store` # Names nobody uses). `undefined` for the server's handles.
+   * the name (see store/names.ts). `undefined` for the server's handles.
    */
   readonly _pin: object | undefined
 

@@ -1,8 +1,9 @@
 /**
  * The names a store's client has handles of (a `RemoteStore`, a `WorkerStore`): one `Resource` per
  * lock or semaphore name, which every handle of the name shares. There it is only an identity, for
- * LOCK-04's check of a hold inside its own hold (a frame's resource against the handle's); the server
- * keeps the keys. So it is kept only while something holds it — a handle, or a lease's frame — and a
+ * LOCK-04's check of a hold inside its own hold (the resource of a lease the context is inside of, against
+ * the handle's); the server keeps the keys. So it is kept only while something holds it — a handle, or a
+ * lease (its `_resource`) — and a
  * name no longer used costs nothing (#13 item 5): a name asked for after its `Resource` was collected
  * gets a new one, which nothing can confuse with the old (nothing refers to the old).
  */

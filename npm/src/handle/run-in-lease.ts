@@ -43,15 +43,15 @@ export function runInLease<T>(
       result = context.run(lease, fn, lease)
     }
   } catch (error) {
-    return settled(lease, end, true, error)
+    return endAndAnswerAsPromise(lease, end, true, error)
   }
   if (isThenable(result)) {
     return Promise.resolve(result).then(
-      value => settle(lease, end, false, value),
-      error => settle(lease, end, true, error),
+      value => endAndAnswer(lease, end, false, value),
+      error => endAndAnswer(lease, end, true, error),
     ) as Promise<Awaited<T>>
   }
-  return settled(lease, end, false, result)
+  return endAndAnswerAsPromise(lease, end, false, result)
 }
 
 async function runWhenGranted<T>(
@@ -75,14 +75,14 @@ async function runWhenGranted<T>(
       }
     }
   } catch (error) {
-    return settle(lease, end, true, error) as Awaited<T>
+    return endAndAnswer(lease, end, true, error) as Awaited<T>
   }
-  return settle(lease, end, false, value) as Awaited<T>
+  return endAndAnswer(lease, end, false, value) as Awaited<T>
 }
 
 /**
- * The fn of a waiter handed its key (see `Store` # Handing a key over), called inside the waiter's own
- * async context: enters its frame there (the scope ends it), runs fn, lets the key go when fn settles
+ * The fn of a waiter handed its key (see store/waiters.ts # Handing a key over), called inside the waiter's own
+ * async context: enters its lease there (the scope ends it), runs fn, lets the key go when fn settles
  * and answers the hold through `resolve` / `reject` — the waiter's own promise, so the hold costs no
  * promise of the lease and no async function. Throws nothing.
  */
@@ -114,7 +114,7 @@ export function runHandedOver(
 
 function answerInto(lease: Lease, failed: boolean, outcome: unknown, resolve: (value: unknown) => void, reject: (error: unknown) => void): void {
   try {
-    resolve(settle(lease, endLease, failed, outcome))
+    resolve(endAndAnswer(lease, endLease, failed, outcome))
   } catch (error) {
     reject(error)
   }
@@ -124,17 +124,17 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function'
 }
 
-/** `settle` as a promise. */
-function settled<T>(lease: Lease, end: End, failed: boolean, outcome: unknown): Promise<T> {
+/** `endAndAnswer` as a promise. */
+function endAndAnswerAsPromise<T>(lease: Lease, end: End, failed: boolean, outcome: unknown): Promise<T> {
   try {
-    return Promise.resolve(settle(lease, end, failed, outcome)) as Promise<T>
+    return Promise.resolve(endAndAnswer(lease, end, failed, outcome)) as Promise<T>
   } catch (error) {
     return Promise.reject(error)
   }
 }
 
 /** Lets the key go once fn settled (`failed`: it threw `outcome`), then answers as `hold` does. */
-function settle(lease: Lease, end: End, failed: boolean, outcome: unknown): unknown {
+function endAndAnswer(lease: Lease, end: End, failed: boolean, outcome: unknown): unknown {
   const ended = end(lease)
   if (typeof ended !== 'boolean') return ended.then(held => answer(lease, held, failed, outcome))
   return answer(lease, ended, failed, outcome)

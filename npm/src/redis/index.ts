@@ -14,13 +14,14 @@
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks'
-import type { ContextStorage, Frame } from '../handle/context.js'
+import type { ContextStorage } from '../handle/context.js'
+import type { Lease } from '../handle/lease.js'
 import { openRedisStoreOn, type RedisStore, type RedisStoreOptions } from './store.js'
 
 export { RedisStore, RedisLock, type RedisStoreOptions, type RedisServerInfo } from './store.js'
-export * from '../api.js'
+export * from '../exports.js'
 
-const als = new AsyncLocalStorage<Frame>()
+const als = new AsyncLocalStorage<Lease>()
 const context: ContextStorage = {
   getStore: () => als.getStore(),
   run: (store, fn, arg) => als.run(store, fn, arg),

@@ -27,7 +27,7 @@
  *
  * # LOCK-04
  * A hold of a key inside its own hold is refused at once, tracked in this process's async context, as
- * by a local store (`#heldHere`).
+ * by a local store (`#heldByCaller`).
  */
 
 import { CancelledError, ClosedError, InUseError, InvalidError, type LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
@@ -39,10 +39,10 @@ import { clearTimer, isClock, setTimer, systemClock, type Clock } from '../util/
 import { randomId } from '../util/random.js'
 import { runInLease } from '../handle/run-in-lease.js'
 import { TravellingHandle, placeOf } from '../handle/travelling.js'
-import type { ContextStorage, Frame } from '../handle/context.js'
+import type { ContextStorage } from '../handle/context.js'
 import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
 
-/** A resource as this store keeps it (a key granted here stands as its lease). */
+/** A resource as the package's stores keep it (in the local store, a key it granted itself stands as its lease). */
 type Resource = SharedResource<Lease>
 import { adapterForUrl, adapterOf, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
 import { keysOf, parseMetaKey, scriptsFor, type Script, type Scripts } from './scripts.js'
@@ -229,7 +229,7 @@ export class RedisStore implements LeaseOwner {
   /** @internal Asks for a key; resolves to the lease, or `undefined` when busy and `wait` is 0. */
   _take(handle: RedisLock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<Lease | undefined> {
     if (this.#closed) return Promise.reject(new ClosedError(`${placeOf(handle.kind, handle.name, key)}: ${this.#closed.message}`))
-    if (this.#context && this.#heldHere(handle, key)) {
+    if (this.#context && this.#heldByCaller(handle, key)) {
       if (isTry) return Promise.resolve(undefined)
       return Promise.reject(
         new InvalidError(`${placeOf(handle.kind, handle.name, key)}: held by this very hold (a hold inside its own hold would wait for itself)`),
@@ -471,9 +471,9 @@ export class RedisStore implements LeaseOwner {
     return runInLease(this.#context, handle._resource, lease, fn)
   }
 
-  #heldHere(handle: RedisLock, key: string): boolean {
-    for (let frame: Frame | undefined = this.#context!.getStore(); frame; frame = frame._parent) {
-      if (frame._resource === handle._resource && frame.key === key && !frame.lost && this.#byLocal.get(frame._req)?.lease === frame) return true
+  #heldByCaller(handle: RedisLock, key: string): boolean {
+    for (let held: Lease | undefined = this.#context!.getStore(); held; held = held._parent) {
+      if (held._resource === handle._resource && held.key === key && !held.lost && this.#byLocal.get(held._req)?.lease === held) return true
     }
     return false
   }

@@ -29,7 +29,7 @@ import { Renewal, type Renewed } from './renewal.js'
 import { randomId } from '../util/random.js'
 import { runInLease } from '../handle/run-in-lease.js'
 import { TravellingHandle } from '../handle/travelling.js'
-import type { ContextStorage, Frame } from '../handle/context.js'
+import type { ContextStorage } from '../handle/context.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import type { Socket, Transport } from '../runtime/transport.js'
 
@@ -266,7 +266,7 @@ export class RemoteStore implements LeaseOwner {
   /** @internal Asks for a key; resolves to the lease, or `undefined` when busy and `wait` is 0. */
   _take(handle: RemoteLock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<Lease | undefined> {
     if (this.#closed) return Promise.reject(new ClosedError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${this.#closed.message}`))
-    if (this.#context && this.#heldHere(handle, key)) {
+    if (this.#context && this.#heldByCaller(handle, key)) {
       if (isTry) return Promise.resolve(undefined)
       return Promise.reject(
         new InvalidError(
@@ -435,9 +435,9 @@ export class RemoteStore implements LeaseOwner {
     return runInLease(this.#context, handle._resource, lease, fn)
   }
 
-  #heldHere(handle: RemoteLock, key: string): boolean {
-    for (let frame: Frame | undefined = this.#context!.getStore(); frame; frame = frame._parent) {
-      if (frame._resource === handle._resource && frame.key === key && !frame.lost && this.#byLocal.get(frame._req)?.lease === frame) return true
+  #heldByCaller(handle: RemoteLock, key: string): boolean {
+    for (let held: Lease | undefined = this.#context!.getStore(); held; held = held._parent) {
+      if (held._resource === handle._resource && held.key === key && !held.lost && this.#byLocal.get(held._req)?.lease === held) return true
     }
     return false
   }

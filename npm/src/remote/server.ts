@@ -19,7 +19,7 @@
  * - Bytes not yet written to one connection never stay above `maxBuffered`: the transport closes a
  *   connection that does not read what it asked for (transport.ts), and its buffers go with it.
  * - Leases and waiting holds over connections are bounded per connection (`connectionLimit`, in the
- *   engine) and in the whole store (`maxHolds`, in store.ts), those of dropped connections included
+ *   engine) and in the whole store (`maxHolds`, in store/remote-holds.ts), those of dropped connections included
  *   until they end, so that reconnecting does not get around the first.
  */
 

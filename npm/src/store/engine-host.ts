@@ -549,7 +549,7 @@ export class EngineHost {
     const now = this.clock.now()
     let n: number
     try {
-      n = this.core.settle(now)
+      n = this.core.applyWrites(now)
     } catch (error) {
       this.trap(error)
       return

@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs'
 import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks'
 import { initSync } from '../../../wasm/holdfast_wasm.js'
 import { openStoreOn, type Platform, type Store, type StoreOptions } from '../../store/store.js'
-import type { ContextStorage, Frame } from '../../handle/context.js'
+import type { ContextStorage } from '../../handle/context.js'
+import type { Lease } from '../../handle/lease.js'
 import { fileStorage } from '../../storage/file.js'
 import { connectOn, type ConnectOptions, type RemoteStore } from '../../remote/client.js'
 import type { Transport } from '../transport.js'
@@ -35,12 +36,12 @@ function init(): WebAssembly.Memory {
  * copy of the context on Node 24 where `run` costs two.
  *
  * Where the context is an `AsyncContextFrame` (Node 24; its `AsyncLocalStorage` has no `_enable`),
- * `run` makes the context twice: entering (a copy with the frame) and leaving (a copy with the prior
+ * `run` makes the context twice: entering (a copy with the lease) and leaving (a copy with the prior
  * store). An `AsyncResource` keeps the caller's context as it is and puts it back as it was, so `run`
  * here enters inside one and leaves by it: one copy. (Node 20 and Bun track contexts with hooks, where
  * `run` copies nothing and an `AsyncResource` costs more.)
  *
- * Where keeping a context is cheap (Node 24's frame, Bun), a hold that waits keeps its caller's context
+ * Where keeping a context is cheap (Node 24's `AsyncContextFrame`, Bun), a hold that waits keeps its caller's context
  * in an `AsyncResource` (`capture`); when handed the key, its fn runs in `runInAsyncScope`, which
  * enters the hold there (`enterInJob`) and puts the releaser's context back after. On Node 20 an
  * `AsyncResource` runs the async hooks (1 µs a waiter in the 1,000-holder benchmark, more than the
@@ -49,7 +50,7 @@ function init(): WebAssembly.Memory {
 const HAND_OVER = { requireManualDestroy: true }
 
 function contextStorage(): ContextStorage {
-  const als = new AsyncLocalStorage<Frame>()
+  const als = new AsyncLocalStorage<Lease>()
   const framed = typeof (als as unknown as { _enable?: unknown })._enable !== 'function' && typeof process.versions.bun !== 'string'
   return {
     getStore: () => als.getStore(),

@@ -1,6 +1,6 @@
 // Keys granted without the engine: a lock's free key, held without maxHold, is granted by the store
 // with a fence the engine lent it, and handed to the engine only when somebody else asks for it (see
-// npm/src/store/store.ts, # Keys granted here). Every guarantee must hold across that hand-over.
+// npm/src/store/lent-fences.ts). Every guarantee must hold across that hand-over.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ClosedError, HoldfastError, InUseError, InvalidError, LostError } from 'holdfast'
@@ -13,7 +13,7 @@ test('LOCK-02: fences stay in grant order when keys granted by the store interle
   const s = store.semaphore('s', { limit: 2, wait: Infinity })
   const grants = []
   const note = lease => grants.push(lease.fence)
-  // A free key (granted here), then a waiter on it (the key goes to the engine), then more free keys
+  // A free key (granted by the store itself), then a waiter on it (the key goes to the engine), then more free keys
   // while the engine holds the first: each grant, whoever makes it, takes a larger fence.
   const first = await l.acquire('k1')
   note(first)
@@ -36,12 +36,12 @@ test('LOCK-02: fences stay in grant order when keys granted by the store interle
   await store.close()
 })
 
-test('LOCK-02: across many keys granted here and many lines, every fence is larger than every earlier one', async () => {
+test('LOCK-02: across many keys granted by the store itself and many lines, every fence is larger than every earlier one', async () => {
   const { store } = await openTestStore()
   const l = store.lock('a', { wait: Infinity })
   const fences = []
   const work = []
-  // 40 rounds of: some keys held alone (granted here), some contended by several holders (the engine).
+  // 40 rounds of: some keys held alone (granted by the store itself), some contended by several holders (the engine).
   for (let round = 0; round < 40; round++) {
     for (let i = 0; i < 5; i++) {
       const key = `r${round % 3}-${i % (1 + (round % 4))}`
@@ -58,11 +58,11 @@ test('LOCK-02: across many keys granted here and many lines, every fence is larg
   await store.close()
 })
 
-test('LOCK-01: a key granted here, then asked for by others, serves them in the order they came, behind its holder', async () => {
+test('LOCK-01: a key granted by the store itself, then asked for by others, serves them in the order they came, behind its holder', async () => {
   const { store } = await openTestStore()
   const l = store.lock('q', { wait: Infinity })
   const held = await l.acquire('k')
-  assert.equal(store._footprint()[0], 0, 'the engine does not know a key granted here')
+  assert.equal(store._footprint()[0], 0, 'the engine does not know a key granted by the store itself')
   assert.deepEqual(store.inspect(), [{ kind: 'lock', name: 'q', key: 'k', holders: [{ fence: held.fence, heldMs: 0 }], waiting: 0 }])
   const order = []
   let inside = 0
@@ -88,24 +88,24 @@ test('LOCK-01: a key granted here, then asked for by others, serves them in the 
   await store.close()
 })
 
-test('LOCK-01: a try or a hold that would not wait leaves a key granted here as it is', async () => {
+test('LOCK-01: a try or a hold that would not wait leaves a key granted by the store itself as it is', async () => {
   const { store } = await openTestStore()
   const l = store.lock('q')
   const held = await l.acquire('k')
   assert.deepEqual(await l.tryHold('k', () => 'no'), { acquired: false })
   await assert.rejects(l.hold('k', { wait: 0 }, () => 'no'), InUseError)
-  assert.equal(store._footprint()[0], 0, 'still granted here')
+  assert.equal(store._footprint()[0], 0, 'still granted by the store itself')
   await held.release()
   assert.deepEqual(await l.tryHold('k', lease => lease.fence > held.fence), { acquired: true, value: true })
   await store.close()
 })
 
-test('LOCK-03: a hold with maxHold waits behind a key granted here, and is revoked at its own maxHold', async () => {
+test('LOCK-03: a hold with maxHold waits behind a key granted by the store itself, and is revoked at its own maxHold', async () => {
   const { store, clock } = await openTestStore()
   const plain = store.lock('m', { wait: Infinity })
   const capped = store.lock('m', { wait: Infinity, maxHold: '5s' })
   const held = await plain.acquire('k')
-  clock.advance(60_000) // a key granted here has no deadline: nothing happens to it
+  clock.advance(60_000) // a key granted by the store itself has no deadline: nothing happens to it
   assert.equal(held.lost, false)
   let signal
   const late = capped.hold('k', async lease => {
@@ -121,7 +121,7 @@ test('LOCK-03: a hold with maxHold waits behind a key granted here, and is revok
   await store.close()
 })
 
-test('LOCK-04: a hold of a key granted here, inside its own hold, is refused; after it ended, it is fine', async () => {
+test('LOCK-04: a hold of a key granted by the store itself, inside its own hold, is refused; after it ended, it is fine', async () => {
   const { store } = await openTestStore()
   const l = store.lock('r', { wait: Infinity })
   await l.hold('k', async () => {
@@ -134,7 +134,7 @@ test('LOCK-04: a hold of a key granted here, inside its own hold, is refused; af
   await store.close()
 })
 
-test('LOCK-06: close ends leases granted here: signal aborted with ClosedError, hold rejects ClosedError when fn settles', async () => {
+test('LOCK-06: close ends leases granted by the store itself: signal aborted with ClosedError, hold rejects ClosedError when fn settles', async () => {
   const { store } = await openTestStore()
   const l = store.lock('c')
   let seen
@@ -153,7 +153,7 @@ test('LOCK-06: close ends leases granted here: signal aborted with ClosedError, 
   await acquired.release()
 })
 
-test('LOCK-06: a wasm trap ends leases granted here too, and the store closes', async () => {
+test('LOCK-06: a wasm trap ends leases granted by the store itself too, and the store closes', async () => {
   const { store } = await openTestStore()
   const l = store.lock('t')
   const held = await l.acquire('k')

@@ -127,7 +127,7 @@ async function run(seed, steps) {
   return grants.length
 }
 
-test('LOCK-01/02/03/06: a random mix of holds, tries, releases, aborts and maxHold agrees with the model, keys granted here or by the engine', async () => {
+test('LOCK-01/02/03/06: a random mix of holds, tries, releases, aborts and maxHold agrees with the model, keys granted by the store itself or by the engine', async () => {
   let total = 0
   for (let seed = 1; seed <= 40; seed++) total += await run(seed, 300)
   assert.ok(total > 1000, `${total} grants`)
