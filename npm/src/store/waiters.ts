@@ -19,8 +19,8 @@
  * no context can be kept (no `capture`), the waiter's promise resolves to the lease and fn runs in the
  * job that resumes it.
  *
- * The drain (engine-host.ts) writes the queue's fields directly: a grant is two stores and an
- * increment, not a call.
+ * The drain (engine-host.ts) writes the queue's fields directly: a waiter's grant joins the queue
+ * without a call, and the queue is started (`start`) once per drain.
  */
 
 import type { Lease } from '../handle/lease.js'
