@@ -23,6 +23,8 @@ export interface Adapter {
   readonly client: 'ioredis' | 'node-redis'
   /** Sends a command; rejects `ReplyFailure` when the server answered an error, anything else when it could not be reached. */
   send(args: Arg[]): Promise<unknown>
+  /** A `send` to each primary: the one server, or every primary of a Cluster (Function libraries, SCAN). */
+  primaries(): Array<(args: Arg[]) => Promise<unknown>>
   /** Every key matching `pattern`, from every primary (a Cluster's too). */
   scan(pattern: string): Promise<string[]>
   /** Opens the pub/sub connection. `ready` is called each time it (re)connected after the first. */
@@ -104,12 +106,13 @@ async function scanOne(send: (args: Arg[]) => Promise<unknown>, pattern: string)
 
 function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
   const call = (node: IoRedis) => (args: Arg[]) => node.call(String(args[0]), ...args.slice(1)).catch(error => Promise.reject(asReply(error)))
+  const primaries = () => (typeof c.nodes === 'function' ? c.nodes('master') : [c]).map(call)
   return {
     client: 'ioredis',
     send: call(c),
+    primaries,
     async scan(pattern) {
-      const nodes = typeof c.nodes === 'function' ? c.nodes('master') : [c]
-      return (await Promise.all(nodes.map(node => scanOne(call(node), pattern)))).flat()
+      return (await Promise.all(primaries().map(send => scanOne(send, pattern)))).flat()
     },
     async subscriber(message, ready) {
       const sub = c.duplicate()
@@ -147,6 +150,7 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
   return {
     client: 'node-redis',
     send,
+    primaries: () => [send],
     scan: pattern => scanOne(send, pattern),
     async subscriber(message, ready) {
       const sub = c.duplicate()

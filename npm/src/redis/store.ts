@@ -45,7 +45,7 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 /** A resource as this store keeps it (a key granted here stands as its lease). */
 type Resource = SharedResource<Lease>
 import { adapterForUrl, adapterOf, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
-import { keysOf, parseMetaKey, scriptsFor, type Script, type Scripts } from './scripts.js'
+import { keysOf, parseMetaKey, scriptsFor, type Op, type Scripts } from './scripts.js'
 import { Renewal, type Renewed } from '../remote/renewal.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import { Wakeups, type Wake } from './wakeups.js'
@@ -150,6 +150,9 @@ export class RedisStore implements LeaseOwner {
   readonly #requests = new Map<string, Request>()
   readonly #byLocal = new Map<number, Request>()
   readonly #resources = new ResourceNames()
+  /** Whether the Function library is loaded (else the scripts run by EVALSHA / EVAL); while it loads again, that load. */
+  #functions = false
+  #reloading: Promise<void> | undefined
   #nextLocal = 1
   #closed: ClosedError | undefined
 
@@ -165,10 +168,11 @@ export class RedisStore implements LeaseOwner {
     this.#wakeups = new Wakeups(prefix, randomId())
   }
 
-  /** @internal Loads the scripts and subscribes to this process's channel. */
+  /** @internal Loads the Function library (or the scripts) and subscribes to this process's channel. */
   async _open(): Promise<void> {
-    for (const script of Object.values(this.#scripts) as Script[]) {
-      await this.#send(['SCRIPT', 'LOAD', script.source], PATIENCE)
+    if (Number(this.server.version.split('.')[0]) >= 7) this.#functions = await this.#loadLibrary()
+    if (!this.#functions) {
+      for (const script of Object.values(this.#scripts.scripts)) await this.#send(['SCRIPT', 'LOAD', script.source], PATIENCE)
     }
     await this.#wakeups.open(
       this.#adapter,
@@ -183,10 +187,10 @@ export class RedisStore implements LeaseOwner {
    * Sends a command; rejects `NoAnswer` when there is none within `patience` ms (Infinity: whoever
    * sent it does not wait for it, and no timer is set).
    */
-  #send(args: (string | number)[], patience: number): Promise<unknown> {
+  #send(args: (string | number)[], patience: number, via: (args: (string | number)[]) => Promise<unknown> = this.#adapter.send): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const timer = patience === Infinity ? undefined : setTimer(this.#clock, () => reject(new NoAnswer(`no answer from Redis within ${patience}ms`)), patience)
-      this.#adapter.send(args).then(
+      via(args).then(
         value => {
           if (timer !== undefined) clearTimer(this.#clock, timer)
           resolve(value)
@@ -201,14 +205,64 @@ export class RedisStore implements LeaseOwner {
     })
   }
 
-  /** Runs a script by its hash, and by its text when the server does not have it (NOSCRIPT). */
-  async #run(script: Script, keys: string[], args: (string | number)[], patience: number): Promise<unknown[]> {
+  /**
+   * Loads the Function library on every primary (a library of that name is this very text: its name is
+   * a hash of it). Answers false when the server refuses Functions (an ACL without them): the scripts
+   * are used then.
+   */
+  async #loadLibrary(): Promise<boolean> {
+    const load = ['FUNCTION', 'LOAD', this.#scripts.library.source]
+    try {
+      await Promise.all(
+        this.#adapter.primaries().map(via =>
+          this.#send(load, PATIENCE, via).catch(error => {
+            if (!(error instanceof ReplyFailure && /already exists/i.test(error.message))) throw error
+          }),
+        ),
+      )
+      return true
+    } catch (error) {
+      if (error instanceof ReplyFailure) return false
+      throw error
+    }
+  }
+
+  /**
+   * Runs an entry point: by `FCALL` while the library is loaded; as a script otherwise, by its hash, and
+   * by its text when the server does not have it (NOSCRIPT). A server without the library (`FUNCTION
+   * FLUSH`, a node that never had it) answers that before running anything: the call runs as a script,
+   * and the library is loaded again meanwhile.
+   */
+  async #run(op: Op, keys: string[], args: (string | number)[], patience: number): Promise<unknown[]> {
+    if (this.#functions) {
+      try {
+        return (await this.#send(['FCALL', this.#scripts.library.functions[op], keys.length, ...keys, ...args], patience)) as unknown[]
+      } catch (error) {
+        if (!(error instanceof ReplyFailure) || !/function not found/i.test(error.message)) throw error
+        this.#reloadLibrary()
+      }
+    }
+    const script = this.#scripts.scripts[op]
     try {
       return (await this.#send(['EVALSHA', script.sha, keys.length, ...keys, ...args], patience)) as unknown[]
     } catch (error) {
       if (!(error instanceof ReplyFailure) || error.code !== 'NOSCRIPT') throw error
       return (await this.#send(['EVAL', script.source, keys.length, ...keys, ...args], patience)) as unknown[]
     }
+  }
+
+  /** Loads the library again, once at a time; until then, calls run as scripts. */
+  #reloadLibrary(): void {
+    if (this.#reloading || this.#closed) return
+    this.#reloading = this.#loadLibrary().then(
+      loaded => {
+        this.#functions = loaded
+        this.#reloading = undefined
+      },
+      () => {
+        this.#reloading = undefined
+      },
+    )
   }
 
   #common(p: Request): (string | number)[] {
@@ -221,7 +275,7 @@ export class RedisStore implements LeaseOwner {
    */
   #end(p: Request, why: 'R' | 'C', patience = Infinity): Promise<unknown> {
     const tomb = p.asking > 0 || p.uncertain ? 1 : 0
-    return this.#run(this.#scripts.release, p.keys, [...this.#common(p), why, tomb], patience).catch(() => undefined)
+    return this.#run('release', p.keys, [...this.#common(p), why, tomb], patience).catch(() => undefined)
   }
 
   // ---- holds ----
@@ -288,7 +342,7 @@ export class RedisStore implements LeaseOwner {
     let answer: unknown[]
     try {
       answer = await this.#run(
-        this.#scripts.acquire,
+        'acquire',
         p.keys,
         [...this.#common(p), h.ttl, h._maxHold, wait, h.limit, this.#wakeups.channel],
         left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left,
@@ -381,7 +435,7 @@ export class RedisStore implements LeaseOwner {
     p.heard = false
     let answer: unknown[]
     try {
-      answer = await this.#run(this.#scripts.renew, p.keys, this.#common(p), Math.max(WAIT_GRACE, p.handle.ttl))
+      answer = await this.#run('renew', p.keys, this.#common(p), Math.max(WAIT_GRACE, p.handle.ttl))
     } catch (error) {
       return this.#failed(p, error, () => void this.#heartbeat(p))
     }
@@ -423,7 +477,7 @@ export class RedisStore implements LeaseOwner {
   async #renew(p: Request): Promise<Renewed> {
     let answer: unknown[]
     try {
-      answer = await this.#run(this.#scripts.renew, p.keys, this.#common(p), p.handle.ttl)
+      answer = await this.#run('renew', p.keys, this.#common(p), p.handle.ttl)
     } catch {
       return undefined
     }
@@ -521,7 +575,7 @@ export class RedisStore implements LeaseOwner {
         const answers = await Promise.all(
           batch.map(meta => {
             const parsed = parseMetaKey(this.prefix, meta)!
-            return this.#run(this.#scripts.inspect, keysOf(this.prefix, parsed.kind, parsed.name, parsed.key), [], PATIENCE).then(a => ({ parsed, a }))
+            return this.#run('inspect', keysOf(this.prefix, parsed.kind, parsed.name, parsed.key), [], PATIENCE).then(a => ({ parsed, a }))
           }),
         )
         for (const { parsed, a } of answers) {
