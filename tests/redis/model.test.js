@@ -56,7 +56,14 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random script calls agree with t
     const known = [] // [key, id] of every request made
     let next = 1
     // Odd seeds call the Functions (FCALL), even ones the same Lua as scripts (EVALSHA), as a store does where Functions are missing.
-    const run = (op, k, args) => send(seed % 2 ? ['FCALL', library.functions[op], k.redis.length, ...k.redis, ...args] : ['EVALSHA', scripts[op].sha, k.redis.length, ...k.redis, ...args])
+    // The answers in one shape: an acquire that grants at once answers the fence alone ('new', below);
+    // a release answers one word (h, w, u, or e and why).
+    const run = async (op, k, args) => {
+      const got = await send(seed % 2 ? ['FCALL', library.functions[op], k.redis.length, ...k.redis, ...args] : ['EVALSHA', scripts[op].sha, k.redis.length, ...k.redis, ...args])
+      if (op === 'acquire' && !Array.isArray(got)) return ['new', Number(got)]
+      if (op === 'release') return got[0] === 'e' ? ['e', got.slice(1)] : [got]
+      return got
+    }
     const standing = (k, id) => (k.holders.has(id) ? ['g', k.holders.get(id)] : k.line.includes(id) ? ['w'] : k.ended.has(id) ? ['e', k.ended.get(id)] : ['u'])
     const grantFence = (k, id, fence) => {
       if (!(fence > k.last)) fail(`${id}: fence ${fence} not above ${k.last}`)
@@ -97,7 +104,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random script calls agree with t
         log.push(`acquire ${id} on ${k.limit > 1 ? 'semaphore' : 'lock'} wait ${wait}`)
         const got = await run('acquire', k, [id, 60_000, 'PUBLISH', HOUR, 0, wait, k.limit, channel])
         if (k.holders.size < k.limit && k.line.length === 0) {
-          check(`acquire ${id}`, got, ['g'])
+          check(`acquire ${id}`, got, ['new'])
           grantFence(k, id, got[1])
         } else if (wait === 0) check(`acquire ${id}`, got, ['b'])
         else {
@@ -115,7 +122,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random script calls agree with t
         if (was[0] !== 'u') check(`acquire ${id} again`, got, was)
         else if (k.holders.size < k.limit && k.line.length === 0) {
           // Forgotten (ended without a tombstone): asked again, it is a new request.
-          check(`acquire ${id} again (forgotten)`, got, ['g'])
+          check(`acquire ${id} again (forgotten)`, got, ['new'])
           grantFence(k, id, got[1])
         } else {
           check(`acquire ${id} again (forgotten)`, got, ['w'])

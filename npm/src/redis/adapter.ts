@@ -23,6 +23,8 @@ export interface Adapter {
   readonly client: 'ioredis' | 'node-redis'
   /** Sends a command; rejects `ReplyFailure` when the server answered an error, anything else when it could not be reached. */
   send(args: Arg[]): Promise<unknown>
+  /** `send` without turning the client's errors into `ReplyFailure` (one promise less): the caller does it, with `asReply`. */
+  call(args: Arg[]): Promise<unknown>
   /** A `send` to each primary: the one server, or every primary of a Cluster (Function libraries, SCAN). */
   primaries(): Array<(args: Arg[]) => Promise<unknown>>
   /** Every key matching `pattern`, from every primary (a Cluster's too). */
@@ -48,7 +50,8 @@ export const TRANSIENT = new Set(['LOADING', 'BUSY', 'READONLY', 'MASTERDOWN', '
 const noop = () => {}
 
 /** The errors a client raises for an error reply (ioredis: ReplyError; node-redis: SimpleError / ErrorReply). */
-function asReply(error: unknown): unknown {
+export function asReply(error: unknown): unknown {
+  if (error instanceof ReplyFailure) return error
   const e = error as { name?: unknown; constructor?: { name?: unknown }; message?: unknown } | null
   if (!e || typeof e.message !== 'string') return error
   const names = [e.name, e.constructor?.name]
@@ -105,11 +108,13 @@ async function scanOne(send: (args: Arg[]) => Promise<unknown>, pattern: string)
 }
 
 function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
-  const call = (node: IoRedis) => (args: Arg[]) => node.call(String(args[0]), ...args.slice(1)).catch(error => Promise.reject(asReply(error)))
+  const raw = (node: IoRedis) => (args: Arg[]) => node.call(String(args[0]), ...args.slice(1))
+  const call = (node: IoRedis) => (args: Arg[]) => raw(node)(args).catch(error => Promise.reject(asReply(error)))
   const primaries = () => (typeof c.nodes === 'function' ? c.nodes('master') : [c]).map(call)
   return {
     client: 'ioredis',
     send: call(c),
+    call: raw(c),
     primaries,
     async scan(pattern) {
       return (await Promise.all(primaries().map(send => scanOne(send, pattern)))).flat()
@@ -146,10 +151,12 @@ async function endNodeRedis(c: NodeRedis): Promise<void> {
 }
 
 function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
-  const send = (args: Arg[]) => c.sendCommand(args.map(String)).catch(error => Promise.reject(asReply(error)))
+  const raw = (args: Arg[]) => c.sendCommand(args.map(String))
+  const send = (args: Arg[]) => raw(args).catch(error => Promise.reject(asReply(error)))
   return {
     client: 'node-redis',
     send,
+    call: raw,
     primaries: () => [send],
     scan: pattern => scanOne(send, pattern),
     async subscriber(message, ready) {

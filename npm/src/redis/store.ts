@@ -44,7 +44,7 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 
 /** A resource as this store keeps it (a key granted here stands as its lease). */
 type Resource = SharedResource<Lease>
-import { adapterForUrl, adapterOf, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
+import { adapterForUrl, adapterOf, asReply, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
 import { keysOf, parseMetaKey, scriptsFor, type Op, type Scripts } from './scripts.js'
 import { Renewal, type Renewed } from '../remote/renewal.js'
 import { ResourceNames } from '../handle/resource-names.js'
@@ -86,6 +86,8 @@ const WAIT_GRACE = 1_000
 const PATIENCE = 10_000
 /** How long `close()` waits for Redis to take its releases. */
 const CLOSE_PATIENCE = 1_000
+/** How often commands waited for are checked against their patience (one timer a store, not one a command). */
+const SWEEP = 100
 /** A heartbeat meant for a deadline is sent this much after it, so that Redis finds it past. */
 const SLACK = 5
 /** The oldest server the scripts run on. */
@@ -137,6 +139,19 @@ class Request {
 /** A transport failure, or a script that took longer than the caller would wait. */
 class NoAnswer extends Error {}
 
+/** A command waited for: rejected `NoAnswer` by the sweep once `at` passed without an answer. */
+interface Waited {
+  at: number
+  patience: number
+  reject: (error: Error) => void
+}
+
+/** What a command's failure is to the store: an error reply (but those that pass by themselves), or no answer. */
+function failureOf(error: unknown): Error {
+  const e = asReply(error)
+  return e instanceof ReplyFailure && !TRANSIENT.has(e.code) ? e : new NoAnswer(String((e as Error)?.message ?? e), { cause: e })
+}
+
 export class RedisStore implements LeaseOwner {
   /** What the store found on the server when it opened. */
   readonly server: RedisServerInfo
@@ -153,6 +168,9 @@ export class RedisStore implements LeaseOwner {
   /** Whether the Function library is loaded (else the scripts run by EVALSHA / EVAL); while it loads again, that load. */
   #functions = false
   #reloading: Promise<void> | undefined
+  /** Commands waited for with a patience, and the one timer that checks them (see `#send`). */
+  readonly #waited = new Set<Waited>()
+  #sweepTimer: unknown = undefined
   #nextLocal = 1
   #closed: ClosedError | undefined
 
@@ -185,24 +203,50 @@ export class RedisStore implements LeaseOwner {
 
   /**
    * Sends a command; rejects `NoAnswer` when there is none within `patience` ms (Infinity: whoever
-   * sent it does not wait for it, and no timer is set).
+   * sent it does not wait for it), or after up to a `SWEEP` more: one timer a store checks the commands
+   * waited for, rather than a timer set and cleared for each. `fallback`: what answers instead when the
+   * server answers that it lacks the Function library (see `#run`).
    */
-  #send(args: (string | number)[], patience: number, via: (args: (string | number)[]) => Promise<unknown> = this.#adapter.send): Promise<unknown> {
+  #send(
+    args: (string | number)[],
+    patience: number,
+    via: (args: (string | number)[]) => Promise<unknown> = this.#adapter.call,
+    fallback?: () => Promise<unknown>,
+  ): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const timer = patience === Infinity ? undefined : setTimer(this.#clock, () => reject(new NoAnswer(`no answer from Redis within ${patience}ms`)), patience)
+      let waited: Waited | undefined
+      if (patience !== Infinity) {
+        waited = { at: this.#clock.now() + patience, patience, reject }
+        this.#waited.add(waited)
+        if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
+      }
       via(args).then(
         value => {
-          if (timer !== undefined) clearTimer(this.#clock, timer)
+          if (waited) this.#waited.delete(waited)
           resolve(value)
         },
         error => {
-          if (timer !== undefined) clearTimer(this.#clock, timer)
-          reject(
-            error instanceof ReplyFailure && !TRANSIENT.has(error.code) ? error : new NoAnswer(String((error as Error)?.message ?? error), { cause: error }),
-          )
+          if (waited) this.#waited.delete(waited)
+          const failure = failureOf(error)
+          if (fallback && failure instanceof ReplyFailure && /function not found/i.test(failure.message)) {
+            this.#reloadLibrary()
+            resolve(fallback())
+          } else reject(failure)
         },
       )
     })
+  }
+
+  /** Rejects the commands past their patience; checks again while any is waited for. */
+  #sweep(): void {
+    this.#sweepTimer = undefined
+    const now = this.#clock.now()
+    for (const w of this.#waited) {
+      if (w.at > now) continue
+      this.#waited.delete(w)
+      w.reject(new NoAnswer(`no answer from Redis within ${w.patience}ms`))
+    }
+    if (this.#waited.size > 0) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
   }
 
   /**
@@ -233,21 +277,20 @@ export class RedisStore implements LeaseOwner {
    * FLUSH`, a node that never had it) answers that before running anything: the call runs as a script,
    * and the library is loaded again meanwhile.
    */
-  async #run(op: Op, keys: string[], args: (string | number)[], patience: number): Promise<unknown[]> {
-    if (this.#functions) {
-      try {
-        return (await this.#send(['FCALL', this.#scripts.library.functions[op], keys.length, ...keys, ...args], patience)) as unknown[]
-      } catch (error) {
-        if (!(error instanceof ReplyFailure) || !/function not found/i.test(error.message)) throw error
-        this.#reloadLibrary()
-      }
-    }
+  #run(op: Op, keys: string[], args: (string | number)[], patience: number): Promise<unknown> {
+    if (!this.#functions) return this.#script(op, keys, args, patience)
+    return this.#send(['FCALL', this.#scripts.library.functions[op], keys.length, ...keys, ...args], patience, undefined, () =>
+      this.#script(op, keys, args, patience),
+    )
+  }
+
+  async #script(op: Op, keys: string[], args: (string | number)[], patience: number): Promise<unknown> {
     const script = this.#scripts.scripts[op]
     try {
-      return (await this.#send(['EVALSHA', script.sha, keys.length, ...keys, ...args], patience)) as unknown[]
+      return await this.#send(['EVALSHA', script.sha, keys.length, ...keys, ...args], patience)
     } catch (error) {
       if (!(error instanceof ReplyFailure) || error.code !== 'NOSCRIPT') throw error
-      return (await this.#send(['EVAL', script.source, keys.length, ...keys, ...args], patience)) as unknown[]
+      return await this.#send(['EVAL', script.source, keys.length, ...keys, ...args], patience)
     }
   }
 
@@ -331,29 +374,30 @@ export class RedisStore implements LeaseOwner {
   }
 
   /** Sends (or sends again) a request's acquire, until it is answered or the request ends. */
-  async #acquire(p: Request): Promise<void> {
+  #acquire(p: Request): void {
     const h = p.handle
-    const left = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - this.#clock.now()))
+    const sentAt = this.#clock.now()
+    const left = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - sentAt))
     // A wait that ran out while Redis could not be reached: ask as a try (Redis still judges the key).
     const wait = p.wait === 0 ? 0 : left === 0 ? 0 : left
-    const sentAt = this.#clock.now()
     p.heard = false
     p.asking++
-    let answer: unknown[]
-    try {
-      answer = await this.#run(
-        'acquire',
-        p.keys,
-        [...this.#common(p), h.ttl, h._maxHold, wait, h.limit, this.#wakeups.channel],
-        left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left,
-      )
-    } catch (error) {
-      p.asking--
-      if (!(error instanceof ReplyFailure)) p.uncertain = true
-      return this.#failed(p, error, () => void this.#acquire(p))
-    }
-    p.asking--
-    this.#answered(p, answer, sentAt)
+    this.#run(
+      'acquire',
+      p.keys,
+      [p.id, this.#grace, this.#wakeups.publish, h.ttl, h._maxHold, wait, h.limit, this.#wakeups.channel],
+      left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left,
+    ).then(
+      answer => {
+        p.asking--
+        this.#answered(p, answer, sentAt)
+      },
+      error => {
+        p.asking--
+        if (!(error instanceof ReplyFailure)) p.uncertain = true
+        this.#failed(p, error, () => this.#acquire(p))
+      },
+    )
   }
 
   /** A command of a request failed: an error reply ends it; no answer is asked again a little later. */
@@ -368,10 +412,14 @@ export class RedisStore implements LeaseOwner {
     this.#beat(p, Math.max(50, Math.floor(p.handle.ttl / 10)), again)
   }
 
-  /** Acts on where Redis says a request stands (an answer to acquire or renew, or a wake-up). */
-  #answered(p: Request, answer: unknown[], sentAt: number): void {
+  /**
+   * Acts on where Redis says a request stands (an answer to acquire or renew, or a wake-up). An acquire
+   * that grants at once answers the fence alone: the lease is its ttl, its revoke its maxHold.
+   */
+  #answered(p: Request, answer: unknown, sentAt: number): void {
     if (this.#requests.get(p.id) !== p || p.lease) return
     p.heard = true
+    if (!Array.isArray(answer)) return this.#granted(p, Number(answer), p.handle.ttl, p.handle._maxHold, sentAt)
     switch (answer[0]) {
       case 'g':
         return this.#granted(p, Number(answer[1]), Number(answer[2]), Number(answer[3]), sentAt)
@@ -433,7 +481,7 @@ export class RedisStore implements LeaseOwner {
     if (this.#requests.get(p.id) !== p || p.lease) return
     const sentAt = this.#clock.now()
     p.heard = false
-    let answer: unknown[]
+    let answer: unknown
     try {
       answer = await this.#run('renew', p.keys, this.#common(p), Math.max(WAIT_GRACE, p.handle.ttl))
     } catch (error) {
@@ -477,7 +525,7 @@ export class RedisStore implements LeaseOwner {
   async #renew(p: Request): Promise<Renewed> {
     let answer: unknown[]
     try {
-      answer = await this.#run('renew', p.keys, this.#common(p), p.handle.ttl)
+      answer = (await this.#run('renew', p.keys, this.#common(p), p.handle.ttl)) as unknown[]
     } catch {
       return undefined
     }
@@ -575,7 +623,7 @@ export class RedisStore implements LeaseOwner {
         const answers = await Promise.all(
           batch.map(meta => {
             const parsed = parseMetaKey(this.prefix, meta)!
-            return this.#run('inspect', keysOf(this.prefix, parsed.kind, parsed.name, parsed.key), [], PATIENCE).then(a => ({ parsed, a }))
+            return this.#run('inspect', keysOf(this.prefix, parsed.kind, parsed.name, parsed.key), [], PATIENCE).then(a => ({ parsed, a: a as unknown[] }))
           }),
         )
         for (const { parsed, a } of answers) {

@@ -4,7 +4,9 @@
  *
  * args (after the common three): 4 ttl ms, 5 maxHold ms (0: none), 6 wait ms (-1: without limit),
  * 7 limit (1 for a lock), 8 the channel that tells this request's process of a grant.
- * Answers `standing` (see common.ts), `{'b'}` (busy, for a wait of 0) or `{'x', code, message}`.
+ * Answers the fence alone (a whole number) when it grants the request now, its lease its ttl and its
+ * revoke its maxHold as asked (the cheapest answer to make and to read); else `standing` (see
+ * common.ts), `{'b'}` (busy, for a wait of 0) or `{'x', code, message}`.
  * A free lock costs TIME, HMGET, HSET.
  */
 export default `
@@ -26,7 +28,7 @@ local function acquire(keys, args)
     if at < bound and until_ >= bound and until_ + tonumber(args[2]) <= tonumber(g[7]) then
       local f = math.max((tonumber(g[6]) or 0) + 1, at * 1024)
       redis.call('HSET', keys[1], 'h', string.format('H %d %d %d %d %d %s', f, ttl, hard, at, until_, args[1]), 'f', string.format('%d', f))
-      return {'g', f, ttl, maxHold}
+      return f
     end
   end
   begin(keys, args)
@@ -48,7 +50,7 @@ local function acquire(keys, args)
   if held < limit and waiting == 0 then
     local f = grant(id, ttl, maxHold)
     save()
-    return {'g', f, ttl, maxHold}
+    return f
   end
   if wait == 0 then
     save()

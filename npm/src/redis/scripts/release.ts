@@ -4,7 +4,8 @@
  * request does nothing. args 4: why ('R' released, 'C' cancelled); 5: '1' to keep a tombstone (a copy
  * of the request's acquire may still be on its way: the client never had an answer to one), '0' to
  * forget the request at once (every copy was answered: none can come late).
- * Answers what the request was: `{'h'}` held, `{'w'}` waiting, `{'e', why}` ended, `{'u'}` unknown.
+ * Answers what the request was, as one word (the cheapest answer to make and to read): `h` held,
+ * `w` waiting, `eR` (`e` and why) ended, `u` unknown.
  */
 export default `
 local function release(keys, args)
@@ -16,7 +17,7 @@ local function release(keys, args)
   local g = redis.call('HMGET', keys[1], 'l', 'q', 'h', 'n', args[1])
   if not (g[1] or g[2] or keepTomb) and g[3] and string.sub(g[3], -#args[1] - 1) == ' ' .. args[1] then
     redis.call('HDEL', keys[1], 'h')
-    return {'h'}
+    return 'h'
   end
   begin(keys, args)
   local rec = load(false, g)
@@ -26,12 +27,12 @@ local function release(keys, args)
     set(id, false)
     redis.call('ZREM', Z, 'h' .. id)
     save()
-    return {'h'}
+    return 'h'
   end
   now = time()
   loadTimes()
   rec = settle(rec)
-  local was, member = {'u'}, nil
+  local was, member = 'u', nil
   if rec then
     local kind = string.sub(rec, 1, 1)
     local ttl
@@ -39,14 +40,14 @@ local function release(keys, args)
       held = held - 1
       ttl = tonumber(string.match(rec, '^H %d+ (%d+)'))
       if inSlot(id) then setSlot(false) else member = 'h' .. id end
-      was = {'h'}
+      was = 'h'
     elseif kind == 'W' then
       waiting = waiting - 1
       ttl = tonumber(string.match(rec, '^W (%d+)'))
       redis.call('ZREM', Z, 'q' .. id, 'w' .. id)
-      was = {'w'}
+      was = 'w'
     else
-      was = {'e', string.sub(rec, 3)}
+      was = 'e' .. string.sub(rec, 3)
     end
     if ttl then
       if keepTomb then
