@@ -180,23 +180,24 @@ test('LOCK-05: a lease is renewed past its ttl while fn runs; the same request i
   // The Functions themselves (FCALL, as the store calls them), and the same Lua as scripts (EVAL, as
   // where Functions are missing), asked twice with one request id: the same grant, then after the
   // release a tombstone.
-  const { scriptsFor, keysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const { scriptsFor, keysOf, constants } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
   const { library, scripts } = scriptsFor(true)
+  const consts = constants(60000, 'PUBLISH', 5000, 0, 1, 'nobody')
   const client = await redisClient(t, server.url)
   const send = args => (client.call ? client.call(...args) : client.sendCommand(args.map(String)))
   for (const how of ['FCALL', 'EVAL']) {
     const keys = keysOf('holdfast', 'lock', 'r', `twice-${how}`)
     const call = (op, args) => send([how, how === 'FCALL' ? library.functions[op] : scripts[op].source, keys.length, ...keys, ...args])
-    const acquire = ['req-1', 60000, 'PUBLISH', 5000, 0, -1, 1, 'nobody']
+    const acquire = ['req-1', -1, consts]
     const one = await call('acquire', acquire)
     const two = await call('acquire', acquire)
     assert.equal(typeof one, 'number', `${how}: granted at once, the fence alone`)
     assert.equal(two[0], 'g', `${how}: asked again, where it stands`)
     assert.equal(two[1], one, `${how}: asked again: the same fence`)
     // Released while a copy of its acquire may still come (the client had no answer to one): a tombstone.
-    await call('release', ['req-1', 60000, 'PUBLISH', 'R', 1])
+    await call('release', ['req-1', 'R1', consts])
     assert.deepEqual(await call('acquire', acquire), ['e', 'R'], `${how}: a late copy after the release is answered, not granted`)
-    assert.deepEqual(await call('renew', ['req-1', 60000, 'PUBLISH']), ['e', 'R'], `${how}: a renewal never grants`)
+    assert.deepEqual(await call('renew', ['req-1', '', consts]), ['e', 'R'], `${how}: a renewal never grants`)
   }
 })
 

@@ -29,7 +29,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random script calls agree with t
   const server = await startRedis(t, { appendonly: 'no' })
   const client = await redisClient(t, server.url)
   const subscriber = await redisClient(t, server.url)
-  const { scriptsFor, keysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const { scriptsFor, keysOf, constants } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
   const { library, scripts } = scriptsFor(true)
   const send = args => (client.call ? client.call(...args) : client.sendCommand(args.map(String)))
   await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
@@ -102,7 +102,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random script calls agree with t
         const wait = random() < 0.3 ? 0 : -1
         known.push([k, id])
         log.push(`acquire ${id} on ${k.limit > 1 ? 'semaphore' : 'lock'} wait ${wait}`)
-        const got = await run('acquire', k, [id, 60_000, 'PUBLISH', HOUR, 0, wait, k.limit, channel])
+        const got = await run('acquire', k, [id, wait, constants(60_000, 'PUBLISH', HOUR, 0, k.limit, channel)])
         if (k.holders.size < k.limit && k.line.length === 0) {
           check(`acquire ${id}`, got, ['new'])
           grantFence(k, id, got[1])
@@ -117,7 +117,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random script calls agree with t
       const [k, id] = pick(known)
       if (roll < 0.55) {
         log.push(`acquire ${id} again`)
-        const got = await run('acquire', k, [id, 60_000, 'PUBLISH', HOUR, 0, -1, k.limit, channel])
+        const got = await run('acquire', k, [id, -1, constants(60_000, 'PUBLISH', HOUR, 0, k.limit, channel)])
         const was = standing(k, id)
         if (was[0] !== 'u') check(`acquire ${id} again`, got, was)
         else if (k.holders.size < k.limit && k.line.length === 0) {
@@ -130,13 +130,13 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random script calls agree with t
         }
       } else if (roll < 0.7) {
         log.push(`renew ${id}`)
-        check(`renew ${id}`, await run('renew', k, [id, 60_000, 'PUBLISH']), standing(k, id))
+        check(`renew ${id}`, await run('renew', k, [id, '', constants(60_000, 'PUBLISH', HOUR, 0, k.limit, channel)]), standing(k, id))
       } else {
         const why = roll < 0.85 ? 'R' : 'C'
         // A tombstone is kept when asked (a copy of the acquire may still come), else the request is forgotten.
         const tomb = random() < 0.5 ? 1 : 0
         log.push(`${why === 'R' ? 'release' : 'cancel'} ${id} tomb ${tomb}`)
-        const got = await run('release', k, [id, 60_000, 'PUBLISH', why, tomb])
+        const got = await run('release', k, [id, why + tomb, constants(60_000, 'PUBLISH', HOUR, 0, k.limit, channel)])
         const was = standing(k, id)
         check(`end ${id}`, got, was[0] === 'g' ? ['h'] : was)
         if (was[0] === 'g') k.holders.delete(id)

@@ -99,6 +99,15 @@ redis.register_function{function_name='${functions.inspect}', callback=inspect, 
   }
 }
 
+/**
+ * The last argument of every call: what a handle sends with each, as one text (one argument rather
+ * than six: each costs the client and the server): the grace ms, the publish command, the lease ttl
+ * ms, maxHold ms (0: none), the limit, and the channel that tells the process of a grant.
+ */
+export function constants(grace: number, publish: string, ttl: number, maxHold: number, limit: number, channel: string): string {
+  return `${grace} ${publish} ${ttl} ${maxHold} ${limit} ${channel}`
+}
+
 /** The Redis keys of one key of one lock, in the order the scripts take them. */
 export function keysOf(prefix: string, kind: 'lock' | 'semaphore', name: string, key: string): string[] {
   const base = `${prefix}:{${kind === 'lock' ? 'l' : 's'}:${name}:${key}}:`

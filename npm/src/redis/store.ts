@@ -45,7 +45,7 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 /** A resource as this store keeps it (a key granted here stands as its lease). */
 type Resource = SharedResource<Lease>
 import { adapterForUrl, adapterOf, asReply, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
-import { keysOf, parseMetaKey, scriptsFor, type Op, type Scripts } from './scripts.js'
+import { constants, keysOf, parseMetaKey, scriptsFor, type Op, type Scripts } from './scripts.js'
 import { Renewal, type Renewed } from '../remote/renewal.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import { Wakeups, type Wake } from './wakeups.js'
@@ -308,9 +308,6 @@ export class RedisStore implements LeaseOwner {
     )
   }
 
-  #common(p: Request): (string | number)[] {
-    return [p.id, this.#grace, this.#wakeups.publish]
-  }
 
   /**
    * Ends a request in Redis (release or cancel), without waiting for it; nothing is thrown. Redis keeps
@@ -318,7 +315,7 @@ export class RedisStore implements LeaseOwner {
    */
   #end(p: Request, why: 'R' | 'C', patience = Infinity): Promise<unknown> {
     const tomb = p.asking > 0 || p.uncertain ? 1 : 0
-    return this.#run('release', p.keys, [...this.#common(p), why, tomb], patience).catch(() => undefined)
+    return this.#run('release', p.keys, [p.id, why + tomb, p.handle._constants], patience).catch(() => undefined)
   }
 
   // ---- holds ----
@@ -385,7 +382,7 @@ export class RedisStore implements LeaseOwner {
     this.#run(
       'acquire',
       p.keys,
-      [p.id, this.#grace, this.#wakeups.publish, h.ttl, h._maxHold, wait, h.limit, this.#wakeups.channel],
+      [p.id, wait, h._constants],
       left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left,
     ).then(
       answer => {
@@ -483,7 +480,7 @@ export class RedisStore implements LeaseOwner {
     p.heard = false
     let answer: unknown
     try {
-      answer = await this.#run('renew', p.keys, this.#common(p), Math.max(WAIT_GRACE, p.handle.ttl))
+      answer = await this.#run('renew', p.keys, [p.id, '', p.handle._constants], Math.max(WAIT_GRACE, p.handle.ttl))
     } catch (error) {
       return this.#failed(p, error, () => void this.#heartbeat(p))
     }
@@ -525,7 +522,7 @@ export class RedisStore implements LeaseOwner {
   async #renew(p: Request): Promise<Renewed> {
     let answer: unknown[]
     try {
-      answer = (await this.#run('renew', p.keys, this.#common(p), p.handle.ttl)) as unknown[]
+      answer = (await this.#run('renew', p.keys, [p.id, '', p.handle._constants], p.handle.ttl)) as unknown[]
     } catch {
       return undefined
     }
@@ -603,7 +600,10 @@ export class RedisStore implements LeaseOwner {
     const resource = this.#resources.get(kind, name, o.limit)
     if (resource.limit !== o.limit)
       throw new InvalidError(`${place}: limit ${o.limit} differs from the limit ${resource.limit} this store's semaphore ${name} has`)
-    return new RedisLock(this, resource, o.limit, Math.round(o.ttl), Math.ceil(o.maxHold), o.wait)
+    const ttl = Math.round(o.ttl)
+    const maxHold = Math.ceil(o.maxHold)
+    const consts = constants(this.#grace, this.#wakeups.publish, ttl, maxHold, o.limit, this.#wakeups.channel)
+    return new RedisLock(this, resource, o.limit, ttl, maxHold, o.wait, consts)
   }
 
   /** The busy keys under this store's prefix, as a local store's `inspect()` lists them. */
@@ -686,6 +686,8 @@ export class RedisLock extends TravellingHandle<Lease> {
     ttl: number,
     maxHold: number,
     wait: number,
+    /** @internal What every call for this handle sends (see `constants` in scripts.ts). */
+    readonly _constants: string,
   ) {
     super(resource, limit, ttl, maxHold, wait)
   }

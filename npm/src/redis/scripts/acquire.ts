@@ -2,8 +2,7 @@
  * acquire: asks for a permit of one key. Idempotent by request id: asked again, it answers where the
  * request stands (its lease and fence, its place in line, or how it ended), never a second grant.
  *
- * args (after the common three): 4 ttl ms, 5 maxHold ms (0: none), 6 wait ms (-1: without limit),
- * 7 limit (1 for a lock), 8 the channel that tells this request's process of a grant.
+ * args: 1 request id, 2 wait ms (-1: without limit), 3 the handle's constants (see common.ts).
  * Answers the fence alone (a whole number) when it grants the request now, its lease its ttl and its
  * revoke its maxHold as asked (the cheapest answer to make and to read); else `standing` (see
  * common.ts), `{'b'}` (busy, for a wait of 0) or `{'x', code, message}`.
@@ -14,27 +13,29 @@ local function acquire(keys, args)
   -- The common case first, by itself: a lock's key Redis has, free, nobody in line, nothing due, and
   -- the new lease inside the keys' expiry and after the bound \`e\` (so that neither moves). The same
   -- grant as below, in TIME, HMGET, HSET and nothing else; anything else goes the general way.
-  -- (The fields as \`load(true)\` reads them, which takes them from here.)
+  -- (The fields as \`load\` reads them, which takes them from here.)
   local g = redis.call('HMGET', keys[1], 'l', 'q', 'h', 'n', args[1], 'f', 'x', 'e')
-  local ttl, maxHold = tonumber(args[4]), tonumber(args[5])
+  local grace, _, ttl, maxHold, want = string.match(args[3], '^(%d+) (%S+) (%d+) (%d+) (%d+)')
+  ttl, maxHold = tonumber(ttl), tonumber(maxHold)
   local at
-  if not (g[1] or g[2] or g[3] or g[5]) and g[7] and args[7] == '1' then
+  if not (g[1] or g[2] or g[3] or g[5]) and g[7] and want == '1' then
     at = time()
     local bound, hard, until_ = tonumber(g[8]), 0, at + ttl
     if maxHold > 0 then
       hard = at + maxHold
       if hard < until_ then until_ = hard end
     end
-    if at < bound and until_ >= bound and until_ + tonumber(args[2]) <= tonumber(g[7]) then
+    if at < bound and until_ >= bound and until_ + tonumber(grace) <= tonumber(g[7]) then
       local f = math.max((tonumber(g[6]) or 0) + 1, at * 1024)
       redis.call('HSET', keys[1], 'h', string.format('H %d %d %d %d %d %s', f, ttl, hard, at, until_, args[1]), 'f', string.format('%d', f))
       return f
     end
   end
   begin(keys, args)
-  local wait, want, chan = tonumber(args[6]), tonumber(args[7]), args[8]
+  local wait, chan = tonumber(args[2]), chanArg
+  want = tonumber(want)
   now = at or time()
-  local rec = settle(load(true, g))
+  local rec = settle(load(g))
   if rec then
     save()
     return standing(id, rec)

@@ -14,11 +14,17 @@
  * HMGET, HDEL.
  *
  * keys: 1 meta and records (hash), 2 line and deadlines (zset).
- * args: 1 request id, 2 grace ms, 3 publish command (PUBLISH or SPUBLISH); then the entry point's.
+ * args: 1 request id, 2 the entry point's own, 3 what a handle sends with every call, as one text
+ * (`constants` in ../scripts.ts: one argument rather than six, each of which costs the client and the
+ * server): 'grace publish ttl maxHold limit channel' — the grace ms, the publish command (PUBLISH or
+ * SPUBLISH), the lease ttl ms, maxHold ms (0: none), the limit (1 for a lock), and the channel that
+ * tells this request's process of a grant.
  */
 export default `
 -- The state of one call (set by begin and load).
 local M, Z, id, grace, pub, now
+-- The handle's: ttl, maxHold, limit and channel of the request, as args[3] gives them.
+local ttlArg, maxHoldArg, limitArg, chanArg
 local limit, last, held, waiting, mark, due
 local held0, waiting0, last0
 -- The holder of a key whose limit is 1 (field 'h' of the meta: its record, its deadline, its id), or false.
@@ -41,7 +47,10 @@ end
 
 local function begin(keys, args)
   M, Z = keys[1], keys[2]
-  id, grace, pub = args[1], tonumber(args[2]), args[3]
+  id = args[1]
+  local g
+  g, pub, ttlArg, maxHoldArg, limitArg, chanArg = string.match(args[3], '^(%d+) (%S+) (%d+) (%d+) (%d+) (%S+)$')
+  grace = tonumber(g)
   staged, dirty, expire = {}, false, false
 end
 
@@ -56,38 +65,22 @@ local function inSlot(rid)
   return slot and string.sub(slot, -#rid - 1) == ' ' .. rid
 end
 
--- Reads the meta and the record of the request (false when none; the slot when the request holds
--- it): the counts, and with \`full\` what a call that reads the clock needs too (\`loadTimes\`).
+-- Reads the meta and the record of the request (false when none; the slot when the request holds it).
 -- Fields at their default are absent: 'l' for a limit of 1, 'q' when nobody waits, 'h' when free.
--- \`g\`: the same fields read already (by an entry point's own first look), or nil.
-local function load(full, g)
-  if not g then
-    if full then
-      g = redis.call('HMGET', M, 'l', 'q', 'h', 'n', id, 'f', 'x', 'e')
-    else
-      g = redis.call('HMGET', M, 'l', 'q', 'h', 'n', id)
-    end
-  end
+-- \`last\`: the last fence (text until a grant). \`due\`: no deadline of the key is earlier (a bound
+-- lowered as deadlines are added, raised by the reap step). \`mark\`: when the keys expire; 0 for a
+-- key Redis does not have (no meta, no zset). \`g\`: these fields read already, in this order (by an
+-- entry point's own first look), or nil.
+local function load(g)
+  g = g or redis.call('HMGET', M, 'l', 'q', 'h', 'n', id, 'f', 'x', 'e')
   limit = tonumber(g[1]) or 1
   waiting = tonumber(g[2]) or 0
   slot = g[3]
   if limit == 1 then held = slot and 1 or 0 else held = tonumber(g[4]) or 0 end
-  held0, waiting0 = held, waiting
-  if full then
-    last, mark, due = g[6], tonumber(g[7]) or 0, tonumber(g[8]) or FAR
-    last0 = last
-  end
+  last, mark, due = g[6], tonumber(g[7]) or 0, tonumber(g[8]) or FAR
+  held0, waiting0, last0 = held, waiting, last
   if inSlot(id) then return slot end
   return g[5]
-end
-
--- The rest of the meta, for a call that loaded without it. \`last\`: the last fence (text until a
--- grant). \`due\`: no deadline of the key is earlier (a bound lowered as deadlines are added, raised by
--- the reap step). \`mark\`: when the keys expire; 0 for a key Redis does not have (no meta, no zset).
-local function loadTimes()
-  local g = redis.call('HMGET', M, 'f', 'x', 'e')
-  last, mark, due = g[1], tonumber(g[2]) or 0, tonumber(g[3]) or FAR
-  last0 = last
 end
 
 local function set(field, value)

@@ -8,7 +8,7 @@ export default `
 local function renew(keys, args)
   begin(keys, args)
   now = time()
-  local rec = settle(load(true))
+  local rec = settle(load())
   if not rec then
     save()
     return {'u'}
