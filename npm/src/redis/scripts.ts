@@ -108,9 +108,14 @@ export function constants(grace: number, publish: string, ttl: number, maxHold: 
   return `${grace} ${publish} ${ttl} ${maxHold} ${limit} ${channel}`
 }
 
+/** The hash tag of one key of one lock: everything holdfast writes for it is in the slot of this tag. */
+export function tagOf(kind: 'lock' | 'semaphore', name: string, key: string): string {
+  return `{${kind === 'lock' ? 'l' : 's'}:${name}:${key}}`
+}
+
 /** The Redis keys of one key of one lock, in the order the scripts take them. */
 export function keysOf(prefix: string, kind: 'lock' | 'semaphore', name: string, key: string): string[] {
-  const base = `${prefix}:{${kind === 'lock' ? 'l' : 's'}:${name}:${key}}:`
+  const base = `${prefix}:${tagOf(kind, name, key)}:`
   return [`${base}m`, `${base}z`]
 }
 

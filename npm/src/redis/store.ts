@@ -45,7 +45,7 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 /** A resource as this store keeps it (a key granted here stands as its lease). */
 type Resource = SharedResource<Lease>
 import { adapterForUrl, adapterOf, asReply, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
-import { constants, keysOf, parseMetaKey, scriptsFor, type Op, type Scripts } from './scripts.js'
+import { constants, keysOf, parseMetaKey, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
 import { Renewal, type Renewed } from '../remote/renewal.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import { Wakeups, type Wake } from './wakeups.js'
@@ -74,6 +74,10 @@ export interface RedisServerInfo {
   version: string
   maxmemoryPolicy: string | undefined
   client: 'ioredis' | 'node-redis'
+  /** What the client reaches: one server, the primary Sentinel names, or a Cluster. */
+  topology: 'server' | 'sentinel' | 'cluster'
+  /** How waiters are woken: classic pub/sub, or sharded (`SPUBLISH`: a Cluster on Redis 7 whose client can). */
+  pubsub: 'classic' | 'sharded'
 }
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
@@ -112,6 +116,11 @@ class Request {
   /** Copies of its acquire sent and not answered yet; `uncertain`: one was given up unanswered. */
   asking = 0
   uncertain = false
+  /** The channel that tells of its grant, and what it sends with every call (the handle's constants and that channel). */
+  readonly channel: string
+  readonly consts: string
+  /** Whether it `want`ed its (sharded) channel, and has not released it yet. */
+  subscribed = false
 
   constructor(
     readonly handle: RedisLock,
@@ -119,11 +128,14 @@ class Request {
     readonly wait: number,
     local: number,
     keys: string[],
+    channel: string,
     now: number,
   ) {
     this.id = randomId()
     this.local = local
     this.keys = keys
+    this.channel = channel
+    this.consts = handle._constants + channel
     this.waitUntil = now + wait
     this.promise = new Promise((resolve, reject) => {
       this.resolve = resolve
@@ -183,7 +195,7 @@ export class RedisStore implements LeaseOwner {
     this.#clock = clock
     this.#context = context
     this.#scripts = scriptsFor(Number(server.version.split('.')[0]) >= 7)
-    this.#wakeups = new Wakeups(prefix, randomId())
+    this.#wakeups = new Wakeups(prefix, randomId(), server.pubsub === 'sharded', clock)
   }
 
   /** @internal Loads the Function library (or the scripts) and subscribes to this process's channel. */
@@ -257,8 +269,9 @@ export class RedisStore implements LeaseOwner {
   async #loadLibrary(): Promise<boolean> {
     const load = ['FUNCTION', 'LOAD', this.#scripts.library.source]
     try {
+      const primaries = await this.#adapter.primaries()
       await Promise.all(
-        this.#adapter.primaries().map(via =>
+        primaries.map(via =>
           this.#send(load, PATIENCE, via).catch(error => {
             if (!(error instanceof ReplyFailure && /already exists/i.test(error.message))) throw error
           }),
@@ -308,14 +321,13 @@ export class RedisStore implements LeaseOwner {
     )
   }
 
-
   /**
    * Ends a request in Redis (release or cancel), without waiting for it; nothing is thrown. Redis keeps
    * a tombstone of it only while a copy of its acquire may still come (one is unanswered).
    */
   #end(p: Request, why: 'R' | 'C', patience = Infinity): Promise<unknown> {
     const tomb = p.asking > 0 || p.uncertain ? 1 : 0
-    return this.#run('release', p.keys, [p.id, why + tomb, p.handle._constants], patience).catch(() => undefined)
+    return this.#run('release', p.keys, [p.id, why + tomb, p.consts], patience).catch(() => undefined)
   }
 
   // ---- holds ----
@@ -329,7 +341,15 @@ export class RedisStore implements LeaseOwner {
         new InvalidError(`${placeOf(handle.kind, handle.name, key)}: held by this very hold (a hold inside its own hold would wait for itself)`),
       )
     }
-    const p = new Request(handle, key, wait, this.#nextLocal++, keysOf(this.prefix, handle.kind, handle.name, key), this.#clock.now())
+    const p = new Request(
+      handle,
+      key,
+      wait,
+      this.#nextLocal++,
+      keysOf(this.prefix, handle.kind, handle.name, key),
+      this.#wakeups.channelFor(tagOf(handle.kind, handle.name, key)),
+      this.#clock.now(),
+    )
     this.#requests.set(p.id, p)
     if (signal) {
       const onAbort = () => {
@@ -379,12 +399,7 @@ export class RedisStore implements LeaseOwner {
     const wait = p.wait === 0 ? 0 : left === 0 ? 0 : left
     p.heard = false
     p.asking++
-    this.#run(
-      'acquire',
-      p.keys,
-      [p.id, wait, h._constants],
-      left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left,
-    ).then(
+    this.#run('acquire', p.keys, [p.id, wait, p.consts], left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left).then(
       answer => {
         p.asking--
         this.#answered(p, answer, sentAt)
@@ -428,7 +443,8 @@ export class RedisStore implements LeaseOwner {
         let next = Math.max(1, Math.floor(p.handle.ttl / 3))
         if (waitLeft >= 0) next = Math.min(next, waitLeft + SLACK)
         if (headLeft >= 0) next = Math.min(next, headLeft + SLACK)
-        return this.#beat(p, next, () => void this.#heartbeat(p))
+        this.#beat(p, next, () => void this.#heartbeat(p))
+        return this.#want(p)
       }
       case 'b':
         this.#forget(p)
@@ -480,7 +496,7 @@ export class RedisStore implements LeaseOwner {
     p.heard = false
     let answer: unknown
     try {
-      answer = await this.#run('renew', p.keys, [p.id, '', p.handle._constants], Math.max(WAIT_GRACE, p.handle.ttl))
+      answer = await this.#run('renew', p.keys, [p.id, '', p.consts], Math.max(WAIT_GRACE, p.handle.ttl))
     } catch (error) {
       return this.#failed(p, error, () => void this.#heartbeat(p))
     }
@@ -499,6 +515,7 @@ export class RedisStore implements LeaseOwner {
   }
 
   #granted(p: Request, fence: number, leaseMs: number, revokeMs: number, from: number): void {
+    this.#unwant(p)
     if (p.beatTimer !== undefined) clearTimer(this.#clock, p.beatTimer)
     if (p.giveUpTimer !== undefined) clearTimer(this.#clock, p.giveUpTimer)
     p.beatTimer = p.giveUpTimer = undefined
@@ -522,7 +539,7 @@ export class RedisStore implements LeaseOwner {
   async #renew(p: Request): Promise<Renewed> {
     let answer: unknown[]
     try {
-      answer = (await this.#run('renew', p.keys, [p.id, '', p.handle._constants], p.handle.ttl)) as unknown[]
+      answer = (await this.#run('renew', p.keys, [p.id, '', p.consts], p.handle.ttl)) as unknown[]
     } catch {
       return undefined
     }
@@ -538,7 +555,28 @@ export class RedisStore implements LeaseOwner {
     p.lease?._lose(reason)
   }
 
+  /**
+   * A request waits (sharded wake-ups): its key's channel is subscribed to while it waits. When the
+   * subscription was not in place as it joined the line, its grant may have been published unheard:
+   * it asks Redis at once where it stands.
+   */
+  #want(p: Request): void {
+    if (!this.#wakeups.sharded || p.subscribed) return
+    p.subscribed = true
+    void this.#wakeups.want(p.channel).then(missed => {
+      if (missed && !p.lease && this.#requests.get(p.id) === p && p.beatTimer !== undefined) this.#beat(p, 0, () => void this.#heartbeat(p))
+    })
+  }
+
+  /** A request no longer waits: its channel may go. */
+  #unwant(p: Request): void {
+    if (!p.subscribed) return
+    p.subscribed = false
+    this.#wakeups.release(p.channel)
+  }
+
   #forget(p: Request): void {
+    this.#unwant(p)
     if (this.#requests.get(p.id) === p) this.#requests.delete(p.id)
     this.#byLocal.delete(p.local)
     p.renewal?.stop()
@@ -602,7 +640,7 @@ export class RedisStore implements LeaseOwner {
       throw new InvalidError(`${place}: limit ${o.limit} differs from the limit ${resource.limit} this store's semaphore ${name} has`)
     const ttl = Math.round(o.ttl)
     const maxHold = Math.ceil(o.maxHold)
-    const consts = constants(this.#grace, this.#wakeups.publish, ttl, maxHold, o.limit, this.#wakeups.channel)
+    const consts = constants(this.#grace, this.#wakeups.publish, ttl, maxHold, o.limit, '')
     return new RedisLock(this, resource, o.limit, ttl, maxHold, o.wait, consts)
   }
 
@@ -686,7 +724,7 @@ export class RedisLock extends TravellingHandle<Lease> {
     ttl: number,
     maxHold: number,
     wait: number,
-    /** @internal What every call for this handle sends (see `constants` in scripts.ts). */
+    /** @internal What every call for this handle sends (see `constants` in scripts.ts) but the channel, which ends it. */
     readonly _constants: string,
   ) {
     super(resource, limit, ttl, maxHold, wait)
@@ -758,5 +796,7 @@ async function checkServer(adapter: Adapter, place: string, allowEviction: boole
       `${place}: Redis ${version} has maxmemory-policy ${maxmemoryPolicy}: it may evict lock state (two holders of one key, repeated fences). Set it to noeviction (CONFIG SET maxmemory-policy noeviction), or pass allowEviction: true`,
     )
   }
-  return { version, maxmemoryPolicy, client: adapter.client }
+  // Sharded pub/sub (SPUBLISH) from Redis 7, in a Cluster whose client can.
+  const pubsub = adapter.sharded && major >= 7 ? 'sharded' : 'classic'
+  return { version, maxmemoryPolicy, client: adapter.client, topology: adapter.topology, pubsub }
 }
