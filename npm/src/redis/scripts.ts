@@ -48,7 +48,7 @@
  */
 
 import { createHash } from 'node:crypto'
-import common from './scripts/common.js'
+import common, { clock } from './scripts/common.js'
 import acquireBody from './scripts/acquire.js'
 import renewBody from './scripts/renew.js'
 import releaseBody from './scripts/release.js'
@@ -75,9 +75,18 @@ function script(source: string): Script {
   return { source, sha: sha1(source) }
 }
 
-/** The library and the scripts, with the `#!lua` line where the server knows it (Redis 7 and later). */
-export function scriptsFor(shebang: boolean): Scripts {
-  const lua = common + acquireBody + renewBody + releaseBody + inspectBody
+/**
+ * The library and the scripts, with the `#!lua` line where the server knows it (Redis 7 and later).
+ * `clockKey` (for the model test only): the Lua reads the time from that Redis key (ms) instead of
+ * `TIME`, so that a test drives every deadline; nothing else differs (and the library's name, a hash
+ * of its text, differs from the real one's).
+ */
+export function scriptsFor(shebang: boolean, options: { clockKey?: string } = {}): Scripts {
+  const shared =
+    options.clockKey === undefined
+      ? common
+      : common.replace(clock, `\nlocal function time()\n  return tonumber(redis.call('GET', ${JSON.stringify(options.clockKey)}))\nend\n`)
+  const lua = shared + acquireBody + renewBody + releaseBody + inspectBody
   const name = `holdfast_${sha1(lua).slice(0, 12)}`
   const functions = { acquire: `${name}_acquire`, renew: `${name}_renew`, release: `${name}_release`, inspect: `${name}_inspect` }
   const source = `#!lua name=${name}\n${lua}
@@ -91,9 +100,9 @@ redis.register_function{function_name='${functions.inspect}', callback=inspect, 
   return {
     library: { name, source, functions },
     scripts: {
-      acquire: script(`${writes}${common}${acquireBody}return acquire(KEYS, ARGV)\n`),
-      renew: script(`${writes}${common}${renewBody}return renew(KEYS, ARGV)\n`),
-      release: script(`${writes}${common}${releaseBody}return release(KEYS, ARGV)\n`),
+      acquire: script(`${writes}${shared}${acquireBody}return acquire(KEYS, ARGV)\n`),
+      renew: script(`${writes}${shared}${renewBody}return renew(KEYS, ARGV)\n`),
+      release: script(`${writes}${shared}${releaseBody}return release(KEYS, ARGV)\n`),
       inspect: script(`${reads}${inspectBody}return inspect(KEYS, ARGV)\n`),
     },
   }

@@ -14,12 +14,23 @@
  * HMGET, HDEL.
  *
  * keys: 1 meta and records (hash), 2 line and deadlines (zset).
+ *
+ * The only place the Lua reads the time is `time()` (`clock`, below): the model test swaps it for a
+ * clock of its own (`scriptsFor`'s `clockKey`), and nothing else differs.
  * args: 1 request id, 2 the entry point's own, 3 what a handle sends with every call, as one text
  * (`constants` in ../scripts.ts: one argument rather than six, each of which costs the client and the
  * server): 'grace publish ttl maxHold limit channel' — the grace ms, the publish command (PUBLISH or
  * SPUBLISH), the lease ttl ms, maxHold ms (0: none), the limit (1 for a lock), and the channel that
  * tells this request's process of a grant.
  */
+/** The server's clock (ms): every deadline is judged by it, never by a client's. */
+export const clock = `
+local function time()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+
 export default `
 -- The state of one call (set by begin and load).
 local M, Z, id, grace, pub, now
@@ -54,12 +65,7 @@ local function begin(keys, args)
   staged, dirty, expire = {}, false, false
 end
 
--- The server's clock (ms): every deadline is judged by it, never by a client's.
-local function time()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
+${clock}
 -- Whether the holder in the slot is request \`rid\`: the slot ends with its id.
 local function inSlot(rid)
   return slot and string.sub(slot, -#rid - 1) == ' ' .. rid
