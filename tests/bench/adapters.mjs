@@ -22,8 +22,11 @@ export const ADAPTERS = ['bare', 'bare-context', 'async-lock', 'async-mutex', 'h
  * Run only when named in BENCH_ADAPTERS. `holdfast-slim` is holdfast without LOCK-04's async context
  * (the `holdfast/slim` entry: the same wrapper and engine, no AsyncLocalStorage): not a way to use the
  * library with every guarantee, but the measure of what the context costs, side by side.
+ * `holdfast-redis-b` is holdfast/redis from another build (HOLDFAST_PKG_B, installed by run.sh as
+ * `holdfast-b`): an A/B of two builds in one run. `redis-fifo-floor` is the least a FIFO lock with
+ * fences costs on Redis (see its description).
  */
-export const ON_REQUEST = ['holdfast-slim']
+export const ON_REQUEST = ['holdfast-slim', 'holdfast-redis-b', 'redis-fifo-floor']
 
 // What each adapter is, for the header of the report.
 export const DESCRIPTIONS = {
@@ -177,16 +180,19 @@ export async function makeAdapter(name) {
 // Lock keys live under one name: holdfast's lock 'bench', Redis keys 'bench:KEY' (redis-semaphore adds
 // its own 'mutex:' prefix), so that the parent can count what is left on the server after a measurement.
 
-export const REMOTE_ADAPTERS = ['ws-echo', 'ws-lock', 'holdfast', 'holdfast-redis', 'redis-semaphore', 'redlock']
+export const REMOTE_ADAPTERS = ['ws-echo', 'ws-lock', 'holdfast', 'holdfast-redis', 'holdfast-redis-b', 'redis-fifo-floor', 'redis-semaphore', 'redlock']
 
 /** The remote adapters that need redis-server. */
-export const usesRedis = (name) => name === 'redis-semaphore' || name === 'redlock' || name === 'holdfast-redis'
+export const usesRedis = (name) => name === 'redis-semaphore' || name === 'redlock' || name.startsWith('holdfast-redis') || name === 'redis-fifo-floor'
 
 export const REMOTE_DESCRIPTIONS = {
   'ws-echo': 'no lock: one round trip of a 40-byte binary WebSocket message (ws for the handshake; a turn\'s messages framed by hand into one write, both ways, as holdfast\'s Node transport does) to an echo server in its own process, then fn (the floor of a lock service with one round trip per hold; its checks are expected to fail)',
   'ws-lock': 'the simplest FIFO lock service over the same transport as ws-echo: a hold is one round trip (the server answers when the key is free, holders in line in the order they came), its release one message without an answer; no fences, ttl, renewal, token or codec (the floor of a FIFO lock service with one round trip per hold, under key contention too)',
   'holdfast': "connect(url, { token }); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold; server: openStore({ storage: memoryStorage() }).serve() in its own process",
   'holdfast-redis': "openRedisStore({ redis: ioredis client, prefix: 'bench' }) (holdfast/redis, on the same redis-server as the Redis libraries); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold",
+  'holdfast-redis-b': 'as holdfast-redis, from the build in HOLDFAST_PKG_B (installed as holdfast-b): an A/B of two builds in one run',
+  'redis-fifo-floor':
+    "the least a FIFO lock with fences costs on Redis, as a floor: two Redis Functions (FUNCTION LOAD once, FCALL), acquire = HMGET, then TIME + HSET (free: holder, fence max(last + 1, ms × 1024)) or RPUSH + HINCRBY (in line); release = HMGET, then HDEL (nobody waits) or LPOP + TIME + HSET + PUBLISH to the next holder's process (one subscriber connection a process); no ttl, lease expiry, request ids asked again, tombstones, maxHold, key expiry or LOCK-04 context: not a lock to use, the floor of what those cost",
   'redis-semaphore': 'new Mutex(client, key, { lockTimeout: 10s, acquireTimeout: 60s, retryInterval: 10ms }) per hold; acquire/release; try = tryAcquire()',
   'redlock': 'new Redlock([client], { retryCount: -1, retryDelay: 10, retryJitter: 5 }); acquire([key], 10s)/release; try = { retryCount: 0 }',
 }
@@ -265,6 +271,8 @@ function wsLockMessage(op, id, key) {
 export function remoteVersion(name) {
   if (name === 'holdfast') return packageInfo('holdfast')?.version ?? null
   if (name === 'holdfast-redis') return packageInfo('holdfast') && packageInfo('ioredis') ? `${packageInfo('holdfast').version} + ioredis ${packageInfo('ioredis').version}` : null
+  if (name === 'holdfast-redis-b') return packageInfo('holdfast-b') && packageInfo('ioredis') ? `${packageInfo('holdfast-b').version} (B) + ioredis ${packageInfo('ioredis').version}` : null
+  if (name === 'redis-fifo-floor') return packageInfo('ioredis') ? `- + ioredis ${packageInfo('ioredis').version}` : null
   if (name === 'ws-echo' || name === 'ws-lock') return packageInfo('ws')?.version ?? null
   const lib = packageInfo(name)
   const ioredis = packageInfo('ioredis')
@@ -388,8 +396,9 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
       }
     }
 
-    case 'holdfast-redis': {
-      const { openRedisStore } = await import('holdfast/redis')
+    case 'holdfast-redis':
+    case 'holdfast-redis-b': {
+      const { openRedisStore } = await import(name === 'holdfast-redis' ? 'holdfast/redis' : 'holdfast-b/redis')
       const { default: Redis } = await import('ioredis')
       const client = new Redis(redis, { lazyConnect: true })
       await client.connect()
@@ -411,6 +420,9 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
         },
       }
     }
+
+    case 'redis-fifo-floor':
+      return fifoFloor(redis)
 
     case 'redis-semaphore':
     case 'redlock': {
@@ -491,5 +503,106 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
 
     default:
       throw new Error(`unknown remote adapter ${JSON.stringify(name)} (known: ${REMOTE_ADAPTERS.join(', ')})`)
+  }
+}
+
+/**
+ * redis-fifo-floor's Functions: a key's hash K (h: holder id, f: last fence, q: how many wait) and its
+ * line L (a list of "id channel"). Fences as holdfast's: max(last + 1, server ms × 1024).
+ */
+const FLOOR_LIBRARY = `#!lua name=benchfloor
+local function fence(last)
+  local t = redis.call('TIME')
+  return math.max((tonumber(last) or 0) + 1, (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024)
+end
+redis.register_function('floor_acquire', function(keys, args)
+  local g = redis.call('HMGET', keys[1], 'h', 'f', 'q')
+  if not g[1] and not g[3] then
+    local f = fence(g[2])
+    redis.call('HSET', keys[1], 'h', args[1], 'f', f)
+    return f
+  end
+  if args[3] == 'try' then return -1 end
+  redis.call('RPUSH', keys[2], args[1] .. ' ' .. args[2])
+  redis.call('HINCRBY', keys[1], 'q', 1)
+  return 0
+end)
+redis.register_function('floor_release', function(keys, args)
+  local g = redis.call('HMGET', keys[1], 'h', 'f', 'q')
+  if g[1] ~= args[1] then return 0 end
+  if not g[3] then
+    redis.call('HDEL', keys[1], 'h')
+    return 1
+  end
+  local rid, chan = string.match(redis.call('LPOP', keys[2]), '^(%S+) (%S+)$')
+  local f = fence(g[2])
+  local q = tonumber(g[3]) - 1
+  if q == 0 then
+    redis.call('HDEL', keys[1], 'q')
+    redis.call('HSET', keys[1], 'h', rid, 'f', f)
+  else
+    redis.call('HSET', keys[1], 'h', rid, 'f', f, 'q', q)
+  end
+  redis.call('PUBLISH', chan, rid .. ' ' .. string.format('%.0f', f))
+  return 1
+end)
+`
+
+/** redis-fifo-floor: see its description. */
+async function fifoFloor(url) {
+  const { default: Redis } = await import('ioredis')
+  const client = new Redis(url, { lazyConnect: true })
+  await client.connect()
+  try {
+    await client.call('FUNCTION', 'LOAD', FLOOR_LIBRARY)
+  } catch (error) {
+    if (!/already exists/.test(error.message)) throw error
+  }
+  const channel = `floor:w:${process.pid}:${Math.random().toString(36).slice(2)}`
+  const woken = new Map() // id -> resolve
+  const sub = client.duplicate()
+  sub.on('message', (_, text) => {
+    const [id] = text.split(' ')
+    const resolve = woken.get(id)
+    woken.delete(id)
+    resolve?.()
+  })
+  await sub.subscribe(channel)
+  let next = 0
+  const keys = (key) => [`bench:{f:${key}}:k`, `bench:{f:${key}}:l`]
+  const take = async (key, id) => {
+    const k = keys(key)
+    const waited = new Promise((resolve) => woken.set(id, resolve))
+    if ((await client.call('FCALL', 'floor_acquire', 2, ...k, id, channel)) !== 0) woken.delete(id)
+    else await waited
+    return k
+  }
+  const run = async (k, id, fn) => {
+    try {
+      return await fn()
+    } finally {
+      void client.call('FCALL', 'floor_release', 2, ...k, id)
+    }
+  }
+  return {
+    fifo: true,
+    hold: async (key, fn) => {
+      const id = `${process.pid}-${++next}`
+      return run(await take(key, id), id, fn)
+    },
+    tryHold: async (key, fn) => {
+      const id = `${process.pid}-${++next}`
+      const k = keys(key)
+      if ((await client.call('FCALL', 'floor_acquire', 2, ...k, id, channel, 'try')) === -1) return NOT
+      return { acquired: true, value: await run(k, id, fn) }
+    },
+    sync: async () => {
+      await client.ping()
+      return undefined
+    },
+    close: async () => {
+      sub.disconnect()
+      await client.quit()
+    },
   }
 }

@@ -204,7 +204,20 @@ async function parent() {
   const ran = (w) => (isRemote(w) ? remoteAdapters : adapters).includes('holdfast')
   if (anyLocal && !adapters.includes('holdfast')) say(`holdfast not run: ${skipped.holdfast ?? 'not selected (BENCH_ADAPTERS)'}`)
   if (anyRemote && !remoteAdapters.includes('holdfast')) say(`holdfast (remote) not run: ${remoteSkipped.holdfast ?? 'not selected (BENCH_ADAPTERS)'}`)
+  // holdfast/redis (and its B build, and the floor of a FIFO lock with fences on Redis) on the same
+  // redis-server as the Redis libraries, and beside holdfast's own server.
+  const redisRatios = (w) => {
+    for (const mine of ['holdfast-redis', 'holdfast-redis-b', 'redis-fifo-floor']) {
+      const r = medians[w][mine]
+      if (!isRemote(w) || r === undefined) continue
+      for (const other of ['redis-semaphore', 'redlock', 'holdfast', 'holdfast-redis', 'redis-fifo-floor']) {
+        const o = medians[w][other]
+        if (o !== undefined && other !== mine) say(`${pad(w, 4)}${mine} ÷ ${pad(other, 17)}${ratio(r / o)}   (${mine} ${fmtOps(r)}, ${other} ${fmtOps(o)})`)
+      }
+    }
+  }
   for (const w of workloads) {
+    redisRatios(w)
     if (!ran(w)) continue
     const others = isRemote(w) ? ['redis-semaphore', 'redlock', ...(w === 'R2' ? [] : ['ws-echo']), 'ws-lock'] : [w === 'W4' ? 'async-mutex' : 'async-lock']
     for (const other of others) {
@@ -215,14 +228,6 @@ async function parent() {
       // The most any lock keeping LOCK-04 could reach here: no lock at all, only the context.
       const c = medians[w]['bare-context']
       if (!isRemote(w) && c !== undefined && o !== undefined) say(`${pad('', 4)}bare-context ÷ ${pad(other, 12)}${ratio(c / o)}   (the ceiling with LOCK-04's context: no lock, only a context entered per hold)`)
-    }
-    // holdfast/redis on the same redis-server as the Redis libraries, and beside holdfast's own server.
-    const r = medians[w]['holdfast-redis']
-    if (isRemote(w) && r !== undefined) {
-      for (const other of ['redis-semaphore', 'redlock', 'holdfast']) {
-        const o = medians[w][other]
-        if (o !== undefined) say(`${pad(w, 4)}holdfast-redis ÷ ${pad(other, 17)}${ratio(r / o)}   (holdfast-redis ${fmtOps(r)}, ${other} ${fmtOps(o)})`)
-      }
     }
   }
 

@@ -231,7 +231,7 @@ export async function measureRemote(w, a, ctx) {
     const clients = []
     const m = {
       scale: ctx.scale,
-      fifo: a === 'holdfast' || a === 'ws-lock' || a === 'holdfast-redis',
+      fifo: a === 'holdfast' || a === 'ws-lock' || a.startsWith('holdfast-redis') || a === 'redis-fifo-floor',
       file: (name) => path.join(dir, name),
       client: async (role) => {
         const c = new Child([...flags(role), script, '--remote-child', a], childEnv, `client ${role}`, deadline)
@@ -264,12 +264,15 @@ export async function measureRemote(w, a, ctx) {
     // Nothing may be left held once every client has closed.
     // (holdfast/redis keeps a released key's meta, its last fence, until its grace: a key is busy while
     // its meta counts holders or waiters.)
-    const busy = "local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do local c = redis.call('HMGET', k, 'n', 'q') if tonumber(c[1] or '0') + tonumber(c[2] or '0') > 0 then n = n + 1 end end return n"
+    // (A lock's holder is the meta's field h; a semaphore counts its holders in n; q counts waiters.)
+    const busy = "local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do local c = redis.call('HMGET', k, 'n', 'q', 'h') if c[3] or tonumber(c[1] or '0') + tonumber(c[2] or '0') > 0 then n = n + 1 end end return n"
     const left = server
       ? (await server.request({ op: 'inspect' }, 'inspected')).keys
-      : a === 'holdfast-redis'
+      : a.startsWith('holdfast-redis')
         ? await redisCommand(ctx.redisPort, 'EVAL', busy, '0', 'bench:{*}:m')
-        : await redisCommand(ctx.redisPort, 'DBSIZE')
+        : a === 'redis-fifo-floor'
+          ? await redisCommand(ctx.redisPort, 'EVAL', "local n = 0 for _, k in ipairs(redis.call('KEYS', 'bench:{f:*}:k')) do if redis.call('HEXISTS', k, 'h') == 1 then n = n + 1 end end return n", '0')
+          : await redisCommand(ctx.redisPort, 'DBSIZE')
     if (left !== 0) {
       result.ok = false
       result.notes.push(`${left} keys still held on the server after every client closed`)

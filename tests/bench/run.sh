@@ -7,7 +7,8 @@
 # HOLDFAST_PKG: the holdfast package to measure, a packed .tgz or a package directory (default: ../../npm
 # relative to this folder, after `bash npm/build.sh`). A relative path given by the caller is taken from
 # the caller's working directory. When it is not built, the competitors still run and holdfast is listed
-# as "not run: not built". Other options (BENCH_ROUNDS, BENCH_SCALE, BENCH_ONLY, ...) are read by bench.mjs.
+# as "not run: not built". HOLDFAST_PKG_B: a second build, measured as the adapter holdfast-redis-b
+# beside holdfast-redis (an A/B in one run; name it in BENCH_ADAPTERS). Other options (BENCH_ROUNDS, BENCH_SCALE, BENCH_ONLY, ...) are read by bench.mjs.
 #
 #   BENCH_REMOTE=1 bash tests/bench/run.sh        # the remote workloads alone: holdfast's server over
 #                                                 # 127.0.0.1 beside redis-semaphore and redlock on a local
@@ -39,6 +40,21 @@ else
   export HOLDFAST_SKIP="not built: $pkg not found"
 fi
 
+# HOLDFAST_PKG_B: another build (a packed .tgz, or a package directory, packed here), unpacked as
+# node_modules/holdfast-b for the adapter holdfast-redis-b: an A/B of two builds in one run.
+rm -rf node_modules/holdfast-b
+if [[ -n "${HOLDFAST_PKG_B:-}" ]]; then
+  [[ "$HOLDFAST_PKG_B" = /* ]] && pkg_b="$HOLDFAST_PKG_B" || pkg_b="$caller/$HOLDFAST_PKG_B"
+  if [[ -d "$pkg_b" ]]; then
+    tmp_b=$(mktemp -d)
+    trap 'rm -rf "$tmp_b"' EXIT
+    (cd "$pkg_b" && npm pack --silent --pack-destination "$tmp_b" >/dev/null)
+    pkg_b=$(ls "$tmp_b"/*.tgz)
+  fi
+  mkdir -p node_modules/holdfast-b
+  tar xzf "$pkg_b" -C node_modules/holdfast-b --strip-components=1
+fi
+
 case "${BENCH_RUNTIME:-node}" in
   node) bin="${BENCH_NODE:-node}" ;;
   bun)
@@ -48,4 +64,4 @@ case "${BENCH_RUNTIME:-node}" in
   *) echo "BENCH_RUNTIME must be node or bun, not '${BENCH_RUNTIME}'" >&2; exit 2 ;;
 esac
 
-exec "$bin" bench.mjs
+"$bin" bench.mjs

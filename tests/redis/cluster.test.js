@@ -1,17 +1,21 @@
-// Redis Cluster, three primaries, with ioredis's Cluster client: everything holdfast writes for one
-// key of one lock lives in one hash slot (one hash tag), so keys spread over the three nodes; the
-// contracts hold (one holder, FIFO across stores, fences growing, wake-ups from a script on any node);
-// inspect() lists the busy keys of every node.
+// Redis Cluster, three primaries, with ioredis's Cluster client and node-redis's createCluster:
+// everything holdfast writes for one key of one lock lives in one hash slot (one hash tag), so keys
+// spread over the three nodes; the contracts hold (one holder, FIFO across stores, fences growing,
+// wake-ups from a script on any node); inspect() lists the busy keys of every node. Wake-ups go by
+// sharded pub/sub: SPUBLISH to a channel carrying the key's hash tag, heard by the node of its slot.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore } from 'holdfast/redis'
-import { startCluster, raw, later, sleep } from './helpers.js'
+import { startCluster, raw, later, sleep, commandStats } from './helpers.js'
 
-test('#15 Cluster (3 primaries): keys spread over every node, one holder a key, FIFO across stores with growing fences, inspect sees every node', async t => {
+for (const kind of ['ioredis', 'node-redis'])
+test(`#15 Cluster (3 primaries, ${kind}): keys spread over every node, one holder a key, FIFO across stores with growing fences woken by sharded pub/sub, inspect sees every node`, async t => {
   const cluster = await startCluster(t)
-  const a = await openRedisStore({ redis: await cluster.client() })
-  const b = await openRedisStore({ redis: await cluster.client() })
+  const a = await openRedisStore({ redis: await cluster.client(kind) })
+  const b = await openRedisStore({ redis: await cluster.client(kind) })
   later(t, () => Promise.all([a.close(), b.close()]))
+  assert.equal(a.server.topology, 'cluster')
+  assert.equal(a.server.pubsub, 'sharded')
 
   // 30 keys held at once: their state is on every node, and each key's five Redis keys on one node.
   const leases = await Promise.all(Array.from({ length: 30 }, (_, i) => a.lock('spread').acquire(`key-${i}`)))
@@ -51,4 +55,26 @@ test('#15 Cluster (3 primaries): keys spread over every node, one holder a key, 
   await Promise.all(waiters)
   assert.deepEqual(order, [0, 1, 2, 3, 4, 5])
   assert.ok(Date.now() - releasedAt < 5_000, 'woken by the release (a ttl/3 heartbeat would take 10 s)')
+  // Every grant told by SPUBLISH, none by classic PUBLISH (which a Cluster sends to every node).
+  const stats = await Promise.all(cluster.nodes.map(n => commandStats(n.port)))
+  assert.ok(stats.reduce((n, s) => n + (s.spublish ?? 0), 0) >= 6, 'wake-ups by SPUBLISH')
+  assert.equal(stats.reduce((n, s) => n + (s.publish ?? 0), 0), 0, 'no classic PUBLISH')
+})
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`#15 Cluster (${kind}), sharded wake-ups: a grant published before the waiter's process subscribed to its key's channel is found at once (not at a ttl/3 heartbeat)`, async t => {
+  const cluster = await startCluster(t)
+  const a = await openRedisStore({ redis: await cluster.client(kind) })
+  const b = await openRedisStore({ redis: await cluster.client(kind) })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  for (let i = 0; i < 3; i++) {
+    const lease = await a.lock('race', { ttl: '30s' }).acquire(`k${i}`)
+    // b's acquire goes first, a's release right after it, in the same turn: Redis grants b inside the
+    // release, before b (told it waits) has subscribed to the key's channel.
+    const waited = b.lock('race', { ttl: '30s' }).hold(`k${i}`, { wait: '30s' }, () => Date.now())
+    const releasedAt = Date.now()
+    void lease.release()
+    const grantedAt = await waited
+    assert.ok(grantedAt - releasedAt < 3_000, `granted ${grantedAt - releasedAt}ms after the release (a heartbeat comes every 10 s)`)
+  }
 })

@@ -177,22 +177,28 @@ test('LOCK-05: a lease is renewed past its ttl while fn runs; the same request i
   assert.equal(lease.lost, false)
   assert.deepEqual(await b.lock('r').tryHold('k', () => 1), { acquired: false })
   await lease.release()
-  // The script itself, asked twice with one request id: the same grant, then after the release a tombstone.
-  const { scriptsFor, keysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
-  const scripts = scriptsFor(true)
+  // The Functions themselves (FCALL, as the store calls them), and the same Lua as scripts (EVAL, as
+  // where Functions are missing), asked twice with one request id: the same grant, then after the
+  // release a tombstone.
+  const { scriptsFor, keysOf, constants } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const { library, scripts } = scriptsFor(true)
+  const consts = constants(60000, 'PUBLISH', 5000, 0, 1, 'nobody')
   const client = await redisClient(t, server.url)
-  const keys = keysOf('holdfast', 'lock', 'r', 'twice')
-  const call = (s, args) => (client.call ? client.call('EVAL', s.source, keys.length, ...keys, ...args) : client.sendCommand(['EVAL', s.source, String(keys.length), ...keys, ...args.map(String)]))
-  const acquire = ['req-1', 60000, 'PUBLISH', 5000, 0, -1, 1, 'nobody']
-  const one = await call(scripts.acquire, acquire)
-  const two = await call(scripts.acquire, acquire)
-  assert.equal(one[0], 'g')
-  assert.equal(two[0], 'g')
-  assert.equal(two[1], one[1], 'asked again: the same fence')
-  // Released while a copy of its acquire may still come (the client had no answer to one): a tombstone.
-  await call(scripts.release, ['req-1', 60000, 'PUBLISH', 'R', 1])
-  assert.deepEqual(await call(scripts.acquire, acquire), ['e', 'R'], 'a late copy after the release is answered, not granted')
-  assert.deepEqual(await call(scripts.renew, ['req-1', 60000, 'PUBLISH']), ['e', 'R'], 'a renewal never grants')
+  const send = args => (client.call ? client.call(...args) : client.sendCommand(args.map(String)))
+  for (const how of ['FCALL', 'EVAL']) {
+    const keys = keysOf('holdfast', 'lock', 'r', `twice-${how}`)
+    const call = (op, args) => send([how, how === 'FCALL' ? library.functions[op] : scripts[op].source, keys.length, ...keys, ...args])
+    const acquire = ['req-1', -1, consts]
+    const one = await call('acquire', acquire)
+    const two = await call('acquire', acquire)
+    assert.equal(typeof one, 'number', `${how}: granted at once, the fence alone`)
+    assert.equal(two[0], 'g', `${how}: asked again, where it stands`)
+    assert.equal(two[1], one, `${how}: asked again: the same fence`)
+    // Released while a copy of its acquire may still come (the client had no answer to one): a tombstone.
+    await call('release', ['req-1', 'R1', consts])
+    assert.deepEqual(await call('acquire', acquire), ['e', 'R'], `${how}: a late copy after the release is answered, not granted`)
+    assert.deepEqual(await call('renew', ['req-1', '', consts]), ['e', 'R'], `${how}: a renewal never grants`)
+  }
 })
 
 test('LOCK-06: fn throwing lets the key go; an aborted waiter and one whose wait ran out leave the line', async t => {
@@ -244,8 +250,17 @@ test('#15: an uncontended hold is two commands to Redis (acquire, release); bad 
   for (let i = 0; i < 20; i++) await lock.hold(`k${i}`, () => {})
   await sleep(50)
   const after = await commandStats(server.port)
-  const scripts = (after.evalsha ?? 0) - (before.evalsha ?? 0) + (after.eval ?? 0) - (before.eval ?? 0)
+  const scripts = ['fcall', 'evalsha', 'eval'].reduce((n, c) => n + (after[c] ?? 0) - (before[c] ?? 0), 0)
   assert.equal(scripts, 40, 'two scripts a hold')
+  // Redis 7: by FCALL (the library loaded once). Inside, a free lock's hold is TIME, HMGET, HSET (the
+  // acquire) and HMGET, HDEL (the release), once the key is in Redis.
+  assert.equal((after.fcall ?? 0) - (before.fcall ?? 0), 40, 'by FCALL')
+  const first = await commandStats(server.port)
+  for (let i = 0; i < 20; i++) await lock.hold('warm', () => {})
+  await sleep(50)
+  const then = await commandStats(server.port)
+  const inside = Object.fromEntries(Object.keys(then).filter(c => !['info', 'fcall'].includes(c) && then[c] !== first[c]).map(c => [c, (then[c] - (first[c] ?? 0)) / 20]))
+  assert.deepEqual(inside, { time: 1, hmget: 2, hset: 1, hdel: 1 }, 'the commands inside the two Functions, a hold')
   const calls = s => Object.entries(s).filter(([c]) => c !== 'info').reduce((n, [, v]) => n + v, 0)
   const quiet = await commandStats(server.port)
   await assert.rejects(lock.hold('', () => {}), InvalidError)
@@ -290,4 +305,41 @@ test('#15 wake-ups: after the subscriber connection is killed (CLIENT KILL TYPE 
   const releasedAt = Date.now()
   const grantedAt = await waiting
   assert.ok(grantedAt - releasedAt < 5_000, `granted ${grantedAt - releasedAt}ms after the release (a heartbeat comes every 10 s)`)
+})
+
+test('#15 Functions: a server that lost the library (FUNCTION FLUSH) is served at once by the same Lua as scripts, and the library is loaded again', async t => {
+  const { server, a } = await twoStores(t)
+  const lock = a.lock('lib')
+  assert.equal(await lock.hold('k', () => 'before'), 'before')
+  assert.equal(await raw(server.port, 'FUNCTION', 'FLUSH'), 'OK')
+  const before = await commandStats(server.port)
+  assert.equal(await lock.hold('k', () => 'after'), 'after')
+  const after = await commandStats(server.port)
+  assert.ok((after.eval ?? 0) + (after.evalsha ?? 0) > (before.eval ?? 0) + (before.evalsha ?? 0), 'run as a script meanwhile')
+  const end = Date.now() + 5_000
+  while (!/holdfast_/.test(String(await raw(server.port, 'FUNCTION', 'LIST')))) {
+    assert.ok(Date.now() < end, 'the library was loaded again')
+    await sleep(20)
+  }
+  const loaded = await commandStats(server.port)
+  await lock.hold('k', () => {})
+  assert.ok((await commandStats(server.port)).fcall > (loaded.fcall ?? 0), 'by FCALL again')
+})
+
+test('#15 Functions: a user whose ACL refuses FUNCTION gets every guarantee by scripts (EVALSHA, EVAL)', async t => {
+  const server = await startRedis(t)
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'app', 'on', '>secret', '~*', '&*', '+@all', '-function'), 'OK')
+  const url = `redis://app:secret@127.0.0.1:${server.port}`
+  const a = await openRedisStore({ redis: await redisClient(t, url) })
+  const b = await openRedisStore({ redis: await redisClient(t, url) })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const first = holder(a.lock('acl'), 'k')
+  const f1 = (await first.granted).fence
+  const next = b.lock('acl').hold('k', { wait: '10s' }, lease => lease.fence)
+  await until(a, 'acl', 'k', e => e?.waiting === 1)
+  first.release()
+  assert.ok((await next) > f1, 'served in turn, with a larger fence')
+  const stats = await commandStats(server.port)
+  assert.equal(stats.fcall ?? 0, 0, 'no FCALL')
+  assert.ok(stats.evalsha > 0, 'by EVALSHA')
 })

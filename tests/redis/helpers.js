@@ -316,10 +316,19 @@ export async function startSentinelSet(t) {
       const text = String(await raw(sentinels[0].port, 'SENTINEL', 'get-master-addr-by-name', 'mymaster'))
       return Number(/\$\d+\r\n(\d+)\r\n$/.exec(text)?.[1])
     },
-    /** An ioredis client that finds the primary through the sentinels. */
-    async client() {
+    /** A client that finds the primary through the sentinels: ioredis's Redis with `sentinels`, or node-redis's `createSentinel`. */
+    async client(kind = 'ioredis') {
+      const nodes = sentinels.map(s => ({ host: '127.0.0.1', port: s.port }))
+      if (kind === 'node-redis') {
+        const { createSentinel } = await import('redis')
+        const client = createSentinel({ name: 'mymaster', sentinelRootNodes: nodes })
+        client.on('error', () => {})
+        await client.connect()
+        later(t, () => client.destroy())
+        return client
+      }
       const { Redis } = await import('ioredis')
-      const client = new Redis({ sentinels: sentinels.map(s => ({ host: '127.0.0.1', port: s.port })), name: 'mymaster' })
+      const client = new Redis({ sentinels: nodes, name: 'mymaster' })
       client.on('error', () => {})
       later(t, () => client.disconnect())
       return client
@@ -349,7 +358,16 @@ export async function startCluster(t) {
   }
   return {
     nodes,
-    async client() {
+    /** A Cluster client: ioredis's `Cluster`, or node-redis's `createCluster`. */
+    async client(kind = 'ioredis') {
+      if (kind === 'node-redis') {
+        const { createCluster } = await import('redis')
+        const client = createCluster({ rootNodes: nodes.map(n => ({ url: n.url })) })
+        client.on('error', () => {})
+        await client.connect()
+        later(t, () => client.destroy())
+        return client
+      }
       const { Cluster } = await import('ioredis')
       const client = new Cluster(nodes.map(n => ({ host: '127.0.0.1', port: n.port })))
       client.on('error', () => {})

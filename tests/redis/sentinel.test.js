@@ -1,4 +1,5 @@
-// Sentinel: one primary, two replicas, three sentinels, with ioredis finding the primary through them.
+// Sentinel: one primary, two replicas, three sentinels, with ioredis (a Redis with `sentinels`) and
+// node-redis (createSentinel) finding the primary through them.
 // A graceful failover (SENTINEL FAILOVER) and the lost write — the replicas paused, a grant, the
 // primary killed, the replicas resumed and one promoted without the grant: fences keep growing, the
 // request is never granted twice (its holder learns it lost the lease), and holds carry on.
@@ -17,10 +18,12 @@ async function untilPrimaryMoves(set, from, ms = 30_000) {
   }
 }
 
-test('LOCK-02/LOCK-05 Sentinel: a graceful failover keeps the lease and its fence; fences keep growing; holds carry on', async t => {
+for (const kind of ['ioredis', 'node-redis'])
+test(`LOCK-02/LOCK-05 Sentinel (${kind}): a graceful failover keeps the lease and its fence; fences keep growing; holds carry on; a waiter is woken after it`, async t => {
   const set = await startSentinelSet(t)
-  const a = await openRedisStore({ redis: await set.client() })
-  const b = await openRedisStore({ redis: await set.client() })
+  const a = await openRedisStore({ redis: await set.client(kind) })
+  const b = await openRedisStore({ redis: await set.client(kind) })
+  assert.equal(a.server.topology, 'sentinel')
   later(t, () => Promise.all([a.close(), b.close()]))
   const lock = a.lock('failover', { ttl: '3s' })
   const lease = await lock.acquire('k')
@@ -33,15 +36,22 @@ test('LOCK-02/LOCK-05 Sentinel: a graceful failover keeps the lease and its fenc
   await sleep(3_500)
   assert.equal(lease.lost, false, `the lease was lost: ${lease.signal.reason?.message}`)
   assert.deepEqual(await b.lock('failover').tryHold('k', () => 'barged'), { acquired: false })
+  // A waiter in the other store, woken by the release on the new primary (its pub/sub moved there too).
+  const waiting = b.lock('failover', { ttl: '30s' }).hold('k', { wait: '20s' }, l => ({ fence: l.fence, at: Date.now() }))
+  for (let i = 0; i < 200 && !(await a.inspect()).some(e => e.name === 'failover' && e.waiting === 1); i++) await sleep(10)
+  const releasedAt = Date.now()
   await lease.release()
+  const woken = await waiting
+  assert.ok(woken.at - releasedAt < 5_000, `woken ${woken.at - releasedAt}ms after the release (a heartbeat comes every 10 s)`)
   const after = await lock.hold('k', { wait: '10s' }, l => l.fence)
-  assert.ok(after > Math.max(...fences), `fence ${after} after the failover`)
+  assert.ok(woken.fence > Math.max(...fences) && after > woken.fence, `fences ${woken.fence}, ${after} after the failover`)
 })
 
-test('LOCK-02 Sentinel, the lost write: replicas paused, a grant, the primary killed, a replica promoted without it — the next fence is larger and the request is never granted twice', async t => {
+for (const kind of ['ioredis', 'node-redis'])
+test(`LOCK-02 Sentinel (${kind}), the lost write: replicas paused, a grant, the primary killed, a replica promoted without it — the next fence is larger and the request is never granted twice`, async t => {
   const set = await startSentinelSet(t)
-  const a = await openRedisStore({ redis: await set.client() })
-  const b = await openRedisStore({ redis: await set.client() })
+  const a = await openRedisStore({ redis: await set.client(kind) })
+  const b = await openRedisStore({ redis: await set.client(kind) })
   later(t, () => Promise.all([a.close(), b.close()]))
   const before = await a.lock('lost').hold('k', l => l.fence)
   await raw(set.primary.port, 'WAIT', '2', '2000')

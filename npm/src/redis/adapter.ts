@@ -1,31 +1,53 @@
 /**
  * The part of a Redis client that holdfast uses, over the two clients teams have: ioredis and
- * node-redis (`redis` v5 and later). Neither is a dependency of holdfast (optional peers, never
- * bundled): a client is recognised by its shape, and `url` alone imports whichever is installed.
+ * node-redis (`redis` v5 and later), each for one server, a server found through Sentinel, or a
+ * Cluster. Neither is a dependency of holdfast (optional peers, never bundled): a client is
+ * recognised by its shape, and `url` alone imports whichever is installed.
  *
  * Commands go through each client's generic call (`call` / `sendCommand`): raw replies, the same from
- * both. A command may wait for a connection (both clients queue commands while they reconnect), so
- * `send` never waits past the patience it is given: the caller decides how long an answer is worth.
- * Pub/sub uses one more connection, `duplicate()`d from the client, whatever the number of waiters.
+ * all of them. A command may wait for a connection (the clients queue commands while they reconnect),
+ * so `send` never waits past the patience it is given: the caller decides how long an answer is worth.
+ *
+ * Pub/sub uses connections of its own, whatever the number of waiters: one (`duplicate()`d from the
+ * client) for one server; through node-redis's Sentinel client, its own pub/sub connection to the
+ * primary; in a Cluster, sharded pub/sub (`SSUBSCRIBE`, one connection a primary, made by the client)
+ * where the client can (ioredis 5.9 and later, node-redis), else classic pub/sub on one node, which a
+ * Cluster broadcasts to.
  */
 
 import { ClosedError, InvalidError } from '../errors.js'
 
 type Arg = string | number
 
-/** A second connection, subscribed to channels; its messages go to the store. */
+/** Sends a command to one server (or, in a Cluster, to the node of the key it names). */
+export type Sender = (args: Arg[]) => Promise<unknown>
+
+/** The pub/sub side; its messages go to the store. */
 export interface Subscriber {
+  /** Subscribes to a channel (`SSUBSCRIBE` when sharded); resolves once the server took it. */
   subscribe(channel: string): Promise<void>
+  unsubscribe(channel: string): Promise<void>
   close(): Promise<void>
 }
 
 export interface Adapter {
   readonly client: 'ioredis' | 'node-redis'
+  /** What the client reaches: one server, the primary Sentinel names, or a Cluster. */
+  readonly topology: 'server' | 'sentinel' | 'cluster'
+  /** Whether wake-ups go by sharded pub/sub: `SPUBLISH` to a channel in the key's slot, `SSUBSCRIBE`. */
+  readonly sharded: boolean
   /** Sends a command; rejects `ReplyFailure` when the server answered an error, anything else when it could not be reached. */
-  send(args: Arg[]): Promise<unknown>
+  send: Sender
+  /** `send` without turning the client's errors into `ReplyFailure` (one promise less): the caller does it, with `asReply`. */
+  call: Sender
+  /** A `send` to each primary: the one server, or every primary of a Cluster (Function libraries, SCAN). */
+  primaries(): Promise<Sender[]>
   /** Every key matching `pattern`, from every primary (a Cluster's too). */
   scan(pattern: string): Promise<string[]>
-  /** Opens the pub/sub connection. `ready` is called each time it (re)connected after the first. */
+  /**
+   * Opens the pub/sub side (classic, or sharded when `sharded`). `ready` is called each time it may
+   * have missed messages (it reconnected, or the primary changed) after the first time.
+   */
   subscriber(message: (channel: string, text: string) => void, ready: () => void): Promise<Subscriber>
   /** Closes the client, if holdfast opened it (from `url`); a client the application gave is left open. */
   close(): Promise<void>
@@ -46,7 +68,8 @@ export const TRANSIENT = new Set(['LOADING', 'BUSY', 'READONLY', 'MASTERDOWN', '
 const noop = () => {}
 
 /** The errors a client raises for an error reply (ioredis: ReplyError; node-redis: SimpleError / ErrorReply). */
-function asReply(error: unknown): unknown {
+export function asReply(error: unknown): unknown {
+  if (error instanceof ReplyFailure) return error
   const e = error as { name?: unknown; constructor?: { name?: unknown }; message?: unknown } | null
   if (!e || typeof e.message !== 'string') return error
   const names = [e.name, e.constructor?.name]
@@ -59,30 +82,70 @@ interface IoRedis {
   call(command: string, ...args: Arg[]): Promise<unknown>
   /** A Cluster's nodes (ioredis `Cluster`). */
   nodes?(role: 'master'): IoRedis[]
-  duplicate(): IoRedis
+  /** A Redis's or a Cluster's options: `sentinels` (a Redis found through Sentinel); `shardedSubscribers` known (a Cluster that can). */
+  options?: { sentinels?: unknown[] | null; shardedSubscribers?: boolean }
+  duplicate(...override: unknown[]): IoRedis
   subscribe(channel: string): Promise<unknown>
+  unsubscribe(channel: string): Promise<unknown>
+  ssubscribe?(channel: string): Promise<unknown>
+  sunsubscribe?(channel: string): Promise<unknown>
   on(event: string, fn: (...args: never[]) => void): unknown
+  once(event: string, fn: (...args: never[]) => void): unknown
   quit(): Promise<unknown>
   disconnect(): void
   status: string
 }
 
-interface NodeRedis {
-  sendCommand(args: string[]): Promise<unknown>
-  duplicate(): NodeRedis
-  connect(): Promise<unknown>
-  subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>
+type Listener = (message: string, channel: string) => void
+
+interface NodeRedisBase {
+  isOpen: boolean
   on(event: string, fn: (...args: never[]) => void): unknown
   quit?(): Promise<unknown>
   close?(): Promise<unknown>
-  destroy?(): void
+  destroy?(): unknown
   disconnect?(): Promise<unknown>
-  isOpen: boolean
+}
+
+/** A node-redis client of one server (`createClient`). */
+interface NodeRedis extends NodeRedisBase {
+  sendCommand(args: string[]): Promise<unknown>
+  duplicate(): NodeRedis
+  connect(): Promise<unknown>
+  subscribe(channel: string, listener: Listener): Promise<unknown>
+  unsubscribe(channel: string, listener?: Listener): Promise<unknown>
+}
+
+/** node-redis's Sentinel client (`createSentinel`): commands go to the primary it finds. */
+interface NodeRedisSentinel extends NodeRedisBase {
+  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>
+  acquire(): Promise<unknown>
+  subscribe(channel: string, listener: Listener): Promise<unknown>
+  unsubscribe(channel: string, listener?: Listener): Promise<unknown>
+}
+
+/** node-redis's Cluster client (`createCluster`): commands go to the node of their first key. */
+interface NodeRedisCluster extends NodeRedisBase {
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>
+  readonly masters: unknown[]
+  nodeClient(node: unknown): Promise<{ sendCommand(args: string[]): Promise<unknown> }>
+  sSubscribe(channel: string, listener: Listener): Promise<unknown>
+  sUnsubscribe(channel: string, listener?: Listener): Promise<unknown>
 }
 
 function isIoRedis(c: unknown): c is IoRedis {
   const x = c as IoRedis
   return typeof x?.call === 'function' && typeof x.duplicate === 'function' && typeof x.status === 'string'
+}
+
+function isNodeRedisCluster(c: unknown): c is NodeRedisCluster {
+  const x = c as NodeRedisCluster
+  return typeof x?.sendCommand === 'function' && typeof x.nodeClient === 'function' && typeof x.sSubscribe === 'function' && typeof x.isOpen === 'boolean'
+}
+
+function isNodeRedisSentinel(c: unknown): c is NodeRedisSentinel {
+  const x = c as NodeRedisSentinel
+  return typeof x?.sendCommand === 'function' && typeof x.acquire === 'function' && typeof x.isOpen === 'boolean'
 }
 
 function isNodeRedis(c: unknown): c is NodeRedis {
@@ -91,7 +154,7 @@ function isNodeRedis(c: unknown): c is NodeRedis {
 }
 
 /** SCAN of one server, every page; `send` sends a command to that server. */
-async function scanOne(send: (args: Arg[]) => Promise<unknown>, pattern: string): Promise<string[]> {
+async function scanOne(send: Sender, pattern: string): Promise<string[]> {
   const out: string[] = []
   let cursor = '0'
   do {
@@ -102,26 +165,64 @@ async function scanOne(send: (args: Arg[]) => Promise<unknown>, pattern: string)
   return out
 }
 
+async function scanAll(primaries: Sender[], pattern: string): Promise<string[]> {
+  return (await Promise.all(primaries.map(send => scanOne(send, pattern)))).flat()
+}
+
+/** `send` that turns the client's error replies into `ReplyFailure`. */
+function replying(raw: Sender): Sender {
+  return args => raw(args).catch(error => Promise.reject(asReply(error)))
+}
+
+/** Calls `ready` on every call of the returned function but the first. */
+function afterFirst(ready: () => void): () => void {
+  let first = true
+  return () => {
+    if (first) first = false
+    else ready()
+  }
+}
+
+/** A Cluster client that has not found its nodes yet: waits until it has (at most 10 s, then goes on). */
+async function clusterReady(c: IoRedis): Promise<void> {
+  if (c.status === 'ready') return
+  await new Promise<void>(resolve => {
+    const timer = setTimeout(resolve, 10_000)
+    c.once('ready', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })
+}
+
 function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
-  const call = (node: IoRedis) => (args: Arg[]) => node.call(String(args[0]), ...args.slice(1)).catch(error => Promise.reject(asReply(error)))
+  const raw = (node: IoRedis) => (args: Arg[]) => node.call(String(args[0]), ...args.slice(1))
+  const cluster = typeof c.nodes === 'function'
+  // ioredis 5.9 and later know sharded subscribers (a Cluster option, false unless asked for).
+  const sharded = cluster && c.options !== undefined && 'shardedSubscribers' in c.options
+  const primaries = async () => {
+    if (!cluster) return [replying(raw(c))]
+    await clusterReady(c)
+    return c.nodes!('master').map(node => replying(raw(node)))
+  }
   return {
     client: 'ioredis',
-    send: call(c),
-    async scan(pattern) {
-      const nodes = typeof c.nodes === 'function' ? c.nodes('master') : [c]
-      return (await Promise.all(nodes.map(node => scanOne(call(node), pattern)))).flat()
-    },
+    topology: cluster ? 'cluster' : c.options?.sentinels?.length ? 'sentinel' : 'server',
+    sharded,
+    send: replying(raw(c)),
+    call: raw(c),
+    primaries,
+    scan: async pattern => scanAll(await primaries(), pattern),
     async subscriber(message, ready) {
-      const sub = c.duplicate()
+      // A Cluster's duplicate takes (startup nodes, options); the one with sharded subscribers makes a
+      // subscriber connection a primary and sends each SSUBSCRIBE to the node of the channel's slot.
+      const sub = sharded ? c.duplicate([], { shardedSubscribers: true }) : c.duplicate()
       sub.on('error', noop)
-      sub.on('message', ((channel: string, text: string) => message(channel, text)) as (...args: never[]) => void)
-      let first = true
-      sub.on('ready', () => {
-        if (first) first = false
-        else ready()
-      })
+      sub.on(sharded ? 'smessage' : 'message', ((channel: string, text: string) => message(channel, text)) as (...args: never[]) => void)
+      sub.on('ready', afterFirst(ready))
       return {
-        subscribe: async channel => void (await sub.subscribe(channel)),
+        subscribe: async channel => void (await (sharded ? sub.ssubscribe!(channel) : sub.subscribe(channel))),
+        unsubscribe: async channel => void (await (sharded ? sub.sunsubscribe!(channel) : sub.unsubscribe(channel))),
         close: async () => sub.disconnect(),
       }
     },
@@ -132,33 +233,61 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
   }
 }
 
-async function endNodeRedis(c: NodeRedis): Promise<void> {
+async function endNodeRedis(c: NodeRedisBase): Promise<void> {
   try {
     if (typeof c.close === 'function') await c.close()
     else if (typeof c.quit === 'function') await c.quit()
   } catch {
-    if (typeof c.destroy === 'function') c.destroy()
+    if (typeof c.destroy === 'function') await c.destroy()
     else await c.disconnect?.().catch(noop)
   }
 }
 
+/** The pub/sub side made of a client's own `subscribe` / `unsubscribe` (Sentinel's, a Cluster's sharded ones). */
+function ownPubSub(
+  subscribe: (channel: string, listener: Listener) => Promise<unknown>,
+  unsubscribe: (channel: string, listener: Listener) => Promise<unknown>,
+  message: (channel: string, text: string) => void,
+): Subscriber {
+  const listener: Listener = (text, channel) => message(channel, text)
+  const channels = new Set<string>()
+  return {
+    subscribe: async channel => {
+      channels.add(channel)
+      await subscribe(channel, listener)
+    },
+    unsubscribe: async channel => {
+      channels.delete(channel)
+      await unsubscribe(channel, listener)
+    },
+    // The client is the application's: only this store's channels go.
+    close: async () => {
+      await Promise.all([...channels].map(channel => unsubscribe(channel, listener).catch(noop)))
+      channels.clear()
+    },
+  }
+}
+
 function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
-  const send = (args: Arg[]) => c.sendCommand(args.map(String)).catch(error => Promise.reject(asReply(error)))
+  const raw = (args: Arg[]) => c.sendCommand(args.map(String))
+  const send = replying(raw)
   return {
     client: 'node-redis',
+    topology: 'server',
+    sharded: false,
     send,
+    call: raw,
+    primaries: async () => [send],
     scan: pattern => scanOne(send, pattern),
     async subscriber(message, ready) {
       const sub = c.duplicate()
       sub.on('error', noop)
-      let first = true
-      sub.on('ready', () => {
-        if (first) first = false
-        else ready()
-      })
+      sub.on('ready', afterFirst(ready))
       await sub.connect()
+      const listener: Listener = (text, ch) => message(ch, text)
       return {
-        subscribe: async channel => void (await sub.subscribe(channel, (text, ch) => message(ch, text))),
+        subscribe: async channel => void (await sub.subscribe(channel, listener)),
+        unsubscribe: async channel => void (await sub.unsubscribe(channel, listener)),
         close: () => endNodeRedis(sub),
       }
     },
@@ -168,14 +297,89 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
   }
 }
 
+/**
+ * node-redis's Sentinel and Cluster clients: commands by `raw`, pub/sub by the client's own
+ * (`subscribe`, or the sharded one), `missed` wires the client's event that says messages may have
+ * been missed; closed only if holdfast opened the client.
+ */
+function nodeRedisOwnPubSubAdapter(
+  c: NodeRedisBase,
+  owned: boolean,
+  o: {
+    topology: 'sentinel' | 'cluster'
+    raw: Sender
+    primaries?: () => Promise<Sender[]>
+    subscribe: (channel: string, listener: Listener) => Promise<unknown>
+    unsubscribe: (channel: string, listener: Listener) => Promise<unknown>
+    missed: (ready: () => void) => void
+  },
+): Adapter {
+  const send = replying(o.raw)
+  const primaries = o.primaries ?? (async () => [send])
+  return {
+    client: 'node-redis',
+    topology: o.topology,
+    sharded: o.topology === 'cluster',
+    send,
+    call: o.raw,
+    primaries,
+    scan: async pattern => scanAll(await primaries(), pattern),
+    async subscriber(message, ready) {
+      o.missed(ready)
+      return ownPubSub(o.subscribe, o.unsubscribe, message)
+    },
+    async close() {
+      if (owned) await endNodeRedis(c)
+    },
+  }
+}
+
+function nodeRedisSentinelAdapter(c: NodeRedisSentinel, owned: boolean): Adapter {
+  return nodeRedisOwnPubSubAdapter(c, owned, {
+    topology: 'sentinel',
+    raw: args => c.sendCommand(false, args.map(String)),
+    // The Sentinel client keeps a pub/sub connection of its own to the primary, and moves it (with its
+    // channels) when the primary changes: messages published meanwhile may be missed.
+    subscribe: (channel, listener) => c.subscribe(channel, listener),
+    unsubscribe: (channel, listener) => c.unsubscribe(channel, listener),
+    missed: ready =>
+      c.on('topology-change', ((event: { type?: string }) => {
+        if (event?.type === 'MASTER_CHANGE') ready()
+      }) as (...args: never[]) => void),
+  })
+}
+
+/** The first key a command names (the scripts' and Functions'), by which a Cluster client routes it. */
+function firstKey(args: Arg[]): string | undefined {
+  const name = String(args[0]).toUpperCase()
+  if ((name === 'FCALL' || name === 'FCALL_RO' || name === 'EVALSHA' || name === 'EVAL') && Number(args[2]) > 0) return String(args[3])
+  return undefined
+}
+
+function nodeRedisClusterAdapter(c: NodeRedisCluster, owned: boolean): Adapter {
+  return nodeRedisOwnPubSubAdapter(c, owned, {
+    topology: 'cluster',
+    raw: args => c.sendCommand(firstKey(args), false, args.map(String)),
+    primaries: async () => c.masters.map(master => replying(async (args: Arg[]) => (await c.nodeClient(master)).sendCommand(args.map(String)))),
+    // Sharded channels go to the primary of their slot, on a pub/sub connection the client makes for
+    // it (and moves when the slot does); a node connecting anew may have missed messages.
+    subscribe: (channel, listener) => c.sSubscribe(channel, listener),
+    unsubscribe: (channel, listener) => c.sUnsubscribe(channel, listener),
+    missed: ready => c.on('node-ready', afterFirst(ready)),
+  })
+}
+
 /** An adapter over a client the application made. */
 export function adapterOf(client: unknown, place: string): Adapter {
   if (isIoRedis(client)) return ioredisAdapter(client, false)
-  if (isNodeRedis(client)) {
-    if (!client.isOpen) throw new InvalidError(`${place}: the node-redis client is not connected (await client.connect() first)`)
-    return nodeRedisAdapter(client, false)
-  }
-  throw new InvalidError(`${place}: option redis must be an ioredis client (new Redis(…)) or a node-redis client (createClient(…), connected)`)
+  const nodeRedis = isNodeRedisCluster(client) || isNodeRedisSentinel(client) || isNodeRedis(client)
+  if (nodeRedis && !(client as NodeRedisBase).isOpen) throw new InvalidError(`${place}: the node-redis client is not connected (await client.connect() first)`)
+  if (isNodeRedisCluster(client)) return nodeRedisClusterAdapter(client, false)
+  if (isNodeRedisSentinel(client)) return nodeRedisSentinelAdapter(client, false)
+  if (isNodeRedis(client)) return nodeRedisAdapter(client, false)
+  throw new InvalidError(
+    `${place}: option redis must be an ioredis client (new Redis(…), new Cluster(…)) or a node-redis client (createClient(…), createCluster(…), createSentinel(…), connected)`,
+  )
 }
 
 /** Opens a client for `url` with whichever of ioredis and node-redis is installed (ioredis first). */

@@ -1,7 +1,11 @@
 /**
- * The Lua scripts that keep holdfast's locks in Redis, and how they are run: by `EVALSHA`, falling back
- * to `EVAL` (which loads the script again) when the server answers `NOSCRIPT` — after a restart, a
- * failover, or on a Cluster node that never saw it.
+ * The Lua that keeps holdfast's locks in Redis, and how it is run. On Redis 7 and later it is loaded
+ * once as a Function library (`FUNCTION LOAD`, named after a hash of its text, so that two versions of
+ * holdfast never share a name) and called by `FCALL`: its helpers are made once, not at each call, and
+ * Redis keeps the library in its data (replicated, in the AOF and RDB files), so that a restart or a
+ * failover keeps it. Where Functions are missing (Redis 6.2) or not allowed (an ACL without
+ * `FUNCTION`), or a server lost the library (`FUNCTION FLUSH`, a node that never had it), the same Lua
+ * runs as scripts: `EVALSHA`, falling back to `EVAL` when the server answers `NOSCRIPT`.
  *
  * # Data layout
  * Everything of one key of one lock shares a hash tag, `{KIND:NAME:KEY}` (KIND `l` for a lock, `s` for
@@ -12,18 +16,21 @@
  *   `H fence ttl hardDeadline since channel` (holding), `W ttl maxHold waitDeadline channel` (waiting;
  *   -1 for no wait limit), `E why` (ended: R released, C cancelled, L lost past its lease, T its wait
  *   ran out, X no heartbeat within its ttl).
- * - `P:{…}:q` zset, the line: waiting request ids, scored by ticket (the order Redis received them).
- * - `P:{…}:d` zset, the deadlines (server ms): `h` + id of a holder (its lease), `w` + id of a waiter
- *   (the end of its wait or of its last heartbeat's ttl, whichever is first), `e` + id of a tombstone.
+ * - `P:{…}:z` zset, the line and the deadlines. The line: `q` + id of each waiter, scored by its
+ *   ticket (the order Redis received them) minus 2^52, so that the line comes before every deadline
+ *   and its head is the zset's first member. The deadlines (server ms): `h` + id of a holder (its
+ *   lease), `w` + id of a waiter (the end of its wait or of its last heartbeat's ttl, whichever is
+ *   first), `e` + id of a tombstone. And `z`, after every deadline: the zset exists exactly while the
+ *   meta does, so adding a deadline never makes a key without an expiry.
  *
- * # Invariants (every script keeps them before it answers)
- * - Every script reads the server's clock first (`TIME`): every deadline is judged by the server, never
- *   by a client's clock. Then the reap step ends whatever is past its deadline.
- * - At most `l` holders. While a permit is free, the line is empty: every script that may free one
+ * # Invariants (every call keeps them before it answers)
+ * - Every deadline is judged by the server's clock (`TIME`), never by a client's. A call that reads
+ *   the clock first ends whatever is past its deadline (the reap step) when one may be due.
+ * - At most `l` holders. While a permit is free, the line is empty: every call that may free one
  *   grants from the head of the line before it answers, and tells the granted request's process on its
- *   channel (`PUBLISH`, `SPUBLISH` in Cluster). So nobody barges: a new request is granted at once only
- *   when nobody waits, and waiters are granted in ticket order.
- * - A request id is granted at most once while Redis knows it. Asked again, a script answers the
+ *   channel (`PUBLISH`, or `SPUBLISH` in a Cluster). So nobody barges: a new request is granted at
+ *   once only when nobody waits, and waiters are granted in ticket order.
+ * - A request id is granted at most once while Redis knows it. Asked again, a call answers the
  *   request's record; a request that ended while a copy of its acquire may still come (its client had
  *   no answer to one: a dropped connection, a give-up) keeps a tombstone for its ttl, so that the late
  *   copy is answered, not granted; one whose every acquire was answered is forgotten at once (its
@@ -32,54 +39,93 @@
  *   from an AOF a second behind, a failover that lost writes) or the expiry of the meta, the time term
  *   is still larger than every fence given before, unless the new server's clock is behind the old
  *   one's by more than the time that passed. They stay safe integers until about the year 2248.
- * - Every key expires at least a grace after its largest deadline (`PEXPIREAT` at a mark kept in the
+ * - Both keys expire at least a grace after the largest deadline (`PEXPIREAT` at a mark kept in the
  *   meta, moved half a grace further each time a deadline passes it): a key nobody holds or waits for
- *   costs nothing a grace and a half after its last deadline.
- * - Scripts start with `#!lua` on Redis 7 and later, so that in Cluster they may touch only the keys
- *   they declare; the read-only one says `flags=no-writes`. Wake-ups are classic `PUBLISH` (no key):
- *   in Cluster it reaches every node, so the subscriber may listen on any.
+ *   costs nothing a grace and a half after its last deadline. Nothing is written for a key Redis does
+ *   not have but by a grant, which sets the mark.
+ * - The Lua starts with `#!lua` on Redis 7 and later, so that in a Cluster it may touch only keys of
+ *   the slot of those it declares; `inspect` says `no-writes`.
  */
 
 import { createHash } from 'node:crypto'
-import common from './scripts/common.js'
+import common, { clock } from './scripts/common.js'
 import acquireBody from './scripts/acquire.js'
 import renewBody from './scripts/renew.js'
 import releaseBody from './scripts/release.js'
 import inspectBody from './scripts/inspect.js'
 
+/** The entry points, each a Function of the library and a script of its own. */
+export type Op = 'acquire' | 'renew' | 'release' | 'inspect'
+
 export interface Script {
-  readonly name: string
   readonly source: string
   readonly sha: string
 }
 
-function script(name: string, source: string): Script {
-  return { name, source, sha: createHash('sha1').update(source).digest('hex') }
-}
-
 export interface Scripts {
-  acquire: Script
-  renew: Script
-  release: Script
-  inspect: Script
+  /** The Function library: its name, its text for `FUNCTION LOAD`, and the name of each entry point's Function. */
+  readonly library: { readonly name: string; readonly source: string; readonly functions: Readonly<Record<Op, string>> }
+  /** Each entry point as a script of its own, for `EVALSHA` and `EVAL`. */
+  readonly scripts: Readonly<Record<Op, Script>>
 }
 
-/** The scripts, with the `#!lua` line where the server knows it (Redis 7 and later). */
-export function scriptsFor(shebang: boolean): Scripts {
+const sha1 = (text: string) => createHash('sha1').update(text).digest('hex')
+
+function script(source: string): Script {
+  return { source, sha: sha1(source) }
+}
+
+/**
+ * The library and the scripts, with the `#!lua` line where the server knows it (Redis 7 and later).
+ * `clockKey` (for the model test only): the Lua reads the time from that Redis key (ms) instead of
+ * `TIME`, so that a test drives every deadline; nothing else differs (and the library's name, a hash
+ * of its text, differs from the real one's).
+ */
+export function scriptsFor(shebang: boolean, options: { clockKey?: string } = {}): Scripts {
+  const shared =
+    options.clockKey === undefined
+      ? common
+      : common.replace(clock, `\nlocal function time()\n  return tonumber(redis.call('GET', ${JSON.stringify(options.clockKey)}))\nend\n`)
+  const lua = shared + acquireBody + renewBody + releaseBody + inspectBody
+  const name = `holdfast_${sha1(lua).slice(0, 12)}`
+  const functions = { acquire: `${name}_acquire`, renew: `${name}_renew`, release: `${name}_release`, inspect: `${name}_inspect` }
+  const source = `#!lua name=${name}\n${lua}
+redis.register_function('${functions.acquire}', acquire)
+redis.register_function('${functions.renew}', renew)
+redis.register_function('${functions.release}', release)
+redis.register_function{function_name='${functions.inspect}', callback=inspect, flags={'no-writes'}}
+`
   const writes = shebang ? '#!lua\n' : ''
   const reads = shebang ? '#!lua flags=no-writes\n' : ''
   return {
-    acquire: script('acquire', writes + common + acquireBody),
-    renew: script('renew', writes + common + renewBody),
-    release: script('release', writes + common + releaseBody),
-    inspect: script('inspect', reads + inspectBody),
+    library: { name, source, functions },
+    scripts: {
+      acquire: script(`${writes}${shared}${acquireBody}return acquire(KEYS, ARGV)\n`),
+      renew: script(`${writes}${shared}${renewBody}return renew(KEYS, ARGV)\n`),
+      release: script(`${writes}${shared}${releaseBody}return release(KEYS, ARGV)\n`),
+      inspect: script(`${reads}${inspectBody}return inspect(KEYS, ARGV)\n`),
+    },
   }
+}
+
+/**
+ * The last argument of every call: what a handle sends with each, as one text (one argument rather
+ * than six: each costs the client and the server): the grace ms, the publish command, the lease ttl
+ * ms, maxHold ms (0: none), the limit, and the channel that tells the process of a grant.
+ */
+export function constants(grace: number, publish: string, ttl: number, maxHold: number, limit: number, channel: string): string {
+  return `${grace} ${publish} ${ttl} ${maxHold} ${limit} ${channel}`
+}
+
+/** The hash tag of one key of one lock: everything holdfast writes for it is in the slot of this tag. */
+export function tagOf(kind: 'lock' | 'semaphore', name: string, key: string): string {
+  return `{${kind === 'lock' ? 'l' : 's'}:${name}:${key}}`
 }
 
 /** The Redis keys of one key of one lock, in the order the scripts take them. */
 export function keysOf(prefix: string, kind: 'lock' | 'semaphore', name: string, key: string): string[] {
-  const base = `${prefix}:{${kind === 'lock' ? 'l' : 's'}:${name}:${key}}:`
-  return [`${base}m`, `${base}q`, `${base}d`]
+  const base = `${prefix}:${tagOf(kind, name, key)}:`
+  return [`${base}m`, `${base}z`]
 }
 
 /** The lock kind, name and key of a meta key (`P:{l:NAME:KEY}:m`), or undefined for another key. */

@@ -44,8 +44,8 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 
 /** A resource as the package's stores keep it (in the local store, a key it granted itself stands as its lease). */
 type Resource = SharedResource<Lease>
-import { adapterForUrl, adapterOf, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
-import { keysOf, parseMetaKey, scriptsFor, type Script, type Scripts } from './scripts.js'
+import { adapterForUrl, adapterOf, asReply, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
+import { constants, keysOf, parseMetaKey, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
 import { Renewal, type Renewed } from '../remote/renewal.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import { Wakeups, type Wake } from './wakeups.js'
@@ -74,6 +74,10 @@ export interface RedisServerInfo {
   version: string
   maxmemoryPolicy: string | undefined
   client: 'ioredis' | 'node-redis'
+  /** What the client reaches: one server, the primary Sentinel names, or a Cluster. */
+  topology: 'server' | 'sentinel' | 'cluster'
+  /** How waiters are woken: classic pub/sub, or sharded (`SPUBLISH`: a Cluster on Redis 7 whose client can). */
+  pubsub: 'classic' | 'sharded'
 }
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
@@ -86,6 +90,8 @@ const WAIT_GRACE = 1_000
 const PATIENCE = 10_000
 /** How long `close()` waits for Redis to take its releases. */
 const CLOSE_PATIENCE = 1_000
+/** How often commands waited for are checked against their patience (one timer a store, not one a command). */
+const SWEEP = 100
 /** A heartbeat meant for a deadline is sent this much after it, so that Redis finds it past. */
 const SLACK = 5
 /** The oldest server the scripts run on. */
@@ -110,6 +116,11 @@ class Request {
   /** Copies of its acquire sent and not answered yet; `uncertain`: one was given up unanswered. */
   asking = 0
   uncertain = false
+  /** The channel that tells of its grant, and what it sends with every call (the handle's constants and that channel). */
+  readonly channel: string
+  readonly consts: string
+  /** Whether it `want`ed its (sharded) channel, and has not released it yet. */
+  subscribed = false
 
   constructor(
     readonly handle: RedisLock,
@@ -117,11 +128,14 @@ class Request {
     readonly wait: number,
     local: number,
     keys: string[],
+    channel: string,
     now: number,
   ) {
     this.id = randomId()
     this.local = local
     this.keys = keys
+    this.channel = channel
+    this.consts = handle._constants + channel
     this.waitUntil = now + wait
     this.promise = new Promise((resolve, reject) => {
       this.resolve = resolve
@@ -137,6 +151,19 @@ class Request {
 /** A transport failure, or a script that took longer than the caller would wait. */
 class NoAnswer extends Error {}
 
+/** A command waited for: rejected `NoAnswer` by the sweep once `at` passed without an answer. */
+interface Waited {
+  at: number
+  patience: number
+  reject: (error: Error) => void
+}
+
+/** What a command's failure is to the store: an error reply (but those that pass by themselves), or no answer. */
+function failureOf(error: unknown): Error {
+  const e = asReply(error)
+  return e instanceof ReplyFailure && !TRANSIENT.has(e.code) ? e : new NoAnswer(String((e as Error)?.message ?? e), { cause: e })
+}
+
 export class RedisStore implements LeaseOwner {
   /** What the store found on the server when it opened. */
   readonly server: RedisServerInfo
@@ -150,6 +177,12 @@ export class RedisStore implements LeaseOwner {
   readonly #requests = new Map<string, Request>()
   readonly #byLocal = new Map<number, Request>()
   readonly #resources = new ResourceNames()
+  /** Whether the Function library is loaded (else the scripts run by EVALSHA / EVAL); while it loads again, that load. */
+  #functions = false
+  #reloading: Promise<void> | undefined
+  /** Commands waited for with a patience, and the one timer that checks them (see `#send`). */
+  readonly #waited = new Set<Waited>()
+  #sweepTimer: unknown = undefined
   #nextLocal = 1
   #closed: ClosedError | undefined
 
@@ -162,13 +195,14 @@ export class RedisStore implements LeaseOwner {
     this.#clock = clock
     this.#context = context
     this.#scripts = scriptsFor(Number(server.version.split('.')[0]) >= 7)
-    this.#wakeups = new Wakeups(prefix, randomId())
+    this.#wakeups = new Wakeups(prefix, randomId(), server.pubsub === 'sharded', clock)
   }
 
-  /** @internal Loads the scripts and subscribes to this process's channel. */
+  /** @internal Loads the Function library (or the scripts) and subscribes to this process's channel. */
   async _open(): Promise<void> {
-    for (const script of Object.values(this.#scripts) as Script[]) {
-      await this.#send(['SCRIPT', 'LOAD', script.source], PATIENCE)
+    if (Number(this.server.version.split('.')[0]) >= 7) this.#functions = await this.#loadLibrary()
+    if (!this.#functions) {
+      for (const script of Object.values(this.#scripts.scripts)) await this.#send(['SCRIPT', 'LOAD', script.source], PATIENCE)
     }
     await this.#wakeups.open(
       this.#adapter,
@@ -181,38 +215,110 @@ export class RedisStore implements LeaseOwner {
 
   /**
    * Sends a command; rejects `NoAnswer` when there is none within `patience` ms (Infinity: whoever
-   * sent it does not wait for it, and no timer is set).
+   * sent it does not wait for it), or after up to a `SWEEP` more: one timer a store checks the commands
+   * waited for, rather than a timer set and cleared for each. `fallback`: what answers instead when the
+   * server answers that it lacks the Function library (see `#run`).
    */
-  #send(args: (string | number)[], patience: number): Promise<unknown> {
+  #send(
+    args: (string | number)[],
+    patience: number,
+    via: (args: (string | number)[]) => Promise<unknown> = this.#adapter.call,
+    fallback?: () => Promise<unknown>,
+  ): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const timer = patience === Infinity ? undefined : setTimer(this.#clock, () => reject(new NoAnswer(`no answer from Redis within ${patience}ms`)), patience)
-      this.#adapter.send(args).then(
+      let waited: Waited | undefined
+      if (patience !== Infinity) {
+        waited = { at: this.#clock.now() + patience, patience, reject }
+        this.#waited.add(waited)
+        if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
+      }
+      via(args).then(
         value => {
-          if (timer !== undefined) clearTimer(this.#clock, timer)
+          if (waited) this.#waited.delete(waited)
           resolve(value)
         },
         error => {
-          if (timer !== undefined) clearTimer(this.#clock, timer)
-          reject(
-            error instanceof ReplyFailure && !TRANSIENT.has(error.code) ? error : new NoAnswer(String((error as Error)?.message ?? error), { cause: error }),
-          )
+          if (waited) this.#waited.delete(waited)
+          const failure = failureOf(error)
+          if (fallback && failure instanceof ReplyFailure && /function not found/i.test(failure.message)) {
+            this.#reloadLibrary()
+            resolve(fallback())
+          } else reject(failure)
         },
       )
     })
   }
 
-  /** Runs a script by its hash, and by its text when the server does not have it (NOSCRIPT). */
-  async #run(script: Script, keys: string[], args: (string | number)[], patience: number): Promise<unknown[]> {
+  /** Rejects the commands past their patience; checks again while any is waited for. */
+  #sweep(): void {
+    this.#sweepTimer = undefined
+    const now = this.#clock.now()
+    for (const w of this.#waited) {
+      if (w.at > now) continue
+      this.#waited.delete(w)
+      w.reject(new NoAnswer(`no answer from Redis within ${w.patience}ms`))
+    }
+    if (this.#waited.size > 0) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
+  }
+
+  /**
+   * Loads the Function library on every primary (a library of that name is this very text: its name is
+   * a hash of it). Answers false when the server refuses Functions (an ACL without them): the scripts
+   * are used then.
+   */
+  async #loadLibrary(): Promise<boolean> {
+    const load = ['FUNCTION', 'LOAD', this.#scripts.library.source]
     try {
-      return (await this.#send(['EVALSHA', script.sha, keys.length, ...keys, ...args], patience)) as unknown[]
+      const primaries = await this.#adapter.primaries()
+      await Promise.all(
+        primaries.map(via =>
+          this.#send(load, PATIENCE, via).catch(error => {
+            if (!(error instanceof ReplyFailure && /already exists/i.test(error.message))) throw error
+          }),
+        ),
+      )
+      return true
     } catch (error) {
-      if (!(error instanceof ReplyFailure) || error.code !== 'NOSCRIPT') throw error
-      return (await this.#send(['EVAL', script.source, keys.length, ...keys, ...args], patience)) as unknown[]
+      if (error instanceof ReplyFailure) return false
+      throw error
     }
   }
 
-  #common(p: Request): (string | number)[] {
-    return [p.id, this.#grace, this.#wakeups.publish]
+  /**
+   * Runs an entry point: by `FCALL` while the library is loaded; as a script otherwise, by its hash, and
+   * by its text when the server does not have it (NOSCRIPT). A server without the library (`FUNCTION
+   * FLUSH`, a node that never had it) answers that before running anything: the call runs as a script,
+   * and the library is loaded again meanwhile.
+   */
+  #run(op: Op, keys: string[], args: (string | number)[], patience: number): Promise<unknown> {
+    if (!this.#functions) return this.#script(op, keys, args, patience)
+    return this.#send(['FCALL', this.#scripts.library.functions[op], keys.length, ...keys, ...args], patience, undefined, () =>
+      this.#script(op, keys, args, patience),
+    )
+  }
+
+  async #script(op: Op, keys: string[], args: (string | number)[], patience: number): Promise<unknown> {
+    const script = this.#scripts.scripts[op]
+    try {
+      return await this.#send(['EVALSHA', script.sha, keys.length, ...keys, ...args], patience)
+    } catch (error) {
+      if (!(error instanceof ReplyFailure) || error.code !== 'NOSCRIPT') throw error
+      return await this.#send(['EVAL', script.source, keys.length, ...keys, ...args], patience)
+    }
+  }
+
+  /** Loads the library again, once at a time; until then, calls run as scripts. */
+  #reloadLibrary(): void {
+    if (this.#reloading || this.#closed) return
+    this.#reloading = this.#loadLibrary().then(
+      loaded => {
+        this.#functions = loaded
+        this.#reloading = undefined
+      },
+      () => {
+        this.#reloading = undefined
+      },
+    )
   }
 
   /**
@@ -221,7 +327,7 @@ export class RedisStore implements LeaseOwner {
    */
   #end(p: Request, why: 'R' | 'C', patience = Infinity): Promise<unknown> {
     const tomb = p.asking > 0 || p.uncertain ? 1 : 0
-    return this.#run(this.#scripts.release, p.keys, [...this.#common(p), why, tomb], patience).catch(() => undefined)
+    return this.#run('release', p.keys, [p.id, why + tomb, p.consts], patience).catch(() => undefined)
   }
 
   // ---- holds ----
@@ -235,7 +341,15 @@ export class RedisStore implements LeaseOwner {
         new InvalidError(`${placeOf(handle.kind, handle.name, key)}: held by this very hold (a hold inside its own hold would wait for itself)`),
       )
     }
-    const p = new Request(handle, key, wait, this.#nextLocal++, keysOf(this.prefix, handle.kind, handle.name, key), this.#clock.now())
+    const p = new Request(
+      handle,
+      key,
+      wait,
+      this.#nextLocal++,
+      keysOf(this.prefix, handle.kind, handle.name, key),
+      this.#wakeups.channelFor(tagOf(handle.kind, handle.name, key)),
+      this.#clock.now(),
+    )
     this.#requests.set(p.id, p)
     if (signal) {
       const onAbort = () => {
@@ -277,29 +391,25 @@ export class RedisStore implements LeaseOwner {
   }
 
   /** Sends (or sends again) a request's acquire, until it is answered or the request ends. */
-  async #acquire(p: Request): Promise<void> {
+  #acquire(p: Request): void {
     const h = p.handle
-    const left = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - this.#clock.now()))
+    const sentAt = this.#clock.now()
+    const left = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - sentAt))
     // A wait that ran out while Redis could not be reached: ask as a try (Redis still judges the key).
     const wait = p.wait === 0 ? 0 : left === 0 ? 0 : left
-    const sentAt = this.#clock.now()
     p.heard = false
     p.asking++
-    let answer: unknown[]
-    try {
-      answer = await this.#run(
-        this.#scripts.acquire,
-        p.keys,
-        [...this.#common(p), h.ttl, h._maxHold, wait, h.limit, this.#wakeups.channel],
-        left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left,
-      )
-    } catch (error) {
-      p.asking--
-      if (!(error instanceof ReplyFailure)) p.uncertain = true
-      return this.#failed(p, error, () => void this.#acquire(p))
-    }
-    p.asking--
-    this.#answered(p, answer, sentAt)
+    this.#run('acquire', p.keys, [p.id, wait, p.consts], left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left).then(
+      answer => {
+        p.asking--
+        this.#answered(p, answer, sentAt)
+      },
+      error => {
+        p.asking--
+        if (!(error instanceof ReplyFailure)) p.uncertain = true
+        this.#failed(p, error, () => this.#acquire(p))
+      },
+    )
   }
 
   /** A command of a request failed: an error reply ends it; no answer is asked again a little later. */
@@ -314,10 +424,14 @@ export class RedisStore implements LeaseOwner {
     this.#beat(p, Math.max(50, Math.floor(p.handle.ttl / 10)), again)
   }
 
-  /** Acts on where Redis says a request stands (an answer to acquire or renew, or a wake-up). */
-  #answered(p: Request, answer: unknown[], sentAt: number): void {
+  /**
+   * Acts on where Redis says a request stands (an answer to acquire or renew, or a wake-up). An acquire
+   * that grants at once answers the fence alone: the lease is its ttl, its revoke its maxHold.
+   */
+  #answered(p: Request, answer: unknown, sentAt: number): void {
     if (this.#requests.get(p.id) !== p || p.lease) return
     p.heard = true
+    if (!Array.isArray(answer)) return this.#granted(p, Number(answer), p.handle.ttl, p.handle._maxHold, sentAt)
     switch (answer[0]) {
       case 'g':
         return this.#granted(p, Number(answer[1]), Number(answer[2]), Number(answer[3]), sentAt)
@@ -329,7 +443,8 @@ export class RedisStore implements LeaseOwner {
         let next = Math.max(1, Math.floor(p.handle.ttl / 3))
         if (waitLeft >= 0) next = Math.min(next, waitLeft + SLACK)
         if (headLeft >= 0) next = Math.min(next, headLeft + SLACK)
-        return this.#beat(p, next, () => void this.#heartbeat(p))
+        this.#beat(p, next, () => void this.#heartbeat(p))
+        return this.#want(p)
       }
       case 'b':
         this.#forget(p)
@@ -379,9 +494,9 @@ export class RedisStore implements LeaseOwner {
     if (this.#requests.get(p.id) !== p || p.lease) return
     const sentAt = this.#clock.now()
     p.heard = false
-    let answer: unknown[]
+    let answer: unknown
     try {
-      answer = await this.#run(this.#scripts.renew, p.keys, this.#common(p), Math.max(WAIT_GRACE, p.handle.ttl))
+      answer = await this.#run('renew', p.keys, [p.id, '', p.consts], Math.max(WAIT_GRACE, p.handle.ttl))
     } catch (error) {
       return this.#failed(p, error, () => void this.#heartbeat(p))
     }
@@ -400,6 +515,7 @@ export class RedisStore implements LeaseOwner {
   }
 
   #granted(p: Request, fence: number, leaseMs: number, revokeMs: number, from: number): void {
+    this.#unwant(p)
     if (p.beatTimer !== undefined) clearTimer(this.#clock, p.beatTimer)
     if (p.giveUpTimer !== undefined) clearTimer(this.#clock, p.giveUpTimer)
     p.beatTimer = p.giveUpTimer = undefined
@@ -423,7 +539,7 @@ export class RedisStore implements LeaseOwner {
   async #renew(p: Request): Promise<Renewed> {
     let answer: unknown[]
     try {
-      answer = await this.#run(this.#scripts.renew, p.keys, this.#common(p), p.handle.ttl)
+      answer = (await this.#run('renew', p.keys, [p.id, '', p.consts], p.handle.ttl)) as unknown[]
     } catch {
       return undefined
     }
@@ -439,7 +555,28 @@ export class RedisStore implements LeaseOwner {
     p.lease?._lose(reason)
   }
 
+  /**
+   * A request waits (sharded wake-ups): its key's channel is subscribed to while it waits. When the
+   * subscription was not in place as it joined the line, its grant may have been published unheard:
+   * it asks Redis at once where it stands.
+   */
+  #want(p: Request): void {
+    if (!this.#wakeups.sharded || p.subscribed) return
+    p.subscribed = true
+    void this.#wakeups.want(p.channel).then(missed => {
+      if (missed && !p.lease && this.#requests.get(p.id) === p && p.beatTimer !== undefined) this.#beat(p, 0, () => void this.#heartbeat(p))
+    })
+  }
+
+  /** A request no longer waits: its channel may go. */
+  #unwant(p: Request): void {
+    if (!p.subscribed) return
+    p.subscribed = false
+    this.#wakeups.release(p.channel)
+  }
+
   #forget(p: Request): void {
+    this.#unwant(p)
     if (this.#requests.get(p.id) === p) this.#requests.delete(p.id)
     this.#byLocal.delete(p.local)
     p.renewal?.stop()
@@ -501,7 +638,10 @@ export class RedisStore implements LeaseOwner {
     const resource = this.#resources.get(kind, name, o.limit)
     if (resource.limit !== o.limit)
       throw new InvalidError(`${place}: limit ${o.limit} differs from the limit ${resource.limit} this store's semaphore ${name} has`)
-    return new RedisLock(this, resource, o.limit, Math.round(o.ttl), Math.ceil(o.maxHold), o.wait)
+    const ttl = Math.round(o.ttl)
+    const maxHold = Math.ceil(o.maxHold)
+    const consts = constants(this.#grace, this.#wakeups.publish, ttl, maxHold, o.limit, '')
+    return new RedisLock(this, resource, o.limit, ttl, maxHold, o.wait, consts)
   }
 
   /** The busy keys under this store's prefix, as a local store's `inspect()` lists them. */
@@ -521,7 +661,7 @@ export class RedisStore implements LeaseOwner {
         const answers = await Promise.all(
           batch.map(meta => {
             const parsed = parseMetaKey(this.prefix, meta)!
-            return this.#run(this.#scripts.inspect, keysOf(this.prefix, parsed.kind, parsed.name, parsed.key), [], PATIENCE).then(a => ({ parsed, a }))
+            return this.#run('inspect', keysOf(this.prefix, parsed.kind, parsed.name, parsed.key), [], PATIENCE).then(a => ({ parsed, a: a as unknown[] }))
           }),
         )
         for (const { parsed, a } of answers) {
@@ -584,6 +724,8 @@ export class RedisLock extends TravellingHandle<Lease> {
     ttl: number,
     maxHold: number,
     wait: number,
+    /** @internal What every call for this handle sends (see `constants` in scripts.ts) but the channel, which ends it. */
+    readonly _constants: string,
   ) {
     super(resource, limit, ttl, maxHold, wait)
   }
@@ -654,5 +796,7 @@ async function checkServer(adapter: Adapter, place: string, allowEviction: boole
       `${place}: Redis ${version} has maxmemory-policy ${maxmemoryPolicy}: it may evict lock state (two holders of one key, repeated fences). Set it to noeviction (CONFIG SET maxmemory-policy noeviction), or pass allowEviction: true`,
     )
   }
-  return { version, maxmemoryPolicy, client: adapter.client }
+  // Sharded pub/sub (SPUBLISH) from Redis 7, in a Cluster whose client can.
+  const pubsub = adapter.sharded && major >= 7 ? 'sharded' : 'classic'
+  return { version, maxmemoryPolicy, client: adapter.client, topology: adapter.topology, pubsub }
 }

@@ -1,15 +1,27 @@
 /**
  * Wake-ups: how a waiting hold learns that a script granted it, without polling. The script that
  * grants (a release, a reap, anyone's acquire) publishes `g ID FENCE LEASE_MS REVOKE_MS` on the channel
- * the waiter gave; this process listens on one pub/sub connection (`duplicate()` of the client) to one
- * channel of its own, whatever the number of its waiters.
+ * the waiter gave, with the command the store gave (`publish`).
  *
- * A wake-up can be lost (the subscriber reconnecting): the waiter's next heartbeat answers the grant
- * all the same, and after every reconnect of the subscriber the store heartbeats all its waiters at
- * once (`resubscribed`), so a lost wake-up delays a waiter by one round trip, not by a ttl/3.
+ * - Classic pub/sub (one server, Sentinel, or a Cluster whose client has no sharded subscribers): one
+ *   channel per process, subscribed once when the store opens, whatever the number of its waiters. In a
+ *   Cluster, Redis broadcasts each classic message to every node.
+ * - Sharded pub/sub (a Cluster, whose client can): `SPUBLISH` reaches only the node of the channel's
+ *   slot, so the channel carries the key's hash tag (`P:w:{l:NAME:KEY}:CLIENT`): the script may publish
+ *   only in its own slot, and the channel follows the key when its slot moves. A process subscribes to
+ *   a key's channel when one of its holds first waits for that key (`want`), and lets it go a while
+ *   after its last waiter there left (`release`), so that a busy key is not subscribed again for every
+ *   wait. A grant published before the subscription was in place is missed: `want` answers true then,
+ *   and the store asks Redis where its waiters on that key stand.
+ *
+ * A wake-up can be lost (the subscriber reconnecting, a failover): the waiter's next heartbeat answers
+ * the grant all the same, and each time the subscriber may have missed messages the store heartbeats
+ * all its waiters at once (`resubscribed`), so a lost wake-up delays a waiter by one round trip, not
+ * by a ttl/3.
  */
 
 import type { Adapter, Subscriber } from './adapter.js'
+import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 
 export interface Wake {
   id: string
@@ -18,38 +30,118 @@ export interface Wake {
   revokeMs: number
 }
 
+/** How long a sharded channel stays subscribed after its last local waiter left. */
+const IDLE_MS = 30_000
+
+/** A sharded channel: how many local waiters use it, its subscription, and the timer that ends it once idle. */
+interface Channel {
+  refs: number
+  subscribed: Promise<void>
+  /** Whether the server took the subscription (a hold that waits from then on cannot miss its grant). */
+  confirmed: boolean
+  idle: unknown
+}
+
 export class Wakeups {
-  /** The channel grants for this process are published on. */
-  readonly channel: string
   /** The command the scripts publish with. */
-  readonly publish = 'PUBLISH'
+  readonly publish: 'PUBLISH' | 'SPUBLISH'
+  readonly sharded: boolean
+  readonly #prefix: string
+  readonly #clientId: string
+  readonly #clock: Clock
+  /** The channel of classic wake-ups; the end of every sharded one. */
+  readonly #channel: string
+  readonly #suffix: string
+  readonly #channels = new Map<string, Channel>()
   #subscriber: Subscriber | undefined
 
-  constructor(prefix: string, clientId: string) {
-    this.channel = `${prefix}:w:${clientId}`
+  constructor(prefix: string, clientId: string, sharded: boolean, clock: Clock) {
+    this.#prefix = prefix
+    this.#clientId = clientId
+    this.#clock = clock
+    this.sharded = sharded
+    this.publish = sharded ? 'SPUBLISH' : 'PUBLISH'
+    this.#channel = `${prefix}:w:${clientId}`
+    this.#suffix = `}:${clientId}`
   }
 
-  /** Subscribes; resolves once the subscription is in place (no grant can be missed after). */
+  /** The channel that tells this process of a grant of a key whose hash tag is `tag` (`{l:NAME:KEY}`). */
+  channelFor(tag: string): string {
+    return this.sharded ? `${this.#prefix}:w:${tag}:${this.#clientId}` : this.#channel
+  }
+
+  /** Opens the pub/sub side; classic: subscribed once this resolves (no grant can be missed after). */
   async open(adapter: Adapter, woken: (wake: Wake) => void, resubscribed: () => void): Promise<void> {
-    const channel = this.channel
-    let subscriber: Subscriber | undefined
-    subscriber = await adapter.subscriber(
+    const mine = (ch: string) => (this.sharded ? ch.endsWith(this.#suffix) : ch === this.#channel)
+    this.#subscriber = await adapter.subscriber(
       (ch, text) => {
-        if (ch !== channel) return
+        if (!mine(ch)) return
         const wake = parse(text)
         if (wake) woken(wake)
       },
       () => {
-        // Reconnected: the client subscribes again by itself; ask once more to know when it is done,
+        // The client subscribes again by itself; ask once more (classic) to know when it is done,
         // then let the store catch up on what may have been published meanwhile.
-        void subscriber?.subscribe(channel).then(resubscribed, resubscribed)
+        if (this.sharded) resubscribed()
+        else void this.#subscriber?.subscribe(this.#channel).then(resubscribed, resubscribed)
       },
     )
-    await subscriber.subscribe(channel)
-    this.#subscriber = subscriber
+    if (!this.sharded) await this.#subscriber.subscribe(this.#channel)
+  }
+
+  /**
+   * A hold of this process waits on `channel`. Sharded: subscribes to it unless it is already;
+   * resolves true once subscribed, when the subscription was not in place as the hold joined the line
+   * (a grant may have been published before: ask Redis), false when it was. Classic: false at once.
+   * Never rejects (a failed subscription leaves the waiter to its heartbeats, and is tried again by
+   * the next `want`).
+   */
+  want(channel: string): Promise<boolean> {
+    if (!this.sharded || !this.#subscriber) return Promise.resolve(false)
+    const known = this.#channels.get(channel)
+    if (known) {
+      known.refs++
+      if (known.idle !== undefined) clearTimer(this.#clock, known.idle)
+      known.idle = undefined
+      const missed = !known.confirmed
+      return known.subscribed.then(
+        () => missed,
+        () => false,
+      )
+    }
+    const subscribed = this.#subscriber.subscribe(channel)
+    const entry: Channel = { refs: 1, subscribed, confirmed: false, idle: undefined }
+    this.#channels.set(channel, entry)
+    return subscribed.then(
+      () => {
+        entry.confirmed = true
+        return true
+      },
+      () => {
+        if (this.#channels.get(channel) === entry) this.#channels.delete(channel)
+        return false
+      },
+    )
+  }
+
+  /** A hold that `want`ed `channel` no longer waits on it: the channel goes once idle for a while. */
+  release(channel: string): void {
+    const entry = this.#channels.get(channel)
+    if (!entry || --entry.refs > 0) return
+    entry.idle = setTimer(
+      this.#clock,
+      () => {
+        if (this.#channels.get(channel) !== entry || entry.refs > 0) return
+        this.#channels.delete(channel)
+        void this.#subscriber?.unsubscribe(channel).catch(() => {})
+      },
+      IDLE_MS,
+    )
   }
 
   async close(): Promise<void> {
+    for (const entry of this.#channels.values()) if (entry.idle !== undefined) clearTimer(this.#clock, entry.idle)
+    this.#channels.clear()
     await this.#subscriber?.close().catch(() => {})
     this.#subscriber = undefined
   }

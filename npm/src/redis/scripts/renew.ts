@@ -5,25 +5,38 @@
  * Answers `standing` (see common.ts) or `{'u'}`.
  */
 export default `
-local rec = reaped(load(id))
-if not rec then
+local function renew(keys, args)
+  begin(keys, args)
+  now = time()
+  local rec = settle(load())
+  if not rec then
+    save()
+    return {'u'}
+  end
+  local kind = string.sub(rec, 1, 1)
+  if kind == 'H' then
+    local f, ttl, hard, since = string.match(rec, '^H (%d+) (%d+) (%d+) (%d+)')
+    ttl, hard = tonumber(ttl), tonumber(hard)
+    local until_ = now + ttl
+    if hard > 0 and hard < until_ then until_ = hard end
+    if inSlot(id) then
+      setSlot(string.format('H %s %d %d %s %d %s', f, ttl, hard, since, until_, id))
+    else
+      redis.call('ZADD', Z, int(until_), 'h' .. id)
+    end
+    covers(until_)
+    save()
+    -- The lease is its ttl from now, or (cut short by its maxHold) the holder's maxHold timer ends it.
+    return {'g', tonumber(f), ttl, hard > 0 and hard - now or 0}
+  elseif kind == 'W' then
+    local ttl, waitUntil = string.match(rec, '^W (%d+) %d+ (%-?%d+)')
+    ttl, waitUntil = tonumber(ttl), tonumber(waitUntil)
+    local until_ = now + ttl
+    if waitUntil >= 0 and waitUntil < until_ then until_ = waitUntil end
+    redis.call('ZADD', Z, int(until_), 'w' .. id)
+    covers(until_)
+  end
   save()
-  return {'u'}
+  return standing(id, rec)
 end
-local r = fields(rec)
-if r[1] == 'H' then
-  local ttl, hard = tonumber(r[3]), tonumber(r[4])
-  local until_ = now + ttl
-  if hard > 0 then until_ = math.min(until_, hard) end
-  redis.call('ZADD', T, until_, 'h' .. id)
-  covers(until_, nil)
-elseif r[1] == 'W' then
-  local ttl, waitUntil = tonumber(r[2]), tonumber(r[4])
-  local until_ = now + ttl
-  if waitUntil >= 0 then until_ = math.min(until_, waitUntil) end
-  redis.call('ZADD', T, until_, 'w' .. id)
-  covers(until_, nil)
-end
-save()
-return standing(id, rec)
 `
