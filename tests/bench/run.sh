@@ -3,6 +3,7 @@
 #
 #   bash tests/bench/run.sh                       # Node (`node`, or $BENCH_NODE)
 #   BENCH_RUNTIME=bun bash tests/bench/run.sh     # Bun ($BENCH_BUN, else tests/runtimes's bun, else `bun`)
+#   BENCH_RUNTIME=node24 (or node26) bash tests/bench/run.sh   # tests/runtimes's Node 24 (or Node 26)
 #
 # HOLDFAST_PKG: the holdfast package to measure, a packed .tgz or a package directory (default: ../../npm
 # relative to this folder, after `bash npm/build.sh`). A relative path given by the caller is taken from
@@ -41,11 +42,13 @@ fi
 
 case "${BENCH_RUNTIME:-node}" in
   node) bin="${BENCH_NODE:-node}" ;;
+  node24) bin="$here/../runtimes/node_modules/node/bin/node" ;;
+  node26) bin="$here/../runtimes/node_modules/node26/bin/node" ;;
   bun)
     if [[ -n "${BENCH_BUN:-}" ]]; then bin="$BENCH_BUN"
     elif [[ -x "$here/../runtimes/node_modules/.bin/bun" ]]; then bin="$here/../runtimes/node_modules/.bin/bun"
     else bin=bun; fi ;;
-  *) echo "BENCH_RUNTIME must be node or bun, not '${BENCH_RUNTIME}'" >&2; exit 2 ;;
+  *) echo "BENCH_RUNTIME must be node, node24, node26 or bun, not '${BENCH_RUNTIME}'" >&2; exit 2 ;;
 esac
 
 exec "$bin" bench.mjs

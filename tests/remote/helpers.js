@@ -20,6 +20,7 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 export const RUNTIMES = {
   node20: process.env.HOLDFAST_NODE20 || process.execPath,
   node24: process.env.HOLDFAST_NODE24 || process.execPath,
+  node26: process.env.HOLDFAST_NODE26 || process.execPath,
   bun: process.env.HOLDFAST_BUN || process.execPath,
   self: process.execPath,
 }
