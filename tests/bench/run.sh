@@ -7,7 +7,9 @@
 #
 # HOLDFAST_PKG: the holdfast package to measure, a packed .tgz or a package directory (default: ../../npm
 # relative to this folder, after `bash npm/build.sh`). A relative path given by the caller is taken from
-# the caller's working directory. When it is not built, the competitors still run and holdfast is listed
+# the caller's working directory. HOLDFAST_PKG_B: a second one (a .tgz), installed as `holdfast-b` and
+# measured in the same run as the adapter `holdfast-b`, interleaved with the others: an A/B of two
+# builds under the same load (`HOLDFAST_PKG=before.tgz HOLDFAST_PKG_B=after.tgz`). When it is not built, the competitors still run and holdfast is listed
 # as "not run: not built". Other options (BENCH_ROUNDS, BENCH_SCALE, BENCH_ONLY, ...) are read by bench.mjs.
 #
 #   BENCH_REMOTE=1 bash tests/bench/run.sh        # the remote workloads alone: holdfast's server over
@@ -24,6 +26,12 @@ if [[ -n "${HOLDFAST_PKG:-}" ]]; then
 else
   pkg="$here/../../npm"
 fi
+b=()
+if [[ -n "${HOLDFAST_PKG_B:-}" ]]; then
+  [[ "$HOLDFAST_PKG_B" = /* ]] && pkgb="$HOLDFAST_PKG_B" || pkgb="$caller/$HOLDFAST_PKG_B"
+  [[ -f "$pkgb" && "$pkgb" == *.tgz ]] || { echo "HOLDFAST_PKG_B must be a packed .tgz: $pkgb" >&2; exit 2; }
+  b=("holdfast-b@file:$pkgb")
+fi
 
 # The competitors, as pinned in package.json. A plain `npm install` also removes a holdfast left
 # over from an earlier run, so a stale build is never measured.
@@ -33,7 +41,7 @@ unset HOLDFAST_SKIP
 if [[ -f "$pkg" && "$pkg" == *.tgz ]] || [[ -f "$pkg/package.json" && -d "$pkg/dist" ]]; then
   # --install-links: a directory is packed and copied in, as `npm pack` would ship it, rather than
   # linked (and npm never touches the package folder). --ignore-scripts: measure what was built; never build.
-  npm install --no-save --install-links --ignore-scripts --no-audit --no-fund --loglevel=error "$pkg" >&2
+  npm install --no-save --install-links --ignore-scripts --no-audit --no-fund --loglevel=error "$pkg" "${b[@]}" >&2
 elif [[ -d "$pkg" ]]; then
   export HOLDFAST_SKIP="not built: $(cd "$pkg" && pwd) has no dist/ (run \`bash npm/build.sh\`)"
 else
