@@ -7,7 +7,7 @@
 #   2. TypeScript: strict typecheck of the package, Biome's format and lint check, and `npm test` in
 #      npm/ (unit tests from source, the layout's no-circle check among them)
 #   3. the package as users get it (npm pack, installed into a fresh project): the JS tests under
-#      Node 20, Node 24, Bun and Deno, the SQLite fence example under Node 20 and Bun, and the
+#      Node 20, Node 24, Node 26, Bun and Deno, the SQLite fence example under Node 20 and Bun, and the
 #      package in Cloudflare workerd (wrangler)
 #   4. holdfast/redis against real redis-servers the tests start (Debian's redis-server), with ioredis
 #      and node-redis, under Node 20, Node 24 and Bun
@@ -35,10 +35,10 @@ bash tests/sim/run.sh
 say "TypeScript (strict), Biome (format and lint), and the unit tests of the pure modules from source (npm test)"
 (cd npm && npx tsc -p tsconfig.json --noEmit && npx biome check && npm test --silent)
 
-say "the packed package under Node 20, Node 24 and Bun"
+say "the packed package under Node 20, Node 24, Node 26 and Bun"
 bash tests/js/run.sh
 
-say "leases over a connection between real processes (Node 20, Node 24, Bun)"
+say "leases over a connection between real processes (Node 20, Node 24, Node 26, Bun)"
 bash tests/remote/run.sh
 
 say "holdfast/redis against real redis-servers (ioredis and node-redis; Node 20, Node 24, Bun)"
@@ -47,7 +47,7 @@ bash tests/redis/run.sh
 say "crash-restart torture of fences (kill -9; fileStorage, slow and flaky storages)"
 bash tests/torture/run.sh
 
-say "the CLI, installed from the packed package"
+say "the CLI, installed from the packed package (Node 20; Node 26 on the hold and serve tests)"
 bash tests/cli/run.sh
 
 say "the packed package under Deno"

@@ -3,8 +3,8 @@
 # package (npm/build.sh). Safe to run again and again.
 #   - the wasm32-unknown-unknown target (rustup)
 #   - the wasm-bindgen CLI at exactly the version crate/wasm/Cargo.toml pins (cargo install, ~5 min once)
-#   - the package's dev dependencies (TypeScript), and Node 24, Bun, Deno, wrangler and workerd from
-#     npm (tests/runtimes)
+#   - the package's dev dependencies (TypeScript), and Node 24, Node 26, Bun, Deno, wrangler and workerd
+#     from npm (tests/runtimes; Node 26 is its package `node26`, an alias of `node@26`)
 #   - redis-server, redis-sentinel and redis-cli from Debian's packages (tests/redis/install.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,8 +31,10 @@ fi
 
 missing=0
 for tool in bun node deno wrangler workerd; do [ -x "tests/runtimes/node_modules/.bin/$tool" ] || missing=1; done
+# Node 26's `node` bin would clash with Node 24's in .bin: it is run from its own package's folder.
+[ -x tests/runtimes/node_modules/node26/bin/node ] || missing=1
 if [ "$missing" = 1 ]; then
-  say "installing Node 24, Bun, Deno, wrangler and workerd from npm"
+  say "installing Node 24, Node 26, Bun, Deno, wrangler and workerd from npm"
   (cd tests/runtimes && npm ci --no-audit --no-fund --silent)
 fi
 

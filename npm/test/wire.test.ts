@@ -1,8 +1,19 @@
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
-import { initSync } from '../wasm/holdfast_wasm.js'
-import { decodeClient, decodeServer, encodeClient, encodeServer, type ClientMessage, type ServerMessage } from '../src/remote/wire.js'
+import { initSync, wireRevision } from '../wasm/holdfast_wasm.js'
+import {
+  REVISION,
+  batchOf,
+  decodeClient,
+  decodeClientAll,
+  decodeServer,
+  decodeServerAll,
+  encodeClient,
+  encodeServer,
+  type ClientMessage,
+  type ServerMessage,
+} from '../src/remote/wire.js'
 
 before(() => {
   initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })
@@ -13,7 +24,8 @@ const lease = 'fedcba9876543210fedcba9876543210'
 
 test('every client message survives encode then decode', () => {
   const messages: ClientMessage[] = [
-    { type: 'hello', token: 't0ken', client: 'holdfast-js/0.1.0' },
+    { type: 'hello', revision: 2, token: 't0ken', client: 'holdfast-js/0.1.0' },
+    { type: 'hello', revision: 3, token: 't0ken', client: 'holdfast-js/0.1.0' },
     { type: 'hold', semaphore: false, limit: 1, name: 'summaries', key: 'chat é 😀', ttl: 30_000, maxHold: 0, wait: 10_000, request },
     { type: 'hold', semaphore: true, limit: 3, name: 'uploads', key: 'u', ttl: 1_000, maxHold: 60_000, wait: null, request },
     { type: 'renew', lease },
@@ -27,6 +39,8 @@ test('every client message survives encode then decode', () => {
 
 test('every server message survives encode then decode', () => {
   const messages: ServerMessage[] = [
+    { type: 'welcome', revision: 2, maxFrame: 65_536, connectionLimit: 0 },
+    { type: 'welcome', revision: 3, maxFrame: 65_536, connectionLimit: 10 },
     { type: 'granted', request, lease, fence: 2 ** 53 - 1, ttl: 30_000, revokeIn: 0 },
     { type: 'busy' },
     { type: 'renewed', ttl: 30_000, revokeIn: 5_000 },
@@ -46,4 +60,37 @@ test('a frame that does not decode is refused, never half read', () => {
   for (const bad of [new Uint8Array(0), good.subarray(0, good.length - 1), Uint8Array.of(...good, 0), Uint8Array.of(255, 255, 255)]) {
     assert.throws(() => decodeClient(bad), `${bad.length} bytes`)
   }
+})
+
+test('#17 revision 3: the codec speaks the revision this package says, and the old hello and welcome are revision 2', () => {
+  assert.equal(wireRevision(), REVISION)
+  const old = encodeClient(1, { type: 'hello', revision: 2, token: 't', client: 'c' })
+  assert.equal(old[1], 0x01, 'the old hello, which every server reads')
+  assert.equal(encodeClient(1, { type: 'hello', revision: 3, token: 't', client: 'c' })[1], 0x09)
+  assert.equal(encodeServer(1, { type: 'welcome', revision: 2, maxFrame: 1, connectionLimit: 0 })[1], 0x81)
+})
+
+test('#17 revision 3: a batch built here carries its frames in order, decoded in one call; a bad frame in it refuses it all', () => {
+  const frames = [
+    encodeClient(0, { type: 'release', lease }),
+    encodeClient(7, { type: 'hold', semaphore: false, limit: 1, name: 'jobs', key: 'k é', ttl: 30_000, maxHold: 0, wait: null, request }),
+    encodeClient(8, { type: 'inspect' }),
+  ]
+  assert.deepEqual(
+    decodeClientAll(batchOf(frames, false)),
+    frames.map(f => decodeClient(f)),
+  )
+  assert.throws(() => decodeClient(batchOf(frames, false)), /batch where one frame/)
+  assert.throws(() => decodeClientAll(batchOf([frames[0]!, Uint8Array.of(1, 2, 3)], false)), /bad frame/)
+  assert.throws(() => decodeServerAll(batchOf(frames, false)), /bad frame/, "a client's batch is no server's")
+  const answers = [
+    encodeServer(7, { type: 'granted', request, lease, fence: 9, ttl: 30_000, revokeIn: 0 }),
+    encodeServer(8, { type: 'inspected', entries: [{ kind: 'lock', name: 'jobs', key: 'k', holders: [{ fence: 9, heldMs: 1 }], waiting: 0 }] }),
+    encodeServer(0, { type: 'lost', lease, code: 'lost' }),
+    encodeServer(9, { type: 'inspectedPage', more: false, entries: [] }),
+  ]
+  assert.deepEqual(
+    decodeServerAll(batchOf(answers, true)),
+    answers.map(f => decodeServer(f)),
+  )
 })

@@ -17,7 +17,7 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const NOT = Object.freeze({ acquired: false })
 
-export const ADAPTERS = ['bare', 'bare-context', 'async-lock', 'async-mutex', 'holdfast', 'holdfast-slim']
+export const ADAPTERS = ['bare', 'bare-context', 'async-lock', 'async-mutex', 'holdfast', 'holdfast-b', 'holdfast-slim']
 /**
  * Run only when named in BENCH_ADAPTERS. `holdfast-slim` is holdfast without LOCK-04's async context
  * (the `holdfast/slim` entry: the same wrapper and engine, no AsyncLocalStorage): not a way to use the
@@ -28,6 +28,12 @@ export const ADAPTERS = ['bare', 'bare-context', 'async-lock', 'async-mutex', 'h
  */
 export const ON_REQUEST = ['holdfast-slim', 'holdfast-redis-b', 'redis-fifo-floor']
 
+/**
+ * `holdfast-b`: the package of HOLDFAST_PKG_B (run.sh installs it under that name), measured as
+ * `holdfast` is, in the same run: the B of an A/B. It runs whenever it is installed.
+ */
+export const B = 'holdfast-b'
+
 // What each adapter is, for the header of the report.
 export const DESCRIPTIONS = {
   'bare': 'no lock: `async (k, fn) => await fn()` (promise round-trip floor; its checks are expected to fail)',
@@ -35,6 +41,7 @@ export const DESCRIPTIONS = {
   'async-lock': 'new AsyncLock({ maxPending: Infinity }).acquire(key, fn); try = isBusy(key) check',
   'async-mutex': 'Map<key,{Mutex,refs}> deleted when idle; Mutex.runExclusive; try = isLocked() check; Semaphore(limit).runExclusive',
   'holdfast': 'openStore({ storage: memoryStorage() }); lock(\'bench\').hold(key, fn) / hold(key, { wait: Infinity }, fn); tryHold(key, fn); semaphore(\'bench\', { limit }).hold(\'k\', { wait: Infinity }, fn)',
+  'holdfast-b': 'as holdfast, from the package of HOLDFAST_PKG_B (installed as holdfast-b): the B of an A/B in one run',
   'holdfast-slim': 'as holdfast, from holdfast/slim (init(wasm bytes) first): no AsyncLocalStorage, so no LOCK-04 — what the async context costs, not a way to use holdfast',
 }
 
@@ -139,8 +146,9 @@ export async function makeAdapter(name) {
     }
 
     case 'holdfast':
+    case 'holdfast-b':
     case 'holdfast-slim': {
-      const mod = await import(name === 'holdfast' ? 'holdfast' : 'holdfast/slim')
+      const mod = await import(name === 'holdfast-slim' ? 'holdfast/slim' : name)
       if (name === 'holdfast-slim') mod.init(readFileSync(`${packageInfo('holdfast').dir}/wasm/holdfast_wasm_bg.wasm`))
       const { openStore, memoryStorage } = mod
       const store = await openStore({ storage: memoryStorage() })
@@ -180,7 +188,7 @@ export async function makeAdapter(name) {
 // Lock keys live under one name: holdfast's lock 'bench', Redis keys 'bench:KEY' (redis-semaphore adds
 // its own 'mutex:' prefix), so that the parent can count what is left on the server after a measurement.
 
-export const REMOTE_ADAPTERS = ['ws-echo', 'ws-lock', 'holdfast', 'holdfast-redis', 'holdfast-redis-b', 'redis-fifo-floor', 'redis-semaphore', 'redlock']
+export const REMOTE_ADAPTERS = ['ws-echo', 'ws-lock', 'holdfast', 'holdfast-b', 'holdfast-redis', 'holdfast-redis-b', 'redis-fifo-floor', 'redis-semaphore', 'redlock']
 
 /** The remote adapters that need redis-server. */
 export const usesRedis = (name) => name === 'redis-semaphore' || name === 'redlock' || name.startsWith('holdfast-redis') || name === 'redis-fifo-floor'
@@ -189,6 +197,7 @@ export const REMOTE_DESCRIPTIONS = {
   'ws-echo': 'no lock: one round trip of a 40-byte binary WebSocket message (ws for the handshake; a turn\'s messages framed by hand into one write, both ways, as holdfast\'s Node transport does) to an echo server in its own process, then fn (the floor of a lock service with one round trip per hold; its checks are expected to fail)',
   'ws-lock': 'the simplest FIFO lock service over the same transport as ws-echo: a hold is one round trip (the server answers when the key is free, holders in line in the order they came), its release one message without an answer; no fences, ttl, renewal, token or codec (the floor of a FIFO lock service with one round trip per hold, under key contention too)',
   'holdfast': "connect(url, { token }); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold; server: openStore({ storage: memoryStorage() }).serve() in its own process",
+  'holdfast-b': 'as holdfast, server and client from the package of HOLDFAST_PKG_B (installed as holdfast-b): the B of an A/B in one run',
   'holdfast-redis': "openRedisStore({ redis: ioredis client, prefix: 'bench' }) (holdfast/redis, on the same redis-server as the Redis libraries); lock('bench', { ttl: '30s', wait: Infinity }).hold(key, fn); try = tryHold",
   'holdfast-redis-b': 'as holdfast-redis, from the build in HOLDFAST_PKG_B (installed as holdfast-b): an A/B of two builds in one run',
   'redis-fifo-floor':
@@ -269,7 +278,7 @@ function wsLockMessage(op, id, key) {
 
 /** Version text of a remote adapter's packages, or null when one is not installed. */
 export function remoteVersion(name) {
-  if (name === 'holdfast') return packageInfo('holdfast')?.version ?? null
+  if (name === 'holdfast' || name === B) return packageInfo(name)?.version ?? null
   if (name === 'holdfast-redis') return packageInfo('holdfast') && packageInfo('ioredis') ? `${packageInfo('holdfast').version} + ioredis ${packageInfo('ioredis').version}` : null
   if (name === 'holdfast-redis-b') return packageInfo('holdfast-b') && packageInfo('ioredis') ? `${packageInfo('holdfast-b').version} (B) + ioredis ${packageInfo('ioredis').version}` : null
   if (name === 'redis-fifo-floor') return packageInfo('ioredis') ? `- + ioredis ${packageInfo('ioredis').version}` : null
@@ -378,8 +387,9 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
       }
     }
 
-    case 'holdfast': {
-      const { connect } = await import('holdfast')
+    case 'holdfast':
+    case 'holdfast-b': {
+      const { connect } = await import(name)
       const remote = await connect(url, { token })
       const l = remote.lock('bench', { ttl: '30s', wait: Infinity })
       return {

@@ -44,12 +44,14 @@
 //                  `node cpuprofile.mjs FILE...` summarizes them.
 //   BENCH_REDIS_SERVER  the redis-server binary (default: redis-server on PATH, installed by redis.sh)
 //   HOLDFAST_SKIP  set by run.sh when holdfast is not built: holdfast is listed as not run, with the reason
+//   HOLDFAST_PKG_B (run.sh) a second build, installed as holdfast-b and measured beside holdfast in the
+//                  same run (an A/B under the same load): the ratios add holdfast-b ÷ holdfast
 
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { ADAPTERS, DESCRIPTIONS, ON_REQUEST, REMOTE_ADAPTERS, REMOTE_DESCRIPTIONS, makeAdapter, packageInfo, remoteVersion, usesRedis } from './adapters.mjs'
+import { ADAPTERS, B, DESCRIPTIONS, ON_REQUEST, REMOTE_ADAPTERS, REMOTE_DESCRIPTIONS, makeAdapter, packageInfo, remoteVersion, usesRedis } from './adapters.mjs'
 import { REMOTE_WORKLOADS, measureRemote, remoteChild, serveChild, startRedis } from './remote.mjs'
 import { WORKLOADS as LOCAL_WORKLOADS } from './workloads.mjs'
 
@@ -91,7 +93,9 @@ async function parent() {
   const anyLocal = workloads.some((w) => !isRemote(w))
   const anyRemote = workloads.some(isRemote)
   const allAdapters = [...new Set([...ADAPTERS, ...REMOTE_ADAPTERS])]
-  const picked = list(env.BENCH_ADAPTERS, allAdapters, allAdapters.filter((a) => !ON_REQUEST.includes(a)))
+  // holdfast-b runs whenever run.sh installed it (HOLDFAST_PKG_B), unless BENCH_ADAPTERS leaves it out.
+  const withB = (names) => (packageInfo(B) ? names : names.filter((a) => a !== B))
+  const picked = withB(list(env.BENCH_ADAPTERS, allAdapters, allAdapters.filter((a) => !ON_REQUEST.includes(a))))
   const wanted = anyLocal ? ADAPTERS.filter((a) => picked.includes(a)) : []
   const wantedRemote = anyRemote ? REMOTE_ADAPTERS.filter((a) => picked.includes(a)) : []
   const runtimeFlags = isBun ? [] : ['--expose-gc']
@@ -134,7 +138,7 @@ async function parent() {
     say('adapters:')
     for (const a of wanted) {
       if (a in skipped) say(`  ${pad(a, 14)}(not run: ${skipped[a]})`)
-      else say(`  ${pad(a, 14)}${pad(info[a].version, 7)} ${DESCRIPTIONS[a]}${a === 'holdfast' ? ` [${info[a].dir}]` : ''}`)
+      else say(`  ${pad(a, 14)}${pad(info[a].version, 7)} ${DESCRIPTIONS[a]}${a === 'holdfast' || a === B ? ` [${info[a].dir}]` : ''}`)
     }
   }
   if (anyRemote) {
@@ -228,6 +232,14 @@ async function parent() {
       // The most any lock keeping LOCK-04 could reach here: no lock at all, only the context.
       const c = medians[w]['bare-context']
       if (!isRemote(w) && c !== undefined && o !== undefined) say(`${pad('', 4)}bare-context ÷ ${pad(other, 12)}${ratio(c / o)}   (the ceiling with LOCK-04's context: no lock, only a context entered per hold)`)
+    }
+    // The A/B: the second build against the first, and against the floor.
+    const hb = medians[w][B]
+    if (hb !== undefined) {
+      for (const other of ['holdfast', ...(isRemote(w) ? ['ws-lock'] : [w === 'W4' ? 'async-mutex' : 'async-lock'])]) {
+        const o = medians[w][other]
+        if (o !== undefined) say(`${pad(w, 4)}holdfast-b ÷ ${pad(other, isRemote(w) ? 19 : 15)}${ratio(hb / o)}   (holdfast-b ${fmtOps(hb)}, ${other} ${fmtOps(o)})`)
+      }
     }
   }
 

@@ -220,7 +220,7 @@ export async function measureRemote(w, a, ctx) {
   let server
   try {
     const childEnv = { ...env, BENCH_TOKEN: ctx.token, BENCH_REDIS_URL: ctx.redisUrl ?? '' }
-    if (a === 'holdfast' || a === 'ws-echo' || a === 'ws-lock') {
+    if (a === 'holdfast' || a === 'holdfast-b' || a === 'ws-echo' || a === 'ws-lock') {
       server = new Child([...flags('server'), script, '--serve', a], childEnv, 'server', deadline)
       procs.push(server)
       childEnv.BENCH_HOLDFAST_URL = (await server.next('listening')).url
@@ -231,7 +231,7 @@ export async function measureRemote(w, a, ctx) {
     const clients = []
     const m = {
       scale: ctx.scale,
-      fifo: a === 'holdfast' || a === 'ws-lock' || a.startsWith('holdfast-redis') || a === 'redis-fifo-floor',
+      fifo: a === 'holdfast' || a === 'holdfast-b' || a === 'ws-lock' || a.startsWith('holdfast-redis') || a === 'redis-fifo-floor',
       file: (name) => path.join(dir, name),
       client: async (role) => {
         const c = new Child([...flags(role), script, '--remote-child', a], childEnv, `client ${role}`, deadline)
@@ -471,12 +471,12 @@ function freePort() {
 
 // ---------------------------------------------------------------- holdfast's server process
 
-/** `bench.mjs --serve`: a store (memoryStorage) served on a free port of 127.0.0.1, with BENCH_TOKEN. */
+/** `bench.mjs --serve holdfast|holdfast-b`: a store (memoryStorage) served on a free port of 127.0.0.1, with BENCH_TOKEN. */
 export async function serveChild(kind) {
   const say = (event) => process.stdout.write(JSON.stringify(event) + '\n')
   if (kind === 'ws-echo') return echoChild(say)
   if (kind === 'ws-lock') return wsLockChild(say)
-  const { openStore, memoryStorage } = await import('holdfast')
+  const { openStore, memoryStorage } = await import(kind)
   const store = await openStore({ storage: memoryStorage() })
   const server = await store.serve({ port: 0, host: '127.0.0.1', token: env.BENCH_TOKEN })
   say({ ev: 'listening', url: server.url })

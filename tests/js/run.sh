@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Tests the package as users get it: `npm pack` of npm/, installed into a fresh project, and the same JS
-# test files (tests/js) run there under Node 20 (the machine's), Node 24 and Bun; then the example under
-# Node 20 and Bun. Build the package first (npm/build.sh). Runtimes: tests/runtimes (npm install there).
-#   RUNTIMES="node20 node24 bun"   which to run (default: all three; RUNTIMES= runs none, only the checks)
+# test files (tests/js) run there under Node 20 (the machine's), Node 24, Node 26 and Bun; then the
+# example under Node 20 and Bun. Build the package first (npm/build.sh). Runtimes: tests/runtimes (npm
+# ci there; Node 26 is its package `node26`).
+#   RUNTIMES="node20 node24 node26 bun"   which to run (default: all four; RUNTIMES= runs none, only the checks)
 #   EXAMPLE=0                       skip the example
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-runtimes=${RUNTIMES-"node20 node24 bun"}
+runtimes=${RUNTIMES-"node20 node24 node26 bun"}
 bin="$root/tests/runtimes/node_modules/.bin"
 work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-pkgtest.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -28,6 +29,7 @@ for rt in $runtimes; do
   case $rt in
     node20) cmd=(node --test --test-reporter=spec $tests) ;;
     node24) cmd=("$bin/node" --test --test-reporter=spec $tests) ;;
+    node26) cmd=("$root/tests/runtimes/node_modules/node26/bin/node" --test --test-reporter=spec $tests) ;;
     bun) cmd=("$bin/bun" test $(printf './%s ' $tests)) ;;
     *) echo "unknown runtime $rt"; exit 2 ;;
   esac

@@ -1,4 +1,4 @@
-// A client of a store's server in its own process — Node 20, Node 24 or Bun — driven by the test
+// A client of a store's server in its own process — Node 20, Node 24, Node 26 or Bun — driven by the test
 // through stdin, one JSON command a line, and reporting through stdout, one JSON event a line (each
 // with `t`, Date.now(), and `who`, the agent's name). It uses the package as a user would:
 // `connect(url, { token })`, `lock(...).hold(key, fn)`, `lease.signal`, `close()`.

@@ -4,8 +4,8 @@
 // is 16 raw bytes; every frame starts with version (1), type, and a u32 correlation id.
 import { randomBytes } from 'node:crypto'
 
-export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07, inspectPage: 0x08 }
-const SERVER = { 0x81: 'welcome', 0x82: 'granted', 0x83: 'busy', 0x84: 'renewed', 0x85: 'done', 0x86: 'error', 0x87: 'inspected', 0x88: 'lost', 0x89: 'inspectedPage' }
+export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07, inspectPage: 0x08, hello3: 0x09, batch: 0x0a }
+const SERVER = { 0x81: 'welcome', 0x82: 'granted', 0x83: 'busy', 0x84: 'renewed', 0x85: 'done', 0x86: 'error', 0x87: 'inspected', 0x88: 'lost', 0x89: 'inspectedPage', 0x8a: 'welcome', 0x8b: 'batch' }
 const CODES = [undefined, 'in_use', 'lost', 'closed', 'invalid', 'limit', 'cancelled', 'storage', 'permission', 'protocol']
 
 class Writer {
@@ -27,6 +27,14 @@ function header(type, id) {
 
 export const encode = {
   hello: (id, token, client = 'raw-test') => header(CLIENT.hello, id).str(token).str(client).bytes(),
+  /** The hello of revision 3 or later, which says the revision (an old server cannot read it). */
+  hello3: (id, token, revision = 3, client = 'raw-test') => header(CLIENT.hello3, id).u8(revision).str(token).str(client).bytes(),
+  /** A batch (revision 3): the frames, each after its length as a u16. */
+  batch: frames => {
+    const w = header(CLIENT.batch, 0)
+    for (const f of frames) w.u16(f.length).parts.push(Buffer.from(f))
+    return w.bytes()
+  },
   hold: (id, { semaphore = false, limit = 0, name, key, ttl = 30_000, maxHold = 0, wait = 2n ** 64n - 1n, request = newId() }) =>
     header(CLIENT.hold, id).u8(semaphore ? 1 : 0).u32(limit).str(name).str(key).u32(ttl).u64(maxHold).u64(wait).id(request).bytes(),
   renew: (id, lease) => header(CLIENT.renew, id).id(lease).bytes(),
@@ -51,18 +59,33 @@ export function decodeServer(buf) {
     return b.subarray(at - n, at).toString('utf8')
   }
   if (u8() !== 1) throw new Error('not version 1')
-  const type = SERVER[u8()]
+  const kind = u8()
+  const type = SERVER[kind]
   const frame = { id: u32(), type, bytes: b.length }
   switch (type) {
-    case 'welcome': frame.maxFrame = u32(); frame.connectionLimit = u32(); break
+    case 'welcome': frame.revision = kind === 0x8a ? u8() : 2; frame.maxFrame = u32(); frame.connectionLimit = u32(); break
     case 'granted': frame.request = id(); frame.lease = id(); frame.fence = u64(); frame.ttl = u32(); frame.revokeIn = u64(); break
     case 'renewed': frame.ttl = u32(); frame.revokeIn = u64(); break
     case 'error': frame.code = CODES[u8()]; frame.message = str(); break
     case 'lost': frame.lease = id(); frame.code = CODES[u8()]; break
     case 'inspected': frame.count = u32(); break
     case 'inspectedPage': frame.more = u8() === 1; frame.count = u32(); break
+    case 'batch':
+      frame.frames = []
+      while (at < b.length) {
+        const n = b.readUInt16LE(at)
+        frame.frames.push(decodeServer(b.subarray(at + 2, at + 2 + n)))
+        at += 2 + n
+      }
+      break
   }
   return frame
+}
+
+/** The frames a server's message carries: itself, or a batch's (revision 3). */
+export function framesOf(buf) {
+  const frame = decodeServer(buf)
+  return frame.type === 'batch' ? frame.frames : [frame]
 }
 
 /** A client's WebSocket frame of `payload`, masked with a zero key (which RFC 6455 lets a test choose). */

@@ -12,7 +12,7 @@ import vm from 'node:vm'
 import assert from 'node:assert/strict'
 import WebSocket from 'ws'
 import net from 'node:net'
-import { decodeServer, encode, masked } from './frames.js'
+import { encode, framesOf, masked } from './frames.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -20,6 +20,7 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 export const RUNTIMES = {
   node20: process.env.HOLDFAST_NODE20 || process.execPath,
   node24: process.env.HOLDFAST_NODE24 || process.execPath,
+  node26: process.env.HOLDFAST_NODE26 || process.execPath,
   bun: process.env.HOLDFAST_BUN || process.execPath,
   self: process.execPath,
 }
@@ -203,9 +204,12 @@ export async function rawClient(url) {
   client.whenClosed = new Promise(resolve => ws.on('close', (code, reason) => resolve((client.closed = { code, reason: String(reason) }))))
   ws.on('error', () => {})
   ws.on('message', (data, isBinary) => {
-    const frame = isBinary ? decodeServer(data) : { type: 'text', text: String(data) }
-    client.frames.push(frame)
-    for (const w of [...client.waiters]) if (w.match(frame)) w.resolve(frame)
+    client.messages = (client.messages ?? 0) + 1
+    // A batch (revision 3, to a client that said it) is its frames, in order.
+    for (const frame of isBinary ? framesOf(data) : [{ type: 'text', text: String(data) }]) {
+      client.frames.push(frame)
+      for (const w of [...client.waiters]) if (w.match(frame)) w.resolve(frame)
+    }
   })
   await new Promise((resolve, reject) => {
     ws.once('open', resolve)

@@ -154,7 +154,7 @@ test('LOCK-05/LOCK-02: the server killed with kill -9 and restarted on its direc
   const port = portOf(server.url)
   const a = await startAgent(own, 'a', RUNTIMES.node20, server.url)
   const b = await startAgent(own, 'b', RUNTIMES.bun, server.url)
-  const c = await startAgent(own, 'c', RUNTIMES.node24, server.url)
+  const c = await startAgent(own, 'c', RUNTIMES.node26, server.url)
   const before = []
   for (let i = 0; i < 5; i++) {
     await ask(c, { id: `warm-${i}`, lock: 'jobs', key: `warm-${i}`, ttl: 2000 })

@@ -41,6 +41,16 @@ test('two concurrent holds of one key through the object are served one at a tim
   assert.deepEqual(await cf('inspect', { name: 'order' }), [], 'every key let go')
 })
 
+test('#17: five callers of workerStore, each in its own AsyncLocalStorage value, hold one key in turn through the object: each fn sees its own (lock, semaphore; hold, acquire, tryHold)', async () => {
+  for (const limit of [undefined, 2]) {
+    for (const form of ['hold', 'acquire', 'tryHold']) {
+      const answer = await cf('callers', { name: 'callers', key: `${form}-${limit ?? 1}`, form, ...(limit ? { limit } : {}) })
+      assert.deepEqual(answer.wrong, [], `${form}, limit ${limit ?? 1}: ${JSON.stringify(answer)}`)
+      assert.equal(answer.reports.length, form === 'tryHold' ? 10 : 5)
+    }
+  }
+})
+
 test('tryHold on a held key answers acquired: false; a wait that runs out is InUseError; an aborted wait is CancelledError', async () => {
   const holding = cf('hold', { name: 'try', key: 'job', ms: 600 })
   await sleep(150)

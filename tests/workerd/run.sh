@@ -33,6 +33,7 @@ echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1)); node $("
 mkdir "$work/project"
 cp -r "$root"/tests/workerd/. "$work/project/"
 cp "$root/tests/remote/frames.js" "$work/project/"
+cp "$root/tests/js/callers.js" "$work/project/src/"
 rm -rf "$work/project/node_modules" "$work/project/.wrangler"
 cd "$work/project"
 printf '{ "name": "holdfast-workerd-user", "private": true, "type": "module" }\n' > package.json

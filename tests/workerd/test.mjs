@@ -62,6 +62,21 @@ for (const [name, w] of Object.entries(workers)) {
   })
 }
 
+for (const [name, w] of Object.entries(workers).filter(([, w]) => w.als)) {
+  test(`${w.config}: #17: five callers, each in its own AsyncLocalStorage value, hold one key in turn: each fn sees its own, free or handed over (a store in the request and in a Durable Object; lock, semaphore; hold, acquire, tryHold)`, async () => {
+    for (const where of ['local', 'do']) {
+      for (const limit of [undefined, 2]) {
+        for (const form of ['hold', 'acquire', 'tryHold']) {
+          const path = `/${where}/callers?object=callers&name=callers&key=${form}-${limit ?? 1}&form=${form}${limit ? `&limit=${limit}` : ''}`
+          const answer = await get(name, path)
+          assert.deepEqual(answer.wrong, [], `${path}: ${JSON.stringify(answer)}`)
+          assert.equal(answer.reports.length, form === 'tryHold' ? 10 : 5)
+        }
+      }
+    }
+  })
+}
+
 test('a store opened in the request, on memoryStorage: hold, tryHold, and bad input as typed errors', async () => {
   assert.deepEqual(await get(MAIN, '/local/tryHold?key=42'), { acquired: true, value: { fence: 1 } })
   const badName = await get(MAIN, '/local/hold?name=Bad%20Name')

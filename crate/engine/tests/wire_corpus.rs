@@ -1,13 +1,17 @@
 //! Replays the fuzz corpus of the frame decoder (`crate/engine/fuzz/corpus/`, kept by the cargo-fuzz
 //! targets `decode_client` and `decode_server`) on every `cargo test`: each file goes through both
-//! decoders, neither may panic, and any frame that decodes must encode back to exactly its bytes.
+//! decoders, and through both decoders of whole messages (a batch, revision 3), none may panic, and
+//! any frame or batch that decodes must encode back to exactly its bytes.
 //! A crash input found by fuzzing is added to the corpus, so that it stays fixed.
 
 use std::fs;
 use std::panic;
 use std::path::{Path, PathBuf};
 
-use holdfast_engine::wire::{decode_client, decode_server, encode_client, encode_server};
+use holdfast_engine::wire::{
+    decode_client, decode_client_batch, decode_server, decode_server_batch, encode_batch,
+    encode_client, encode_server,
+};
 
 fn corpus() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
@@ -50,6 +54,31 @@ fn replay(bytes: &[u8]) -> Result<(bool, bool), String> {
             }
             Err(_) => false,
         };
+        // Whole messages: a batch re-encodes to its bytes from its frames re-encoded.
+        if let Ok(frames) = decode_client_batch(bytes) {
+            let encoded: Vec<Vec<u8>> =
+                frames.iter().map(|(id, m)| encode_client(*id, m)).collect();
+            if !client {
+                let parts: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+                assert_eq!(
+                    encode_batch(false, &parts),
+                    bytes,
+                    "a client batch does not encode back"
+                );
+            }
+        }
+        if let Ok(frames) = decode_server_batch(bytes) {
+            let encoded: Vec<Vec<u8>> =
+                frames.iter().map(|(id, m)| encode_server(*id, m)).collect();
+            if !server {
+                let parts: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+                assert_eq!(
+                    encode_batch(true, &parts),
+                    bytes,
+                    "a server batch does not encode back"
+                );
+            }
+        }
         (client, server)
     })
     .map_err(|e| {

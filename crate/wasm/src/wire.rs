@@ -3,10 +3,12 @@
 //! wasm (that cost several µs a frame; see `npm/src/remote/wire.ts`, which builds the message objects in
 //! JavaScript from what this module answers).
 //!
-//! - A decode answers the message's strings joined into one (`text`), and writes its type, its
-//!   correlation id, its numbers and where `text` is cut (in UTF-16 units, as JavaScript slices) into
-//!   the scratch slots ([`slot`]), which JavaScript reads through a `Float64Array` at [`wire_slots`].
-//!   The layout of each message is written beside [`decode_client`] and [`decode_server`].
+//! - A decode takes a WebSocket message — one frame, or a batch of them (revision 3) — and answers
+//!   the strings of all its frames joined into one (`text`). It writes into the scratch table
+//!   ([`slot`]), which JavaScript reads through a `Float64Array` at [`wire_slots`], the number of
+//!   frames, then per frame its type, its correlation id, its numbers and where `text` is cut (in UTF-16
+//!   units from the start of `text`, as JavaScript slices): one call per message, however many frames
+//!   it carries. The layout of each message is written beside [`decode_client`] and [`decode_server`].
 //! - An encode takes the message's fields as arguments, one function per message type.
 //!
 //! Ids (request and lease) are 32 hex digits in JavaScript, so that it can key maps by them; a `wait`
@@ -21,9 +23,14 @@ use wasm_bindgen::prelude::*;
 use crate::hex::{parse_hex, push_hex, to_hex};
 use crate::js_error;
 
-/// The scratch slots a decode writes (indices of `f64`s).
+/// The scratch table a decode writes (indices of `f64`s): [`COUNT`](slot::COUNT), then [`LEN`](slot::LEN)
+/// slots per frame, the first frame's at [`FIRST`](slot::FIRST), the next `LEN` further on.
 pub mod slot {
-    /// The message type: see [`super::kind`].
+    /// How many frames the message carried (1, or a batch's count).
+    pub const COUNT: usize = 0;
+    /// Where the first frame's slots begin.
+    pub const FIRST: usize = 1;
+    /// The message type: see [`super::kind`] (offsets within a frame's slots from here on).
     pub const TYPE: usize = 0;
     /// The correlation id.
     pub const ID: usize = 1;
@@ -33,10 +40,13 @@ pub mod slot {
     pub const C: usize = 4;
     pub const D: usize = 5;
     pub const E: usize = 6;
-    /// Where `text` is cut between its strings (UTF-16 units from its start).
+    /// Where `text` is cut between the frame's strings (UTF-16 units from the start of `text`).
     pub const CUT1: usize = 7;
     pub const CUT2: usize = 8;
-    pub const LEN: usize = 9;
+    /// Where the frame's strings begin and end in `text`.
+    pub const START: usize = 9;
+    pub const END: usize = 10;
+    pub const LEN: usize = 11;
 }
 
 /// Message types as the scratch slot `TYPE` gives them (the same numbers in `npm/src/remote/wire.ts`).
@@ -60,37 +70,97 @@ pub mod kind {
     pub const INSPECTED_PAGE: f64 = 19.0;
 }
 
-/// The scratch slots. wasm here is single-threaded, and JavaScript reads them right after the call
-/// that wrote them, before any other call into this module.
-struct Scratch(UnsafeCell<[f64; slot::LEN]>);
+/// The scratch table. wasm here is single-threaded, and JavaScript reads it right after the call
+/// that wrote it, before any other call into this module. It grows to the largest batch decoded
+/// (a batch of the server's 64 KiB holds at most 8,192 frames), so that its address can change:
+/// JavaScript asks [`wire_slots`] after each decode.
+struct Scratch(UnsafeCell<Vec<f64>>);
 
 // SAFETY: wasm32 without threads; see the type's doc.
 unsafe impl Sync for Scratch {}
 
-static SCRATCH: Scratch = Scratch(UnsafeCell::new([0.0; slot::LEN]));
+static SCRATCH: Scratch = Scratch(UnsafeCell::new(Vec::new()));
 
-/// Writes a decoded message's type, id and numbers (the rest of the slots are zeroed).
-fn put(kind: f64, id: u32, numbers: &[f64]) {
-    // SAFETY: see `Scratch`; no reference to the slots outlives this call.
-    let slots = unsafe { &mut *SCRATCH.0.get() };
-    *slots = [0.0; slot::LEN];
-    slots[slot::TYPE] = kind;
-    slots[slot::ID] = id as f64;
-    slots[slot::A..slot::A + numbers.len()].copy_from_slice(numbers);
+/// The frames of one message as a decode lays them out: their slots, and their strings in one `text`.
+struct Flat {
+    text: String,
+    /// `text`'s length in UTF-16 units.
+    units: usize,
+    /// The slots of the frame being written (its index in the table), and of the next.
+    at: usize,
+    next: usize,
 }
 
-/// Writes where `text` is cut.
-fn cuts(first: usize, second: usize) {
-    // SAFETY: as in `put`.
-    let slots = unsafe { &mut *SCRATCH.0.get() };
-    slots[slot::CUT1] = first as f64;
-    slots[slot::CUT2] = second as f64;
+impl Flat {
+    /// Starts a table for `count` frames.
+    fn new(count: usize) -> Flat {
+        // SAFETY: see `Scratch`; no reference to the table outlives a call of this module.
+        let table = unsafe { &mut *SCRATCH.0.get() };
+        table.clear();
+        table.resize(slot::FIRST + count * slot::LEN, 0.0);
+        table[slot::COUNT] = count as f64;
+        Flat {
+            text: String::new(),
+            units: 0,
+            at: slot::FIRST,
+            next: slot::FIRST,
+        }
+    }
+
+    fn table(&mut self) -> &mut [f64] {
+        // SAFETY: as in `new`.
+        let table = unsafe { &mut *SCRATCH.0.get() };
+        &mut table[self.at..self.at + slot::LEN]
+    }
+
+    /// Begins the next frame: its type, id and numbers.
+    fn put(&mut self, kind: f64, id: u32, numbers: &[f64]) {
+        self.at = self.next;
+        self.next += slot::LEN;
+        let start = self.units as f64;
+        let frame = self.table();
+        frame[slot::TYPE] = kind;
+        frame[slot::ID] = id as f64;
+        frame[slot::A..slot::A + numbers.len()].copy_from_slice(numbers);
+        frame[slot::START] = start;
+        frame[slot::END] = start;
+    }
+
+    /// Appends one of the frame's strings to `text`; answers where it ends (a cut).
+    fn push(&mut self, s: &str) -> usize {
+        self.text.push_str(s);
+        self.units += utf16_len(s);
+        self.table()[slot::END] = self.units as f64;
+        self.units
+    }
+
+    /// Appends an id, as 32 hex digits.
+    fn push_id(&mut self, id: u128) -> usize {
+        push_hex(&mut self.text, id);
+        self.units += 32;
+        self.table()[slot::END] = self.units as f64;
+        self.units
+    }
+
+    /// Where `text` is cut between the frame's strings.
+    fn cuts(&mut self, first: usize, second: usize) {
+        let frame = self.table();
+        frame[slot::CUT1] = first as f64;
+        frame[slot::CUT2] = second as f64;
+    }
 }
 
-/// Where the scratch slots start in wasm memory (a byte offset); there are `slot::LEN` of them.
+/// Where the scratch table starts in wasm memory (a byte offset), after the last decode.
 #[wasm_bindgen(js_name = wireSlots)]
 pub fn wire_slots() -> usize {
-    SCRATCH.0.get() as usize
+    // SAFETY: see `Scratch`.
+    unsafe { (*SCRATCH.0.get()).as_ptr() as usize }
+}
+
+/// The revision of the protocol this build speaks (`docs/protocol.md` # Revisions).
+#[wasm_bindgen(js_name = wireRevision)]
+pub fn wire_revision() -> u8 {
+    wire::REVISION
 }
 
 /// The wasm memory, for the view of the scratch slots.
@@ -142,22 +212,36 @@ fn ms(value: f64) -> u64 {
 
 // ---------------------------------------------------------------- client → server
 
-/// Decodes a frame a client sent. Throws a `protocol` error for a bad frame. Answers `text`; the
-/// slots hold, by type:
-/// - hello: text = token + client, CUT1 = end of token;
+/// Decodes a message a client sent: one frame, or a batch of them (revision 3). Throws a `protocol`
+/// error for a bad message (a bad frame anywhere in a batch refuses all of it). Answers `text`; each
+/// frame's slots hold, by type (cuts and strings as positions in `text`):
+/// - hello: A revision (2 for the old hello); strings token, client; CUT1 = end of token;
 /// - hold: A semaphore (0/1), B limit, C ttl, D maxHold (0 none), E wait (-1 none);
-///   text = name + key + request, CUT1 = end of name, CUT2 = end of key;
-/// - renew, release: text = lease; cancel: text = request;
-/// - inspect, goodbye: text = "";
-/// - inspect page: A semaphore (0/1); text = name + key, CUT1 = end of name.
+///   strings name, key, request; CUT1 = end of name, CUT2 = end of key;
+/// - renew, release: string lease; cancel: string request;
+/// - inspect, goodbye: no string;
+/// - inspect page: A semaphore (0/1); strings name, key; CUT1 = end of name.
 #[wasm_bindgen(js_name = decodeClient)]
 pub fn decode_client(bytes: &[u8]) -> Result<String, JsValue> {
-    let (id, message) = wire::decode_client(bytes).map_err(protocol_error)?;
-    Ok(match message {
-        ClientMessage::Hello { token, client } => {
-            put(kind::HELLO, id, &[]);
-            cuts(utf16_len(token), 0);
-            [token, client].concat()
+    let frames = wire::decode_client_batch(bytes).map_err(protocol_error)?;
+    let mut flat = Flat::new(frames.len());
+    for (id, message) in frames {
+        flat_client(&mut flat, id, message);
+    }
+    Ok(flat.text)
+}
+
+fn flat_client(flat: &mut Flat, id: u32, message: ClientMessage<'_>) {
+    match message {
+        ClientMessage::Hello {
+            revision,
+            token,
+            client,
+        } => {
+            flat.put(kind::HELLO, id, &[revision as f64]);
+            let token_end = flat.push(token);
+            flat.push(client);
+            flat.cuts(token_end, 0);
         }
         ClientMessage::Hold {
             semaphore,
@@ -170,7 +254,7 @@ pub fn decode_client(bytes: &[u8]) -> Result<String, JsValue> {
             request,
         } => {
             let wait = if wait == u64::MAX { -1.0 } else { wait as f64 };
-            put(
+            flat.put(
                 kind::HOLD,
                 id,
                 &[
@@ -181,49 +265,49 @@ pub fn decode_client(bytes: &[u8]) -> Result<String, JsValue> {
                     wait,
                 ],
             );
-            let name_end = utf16_len(name);
-            cuts(name_end, name_end + utf16_len(key));
-            let mut text = String::with_capacity(name.len() + key.len() + 32);
-            text.push_str(name);
-            text.push_str(key);
-            push_hex(&mut text, request);
-            text
+            let name_end = flat.push(name);
+            let key_end = flat.push(key);
+            flat.push_id(request);
+            flat.cuts(name_end, key_end);
         }
         ClientMessage::Renew { lease } => {
-            put(kind::RENEW, id, &[]);
-            hex(lease)
+            flat.put(kind::RENEW, id, &[]);
+            flat.push_id(lease);
         }
         ClientMessage::Release { lease } => {
-            put(kind::RELEASE, id, &[]);
-            hex(lease)
+            flat.put(kind::RELEASE, id, &[]);
+            flat.push_id(lease);
         }
         ClientMessage::Cancel { request } => {
-            put(kind::CANCEL, id, &[]);
-            hex(request)
+            flat.put(kind::CANCEL, id, &[]);
+            flat.push_id(request);
         }
-        ClientMessage::Inspect => {
-            put(kind::INSPECT, id, &[]);
-            String::new()
-        }
-        ClientMessage::Goodbye => {
-            put(kind::GOODBYE, id, &[]);
-            String::new()
-        }
+        ClientMessage::Inspect => flat.put(kind::INSPECT, id, &[]),
+        ClientMessage::Goodbye => flat.put(kind::GOODBYE, id, &[]),
         ClientMessage::InspectPage {
             semaphore,
             name,
             key,
         } => {
-            put(kind::INSPECT_PAGE, id, &[semaphore as u8 as f64]);
-            cuts(utf16_len(name), 0);
-            [name, key].concat()
+            flat.put(kind::INSPECT_PAGE, id, &[semaphore as u8 as f64]);
+            let name_end = flat.push(name);
+            flat.push(key);
+            flat.cuts(name_end, 0);
         }
-    })
+    }
 }
 
+/// The `hello` of `revision`: the old one (type 0x01) below revision 3, else the one that says it.
 #[wasm_bindgen(js_name = encodeHello)]
-pub fn encode_hello(id: u32, token: &str, client: &str) -> Vec<u8> {
-    wire::encode_client(id, &ClientMessage::Hello { token, client })
+pub fn encode_hello(id: u32, revision: u8, token: &str, client: &str) -> Vec<u8> {
+    wire::encode_client(
+        id,
+        &ClientMessage::Hello {
+            revision,
+            token,
+            client,
+        },
+    )
 }
 
 /// `limit` 0 for a lock; `max_hold` 0 for none; `wait` -1 (or any negative) for no limit.
@@ -314,31 +398,50 @@ struct JsHolder {
     held_ms: f64,
 }
 
-/// Decodes a frame a server sent. Throws a `protocol` error for a bad frame. Answers `text`, or for
-/// `inspected` and `inspected page` the array of entries `{ kind, name, key, holders: [{ fence,
-/// heldMs }], waiting }`; the slots hold, by type:
-/// - welcome: A maxFrame, B connectionLimit;
-/// - granted: A fence, B ttl, C revokeIn; text = request + lease (32 hex digits each);
+/// Decodes a message a server sent: one frame, or a batch of them (revision 3). Throws a `protocol`
+/// error for a bad message. Answers `text`, or, when a frame is an `inspected` or `inspected page`, an
+/// array: `text`, then the entries of each such frame in order, as arrays of `{ kind, name, key,
+/// holders: [{ fence, heldMs }], waiting }`. Each frame's slots hold, by type:
+/// - welcome: A maxFrame, B connectionLimit, C revision (2 for the old welcome);
+/// - granted: A fence, B ttl, C revokeIn; strings request, lease (32 hex digits each);
 /// - busy, done: nothing;
 /// - renewed: A ttl, B revokeIn;
-/// - error: text = code + message, CUT1 = end of code;
-/// - lost: text = code + lease, CUT1 = end of code;
-/// - inspected page: A more (0/1).
+/// - error: strings code, message; CUT1 = end of code;
+/// - lost: strings code, lease; CUT1 = end of code;
+/// - inspected: nothing (its entries are in the array); inspected page: A more (0/1).
 #[wasm_bindgen(js_name = decodeServer)]
 pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
-    let (id, message) = wire::decode_server(bytes).map_err(protocol_error)?;
-    let text = match message {
+    let frames = wire::decode_server_batch(bytes).map_err(protocol_error)?;
+    let mut flat = Flat::new(frames.len());
+    let mut inspections = Vec::new();
+    for (id, message) in frames {
+        if let Some(entries) = flat_server(&mut flat, id, message) {
+            inspections.push(entries);
+        }
+    }
+    if inspections.is_empty() {
+        return Ok(JsValue::from_str(&flat.text));
+    }
+    let answer = js_sys::Array::new();
+    answer.push(&JsValue::from_str(&flat.text));
+    for entries in inspections {
+        answer.push(&entries_to_js(entries)?);
+    }
+    Ok(answer.into())
+}
+
+/// Lays out one frame a server sent; answers the entries of an inspection.
+fn flat_server(flat: &mut Flat, id: u32, message: ServerMessage) -> Option<Vec<InspectEntry>> {
+    match message {
         ServerMessage::Welcome {
+            revision,
             max_frame,
             connection_limit,
-        } => {
-            put(
-                kind::WELCOME,
-                id,
-                &[max_frame as f64, connection_limit as f64],
-            );
-            String::new()
-        }
+        } => flat.put(
+            kind::WELCOME,
+            id,
+            &[max_frame as f64, connection_limit as f64, revision as f64],
+        ),
         ServerMessage::Granted {
             request,
             lease,
@@ -346,48 +449,41 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
             ttl,
             revoke_in,
         } => {
-            put(
+            flat.put(
                 kind::GRANTED,
                 id,
                 &[fence as f64, ttl as f64, revoke_in as f64],
             );
-            let mut text = String::with_capacity(64);
-            push_hex(&mut text, request);
-            push_hex(&mut text, lease);
-            text
+            flat.push_id(request);
+            flat.push_id(lease);
         }
-        ServerMessage::Busy => {
-            put(kind::BUSY, id, &[]);
-            String::new()
-        }
+        ServerMessage::Busy => flat.put(kind::BUSY, id, &[]),
         ServerMessage::Renewed { ttl, revoke_in } => {
-            put(kind::RENEWED, id, &[ttl as f64, revoke_in as f64]);
-            String::new()
+            flat.put(kind::RENEWED, id, &[ttl as f64, revoke_in as f64])
         }
-        ServerMessage::Done => {
-            put(kind::DONE, id, &[]);
-            String::new()
-        }
+        ServerMessage::Done => flat.put(kind::DONE, id, &[]),
         ServerMessage::Error { code, message } => {
-            put(kind::ERROR, id, &[]);
-            cuts(code.as_str().len(), 0);
-            [code.as_str(), &message].concat()
+            flat.put(kind::ERROR, id, &[]);
+            let code_end = flat.push(code.as_str());
+            flat.push(&message);
+            flat.cuts(code_end, 0);
         }
         ServerMessage::Lost { lease, code } => {
-            put(kind::LOST, id, &[]);
-            cuts(code.as_str().len(), 0);
-            [code.as_str(), &hex(lease)].concat()
+            flat.put(kind::LOST, id, &[]);
+            let code_end = flat.push(code.as_str());
+            flat.push_id(lease);
+            flat.cuts(code_end, 0);
         }
         ServerMessage::Inspected { entries } => {
-            put(kind::INSPECTED, id, &[]);
-            return entries_to_js(entries);
+            flat.put(kind::INSPECTED, id, &[]);
+            return Some(entries);
         }
         ServerMessage::InspectedPage { more, entries } => {
-            put(kind::INSPECTED_PAGE, id, &[more as u8 as f64]);
-            return entries_to_js(entries);
+            flat.put(kind::INSPECTED_PAGE, id, &[more as u8 as f64]);
+            return Some(entries);
         }
-    };
-    Ok(JsValue::from_str(&text))
+    }
+    None
 }
 
 /// An inspection's entries as JavaScript objects.
@@ -434,11 +530,13 @@ fn entries_from_js(entries: JsValue) -> Result<Vec<InspectEntry>, JsValue> {
         .collect())
 }
 
+/// The `welcome` of `revision`: the old one (type 0x81) below revision 3, else the one that says it.
 #[wasm_bindgen(js_name = encodeWelcome)]
-pub fn encode_welcome(id: u32, max_frame: u32, connection_limit: u32) -> Vec<u8> {
+pub fn encode_welcome(id: u32, revision: u8, max_frame: u32, connection_limit: u32) -> Vec<u8> {
     wire::encode_server(
         id,
         &ServerMessage::Welcome {
+            revision,
             max_frame,
             connection_limit,
         },

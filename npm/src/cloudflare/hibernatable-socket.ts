@@ -19,6 +19,8 @@ export interface Attachment {
   waiting: boolean
   /** Refused at its hello (the object was at its connection limit). */
   refused?: boolean
+  /** The revision of its conversation, once welcomed (absent: 2, the old hello's). */
+  revision?: number
 }
 
 export function attachmentOf(ws: HibernatableWebSocketLike): Attachment | undefined {

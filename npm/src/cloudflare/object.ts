@@ -367,6 +367,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     if (attached.refused) return undefined
     const session = this.#session(ws, attached.conn)
     session.authed = attached.authed
+    session.revision = attached.revision ?? session.revision
     if (attached.waiting) {
       this.#protocol.dropped(session)
       closeQuietly(ws, 1012, 'holdfast object restarted: ask again')
@@ -670,7 +671,9 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
 
   /** Keeps what a client's session must keep through hibernation in its socket's attachment. */
   #attach(session: Session): void {
-    this.#sockets.get(session)?.serializeAttachment({ conn: session.conn, authed: session.authed, waiting: session.waiting } satisfies Attachment)
+    this.#sockets
+      .get(session)
+      ?.serializeAttachment({ conn: session.conn, authed: session.authed, waiting: session.waiting, revision: session.revision } satisfies Attachment)
   }
 
   /** A client's session ended; with goodbye, the engine ended its leases, which are forgotten here too. */

@@ -103,15 +103,26 @@ export abstract class TravellingHandle<L extends Lease> {
    */
   hold<T>(key: Key, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
   hold<T>(key: Key, options: HoldOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
-  async hold<T>(key: Key, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    const fn = typeof a === 'function' ? a : b
-    const k = toKey(key, placeOf(this.kind, this.name))
-    if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: hold needs a function to run`)
-    const { wait, signal } =
-      typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait)
-    const lease = await this._to._take(this, k, wait, signal, false)
-    if (!lease) throw new InUseError(`${placeOf(this.kind, this.name, k)}: held by another (wait 0)`)
-    return this._to._run(this, lease, fn)
+  hold<T>(key: Key, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
+    // Not an async function: the lease's promise goes straight on to fn (one reaction, no frame to
+    // resume). Its callback runs in the caller's async context, as an await would.
+    let fn: (lease: Lease) => T | PromiseLike<T>
+    let k: string
+    let taken: Promise<L | undefined>
+    try {
+      fn = (typeof a === 'function' ? a : b)!
+      k = toKey(key, placeOf(this.kind, this.name))
+      if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: hold needs a function to run`)
+      const { wait, signal } =
+        typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait)
+      taken = this._to._take(this, k, wait, signal, false)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return taken.then(lease => {
+      if (!lease) throw new InUseError(`${placeOf(this.kind, this.name, k)}: held by another (wait 0)`)
+      return this._to._run(this, lease, fn)
+    })
   }
 
   /** Takes `key` only if it is free and nobody waits; then runs fn as `hold` does. */

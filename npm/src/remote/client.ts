@@ -15,17 +15,25 @@
  * The client reconnects by itself, with backoff, and asks again for every hold it has (the same
  * request id): a held key answers with the same lease and fence, a waiting hold keeps its place.
  * `close()` says goodbye, which releases its leases at once.
+ *
+ * # Revisions
+ * The client says the highest revision it speaks in its hello (3: batches); the server's welcome says
+ * the conversation's. From revision 3 the frames a turn sends go as one message (`Socket.pack`) and
+ * the server's may come so. A server older than revision 3 refuses the new hello as an unknown frame
+ * (`protocol`): the client then connects again at once and says the old hello, and keeps saying it to
+ * that server (revision 2, a frame a message).
  */
 
 import { checkTtl, checkMaxHold } from '../../wasm/holdfast_wasm.js'
-import { decodeServer, encodeClient, type ClientMessage, type ServerFrame as WireFrame } from './wire.js'
+import { BATCHES, REVISION, batchOf, decodeServerAll, encodeClient, type ClientMessage, type ServerFrame as WireFrame } from './wire.js'
 import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
 import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
-import { clearTimer, setTimer, systemClock, type Clock } from '../util/clock.js'
-import { Renewal, type Renewed } from './renewal.js'
+import { systemClock, type Clock } from '../util/clock.js'
+import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
+import { Dues } from '../util/dues.js'
 import { randomId } from '../util/random.js'
 import { runInLease } from '../handle/run-in-lease.js'
 import { TravellingHandle } from '../handle/travelling.js'
@@ -66,8 +74,22 @@ class Pending {
   resolve!: (lease: Lease | undefined) => void
   reject!: (error: Error) => void
   readonly promise: Promise<Lease | undefined>
-  /** Once granted: the lease's renewal (stopped when it is forgotten). */
+  /**
+   * Once granted: the lease's renewal (stopped when it is forgotten), made when its first renewal is
+   * due while the lease waits in `RemoteStore.#first` (see `#granted`).
+   */
   renewal: Renewal | undefined
+  /** Once granted: when the grant arrived, the ttl it answered, and ms to its maxHold (0: none). */
+  grantedAt = 0
+  ttl = 0
+  revokeIn = 0
+  /** Waiting in `RemoteStore.#first` for its first renewal, `renewal` not made yet. */
+  fresh = false
+  /** When it was asked for, and whether it is in `RemoteStore.#waits` (a wait the server may not answer). */
+  askedAt = 0
+  guarded = false
+  /** When its hold was last sent (a grant asked again counts its ttl from there). */
+  sentAt = 0
   cancelled = false
 
   constructor(
@@ -100,8 +122,8 @@ export class RemoteStore implements LeaseOwner {
   #socket: Socket | undefined
   #nextFrame = 1
   #nextLocal = 1
-  /** Answers awaited, by frame id. */
-  readonly #answers = new Map<number, (frame: ServerFrame) => void>()
+  /** Answers awaited, by frame id: a hold's (its `Pending`, answered by `#holdAnswered`), or a callback. */
+  readonly #answers = new Map<number, Pending | ((frame: ServerFrame) => void)>()
   /** Holds waiting or held, by request id; and held ones by local lease number and lease id. */
   readonly #pending = new Map<string, Pending>()
   readonly #byLocal = new Map<number, Pending>()
@@ -113,6 +135,14 @@ export class RemoteStore implements LeaseOwner {
   #welcomed = false
   #backoff = 50
   #reconnecting: Promise<void> | undefined
+  /** The server refused the hello of revision 3 (it is older): say the old one. */
+  #oldServer = false
+  /**
+   * Leases not yet due for their first renewal, and holds whose wait (and a grace) may pass without
+   * the server's answer: one timer for each kind, for all of them (util/dues.ts).
+   */
+  readonly #first: Dues<Pending>
+  readonly #waits: Dues<Pending>
 
   /** @internal Use `connect()`. */
   constructor(
@@ -131,6 +161,16 @@ export class RemoteStore implements LeaseOwner {
     this.#reconnect = reconnect
     this.#clock = clock
     this.#context = context
+    this.#first = new Dues<Pending>(
+      clock,
+      p => p.grantedAt,
+      p => this.#renewal(p).renewNow(),
+    )
+    this.#waits = new Dues<Pending>(
+      clock,
+      p => p.askedAt,
+      p => this.#waitRanOut(p),
+    )
   }
 
   /** @internal Dials and says hello; rejects when the server cannot be reached or refuses the token. */
@@ -144,16 +184,23 @@ export class RemoteStore implements LeaseOwner {
     this.#refusal = undefined
     this.#welcomed = false
     this.#attach(socket)
-    const welcome = await this.#ask({ type: 'hello', token: this.#token, client: 'holdfast-js' })
+    const revision = this.#oldServer ? 2 : REVISION
+    const welcome = await this.#ask({ type: 'hello', revision, token: this.#token, client: 'holdfast-js' })
     if (welcome.type !== 'welcome') {
       socket.close()
       this.#socket = undefined
       // Refused before its hello was read (a server at a limit closes at once): that error says why.
       const error = welcome.type === 'error' ? welcome : this.#refusal
       const code = error ? String(error.code) : 'closed'
+      // A server older than revision 3 cannot read the new hello: say the old one (see # Revisions).
+      if (code === 'protocol' && revision >= BATCHES) {
+        this.#oldServer = true
+        return this._open()
+      }
       const message = `connect ${this.url}: ${error ? String(error.message) : 'connection closed during hello'}`
       throw code === 'permission' ? new PermissionError(message) : errorOf(code, message)
     }
+    if (welcome.revision >= BATCHES) socket.pack = packClient
     this.#welcomed = true
   }
 
@@ -164,13 +211,17 @@ export class RemoteStore implements LeaseOwner {
   }
 
   #receive(bytes: Uint8Array): void {
-    let frame: ServerFrame
+    let frames: ServerFrame[]
     try {
-      frame = decodeServer(bytes)
+      frames = decodeServerAll(bytes)
     } catch {
       this.#socket?.close(4400, 'bad frame from server')
       return
     }
+    for (const frame of frames) this.#answer(frame)
+  }
+
+  #answer(frame: ServerFrame): void {
     if (frame.type === 'lost') {
       const p = this.#byLease.get(frame.lease)
       if (p)
@@ -186,7 +237,8 @@ export class RemoteStore implements LeaseOwner {
     const answer = this.#answers.get(frame.id)
     if (answer) {
       this.#answers.delete(frame.id)
-      answer(frame)
+      if (answer instanceof Pending) this.#holdAnswered(answer, frame)
+      else answer(frame)
     }
   }
 
@@ -200,18 +252,23 @@ export class RemoteStore implements LeaseOwner {
    * or an `invalid` error when the frame cannot be encoded. (A hold's answer is taken this way, in
    * the call that delivers it: no promise of its own.)
    */
-  #send(message: ClientMessage, answered: (frame: ServerFrame) => void): void {
+  #send(message: ClientMessage, answered: Pending | ((frame: ServerFrame) => void)): void {
     const id = this.#nextFrame
     this.#nextFrame = (this.#nextFrame % 0xffff_fffe) + 1
     const socket = this.#socket
-    if (!socket) return answered({ id, type: 'dropped' })
+    if (!socket) return this.#answered(answered, { id, type: 'dropped' })
     this.#answers.set(id, answered)
     try {
       socket.send(encodeClient(id, message))
     } catch (error) {
       this.#answers.delete(id)
-      answered({ id, type: 'error', code: 'invalid', message: String((error as Error)?.message ?? error) })
+      this.#answered(answered, { id, type: 'error', code: 'invalid', message: String((error as Error)?.message ?? error) })
     }
+  }
+
+  #answered(who: Pending | ((frame: ServerFrame) => void), frame: ServerFrame): void {
+    if (who instanceof Pending) this.#holdAnswered(who, frame)
+    else who(frame)
   }
 
   #dropped(socket: Socket): void {
@@ -220,7 +277,7 @@ export class RemoteStore implements LeaseOwner {
     // Every answer awaited on this connection is lost with it; their askers ask again.
     const answers = [...this.#answers.entries()]
     this.#answers.clear()
-    for (const [id, answer] of answers) answer({ id, type: 'dropped' })
+    for (const [id, answer] of answers) this.#answered(answer, { id, type: 'dropped' })
     // Closed before its welcome (refused at once): `_open` answers for it, and whoever called it
     // decides what comes next — a refused connect() leaves nothing behind that reconnects.
     if (!this.#welcomed) return
@@ -292,34 +349,39 @@ export class RemoteStore implements LeaseOwner {
     }
     this.#askHold(p)
     if (p.wait !== null && p.wait > 0) {
-      // The server answers a wait that ran out; but if it cannot be reached, this side must. Past
-      // the wait and a grace for the server's own answer, a hold still unanswered gives up. (A wait
-      // may be longer than a runtime's timer: see clock.ts # Long timers.)
-      const timer = setTimer(
-        this.#clock,
-        () => {
-          if (p.lease || this.#pending.get(p.request) !== p) return
-          this.#forget(p)
-          if (this.#socket) {
-            void this.#ask({ type: 'cancel', request: p.request })
-            p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
-          } else {
-            p.reject(new ClosedError(`${p.place()}: no answer from the server within the wait (${this.url} unreachable)`))
-          }
-        },
-        p.wait + WAIT_GRACE,
-      )
-      void p.promise.then(
-        () => clearTimer(this.#clock, timer),
-        () => clearTimer(this.#clock, timer),
-      )
+      // The server answers a wait that ran out; but if it cannot be reached, this side must: past
+      // the wait and a grace for the server's own answer, a hold still unanswered gives up. Until its
+      // answer (any: it then leaves #waits), it waits in #waits, with no timer of its own.
+      p.askedAt = this.#clock.now()
+      p.guarded = true
+      this.#waits.add(p, p.wait + WAIT_GRACE)
     }
     return p.promise
   }
 
+  /** A hold's wait and its grace passed with no answer from the server. */
+  #waitRanOut(p: Pending): void {
+    p.guarded = false
+    if (p.lease || this.#pending.get(p.request) !== p) return
+    this.#forget(p)
+    if (this.#socket) {
+      void this.#ask({ type: 'cancel', request: p.request })
+      p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
+    } else {
+      p.reject(new ClosedError(`${p.place()}: no answer from the server within the wait (${this.url} unreachable)`))
+    }
+  }
+
+  /** `p` was answered: its wait is the server's to end. */
+  #unguard(p: Pending): void {
+    if (!p.guarded) return
+    p.guarded = false
+    this.#waits.delete(p, p.wait! + WAIT_GRACE)
+  }
+
   /** Sends (or sends again, after a reconnect) a hold, and acts on its answer. */
   #askHold(p: Pending): void {
-    const sentAt = this.#clock.now()
+    p.sentAt = this.#clock.now()
     const h = p.handle
     this.#send(
       {
@@ -333,11 +395,11 @@ export class RemoteStore implements LeaseOwner {
         wait: p.wait,
         request: p.request,
       },
-      answer => this.#holdAnswered(p, answer, sentAt),
+      p,
     )
   }
 
-  #holdAnswered(p: Pending, answer: ServerFrame, sentAt: number): void {
+  #holdAnswered(p: Pending, answer: ServerFrame): void {
     if (this.#pending.get(p.request) !== p) {
       // Cancelled (or lost) meanwhile: a grant that raced it is let go.
       if (answer.type === 'granted') void this.#ask({ type: 'release', lease: answer.lease })
@@ -345,7 +407,7 @@ export class RemoteStore implements LeaseOwner {
     }
     switch (answer.type) {
       case 'granted':
-        return this.#granted(p, answer, sentAt)
+        return this.#granted(p, answer, p.sentAt)
       case 'busy':
         this.#forget(p)
         return p.resolve(undefined)
@@ -360,19 +422,25 @@ export class RemoteStore implements LeaseOwner {
 
   #granted(p: Pending, answer: Extract<ServerFrame, { type: 'granted' }>, sentAt: number): void {
     if (!p.lease) {
+      this.#unguard(p)
       p.leaseId = answer.lease
-      const lease = (p.lease = new Lease(this, { kind: p.handle.kind, name: p.handle.name }, p.key, answer.fence, p.local))
+      const lease = (p.lease = new Lease(this, p.handle, p.key, answer.fence, p.local))
       this.#byLocal.set(p.local, p)
       this.#byLease.set(p.leaseId, p)
-      // The first deadline counts from the grant's arrival.
-      p.renewal = new Renewal(
-        this.#clock,
-        { renew: () => this.#renewOf(p), lose: reason => this.#lose(p, reason) },
-        lease,
-        p.handle.ttl,
-        answer.ttl,
-        answer.revokeIn,
-      )
+      // The first deadline counts from the grant's arrival. Most leases are let go before their first
+      // renewal: until it is due they wait in #first, with no timer of their own, the deadline set
+      // here as their Renewal would set it; one whose maxHold comes first gets its Renewal now.
+      const now = this.#clock.now()
+      p.grantedAt = now
+      p.ttl = answer.ttl
+      p.revokeIn = answer.revokeIn
+      const every = renewInterval(answer.ttl)
+      if (answer.revokeIn > 0 && answer.revokeIn <= every) this.#renewal(p)
+      else {
+        lease._deadline = now + answer.ttl - margin(answer.ttl)
+        p.fresh = true
+        this.#first.add(p, every)
+      }
       p.resolve(lease)
     } else if (answer.lease !== p.leaseId) {
       // Asked again, the server granted a *new* lease: it no longer knew ours (it restarted). Ours is
@@ -381,8 +449,26 @@ export class RemoteStore implements LeaseOwner {
       void this.#ask({ type: 'release', lease: answer.lease })
     } else {
       // Asked again after a reconnect: the same lease, its ttl counted from this answer.
-      p.renewal?.extend(sentAt, answer.ttl)
+      this.#renewal(p).extend(sentAt, answer.ttl)
     }
+  }
+
+  /** `p`'s renewal, made now (as of its grant) if it waited in #first. */
+  #renewal(p: Pending): Renewal {
+    if (p.renewal) return p.renewal
+    if (p.fresh) {
+      p.fresh = false
+      this.#first.delete(p, renewInterval(p.ttl))
+    }
+    return (p.renewal = new Renewal(
+      this.#clock,
+      { renew: () => this.#renewOf(p), lose: reason => this.#lose(p, reason) },
+      p.lease!,
+      p.handle.ttl,
+      p.ttl,
+      p.revokeIn,
+      p.grantedAt,
+    ))
   }
 
   /** Asks the server to renew `p`'s lease (see renewal.ts): no answer while the connection is down. */
@@ -402,6 +488,11 @@ export class RemoteStore implements LeaseOwner {
     this.#pending.delete(p.request)
     this.#byLocal.delete(p.local)
     if (p.leaseId) this.#byLease.delete(p.leaseId)
+    this.#unguard(p)
+    if (p.fresh) {
+      p.fresh = false
+      this.#first.delete(p, renewInterval(p.ttl))
+    }
     p.renewal?.stop()
   }
 
@@ -413,7 +504,7 @@ export class RemoteStore implements LeaseOwner {
   /** @internal A lease read past its deadline (see lease.ts # Reading checks the clock). */
   _overdue(lease: Lease): void {
     const p = this.#byLocal.get(lease._req)
-    if (p?.lease === lease) p.renewal?.overdue()
+    if (p?.lease === lease && (p.renewal || p.fresh)) this.#renewal(p).overdue()
   }
 
   /** @internal Called by a `Lease` once: lets the key go on the server. */
@@ -522,6 +613,9 @@ export class RemoteStore implements LeaseOwner {
     this.#socket = undefined
   }
 }
+
+/** A client's batch of `frames` (for `Socket.pack`). */
+const packClient = (frames: Uint8Array[]): Uint8Array => batchOf(frames, false)
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 

@@ -65,17 +65,24 @@ export class Renewal {
   #stopped = false
 
   /**
-   * Starts renewing `lease`, granted (its answer arriving now) with `ttl`, and `revokeIn` ms to its
-   * maxHold (0: none). `handleTtl`: the ttl asked for, which paces retries.
+   * Starts renewing `lease`, granted (its answer arriving at `grantedAt`, now unless given) with `ttl`,
+   * and `revokeIn` ms to its maxHold (0: none). `handleTtl`: the ttl asked for, which paces retries.
+   * Started late by `FirstRenewals` (its first renewal due), it is as if started at the grant: the
+   * deadline counts from `grantedAt`, and `renewNow()` sends the renewal that was due.
    */
-  constructor(clock: Clock, host: RenewalHost, lease: Lease, handleTtl: number, ttl: number, revokeIn: number) {
+  constructor(clock: Clock, host: RenewalHost, lease: Lease, handleTtl: number, ttl: number, revokeIn: number, grantedAt = clock.now()) {
     this.#clock = clock
     this.#host = host
     this.#lease = lease
     this.#retry = Math.max(50, Math.floor(handleTtl / 10))
-    const now = clock.now()
-    this.#revokeAt = revokeIn > 0 ? now + revokeIn : Infinity
-    this.#move(now, now, ttl)
+    this.#revokeAt = revokeIn > 0 ? grantedAt + revokeIn : Infinity
+    this.#move(clock.now(), grantedAt, ttl)
+  }
+
+  /** Renews now rather than at the timer's time (the first renewal of a lease `FirstRenewals` kept). */
+  renewNow(): void {
+    if (this.#renewTimer !== undefined) clearTimer(this.#clock, this.#renewTimer)
+    void this.#renew()
   }
 
   /**
@@ -113,7 +120,7 @@ export class Renewal {
       this.#deadline = deadline
       this.#lease._deadline = this.#end()
     } else if (this.#renewTimer !== undefined) return // an answer that moves nothing, with a renewal set
-    const renewIn = Math.max(1, Math.floor(ttl / 3))
+    const renewIn = renewInterval(ttl)
     if (now + renewIn < this.#end()) {
       if (this.#endTimer !== undefined) clearTimer(this.#clock, this.#endTimer)
       this.#endTimer = undefined
@@ -170,4 +177,9 @@ export class Renewal {
     // (A renewal may be set already: a hold asked again after a reconnect was answered meanwhile.)
     if (!this.#overdue(this.#clock.now()) && this.#renewTimer === undefined) this.#renewTimer = setTimer(this.#clock, this.#renewSoon, this.#retry)
   }
+}
+
+/** How long after its grant a lease is first renewed. */
+export function renewInterval(ttl: number): number {
+  return Math.max(1, Math.floor(ttl / 3))
 }

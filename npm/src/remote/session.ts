@@ -11,6 +11,10 @@
  *   a refusal at a limit closes with 4429.
  * - No inspection frame is larger than `maxAnswer` (inspect-pages.ts): a larger `inspect` is refused
  *   `limit`, naming its size, and a client of revision 2 asks page by page instead.
+ * - The conversation's revision is the lower of the two sides' (`Session.revision`: 2 for a client
+ *   that said the old hello). Only when it is 3 or more are batches taken and sent: a batch from a
+ *   client that did not say revision 3 is refused `protocol`, and frames to it go one a message. A
+ *   message is decoded whole before any frame of it is acted on: a bad frame in a batch refuses it all.
  * - Every lease a session is granted, renews or ends passes through the hooks (`granted`, `renewed`,
  *   `ended`), so that a host that keeps leases never misses one; `granted` answers the fence to tell.
  * - A session ends once: `goodbye` ends its leases and waiting holds at once; a dropped connection
@@ -29,7 +33,18 @@ import { randomId } from '../util/random.js'
 import type { ServedStore } from './host.js'
 import type { KeyInfo } from '../types.js'
 import type { Socket } from '../runtime/transport.js'
-import { decodeClient, encodeServer, type ClientFrame, type ServerMessage, type WireEntry } from './wire.js'
+import {
+  BATCHES,
+  REVISION,
+  batchOf,
+  decodeClient,
+  decodeClientAll,
+  encodeServer,
+  isBatch,
+  type ClientFrame,
+  type ServerMessage,
+  type WireEntry,
+} from './wire.js'
 
 /** The largest frame a server accepts. */
 export const MAX_FRAME = 64 * 1024
@@ -73,6 +88,8 @@ export class Session implements RemoteSink {
   ended = false
   /** Refused: its connection is closing, and no frame of its is read any more. */
   closing = false
+  /** The revision of the conversation, once welcomed: 2 for a client that said the old hello. */
+  revision = 2
   /** Request ids of this session's holds that wait in line. */
   readonly #waiting = new Set<string>()
 
@@ -168,34 +185,44 @@ export class Protocol {
     this.hooks = hooks
   }
 
-  /** A frame from `session`'s connection. */
+  /** A message from `session`'s connection: one frame, or a batch of them (revision 3). */
   frame(session: Session, bytes: Uint8Array): void {
     if (session.ended || session.closing) return
-    let frame: ClientFrame
+    let frames: ClientFrame[]
     try {
-      frame = decodeClient(bytes)
+      frames = decodeClientAll(bytes)
     } catch (error) {
       return session.refuse(0, 'protocol', String((error as Error).message))
     }
     if (!session.authed) {
+      const frame = frames[0]!
       if (this.#token === undefined) return session.refuse(frame.id, 'closed', this.unset)
-      if (frame.type !== 'hello' || !sameToken(frame.token, this.#token)) {
+      if (frames.length !== 1 || frame.type !== 'hello' || !sameToken(frame.token, this.#token)) {
         return session.refuse(frame.id, 'permission', 'server: token refused')
       }
       const refusal = this.hooks.admit?.(session)
       if (refusal !== undefined) return session.refuse(frame.id, 'limit', refusal)
       session.authed = true
+      // The old hello says no revision (2); the new one the client's highest: the lower side's is used.
+      session.revision = Math.min(frame.revision, REVISION)
+      if (session.revision >= BATCHES) session.socket.pack = packServer
       this.hooks.welcomed?.(session)
-      return session.send(frame.id, { type: 'welcome', maxFrame: MAX_FRAME, connectionLimit: 0 })
+      return session.send(frame.id, { type: 'welcome', revision: session.revision, maxFrame: MAX_FRAME, connectionLimit: 0 })
     }
-    // Whatever its token, a second hello could only be a confused or probing client.
-    if (frame.type === 'hello') return session.refuse(frame.id, 'protocol', 'server: a second hello on this connection (a connection says hello once, first)')
-    try {
-      this.#dispatch(session, frame)
-    } catch (error) {
-      const e = error as { code?: unknown; message?: unknown }
-      const code = typeof e?.code === 'string' ? (e.code as ErrorCode) : 'closed'
-      session.send(frame.id, { type: 'error', code, message: String(e?.message ?? error) })
+    if (session.revision < BATCHES && isBatch(bytes)) {
+      return session.refuse(0, 'protocol', `server: a batch from a client of revision ${session.revision} (batches need revision ${BATCHES}, said in hello)`)
+    }
+    for (const frame of frames) {
+      if (session.ended || session.closing) return
+      // Whatever its token, a second hello could only be a confused or probing client.
+      if (frame.type === 'hello') return session.refuse(frame.id, 'protocol', 'server: a second hello on this connection (a connection says hello once, first)')
+      try {
+        this.#dispatch(session, frame)
+      } catch (error) {
+        const e = error as { code?: unknown; message?: unknown }
+        const code = typeof e?.code === 'string' ? (e.code as ErrorCode) : 'closed'
+        session.send(frame.id, { type: 'error', code, message: String(e?.message ?? error) })
+      }
     }
   }
 
@@ -309,6 +336,9 @@ export class Protocol {
     return this.#store()._serverHandle(kind, name, limit)
   }
 }
+
+/** A server's batch of `frames` (for `Socket.pack`). */
+const packServer = (frames: Uint8Array[]): Uint8Array => batchOf(frames, true)
 
 /** The store's busy keys as the codec takes them (only the fields on the wire). */
 function wireEntries(keys: KeyInfo[]): WireEntry[] {

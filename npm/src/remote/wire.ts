@@ -1,9 +1,14 @@
 /**
  * The wire protocol's messages as JavaScript objects (`{ id, type, ... }`), over the codec in wasm
  * (`crate/wasm/src/wire.rs`; the protocol is `docs/protocol.md`). Frames are decoded and checked in
- * Rust; what crosses back is one string and a few numbers in scratch slots of wasm memory, from which
- * the message object is built here — building it property by property inside wasm cost several µs a
- * frame, more than the rest of a hold over a connection.
+ * Rust; what crosses back is one string and a few numbers per frame in a scratch table of wasm memory,
+ * from which the message objects are built here — building them property by property inside wasm cost
+ * several µs a frame, more than the rest of a hold over a connection. A WebSocket message is decoded
+ * in one call however many frames it carries (a batch, revision 3), all of it or none.
+ *
+ * A batch's container is built here (`batchOf`: a header and each frame after its `u16` length, as
+ * `crate/engine/src/wire` encodes it), from frames the codec encoded: it copies bytes and checks
+ * nothing, and Rust decodes it.
  *
  * Ids (request and lease) are 32 hex digits; a hold's `wait` of `null` is without limit. An inspection
  * page is asked for after the entry named by `kind`, `name` and `key` (`name` empty: the first page).
@@ -44,7 +49,7 @@ export interface WireEntry {
 }
 
 export type ClientMessage =
-  | { type: 'hello'; token: string; client: string }
+  | { type: 'hello'; revision: number; token: string; client: string }
   | { type: 'hold'; semaphore: boolean; limit: number; name: string; key: string; ttl: number; maxHold: number; wait: number | null; request: string }
   | { type: 'renew'; lease: string }
   | { type: 'release'; lease: string }
@@ -54,7 +59,7 @@ export type ClientMessage =
   | { type: 'goodbye' }
 
 export type ServerMessage =
-  | { type: 'welcome'; maxFrame: number; connectionLimit: number }
+  | { type: 'welcome'; revision: number; maxFrame: number; connectionLimit: number }
   | { type: 'granted'; request: string; lease: string; fence: number; ttl: number; revokeIn: number }
   | { type: 'busy' }
   | { type: 'renewed'; ttl: number; revokeIn: number }
@@ -67,7 +72,9 @@ export type ServerMessage =
 export type ClientFrame = ClientMessage & { id: number }
 export type ServerFrame = ServerMessage & { id: number }
 
-// The scratch slots and message types (crate/wasm/src/wire.rs, modules `slot` and `kind`).
+// The scratch table and message types (crate/wasm/src/wire.rs, modules `slot` and `kind`).
+const COUNT = 0
+const FIRST = 1
 const TYPE = 0
 const ID = 1
 const A = 2
@@ -77,7 +84,9 @@ const D = 5
 const E = 6
 const CUT1 = 7
 const CUT2 = 8
-const SLOTS = 9
+const START = 9
+const END = 10
+const LEN = 11
 
 const HELLO = 1
 const HOLD = 2
@@ -97,53 +106,94 @@ const INSPECTED = 17
 const LOST = 18
 const INSPECTED_PAGE = 19
 
+/** The revision of the protocol this build speaks (`docs/protocol.md` # Revisions; the codec's `wireRevision()`). */
+export const REVISION = 3
+/** The first revision with batches, and with the revision in `hello` and `welcome`. */
+export const BATCHES = 3
+/** The largest frame a batch carries (its length is a `u16`); a larger one is sent alone. */
+export const BATCHED_FRAME = 0xffff
+
+let memory: WebAssembly.Memory | undefined
 let view: Float64Array | undefined
 
-/** The scratch slots, viewed anew when wasm memory grew (which detaches the old view). */
-function slots(): Float64Array {
-  if (view === undefined || view.length === 0) view = new Float64Array((wireMemory() as WebAssembly.Memory).buffer, wireSlots(), SLOTS)
+/**
+ * The scratch table of the last decode, of `count` frames: viewed anew when wasm memory grew (which
+ * detaches the old view) or the table moved or grew.
+ */
+function table(): Float64Array {
+  memory ??= wireMemory() as WebAssembly.Memory
+  const at = wireSlots()
+  if (view === undefined || view.length === 0 || view.byteOffset !== at || view.length < FIRST + view[COUNT]! * LEN) {
+    view = new Float64Array(memory.buffer, at, FIRST)
+    view = new Float64Array(memory.buffer, at, FIRST + view[COUNT]! * LEN)
+  }
   return view
 }
 
-/** Decodes a frame a client sent. Throws a `protocol` error (from wasm) for a bad frame. */
-export function decodeClient(bytes: Uint8Array): ClientFrame {
+/**
+ * Decodes a message a client sent: its frames, one or a batch's, in order. Throws a `protocol` error
+ * (from wasm) for a bad message: nothing of it is answered.
+ */
+export function decodeClientAll(bytes: Uint8Array): ClientFrame[] {
   const text = decodeClientFlat(bytes)
-  const s = slots()
-  const id = s[ID]!
-  switch (s[TYPE]) {
+  const s = table()
+  const count = s[COUNT]!
+  const frames = new Array<ClientFrame>(count)
+  for (let i = 0; i < count; i++) frames[i] = clientFrame(s, FIRST + i * LEN, text)
+  return frames
+}
+
+/** Decodes a message of one frame a client sent (a batch is refused). */
+export function decodeClient(bytes: Uint8Array): ClientFrame {
+  const frames = decodeClientAll(bytes)
+  if (frames.length !== 1) throw Object.assign(new Error('bad frame: a batch where one frame was expected'), { code: 'protocol' })
+  return frames[0]!
+}
+
+function clientFrame(s: Float64Array, at: number, all: string): ClientFrame {
+  const id = s[at + ID]!
+  const start = s[at + START]!
+  const end = s[at + END]!
+  switch (s[at + TYPE]) {
     case HOLD: {
-      const nameEnd = s[CUT1]!
-      const keyEnd = s[CUT2]!
-      const wait = s[E]!
+      const nameEnd = s[at + CUT1]!
+      const keyEnd = s[at + CUT2]!
+      const wait = s[at + E]!
       return {
         id,
         type: 'hold',
-        semaphore: s[A] === 1,
-        limit: s[B]!,
-        name: text.slice(0, nameEnd),
-        key: text.slice(nameEnd, keyEnd),
-        ttl: s[C]!,
-        maxHold: s[D]!,
+        semaphore: s[at + A] === 1,
+        limit: s[at + B]!,
+        name: all.slice(start, nameEnd),
+        key: all.slice(nameEnd, keyEnd),
+        ttl: s[at + C]!,
+        maxHold: s[at + D]!,
         wait: wait < 0 ? null : wait,
-        request: text.slice(keyEnd),
+        request: all.slice(keyEnd, end),
       }
     }
     case RELEASE:
-      return { id, type: 'release', lease: text }
+      return { id, type: 'release', lease: all.slice(start, end) }
     case RENEW:
-      return { id, type: 'renew', lease: text }
+      return { id, type: 'renew', lease: all.slice(start, end) }
     case CANCEL:
-      return { id, type: 'cancel', request: text }
+      return { id, type: 'cancel', request: all.slice(start, end) }
     case HELLO:
-      return { id, type: 'hello', token: text.slice(0, s[CUT1]), client: text.slice(s[CUT1]) }
+      return { id, type: 'hello', revision: s[at + A]!, token: all.slice(start, s[at + CUT1]), client: all.slice(s[at + CUT1], end) }
     case INSPECT:
       return { id, type: 'inspect' }
     case GOODBYE:
       return { id, type: 'goodbye' }
     case INSPECT_PAGE:
-      return { id, type: 'inspectPage', kind: s[A] === 1 ? 'semaphore' : 'lock', name: text.slice(0, s[CUT1]), key: text.slice(s[CUT1]) }
+      return {
+        id,
+        type: 'inspectPage',
+        kind: s[at + A] === 1 ? 'semaphore' : 'lock',
+        name: all.slice(start, s[at + CUT1]),
+        key: all.slice(s[at + CUT1], end),
+      }
     default:
-      throw new Error(`wire: unknown client message type ${s[TYPE]} from the codec`)
+      throw new Error(`wire: unknown client message type ${s[at + TYPE]} from the codec`)
   }
 }
 
@@ -159,7 +209,7 @@ export function encodeClient(id: number, m: ClientMessage): Uint8Array {
     case 'cancel':
       return encodeCancel(id, m.request)
     case 'hello':
-      return encodeHello(id, m.token, m.client)
+      return encodeHello(id, m.revision, m.token, m.client)
     case 'inspect':
       return encodeInspect(id)
     case 'goodbye':
@@ -169,33 +219,63 @@ export function encodeClient(id: number, m: ClientMessage): Uint8Array {
   }
 }
 
-/** Decodes a frame a server sent. Throws a `protocol` error (from wasm) for a bad frame. */
+/** Decodes a message a server sent: its frames, one or a batch's, in order. Throws a `protocol` error for a bad message. */
+export function decodeServerAll(bytes: Uint8Array): ServerFrame[] {
+  const answer = decodeServerFlat(bytes) as string | [string, ...WireEntry[][]]
+  const s = table()
+  const count = s[COUNT]!
+  const text = typeof answer === 'string' ? answer : answer[0]
+  let inspection = 1
+  const frames = new Array<ServerFrame>(count)
+  for (let i = 0; i < count; i++) {
+    const at = FIRST + i * LEN
+    const type = s[at + TYPE]
+    frames[i] = type === INSPECTED || type === INSPECTED_PAGE ? inspected(s, at, (answer as WireEntry[][])[inspection++]!) : serverFrame(s, at, text)
+  }
+  return frames
+}
+
+/** Decodes a message of one frame a server sent (a batch is refused). */
 export function decodeServer(bytes: Uint8Array): ServerFrame {
-  const answer = decodeServerFlat(bytes) as string | WireEntry[]
-  const s = slots()
-  const id = s[ID]!
-  const text = typeof answer === 'string' ? answer : ''
-  switch (s[TYPE]) {
+  const frames = decodeServerAll(bytes)
+  if (frames.length !== 1) throw Object.assign(new Error('bad frame: a batch where one frame was expected'), { code: 'protocol' })
+  return frames[0]!
+}
+
+function inspected(s: Float64Array, at: number, entries: WireEntry[]): ServerFrame {
+  const id = s[at + ID]!
+  return s[at + TYPE] === INSPECTED ? { id, type: 'inspected', entries } : { id, type: 'inspectedPage', more: s[at + A] === 1, entries }
+}
+
+function serverFrame(s: Float64Array, at: number, all: string): ServerFrame {
+  const id = s[at + ID]!
+  const start = s[at + START]!
+  const end = s[at + END]!
+  switch (s[at + TYPE]) {
     case GRANTED:
-      return { id, type: 'granted', request: text.slice(0, 32), lease: text.slice(32), fence: s[A]!, ttl: s[B]!, revokeIn: s[C]! }
+      return {
+        id,
+        type: 'granted',
+        request: all.slice(start, start + 32),
+        lease: all.slice(start + 32, end),
+        fence: s[at + A]!,
+        ttl: s[at + B]!,
+        revokeIn: s[at + C]!,
+      }
     case RENEWED:
-      return { id, type: 'renewed', ttl: s[A]!, revokeIn: s[B]! }
+      return { id, type: 'renewed', ttl: s[at + A]!, revokeIn: s[at + B]! }
     case DONE:
       return { id, type: 'done' }
     case BUSY:
       return { id, type: 'busy' }
     case ERROR:
-      return { id, type: 'error', code: text.slice(0, s[CUT1]) as ErrorCode, message: text.slice(s[CUT1]) }
+      return { id, type: 'error', code: all.slice(start, s[at + CUT1]) as ErrorCode, message: all.slice(s[at + CUT1], end) }
     case LOST:
-      return { id, type: 'lost', code: text.slice(0, s[CUT1]) as 'lost' | 'closed', lease: text.slice(s[CUT1]) }
+      return { id, type: 'lost', code: all.slice(start, s[at + CUT1]) as 'lost' | 'closed', lease: all.slice(s[at + CUT1], end) }
     case WELCOME:
-      return { id, type: 'welcome', maxFrame: s[A]!, connectionLimit: s[B]! }
-    case INSPECTED:
-      return { id, type: 'inspected', entries: answer as WireEntry[] }
-    case INSPECTED_PAGE:
-      return { id, type: 'inspectedPage', more: s[A] === 1, entries: answer as WireEntry[] }
+      return { id, type: 'welcome', revision: s[at + C]!, maxFrame: s[at + A]!, connectionLimit: s[at + B]! }
     default:
-      throw new Error(`wire: unknown server message type ${s[TYPE]} from the codec`)
+      throw new Error(`wire: unknown server message type ${s[at + TYPE]} from the codec`)
   }
 }
 
@@ -215,10 +295,40 @@ export function encodeServer(id: number, m: ServerMessage): Uint8Array {
     case 'lost':
       return encodeLost(m.lease, m.code)
     case 'welcome':
-      return encodeWelcome(id, m.maxFrame, m.connectionLimit)
+      return encodeWelcome(id, m.revision, m.maxFrame, m.connectionLimit)
     case 'inspected':
       return encodeInspected(id, m.entries)
     case 'inspectedPage':
       return encodeInspectedPage(id, m.more, m.entries)
   }
+}
+
+/** The type bytes of a batch (revision 3): a client's and a server's. */
+const BATCH_CLIENT = 0x0a
+const BATCH_SERVER = 0x8b
+
+/** Whether a message is a batch (its type byte; it may still not decode). */
+export function isBatch(bytes: Uint8Array): boolean {
+  return bytes[1] === BATCH_CLIENT || bytes[1] === BATCH_SERVER
+}
+
+/**
+ * One batch (revision 3) carrying `frames` (each encoded alone, at most `BATCHED_FRAME` bytes), sent
+ * by a server when `server`: the header (version 1, the batch type, id 0), then each frame after its
+ * length as a little-endian `u16`.
+ */
+export function batchOf(frames: readonly Uint8Array[], server: boolean): Uint8Array {
+  let size = 6
+  for (const f of frames) size += 2 + f.length
+  const out = new Uint8Array(size)
+  out[0] = 1
+  out[1] = server ? BATCH_SERVER : BATCH_CLIENT
+  let at = 6
+  for (const f of frames) {
+    out[at] = f.length & 0xff
+    out[at + 1] = f.length >>> 8
+    out.set(f, at + 2)
+    at += 2 + f.length
+  }
+  return out
 }

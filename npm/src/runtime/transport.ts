@@ -14,6 +14,12 @@ export const CLOSE_GRACE = 1_000
 /** One end of a connection. */
 export interface Socket {
   send(frame: Uint8Array): void
+  /**
+   * Set by the user of the socket once its peer takes batches (protocol revision 3): packs frames
+   * into one message. A transport that sends the frames of a turn together (Node's, Bun's server)
+   * then sends them as one message rather than one each (`packed`); others ignore it.
+   */
+  pack?: (frames: Uint8Array[]) => Uint8Array
   /** Closes the connection; `code` and `reason` as WebSocket close frames have them. */
   close(code?: number, reason?: string): void
   /** Set by the user of the socket. */
@@ -85,4 +91,28 @@ export function withHandlers(socket: Pick<Socket, 'send' | 'close'>): { socket: 
     },
   }) as Socket
   return { socket: full, message: frame => onMessage(frame), closed: () => onClose() }
+}
+
+/**
+ * The messages that carry `frames`, sent in one turn, in order: runs of frames packed by `pack` into
+ * messages of at most `max` bytes; a frame that does not fit with another goes alone, as it is. `pack`
+ * adds `overhead` bytes to a message and `each` to a frame.
+ */
+export function packed(frames: Uint8Array[], pack: (frames: Uint8Array[]) => Uint8Array, max: number, overhead = 6, each = 2): Uint8Array[] {
+  const out: Uint8Array[] = []
+  let run: Uint8Array[] = []
+  let size = overhead
+  const end = () => {
+    if (run.length === 1) out.push(run[0]!)
+    else if (run.length > 1) out.push(pack(run))
+    run = []
+    size = overhead
+  }
+  for (const frame of frames) {
+    if (run.length > 0 && size + each + frame.length > max) end()
+    run.push(frame)
+    size += each + frame.length
+  }
+  end()
+  return out
 }

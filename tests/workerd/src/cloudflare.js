@@ -4,6 +4,7 @@
 // request over the boundary). Every answer is JSON; a holdfast error is { error: { code, name, message } }.
 import { HoldfastObject, workerStore, objectName, fnv1a } from 'holdfast/cloudflare'
 import { HoldfastError } from 'holdfast'
+import { callersReport } from './callers.js'
 
 export { HoldfastObject }
 
@@ -129,6 +130,9 @@ export async function cloudflare(op, q, env) {
         wait: 0,
         request: q.get('request') ?? hexId(),
       })
+    case 'callers':
+      // #17: five callers, each in its own AsyncLocalStorage value, hold one key in turn: each fn sees its own.
+      return await callersReport(handle, key, q.get('form'))
     case 'paused':
       return await paused(namespace, name)
     case 'inspect':

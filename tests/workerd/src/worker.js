@@ -2,6 +2,7 @@
 // it). wrangler bundles it with the `workerd` export condition, so it gets the workerd entry: the wasm
 // imported statically, nothing run at import time.
 //
+// Routes (op: hold, tryHold, nested, callers, inspect):
 // - /do/...: a Durable Object (`Locks`, one per `?object=` name) hosts one store, its fences kept in
 //   the object's transactional storage, so that they keep growing when the object restarts.
 // - /local/...: a store opened inside the request, on memoryStorage(), in the stateless worker.
@@ -12,6 +13,8 @@
 import { DurableObject } from 'cloudflare:workers'
 import { openStore, memoryStorage, fileStorage, HoldfastError } from 'holdfast'
 import { cloudflareRoute } from './cloudflare.js'
+// tests/js/callers.js, copied here by tests/workerd/run.sh (#17: callers' own contexts).
+import { callersReport } from './callers.js'
 
 // holdfast/cloudflare: the store as a Durable Object, and its subclass for the alarm test.
 export { HoldfastObject, CountingHoldfast, TokenlessHoldfast } from './cloudflare.js'
@@ -56,6 +59,12 @@ async function exercise(store, op, q) {
         const answer = await lock.hold(key, { wait: '200ms' }, () => 'ran inside its own hold').then(v => ({ value: v }), errorInfo)
         return { ...answer, waitedMs: Date.now() - start }
       })
+    case 'callers': {
+      // #17: five callers, each in its own AsyncLocalStorage value, hold one key in turn (`form`:
+      // hold, acquire, tryHold; a semaphore with `limit`): each fn must see its own.
+      const handle = q.has('limit') ? store.semaphore(name, { wait, limit: Number(q.get('limit')) }) : lock
+      return await callersReport(handle, key, q.get('form'))
+    }
     case 'inspect':
       return store.inspect()
     default:

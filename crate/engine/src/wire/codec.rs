@@ -127,6 +127,8 @@ const CANCEL: u8 = 0x05;
 const INSPECT: u8 = 0x06;
 const GOODBYE: u8 = 0x07;
 const INSPECT_PAGE: u8 = 0x08;
+const HELLO_REVISED: u8 = 0x09;
+const BATCH_CLIENT: u8 = 0x0a;
 
 const WELCOME: u8 = 0x81;
 const GRANTED: u8 = 0x82;
@@ -137,15 +139,24 @@ const ERROR: u8 = 0x86;
 const INSPECTED: u8 = 0x87;
 const LOST: u8 = 0x88;
 const INSPECTED_PAGE: u8 = 0x89;
+const WELCOME_REVISED: u8 = 0x8a;
+const BATCH_SERVER: u8 = 0x8b;
 
 /// Decodes a frame a client sent: `(id, message)`.
 pub fn decode_client(bytes: &[u8]) -> Result<(u32, ClientMessage<'_>), WireError> {
     let (kind, id, mut r) = open(bytes, MAX_CLIENT_FRAME)?;
     let message = match kind {
         HELLO => ClientMessage::Hello {
+            revision: UNSAID,
             token: r.str("token", MAX_TOKEN)?,
             client: r.str("client", MAX_TEXT)?,
         },
+        HELLO_REVISED => ClientMessage::Hello {
+            revision: revised(&mut r)?,
+            token: r.str("token", MAX_TOKEN)?,
+            client: r.str("client", MAX_TEXT)?,
+        },
+        BATCH_CLIENT => return Err(bad("a batch where one frame was expected")),
         HOLD => ClientMessage::Hold {
             semaphore: r.bool("kind")?,
             limit: r.u32("limit")?,
@@ -183,9 +194,16 @@ pub fn decode_server(bytes: &[u8]) -> Result<(u32, ServerMessage), WireError> {
     let (kind, id, mut r) = open(bytes, MAX_SERVER_FRAME)?;
     let message = match kind {
         WELCOME => ServerMessage::Welcome {
+            revision: UNSAID,
             max_frame: r.u32("maxFrame")?,
             connection_limit: r.u32("connectionLimit")?,
         },
+        WELCOME_REVISED => ServerMessage::Welcome {
+            revision: revised(&mut r)?,
+            max_frame: r.u32("maxFrame")?,
+            connection_limit: r.u32("connectionLimit")?,
+        },
+        BATCH_SERVER => return Err(bad("a batch where one frame was expected")),
         GRANTED => ServerMessage::Granted {
             request: r.id("request")?,
             lease: r.id("lease")?,
@@ -225,6 +243,110 @@ pub fn decode_server(bytes: &[u8]) -> Result<(u32, ServerMessage), WireError> {
     };
     r.end()?;
     Ok((id, message))
+}
+
+/// The revision said in a revised `hello` or `welcome`: [`BATCHES`] or later (an older one says the
+/// old message, which carries none).
+fn revised(r: &mut Reader<'_>) -> Result<u8, WireError> {
+    let revision = r.u8("revision")?;
+    if revision < BATCHES {
+        return Err(bad(format!(
+            "revision: {revision} in a message of revision {BATCHES} or later"
+        )));
+    }
+    Ok(revision)
+}
+
+/// The frames of a message a client sent (revision 3): the frame itself, or every frame of a batch, in
+/// order. The whole message is decoded before anything is answered, so a bad frame anywhere in a
+/// batch refuses all of it. A batch has id 0, carries at least one frame, and no `hello` nor batch.
+pub fn decode_client_batch(bytes: &[u8]) -> Result<Vec<(u32, ClientMessage<'_>)>, WireError> {
+    let opens = |m: &ClientMessage<'_>| matches!(m, ClientMessage::Hello { .. });
+    decode_all(
+        bytes,
+        MAX_CLIENT_FRAME,
+        BATCH_CLIENT,
+        decode_client,
+        opens,
+        "a hello",
+    )
+}
+
+/// The frames of a message a server sent, as [`decode_client_batch`] (no `welcome` in a batch).
+pub fn decode_server_batch(bytes: &[u8]) -> Result<Vec<(u32, ServerMessage)>, WireError> {
+    let opens = |m: &ServerMessage| matches!(m, ServerMessage::Welcome { .. });
+    decode_all(
+        bytes,
+        MAX_SERVER_FRAME,
+        BATCH_SERVER,
+        decode_server,
+        opens,
+        "a welcome",
+    )
+}
+
+/// A decoder of one side's frames.
+type Decode<'a, M> = fn(&'a [u8]) -> Result<(u32, M), WireError>;
+
+/// One side's [`decode_client_batch`]: `decode` each frame; a frame that `opens` a conversation
+/// (named `opening`) is refused inside a batch.
+fn decode_all<'a, M>(
+    bytes: &'a [u8],
+    max: usize,
+    batch: u8,
+    decode: Decode<'a, M>,
+    opens: impl Fn(&M) -> bool,
+    opening: &str,
+) -> Result<Vec<(u32, M)>, WireError> {
+    let Some(frames) = batch_of(bytes, max, batch)? else {
+        return Ok(vec![decode(bytes)?]);
+    };
+    let mut messages = Vec::with_capacity(frames.len());
+    for frame in frames {
+        let (id, message) = decode(frame)?;
+        if opens(&message) {
+            return Err(bad(format!("{opening} in a batch")));
+        }
+        messages.push((id, message));
+    }
+    Ok(messages)
+}
+
+/// The frames a batch carries (each after its `u16` length), or `None` when `bytes` is no batch.
+fn batch_of(bytes: &[u8], max: usize, batch: u8) -> Result<Option<Vec<&[u8]>>, WireError> {
+    let (kind, id, mut r) = open(bytes, max)?;
+    if kind != batch {
+        return Ok(None);
+    }
+    if id != 0 {
+        return Err(bad(format!("batch: id {id}, a batch has id 0")));
+    }
+    let mut frames = Vec::new();
+    while r.at < r.bytes.len() {
+        let len = r.u16("batch: frame length")? as usize;
+        frames.push(r.take(len, "batch: frame")?);
+    }
+    if frames.is_empty() {
+        return Err(bad("batch: no frame"));
+    }
+    Ok(Some(frames))
+}
+
+/// A batch (revision 3) of `frames`, which were encoded alone, for the client's side (`server`
+/// false) or the server's. Each frame must be at most 65,535 bytes (a larger one is sent alone), and
+/// the batch at most what its receiver accepts ([`MAX_CLIENT_FRAME`], [`MAX_SERVER_FRAME`]).
+pub fn encode_batch(server: bool, frames: &[&[u8]]) -> Vec<u8> {
+    let mut w = Writer::new(if server { BATCH_SERVER } else { BATCH_CLIENT }, 0);
+    for frame in frames {
+        assert!(
+            frame.len() <= u16::MAX as usize,
+            "a frame of {} bytes in a batch",
+            frame.len()
+        );
+        w.0.extend_from_slice(&(frame.len() as u16).to_le_bytes());
+        w.0.extend_from_slice(frame);
+    }
+    w.0
 }
 
 /// The busy keys of an inspection (or of one page of it).
@@ -309,10 +431,20 @@ impl Writer {
 /// Encodes a client's message.
 pub fn encode_client(id: u32, message: &ClientMessage<'_>) -> Vec<u8> {
     let w = match *message {
-        ClientMessage::Hello { token, client } => {
-            let mut w = Writer::new(HELLO, id);
-            w.str(token).str(client);
-            w
+        ClientMessage::Hello {
+            revision,
+            token,
+            client,
+        } => {
+            if revision >= BATCHES {
+                let mut w = Writer::new(HELLO_REVISED, id);
+                w.u8(revision).str(token).str(client);
+                w
+            } else {
+                let mut w = Writer::new(HELLO, id);
+                w.str(token).str(client);
+                w
+            }
         }
         ClientMessage::Hold {
             semaphore,
@@ -369,12 +501,19 @@ pub fn encode_client(id: u32, message: &ClientMessage<'_>) -> Vec<u8> {
 pub fn encode_server(id: u32, message: &ServerMessage) -> Vec<u8> {
     let w = match message {
         ServerMessage::Welcome {
+            revision,
             max_frame,
             connection_limit,
         } => {
-            let mut w = Writer::new(WELCOME, id);
-            w.u32(*max_frame).u32(*connection_limit);
-            w
+            if *revision >= BATCHES {
+                let mut w = Writer::new(WELCOME_REVISED, id);
+                w.u8(*revision).u32(*max_frame).u32(*connection_limit);
+                w
+            } else {
+                let mut w = Writer::new(WELCOME, id);
+                w.u32(*max_frame).u32(*connection_limit);
+                w
+            }
         }
         ServerMessage::Granted {
             request,
@@ -447,6 +586,12 @@ mod tests {
     fn every_message_round_trips() {
         let clients = [
             ClientMessage::Hello {
+                revision: UNSAID,
+                token: "secret",
+                client: "holdfast-js",
+            },
+            ClientMessage::Hello {
+                revision: REVISION,
                 token: "secret",
                 client: "holdfast-js",
             },
@@ -473,8 +618,14 @@ mod tests {
         }
         let servers = [
             ServerMessage::Welcome {
+                revision: UNSAID,
                 max_frame: 65_536,
                 connection_limit: 10_000,
+            },
+            ServerMessage::Welcome {
+                revision: REVISION,
+                max_frame: 65_536,
+                connection_limit: 0,
             },
             ServerMessage::Granted {
                 request: 1,
@@ -525,6 +676,83 @@ mod tests {
             let bytes = encode_server(i as u32, m);
             assert_eq!(decode_server(&bytes), Ok((i as u32, m.clone())));
         }
+    }
+
+    #[test]
+    fn revision_3_batches_carry_frames_in_order_and_refuse_what_is_not_one() {
+        let release = ClientMessage::Release { lease: 7 };
+        let frames = [encode_client(0, &release), encode_client(1, &hold())];
+        let parts: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        let batch = encode_batch(false, &parts);
+        assert_eq!(
+            decode_client_batch(&batch),
+            Ok(vec![(0, release.clone()), (1, hold())])
+        );
+        // A lone frame is a batch of itself; a batch is not a lone frame.
+        assert_eq!(decode_client_batch(&frames[1]), Ok(vec![(1, hold())]));
+        assert!(decode_client(&batch)
+            .unwrap_err()
+            .0
+            .contains("batch where one frame"));
+        // The server's side the same way, and neither side takes the other's batch.
+        let grant = encode_server(1, &ServerMessage::Done);
+        let server = encode_batch(true, &[&grant, &grant]);
+        assert_eq!(decode_server_batch(&server).unwrap().len(), 2);
+        assert!(decode_client_batch(&server).is_err());
+        assert!(decode_server_batch(&batch).is_err());
+        // No hello, welcome or batch inside; no empty batch; id 0; every length checked.
+        let hello = encode_client(
+            1,
+            &ClientMessage::Hello {
+                revision: REVISION,
+                token: "t",
+                client: "c",
+            },
+        );
+        assert!(decode_client_batch(&encode_batch(false, &[&hello]))
+            .unwrap_err()
+            .0
+            .contains("hello in a batch"));
+        let welcome = encode_server(
+            1,
+            &ServerMessage::Welcome {
+                revision: REVISION,
+                max_frame: 1,
+                connection_limit: 0,
+            },
+        );
+        assert!(decode_server_batch(&encode_batch(true, &[&welcome]))
+            .unwrap_err()
+            .0
+            .contains("welcome in a batch"));
+        assert!(decode_client_batch(&encode_batch(false, &[&batch]))
+            .unwrap_err()
+            .0
+            .contains("batch where one frame"));
+        assert!(decode_client_batch(&encode_batch(false, &[]))
+            .unwrap_err()
+            .0
+            .contains("no frame"));
+        let mut with_id = batch.clone();
+        with_id[2] = 5;
+        assert!(decode_client_batch(&with_id)
+            .unwrap_err()
+            .0
+            .contains("id 5"));
+        // Cut anywhere but after a whole frame, a batch is refused; cut after one, it carries fewer.
+        let first_end = HEADER + 2 + frames[0].len();
+        for len in HEADER + 1..batch.len() {
+            let decoded = decode_client_batch(&batch[..len]);
+            if len == first_end {
+                assert_eq!(decoded, Ok(vec![(0, release.clone())]));
+            } else {
+                assert!(decoded.is_err(), "{len} bytes");
+            }
+        }
+        // A revised hello saying an old revision is refused: the old hello says that.
+        let mut old = hello.clone();
+        old[HEADER] = UNSAID;
+        assert!(decode_client(&old).unwrap_err().0.contains("revision: 2"));
     }
 
     #[test]

@@ -4,11 +4,23 @@
 //! none changed, so the version byte stays 1. A client asks for pages only after a server answered a
 //! whole `Inspect` with a `limit` error (which a revision 1 server never does), so that either side may
 //! be older than the other (see `docs/protocol.md`).
+//!
+//! Revision 3 adds a `hello` and a `welcome` that carry the revision (new types: the old ones stay
+//! for older peers) and, between peers that both said revision 3, batches: several frames in one
+//! WebSocket message (`decode_client_batch`, `encode_batch`). A server older than revision 3 refuses
+//! the new `hello` as an unknown type (`protocol`), and the client says the old `hello` instead; a
+//! client older than revision 3 says the old one, is answered the old `welcome`, and is never sent a
+//! batch.
 
 /// The protocol version this build speaks; the first byte of every frame.
 pub const VERSION: u8 = 1;
 /// The revision of version 1 this build speaks (new message types only; see the module docs).
-pub const REVISION: u32 = 2;
+pub const REVISION: u8 = 3;
+/// The first revision with batches and with the revision in `hello` and `welcome`.
+pub const BATCHES: u8 = 3;
+/// The revision of a peer that says the old `hello` or `welcome`, which carry none: 2 or older, taken
+/// as 2 (what revision 1 lacks, paged inspection, is asked for only after a refusal it never gives).
+pub const UNSAID: u8 = 2;
 /// Version, type, and the correlation id.
 pub const HEADER: usize = 6;
 /// The largest frame a server accepts (64 KiB).
@@ -27,8 +39,11 @@ pub(crate) const MAX_TEXT: usize = 4096;
 /// What a client sends. Strings borrow from the frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClientMessage<'a> {
-    /// The first frame of a connection: the token, and a free-text name of the client.
+    /// The first frame of a connection: the highest revision the client speaks, the token, and a
+    /// free-text name of the client. Revision [`UNSAID`] is the old `hello` (type 0x01), which
+    /// carries no revision; [`BATCHES`] and later the new one (type 0x09).
     Hello {
+        revision: u8,
         token: &'a str,
         client: &'a str,
     },
@@ -131,8 +146,11 @@ pub struct InspectEntry {
 /// What a server sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServerMessage {
-    /// The answer to `Hello`.
+    /// The answer to `Hello`: the revision of the conversation (the lower of the two sides'), in the
+    /// new `welcome` (type 0x8a) when it is [`BATCHES`] or later, else the old one (0x81), which
+    /// carries none and answers the old `hello`.
     Welcome {
+        revision: u8,
         max_frame: u32,
         connection_limit: u32,
     },

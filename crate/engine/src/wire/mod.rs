@@ -1,5 +1,5 @@
-//! The wire protocol between a store's server and its clients: binary, versioned, one message per
-//! WebSocket frame. `docs/protocol.md` documents it for clients in other languages; this module is
+//! The wire protocol between a store's server and its clients: binary, versioned, one frame per
+//! WebSocket message (or, from revision 3, a batch of frames in one). `docs/protocol.md` documents it for clients in other languages; this module is
 //! its one implementation, used by the server (in wasm) and by the JavaScript client alike.
 //!
 //! # Decoding untrusted bytes
@@ -11,8 +11,11 @@
 mod codec;
 mod message;
 
-pub use codec::{decode_client, decode_server, encode_client, encode_server, WireError};
+pub use codec::{
+    decode_client, decode_client_batch, decode_server, decode_server_batch, encode_batch,
+    encode_client, encode_server, WireError,
+};
 pub use message::{
-    ClientMessage, ErrorCode, InspectEntry, ServerMessage, HEADER, MAX_CLIENT_FRAME, MAX_KEY,
-    MAX_NAME_WIRE, MAX_SERVER_FRAME, MAX_TOKEN, REVISION, VERSION,
+    ClientMessage, ErrorCode, InspectEntry, ServerMessage, BATCHES, HEADER, MAX_CLIENT_FRAME,
+    MAX_KEY, MAX_NAME_WIRE, MAX_SERVER_FRAME, MAX_TOKEN, REVISION, UNSAID, VERSION,
 };

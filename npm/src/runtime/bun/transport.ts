@@ -9,7 +9,7 @@
  * (after about 12 s, whatever `idleTimeout` says): `handshakeTimeout` is not used here.
  */
 
-import { CLOSE_GRACE, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import { CLOSE_GRACE, packed, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
 import { wsTransport } from '../node/transport.js'
 
 /** The part of Bun's API used here (Bun's own types are not a dependency of the package). */
@@ -47,19 +47,39 @@ interface BunServeOptions {
 
 declare const Bun: { serve(options: BunServeOptions): BunServer }
 
+/** The largest message the frames of a turn are packed into for a peer that takes batches. */
+const PACKED_MAX = 16 * 1024
+
 function adapt(ws: BunSocket, maxBuffered: number): Socket {
   let open = true
+  /** Once the peer takes batches (`socket.pack`), the frames of the turn, sent at its end. */
+  let queue: Uint8Array[] = []
+  const put = (message: Uint8Array): boolean => {
+    const sent = ws.send(message)
+    if (sent > 0 || (sent < 0 && ws.getBufferedAmount() <= maxBuffered)) return true
+    // Past the bound, or dropped by Bun: cut, and its buffers go with it.
+    open = false
+    queue = []
+    ws.terminate()
+    return false
+  }
+  const flush = () => {
+    const frames = queue
+    queue = []
+    if (!open || frames.length === 0) return
+    for (const message of frames.length > 1 ? packed(frames, socket.pack!, PACKED_MAX) : frames) if (!put(message)) return
+  }
   const socket: Socket = {
     send(frame) {
       if (!open) return
-      const sent = ws.send(frame)
-      if (sent > 0 || (sent < 0 && ws.getBufferedAmount() <= maxBuffered)) return
-      // Past the bound, or dropped by Bun: cut, and its buffers go with it.
-      open = false
-      ws.terminate()
+      if (socket.pack === undefined) return void put(frame)
+      // A peer that takes batches gets the frames of a turn as one message, sent in its check phase.
+      if (queue.length === 0) setImmediate(flush)
+      queue.push(frame)
     },
     close(code, reason) {
       if (!open) return
+      flush()
       open = false
       ws.close(code ?? 1000, reason)
       // Not waiting long for a peer that never answers the close.

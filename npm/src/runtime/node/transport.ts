@@ -4,7 +4,7 @@
  * `node:https`; a reverse proxy that ends TLS works as well.
  */
 
-import { CLOSE_GRACE, withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import { CLOSE_GRACE, packed, withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
 import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
 type WsSocket = import('ws').WebSocket
@@ -30,7 +30,10 @@ function adapt(ws: WsSocket, masked: boolean, maxBuffered = Infinity): Socket {
   // between the immediates of one turn, which is where holders resume after a yield. Where `ws` runs
   // on a Node socket without extensions (no compression), the frames are built here, all into one
   // buffer (ws-frames.ts): through `ws`, each message cost a header, a stream write and two chunks of
-  // a writev. Elsewhere (Bun's sockets under ws have no cork) each message is `ws.send` as it comes.
+  // a writev. Once the peer takes batches (protocol revision 3: `socket.pack` set), the frames of a
+  // turn go as one WebSocket message (or a few, `packed`), which the peer reads and decodes at once.
+  // Elsewhere (Bun's sockets under ws have no cork) each message is `ws.send` as it comes, or, to a
+  // peer that takes batches, the turn's packed messages at its end.
   const raw = (ws as unknown as { _socket?: Partial<RawSocket> })._socket
   const extensions = (ws as unknown as { _extensions?: object })._extensions
   const nodeSocket = typeof raw?.cork === 'function' && typeof raw.write === 'function'
@@ -52,13 +55,18 @@ function adapt(ws: WsSocket, masked: boolean, maxBuffered = Infinity): Socket {
     const frames = queue
     queue = []
     queued = 0
-    if (ws.readyState === 1) direct!.write(framesOf(frames, masked))
+    // A peer that takes batches (socket.pack) gets the turn's frames in as few messages as fit.
+    const pack = socket.pack
+    const messages = pack !== undefined && frames.length > 1 ? packed(frames, pack, BATCHED_MAX) : frames
+    if (ws.readyState !== 1) return
+    if (direct) direct.write(framesOf(messages, masked))
+    else for (const m of messages) ws.send(m)
     bounded()
   }
   const { socket, message, closed } = withHandlers({
     send(frame) {
       if (ws.readyState !== 1) return
-      if (!direct) {
+      if (!direct && socket.pack === undefined) {
         ws.send(frame)
         return bounded()
       }
@@ -79,7 +87,7 @@ function adapt(ws: WsSocket, masked: boolean, maxBuffered = Infinity): Socket {
     },
     close(code, reason) {
       // What was sent before the close leaves before it.
-      if (direct) flush()
+      flush()
       if (ws.readyState !== 0 && ws.readyState !== 1) return
       ws.close(code ?? 1000, reason)
       // A server does not wait the 30 s of ws for a peer that never answers the close.
