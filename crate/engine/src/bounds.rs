@@ -15,6 +15,12 @@ pub const TTL_MS: (u64, u64) = (1_000, 3_600_000);
 pub const MAX_NAME: usize = 64;
 /// A key is 1 to 1024 bytes of UTF-8.
 pub const MAX_KEY_BYTES: usize = 1024;
+/// A pool's capacity is 1 to 2^53 − 1 units (a safe JavaScript integer).
+pub const MAX_CAPACITY: u64 = (1 << 53) - 1;
+/// A claim id is 1 to 128 bytes of UTF-8.
+pub const MAX_CLAIM_ID_BYTES: usize = 128;
+/// The most claims one pool keeps, open ones and the tombstones of ids released within 24 hours.
+pub const MAX_POOL_CLAIMS: usize = 1_000_000;
 
 pub fn check_name(name: &str) -> Result<(), Error> {
     let bytes = name.as_bytes();
@@ -58,6 +64,38 @@ pub fn check_ttl(ms: u64) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::invalid(format!("ttl {ms}ms must be 1s to 1h")))
+    }
+}
+
+pub fn check_capacity(place: &str, capacity: u64) -> Result<(), Error> {
+    if (1..=MAX_CAPACITY).contains(&capacity) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{place}: capacity {capacity} must be 1 to 2^53-1"
+        )))
+    }
+}
+
+pub fn check_claim_id(id: &str) -> Result<(), Error> {
+    if (1..=MAX_CLAIM_ID_BYTES).contains(&id.len()) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "claim id of {} bytes must be 1 to {MAX_CLAIM_ID_BYTES} bytes",
+            id.len()
+        )))
+    }
+}
+
+/// A claim's ttl: more than 0, at most 30 days (as `maxHold`).
+pub fn check_claim_ttl(ms: u64) -> Result<(), Error> {
+    if (1..=MAX_HOLD_MS).contains(&ms) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "claim ttl {ms}ms must be more than 0 and at most 30 days"
+        )))
     }
 }
 
@@ -112,6 +150,15 @@ mod tests {
         assert!(check_ttl(1_000).is_ok());
         assert!(check_ttl(3_600_000).is_ok());
         assert!(check_ttl(3_600_001).is_err());
+        assert!(check_capacity("pool p", 0).is_err());
+        assert!(check_capacity("pool p", 1).is_ok());
+        assert!(check_capacity("pool p", MAX_CAPACITY).is_ok());
+        assert!(check_capacity("pool p", MAX_CAPACITY + 1).is_err());
+        assert!(check_claim_id("").is_err());
+        assert!(check_claim_id(&"i".repeat(128)).is_ok());
+        assert!(check_claim_id(&"i".repeat(129)).is_err());
+        assert!(check_claim_ttl(0).is_err());
+        assert!(check_claim_ttl(MAX_HOLD_MS).is_ok());
         assert!(check_key("").is_err());
         assert!(check_key(&"k".repeat(1024)).is_ok());
         assert!(check_key(&"k".repeat(1025)).is_err());

@@ -34,4 +34,20 @@ pub enum Event {
     /// A key has no holder and no waiter left, and the engine forgot it. Its id is dead; the host drops
     /// whatever it kept for the key.
     KeyIdle { key: Id },
+    /// A claim of a pool took its units and storage acknowledged the write that keeps it (POOL-02):
+    /// the host answers `claimed: true` with `remaining` (what was left right after it). `req` is a
+    /// pool request's id: pools name their requests apart from holds (see `pool/`).
+    Claimed { req: Id, remaining: u64 },
+    /// A waiting claim left its pool's line without units: its wait ran out, or a resize left it
+    /// more than the pool's capacity. The host answers `claimed: false` with `remaining`.
+    NotClaimed { req: Id, remaining: u64 },
+    /// A confirm or a resize is kept by storage: the host answers it done.
+    Durable { req: Id },
+    /// The write a pool request waited for failed: a claim gave its units back (it took nothing);
+    /// a confirm or a resize stands in memory, and is written again with the next write. The host
+    /// answers `storage`.
+    PoolFailed { req: Id, why: Failure },
+    /// The store closed while a pool request waited (in line, or for its write). The host answers
+    /// `closed`.
+    PoolEnded { req: Id },
 }

@@ -51,7 +51,8 @@
 //!
 //! # Modules
 //! One concept a module: `engine` (the state machine, one concern a file: see its docs), [`fence`]
-//! (durable, growing fences), `line` (the FIFO line of a key), `timers` (deadlines), `slab`
+//! (durable, growing fences), [`pool`] (finite counts claimed n at a time, durable: issue #16),
+//! `line` (the FIFO line of a key, or of a pool), `timers` (deadlines), `slab`
 //! (generational ids), `packed` (a `u64` aligned to 4, to pack records), [`bounds`] (every input's
 //! bounds), [`wire`] (the protocol of leases over a connection).
 
@@ -62,6 +63,7 @@ mod event;
 pub mod fence;
 mod line;
 mod packed;
+pub mod pool;
 mod slab;
 mod timers;
 pub mod wire;
@@ -72,4 +74,5 @@ pub use engine::{
 };
 pub use error::Error;
 pub use event::{Event, Failure};
+pub use pool::{Claim, Confirm, PoolId, PoolLoad, PoolView, PoolWrite};
 pub use slab::Id;

@@ -1,4 +1,5 @@
-//! The line of one key: the requests waiting for it, first come first served.
+//! The line of one key: the requests waiting for it, first come first served. A pool's line of
+//! waiting claims is one too (see `pool/`), with nobody away.
 //!
 //! # Fairness
 //! The line is strictly FIFO, and nobody barges: a new request is granted at once only when the line is
@@ -90,6 +91,11 @@ impl Line {
 
     pub fn is_empty(&self) -> bool {
         self.waiting == 0
+    }
+
+    /// The ids kept, in line order, dead ones included (the caller tells them apart).
+    pub fn ids(&self) -> impl Iterator<Item = Id> + '_ {
+        self.ids.iter().copied()
     }
 
     /// The ids kept, dead included (for tests of the memory bound).

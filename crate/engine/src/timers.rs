@@ -1,4 +1,5 @@
-//! Deadlines of requests: waits that run out and leases revoked at `maxHold`.
+//! Deadlines of requests: waits that run out and leases revoked at `maxHold`; and, in the pools'
+//! own instance (see `pool/`), claims' waits and ttls and the tombstones of claim ids.
 //!
 //! A min-heap with lazy deletion: a request that ends before its deadline leaves its entry behind, and
 //! the entry is dropped when it reaches the top and no longer matches its request. So that a store that
@@ -28,17 +29,19 @@ pub enum Due {
     Expire,
     /// A waiter whose connection dropped was not asked again within its ttl: it is cancelled.
     Away,
+    /// A pool's tombstone of a claim id reaches the end of its memory (see `pool/`): forgotten.
+    Forget,
 }
 
 impl Due {
-    const ALL: [Due; 4] = [Due::Wait, Due::Revoke, Due::Expire, Due::Away];
+    const ALL: [Due; 5] = [Due::Wait, Due::Revoke, Due::Expire, Due::Away, Due::Forget];
 }
 
 /// A deadline `at` of request `req`, of kind `due`, packed into one `u128` (16 bytes, where the three
 /// fields took 24 on wasm32: a store with a million leases under `maxHold` keeps a million entries).
 ///
 /// The bits, from the top: `at` (64), the request's index (32), its generation (21, see `slab.rs`:
-/// they wrap within 21 bits), `due` (2). So the integer order is the order of `(at, req, due)`, with
+/// they wrap within 21 bits), `due` (3). So the integer order is the order of `(at, req, due)`, with
 /// `req` ordered by index then generation: earliest first, and ties broken as they always were.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Entry(u128);
@@ -49,7 +52,7 @@ impl Entry {
         Entry(
             u128::from(at) << 64
                 | u128::from(req.index()) << 32
-                | u128::from(req.gen()) << 2
+                | u128::from(req.gen()) << 3
                 | due as u128,
         )
     }
@@ -59,11 +62,11 @@ impl Entry {
     }
 
     pub fn req(self) -> Id {
-        Id::from_parts((self.0 >> 32) as u32, (self.0 as u32) >> 2)
+        Id::from_parts((self.0 >> 32) as u32, (self.0 as u32) >> 3)
     }
 
     pub fn due(self) -> Due {
-        Due::ALL[(self.0 & 3) as usize]
+        Due::ALL[(self.0 & 7) as usize]
     }
 }
 
@@ -148,6 +151,7 @@ mod tests {
         for (at, req, due) in [
             (0, id(0, 0), Due::Wait),
             (u64::MAX, id(u32::MAX, (1 << 21) - 1), Due::Away),
+            (u64::MAX, id(u32::MAX, (1 << 21) - 1), Due::Forget),
             (1 << 53, id(7, 3), Due::Revoke),
             (42, id(1, 1 << 20), Due::Expire),
         ] {

@@ -90,6 +90,16 @@ pub mod event {
     pub const KEY_IDLE: f64 = 6.0;
     /// id: the request (a lease over a connection past its ttl).
     pub const EXPIRED: f64 = 7.0;
+    /// id: a pool request (a claim, kept by storage); a: the units remaining right after it.
+    pub const CLAIMED: f64 = 8.0;
+    /// id: a pool request (a waiting claim that left its line without units); a: remaining.
+    pub const NOT_CLAIMED: f64 = 9.0;
+    /// id: a pool request (a confirm or resize, kept by storage).
+    pub const DURABLE: f64 = 10.0;
+    /// id: a pool request whose write failed; a: 1 (storage).
+    pub const POOL_FAILED: f64 = 11.0;
+    /// id: a pool request ended by closing.
+    pub const POOL_ENDED: f64 = 12.0;
 }
 
 /// Negative answers of `hold` and friends.
@@ -615,6 +625,11 @@ impl Core {
                 Event::Ended { req, held } => (event::ENDED, req, if held { 1.0 } else { 0.0 }),
                 Event::Expired { req } => (event::EXPIRED, req, 0.0),
                 Event::KeyIdle { key } => (event::KEY_IDLE, key, 0.0),
+                Event::Claimed { req, remaining } => (event::CLAIMED, req, remaining as f64),
+                Event::NotClaimed { req, remaining } => (event::NOT_CLAIMED, req, remaining as f64),
+                Event::Durable { req } => (event::DURABLE, req, 0.0),
+                Event::PoolFailed { req, .. } => (event::POOL_FAILED, req, 1.0),
+                Event::PoolEnded { req } => (event::POOL_ENDED, req, 0.0),
             };
             let at = buffer::EVENTS + n * buffer::EVENT_SIZE;
             self.buf[at] = kind;

@@ -43,6 +43,15 @@ pub(super) fn timer_is_live(reqs: &Slab<Request>, entry: &Entry) -> bool {
 impl Engine {
     /// The earliest time at which [`Engine::advance`] has something to do.
     pub fn next_deadline(&mut self) -> Option<u64> {
+        match (self.lock_deadline(), self.pools.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earliest deadline of a hold or lease: what the untimed calls look at (a pool's deadline
+    /// changes nothing of a key's).
+    pub(super) fn lock_deadline(&mut self) -> Option<u64> {
         while let Some(entry) = self.timers.peek() {
             if timer_is_live(&self.reqs, &entry) {
                 return Some(entry.at());
@@ -54,7 +63,8 @@ impl Engine {
 
     /// Acts on every deadline at or before `now`, earliest first: waits that ran out leave their line,
     /// leases at `maxHold` are revoked, leases over a connection past their ttl end, and their keys
-    /// go on.
+    /// go on. Then the pools' deadlines, earliest first (see `pool/`): nothing of a pool depends on
+    /// a key or the other way round, so each kind in its own order is every deadline in order.
     pub fn advance(&mut self, now: u64) {
         if self.closed {
             return;
@@ -78,12 +88,14 @@ impl Engine {
                     req: entry.req(),
                     held: false,
                 },
+                Due::Forget => unreachable!("tombstones are the pools' timers' (never live here)"),
             });
             // The key went on at the deadline, not at `now` (later, when the host's timer is late):
             // its next holder's grant is stamped then, and a waiter whose wait ran out between the
             // two instants was still in line at the deadline.
             self.pump(key, entry.at());
         }
+        self.pools.advance(now, &mut self.events);
     }
 
     /// Pushes a timer entry for each deadline of a request's state.

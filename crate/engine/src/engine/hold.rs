@@ -88,7 +88,7 @@ impl Engine {
         wait: Option<u64>,
         max_hold: Option<u64>,
     ) -> Result<Option<Hold>, Error> {
-        if key.is_some() && self.next_deadline().is_some() {
+        if key.is_some() && self.lock_deadline().is_some() {
             return Ok(None);
         }
         self.hold_at(res, key, wait, max_hold, None, None)
@@ -265,7 +265,7 @@ impl Engine {
     /// Whether the head of `key`'s line may be granted without the time: no deadline is set anywhere
     /// (none can have fallen due) and its grant starts none.
     fn grant_untimed(&mut self, key: Id) -> bool {
-        if self.next_deadline().is_some() {
+        if self.lock_deadline().is_some() {
             return false;
         }
         let reqs = &self.reqs;

@@ -28,10 +28,12 @@
 //!   holds across the host's own grants from lent fences, if it keeps calling rule 3. Holders have
 //!   distinct fences.
 //! - Every request is answered once (calling rule 4).
+//! - Pools: POOL-01 and the rest of `pool/`'s invariants (checked by its own `check`).
 
 mod deadlines;
 mod fences;
 mod hold;
+mod pool;
 mod remote;
 mod request;
 mod resource;
@@ -42,6 +44,7 @@ use crate::error::Error;
 use crate::event::Event;
 use crate::fence::FenceBook;
 use crate::line::Line;
+use crate::pool::Pools;
 use crate::slab::{Id, Slab};
 use crate::timers::Timers;
 
@@ -92,6 +95,9 @@ pub struct Footprint {
     pub key_places: usize,
     pub request_places: usize,
     pub timers: usize,
+    /// Claims pools keep (open, and tombstones of ids) and pool requests live.
+    pub claims: usize,
+    pub pool_requests: usize,
 }
 
 /// The lock engine of one store.
@@ -111,17 +117,23 @@ pub struct Footprint {
 ///   [`renew`](Engine::renew), [`release_lease`](Engine::release_lease),
 ///   [`cancel_request`](Engine::cancel_request), [`connection_closed`](Engine::connection_closed),
 ///   [`goodbye`](Engine::goodbye), [`set_connection_limit`](Engine::set_connection_limit).
+/// - Pools (issue #16, see `pool/`): [`pool`](Engine::pool), [`claim`](Engine::claim),
+///   [`release_claim`](Engine::release_claim), [`confirm_claim`](Engine::confirm_claim),
+///   [`resize_pool`](Engine::resize_pool), [`cancel_claim`](Engine::cancel_claim),
+///   [`pool_remaining`](Engine::pool_remaining), [`open_pools`](Engine::open_pools).
 /// - [`close`](Engine::close).
 ///
 /// # Handlers
 /// What the host's world answers: its timer fired ([`advance`](Engine::advance)), or storage
-/// answered a write ([`persisted`](Engine::persisted), [`persist_failed`](Engine::persist_failed)).
+/// answered a write ([`persisted`](Engine::persisted), [`persist_failed`](Engine::persist_failed),
+/// [`pool_written`](Engine::pool_written), [`pool_write_failed`](Engine::pool_write_failed)).
 ///
 /// # Polls
 /// What the host must do next, asked after every command and handler: answer requests
 /// ([`poll_event`](Engine::poll_event), with [`peek_event`](Engine::peek_event) and
 /// [`pending_events`](Engine::pending_events)), write a fence ceiling
-/// ([`poll_persist`](Engine::poll_persist)), and arm its timer
+/// ([`poll_persist`](Engine::poll_persist)) and the pools' changes
+/// ([`poll_pool_write`](Engine::poll_pool_write), once a turn), and arm its timer
 /// ([`next_deadline`](Engine::next_deadline)).
 ///
 /// # Reads
@@ -162,6 +174,8 @@ pub struct Engine {
     closed: bool,
     /// Requests over connections by request id, by lease id, and by connection (see `remote.rs`).
     remotes: Remotes,
+    /// The pools, their claims, lines and writes (see `pool/` and `pool.rs`).
+    pools: Pools,
 }
 
 /// The limit of a busy key's resource.
@@ -191,6 +205,7 @@ impl Engine {
             events: VecDeque::new(),
             closed: false,
             remotes: Remotes::default(),
+            pools: Pools::default(),
         })
     }
 
@@ -213,6 +228,7 @@ impl Engine {
         self.timers.clear();
         self.stalled.clear();
         self.remotes = Remotes::default();
+        self.pools.close(&mut self.events);
     }
 
     pub fn is_closed(&self) -> bool {
@@ -295,6 +311,8 @@ impl Engine {
             key_places: self.keys.capacity(),
             request_places: self.reqs.capacity(),
             timers: self.timers.len(),
+            claims: self.pools.counts().0,
+            pool_requests: self.pools.counts().1,
         }
     }
 
@@ -371,5 +389,6 @@ impl Engine {
                 "a resource's count of busy keys"
             );
         }
+        self.pools.check();
     }
 }

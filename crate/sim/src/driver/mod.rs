@@ -446,6 +446,11 @@ impl Host {
                     self.ended(req);
                 }
                 Event::KeyIdle { key } => self.last_idle = Some(key),
+                Event::Claimed { .. }
+                | Event::NotClaimed { .. }
+                | Event::Durable { .. }
+                | Event::PoolFailed { .. }
+                | Event::PoolEnded { .. } => {}
             }
         }
         if let Some(late) = self.model().overdue.take() {

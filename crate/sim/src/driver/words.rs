@@ -93,6 +93,11 @@ pub(super) fn event_words(ev: &Event) -> [u64; 3] {
         Event::Ended { req, held } => [5, req.to_u64(), held.into()],
         Event::KeyIdle { key } => [6, key.to_u64(), 0],
         Event::Expired { req } => [7, req.to_u64(), 0],
+        Event::Claimed { req, remaining } => [8, req.to_u64(), remaining],
+        Event::NotClaimed { req, remaining } => [9, req.to_u64(), remaining],
+        Event::Durable { req } => [10, req.to_u64(), 0],
+        Event::PoolFailed { req, why } => [11, req.to_u64(), why as u64],
+        Event::PoolEnded { req } => [12, req.to_u64(), 0],
     }
 }
 

@@ -1,0 +1,294 @@
+//! Pools and storage: the group commit (one write under way, carrying every change made before it
+//! was taken, answering the requests that waited for it), a failed write, reading pools back when
+//! a store opens, and closing. The stored form is `log.rs`'s.
+//!
+//! A host turn may answer many claims with one write: the host takes the write
+//! ([`Pools::poll_write`]) once a turn, not once a call, and while one is under way the changes
+//! pile up for the next. No request is answered before the write that keeps it is acknowledged.
+
+use std::collections::VecDeque;
+
+use super::log::{
+    encode_segment, encode_snapshot, slot_key, Clock, PoolLoad, Stored, StoredPool, SLOTS,
+    SNAPSHOT_KEY,
+};
+use super::{ClaimRec, Inflight, PoolReq, PoolWrite, Pools, TOMBSTONE_MS};
+use crate::error::Error;
+use crate::event::{Event, Failure};
+use crate::timers::{Due, Entry};
+
+/// Past this many changes more than twice the claims kept, the next write is a snapshot (it is
+/// then smaller than reading the log back would be).
+const COMPACT_SLACK: u64 = 256;
+
+impl Pools {
+    /// Whether a write is wanted now: something changed and no write is under way.
+    pub fn write_wanted(&self) -> bool {
+        self.writer.dirty && self.writer.inflight.is_none()
+    }
+
+    /// Whether a write was taken and not yet answered.
+    pub fn write_pending(&self) -> bool {
+        self.writer.inflight.is_some()
+    }
+
+    /// The write to make now, if one is wanted: a segment of the changes since the last write, or a
+    /// snapshot of everything (the first write of a store, after a failed write, or when the log
+    /// since the last snapshot grew long: see `log.rs`). Every request waiting for the next write
+    /// now waits for this one.
+    pub fn poll_write(&mut self) -> Option<PoolWrite> {
+        if !self.write_wanted() {
+            return None;
+        }
+        let w = &mut self.writer;
+        w.seq += 1;
+        let seq = w.seq;
+        let records = w.pending.len() as u64;
+        let snapshot = w.snapshot_due
+            || w.segments + 1 >= SLOTS
+            || w.records + records > 2 * self.claims.len() as u64 + COMPACT_SLACK;
+        let (key, value) = if snapshot {
+            (
+                SNAPSHOT_KEY.to_owned(),
+                encode_snapshot(seq, &self.stored()),
+            )
+        } else {
+            (slot_key(seq), encode_segment(seq, &w.pending))
+        };
+        let w = &mut self.writer;
+        w.pending.clear();
+        w.dirty = false;
+        w.snapshot_due = false;
+        w.inflight = Some(Inflight {
+            seq,
+            snapshot,
+            records,
+            reqs: std::mem::take(&mut w.next),
+        });
+        Some(PoolWrite { seq, key, value })
+    }
+
+    /// Every pool and its claims, as a snapshot keeps them: pools in the order they were made,
+    /// claims in the order of their places (deterministic, whatever the hash maps' order).
+    fn stored(&self) -> Vec<StoredPool> {
+        let mut pools: Vec<StoredPool> = self
+            .pools
+            .iter()
+            .map(|p| StoredPool {
+                name: p.name.clone(),
+                capacity: p.capacity,
+                claims: Vec::new(),
+            })
+            .collect();
+        for (_, c) in self.claims.iter() {
+            pools[c.pool as usize].claims.push(Stored {
+                id: c.id.clone(),
+                n: c.n,
+                at: c.at_wall,
+                ttl: c.ttl.map(|at| self.clock.wall(at)),
+                remember: c.remember,
+                first: c.first,
+                open: c.open,
+            });
+        }
+        pools
+    }
+
+    /// Storage acknowledged write `seq`: the requests that waited for it are answered
+    /// ([`Event::Claimed`], [`Event::Durable`]), in the order they came to wait.
+    pub fn written(&mut self, seq: u64, events: &mut VecDeque<Event>) {
+        let Some(done) = self.take_inflight(seq) else {
+            return;
+        };
+        let w = &mut self.writer;
+        if done.snapshot {
+            w.segments = 0;
+            w.records = 0;
+        } else {
+            w.segments += 1;
+            w.records += done.records;
+        }
+        for req in done.reqs {
+            match self.reqs.get(req) {
+                Some(&PoolReq::Claiming { claim, first }) => {
+                    self.reqs.remove(req);
+                    if let Some(c) = self.claims.get_mut(claim) {
+                        if c.writing == Some(req) {
+                            c.writing = None;
+                        }
+                    }
+                    events.push_back(Event::Claimed {
+                        req,
+                        remaining: first,
+                    });
+                }
+                Some(PoolReq::Barrier) => {
+                    self.reqs.remove(req);
+                    events.push_back(Event::Durable { req });
+                }
+                // Cancelled meanwhile (answered then), or a waiting request in a place reused.
+                _ => {}
+            }
+        }
+    }
+
+    /// Storage failed to keep write `seq` (it may or may not have landed). Its claims give their
+    /// units back, and they and its confirms and resizes are answered [`Event::PoolFailed`]; a
+    /// confirm or resize stands in memory. The next write is a snapshot of what memory holds.
+    pub fn write_failed(&mut self, seq: u64, now: u64, events: &mut VecDeque<Event>) {
+        let Some(failed) = self.take_inflight(seq) else {
+            return;
+        };
+        self.writer.snapshot_due = true;
+        self.writer.dirty = true;
+        let mut touched = Vec::new();
+        for req in failed.reqs {
+            match self.reqs.get(req) {
+                Some(&PoolReq::Claiming { claim, .. }) => {
+                    self.reqs.remove(req);
+                    if let Some(p) = self.undo(claim, req) {
+                        touched.push(p);
+                    }
+                }
+                Some(PoolReq::Barrier) => {
+                    self.reqs.remove(req);
+                }
+                _ => continue,
+            }
+            events.push_back(Event::PoolFailed {
+                req,
+                why: Failure::Storage,
+            });
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for p in touched {
+            self.pump(p, now);
+        }
+    }
+
+    /// A claim whose write failed is taken back as if it never was: its units return, and its
+    /// record goes (tombstone too). Answers its pool, if it gave units back.
+    fn undo(&mut self, claim: super::Id, req: super::Id) -> Option<usize> {
+        let c = self.claims.get(claim)?;
+        if c.writing != Some(req) {
+            return None;
+        }
+        // A ttl, or a tombstone's end (a tombstone is kept only with one: see `give_back`).
+        let (p, open, has_timer) = (c.pool as usize, c.open, c.ttl.is_some() || !c.open);
+        let n = c.n;
+        self.drop_claim(claim);
+        if has_timer {
+            self.forget_timer();
+        }
+        if open {
+            self.pools[p].claimed -= n;
+            return Some(p);
+        }
+        None
+    }
+
+    fn take_inflight(&mut self, seq: u64) -> Option<Inflight> {
+        match &self.writer.inflight {
+            Some(f) if f.seq == seq => self.writer.inflight.take(),
+            _ => None,
+        }
+    }
+
+    /// Reads pools back from what storage holds (`load`, read to its end), before any pool is
+    /// named; `now` and `wall` are the same instant on the engine's clock and the wall clock (stored
+    /// times are wall clock). Deadlines that passed while the store was down are due at once.
+    /// `invalid` when called late, or when what storage holds breaks POOL-01 (damaged).
+    pub fn open(&mut self, load: PoolLoad, now: u64, wall: u64) -> Result<(), Error> {
+        if !self.fresh {
+            return Err(Error::invalid(
+                "pools are read back from storage only before any is named",
+            ));
+        }
+        if load.next_key().is_some() {
+            return Err(Error::invalid(
+                "pools read back before the last key was read",
+            ));
+        }
+        self.fresh = false;
+        self.clock = Clock {
+            offset: i128::from(wall) - i128::from(now),
+        };
+        let w = &mut self.writer;
+        w.seq = load.seq;
+        w.segments = load.segments;
+        w.records = load.records;
+        w.snapshot_due = !load.snapshot;
+        let clock = self.clock;
+        for stored in load.finish() {
+            let damaged = |what: &str| {
+                Error::invalid(format!(
+                    "pool {} as storage keeps it: {what} (damaged?)",
+                    stored.name
+                ))
+            };
+            if self.by_name.contains_key(&stored.name) {
+                return Err(damaged("named twice"));
+            }
+            crate::bounds::check_capacity(&stored.name, stored.capacity)
+                .map_err(|_| damaged("a capacity out of bounds"))?;
+            let p = self.add_pool(&stored.name, stored.capacity);
+            for c in stored.claims {
+                if c.n == 0 || self.pools[p as usize].ids.contains_key(&c.id) {
+                    return Err(damaged("a claim of no units, or an id twice"));
+                }
+                // A tombstone's 24 hours by the wall clock: from before this process began, its
+                // end is converted, never its start (which would keep it longer).
+                let forget = clock.mono(c.at.saturating_add(TOMBSTONE_MS));
+                let ttl = c.ttl.map(|t| clock.mono(t));
+                if c.open {
+                    let pl = &mut self.pools[p as usize];
+                    pl.claimed = pl.claimed.saturating_add(c.n);
+                    if pl.claimed > pl.capacity {
+                        return Err(damaged("more units claimed than its capacity"));
+                    }
+                }
+                let cid = self.claims.insert(ClaimRec {
+                    pool: p,
+                    id: c.id.clone(),
+                    n: c.n,
+                    at_wall: c.at,
+                    forget,
+                    ttl: if c.open { ttl } else { None },
+                    remember: c.remember,
+                    first: c.first,
+                    open: c.open,
+                    writing: None,
+                });
+                self.pools[p as usize].ids.insert(c.id, cid);
+                match (c.open, ttl) {
+                    (true, Some(at)) => self.timers.push(Entry::new(at, cid, Due::Expire)),
+                    (true, None) => {}
+                    (false, _) => self.timers.push(Entry::new(forget, cid, Due::Forget)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The store closes: every pool request ends ([`Event::PoolEnded`], in id order). Claims stay as
+    /// they are, and what changed is still written (the host takes one last write).
+    pub fn close(&mut self, events: &mut VecDeque<Event>) {
+        for (req, _) in self.reqs.iter() {
+            events.push_back(Event::PoolEnded { req });
+        }
+        self.reqs.clear();
+        for pool in &mut self.pools {
+            pool.waiting.clear();
+            pool.line = Default::default();
+        }
+        for c in self.claims.iter_mut() {
+            c.writing = None;
+        }
+        self.writer.next.clear();
+        if let Some(f) = &mut self.writer.inflight {
+            f.reqs.clear();
+        }
+        self.timers.clear();
+    }
+}

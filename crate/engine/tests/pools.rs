@@ -1,0 +1,634 @@
+//! Pools (issue #16): the contracts POOL-01..04, driven by a test clock and a storage of strings kept
+//! in a map (what a host's `get`/`set` storage is). Time is whatever the test passes in; the wall
+//! clock is passed in when a store opens its pools.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::{events, opened};
+use holdfast_engine::pool::{SLOTS, SNAPSHOT_KEY, TOMBSTONE_MS};
+use holdfast_engine::{Cancelled, Claim, Confirm, Engine, Event, Failure, Id, PoolId, PoolLoad};
+
+type Disk = HashMap<String, String>;
+
+/// Takes the pools' write, stores it and acknowledges it; answers the events that follow.
+fn flush(e: &mut Engine, disk: &mut Disk, now: u64) -> Vec<Event> {
+    let w = e.poll_pool_write().expect("a write is wanted");
+    disk.insert(w.key, w.value);
+    e.pool_written(w.seq, now);
+    let evs = events(e);
+    e.check();
+    evs
+}
+
+/// A new process on `disk`: its engine clock at `now`, the wall clock at `wall`.
+fn reopen(disk: &Disk, now: u64, wall: u64) -> Engine {
+    let mut e = opened();
+    let mut load = PoolLoad::new();
+    while let Some(key) = load.next_key() {
+        load.feed(disk.get(&key).map(String::as_str)).unwrap();
+    }
+    e.open_pools(load, now, wall).unwrap();
+    e.check();
+    e
+}
+
+fn writing(c: Claim) -> Id {
+    match c {
+        Claim::Writing { req } => req,
+        other => panic!("expected a claim that took its units, got {other:?}"),
+    }
+}
+
+fn queued(c: Claim) -> Id {
+    match c {
+        Claim::Queued { req } => req,
+        other => panic!("expected a claim waiting in line, got {other:?}"),
+    }
+}
+
+fn claim(e: &mut Engine, p: PoolId, n: u64, id: &str, now: u64) -> Claim {
+    let c = e.claim(p, n, id, true, Some(0), None, now).unwrap();
+    e.check();
+    c
+}
+
+#[test]
+fn pool_01_remaining_never_goes_below_zero_nor_above_capacity() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 3).unwrap();
+    let a = writing(claim(&mut e, p, 2, "a", 0));
+    assert_eq!(
+        claim(&mut e, p, 2, "b", 0),
+        Claim::Refused { remaining: 1 },
+        "2 do not fit in the 1 left"
+    );
+    let c = writing(claim(&mut e, p, 1, "c", 0));
+    assert_eq!(e.pool_remaining(p, 0).unwrap(), 0);
+    assert_eq!(
+        flush(&mut e, &mut disk, 1),
+        vec![
+            Event::Claimed {
+                req: a,
+                remaining: 1
+            },
+            Event::Claimed {
+                req: c,
+                remaining: 0
+            }
+        ]
+    );
+    assert!(e.release_claim(p, "a", 2).unwrap());
+    assert!(!e.release_claim(p, "a", 2).unwrap(), "released once");
+    assert!(!e.release_claim(p, "nobody", 2).unwrap());
+    assert!(e.release_claim(p, "c", 2).unwrap());
+    assert_eq!(
+        e.pool_remaining(p, 2).unwrap(),
+        3,
+        "never above the capacity"
+    );
+    e.check();
+    let err = e.claim(p, 4, "d", true, None, None, 3).unwrap_err();
+    assert_eq!(err.code(), "invalid");
+    assert!(
+        err.to_string().contains("1 to 3") && err.to_string().contains('4'),
+        "{err}"
+    );
+    assert_eq!(
+        e.claim(p, 0, "d", true, None, None, 3).unwrap_err().code(),
+        "invalid"
+    );
+}
+
+#[test]
+fn pool_01_capacity_is_fixed_by_its_first_use_and_resized_never_below_what_is_claimed() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("licences", 50).unwrap();
+    assert_eq!(e.pool("licences", 50).unwrap(), p);
+    let err = e.pool("licences", 40).unwrap_err();
+    assert_eq!(err.code(), "invalid");
+    assert!(
+        err.to_string().contains("40") && err.to_string().contains("50"),
+        "names both: {err}"
+    );
+    for bad in [0, 1 << 53] {
+        assert_eq!(e.pool("other", bad).unwrap_err().code(), "invalid");
+    }
+    writing(claim(&mut e, p, 30, "big", 0));
+    flush(&mut e, &mut disk, 0);
+    let err = e.resize_pool(p, 29, 1).unwrap_err();
+    assert!(
+        err.to_string().contains("29") && err.to_string().contains("30"),
+        "{err}"
+    );
+    assert_eq!(e.resize_pool(p, 50, 1).unwrap(), None, "nothing changes");
+    let r = e.resize_pool(p, 30, 1).unwrap().unwrap();
+    assert_eq!(e.pool_remaining(p, 1).unwrap(), 0);
+    assert_eq!(flush(&mut e, &mut disk, 2), vec![Event::Durable { req: r }]);
+    // A resize up serves the line.
+    let w5 = queued(e.claim(p, 5, "w5", true, None, None, 3).unwrap());
+    e.resize_pool(p, 40, 4).unwrap();
+    assert_eq!(
+        events(&mut e),
+        vec![],
+        "w5 took its units; its answer waits for the write"
+    );
+    assert_eq!(e.pool_remaining(p, 4).unwrap(), 5);
+    e.check();
+    let evs = flush(&mut e, &mut disk, 5);
+    assert!(
+        evs.contains(&Event::Claimed {
+            req: w5,
+            remaining: 5
+        }),
+        "{evs:?}"
+    );
+    // A resize down sends away a waiter that can never fit; the line goes on behind it.
+    assert!(e.release_claim(p, "big", 6).unwrap()); // 5 claimed of 40
+    let w38 = queued(e.claim(p, 38, "w38", true, None, None, 7).unwrap());
+    let w1 = queued(e.claim(p, 1, "w1", true, None, None, 7).unwrap());
+    e.check();
+    e.resize_pool(p, 42, 8).unwrap(); // 37 left: w38 still waits, and w1 behind it (head-of-line)
+    assert_eq!(events(&mut e), vec![]);
+    assert_eq!(e.pool_remaining(p, 8).unwrap(), 37);
+    e.resize_pool(p, 30, 9).unwrap();
+    assert_eq!(
+        events(&mut e),
+        vec![Event::NotClaimed {
+            req: w38,
+            remaining: 25
+        }],
+        "38 can never fit in 30"
+    );
+    e.check();
+    assert_eq!(e.pool_remaining(p, 9).unwrap(), 24, "w1 took its unit");
+    let evs = flush(&mut e, &mut disk, 10);
+    assert!(
+        evs.contains(&Event::Claimed {
+            req: w1,
+            remaining: 24
+        }),
+        "{evs:?}"
+    );
+}
+
+#[test]
+fn pool_02_no_claim_is_answered_before_the_write_that_keeps_it_is_acknowledged() {
+    let mut e = opened();
+    let p = e.pool("seats", 10).unwrap();
+    let a = writing(claim(&mut e, p, 1, "a", 0));
+    assert_eq!(events(&mut e), vec![], "not answered before its write");
+    let w = e.poll_pool_write().unwrap();
+    assert!(e.pool_write_pending());
+    assert_eq!(e.poll_pool_write(), None, "one write under way at a time");
+    e.advance(5);
+    assert_eq!(
+        events(&mut e),
+        vec![],
+        "not answered while its write is under way"
+    );
+    e.pool_written(w.seq, 6);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::Claimed {
+            req: a,
+            remaining: 9
+        }]
+    );
+    assert!(!e.pool_write_pending() && !e.pool_write_wanted());
+    e.check();
+}
+
+#[test]
+fn pool_02_group_commit_one_write_keeps_every_claim_made_before_it_was_taken() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 1_000).unwrap();
+    let first: Vec<Id> = (0..100)
+        .map(|i| writing(claim(&mut e, p, 1, &format!("a{i}"), 0)))
+        .collect();
+    let w = e.poll_pool_write().unwrap();
+    // Claims made while it is under way wait for the next write.
+    let second: Vec<Id> = (0..50)
+        .map(|i| writing(claim(&mut e, p, 2, &format!("b{i}"), 1)))
+        .collect();
+    assert_eq!(e.poll_pool_write(), None);
+    disk.insert(w.key, w.value);
+    e.pool_written(w.seq, 2);
+    let evs = events(&mut e);
+    assert_eq!(
+        evs.len(),
+        100,
+        "one write answered the 100 claims of its turn"
+    );
+    assert!(evs
+        .iter()
+        .zip(&first)
+        .all(|(ev, &req)| matches!(*ev, Event::Claimed { req: r, .. } if r == req)));
+    let evs = flush(&mut e, &mut disk, 3);
+    assert_eq!(evs.len(), 50, "and the next write the 50 after it");
+    assert!(matches!(evs[0], Event::Claimed { req, remaining: 898 } if req == second[0]));
+    assert_eq!(e.poll_pool_write(), None, "nothing changed since");
+}
+
+#[test]
+fn pool_02_counts_and_open_claims_survive_a_restart() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let seats = e.pool("seats", 180).unwrap();
+    let lic = e.pool("licences", 5).unwrap();
+    writing(claim(&mut e, seats, 2, "order-1", 0));
+    writing(claim(&mut e, seats, 3, "order-2", 0));
+    writing(claim(&mut e, lic, 5, "all", 0));
+    flush(&mut e, &mut disk, 1); // a snapshot (the first write)
+    assert!(e.release_claim(seats, "order-1", 2).unwrap());
+    e.claim(seats, 1, "cart", true, Some(0), Some(60_000), 2)
+        .unwrap();
+    let w = e.poll_pool_write().unwrap();
+    assert_ne!(w.key, SNAPSHOT_KEY, "a segment of the changes");
+    disk.insert(w.key, w.value);
+    e.pool_written(w.seq, 3);
+    // A change not yet written is lost with the process (kill -9); the written ones are not.
+    writing(claim(&mut e, seats, 100, "lost", 4));
+    drop(e);
+    // The next process's clock starts anywhere; the wall clock goes on: 10 s passed.
+    let mut e = reopen(&disk, 7, 10_000);
+    let seats = e.find_pool("seats").unwrap();
+    assert_eq!(e.pool_remaining(seats, 7).unwrap(), 180 - 3 - 1);
+    assert_eq!(e.pool_remaining(lic, 7).unwrap(), 0);
+    assert_eq!(
+        e.pool("seats", 200).unwrap_err().code(),
+        "invalid",
+        "the capacity read back is the pool's"
+    );
+    assert_eq!(
+        claim(&mut e, seats, 3, "order-2", 8),
+        Claim::Known {
+            remaining: 175,
+            open: true
+        }
+    );
+    assert_eq!(
+        claim(&mut e, seats, 2, "order-1", 8),
+        Claim::Known {
+            remaining: 178,
+            open: false
+        },
+        "a released id is remembered"
+    );
+    assert!(e.release_claim(seats, "order-2", 9).unwrap());
+    assert_eq!(e.pool_remaining(seats, 9).unwrap(), 179);
+    e.check();
+}
+
+#[test]
+fn pool_02_a_ttl_and_a_tombstone_go_on_by_the_wall_clock_across_a_restart() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 10).unwrap();
+    e.claim(p, 4, "cart", true, Some(0), Some(60_000), 0)
+        .unwrap();
+    flush(&mut e, &mut disk, 0);
+    drop(e);
+    // Opened 50 s (wall) after the claim, on a clock that starts again at 0.
+    let mut e = reopen(&disk, 0, 50_000);
+    let p = e.find_pool("seats").unwrap();
+    assert_eq!(
+        e.pool_remaining(p, 9_999).unwrap(),
+        6,
+        "9.999 s of its ttl left"
+    );
+    assert_eq!(e.next_deadline(), Some(10_000));
+    assert_eq!(
+        e.pool_remaining(p, 10_000).unwrap(),
+        10,
+        "its units came back at its ttl"
+    );
+    // Its id is still known, for 24 hours after the claim.
+    assert_eq!(
+        claim(&mut e, p, 4, "cart", 10_000),
+        Claim::Known {
+            remaining: 6,
+            open: false
+        }
+    );
+    flush(&mut e, &mut disk, 10_000);
+    drop(e);
+    let mut e = reopen(&disk, 0, TOMBSTONE_MS - 1);
+    let p = e.find_pool("seats").unwrap();
+    assert!(matches!(
+        claim(&mut e, p, 4, "cart", 0),
+        Claim::Known { .. }
+    ));
+    assert_eq!(e.next_deadline(), Some(1));
+    e.advance(1);
+    assert!(
+        matches!(claim(&mut e, p, 4, "cart", 1), Claim::Writing { .. }),
+        "24 hours after the claim, its id is new again"
+    );
+}
+
+#[test]
+fn pool_02_a_failed_write_takes_its_claims_back_and_the_next_write_is_a_snapshot() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 3).unwrap();
+    writing(claim(&mut e, p, 1, "kept", 0));
+    flush(&mut e, &mut disk, 0);
+    let a = writing(claim(&mut e, p, 2, "a", 1));
+    let waiter = queued(e.claim(p, 2, "w", true, None, None, 1).unwrap());
+    let w = e.poll_pool_write().unwrap();
+    assert_ne!(w.key, SNAPSHOT_KEY);
+    e.pool_write_failed(w.seq, 2);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::PoolFailed {
+            req: a,
+            why: Failure::Storage
+        }]
+    );
+    e.check();
+    // Its units came back, and the waiter took them: it waits for the next write, a snapshot.
+    assert_eq!(e.pool_remaining(p, 2).unwrap(), 0);
+    let w = e.poll_pool_write().unwrap();
+    assert_eq!(w.key, SNAPSHOT_KEY);
+    disk.insert(w.key, w.value);
+    e.pool_written(w.seq, 3);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::Claimed {
+            req: waiter,
+            remaining: 0
+        }]
+    );
+    let mut again = reopen(&disk, 0, 0);
+    let p = again.find_pool("seats").unwrap();
+    assert_eq!(again.pool_remaining(p, 0).unwrap(), 0);
+    assert!(
+        matches!(claim(&mut again, p, 2, "a", 0), Claim::Refused { .. }),
+        "the failed claim is not kept: asked again it is a new claim (refused: no room)"
+    );
+}
+
+#[test]
+fn pool_02_segments_are_read_back_in_order_and_a_snapshot_comes_before_a_slot_is_reused() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 1_000_000).unwrap();
+    let mut snapshots = 0;
+    for i in 0..(3 * SLOTS) {
+        writing(claim(&mut e, p, 1, &format!("c{i}"), i));
+        if i % 3 == 0 {
+            e.release_claim(p, &format!("c{}", i / 2), i).unwrap();
+        }
+        let w = e.poll_pool_write().unwrap();
+        snapshots += usize::from(w.key == SNAPSHOT_KEY);
+        disk.insert(w.key, w.value);
+        e.pool_written(w.seq, i);
+        events(&mut e);
+        let mut back = reopen(&disk, i, i);
+        let q = back.find_pool("seats").unwrap();
+        assert_eq!(
+            back.pool_remaining(q, i).unwrap(),
+            e.pool_remaining(p, i).unwrap(),
+            "after write {i}"
+        );
+        assert_eq!(back.inspect_pools().unwrap(), e.inspect_pools().unwrap());
+    }
+    assert!((3..=5).contains(&snapshots), "{snapshots} snapshots");
+}
+
+#[test]
+fn pool_03_an_id_asked_again_answers_the_first_claim_and_never_takes_units_twice() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 10).unwrap();
+    let first = writing(claim(&mut e, p, 2, "order-7", 0));
+    assert_eq!(
+        claim(&mut e, p, 2, "order-7", 0),
+        Claim::Joined { req: first },
+        "while its write is under way"
+    );
+    flush(&mut e, &mut disk, 1);
+    for _ in 0..3 {
+        assert_eq!(
+            claim(&mut e, p, 2, "order-7", 2),
+            Claim::Known {
+                remaining: 8,
+                open: true
+            }
+        );
+    }
+    assert_eq!(e.pool_remaining(p, 2).unwrap(), 8, "taken once");
+    let err = e.claim(p, 3, "order-7", true, None, None, 2).unwrap_err();
+    assert_eq!(err.code(), "invalid");
+    assert!(
+        err.to_string().contains("order-7")
+            && err.to_string().contains('2')
+            && err.to_string().contains('3'),
+        "{err}"
+    );
+    // An id waiting in line joins the waiting claim.
+    writing(claim(&mut e, p, 8, "rest", 3));
+    let w = queued(e.claim(p, 5, "later", true, None, None, 3).unwrap());
+    assert_eq!(
+        e.claim(p, 5, "later", true, None, None, 3).unwrap(),
+        Claim::Joined { req: w }
+    );
+    e.check();
+    // Released, it is remembered 24 hours after the claim: asked again, the first outcome.
+    assert!(e.release_claim(p, "order-7", 4).unwrap());
+    assert_eq!(
+        claim(&mut e, p, 2, "order-7", 5),
+        Claim::Known {
+            remaining: 8,
+            open: false
+        }
+    );
+    e.advance(TOMBSTONE_MS - 1);
+    assert!(matches!(
+        claim(&mut e, p, 2, "order-7", TOMBSTONE_MS - 1),
+        Claim::Known { .. }
+    ));
+    e.advance(TOMBSTONE_MS);
+    assert!(
+        !matches!(
+            claim(&mut e, p, 2, "order-7", TOMBSTONE_MS),
+            Claim::Known { .. }
+        ),
+        "forgotten 24 hours after the claim"
+    );
+    // A claim that took nothing leaves nothing behind.
+    let mut e = opened();
+    let p = e.pool("seats", 1).unwrap();
+    writing(claim(&mut e, p, 1, "x", 0));
+    assert_eq!(claim(&mut e, p, 1, "y", 0), Claim::Refused { remaining: 0 });
+    e.release_claim(p, "x", 1).unwrap();
+    assert!(matches!(claim(&mut e, p, 1, "y", 1), Claim::Writing { .. }));
+}
+
+#[test]
+fn pool_03_an_id_not_remembered_is_forgotten_once_released() {
+    let mut e = opened();
+    let p = e.pool("seats", 1).unwrap();
+    writing(
+        e.claim(p, 1, "drawn-by-host", false, Some(0), None, 0)
+            .unwrap(),
+    );
+    assert!(e.release_claim(p, "drawn-by-host", 1).unwrap());
+    assert_eq!(e.footprint().claims, 0);
+    e.check();
+}
+
+#[test]
+fn pool_04_waiting_claims_are_served_in_order_and_the_head_is_not_overtaken() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 5).unwrap();
+    writing(claim(&mut e, p, 4, "held", 0));
+    flush(&mut e, &mut disk, 0);
+    let big = queued(e.claim(p, 3, "big", true, Some(10_000), None, 1).unwrap());
+    let small = queued(e.claim(p, 1, "small", true, Some(10_000), None, 2).unwrap());
+    assert_eq!(
+        e.pool_remaining(p, 2).unwrap(),
+        1,
+        "the small one behind the head does not take the unit left"
+    );
+    assert_eq!(
+        claim(&mut e, p, 1, "try", 2),
+        Claim::Refused { remaining: 1 },
+        "nor does a claim that would not wait: nobody barges"
+    );
+    e.check();
+    e.release_claim(p, "held", 3).unwrap();
+    assert_eq!(
+        e.pool_remaining(p, 3).unwrap(),
+        1,
+        "both took theirs, in order"
+    );
+    let evs = flush(&mut e, &mut disk, 4);
+    assert_eq!(
+        evs,
+        vec![
+            Event::Claimed {
+                req: big,
+                remaining: 2
+            },
+            Event::Claimed {
+                req: small,
+                remaining: 1
+            }
+        ]
+    );
+}
+
+#[test]
+fn pool_04_every_ending_of_a_wait_leaves_the_line() {
+    let mut e = opened();
+    let p = e.pool("seats", 2).unwrap();
+    let held = writing(claim(&mut e, p, 2, "held", 0));
+    let timed = queued(e.claim(p, 1, "timed", true, Some(100), None, 0).unwrap());
+    let cancelled = queued(e.claim(p, 2, "cancelled", true, None, None, 0).unwrap());
+    let behind = queued(e.claim(p, 1, "behind", true, None, None, 0).unwrap());
+    let closed = queued(e.claim(p, 2, "closed", true, None, None, 0).unwrap());
+    assert_eq!(e.next_deadline(), Some(100));
+    e.advance(100);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::NotClaimed {
+            req: timed,
+            remaining: 0
+        }],
+        "its wait ran out"
+    );
+    e.check();
+    assert_eq!(e.cancel_claim(cancelled, 101).unwrap(), Cancelled::Left);
+    assert_eq!(e.cancel_claim(cancelled, 101).unwrap(), Cancelled::Unknown);
+    e.check();
+    assert!(e.inspect_pools().unwrap()[0].waiting == 2);
+    e.release_claim(p, "held", 102).unwrap();
+    // `behind` (1) took its unit; `closed` (2) waits for 2 with 1 left.
+    e.check();
+    e.close();
+    assert_eq!(
+        events(&mut e),
+        vec![
+            Event::PoolEnded { req: held },
+            Event::PoolEnded { req: behind },
+            Event::PoolEnded { req: closed }
+        ],
+        "and so does every claim whose write was not answered"
+    );
+    assert_eq!(
+        e.claim(p, 1, "z", true, None, None, 103)
+            .unwrap_err()
+            .code(),
+        "closed"
+    );
+}
+
+#[test]
+fn pool_04_a_claim_cancelled_before_its_write_is_answered_gives_its_units_back() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 2).unwrap();
+    let a = writing(claim(&mut e, p, 2, "a", 0));
+    let w = queued(e.claim(p, 1, "w", true, None, None, 0).unwrap());
+    assert_eq!(e.cancel_claim(a, 1).unwrap(), Cancelled::Released);
+    assert_eq!(e.pool_remaining(p, 1).unwrap(), 1, "w took one of the two");
+    let evs = flush(&mut e, &mut disk, 2);
+    assert_eq!(
+        evs,
+        vec![Event::Claimed {
+            req: w,
+            remaining: 1
+        }],
+        "a is not answered"
+    );
+}
+
+#[test]
+fn a_ttl_claim_comes_back_unless_confirmed_and_a_confirm_is_answered_once_written() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 10).unwrap();
+    e.claim(p, 3, "abandoned", true, Some(0), Some(1_000), 0)
+        .unwrap();
+    e.claim(p, 2, "bought", true, Some(0), Some(1_000), 0)
+        .unwrap();
+    flush(&mut e, &mut disk, 0);
+    let Confirm::Writing { req } = e.confirm_claim(p, "bought", 500).unwrap() else {
+        panic!("a confirm of a ttl claim is written")
+    };
+    assert_eq!(e.confirm_claim(p, "bought", 500).unwrap(), Confirm::Done);
+    assert_eq!(flush(&mut e, &mut disk, 600), vec![Event::Durable { req }]);
+    e.advance(1_000);
+    assert_eq!(
+        e.pool_remaining(p, 1_000).unwrap(),
+        8,
+        "the abandoned claim's 3 came back"
+    );
+    assert_eq!(
+        e.confirm_claim(p, "abandoned", 1_001).unwrap(),
+        Confirm::Gone
+    );
+    assert!(!e.release_claim(p, "abandoned", 1_001).unwrap());
+    e.check();
+    let mut back = reopen(
+        &{
+            flush(&mut e, &mut disk, 1_002);
+            disk
+        },
+        0,
+        0,
+    );
+    let q = back.find_pool("seats").unwrap();
+    assert_eq!(
+        back.pool_remaining(q, 5_000_000).unwrap(),
+        8,
+        "confirmed for good"
+    );
+}
