@@ -40,6 +40,12 @@ pub struct View {
     pub clients: usize,
     /// Leases the host granted itself and still keeps.
     pub locals: usize,
+    /// Pool requests live (waiting in line, or for their write).
+    pub pool_reqs: usize,
+    /// Open claims of pools.
+    pub claims: usize,
+    /// Whether a pools' write is under way.
+    pub pool_in_flight: bool,
 }
 
 fn small(rng: &mut Rng) -> u16 {
@@ -88,6 +94,21 @@ pub fn next(rng: &mut Rng, mix: &Mix, view: &View) -> Op {
         off(Draw::Try);
         off(Draw::Remote);
         off(Draw::Local);
+    }
+    if view.pool_reqs + view.claims >= mix.cap {
+        off(Draw::Claim);
+        off(Draw::ClaimId);
+    }
+    if view.claims == 0 {
+        off(Draw::PoolRelease);
+        off(Draw::Confirm);
+    }
+    if view.pool_reqs == 0 {
+        off(Draw::PoolCancel);
+    }
+    if !view.pool_in_flight {
+        off(Draw::PoolWriteOk);
+        off(Draw::PoolWriteFail);
     }
     if view.locals == 0 {
         off(Draw::LocalRelease);
@@ -253,5 +274,47 @@ pub fn next(rng: &mut Rng, mix: &Mix, view: &View) -> Op {
         Draw::Forget => Op::Forget {
             res: rng.below(mix.resources.len() as u64) as u8,
         },
+        draw @ (Draw::Claim | Draw::ClaimId) => {
+            let pool = rng.below(mix.pools.len() as u64) as u8;
+            // Now and then one more than the capacity: refused `invalid`.
+            let n = rng.range(1, (mix.pools[pool as usize].capacity + 1).min(255)) as u8;
+            let n = if rng.chance(700) { n.min(2) } else { n };
+            Op::Claim {
+                pool,
+                n,
+                id: (draw == Draw::ClaimId).then(|| rng.below(u64::from(mix.claim_ids)) as u8),
+                wait: if rng.chance(300) {
+                    Some(0)
+                } else {
+                    wait(rng, mix)
+                },
+                ttl: match rng.weighted(&mix.claim_ttls) {
+                    0 => None,
+                    1 => Some(rng.range(1, 5_000)),
+                    _ => Some(rng.range(5_001, MAX_HOLD_MS)),
+                },
+            }
+        }
+        Draw::PoolRelease => Op::PoolRelease { pick: pick(rng) },
+        Draw::PoolReleaseId => Op::PoolReleaseId {
+            pool: rng.below(mix.pools.len() as u64) as u8,
+            id: rng.below(u64::from(mix.claim_ids)) as u8,
+        },
+        Draw::Confirm => Op::Confirm { pick: pick(rng) },
+        Draw::PoolCancel => Op::PoolCancel { pick: pick(rng) },
+        Draw::Resize => {
+            let pool = rng.below(mix.pools.len() as u64) as u8;
+            let capacity = mix.pools[pool as usize].capacity;
+            Op::Resize {
+                pool,
+                capacity: rng.range(capacity.saturating_sub(4).max(1), capacity + 4) as u8,
+            }
+        }
+        Draw::PoolWriteOk => Op::PoolWrite(Outcome::Ok),
+        Draw::PoolWriteFail => Op::PoolWrite(if rng.chance(500) {
+            Outcome::FailLanded
+        } else {
+            Outcome::FailLost
+        }),
     }
 }

@@ -23,7 +23,12 @@
 //! - a request over a connection asked again is never granted twice;
 //! - no entry left for a key with no holder and no waiter, nor for a name the host forgot; a name
 //!   forgotten only while no key of it is busy, and an id kept past forgetting naming nothing, not
-//!   even the name registered next in its place (and the engine's own `check()`).
+//!   even the name registered next in its place (and the engine's own `check()`);
+//! - pools (issue #16): never below zero nor above capacity (POOL-01); no claim answered before the
+//!   write that keeps it is acknowledged, one write under way, taken once a turn, and a restart
+//!   reading back exactly what the last write that reached the disk kept (POOL-02); a claim id
+//!   asked again answering its first outcome (POOL-03); waiting claims served in order, the head
+//!   never overtaken (POOL-04); ttls, confirms, resizes and cancels as the model says.
 //!
 //! Coverage marks (`marks.rs`) prove the hard corners are reached: a run of many seeds fails if any is
 //! reached by fewer than 1% of them. A failure prints its seed and a shrunk sequence of operations

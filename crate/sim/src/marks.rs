@@ -80,9 +80,29 @@ pub enum Mark {
     ForgetRefused,
     /// A forgotten name was registered again, under a new id, and held.
     NameRegisteredAgain,
+    /// A claim waited in its pool's line and took its units when they came back (POOL-04).
+    PoolWaiterServed,
+    /// A claim that would have fit waited behind a head that did not (head-of-line, POOL-04).
+    PoolHeadOfLine,
+    /// A claim's wait ran out in its pool's line.
+    PoolWaitRanOut,
+    /// A claim id asked again answered the first outcome (POOL-03).
+    PoolIdKnown,
+    /// A claim id asked again while its claim waited or was written joined it (POOL-03).
+    PoolIdJoined,
+    /// A ttl claim was not confirmed in time: its units came back.
+    PoolTtlCameBack,
+    /// A pools' write answered two claims or more (group commit, POOL-02).
+    PoolGroupCommit,
+    /// A pools' write failed: its claims gave their units back.
+    PoolWriteFailedTookBack,
+    /// A process read back open claims after a restart (POOL-02).
+    PoolReadBack,
+    /// A remembered claim id was forgotten 24 hours after its claim.
+    PoolTombstoneForgotten,
 }
 
-pub const MARKS: [Mark; 34] = [
+pub const MARKS: [Mark; 44] = [
     Mark::GrantRacedCancel,
     Mark::WriteFailedWhileWaitersQueue,
     Mark::SemaphoreHeadWaits,
@@ -117,6 +137,16 @@ pub const MARKS: [Mark; 34] = [
     Mark::NameForgotten,
     Mark::ForgetRefused,
     Mark::NameRegisteredAgain,
+    Mark::PoolWaiterServed,
+    Mark::PoolHeadOfLine,
+    Mark::PoolWaitRanOut,
+    Mark::PoolIdKnown,
+    Mark::PoolIdJoined,
+    Mark::PoolTtlCameBack,
+    Mark::PoolGroupCommit,
+    Mark::PoolWriteFailedTookBack,
+    Mark::PoolReadBack,
+    Mark::PoolTombstoneForgotten,
 ];
 
 impl Mark {
@@ -156,6 +186,16 @@ impl Mark {
             Mark::NameForgotten => "idle name forgotten, its old id dead",
             Mark::ForgetRefused => "forget refused: a key is busy",
             Mark::NameRegisteredAgain => "forgotten name registered again",
+            Mark::PoolWaiterServed => "pool: a waiting claim took its units",
+            Mark::PoolHeadOfLine => "pool: a claim that fits waits behind its head",
+            Mark::PoolWaitRanOut => "pool: a claim's wait ran out",
+            Mark::PoolIdKnown => "pool: an id asked again answers the first outcome",
+            Mark::PoolIdJoined => "pool: an id asked again joins its claim",
+            Mark::PoolTtlCameBack => "pool: a ttl claim's units came back",
+            Mark::PoolGroupCommit => "pool: one write answered several claims",
+            Mark::PoolWriteFailedTookBack => "pool: a failed write took its claims back",
+            Mark::PoolReadBack => "pool: open claims read back after a restart",
+            Mark::PoolTombstoneForgotten => "pool: an id forgotten after 24 hours",
         }
     }
 

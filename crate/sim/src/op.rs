@@ -11,6 +11,9 @@
 //! seen lately (a client is a request id and the lease id it was given), whether its request is still
 //! live or not, so that asking again, renewing or releasing after the request ended is a step too.
 //!
+//! Pool requests and open claims (issue #16) are named the same way: the `pick`-th live pool request
+//! (oldest id first), the `pick`-th open claim (pool by pool, oldest first).
+//!
 //! # Adding operations
 //! A new operation is a variant here with its text form, its draw in `gen.rs`, its rule in
 //! `model/` and its application (and checks) in `driver/`, each in the file of its concern.
@@ -124,6 +127,28 @@ pub enum Op {
     /// name (`Engine::forget`), unless it keeps a key of it that it granted itself. The engine refuses
     /// while it has a busy key of it. A forgotten name is registered again when next held.
     Forget { res: u8 },
+    /// A claim of `n` units of pool `pool` (modulo the mix's pools): with claim id `i{id}` (a caller's
+    /// id, remembered), or `None` for an id the host draws (never asked again, not remembered).
+    /// `wait` as a hold's; `ttl`: its units come back unless confirmed.
+    Claim {
+        pool: u8,
+        n: u8,
+        id: Option<u8>,
+        wait: Option<u64>,
+        ttl: Option<u64>,
+    },
+    /// Releases the `pick`-th open claim (pool by pool, oldest first) by its id.
+    PoolRelease { pick: u16 },
+    /// Releases claim id `i{id}` of pool `pool`, whatever it is (open, a tombstone, unknown).
+    PoolReleaseId { pool: u8, id: u8 },
+    /// Confirms the `pick`-th open claim.
+    Confirm { pick: u16 },
+    /// Cancels the `pick`-th live pool request (waiting in line, or for its write).
+    PoolCancel { pick: u16 },
+    /// Resizes pool `pool` to `capacity` (perhaps below what is claimed: refused).
+    Resize { pool: u8, capacity: u8 },
+    /// The storage answers the pools' write under way, if one is.
+    PoolWrite(Outcome),
 }
 
 impl Op {
@@ -137,7 +162,10 @@ impl Op {
             | Op::Renew { pick }
             | Op::ReleaseLease { pick }
             | Op::CancelRequest { pick }
-            | Op::LocalRelease { pick } => Some(pick),
+            | Op::LocalRelease { pick }
+            | Op::PoolRelease { pick }
+            | Op::Confirm { pick }
+            | Op::PoolCancel { pick } => Some(pick),
             _ => None,
         }
     }
@@ -152,7 +180,10 @@ impl Op {
             | Op::Renew { pick }
             | Op::ReleaseLease { pick }
             | Op::CancelRequest { pick }
-            | Op::LocalRelease { pick } => *pick = to,
+            | Op::LocalRelease { pick }
+            | Op::PoolRelease { pick }
+            | Op::Confirm { pick }
+            | Op::PoolCancel { pick } => *pick = to,
             _ => {}
         }
         self
@@ -161,6 +192,14 @@ impl Op {
 
 fn ms(value: Option<u64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+fn outcome(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Ok => "ok",
+        Outcome::FailLanded => "fail landed",
+        Outcome::FailLost => "fail lost",
+    }
 }
 
 fn landed(l: bool) -> &'static str {
@@ -223,9 +262,7 @@ impl fmt::Display for Op {
             Op::ToDeadline => f.write_str("deadline"),
             Op::Late { ms } => write!(f, "late {ms}"),
             Op::Fire => f.write_str("fire"),
-            Op::Write(Outcome::Ok) => f.write_str("write ok"),
-            Op::Write(Outcome::FailLanded) => f.write_str("write fail landed"),
-            Op::Write(Outcome::FailLost) => f.write_str("write fail lost"),
+            Op::Write(o) => write!(f, "write {}", outcome(o)),
             Op::Crash { landed: l, clock } => write!(f, "crash {} @{clock}", landed(l)),
             Op::Close => f.write_str("close"),
             Op::Reopen { landed: l, clock } => write!(f, "reopen {} @{clock}", landed(l)),
@@ -239,6 +276,25 @@ impl fmt::Display for Op {
             } => write!(f, "local {res} {key} w={} n={max}", ms(wait)),
             Op::LocalRelease { pick } => write!(f, "local-release {pick}"),
             Op::Forget { res } => write!(f, "forget {res}"),
+            Op::Claim {
+                pool,
+                n,
+                id,
+                wait,
+                ttl,
+            } => write!(
+                f,
+                "claim {pool} {n} id={} w={} t={}",
+                ms(id.map(u64::from)),
+                ms(wait),
+                ms(ttl)
+            ),
+            Op::PoolRelease { pick } => write!(f, "pool-release {pick}"),
+            Op::PoolReleaseId { pool, id } => write!(f, "pool-release-id {pool} {id}"),
+            Op::Confirm { pick } => write!(f, "confirm {pick}"),
+            Op::PoolCancel { pick } => write!(f, "pool-cancel {pick}"),
+            Op::Resize { pool, capacity } => write!(f, "resize {pool} {capacity}"),
+            Op::PoolWrite(o) => write!(f, "pool-write {}", outcome(o)),
         }
     }
 }
@@ -288,6 +344,12 @@ pub fn parse(text: &str) -> Result<Op, String> {
             Some(_) => Err(bad()),
         }
     };
+    let read_outcome = || match (words.get(1), words.get(2)) {
+        (Some(&"ok"), None) => Ok(Outcome::Ok),
+        (Some(&"fail"), Some(&"landed")) => Ok(Outcome::FailLanded),
+        (Some(&"fail"), Some(&"lost")) => Ok(Outcome::FailLost),
+        _ => Err(bad()),
+    };
     let op = match words.first().copied() {
         Some("hold") => Op::Hold {
             res: byte(1)?,
@@ -332,12 +394,8 @@ pub fn parse(text: &str) -> Result<Op, String> {
         Some("deadline") => Op::ToDeadline,
         Some("late") => Op::Late { ms: num(1)? },
         Some("fire") => Op::Fire,
-        Some("write") => Op::Write(match (words.get(1), words.get(2)) {
-            (Some(&"ok"), None) => Outcome::Ok,
-            (Some(&"fail"), Some(&"landed")) => Outcome::FailLanded,
-            (Some(&"fail"), Some(&"lost")) => Outcome::FailLost,
-            _ => return Err(bad()),
-        }),
+        Some("write") => Op::Write(read_outcome()?),
+        Some("pool-write") => Op::PoolWrite(read_outcome()?),
         Some("crash") => Op::Crash {
             landed: landed(1)?,
             clock: num(2)?,
@@ -357,6 +415,27 @@ pub fn parse(text: &str) -> Result<Op, String> {
         },
         Some("local-release") => Op::LocalRelease { pick: small(1)? },
         Some("forget") => Op::Forget { res: byte(1)? },
+        Some("claim") => Op::Claim {
+            pool: byte(1)?,
+            n: byte(2)?,
+            id: match opt(3, "id=")? {
+                Some(v) => Some(u8::try_from(v).map_err(|_| bad())?),
+                None => None,
+            },
+            wait: opt(4, "w=")?,
+            ttl: opt(5, "t=")?,
+        },
+        Some("pool-release") => Op::PoolRelease { pick: small(1)? },
+        Some("pool-release-id") => Op::PoolReleaseId {
+            pool: byte(1)?,
+            id: byte(2)?,
+        },
+        Some("confirm") => Op::Confirm { pick: small(1)? },
+        Some("pool-cancel") => Op::PoolCancel { pick: small(1)? },
+        Some("resize") => Op::Resize {
+            pool: byte(1)?,
+            capacity: byte(2)?,
+        },
         _ => return Err(bad()),
     };
     Ok(op)
@@ -460,6 +539,31 @@ mod tests {
             },
             Op::LocalRelease { pick: 9 },
             Op::Forget { res: 2 },
+            Op::Claim {
+                pool: 1,
+                n: 3,
+                id: Some(7),
+                wait: None,
+                ttl: Some(1_000),
+            },
+            Op::Claim {
+                pool: 0,
+                n: 1,
+                id: None,
+                wait: Some(0),
+                ttl: None,
+            },
+            Op::PoolRelease { pick: 2 },
+            Op::PoolReleaseId { pool: 1, id: 4 },
+            Op::Confirm { pick: 0 },
+            Op::PoolCancel { pick: 5 },
+            Op::Resize {
+                pool: 0,
+                capacity: 9,
+            },
+            Op::PoolWrite(Outcome::Ok),
+            Op::PoolWrite(Outcome::FailLanded),
+            Op::PoolWrite(Outcome::FailLost),
         ];
         let text = write_seq(&ops);
         assert_eq!(parse_seq(&text).unwrap(), ops);

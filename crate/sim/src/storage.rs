@@ -71,3 +71,54 @@ impl Storage {
         self.acked = 0;
     }
 }
+
+/// The simulated storage of pools: the values the engine wrote (what a new process reads back), the
+/// model's copy of the state they keep, and the one write under way (issue #16). A write settles as
+/// a fence write does: acknowledged, failed with nothing written, or failed after reaching the disk.
+#[derive(Clone, Debug, Default)]
+pub struct PoolDisk {
+    pub values: std::collections::BTreeMap<String, String>,
+    /// What a process that opens now reads back, as the model says it.
+    pub durable: Vec<crate::model::DPool>,
+    /// The write under way, and the state it keeps once it lands.
+    pub in_flight: Option<(holdfast_engine::PoolWrite, Vec<crate::model::DPool>)>,
+    pub writes: u64,
+}
+
+impl PoolDisk {
+    /// The host took a write.
+    pub fn ask(
+        &mut self,
+        write: holdfast_engine::PoolWrite,
+        state: Vec<crate::model::DPool>,
+    ) -> Result<(), String> {
+        if let Some((w, _)) = &self.in_flight {
+            return Err(format!(
+                "pool storage: write {} taken while {} is still being written",
+                write.seq, w.seq
+            ));
+        }
+        self.in_flight = Some((write, state));
+        self.writes += 1;
+        Ok(())
+    }
+
+    /// The write under way settles; answers its number, if one was under way.
+    pub fn settle(&mut self, outcome: Outcome) -> Option<u64> {
+        let (write, state) = self.in_flight.take()?;
+        if outcome != Outcome::FailLost {
+            self.values.insert(write.key, write.value);
+            self.durable = state;
+        }
+        Some(write.seq)
+    }
+
+    /// The process dies: the write under way reached the disk or not.
+    pub fn die(&mut self, landed: bool) {
+        self.settle(if landed {
+            Outcome::FailLanded
+        } else {
+            Outcome::FailLost
+        });
+    }
+}

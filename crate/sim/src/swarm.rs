@@ -58,9 +58,18 @@ pub enum Draw {
     Local,
     LocalRelease,
     Forget,
+    Claim,
+    ClaimId,
+    PoolRelease,
+    PoolReleaseId,
+    Confirm,
+    PoolCancel,
+    Resize,
+    PoolWriteOk,
+    PoolWriteFail,
 }
 
-pub const DRAWS: [Draw; 29] = [
+pub const DRAWS: [Draw; 38] = [
     Draw::Hold,
     Draw::Try,
     Draw::Release,
@@ -90,7 +99,36 @@ pub const DRAWS: [Draw; 29] = [
     Draw::Local,
     Draw::LocalRelease,
     Draw::Forget,
+    Draw::Claim,
+    Draw::ClaimId,
+    Draw::PoolRelease,
+    Draw::PoolReleaseId,
+    Draw::Confirm,
+    Draw::PoolCancel,
+    Draw::Resize,
+    Draw::PoolWriteOk,
+    Draw::PoolWriteFail,
 ];
+
+/// The pool draws, weighed only in runs that have pools (drawn last: see `Mix::draw`).
+const POOL_DRAWS: [(Draw, u32); 9] = [
+    (Draw::Claim, 12),
+    (Draw::ClaimId, 12),
+    (Draw::PoolRelease, 10),
+    (Draw::PoolReleaseId, 3),
+    (Draw::Confirm, 4),
+    (Draw::PoolCancel, 3),
+    (Draw::Resize, 2),
+    (Draw::PoolWriteOk, 10),
+    (Draw::PoolWriteFail, 2),
+];
+
+/// One pool of the run (issue #16).
+#[derive(Clone, Debug)]
+pub struct PoolSpec {
+    pub name: String,
+    pub capacity: u64,
+}
 
 /// The name of the lock that bursts use, registered after the mix's resources; no other operation
 /// touches it.
@@ -123,6 +161,12 @@ pub struct Mix {
     pub connection_limit: usize,
     /// Weights of a lease's ttl: the shortest (1 s), short, long.
     pub ttls: [u32; 3],
+    /// The run's pools (none in about half the runs).
+    pub pools: Vec<PoolSpec>,
+    /// How many claim ids callers use (`i0`, `i1`, ...): few, so that they are asked again.
+    pub claim_ids: u8,
+    /// Weights of a claim's ttl: none, short, long.
+    pub claim_ttls: [u32; 3],
 }
 
 impl Mix {
@@ -159,6 +203,15 @@ impl Mix {
                 // Drawn last (below), so that every other part of a seed's mix stays as it was
                 // before they came: sequences shrunk from older runs mean the same thing.
                 Draw::Local | Draw::LocalRelease | Draw::Forget => continue,
+                Draw::Claim
+                | Draw::ClaimId
+                | Draw::PoolRelease
+                | Draw::PoolReleaseId
+                | Draw::Confirm
+                | Draw::PoolCancel
+                | Draw::Resize
+                | Draw::PoolWriteOk
+                | Draw::PoolWriteFail => continue,
                 Draw::Hold => (40, false),
                 Draw::Try => (10, true),
                 Draw::Release => (30, false),
@@ -246,6 +299,9 @@ impl Mix {
                 rng.range(1, 10) as u32,
                 rng.range(0, 3) as u32,
             ],
+            pools: Vec::new(),
+            claim_ids: 0,
+            claim_ttls: [1, 0, 0],
         };
         // The host's own grants from lent fences, in four runs of five; drawn after everything else.
         for (draw, base) in [(Draw::Local, 12), (Draw::LocalRelease, 8)] {
@@ -261,6 +317,29 @@ impl Mix {
         } else {
             (4 * rng.range(1, 12) as u32).div_ceil(4)
         };
+        // Pools (issue #16), in about half the runs; drawn after everything else, so that the rest of
+        // a seed's mix is what it was before them.
+        if rng.chance(500) {
+            for i in 0..rng.range(1, 2) {
+                mix.pools.push(PoolSpec {
+                    name: format!("p{i}"),
+                    capacity: rng.range(1, 12),
+                });
+            }
+            mix.claim_ids = rng.range(1, 8) as u8;
+            mix.claim_ttls = [
+                rng.range(1, 6) as u32,
+                rng.range(0, 3) as u32,
+                rng.range(0, 2) as u32,
+            ];
+            for (draw, base) in POOL_DRAWS {
+                mix.weights[draw as usize] = if draw != Draw::PoolWriteOk && rng.chance(150) {
+                    0
+                } else {
+                    (base * rng.range(1, 12) as u32).div_ceil(4)
+                };
+            }
+        }
         mix
     }
 }

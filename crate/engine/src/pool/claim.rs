@@ -379,46 +379,54 @@ impl Pools {
         None
     }
 
-    /// Acts on every deadline at or before `now`, earliest first, each at its instant: a waiting
-    /// claim whose wait ran out leaves its line ([`Event::NotClaimed`]), a claim past its ttl gives
-    /// its units back (and the line moves on), a tombstone is forgotten.
+    /// Acts on every deadline at or before `now`, instant by instant, earliest first. At one
+    /// instant: the waiting claims whose wait ran out leave their lines ([`Event::NotClaimed`], in
+    /// the order of their ids), the claims past their ttl give their units back, then each pool's
+    /// line takes what fits, then tombstones are forgotten. So what happens at an instant depends on
+    /// the deadlines that fall due then, never on their order among themselves: a wait that runs out
+    /// as units come back has run out.
     pub fn advance(&mut self, now: u64, events: &mut VecDeque<Event>) {
-        while let Some(entry) = self.timers.peek() {
-            if entry.at() > now {
-                break;
+        while let Some(at) = self.next_deadline().filter(|&at| at <= now) {
+            let (mut waits, mut expiries, mut forgets) = (Vec::new(), Vec::new(), Vec::new());
+            while let Some(entry) = self.timers.peek().filter(|e| e.at() == at) {
+                let live = timer_is_live(&self.reqs, &self.claims, &entry);
+                self.timers.pop();
+                // Popped live, it still counts among the live entries until the state that set it
+                // changes and forgets it (see `timers.rs`): `leave_line`, `give_back` and the
+                // forgetting below do.
+                if live {
+                    match entry.due() {
+                        Due::Wait => waits.push(entry.req()),
+                        Due::Expire => expiries.push(entry.req()),
+                        Due::Forget => forgets.push(entry.req()),
+                        _ => unreachable!("no other deadline is a pool's"),
+                    }
+                }
             }
-            let live = timer_is_live(&self.reqs, &self.claims, &entry);
-            self.timers.pop();
-            if !live {
-                continue;
+            waits.sort_unstable();
+            let mut touched = Vec::new();
+            for req in waits {
+                let Some(PoolReq::Waiting { pool, .. }) = self.reqs.get(req) else {
+                    unreachable!("a live wait")
+                };
+                let p = *pool as usize;
+                self.leave_line(req);
+                let remaining = self.pools[p].remaining();
+                events.push_back(Event::NotClaimed { req, remaining });
+                touched.push(p);
             }
-            let at = entry.at();
-            // Popped live, it still counts among the live entries until the state that set it
-            // changes and forgets it (see `timers.rs`): `leave_line` and `give_back` do.
-            match entry.due() {
-                Due::Wait => {
-                    let Some(PoolReq::Waiting { pool, .. }) = self.reqs.get(entry.req()) else {
-                        unreachable!("a live wait")
-                    };
-                    let p = *pool as usize;
-                    self.leave_line(entry.req());
-                    let remaining = self.pools[p].remaining();
-                    events.push_back(Event::NotClaimed {
-                        req: entry.req(),
-                        remaining,
-                    });
-                    self.pump(p, at);
-                }
-                Due::Expire => {
-                    let p = self.claims.get(entry.req()).expect("a live ttl").pool as usize;
-                    self.give_back(entry.req(), at);
-                    self.pump(p, at);
-                }
-                Due::Forget => {
-                    self.drop_claim(entry.req());
-                    self.forget_timer();
-                }
-                _ => unreachable!("no other deadline is a pool's"),
+            for cid in expiries {
+                touched.push(self.claims.get(cid).expect("a live ttl").pool as usize);
+                self.give_back(cid, at);
+            }
+            touched.sort_unstable();
+            touched.dedup();
+            for p in touched {
+                self.pump(p, at);
+            }
+            for cid in forgets {
+                self.drop_claim(cid);
+                self.forget_timer();
             }
         }
     }

@@ -197,7 +197,8 @@ impl Pools {
 
     /// Reads pools back from what storage holds (`load`, read to its end), before any pool is
     /// named; `now` and `wall` are the same instant on the engine's clock and the wall clock (stored
-    /// times are wall clock). Deadlines that passed while the store was down are due at once.
+    /// times are wall clock). Deadlines that passed while the store was down are due at once;
+    /// tombstones past their 24 hours are not read back.
     /// `invalid` when called late, or when what storage holds breaks POOL-01 (damaged).
     pub fn open(&mut self, load: PoolLoad, now: u64, wall: u64) -> Result<(), Error> {
         if !self.fresh {
@@ -234,6 +235,11 @@ impl Pools {
                 .map_err(|_| damaged("a capacity out of bounds"))?;
             let p = self.add_pool(&stored.name, stored.capacity);
             for c in stored.claims {
+                // A tombstone whose 24 hours are over is gone (a log replays a release of a claim
+                // whose tombstone was forgotten before the restart).
+                if !c.open && c.at.saturating_add(TOMBSTONE_MS) <= wall {
+                    continue;
+                }
                 if c.n == 0 || self.pools[p as usize].ids.contains_key(&c.id) {
                     return Err(damaged("a claim of no units, or an id twice"));
                 }

@@ -103,7 +103,7 @@ impl Host {
         }
         self.trace
             .words(&[fp.keys as u64, fp.requests as u64, opt(m.next_deadline())]);
-        Ok(())
+        self.check_pools(engine)
     }
 
     /// Bad input: refused, and nothing changes (the full check after the operation proves it).

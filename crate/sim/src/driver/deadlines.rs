@@ -38,7 +38,7 @@ impl Host {
         Ok(())
     }
 
-    fn fire(&mut self, engine: &mut Engine, at: u64) -> Result<(), String> {
+    pub(super) fn fire(&mut self, engine: &mut Engine, at: u64) -> Result<(), String> {
         self.now = at;
         engine.advance(at);
         let acted = self.model().advance(at);

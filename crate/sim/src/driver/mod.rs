@@ -62,6 +62,7 @@ mod check;
 mod deadlines;
 mod fences;
 mod hold;
+mod pool;
 mod remote;
 mod resource;
 mod words;
@@ -69,13 +70,13 @@ mod words;
 use std::collections::VecDeque;
 
 use holdfast_engine::fence::MAX_FENCE;
-use holdfast_engine::{Engine, Event, Failure, Id, Kind, ResourceId};
+use holdfast_engine::{Engine, Event, Failure, Id, Kind, PoolId, ResourceId};
 
 use crate::gen::View;
 use crate::marks::{Mark, Marks};
 use crate::model::Model;
 use crate::op::Op;
-use crate::storage::Storage;
+use crate::storage::{PoolDisk, Storage};
 use crate::swarm::{Mix, BURST_NAME};
 use crate::trace::Trace;
 
@@ -186,6 +187,16 @@ struct Host {
     trace: Trace,
     stats: Stats,
     log: Option<Vec<String>>,
+    /// The storage of pools (issue #16), across restarts.
+    pool_disk: PoolDisk,
+    /// The engine's ids of the mix's pools, in this process.
+    pool_ids: Vec<PoolId>,
+    /// `wall = now + wall_offset`: the wall clock goes on across restarts, the process's clock not.
+    wall_offset: i128,
+    /// The host's source of claim ids for callers without one (a counter).
+    next_claim: u64,
+    /// Claims that waited in line, watched for their grant (a coverage mark).
+    pool_queued: Vec<Id>,
 }
 
 /// One engine and its host, through a run.
@@ -225,6 +236,11 @@ impl Driver {
                 trace: Trace::default(),
                 stats: Stats::default(),
                 log: None,
+                pool_disk: PoolDisk::default(),
+                pool_ids: Vec::new(),
+                wall_offset: i128::from(pool::WALL0),
+                next_claim: 0,
+                pool_queued: Vec::new(),
             },
         };
         driver.open(clock)?;
@@ -278,13 +294,20 @@ impl Driver {
             bursts_left: h.burst_budget > 0,
             clients: h.clients.len(),
             locals: h.locals.len(),
+            pool_reqs: m.pools.reqs.len(),
+            claims: m.pools.open_claims().len(),
+            pool_in_flight: h.pool_disk.in_flight.is_some(),
         }
     }
 
     /// Starts a process on what storage holds, its clock at `clock`.
     fn open(&mut self, clock: u64) -> Result<(), String> {
         let h = &mut self.host;
+        // The wall clock went on while the process's clock starts again anywhere.
+        let wall = i128::from(h.now) + h.wall_offset;
+        h.wall_offset = wall - i128::from(clock);
         h.now = clock;
+        h.pool_queued.clear();
         h.granted.clear();
         h.ended.clear();
         h.last_idle = None;
@@ -333,14 +356,23 @@ impl Driver {
         engine.set_connection_limit(h.mix.connection_limit);
         let limits = h.mix.resources.iter().map(|r| r.limit).collect();
         let keys: Vec<u8> = h.mix.resources.iter().map(|r| r.keys).collect();
+        let pools = h.open_pools(&mut engine)?;
         h.model = Model::open(
             stored,
             h.rids.clone(),
             limits,
             &keys,
             h.mix.connection_limit,
+            pools,
         );
         h.after_call(&mut engine, "open")?;
+        // Deadlines of pools read back may have passed while the store was down: the host's timer
+        // fires at once.
+        if h.next_deadline(&mut engine)?.is_some_and(|at| at <= h.now) {
+            let now = h.now;
+            h.fire(&mut engine, now)?;
+        }
+        h.take_pool_write(&mut engine)?;
         if h.storage.in_flight.is_none() {
             return Err("open: the engine asked for no first ceiling".into());
         }
@@ -365,6 +397,7 @@ impl Driver {
                     h.marks.hit(Mark::CrashWithWriteInFlight);
                 }
                 h.storage.die(landed);
+                h.pool_disk.die(landed);
                 h.stats.restarts += 1;
                 return self.open(clock);
             }
@@ -381,6 +414,17 @@ impl Driver {
                     }
                     h.after_call(engine, "write after close")?;
                 }
+                // And for the pools' last write.
+                if let Some(seq) = h.pool_disk.settle(if landed {
+                    crate::op::Outcome::FailLanded
+                } else {
+                    crate::op::Outcome::FailLost
+                }) {
+                    let now = h.now;
+                    engine.pool_written(seq, now);
+                    h.model().pool_written(now);
+                    h.after_call(engine, "pools' write after close")?;
+                }
                 h.storage.die(landed);
                 h.stats.restarts += 1;
                 return self.open(clock);
@@ -388,6 +432,7 @@ impl Driver {
             _ => {}
         }
         h.step(engine, op)?;
+        h.take_pool_write(engine)?;
         h.check_all(engine)
     }
 
@@ -452,6 +497,9 @@ impl Host {
                 | Event::PoolFailed { .. }
                 | Event::PoolEnded { .. } => {}
             }
+        }
+        if self.model.is_some() {
+            self.pool_marks(&got);
         }
         if let Some(late) = self.model().overdue.take() {
             self.overdue(overdue::GRANT, label, late)?;
@@ -556,6 +604,13 @@ impl Host {
                 self.step_fences(engine, op, now)
             }
             Op::Forget { res } => self.forget(engine, res),
+            Op::Claim { .. }
+            | Op::PoolRelease { .. }
+            | Op::PoolReleaseId { .. }
+            | Op::Confirm { .. }
+            | Op::PoolCancel { .. }
+            | Op::Resize { .. }
+            | Op::PoolWrite(_) => self.step_pool(engine, op, now),
             Op::Bad { what } => self.bad(engine, what),
             Op::Close => self.close(engine),
             Op::Crash { .. } | Op::Reopen { .. } => unreachable!("the driver restarts"),

@@ -81,6 +81,25 @@ pub(super) fn op_words(op: Op) -> [u64; 5] {
         ],
         Op::LocalRelease { pick } => [23, pick.into(), 0, 0, 0],
         Op::Forget { res } => [24, res.into(), 0, 0, 0],
+        Op::Claim {
+            pool,
+            n,
+            id,
+            wait,
+            ttl,
+        } => [
+            25 | u64::from(pool) << 8 | u64::from(n) << 16,
+            opt(id.map(u64::from)),
+            opt(wait),
+            opt(ttl),
+            0,
+        ],
+        Op::PoolRelease { pick } => [26, pick.into(), 0, 0, 0],
+        Op::PoolReleaseId { pool, id } => [27, pool.into(), id.into(), 0, 0],
+        Op::Confirm { pick } => [28, pick.into(), 0, 0, 0],
+        Op::PoolCancel { pick } => [29, pick.into(), 0, 0, 0],
+        Op::Resize { pool, capacity } => [30, pool.into(), capacity.into(), 0, 0],
+        Op::PoolWrite(o) => [31, outcome(o), 0, 0, 0],
     }
 }
 
@@ -98,6 +117,18 @@ pub(super) fn event_words(ev: &Event) -> [u64; 3] {
         Event::Durable { req } => [10, req.to_u64(), 0],
         Event::PoolFailed { req, why } => [11, req.to_u64(), why as u64],
         Event::PoolEnded { req } => [12, req.to_u64(), 0],
+    }
+}
+
+pub(super) fn claim_words(got: &Result<holdfast_engine::Claim, Error>) -> [u64; 3] {
+    use holdfast_engine::Claim;
+    match got {
+        Ok(Claim::Writing { req }) => [1, req.to_u64(), 0],
+        Ok(Claim::Queued { req }) => [2, req.to_u64(), 0],
+        Ok(Claim::Joined { req }) => [3, req.to_u64(), 0],
+        Ok(Claim::Refused { remaining }) => [4, *remaining, 0],
+        Ok(Claim::Known { remaining, open }) => [5, *remaining, u64::from(*open)],
+        Err(e) => [6, code(e), 0],
     }
 }
 

@@ -49,7 +49,22 @@ impl Model {
         all
     }
 
+    /// The earliest deadline of keys and pools (none once closed: a closed store's claims wait for
+    /// nothing).
     pub fn next_deadline(&self) -> Option<u64> {
+        let pools = if self.closed {
+            None
+        } else {
+            self.pools.next_deadline()
+        };
+        match (self.lock_deadline(), pools) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earliest deadline of a hold or lease (what the untimed calls look at).
+    pub fn lock_deadline(&self) -> Option<u64> {
         self.reqs
             .values()
             .flat_map(|r| match r.state {
@@ -115,6 +130,7 @@ impl Model {
                 handed_on,
             });
         }
+        self.pool_acted = self.pools.advance(now, &mut self.events);
         acted
     }
 }

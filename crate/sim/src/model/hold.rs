@@ -38,7 +38,7 @@ impl Model {
             }
             // An untimed hold of a busy key needs the time while any deadline is set: it may have
             // fallen due.
-            None if t.arg.is_some() && self.next_deadline().is_some() => {
+            None if t.arg.is_some() && self.lock_deadline().is_some() => {
                 return same("untimed hold of a busy key", None, got)
             }
             None => {}
@@ -239,7 +239,7 @@ impl Model {
         // starts none.
         let key = self.keys[r.res][r.key].as_ref().unwrap();
         let to_waiter = self.active(key) > 0
-            && (self.next_deadline().is_some()
+            && (self.lock_deadline().is_some()
                 || self.head(key).is_some_and(|(_, head)| {
                     !matches!(
                         self.reqs[&head],

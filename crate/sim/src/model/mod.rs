@@ -31,6 +31,8 @@
 //!   wait (a key keeps its place while it stays on the list, as the engine documents).
 //! - A key with no holder and no waiter is forgotten in the same call, with `KeyIdle`.
 //! - `close` ends every live request, in id order, with `Ended`; every later call is refused `closed`.
+//! - Pools (issue #16) are `pool.rs`'s, with their own rules; their deadlines are acted on by
+//!   `advance` after the keys' (nothing of one depends on the other).
 //! - Untimed calls (the host's fast path) answer "needs the time" exactly when a deadline or a grant
 //!   to a waiter depends on it, and otherwise act at the latest time the engine was given.
 //! - Lending: a block of up to `max` covered fences goes to the host when a fence is covered and no
@@ -50,6 +52,7 @@
 mod deadlines;
 mod fences;
 mod hold;
+mod pool;
 mod remote;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -58,6 +61,7 @@ use holdfast_engine::fence::MAX_FENCE;
 use holdfast_engine::{Error, Event, HolderView, Id, KeyView, Remote, ResourceId};
 
 pub use deadlines::Acted;
+pub use pool::{DClaim, DPool, MReq, PoolModel};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
@@ -127,6 +131,10 @@ pub struct Model {
     /// A grant the model made, as the engine does, to a request whose wait had run out before `now`
     /// (possible only when the host's timer is late): the driver reports it.
     pub overdue: Option<String>,
+    /// The pools (see `pool.rs`).
+    pub pools: PoolModel,
+    /// What the pools' deadlines did in the last `advance` (for coverage marks).
+    pub pool_acted: Vec<&'static str>,
 }
 
 fn refuse<T: std::fmt::Debug>(code: &str, got: &Result<T, Error>) -> Result<(), String> {
@@ -165,6 +173,7 @@ impl Model {
         limits: Vec<u32>,
         keys: &[u8],
         connection_limit: usize,
+        pools: PoolModel,
     ) -> Option<Model> {
         let stored = stored.unwrap_or(0);
         if stored >= MAX_FENCE {
@@ -185,6 +194,8 @@ impl Model {
             connection_limit,
             events: Vec::new(),
             overdue: None,
+            pools,
+            pool_acted: Vec::new(),
         })
     }
 
@@ -280,6 +291,7 @@ impl Model {
         for ks in &mut self.keys {
             ks.iter_mut().for_each(|k| *k = None);
         }
+        self.pools.close(&mut self.events);
     }
 
     /// What `Engine::inspect(now)` must answer, in key id order.
@@ -338,6 +350,7 @@ impl Model {
             }
             counted += key.holders.len() + key.line.len();
         }
+        self.pools.check()?;
         if counted != self.reqs.len() || self.order.len() != self.reqs.len() {
             return Err("requests and keys disagree".into());
         }
