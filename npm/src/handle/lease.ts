@@ -19,7 +19,10 @@
 import type { LostError, ClosedError } from '../errors.js'
 import type { Resource } from '../types.js'
 
-/** What a lease needs of its store. */
+/**
+ * What a lease needs of whoever granted it: a store, or in the in-process store the part that granted
+ * it (store/engine-host.ts for the engine's grants, store/lent-fences.ts for the keys it grants itself).
+ */
 export interface LeaseOwner {
   /** @internal `fromHold`: the hold that ran fn lets its key go, fn having settled (see `Lease._end`). */
   _release(req: number, lease: Lease, fromHold: boolean): void

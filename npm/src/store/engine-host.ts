@@ -21,6 +21,10 @@
  * ever traps, the host can still answer every waiter and end every lease before the store closes
  * (`trap`). Requests over a connection and keys the store granted itself are answered through the parts
  * built on the host (`attach`: remote-holds.ts, lent-fences.ts).
+ *
+ * # Leases answer to who granted them
+ * The host is the `LeaseOwner` of the leases the engine grants: their release comes here directly
+ * (`_release`), one call from `Lease._end`, not through the store.
  */
 
 import { type Core, checkTtl, checkMaxHold, checkName } from '../../wasm/holdfast_wasm.js'
@@ -73,7 +77,7 @@ function selfHoldError(handle: Lock, key: string): InvalidError {
   )
 }
 
-export class EngineHost {
+export class EngineHost implements LeaseOwner {
   readonly core: Core
   readonly clock: Clock
   /** Set once the store closed (by `close()`, or after a trap): the reason later calls fail with. */
@@ -90,8 +94,6 @@ export class EngineHost {
   readonly #bufLen: number
   readonly #storage: Storage
   readonly #context: ContextStorage | undefined
-  /** Whom the leases of the engine's grants answer to (the store). */
-  readonly #owner: LeaseOwner
   /** Every busy key's string and resource, by the index of its id. */
   readonly #keyName: (string | undefined)[] = []
   readonly #keyResource: (Resource | undefined)[] = []
@@ -105,8 +107,7 @@ export class EngineHost {
   #remote!: RemoteEvents
   #selfGrants!: SelfGrants
 
-  constructor(owner: LeaseOwner, core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined) {
-    this.#owner = owner
+  constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined) {
     this.core = core
     this.#memory = memory
     this.#ptr = core.bufferPtr()
@@ -213,7 +214,7 @@ export class EngineHost {
     const events = buf[HOLD_EVENTS]!
     const req = buf[REQ]!
     if (buf[KEY] !== known) this.newKey(resource, key, buf[KEY]!)
-    const lease = new Lease(this.#owner, handle, key, fence, req)
+    const lease = new Lease(this, handle, key, fence, req)
     this.reqs[req >>> 0] = lease
     if (handle._maxHold > 0) this.schedule((lease._deadline = now + handle._maxHold))
     if (events > 0) this.drain(events, now)
@@ -277,10 +278,11 @@ export class EngineHost {
   }
 
   /**
-   * Lets the key of a lease the engine granted go. A waiter it grants is handed the key within this
-   * call only `fromHold` (see waiters.ts # Handing a key over); otherwise in a microtask.
+   * @internal Lets the key of a lease the engine granted go (called by `Lease`, once). A waiter it grants is
+   * handed the key within this call only `fromHold` (see waiters.ts # Handing a key over); otherwise in
+   * a microtask.
    */
-  release(req: number, lease: Lease, fromHold: boolean): void {
+  _release(req: number, lease: Lease, fromHold: boolean): void {
     if (this.closed) return
     let n: number
     // Untimed but for the first call of a turn (see `turnNow`); the engine asks for the time when a
@@ -416,11 +418,16 @@ export class EngineHost {
     this.#timerAt = Infinity
   }
 
+  /** @internal The clock the leases' deadlines are counted on (see `Lease` # Reading checks the clock). */
+  _now(): number {
+    return this.clock.now()
+  }
+
   /**
-   * A lease was read past its maxHold before the timer ran: act on every deadline due now, as the
-   * timer would (the engine revokes the lease, and its key goes on).
+   * @internal A lease was read past its maxHold before the timer ran: act on every deadline due now, as
+   * the timer would (the engine revokes the lease, and its key goes on).
    */
-  overdue(): void {
+  _overdue(): void {
     // Read from anywhere (an abort listener of this very drain, say): its grants are handed over in
     // a microtask, as a timer's are, never inside the reader's call.
     const handNow = this.handOvers.now
@@ -477,7 +484,7 @@ export class EngineHost {
           // The common event, answered here; every other in `#event` (kept apart so that this loop
           // stays small: V8 and JSC tier a function up after a number of runs scaled by its size).
           const handle = record.handle
-          const lease = new Lease(this.#owner, handle, record.key, buf[at + 2]!, id)
+          const lease = new Lease(this, handle, record.key, buf[at + 2]!, id)
           this.reqs[id >>> 0] = lease
           record.unlisten()
           if (handle._maxHold > 0) this.schedule((lease._deadline = (now < 0 ? (now = this.clock.now()) : now) + handle._maxHold))

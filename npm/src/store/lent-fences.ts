@@ -14,6 +14,9 @@
  * as its holder), and everything after goes the engine's way until the key is idle again. A key the
  * store granted itself is never known to the engine, so nothing there can be due for it: only a
  * maxHold or a ttl sets a deadline, and those holds go to the engine.
+ *
+ * These leases answer to this part (`LeaseOwner`): a release is one call from `Lease._end`, a delete,
+ * or, once adopted, the host's release.
  */
 
 import type { ClosedError } from '../errors.js'
@@ -28,15 +31,13 @@ const LEND = 4096
 /** The request id of a lease the store granted itself: `SELF_GRANTED - the place of its resource id`. */
 const SELF_GRANTED = -1
 
-export class LentFences implements SelfGrants {
+export class LentFences implements SelfGrants, LeaseOwner {
   readonly #host: EngineHost
-  readonly #owner: LeaseOwner
   /** The names in use by the place of their ids (`Names.byId`). */
   readonly #byId: (Resource | undefined)[]
 
-  constructor(host: EngineHost, owner: LeaseOwner) {
+  constructor(host: EngineHost) {
     this.#host = host
-    this.#owner = owner
     this.#byId = host.names.byId
   }
 
@@ -53,7 +54,7 @@ export class LentFences implements SelfGrants {
       fence = buf[FENCE_NEXT]!
     }
     buf[FENCE_NEXT] = fence + 1
-    const lease = new Lease(this.#owner, handle, key, fence, SELF_GRANTED - (resource.id >>> 0))
+    const lease = new Lease(this, handle, key, fence, SELF_GRANTED - (resource.id >>> 0))
     lease._since = this.#host.turnStamp()
     resource.keys.set(key, lease)
     return lease
@@ -70,8 +71,12 @@ export class LentFences implements SelfGrants {
     return lent > 0 ? this.#host.view() : undefined
   }
 
-  /** Lets go the key of a lease the store granted itself, never adopted (`req` < 0): nobody waits for it, and the engine never knew it. */
-  release(req: number, lease: Lease): void {
+  /**
+   * @internal Lets a lease's key go (called by `Lease`, once). Never adopted (`req` < 0), nobody waits for it
+   * and the engine never knew it: a delete. Adopted, the engine's release.
+   */
+  _release(req: number, lease: Lease, fromHold: boolean): void {
+    if (req >= 0) return this.#host._release(req, lease, fromHold)
     const resource = this.#byId[SELF_GRANTED - req]!
     const keys = resource.keys
     if (keys.get(lease.key) === lease) {
@@ -79,6 +84,16 @@ export class LentFences implements SelfGrants {
       // A lease that outlived its handles: its name may be unused now (see names.ts).
       if (resource.pin === undefined) this.#host.names.forgetIfUnused(resource)
     }
+  }
+
+  /** @internal The clock (a lease the store granted itself has no deadline; once adopted, none either: no maxHold). */
+  _now(): number {
+    return this.#host.clock.now()
+  }
+
+  /** @internal */
+  _overdue(): void {
+    this.#host._overdue()
   }
 
   /** The leases of the keys the store granted itself, resource by resource. */

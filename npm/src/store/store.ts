@@ -1,7 +1,7 @@
 /**
  * The store: the public API of an in-process store — handles (`lock`, `semaphore`), `serve`, `inspect`,
- * `close` — and the entry points its handles, leases and servers call (`LockStore`, `LeaseOwner`,
- * `ServedStore`), each handing over to the part that does the work:
+ * `close` — and the entry points its handles and servers call (`LockStore`, `ServedStore`), each
+ * handing over to the part that does the work:
  *
  * - engine-host.ts: the calls into wasm, reading their events, time and timers, the records of every
  *   request, traps;
@@ -15,8 +15,9 @@
  * or, for a hold that waits where the caller's context can be kept, hands fn to the waiter, which runs
  * it when granted (waiters.ts # Handing a key over). A lock's free key without maxHold is granted by
  * `LentFences.grant`; any other goes through `EngineHost.take`. When fn settled the lease lets its key
- * go through `_release`: a delete for a key the store granted itself, else `EngineHost.release`.
- * `_take` and `_release` stay small, and the work of each path is in one function of one part: V8 and
+ * go through the part that granted it, its owner (`LeaseOwner._release`): a delete for a key the store
+ * granted itself (`LentFences`), else the engine's release (`EngineHost`); not through the store.
+ * `_take` stays small, and the work of each path is in one function of one part: V8 and
  * JSC tier a function up after a number of runs scaled by its whole size, so a small hot path reached
  * through a large function stays in the slow tiers for tens of thousands of holds.
  */
@@ -25,7 +26,7 @@ import { type Core, openCore } from '../../wasm/holdfast_wasm.js'
 import type { RemoteRequest } from '../remote/request.js'
 import { runInLease } from '../handle/run-in-lease.js'
 import { InvalidError, fromEngine } from '../errors.js'
-import { Lease, type LeaseOwner } from '../handle/lease.js'
+import { Lease } from '../handle/lease.js'
 import { Lock, Semaphore, handleOptions, type LockStore } from '../handle/lock.js'
 import type { ContextStorage } from '../handle/context.js'
 import type { ServedStore } from '../remote/host.js'
@@ -58,7 +59,7 @@ export interface StoreOptions {
   clock?: Clock
 }
 
-export class Store implements LeaseOwner, LockStore, ServedStore {
+export class Store implements LockStore, ServedStore {
   readonly #host: EngineHost
   readonly #lent: LentFences
   readonly #remote: RemoteHolds
@@ -69,8 +70,8 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
 
   /** @internal Use `openStore()`. */
   constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined, transport?: Transport) {
-    this.#host = new EngineHost(this, core, memory, storage, clock, context)
-    this.#lent = new LentFences(this.#host, this)
+    this.#host = new EngineHost(core, memory, storage, clock, context)
+    this.#lent = new LentFences(this.#host)
     this.#remote = new RemoteHolds(this.#host)
     this.#host.attach(this.#lent, this.#remote)
     this.#clock = clock
@@ -140,7 +141,7 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
     return this.#host.closed !== undefined
   }
 
-  // ---- what handles and leases call (LockStore, LeaseOwner) ----
+  // ---- what handles call (LockStore) ----
 
   /**
    * @internal Asks for a key: answers the lease when granted at once, the waiter's promise when it
@@ -192,25 +193,6 @@ export class Store implements LeaseOwner, LockStore, ServedStore {
     if (taken === undefined) return undefined
     if (taken instanceof Lease || !direct) return runInLease(this.#context, handle._resource, taken as Lease | Promise<Lease>, fn)
     return taken as Promise<Awaited<T>>
-  }
-
-  /**
-   * @internal Lets a lease's key go (called by `Lease`, once). A waiter it grants is handed the key
-   * here only `fromHold` (see waiters.ts # Handing a key over); otherwise in a microtask.
-   */
-  _release(req: number, lease: Lease, fromHold = false): void {
-    if (req < 0) this.#lent.release(req, lease)
-    else this.#host.release(req, lease, fromHold)
-  }
-
-  /** @internal The store's clock, for its leases' deadlines (see `Lease` # Reading checks the clock). */
-  _now(): number {
-    return this.#clock.now()
-  }
-
-  /** @internal A lease was read past its maxHold before the timer ran: act on every deadline due now. */
-  _overdue(): void {
-    this.#host.overdue()
   }
 
   /** @internal Called by the bindings when a fence write settled. */
