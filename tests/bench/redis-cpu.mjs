@@ -21,7 +21,7 @@ const ROUNDS = Number(process.env.ROUNDS || 3)
 const dir = mkdtempSync(path.join(tmpdir(), 'holdfast-redis-cpu-'))
 const port = 40_000 + Math.floor(Math.random() * 20_000)
 const server = spawn(process.env.BENCH_REDIS_SERVER || 'redis-server', ['--port', port, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir].map(String), { stdio: 'ignore' })
-// Gone with this process, however it ends.
+// Gone with this process, however it ends (and at the end, below: a running child keeps this one alive).
 process.on('exit', () => {
   server.kill('SIGKILL')
   rmSync(dir, { recursive: true, force: true })
@@ -92,3 +92,4 @@ for (let round = 0; round < ROUNDS; round++) {
 console.log(`redis-server ${(await client.info('server')).match(/redis_version:(\S+)/)[1]}, CPU per hold (µs), pipelined, median of ${ROUNDS} rounds of ${N}:`)
 for (const [name, list] of Object.entries(results)) console.log(`  ${name.padEnd(32)} ${list.sort((a, b) => a - b)[list.length >> 1].toFixed(1)}   [${list.map(x => x.toFixed(1)).join(' ')}]`)
 client.disconnect()
+server.kill('SIGKILL')
