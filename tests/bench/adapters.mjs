@@ -520,7 +520,7 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
  * redis-fifo-floor's Functions: a key's hash K (h: holder id, f: last fence, q: how many wait) and its
  * line L (a list of "id channel"). Fences as holdfast's: max(last + 1, server ms × 1024).
  */
-const FLOOR_LIBRARY = `#!lua name=benchfloor
+export const FLOOR_LIBRARY = `#!lua name=benchfloor
 local function fence(last)
   local t = redis.call('TIME')
   return math.max((tonumber(last) or 0) + 1, (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024)

@@ -196,7 +196,8 @@ async function clusterReady(c: IoRedis): Promise<void> {
 }
 
 function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
-  const raw = (node: IoRedis) => (args: Arg[]) => node.call(String(args[0]), ...args.slice(1))
+  // Every command's first argument is its name, a string: the array goes as it is (no copy without it).
+  const raw = (node: IoRedis) => (args: Arg[]) => node.call(...(args as [string, ...Arg[]]))
   const cluster = typeof c.nodes === 'function'
   // ioredis 5.9 and later know sharded subscribers (a Cluster option, false unless asked for).
   const sharded = cluster && c.options !== undefined && 'shardedSubscribers' in c.options

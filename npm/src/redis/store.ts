@@ -123,6 +123,7 @@ class Request {
   subscribed = false
 
   constructor(
+    id: string,
     readonly handle: RedisLock,
     readonly key: string,
     readonly wait: number,
@@ -131,11 +132,11 @@ class Request {
     channel: string,
     now: number,
   ) {
-    this.id = randomId()
+    this.id = id
     this.local = local
     this.keys = keys
     this.channel = channel
-    this.consts = handle._constants + channel
+    this.consts = handle._constantsWith(channel)
     this.waitUntil = now + wait
     this.promise = new Promise((resolve, reject) => {
       this.resolve = resolve
@@ -180,6 +181,13 @@ export class RedisStore implements LeaseOwner {
   /** Whether the Function library is loaded (else the scripts run by EVALSHA / EVAL); while it loads again, that load. */
   #functions = false
   #reloading: Promise<void> | undefined
+  /**
+   * Request ids: a random prefix of this store's (80 bits, drawn once) and a count. Unique across
+   * processes and restarts as a random id each would be, without drawing random bytes for every hold,
+   * and shorter (every script call and Redis record carries one).
+   */
+  readonly #idPrefix = randomId().slice(0, 20)
+  #idCount = 0
   /** Commands waited for with a patience, and the one timer that checks them (see `#send`). */
   readonly #waited = new Set<Waited>()
   #sweepTimer: unknown = undefined
@@ -196,6 +204,10 @@ export class RedisStore implements LeaseOwner {
     this.#context = context
     this.#scripts = scriptsFor(Number(server.version.split('.')[0]) >= 7)
     this.#wakeups = new Wakeups(prefix, randomId(), server.pubsub === 'sharded', clock)
+  }
+
+  #newId(): string {
+    return this.#idPrefix + (this.#idCount++).toString(36)
   }
 
   /** @internal Loads the Function library (or the scripts) and subscribes to this process's channel. */
@@ -342,6 +354,7 @@ export class RedisStore implements LeaseOwner {
       )
     }
     const p = new Request(
+      this.#newId(),
       handle,
       key,
       wait,
@@ -472,7 +485,7 @@ export class RedisStore implements LeaseOwner {
    */
   #rejoin(p: Request): void {
     this.#requests.delete(p.id)
-    p.id = randomId()
+    p.id = this.#newId()
     this.#requests.set(p.id, p)
     void this.#acquire(p)
   }
@@ -728,6 +741,18 @@ export class RedisLock extends TravellingHandle<Lease> {
     readonly _constants: string,
   ) {
     super(resource, limit, ttl, maxHold, wait)
+  }
+
+  #channel = ''
+  #withChannel = ''
+
+  /** @internal The constants with `channel` at their end; the last one made is kept (with classic pub/sub, every hold's). */
+  _constantsWith(channel: string): string {
+    if (channel !== this.#channel) {
+      this.#channel = channel
+      this.#withChannel = this._constants + channel
+    }
+    return this.#withChannel
   }
 
   /** @internal */
