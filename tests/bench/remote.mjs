@@ -257,7 +257,7 @@ export async function measureRemote(w, a, ctx) {
       },
       closeClients: async () => {
         await Promise.all(clients.map((c) => c.request({ op: 'close' }, 'closed')))
-        await Promise.all(clients.map((c) => c.exited))
+        await exitedOrKilled(clients)
       },
     }
     const result = await REMOTE_WORKLOADS[w].run(m)
@@ -279,7 +279,7 @@ export async function measureRemote(w, a, ctx) {
     } else result.notes.push('0 keys left on the server')
     if (server) {
       await server.request({ op: 'close' }, 'closed')
-      await server.exited
+      await exitedOrKilled([server])
     }
     return result
   } catch (error) {
@@ -289,6 +289,25 @@ export async function measureRemote(w, a, ctx) {
     for (const p of procs) p.kill()
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * Waits for processes that said they close to exit; one still there after 10 s is killed (SIGKILL),
+ * so that a process that hangs in its exit (seen once: a ws-lock server, its listener closed, asleep
+ * past process.exit) never holds the run: the measurement itself already has its result.
+ */
+async function exitedOrKilled(procs) {
+  await Promise.all(
+    procs.map(async (p) => {
+      let timer
+      const late = new Promise((resolve) => (timer = setTimeout(resolve, 10_000, 'late')))
+      if ((await Promise.race([p.exited, late])) === 'late') {
+        p.child.kill('SIGKILL')
+        await p.exited
+      }
+      clearTimeout(timer)
+    }),
+  )
 }
 
 /** A process of one measurement that speaks JSON lines; `request` sends a command and waits for an event. */
