@@ -12,18 +12,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runtimes=${RUNTIMES:-"node20 node26"}
-work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-clitest.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-(cd "$root/npm" && npm pack --silent --pack-destination "$work" >/dev/null)
-tarball=$(ls "$work"/holdfast-*.tgz)
-echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
-
-mkdir "$work/project"
-cp "$root"/tests/cli/*.js "$work/project/"
-cd "$work/project"
-printf '{ "name": "holdfast-cli-user", "private": true, "type": "module" }\n' > package.json
-npm install --no-audit --no-fund --silent "$tarball"
+source "$root/tests/user-project.sh"
+user_project cli "$root/npm" "$root"/tests/cli/*.js
 bin="$work/project/node_modules/.bin/holdfast"
 [ -x "$bin" ] || { echo "the package installed no executable node_modules/.bin/holdfast"; exit 1; }
 status=0

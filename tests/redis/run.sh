@@ -18,18 +18,8 @@ runtimes=${RUNTIMES:-"node20 node24 bun"}
 clients=${CLIENTS:-"ioredis node-redis"}
 bin="$root/tests/runtimes/node_modules/.bin"
 bash "$root/tests/redis/install.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-redistest.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-(cd "$root/npm" && npm pack --silent --pack-destination "$work" >/dev/null)
-tarball=$(ls "$work"/holdfast-*.tgz)
-echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
-
-mkdir "$work/project"
-cp "$root"/tests/redis/*.js "$work/project/"
-cd "$work/project"
-printf '{ "name": "holdfast-redis-user", "private": true, "type": "module" }\n' > package.json
-npm install --no-audit --no-fund --silent "$tarball" "ioredis@${IOREDIS:-5}" "redis@${NODE_REDIS:-5}"
+source "$root/tests/user-project.sh"
+user_project redis "$root/npm" "$root"/tests/redis/*.js -- "ioredis@${IOREDIS:-5}" "redis@${NODE_REDIS:-5}"
 each="contracts.test.js unreachable.test.js"
 if [ -n "${FILES:-}" ]; then all=$(for f in $FILES; do echo "$f.test.js"; done); each=$all; else all=$(ls *.test.js); fi
 
