@@ -26,6 +26,8 @@ for rt in $runtimes; do
   if [ -n "${FILES:-}" ]; then tests=$(for f in $FILES; do echo "$f.test.js"; done)
   elif [ $all = 1 ]; then tests=$(ls *.test.js)
   else tests="hold.test.js serve.test.js"; fi
+  # A missing runtime would leave a dangling link below, and PATH would find the machine's node instead.
+  [ -x "$node" ] || { echo "no $rt at $node: run tests/setup.sh"; exit 1; }
   # A directory whose `node` is this runtime, first on PATH: the command's `#!/usr/bin/env node` finds it.
   mkdir -p "$work/path-$rt" && ln -sf "$node" "$work/path-$rt/node"
   echo "== CLI tests with $bin ($("$bin" --version)) under node $("$node" --version): $(echo $tests)"

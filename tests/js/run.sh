@@ -17,7 +17,7 @@ status=0
 for rt in $runtimes; do
   case $rt in
     node20) cmd=(node --test --test-reporter=spec $tests) ;;
-    node24) cmd=("$bin/node" --test --test-reporter=spec $tests) ;;
+    node24) cmd=("$root/tests/runtimes/node_modules/node/bin/node" --test --test-reporter=spec $tests) ;;
     node26) cmd=("$root/tests/runtimes/node_modules/node26/bin/node" --test --test-reporter=spec $tests) ;;
     bun) cmd=("$bin/bun" test $(printf './%s ' $tests)) ;;
     *) echo "unknown runtime $rt"; exit 2 ;;

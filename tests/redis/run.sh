@@ -23,7 +23,7 @@ user_project redis "$root/npm" "$root"/tests/redis/*.js -- "ioredis@${IOREDIS:-5
 each="contracts.test.js unreachable.test.js"
 if [ -n "${FILES:-}" ]; then all=$(for f in $FILES; do echo "$f.test.js"; done); each=$all; else all=$(ls *.test.js); fi
 
-export HOLDFAST_NODE20=$(command -v node) HOLDFAST_NODE24="$bin/node" HOLDFAST_BUN="$bin/bun"
+export HOLDFAST_NODE20=$(command -v node) HOLDFAST_NODE24="$root/tests/runtimes/node_modules/node/bin/node" HOLDFAST_BUN="$bin/bun"
 echo "== $(redis-server --version | cut -d' ' -f1-3); ioredis $(node -p 'require("ioredis/package.json").version'), redis $(node -p 'require("redis/package.json").version')"
 status=0
 first=1
@@ -33,7 +33,7 @@ for rt in $runtimes; do
     first=0
     case $rt in
       node20) cmd=(node --test --test-concurrency=1 --test-reporter=spec $tests) ;;
-      node24) cmd=("$bin/node" --test --test-concurrency=1 --test-reporter=spec $tests) ;;
+      node24) cmd=("$root/tests/runtimes/node_modules/node/bin/node" --test --test-concurrency=1 --test-reporter=spec $tests) ;;
       bun) cmd=("$bin/bun" test --timeout 120000 $(printf './%s ' $tests)) ;;
       *) echo "unknown runtime $rt"; exit 2 ;;
     esac

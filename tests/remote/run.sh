@@ -20,7 +20,7 @@ source "$root/tests/user-project.sh"
 user_project remote "$root/npm" "$root"/tests/remote/*.js
 if [ -n "${FILES:-}" ]; then tests=$(for f in $FILES; do echo "$f.test.js"; done); else tests=$(ls *.test.js); fi
 
-export HOLDFAST_NODE20=$(command -v node) HOLDFAST_NODE24="$bin/node" HOLDFAST_NODE26="$root/tests/runtimes/node_modules/node26/bin/node" HOLDFAST_BUN="$bin/bun"
+export HOLDFAST_NODE20=$(command -v node) HOLDFAST_NODE24="$root/tests/runtimes/node_modules/node/bin/node" HOLDFAST_NODE26="$root/tests/runtimes/node_modules/node26/bin/node" HOLDFAST_BUN="$bin/bun"
 status=0
 for rt in $runtimes; do
   case $rt in
