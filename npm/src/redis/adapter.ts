@@ -15,6 +15,7 @@
  * Cluster broadcasts to.
  */
 
+import { nextTick } from 'node:process'
 import { ClosedError, InvalidError } from '../errors.js'
 
 type Arg = string | number
@@ -198,13 +199,14 @@ async function clusterReady(c: IoRedis): Promise<void> {
 }
 
 /**
- * Sends the commands of one turn of the event loop in one write: ioredis writes each command to its
- * socket as it is called (a syscall each, on both sides, which costs more than the script itself),
- * so the socket is corked at the turn's first command and uncorked in the turn's check phase
- * (`setImmediate`, as the WebSocket transport does: a tick would flush between the immediates of one
- * turn, where holders resume after a yield): a release and the acquire of the hold after it, or the
- * commands of many workers, leave together, in order. Only while the client is ready (else ioredis
- * queues the command itself) and its socket can cork (Node's; on Bun an uncork writes the same).
+ * Sends the commands of one run of callbacks in one write: ioredis writes each command to its socket
+ * as it is called (a syscall each, on both sides, which costs more than a script's commands), so the
+ * socket is corked at the first command and uncorked once the microtasks that follow it ran
+ * (`nextTick`): a release and the acquire of the same worker's next hold, or the commands of every
+ * hold an answer woke, leave together, in order. Not later (in the turn's check phase, as the
+ * WebSocket transport does): a release held back a turn keeps its key busy that much longer. Only
+ * while the client is ready (else ioredis queues the command itself) and its socket can cork (Node's;
+ * on Bun an uncork writes the same).
  */
 function corking(c: IoRedis): Sender {
   let corked: { uncork?(): void } | undefined
@@ -219,7 +221,7 @@ function corking(c: IoRedis): Sender {
       if (typeof s?.cork === 'function' && typeof s.uncork === 'function') {
         s.cork()
         corked = s
-        setImmediate(uncork)
+        nextTick(uncork)
       }
     }
     return c.call(...(args as [string, ...Arg[]]))
