@@ -272,6 +272,19 @@ test('#15: an uncontended hold is two commands to Redis (acquire, release); bad 
   assert.equal(calls(await commandStats(server.port)), calls(quiet), 'nothing was sent')
 })
 
+test('#15 one write a turn: holds in sequence send each release with the next acquire (Redis reads them at once, one read a hold, not two)', async t => {
+  const { server, a } = await twoStores(t)
+  const lock = a.lock('writes')
+  await lock.hold('k', () => {})
+  const reads = async () => Number(/total_reads_processed:(\d+)/.exec(await raw(server.port, 'INFO', 'stats'))[1])
+  const before = await reads()
+  for (let i = 0; i < 40; i++) await lock.hold('k', () => {})
+  await sleep(50)
+  // The INFO of each count is one read; the first acquire and the last release one each.
+  const n = (await reads()) - before
+  assert.ok(n <= 40 + 4, `${n} reads for 40 holds`)
+})
+
 test('#15 round trips of a hand-over: two scripts a hold for a waiter too (the grant is pushed with its fence: no round trip more); inside, a waiter joins with HMGET, TIME, HSET, ZADD and the release that grants it is HMGET, TIME, ZPOPMIN, HGET, ZREM, PUBLISH, HSET, HDEL', async t => {
   const { server, a, b } = await twoStores(t)
   const la = a.lock('handover')
