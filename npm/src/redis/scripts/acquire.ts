@@ -16,8 +16,8 @@ local function acquire(keys, args)
   -- grant as below, in TIME, HMGET, HSET and nothing else; anything else goes the general way.
   -- (The fields as \`load\` reads them, which takes them from here.)
   local g = redis.call('HMGET', keys[1], 'l', 'q', 'h', 'n', args[1], 'f', 'x', 'e', 't')
-  local grace, _, ttl, maxHold, want = string.match(args[3], '^(%d+) (%S+) (%d+) (%d+) (%d+)')
-  ttl, maxHold = tonumber(ttl), tonumber(maxHold)
+  local c = handleOf(args[3])
+  local grace, ttl, maxHold, want = c[1], c[3], c[4], c[5]
   local at
   if not (g[1] or g[2] or g[3] or g[5]) and g[7] and want == '1' then
     at = time()
@@ -26,7 +26,7 @@ local function acquire(keys, args)
       hard = at + maxHold
       if hard < until_ then until_ = hard end
     end
-    if at < bound and until_ >= bound and until_ + tonumber(grace) <= tonumber(g[7]) then
+    if at < bound and until_ >= bound and until_ + grace <= tonumber(g[7]) then
       local f = math.max((tonumber(g[6]) or 0) + 1, at * 1024)
       redis.call('HSET', keys[1], 'h', string.format('H %d %d %d %d %d %s', f, ttl, hard, at, until_, args[1]), 'f', string.format('%d', f))
       return f
@@ -44,9 +44,9 @@ local function acquire(keys, args)
       waitUntil = at + wait
       if waitUntil < beat then beat = waitUntil end
     end
-    if at < tonumber(g[8]) and beat >= tonumber(g[8]) and beat + tonumber(grace) <= tonumber(g[7]) and waiting < 10000 then
+    if at < tonumber(g[8]) and beat >= tonumber(g[8]) and beat + grace <= tonumber(g[7]) and waiting < 10000 then
       local ticket = (tonumber(g[9]) or 0) + 1
-      redis.call('HSET', keys[1], args[1], string.format('W %d %d %d %s', ttl, maxHold, waitUntil, string.match(args[3], '(%S+)$')),
+      redis.call('HSET', keys[1], args[1], string.format('W %d %d %d %s', ttl, maxHold, waitUntil, c[6]),
         'q', string.format('%d', waiting + 1), 't', string.format('%d', ticket))
       redis.call('ZADD', keys[2], string.format('%d', ticket - LINE), 'q' .. args[1], string.format('%d', beat), 'w' .. args[1])
       -- First in line: the holder's lease ends before it is served (see waitingAnswer).

@@ -36,14 +36,15 @@ local function release(keys, args)
       local ttl, maxHold, chan
       if rec then ttl, maxHold, chan = string.match(rec, '^W (%d+) (%d+) %-?%d+ (.*)$') end
       if ttl then
-        local grace, pub = string.match(args[3], '^(%d+) (%S+)')
+        local c = handleOf(args[3])
+        local grace, pub = c[1], c[2]
         local ttlN, maxHoldN = tonumber(ttl), tonumber(maxHold)
         local hard, until_ = 0, at + ttlN
         if maxHoldN > 0 then
           hard = at + maxHoldN
           if hard < until_ then until_ = hard end
         end
-        if until_ >= tonumber(g[8]) and until_ + tonumber(grace) <= tonumber(g[7]) then
+        if until_ >= tonumber(g[8]) and until_ + grace <= tonumber(g[7]) then
           local f = math.max((tonumber(g[6]) or 0) + 1, at * 1024)
           local left = tonumber(g[2]) - 1
           redis.call('ZREM', keys[2], 'w' .. rid)
