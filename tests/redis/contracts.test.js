@@ -272,6 +272,51 @@ test('#15: an uncontended hold is two commands to Redis (acquire, release); bad 
   assert.equal(calls(await commandStats(server.port)), calls(quiet), 'nothing was sent')
 })
 
+test('#15 one write a turn: holds in sequence send each release with the next acquire (Redis reads them at once, one read a hold, not two)', async t => {
+  const { server, a } = await twoStores(t)
+  const lock = a.lock('writes')
+  await lock.hold('k', () => {})
+  const reads = async () => Number(/total_reads_processed:(\d+)/.exec(await raw(server.port, 'INFO', 'stats'))[1])
+  const before = await reads()
+  for (let i = 0; i < 40; i++) await lock.hold('k', () => {})
+  await sleep(50)
+  // The INFO of each count is one read; the first acquire and the last release one each.
+  const n = (await reads()) - before
+  assert.ok(n <= 40 + 4, `${n} reads for 40 holds`)
+})
+
+test('#15 round trips of a hand-over: two scripts a hold for a waiter too (the grant is pushed with its fence: no round trip more); inside, a waiter joins with HMGET, TIME, HSET, ZADD and the release that grants it is HMGET, TIME, ZPOPMIN, HGET, ZREM, PUBLISH, HSET, HDEL', async t => {
+  const { server, a, b } = await twoStores(t)
+  const la = a.lock('handover')
+  const lb = b.lock('handover')
+  await la.hold('k', () => {})
+  const first = holder(la, 'k')
+  const fence = (await first.granted).fence
+  await sleep(50)
+  const inside = (from, to) => Object.fromEntries(Object.keys(to).filter(c => c !== 'info' && to[c] !== (from[c] ?? 0)).map(c => [c, to[c] - (from[c] ?? 0)]))
+  const before = await commandStats(server.port)
+  const waiter = holder(lb, 'k')
+  await sleep(50)
+  const joined = await commandStats(server.port)
+  assert.deepEqual(inside(before, joined), { fcall: 1, hmget: 1, time: 1, hset: 1, zadd: 1 }, 'the waiter joins the line: one script')
+  first.release()
+  const granted = await waiter.granted
+  assert.ok(granted.fence > fence, 'a larger fence')
+  await sleep(50)
+  const handed = await commandStats(server.port)
+  assert.deepEqual(
+    inside(joined, handed),
+    { fcall: 1, hmget: 1, time: 1, zpopmin: 1, hget: 1, zrem: 1, publish: 1, hset: 1, hdel: 1 },
+    'the release grants the head and publishes its grant; the waiter asks nothing more',
+  )
+  waiter.release()
+  assert.equal(await waiter.done, granted.fence)
+  await sleep(50)
+  const after = await commandStats(server.port)
+  assert.equal((after.fcall ?? 0) - (before.fcall ?? 0), 3, 'two scripts for the waiter (acquire, release), one for the holder it followed')
+  assert.deepEqual((await a.inspect()).filter(e => e.name === 'handover'), [], 'the key is free')
+})
+
 test('#15: openRedisStore checks its options and the server: unknown options, an evicting maxmemory-policy (unless allowEviction)', async t => {
   const server = await startRedis(t)
   const client = await redisClient(t, server.url)

@@ -15,6 +15,7 @@
  * Cluster broadcasts to.
  */
 
+import { nextTick } from 'node:process'
 import { ClosedError, InvalidError } from '../errors.js'
 
 type Arg = string | number
@@ -94,6 +95,8 @@ interface IoRedis {
   quit(): Promise<unknown>
   disconnect(): void
   status: string
+  /** The connection of a Redis (not a Cluster's) once connected: a Node socket, which can be corked. */
+  stream?: { cork?(): void; uncork?(): void }
 }
 
 type Listener = (message: string, channel: string) => void
@@ -195,6 +198,36 @@ async function clusterReady(c: IoRedis): Promise<void> {
   })
 }
 
+/**
+ * Sends the commands of one run of callbacks in one write: ioredis writes each command to its socket
+ * as it is called (a syscall each, on both sides, which costs more than a script's commands), so the
+ * socket is corked at the first command and uncorked once the microtasks that follow it ran
+ * (`nextTick`): a release and the acquire of the same worker's next hold, or the commands of every
+ * hold an answer woke, leave together, in order. Not later (in the turn's check phase, as the
+ * WebSocket transport does): a release held back a turn keeps its key busy that much longer. Only
+ * while the client is ready (else ioredis queues the command itself) and its socket can cork (Node's;
+ * on Bun an uncork writes the same).
+ */
+function corking(c: IoRedis): Sender {
+  let corked: { uncork?(): void } | undefined
+  const uncork = () => {
+    const s = corked
+    corked = undefined
+    s?.uncork?.()
+  }
+  return args => {
+    if (corked === undefined && c.status === 'ready') {
+      const s = c.stream
+      if (typeof s?.cork === 'function' && typeof s.uncork === 'function') {
+        s.cork()
+        corked = s
+        nextTick(uncork)
+      }
+    }
+    return c.call(...(args as [string, ...Arg[]]))
+  }
+}
+
 function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
   // Every command's first argument is its name, a string: the array goes as it is (no copy without it).
   const raw = (node: IoRedis) => (args: Arg[]) => node.call(...(args as [string, ...Arg[]]))
@@ -211,7 +244,7 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
     topology: cluster ? 'cluster' : c.options?.sentinels?.length ? 'sentinel' : 'server',
     sharded,
     send: replying(raw(c)),
-    call: raw(c),
+    call: cluster ? raw(c) : corking(c),
     primaries,
     scan: async pattern => scanAll(await primaries(), pattern),
     async subscriber(message, ready) {

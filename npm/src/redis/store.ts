@@ -46,7 +46,8 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 type Resource = SharedResource<Lease>
 import { adapterForUrl, adapterOf, asReply, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
 import { constants, keysOf, parseMetaKey, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
-import { Renewal, type Renewed } from '../remote/renewal.js'
+import { Renewal, margin, renewInterval, type Renewed } from '../remote/renewal.js'
+import { Dues } from '../util/dues.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import { Wakeups, type Wake } from './wakeups.js'
 
@@ -111,6 +112,15 @@ class Request {
   beatTimer: unknown
   giveUpTimer: unknown
   renewal: Renewal | undefined
+  /**
+   * A lease not yet due for its first renewal waits in the store's `#first` (one timer for all: most
+   * are let go before it) rather than with a Renewal of its own; when it was granted, on this side's
+   * clock, and the lease ms and the revoke ms (0: none) Redis answered, counted from then.
+   */
+  fresh = false
+  grantedAt = 0
+  leaseMs = 0
+  revokeIn = 0
   /** Whether Redis answered what this side last asked (else a give-up says it was unreachable). */
   heard = false
   /** Copies of its acquire sent and not answered yet; `uncertain`: one was given up unanswered. */
@@ -191,6 +201,8 @@ export class RedisStore implements LeaseOwner {
   /** Commands waited for with a patience, and the one timer that checks them (see `#send`). */
   readonly #waited = new Set<Waited>()
   #sweepTimer: unknown = undefined
+  /** Leases not yet due for their first renewal (see `Request.fresh`), one timer for all. */
+  readonly #first: Dues<Request>
   #nextLocal = 1
   #closed: ClosedError | undefined
 
@@ -204,6 +216,11 @@ export class RedisStore implements LeaseOwner {
     this.#context = context
     this.#scripts = scriptsFor(Number(server.version.split('.')[0]) >= 7)
     this.#wakeups = new Wakeups(prefix, randomId(), server.pubsub === 'sharded', clock)
+    this.#first = new Dues<Request>(
+      clock,
+      p => p.grantedAt,
+      p => this.#renewal(p).renewNow(),
+    )
   }
 
   #newId(): string {
@@ -237,28 +254,37 @@ export class RedisStore implements LeaseOwner {
     via: (args: (string | number)[]) => Promise<unknown> = this.#adapter.call,
     fallback?: () => Promise<unknown>,
   ): Promise<unknown> {
+    // Nobody waits for the answer (a release): the client's own promise, without one more around it.
+    if (patience === Infinity) return via(args).then(undefined, error => this.#recover(error, fallback))
     return new Promise((resolve, reject) => {
-      let waited: Waited | undefined
-      if (patience !== Infinity) {
-        waited = { at: this.#clock.now() + patience, patience, reject }
-        this.#waited.add(waited)
-        if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
-      }
+      const waited: Waited = { at: this.#clock.now() + patience, patience, reject }
+      this.#waited.add(waited)
+      if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
       via(args).then(
         value => {
-          if (waited) this.#waited.delete(waited)
+          this.#waited.delete(waited)
           resolve(value)
         },
         error => {
-          if (waited) this.#waited.delete(waited)
-          const failure = failureOf(error)
-          if (fallback && failure instanceof ReplyFailure && /function not found/i.test(failure.message)) {
-            this.#reloadLibrary()
-            resolve(fallback())
-          } else reject(failure)
+          this.#waited.delete(waited)
+          try {
+            resolve(this.#recover(error, fallback))
+          } catch (failure) {
+            reject(failure)
+          }
         },
       )
     })
+  }
+
+  /** A command failed: its `fallback` answers when the server lacks the Function library; else throws what it means to the store. */
+  #recover(error: unknown, fallback: (() => Promise<unknown>) | undefined): Promise<unknown> {
+    const failure = failureOf(error)
+    if (fallback && failure instanceof ReplyFailure && /function not found/i.test(failure.message)) {
+      this.#reloadLibrary()
+      return fallback()
+    }
+    throw failure
   }
 
   /** Rejects the commands past their patience; checks again while any is waited for. */
@@ -537,16 +563,44 @@ export class RedisStore implements LeaseOwner {
     this.#byLocal.set(p.local, p)
     // One renewal loop for every lease held from afar (remote/renewal.ts): renewed every ttl/3, lost at its
     // deadline as this side counts it or at maxHold (counted from when the acquire was sent), whichever comes first.
-    const elapsed = this.#clock.now() - from
-    p.renewal = new Renewal(
+    const now = this.#clock.now()
+    const elapsed = now - from
+    p.grantedAt = now
+    p.leaseMs = Math.max(1, leaseMs - elapsed)
+    p.revokeIn = revokeMs > 0 ? Math.max(1, revokeMs - elapsed) : 0
+    // Most leases are let go before their first renewal: until it is due (ttl/3 after the grant, as
+    // for every lease of the handle) they wait in #first, with no timer of their own, their deadline
+    // set here as their Renewal would set it. One whose maxHold comes first, or whose answer took a
+    // tenth of its ttl (so that its own ttl/3 comes noticeably sooner), gets its Renewal now.
+    const every = renewInterval(p.handle.ttl)
+    if ((p.revokeIn > 0 && p.revokeIn <= every) || elapsed * 10 > p.handle.ttl) this.#renewal(p)
+    else {
+      lease._deadline = now + p.leaseMs - margin(p.leaseMs)
+      p.fresh = true
+      this.#first.add(p, every)
+    }
+    p.resolve(lease)
+  }
+
+  /** `p`'s renewal, made now (as of its grant) if it waited in #first. */
+  #renewal(p: Request): Renewal {
+    if (p.renewal) return p.renewal
+    this.#unfresh(p)
+    return (p.renewal = new Renewal(
       this.#clock,
       { renew: () => this.#renew(p), lose: reason => this.#lose(p, reason) },
-      lease,
+      p.lease!,
       p.handle.ttl,
-      Math.max(1, leaseMs - elapsed),
-      revokeMs > 0 ? Math.max(1, revokeMs - elapsed) : 0,
-    )
-    p.resolve(lease)
+      p.leaseMs,
+      p.revokeIn,
+      p.grantedAt,
+    ))
+  }
+
+  #unfresh(p: Request): void {
+    if (!p.fresh) return
+    p.fresh = false
+    this.#first.delete(p, renewInterval(p.handle.ttl))
   }
 
   async #renew(p: Request): Promise<Renewed> {
@@ -592,6 +646,7 @@ export class RedisStore implements LeaseOwner {
     this.#unwant(p)
     if (this.#requests.get(p.id) === p) this.#requests.delete(p.id)
     this.#byLocal.delete(p.local)
+    this.#unfresh(p)
     p.renewal?.stop()
     for (const timer of [p.beatTimer, p.giveUpTimer]) if (timer !== undefined) clearTimer(this.#clock, timer)
     p.beatTimer = p.giveUpTimer = undefined
@@ -605,7 +660,7 @@ export class RedisStore implements LeaseOwner {
   /** @internal A lease read past its deadline (see lease.ts # Reading checks the clock). */
   _overdue(lease: Lease): void {
     const p = this.#byLocal.get(lease._req)
-    if (p?.lease === lease) p.renewal?.overdue()
+    if (p?.lease === lease && (p.renewal || p.fresh)) this.#renewal(p).overdue()
   }
 
   /** @internal Called by a `Lease` once: lets the key go in Redis (sent, not awaited). */

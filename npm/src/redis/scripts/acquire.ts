@@ -6,7 +6,8 @@
  * Answers the fence alone (a whole number) when it grants the request now, its lease its ttl and its
  * revoke its maxHold as asked (the cheapest answer to make and to read); else `standing` (see
  * common.ts), `{'b'}` (busy, for a wait of 0) or `{'x', code, message}`.
- * A free lock costs TIME, HMGET, HSET.
+ * A free lock costs TIME, HMGET, HSET; a request that waits for a lock's key another holds, HMGET, TIME,
+ * HSET, ZADD.
  */
 export default `
 local function acquire(keys, args)
@@ -14,9 +15,9 @@ local function acquire(keys, args)
   -- the new lease inside the keys' expiry and after the bound \`e\` (so that neither moves). The same
   -- grant as below, in TIME, HMGET, HSET and nothing else; anything else goes the general way.
   -- (The fields as \`load\` reads them, which takes them from here.)
-  local g = redis.call('HMGET', keys[1], 'l', 'q', 'h', 'n', args[1], 'f', 'x', 'e')
-  local grace, _, ttl, maxHold, want = string.match(args[3], '^(%d+) (%S+) (%d+) (%d+) (%d+)')
-  ttl, maxHold = tonumber(ttl), tonumber(maxHold)
+  local g = redis.call('HMGET', keys[1], 'l', 'q', 'h', 'n', args[1], 'f', 'x', 'e', 't')
+  local c = handleOf(args[3])
+  local grace, ttl, maxHold, want = c[1], c[3], c[4], c[5]
   local at
   if not (g[1] or g[2] or g[3] or g[5]) and g[7] and want == '1' then
     at = time()
@@ -25,10 +26,33 @@ local function acquire(keys, args)
       hard = at + maxHold
       if hard < until_ then until_ = hard end
     end
-    if at < bound and until_ >= bound and until_ + tonumber(grace) <= tonumber(g[7]) then
+    if at < bound and until_ >= bound and until_ + grace <= tonumber(g[7]) then
       local f = math.max((tonumber(g[6]) or 0) + 1, at * 1024)
       redis.call('HSET', keys[1], 'h', string.format('H %d %d %d %d %d %s', f, ttl, hard, at, until_, args[1]), 'f', string.format('%d', f))
       return f
+    end
+  end
+  -- The other common case: a lock's key another request holds (not this one), nothing due, the
+  -- request new, waiting. It joins the line as below, in TIME, HSET, ZADD (its ticket read with the
+  -- meta, its heartbeat deadline after the bound \`e\` and inside the keys' expiry, so neither moves).
+  local head = g[3]
+  if head and not (g[1] or g[5]) and want == '1' and args[2] ~= '0' and g[7] and string.sub(head, -#args[1] - 1) ~= ' ' .. args[1] then
+    at = at or time()
+    local waiting, wait = tonumber(g[2]) or 0, tonumber(args[2])
+    local waitUntil, beat = -1, at + ttl
+    if wait > 0 then
+      waitUntil = at + wait
+      if waitUntil < beat then beat = waitUntil end
+    end
+    if at < tonumber(g[8]) and beat >= tonumber(g[8]) and beat + grace <= tonumber(g[7]) and waiting < 10000 then
+      local ticket = (tonumber(g[9]) or 0) + 1
+      redis.call('HSET', keys[1], args[1], string.format('W %d %d %d %s', ttl, maxHold, waitUntil, c[6]),
+        'q', string.format('%d', waiting + 1), 't', string.format('%d', ticket))
+      redis.call('ZADD', keys[2], string.format('%d', ticket - LINE), 'q' .. args[1], string.format('%d', beat), 'w' .. args[1])
+      -- First in line: the holder's lease ends before it is served (see waitingAnswer).
+      local hint = -1
+      if waiting == 0 then hint = tonumber(string.match(head, '^H %d+ %d+ %d+ %d+ (%d+)')) - at end
+      return {'w', waitUntil >= 0 and waitUntil - at or -1, hint}
     end
   end
   begin(keys, args)

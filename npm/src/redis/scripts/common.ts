@@ -56,12 +56,26 @@ local function int(x)
   return string.format('%d', x)
 end
 
+-- What a handle sends with every call (args[3]), parsed: {grace, publish, ttl, maxHold, limit (text),
+-- channel}, all numbers but the texts. A handle sends the same text with each call, and a string.match
+-- of it costs more than most commands, so a Function library keeps the last few hundred parsed (the
+-- library's helpers live as long as it; run as a script, this is made at each call and keeps nothing).
+local parsed, nparsed = {}, 0
+local function handleOf(text)
+  local c = parsed[text]
+  if c then return c end
+  local g, p, t, m, l, ch = string.match(text, '^(%d+) (%S+) (%d+) (%d+) (%d+) (%S+)$')
+  c = {tonumber(g), p, tonumber(t), tonumber(m), l, ch}
+  if nparsed >= 256 then parsed, nparsed = {}, 0 end
+  parsed[text], nparsed = c, nparsed + 1
+  return c
+end
+
 local function begin(keys, args)
   M, Z = keys[1], keys[2]
   id = args[1]
-  local g
-  g, pub, ttlArg, maxHoldArg, limitArg, chanArg = string.match(args[3], '^(%d+) (%S+) (%d+) (%d+) (%d+) (%S+)$')
-  grace = tonumber(g)
+  local c = handleOf(args[3])
+  grace, pub, ttlArg, maxHoldArg, limitArg, chanArg = c[1], c[2], c[3], c[4], c[5], c[6]
   staged, dirty, expire = {}, false, false
 end
 
