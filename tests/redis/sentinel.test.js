@@ -56,6 +56,9 @@ test(`LOCK-02 Sentinel (${kind}), the lost write: replicas paused, a grant, the 
   const before = await a.lock('lost').hold('k', l => l.fence)
   await raw(set.primary.port, 'WAIT', '2', '2000')
   for (const r of set.replicas) r.kill('SIGSTOP')
+  // Cut the replicas' links on the primary too: a stopped replica's socket would still take in the
+  // grant (the kernel buffers it), and the replica would apply it once resumed, before any promotion.
+  await raw(set.primary.port, 'CLIENT', 'KILL', 'TYPE', 'replica')
   let granted = 0
   let lease
   const held = a.lock('lost', { ttl: '3s' }).hold('k', async l => {
