@@ -113,7 +113,13 @@ export class Store implements LockStore, ServedStore {
     const busy = this.#host.busyKeys(now)
     // And the keys the store granted itself, which the engine does not know.
     for (const lease of this.#lent.leases()) {
-      busy.push({ kind: lease.kind, name: lease.name, key: lease.key, holders: [{ fence: lease.fence, heldMs: Math.max(0, now - lease._since) }], waiting: 0 })
+      busy.push({
+        kind: lease.kind,
+        name: lease.name,
+        key: lease.key,
+        holders: [{ fence: lease.fence, heldMs: Math.max(0, now - lease._since) }],
+        waiting: lease._line?.size ?? 0,
+      })
     }
     return busy
   }

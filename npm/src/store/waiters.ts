@@ -4,7 +4,10 @@
  * # Waiters
  * A hold the engine put in line is a `Waiter`, recorded by its request id (engine-host.ts) until the
  * engine answers it: granted, timed out, failed or ended, or cancelled by its signal. Without `fn` its
- * promise resolves to the lease; with one, to what the hold answers.
+ * promise resolves to the lease; with one, to what the hold answers. A hold that waits without a time
+ * limit for a key the store granted itself waits in a line the store keeps itself, the key's
+ * (lent-fences.ts # Lines the store keeps itself), with no request id, until the store grants it or
+ * hands the key and its line to the engine.
  *
  * # Handing a key over
  * A `hold` that waits keeps its fn and its caller's async context (`ContextStorage.capture`). When the
@@ -20,7 +23,8 @@
  * job that resumes it.
  *
  * The drain (engine-host.ts) writes the queue's fields directly: a waiter's grant joins the queue
- * without a call, and the queue is started (`start`) once per drain.
+ * without a call, and the queue is started (`start`) once per drain. A grant from a line the store
+ * keeps itself (lent-fences.ts) joins it the same way, with the same rule for `now`.
  */
 
 import type { Lease } from '../handle/lease.js'
@@ -35,7 +39,8 @@ import { runHandedOver } from '../handle/run-in-lease.js'
 export class Waiter {
   readonly handle: Lock
   readonly key: string
-  readonly req: number
+  /** The engine's request id; -1 while it waits in a line the store keeps itself (lent-fences.ts). */
+  req: number
   readonly wait: number
   readonly signal: AbortSignal | undefined
   readonly fn: ((lease: Lease) => unknown) | undefined
