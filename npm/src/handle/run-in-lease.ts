@@ -80,25 +80,29 @@ async function runWhenGranted<T>(
   return endAndAnswer(lease, end, false, value) as Awaited<T>
 }
 
+/** What `runHandedOver` reads of a waiter (store/waiters.ts), declared here by the side that reads it. */
+export interface HandedOver {
+  readonly handle: { readonly _resource: Resource }
+  readonly fn: ((lease: Lease) => unknown) | undefined
+  readonly resolve: (value: unknown) => void
+  readonly reject: (error: unknown) => void
+}
+
 /**
- * The fn of a waiter handed its key (see store/waiters.ts # Handing a key over), called inside the waiter's own
- * async context: enters its lease there (the scope ends it), runs fn, lets the key go when fn settles
- * and answers the hold through `resolve` / `reject` — the waiter's own promise, so the hold costs no
- * promise of the lease and no async function. Throws nothing.
+ * The fn of a waiter (`this`) handed its key (see store/waiters.ts # Handing a key over), called
+ * inside the waiter's own async context: enters its lease there (the scope ends it), runs fn, lets the
+ * key go when fn settles and answers the hold through `resolve` / `reject` — the waiter's own promise,
+ * so the hold costs no promise of the lease and no async function. Throws nothing. (The waiter is
+ * `this` and the arguments are two: `runInAsyncScope` gathers them into an array.)
  */
-export function runHandedOver(
-  context: ContextStorage,
-  resource: Resource,
-  lease: Lease,
-  fn: (lease: Lease) => unknown,
-  resolve: (value: unknown) => void,
-  reject: (error: unknown) => void,
-): void {
+export function runHandedOver(this: HandedOver, lease: Lease, context: ContextStorage): void {
+  const resolve = this.resolve
+  const reject = this.reject
   let result: unknown
   try {
-    lease._enter(resource, context.getStore())
+    lease._enter(this.handle._resource, context.getStore())
     context.enterInJob!(lease)
-    result = fn(lease)
+    result = this.fn!(lease)
   } catch (error) {
     return answerInto(lease, true, error, resolve, reject)
   }

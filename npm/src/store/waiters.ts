@@ -134,7 +134,7 @@ export class HandOvers {
       const waiter = queue[i] as Waiter
       const lease = queue[i + 1] as Lease
       queue[i] = queue[i + 1] = undefined
-      waiter.scope!.runInAsyncScope(runHandedOver, undefined, context, waiter.handle._resource, lease, waiter.fn!, waiter.resolve, waiter.reject)
+      waiter.scope!.runInAsyncScope(runHandedOver, waiter, lease, context)
     }
     this.end = 0
     this.running = false
