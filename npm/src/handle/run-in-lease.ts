@@ -116,9 +116,12 @@ export function runHandedOver(this: HandedOver, lease: Lease, context: ContextSt
   answerInto(lease, false, result, resolve, reject)
 }
 
+/** `endAndAnswer` with `endLease`, in one call (a hand-over's end: the hot path of a contended key). */
 function answerInto(lease: Lease, failed: boolean, outcome: unknown, resolve: (value: unknown) => void, reject: (error: unknown) => void): void {
   try {
-    resolve(endAndAnswer(lease, endLease, failed, outcome))
+    if (!lease._end(true) && lease.lost) reject(lostAnswer(lease, failed ? outcome : undefined))
+    else if (failed) reject(outcome)
+    else resolve(outcome)
   } catch (error) {
     reject(error)
   }

@@ -180,13 +180,9 @@ export class EngineHost implements LeaseOwner {
       }
       if (typeof known !== 'number') {
         // Granted by the store itself: a request that would not wait changes nothing; one that waits
-        // without a time limit joins the line the store keeps for the key (lent-fences.ts); any other
-        // goes in line behind the holder and that line, in the engine.
+        // goes in line behind the holder (and the line the store kept for the key: `waitBehind`), in
+        // the engine.
         if (isTry || wait === 0) return undefined
-        if (wait === Infinity && handle._maxHold === 0) {
-          const waiter = new Waiter(handle, key, -1, wait, signal, fn, fn === undefined ? undefined : this.#context!.capture!())
-          if (this.#selfGrants.wait(known, waiter)) return waiter.promise
-        }
         known = this.adopt(resource, key, known)
       }
     }
@@ -213,6 +209,27 @@ export class EngineHost implements LeaseOwner {
     if (answer === INVALID) throw new InvalidError(message)
     if (answer === LIMIT) throw new LimitError(message)
     throw this.closedError(handle, key)
+  }
+
+  /**
+   * A hold that waits without a time limit, from a handle without maxHold, for a lock's key the store
+   * granted itself (`holder`): joins the line the store keeps for the key (lent-fences.ts # Lines the
+   * store keeps itself) and answers the waiter's promise; `undefined` when that line is full (then
+   * `take` hands the key and the line to the engine). Refused, as `take` refuses it, inside its own
+   * hold (LOCK-04). Apart from `take` so that the hot path of a contended key stays small.
+   */
+  waitBehind(
+    handle: Lock,
+    resource: Resource,
+    key: string,
+    holder: Lease,
+    signal: AbortSignal | undefined,
+    fn: ((lease: Lease) => unknown) | undefined,
+  ): Promise<unknown> | undefined {
+    const context = this.#context
+    if (context !== undefined && this.#heldByCaller(resource, key)) throw selfHoldError(handle, key)
+    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : context!.capture!())
+    return this.#selfGrants.wait(holder, waiter) ? waiter.promise : undefined
   }
 
   /** The engine granted a hold at once, with `fence`: its lease. */
