@@ -33,6 +33,16 @@ import type { ContextStorage, Scope } from '../handle/context.js'
 import { runHandedOver } from '../handle/run-in-lease.js'
 
 /**
+ * Where the executor of a waiter's promise leaves its resolve and reject, for the constructor to take
+ * at once (the executor runs synchronously): one executor for every waiter, not a closure each.
+ */
+const settlers: { resolve: ((value: unknown) => void) | undefined; reject: ((error: unknown) => void) | undefined } = { resolve: undefined, reject: undefined }
+const keepSettlers = (resolve: (value: unknown) => void, reject: (error: unknown) => void): void => {
+  settlers.resolve = resolve
+  settlers.reject = reject
+}
+
+/**
  * A hold waiting in line. Without `fn`, its promise resolves to the lease; with one (a `hold` handed its
  * key directly, in `scope`), to what the hold answers.
  */
@@ -46,8 +56,8 @@ export class Waiter {
   readonly fn: ((lease: Lease) => unknown) | undefined
   readonly scope: Scope | undefined
   readonly promise: Promise<unknown>
-  resolve!: (value: unknown) => void
-  reject!: (error: unknown) => void
+  readonly resolve: (value: unknown) => void
+  readonly reject: (error: unknown) => void
   onAbort: (() => void) | undefined
 
   constructor(
@@ -66,10 +76,10 @@ export class Waiter {
     this.signal = signal
     this.fn = fn
     this.scope = scope
-    this.promise = new Promise<unknown>((resolve, reject) => {
-      this.resolve = resolve
-      this.reject = reject
-    })
+    this.promise = new Promise<unknown>(keepSettlers)
+    this.resolve = settlers.resolve!
+    this.reject = settlers.reject!
+    settlers.resolve = settlers.reject = undefined
   }
 
   place(): string {
