@@ -7,6 +7,7 @@
 
 import { ClosedError, LostError } from '../errors.js'
 import { Lease } from './lease.js'
+import type { Lock } from './lock.js'
 import type { ContextStorage } from './context.js'
 import type { Resource as SharedResource } from '../types.js'
 
@@ -82,7 +83,7 @@ async function runWhenGranted<T>(
 
 /** What `runHandedOver` reads of a waiter (store/waiters.ts), declared here by the side that reads it. */
 export interface HandedOver {
-  readonly handle: { readonly _resource: Resource }
+  readonly handle: Lock
   readonly fn: ((lease: Lease) => unknown) | undefined
   readonly resolve: (value: unknown) => void
   readonly reject: (error: unknown) => void
