@@ -38,6 +38,11 @@
 //   BENCH_ADAPTERS adapters, e.g. async-lock,holdfast,redlock (holdfast-slim, holdfast without its async
 //                  context for LOCK-04, runs only when named: what the context costs)
 //   BENCH_TIMEOUT  seconds before a child is killed as hung (default 300; for R, per measurement)
+//   BENCH_CLOCK    cpu: the in-process workloads time their pass in the CPU time of the child's main
+//                  thread (process.threadCpuUsage: Node 23.9+, Bun), not in wall time: ops/s per CPU
+//                  second. On a shared machine a process waits for a core for as long as the others
+//                  keep it busy, which the wall clock counts and this does not; what it leaves out is
+//                  the work of other threads (the JIT compilers, the garbage collector's helpers).
 //   BENCH_CPU_PROF a directory: the processes of remote measurements run with --cpu-prof and write
 //                  their profiles there, named WORKLOAD-ADAPTER-ROUND-ROLE.cpuprofile (ROLE: server, A, B);
 //                  BENCH_CPU_PROF_INTERVAL sets the sampling interval in µs (node's default: 1000).
@@ -70,6 +75,14 @@ else process.exitCode = await parent()
 
 async function child(workload, name) {
   const scale = Number(env.BENCH_SCALE ?? 1)
+  if (env.BENCH_CLOCK === 'cpu') {
+    if (typeof process.threadCpuUsage !== 'function') throw new Error('BENCH_CLOCK=cpu needs process.threadCpuUsage (Node 23.9 or later, Bun)')
+    // The workloads time their pass with performance.now(): here it reads this thread's CPU time, in ms.
+    performance.now = () => {
+      const used = process.threadCpuUsage()
+      return (used.user + used.system) / 1000
+    }
+  }
   const adapter = await makeAdapter(name)
   let result
   try {
@@ -132,6 +145,7 @@ async function parent() {
   say(`runtime ${runtime} | ${os.platform()} ${os.arch()}, ${cpus.length} CPU (${cpus[0]?.model ?? '?'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB`)
   say(`each measurement = 1 fresh child process (${isBun ? 'bun, Bun.gc' : 'node --expose-gc'}); adapters interleaved, order reversed every other round`)
   say(`rounds ${rounds}; scale ${scale}; workloads ${workloads.join(',')}`)
+  if (env.BENCH_CLOCK === 'cpu') say('clock: CPU time of each child\'s main thread (BENCH_CLOCK=cpu): ops/s are holds per CPU second of that thread')
   say(`ops/s = median over rounds [min..max]; ns/op = 1e9/median; "vs X" = ops/s ÷ X's ops/s (>1 faster than X)`)
   say()
   if (anyLocal) {

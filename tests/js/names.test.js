@@ -64,7 +64,8 @@ test('#13 item 5: a lease that outlives its handle keeps its name: the key stays
   const here = await store.lock('here').acquire('k')
   const engine = await store.lock('engine', { maxHold: '1h' }).acquire('k')
   const full = await store.semaphore('full', { limit: 1 }).acquire('k')
-  const waiting = store.semaphore('full', { limit: 1 }).acquire('k', { wait: Infinity })
+  // With a time limit to its wait, the waiter is the engine's (without one, it would wait in the store's own line: #17).
+  const waiting = store.semaphore('full', { limit: 1 }).acquire('k', { wait: '1h' })
   await collectUntil(() => false, 5) // every handle collected, and their finalizers run
   assert.deepEqual(names(store), { keys: 2, requests: 3, engine: 3, store: 3 }, 'the names in use are kept')
   for (const name of ['here', 'engine']) {

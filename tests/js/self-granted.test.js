@@ -60,7 +60,8 @@ test('LOCK-02: across many keys granted by the store itself and many lines, ever
 
 test('LOCK-01: a key granted by the store itself, then asked for by others, serves them in the order they came, behind its holder', async () => {
   const { store } = await openTestStore()
-  const l = store.lock('q', { wait: Infinity })
+  // Holds with a time limit to their wait: the store's own line takes only those without (#17, store-lines.test.js).
+  const l = store.lock('q', { wait: '1h' })
   const held = await l.acquire('k')
   assert.equal(store._footprint()[0], 0, 'the engine does not know a key granted by the store itself')
   assert.deepEqual(store.inspect(), [{ kind: 'lock', name: 'q', key: 'k', holders: [{ fence: held.fence, heldMs: 0 }], waiting: 0 }])

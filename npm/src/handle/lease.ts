@@ -18,6 +18,7 @@
 
 import type { LostError, ClosedError } from '../errors.js'
 import type { Resource } from '../types.js'
+import type { Line } from '../util/line.js'
 
 /**
  * What a lease needs of whoever granted it: a store, or in the in-process store the part that granted
@@ -70,6 +71,11 @@ export class Lease {
   _resource: Resource | undefined = undefined
   /** @internal See `_resource`. */
   _parent: Lease | undefined = undefined
+  /**
+   * @internal The holds waiting for its key, in the line the store keeps itself for a key it granted
+   * itself (store/lent-fences.ts # Lines the store keeps itself); passed on to the next holder.
+   */
+  _line: Line<unknown> | undefined = undefined
 
   /** @internal */
   constructor(owner: LeaseOwner, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, req: number) {

@@ -5,7 +5,7 @@
  */
 
 import { InUseError, InvalidError } from '../errors.js'
-import { holdOptions, placeOf, tryHoldSignal } from './travelling.js'
+import { holdOptions, placeOf, plainWait, tryHoldSignal } from './travelling.js'
 import { toMs } from '../util/duration.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
@@ -85,7 +85,7 @@ export class Lock {
       let signal: AbortSignal | undefined
       const k = typeof key === 'string' && key.length !== 0 && key.length <= 341 && key.isWellFormed() ? key : toKey(key, this.#place())
       if (typeof a === 'function') fn = a
-      else ({ wait, signal } = this.#holdOptions(a, k))
+      else if ((wait = plainWait(a, wait)) !== wait) ({ wait, signal } = this.#holdOptions(a, k))
       if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
       const held = this._store._hold(this, k, wait, signal, fn)
       if (held === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)

@@ -7,6 +7,7 @@
 
 import { ClosedError, LostError } from '../errors.js'
 import { Lease } from './lease.js'
+import type { Lock } from './lock.js'
 import type { ContextStorage } from './context.js'
 import type { Resource as SharedResource } from '../types.js'
 
@@ -80,25 +81,29 @@ async function runWhenGranted<T>(
   return endAndAnswer(lease, end, false, value) as Awaited<T>
 }
 
+/** What `runHandedOver` reads of a waiter (store/waiters.ts), declared here by the side that reads it. */
+export interface HandedOver {
+  readonly handle: Lock
+  readonly fn: ((lease: Lease) => unknown) | undefined
+  readonly resolve: (value: unknown) => void
+  readonly reject: (error: unknown) => void
+}
+
 /**
- * The fn of a waiter handed its key (see store/waiters.ts # Handing a key over), called inside the waiter's own
- * async context: enters its lease there (the scope ends it), runs fn, lets the key go when fn settles
- * and answers the hold through `resolve` / `reject` — the waiter's own promise, so the hold costs no
- * promise of the lease and no async function. Throws nothing.
+ * The fn of a waiter (`this`) handed its key (see store/waiters.ts # Handing a key over), called
+ * inside the waiter's own async context: enters its lease there (the scope ends it), runs fn, lets the
+ * key go when fn settles and answers the hold through `resolve` / `reject` — the waiter's own promise,
+ * so the hold costs no promise of the lease and no async function. Throws nothing. (The waiter is
+ * `this` and the arguments are two: `runInAsyncScope` gathers them into an array.)
  */
-export function runHandedOver(
-  context: ContextStorage,
-  resource: Resource,
-  lease: Lease,
-  fn: (lease: Lease) => unknown,
-  resolve: (value: unknown) => void,
-  reject: (error: unknown) => void,
-): void {
+export function runHandedOver(this: HandedOver, lease: Lease, context: ContextStorage): void {
+  const resolve = this.resolve
+  const reject = this.reject
   let result: unknown
   try {
-    lease._enter(resource, context.getStore())
+    lease._enter(this.handle._resource, context.getStore())
     context.enterInJob!(lease)
-    result = fn(lease)
+    result = this.fn!(lease)
   } catch (error) {
     return answerInto(lease, true, error, resolve, reject)
   }
@@ -112,9 +117,12 @@ export function runHandedOver(
   answerInto(lease, false, result, resolve, reject)
 }
 
+/** `endAndAnswer` with `endLease`, in one call (a hand-over's end: the hot path of a contended key). */
 function answerInto(lease: Lease, failed: boolean, outcome: unknown, resolve: (value: unknown) => void, reject: (error: unknown) => void): void {
   try {
-    resolve(endAndAnswer(lease, endLease, failed, outcome))
+    if (!lease._end(true) && lease.lost) reject(lostAnswer(lease, failed ? outcome : undefined))
+    else if (failed) reject(outcome)
+    else resolve(outcome)
   } catch (error) {
     reject(error)
   }

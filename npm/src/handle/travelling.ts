@@ -45,6 +45,18 @@ export function holdOptions(options: unknown, place: () => string, defaultWait: 
   return { wait, signal: liveSignal(checked.signal, place) }
 }
 
+/**
+ * The wait of the commonest options, read with nothing made (no object, no closure): `{ wait }` with
+ * a valid number, and no signal. `NaN` for anything else, which `holdOptions` reads (and checks).
+ */
+export function plainWait(options: unknown, defaultWait: number): number {
+  const o = options as { wait?: unknown; signal?: unknown } | null
+  if (typeof o !== 'object' || o === null || o.signal !== undefined || Array.isArray(o) || !hasOnly(o)) return Number.NaN
+  const w = o.wait
+  if (w === undefined) return defaultWait
+  return typeof w === 'number' && (w === Infinity || (Number.isFinite(w) && w >= 0)) ? w : Number.NaN
+}
+
 /** The options of `tryHold`: only `signal`. */
 export function tryHoldSignal(options: unknown, place: () => string): AbortSignal | undefined {
   return liveSignal(checkOptions(options, `${place()}: tryHold`, ['signal']).signal, place)

@@ -67,8 +67,10 @@ export interface RemoteEvents {
 
 /** What the host's trap asks of the keys the store granted itself (lent-fences.ts). */
 export interface SelfGrants {
-  /** Ends every lease the store granted itself, as the store closes (the engine ends its own). */
+  /** Ends every lease the store granted itself, as the store closes (the engine ends its own), and answers their lines. */
   loseAll(reason: ClosedError): void
+  /** A hold that waits without a time limit joins the line of `holder`'s key; false when that line is full. */
+  wait(holder: Lease, waiter: Waiter): boolean
 }
 
 /** A hold of a key inside its own hold, which would wait for itself (LOCK-04). */
@@ -180,7 +182,8 @@ export class EngineHost implements LeaseOwner {
       }
       if (typeof known !== 'number') {
         // Granted by the store itself: a request that would not wait changes nothing; one that waits
-        // goes in line behind the holder, in the engine.
+        // goes in line behind the holder (and the line the store kept for the key: `waitBehind`), in
+        // the engine.
         if (isTry || wait === 0) return undefined
         known = this.adopt(resource, key, known)
       }
@@ -208,6 +211,27 @@ export class EngineHost implements LeaseOwner {
     if (answer === INVALID) throw new InvalidError(message)
     if (answer === LIMIT) throw new LimitError(message)
     throw this.closedError(handle, key)
+  }
+
+  /**
+   * A hold that waits without a time limit, from a handle without maxHold, for a lock's key the store
+   * granted itself (`holder`): joins the line the store keeps for the key (lent-fences.ts # Lines the
+   * store keeps itself) and answers the waiter's promise; `undefined` when that line is full (then
+   * `take` hands the key and the line to the engine). Refused, as `take` refuses it, inside its own
+   * hold (LOCK-04). Apart from `take` so that the hot path of a contended key stays small.
+   */
+  waitBehind(
+    handle: Lock,
+    resource: Resource,
+    key: string,
+    holder: Lease,
+    signal: AbortSignal | undefined,
+    fn: ((lease: Lease) => unknown) | undefined,
+  ): Promise<unknown> | undefined {
+    const context = this.#context
+    if (context !== undefined && this.#heldByCaller(resource, key)) throw selfHoldError(handle, key)
+    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : context!.capture!())
+    return this.#selfGrants.wait(holder, waiter) ? waiter.promise : undefined
   }
 
   /** The engine granted a hold at once, with `fence`: its lease. */
@@ -239,14 +263,20 @@ export class EngineHost implements LeaseOwner {
     const req = buf[REQ]!
     if (buf[KEY] !== known) this.newKey(resource, key, buf[KEY]!)
     const waiter = new Waiter(handle, key, req, wait, signal, fn, fn === undefined ? undefined : this.#context!.capture!())
-    this.reqs[req >>> 0] = waiter
+    this.#recordWaiter(waiter, req)
     if (wait !== Infinity && wait > 0) this.schedule(now + wait)
-    if (signal) {
-      waiter.onAbort = () => this.#cancel(waiter)
-      signal.addEventListener('abort', waiter.onAbort, { once: true })
-    }
     if (events > 0) this.drain(events, now)
     return waiter.promise
+  }
+
+  /** A waiter in the engine's line as request `req`: recorded, and cancelled by its signal. */
+  #recordWaiter(waiter: Waiter, req: number): void {
+    waiter.req = req
+    this.reqs[req >>> 0] = waiter
+    if (waiter.signal) {
+      waiter.onAbort = () => this.#cancel(waiter)
+      waiter.signal.addEventListener('abort', waiter.onAbort, { once: true })
+    }
   }
 
   /**
@@ -313,7 +343,9 @@ export class EngineHost implements LeaseOwner {
 
   /**
    * Hands the holding of a key the store granted itself to the engine, which now knows the key (a busy
-   * key with this lease as its holder; see lent-fences.ts): answers the key's id.
+   * key with this lease as its holder; see lent-fences.ts), and then its line, waiter by waiter in
+   * order, each as if it had joined the engine's line (lent-fences.ts # Lines the store keeps itself):
+   * answers the key's id.
    */
   adopt(resource: Resource, key: string, lease: Lease): number {
     let answer: number
@@ -329,7 +361,40 @@ export class EngineHost implements LeaseOwner {
     this.newKey(resource, key, id)
     this.reqs[req >>> 0] = lease
     lease._adopted(req)
+    const line = lease._line
+    lease._line = undefined
+    if (line === undefined) return id
+    const waiting = line.drain() as Waiter[]
+    let i = 0
+    try {
+      for (; i < waiting.length; i++) this.#lineUp(resource, id, waiting[i]!)
+    } finally {
+      // After a trap, the waiters not yet in the engine's line are answered here (the trap answered the others).
+      for (; i < waiting.length; i++) waiting[i]!.reject(this.closedError(waiting[i]!.handle, waiting[i]!.key))
+    }
     return id
+  }
+
+  /** A waiter of the store's own line joins the engine's line of key `id` (see `adopt`), without a time limit. */
+  #lineUp(resource: Resource, id: number, waiter: Waiter): void {
+    waiter.unlisten()
+    let now = this.turnNow()
+    let answer: number
+    try {
+      answer = this.core.hold(resource.id, id, -1, 0, now)
+      if (answer === NEED_TIME) answer = this.core.hold(resource.id, id, -1, 0, (now = this.clock.now()))
+    } catch (error) {
+      throw this.trap(error)
+    }
+    const buf = this.view()
+    const events = buf[HOLD_EVENTS]!
+    if (answer === 0) this.#recordWaiter(waiter, buf[REQ]!)
+    else if (answer > 0) throw this.trap(new Error(`the engine granted a held key to request ${buf[REQ]!}`))
+    else {
+      const message = `${waiter.place()}: ${this.core.lastError()}`
+      waiter.reject(answer === LIMIT ? new LimitError(message) : answer === INVALID ? new InvalidError(message) : this.closedError(waiter.handle, waiter.key))
+    }
+    if (events > 0) this.drain(events, now)
   }
 
   /** The busy keys the engine knows, with their holders and how many wait (`inspect`). */

@@ -17,19 +17,39 @@
  *
  * These leases answer to this part (`LeaseOwner`): a release is one call from `Lease._end`, a delete,
  * or, once adopted, the host's release.
+ *
+ * # Lines the store keeps itself
+ * A hold that would wait for such a key *without a time limit* (`wait: Infinity`, from a handle without
+ * maxHold) waits in a line this part keeps, the key's, on its holder's lease (`Lease._line`, passed
+ * on to each next holder): no call into wasm to join it, none to be granted. When the holder lets go,
+ * the first in line is granted right there with the next lent fence, and its fn runs as a waiter the
+ * engine granted would (waiters.ts # Handing a key over: within the release when it is a hold's own,
+ * else a microtask after it). So the line keeps the engine's rules: FIFO (LOCK-01), fences in grant
+ * order (calling rule 3), at most `MAX_WAITERS` in line, the holder of the key held by the caller
+ * refused (LOCK-04, checked by the host before).
+ *
+ * Whatever the line cannot answer alone goes to the engine, with the key: a hold with a time limit or
+ * a maxHold, a hold over a connection, a line full, no fence left to lend. `EngineHost.adopt` then
+ * hands it the holder and then every waiter of the line, in order (each as the engine's request, as if
+ * it had joined the engine's line), before the new request. A waiter's signal takes it out of this
+ * line (`CancelledError`); closing the store answers every waiter here `ClosedError`.
  */
 
-import type { ClosedError } from '../errors.js'
+import { CancelledError, type ClosedError } from '../errors.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'
 import type { Lock } from '../handle/lock.js'
+import { Line } from '../util/line.js'
 import { FENCE_END, FENCE_NEXT } from './abi.js'
 import type { EngineHost, SelfGrants } from './engine-host.js'
 import type { Resource } from './key-ids.js'
+import type { Waiter } from './waiters.js'
 
 /** How many fences to borrow at once: one call into wasm per this many keys granted. */
 const LEND = 4096
 /** The request id of a lease the store granted itself: `SELF_GRANTED - the place of its resource id`. */
 const SELF_GRANTED = -1
+/** The most holds one key may have waiting (the engine's `bounds::MAX_WAITERS`): past it, the engine's line answers. */
+export const MAX_WAITERS = 10_000
 
 export class LentFences implements SelfGrants, LeaseOwner {
   readonly #host: EngineHost
@@ -72,18 +92,77 @@ export class LentFences implements SelfGrants, LeaseOwner {
   }
 
   /**
-   * @internal Lets a lease's key go (called by `Lease`, once). Never adopted (`req` < 0), nobody waits for it
-   * and the engine never knew it: a delete. Adopted, the engine's release.
+   * A hold that waits without a time limit for `holder`'s key (see # Lines the store keeps itself):
+   * `waiter` joins its line. Answers false when the line is full (the engine's line answers then).
+   */
+  wait(holder: Lease, waiter: Waiter): boolean {
+    const line = (holder._line ??= new Line<unknown>())
+    if (line.size >= MAX_WAITERS) return false
+    line.push(waiter)
+    if (waiter.signal) {
+      waiter.onAbort = () => this.#cancel(waiter)
+      waiter.signal.addEventListener('abort', waiter.onAbort, { once: true })
+    }
+    return true
+  }
+
+  /** A waiter's signal aborted while in this part's line: it leaves the line, answered `CancelledError`. */
+  #cancel(waiter: Waiter): void {
+    const holder = waiter.handle._resource.keys.get(waiter.key)
+    if (typeof holder !== 'object' || holder._line?.remove(waiter) !== true) return
+    waiter.reject(new CancelledError(`${waiter.place()}: cancelled while waiting`, { cause: waiter.signal!.reason }))
+  }
+
+  /**
+   * @internal Lets a lease's key go (called by `Lease`, once). Never adopted (`req` < 0) and the engine
+   * never knew it: a delete, or the first in its line granted (see # Lines the store keeps itself).
+   * Adopted, the engine's release.
    */
   _release(req: number, lease: Lease, fromHold: boolean): void {
     if (req >= 0) return this.#host._release(req, lease, fromHold)
     const resource = this.#byId[SELF_GRANTED - req]!
     const keys = resource.keys
     if (keys.get(lease.key) === lease) {
+      const line = lease._line
+      if (line !== undefined && line.size !== 0) return this.#handOver(resource, lease, line, fromHold)
       keys.delete(lease.key)
       // A lease that outlived its handles: its name may be unused now (see names.ts).
       if (resource.pin === undefined) this.#host.names.forgetIfUnused(resource)
     }
+  }
+
+  /** `lease` lets its key go to the first in its line, with the next lent fence. */
+  #handOver(resource: Resource, lease: Lease, line: Line<unknown>, fromHold: boolean): void {
+    const host = this.#host
+    let buf: Float64Array | undefined = host.view()
+    let fence = buf[FENCE_NEXT]!
+    if (!(fence < buf[FENCE_END]!)) {
+      buf = this.#borrow()
+      if (buf === undefined) {
+        // No fence to lend (the engine waits for storage): the engine takes the key and its line, and
+        // grants the next once it may.
+        host.adopt(resource, lease.key, lease)
+        host._release(lease._req, lease, fromHold)
+        return
+      }
+      fence = buf[FENCE_NEXT]!
+    }
+    buf[FENCE_NEXT] = fence + 1
+    const waiter = line.shift() as Waiter
+    lease._line = undefined
+    const next = new Lease(this, waiter.handle, lease.key, fence, lease._req)
+    next._since = host.turnStamp()
+    if (line.size !== 0) next._line = line
+    resource.keys.set(lease.key, next)
+    waiter.unlisten()
+    if (waiter.fn === undefined) return waiter.resolve(next)
+    const handOvers = host.handOvers
+    handOvers.queue[handOvers.end++] = waiter
+    handOvers.queue[handOvers.end++] = next
+    if (handOvers.running) return
+    handOvers.now = fromHold
+    handOvers.start()
+    handOvers.now = false
   }
 
   /** @internal The clock (a lease the store granted itself has no deadline; once adopted, none either: no maxHold). */
@@ -108,6 +187,15 @@ export class LentFences implements SelfGrants, LeaseOwner {
     const lost = [...this.leases()]
     // Forgotten first: a listener of a lease's signal may ask about its key.
     for (const lease of lost) this.#byId[SELF_GRANTED - lease._req]!.keys.delete(lease.key)
-    for (const lease of lost) lease._lose(reason)
+    for (const lease of lost) {
+      lease._lose(reason)
+      const waiting = lease._line?.drain() as Waiter[] | undefined
+      lease._line = undefined
+      if (waiting)
+        for (const waiter of waiting) {
+          waiter.unlisten()
+          waiter.reject(this.#host.closedError(waiter.handle, waiter.key))
+        }
+    }
   }
 }

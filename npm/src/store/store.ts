@@ -14,9 +14,11 @@
  * `_hold` (from `Lock.hold`) takes the key (`_take`) and runs fn in its lease (handle/run-in-lease.ts),
  * or, for a hold that waits where the caller's context can be kept, hands fn to the waiter, which runs
  * it when granted (waiters.ts # Handing a key over). A lock's free key without maxHold is granted by
- * `LentFences.grant`; any other goes through `EngineHost.take`. When fn settled the lease lets its key
- * go through the part that granted it, its owner (`LeaseOwner._release`): a delete for a key the store
- * granted itself (`LentFences`), else the engine's release (`EngineHost`); not through the store.
+ * `LentFences.grant`, and a hold that waits for it without a time limit joins the line the store keeps
+ * for it (`EngineHost.waitBehind`); any other goes through `EngineHost.take`. When fn settled the
+ * lease lets its key go through the part that granted it, its owner (`LeaseOwner._release`): a delete
+ * (or a grant to the first of the store's own line) for a key the store granted itself
+ * (`LentFences`), else the engine's release (`EngineHost`); not through the store.
  * `_take` stays small, and the work of each path is in one function of one part: V8 and
  * JSC tier a function up after a number of runs scaled by its whole size, so a small hot path reached
  * through a large function stays in the slow tiers for tens of thousands of holds.
@@ -122,7 +124,13 @@ export class Store implements LockStore, ServedStore {
     const busy = this.#host.busyKeys(now)
     // And the keys the store granted itself, which the engine does not know.
     for (const lease of this.#lent.leases()) {
-      busy.push({ kind: lease.kind, name: lease.name, key: lease.key, holders: [{ fence: lease.fence, heldMs: Math.max(0, now - lease._since) }], waiting: 0 })
+      busy.push({
+        kind: lease.kind,
+        name: lease.name,
+        key: lease.key,
+        holders: [{ fence: lease.fence, heldMs: Math.max(0, now - lease._since) }],
+        waiting: lease._line?.size ?? 0,
+      })
     }
     return busy
   }
@@ -170,9 +178,15 @@ export class Store implements LockStore, ServedStore {
     if (host.closed) throw host.closedError(handle, key)
     const resource = handle._resource
     const known = resource.keys.get(key)
-    if (known === undefined && resource.limit === 1 && handle._maxHold === 0) {
-      const lease = this.#lent.grant(handle, resource, key)
-      if (lease !== undefined) return lease
+    if (resource.limit === 1 && handle._maxHold === 0) {
+      if (known === undefined) {
+        const lease = this.#lent.grant(handle, resource, key)
+        if (lease !== undefined) return lease
+      } else if (wait === Infinity && typeof known === 'object' && !isTry) {
+        // Held by a lease the store granted itself: the line the store keeps for the key.
+        const waiting = host.waitBehind(handle, resource, key, known, signal, fn)
+        if (waiting !== undefined) return waiting
+      }
     }
     return host.take(handle, resource, key, known, wait, signal, isTry, fn)
   }

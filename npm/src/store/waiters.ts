@@ -4,7 +4,10 @@
  * # Waiters
  * A hold the engine put in line is a `Waiter`, recorded by its request id (engine-host.ts) until the
  * engine answers it: granted, timed out, failed or ended, or cancelled by its signal. Without `fn` its
- * promise resolves to the lease; with one, to what the hold answers.
+ * promise resolves to the lease; with one, to what the hold answers. A hold that waits without a time
+ * limit for a key the store granted itself waits in a line the store keeps itself, the key's
+ * (lent-fences.ts # Lines the store keeps itself), with no request id, until the store grants it or
+ * hands the key and its line to the engine.
  *
  * # Handing a key over
  * A `hold` that waits keeps its fn and its caller's async context (`ContextStorage.capture`). When the
@@ -20,7 +23,8 @@
  * job that resumes it.
  *
  * The drain (engine-host.ts) writes the queue's fields directly: a waiter's grant joins the queue
- * without a call, and the queue is started (`start`) once per drain.
+ * without a call, and the queue is started (`start`) once per drain. A grant from a line the store
+ * keeps itself (lent-fences.ts) joins it the same way, with the same rule for `now`.
  */
 
 import type { Lease } from '../handle/lease.js'
@@ -29,20 +33,31 @@ import type { ContextStorage, Scope } from '../handle/context.js'
 import { runHandedOver } from '../handle/run-in-lease.js'
 
 /**
+ * Where the executor of a waiter's promise leaves its resolve and reject, for the constructor to take
+ * at once (the executor runs synchronously): one executor for every waiter, not a closure each.
+ */
+const settlers: { resolve: ((value: unknown) => void) | undefined; reject: ((error: unknown) => void) | undefined } = { resolve: undefined, reject: undefined }
+const keepSettlers = (resolve: (value: unknown) => void, reject: (error: unknown) => void): void => {
+  settlers.resolve = resolve
+  settlers.reject = reject
+}
+
+/**
  * A hold waiting in line. Without `fn`, its promise resolves to the lease; with one (a `hold` handed its
  * key directly, in `scope`), to what the hold answers.
  */
 export class Waiter {
   readonly handle: Lock
   readonly key: string
-  readonly req: number
+  /** The engine's request id; -1 while it waits in a line the store keeps itself (lent-fences.ts). */
+  req: number
   readonly wait: number
   readonly signal: AbortSignal | undefined
   readonly fn: ((lease: Lease) => unknown) | undefined
   readonly scope: Scope | undefined
   readonly promise: Promise<unknown>
-  resolve!: (value: unknown) => void
-  reject!: (error: unknown) => void
+  readonly resolve: (value: unknown) => void
+  readonly reject: (error: unknown) => void
   onAbort: (() => void) | undefined
 
   constructor(
@@ -61,10 +76,10 @@ export class Waiter {
     this.signal = signal
     this.fn = fn
     this.scope = scope
-    this.promise = new Promise<unknown>((resolve, reject) => {
-      this.resolve = resolve
-      this.reject = reject
-    })
+    this.promise = new Promise<unknown>(keepSettlers)
+    this.resolve = settlers.resolve!
+    this.reject = settlers.reject!
+    settlers.resolve = settlers.reject = undefined
   }
 
   place(): string {
@@ -129,7 +144,7 @@ export class HandOvers {
       const waiter = queue[i] as Waiter
       const lease = queue[i + 1] as Lease
       queue[i] = queue[i + 1] = undefined
-      waiter.scope!.runInAsyncScope(runHandedOver, undefined, context, waiter.handle._resource, lease, waiter.fn!, waiter.resolve, waiter.reject)
+      waiter.scope!.runInAsyncScope(runHandedOver, waiter, lease, context)
     }
     this.end = 0
     this.running = false
