@@ -184,7 +184,13 @@ interface ClientStore {
 async function openClient(url: string, tokenFile: string | undefined, command: string): Promise<ClientStore> {
   if (/^rediss?:\/\//.test(url)) {
     const { openRedisStore } = await import('../redis/index.js')
-    return openRedisStore({ url })
+    const store = await openRedisStore({ url })
+    // Until the CLI lists pools: the busy keys only.
+    return {
+      lock: (name, options) => store.lock(name, options),
+      inspect: async () => (await store.inspect()).filter((e): e is KeyInfo => e.kind !== 'pool'),
+      close: () => store.close(),
+    }
   }
   return connect(url, { token: clientToken(tokenFile, command) })
 }
