@@ -10,8 +10,9 @@
  * A claim has an id: the caller's (remembered for 24 hours after it took its units: POOL-03), or one
  * drawn here (nobody can ask with it again, so Redis forgets it once it holds nothing). It is asked once
  * (`f`): Redis takes the units, answers that they are not there, or puts it in line. A claim in line is
- * told of its units by a message on this process's channel (`wakeups.ts`), sent by the script that
- * freed them; meanwhile it asks where it stands (`b`) every `BEAT`/3 (a heartbeat: a claim whose
+ * served by the script that freed the units, which tells this process on its channel (`wakeups.ts`);
+ * the claim then asks for its answer, which acknowledges it to Redis (units served to a process that
+ * died meanwhile come back a `BEAT` later, nobody told of them); meanwhile it asks where it stands (`b`) every `BEAT`/3 (a heartbeat: a claim whose
  * process died leaves the line `BEAT` after its last one), and when its wait ends (Redis answers whether
  * it ran out: its clock judges it).
  *
@@ -349,8 +350,10 @@ export class RedisPools implements PoolStore {
   /** A wake-up on this process's channel. */
   woken(wake: PoolWake): void {
     const p = this.#pending.get(`${wake.key} ${wake.id}`)
-    if (!p) return
-    this.#answered(p, [wake.what === 'p' ? 'c' : 'n', wake.remaining])
+    if (!p || p.done) return
+    // Served: asking for the answer acknowledges it (units served to a process that died come back).
+    if (wake.what === 'p') this.#ask(p, 'b')
+    else this.#answered(p, ['n', wake.remaining])
   }
 
   /** The subscriber reconnected: wake-ups may have been lost; every waiting claim asks where it stands. */

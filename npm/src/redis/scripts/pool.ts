@@ -8,15 +8,18 @@
  *   how many claims are open, `k` how many of them have no ttl (permanent: while any is, the keys do
  *   not expire), `q` how many wait, `t` the last ticket, `x` when the keys expire unless permanent
  *   claims keep them. And the records, by `#` + claim id:
- *   `O n first ttlAt forgetAt seen` (open: `first` the units left right after it took its own, `ttlAt`
- *   when its units come back unless confirmed, 0 for never; `forgetAt` when its id is forgotten once
- *   it holds nothing, 0 for a claim nobody can ask again; `seen` 1 once a later ask of its id was
- *   answered its outcome), `E n first forgetAt` (a tombstone: released or expired, its id remembered),
+ *   `O n first ttlAt forgetAt seen ackAt` (open: `first` the units left right after it took its own,
+ *   `ttlAt` when its units come back unless confirmed, 0 for never; `forgetAt` when its id is
+ *   forgotten once it holds nothing, 0 for a claim nobody can ask again; `seen` 1 once a later ask of
+ *   its id was answered its outcome; `ackAt`, for a claim served from the line, when its units come
+ *   back unless its process asked about it by then — a process that died while it waited is told
+ *   nothing, and takes nothing — else 0), `E n first forgetAt` (a tombstone: released or expired, its id remembered),
  *   `W n waitUntil ttl remember chan…` (waiting; `waitUntil` -1 for no limit; the channels of the
  *   processes that asked it).
  * - `P:{p:NAME}:z` zset: the line, `q` + id scored by ticket − 2^52 (so that it comes before every
  *   deadline and its head is the zset's first member); the deadlines (server ms): `x` + id an open
- *   claim's ttl, `w` + id a waiter's (its wait, or its last heartbeat's `beat`, whichever is first),
+ *   claim's ttl, `a` + id a served claim's `ackAt`, `w` + id a waiter's (its wait, or its last
+ *   heartbeat's `beat`, whichever is first),
  *   `f` + id a tombstone's end; and `z`, after every deadline, so that the zset exists while the hash
  *   does.
  *
@@ -28,7 +31,7 @@
  *   deadline at a time in time order (a claim's ttl gives its units back, a waiter past its wait or its
  *   heartbeat leaves the line, a tombstone is forgotten), serving the line after each.
  * - POOL-04: while the head of the line fits, it takes its units, in this same call, and is told on
- *   its channels (`p REMAINING KEY ID`, KEY the pool's hash); a head larger than the capacity (after
+ *   its channels (whose process then asks for its answer: that ask acknowledges it) (`p REMAINING KEY ID`, KEY the pool's hash); a head larger than the capacity (after
  *   a resize) leaves the line (`n REMAINING KEY ID`). A claim that finds others waiting does not take units, even if they would fit.
  * - POOL-03: an id with a record answers it: open or tombstone, its first outcome (`first`); waiting,
  *   its place. An id whose claim took nothing leaves nothing behind.
@@ -44,7 +47,7 @@
  *   this process asking again after no answer (it does not mark the claim seen); `b`: a heartbeat or a
  *   waiter asking where it stands (it never makes a claim). Answers `{'c', remaining}` claimed now,
  *   `{'k', first, open}` known (the first outcome), `{'w', waitLeftMs, hintMs}` waiting (-1: no limit; the hint: at the head,
- *   the ms to the earliest ttl of an open claim, else -1),
+ *   the ms to the earliest ttl or ackAt of an open claim, else -1),
  *   `{'n', remaining}` not claimed, `{'g', remaining}` (mode b) no such claim or waiter.
  * - `release` id → 1 released, 0 it held nothing. `confirm` id → `d` done, `l` it holds nothing.
  * - `cancel` id → `w` it left the line, `u` it was undone (it took units no caller was told of: open
@@ -86,8 +89,12 @@ do
   end
 
   local function parseOpen(rec)
-    local n, first, ttlAt, forget, seen = string.match(rec, '^O (%d+) (%d+) (%d+) (%d+) (%d)$')
-    return tonumber(n), tonumber(first), tonumber(ttlAt), tonumber(forget), seen == '1'
+    local n, first, ttlAt, forget, seen, ackAt = string.match(rec, '^O (%d+) (%d+) (%d+) (%d+) (%d) (%d+)$')
+    return tonumber(n), tonumber(first), tonumber(ttlAt), tonumber(forget), seen == '1', tonumber(ackAt)
+  end
+
+  local function writeOpen(id, n, first, ttlAt, forget, seen, ackAt)
+    redis.call('HSET', M, '#' .. id, string.format('O %d %d %d %d %d %d', n, first, ttlAt, forget, seen and 1 or 0, ackAt))
   end
 
   local function parseWait(rec)
@@ -107,8 +114,9 @@ do
     redis.call('ZADD', Z, FAR, 'z')
   end
 
-  -- Claim \`id\` takes \`n\` units now (they are there).
-  local function take(id, n, ttl, remember)
+  -- Claim \`id\` takes \`n\` units now (they are there). \`ackAt\`: served from the line, when its units
+  -- come back unless its process asked about it by then (0: it was answered directly).
+  local function take(id, n, ttl, remember, ackAt)
     used = used + n
     opened = opened + 1
     local ttlAt, forget = 0, 0
@@ -123,17 +131,22 @@ do
       forget = now + DAY
       covers(forget)
     end
-    redis.call('HSET', M, '#' .. id, string.format('O %d %d %d %d 0', n, cap - used, ttlAt, forget))
+    if ackAt > 0 then
+      redis.call('ZADD', Z, int(ackAt), 'a' .. id)
+      covers(ackAt)
+    end
+    writeOpen(id, n, cap - used, ttlAt, forget, false, ackAt)
     changed = true
   end
 
   -- An open claim gives its units back (released, or its ttl ran out); its id is kept as a tombstone
   -- until its forgetAt when it is remembered, else (or \`undo\`: no caller was told of it) forgotten.
   local function giveBack(id, rec, undo)
-    local n, first, ttlAt, forget = parseOpen(rec)
+    local n, first, ttlAt, forget, _, ackAt = parseOpen(rec)
     used = used - n
     opened = opened - 1
     if ttlAt > 0 then redis.call('ZREM', Z, 'x' .. id) else perm = perm - 1 end
+    if ackAt > 0 then redis.call('ZREM', Z, 'a' .. id) end
     if forget > now and not undo then
       redis.call('HSET', M, '#' .. id, string.format('E %d %d %d', n, first, forget))
       redis.call('ZADD', Z, int(forget), 'f' .. id)
@@ -179,7 +192,7 @@ do
           tell(chans, 'n', id)
         elseif n <= cap - used then
           leave(id)
-          take(id, n, ttl, remember)
+          take(id, n, ttl, remember, now + beat)
           tell(chans, 'p', id)
         else
           break
@@ -203,6 +216,10 @@ do
         serve()
       elseif kind == 'w' and is == 'W' then
         leave(id)
+        serve()
+      elseif kind == 'a' and is == 'O' then
+        -- Served from the line, and its process never asked about it: it died (nobody was told).
+        giveBack(id, rec, true)
         serve()
       elseif kind == 'f' and is == 'E' then
         redis.call('HDEL', M, '#' .. id)
@@ -238,7 +255,7 @@ do
   end
 
   -- What a waiter is told: the ms left of its wait (-1: no limit), and, at the head of the line, the ms
-  -- to the earliest ttl of an open claim (units that come back then may serve it), else -1.
+  -- to the earliest ttl or ackAt of an open claim (units that come back then may serve it), else -1.
   local function waiting_(id, waitUntil)
     local hint = -1
     if redis.call('ZRANK', Z, 'q' .. id) == 0 then
@@ -247,7 +264,8 @@ do
         local page = redis.call('ZRANGEBYSCORE', Z, 0, '+inf', 'WITHSCORES', 'LIMIT', at, 100)
         if #page == 0 then break end
         for i = 1, #page, 2 do
-          if string.sub(page[i], 1, 1) == 'x' then
+          local kind = string.sub(page[i], 1, 1)
+          if kind == 'x' or kind == 'a' then
             hint = tonumber(page[i + 1]) - now
             break
           end
@@ -267,9 +285,11 @@ do
         return fail('invalid', string.format('took %d units; asked again for %d', had, n))
       end
       if kind == 'O' then
-        local _, first, ttlAt, forget, seen = parseOpen(rec)
-        if mode == 'f' and not seen then
-          redis.call('HSET', M, '#' .. id, string.format('O %d %d %d %d 1', n, first, ttlAt, forget))
+        local _, first, ttlAt, forget, seen, ackAt = parseOpen(rec)
+        if ackAt > 0 or (mode == 'f' and not seen) then
+          if ackAt > 0 then redis.call('ZREM', Z, 'a' .. id) end
+          writeOpen(id, n, first, ttlAt, forget, seen or mode == 'f', 0)
+          changed = true
         end
         return {'k', first, 1}
       elseif kind == 'E' then
@@ -297,7 +317,7 @@ do
     end
     if waiting == 0 and n <= cap - used then
       create()
-      take(id, n, ttl, remember)
+      take(id, n, ttl, remember, 0)
       return {'c', cap - used}
     end
     if wait == 0 then return {'n', cap - used} end
@@ -329,11 +349,14 @@ do
     local id = args[4]
     local rec = record(id)
     if not rec or string.sub(rec, 1, 1) ~= 'O' then return 'l' end
-    local n, first, ttlAt, forget, seen = parseOpen(rec)
-    if ttlAt > 0 then
-      redis.call('ZREM', Z, 'x' .. id)
-      redis.call('HSET', M, '#' .. id, string.format('O %d %d 0 %d %d', n, first, forget, seen and 1 or 0))
-      perm = perm + 1
+    local n, first, ttlAt, forget, seen, ackAt = parseOpen(rec)
+    if ttlAt > 0 or ackAt > 0 then
+      if ttlAt > 0 then
+        redis.call('ZREM', Z, 'x' .. id)
+        perm = perm + 1
+      end
+      if ackAt > 0 then redis.call('ZREM', Z, 'a' .. id) end
+      writeOpen(id, n, first, 0, forget, seen, 0)
       changed = true
     end
     return 'd'
