@@ -100,7 +100,8 @@ function parseReply(data) {
 
 /**
  * A redis-server of the test's own: `--appendonly yes` with `appendfsync` as asked, `--save ''`, the
- * DEBUG command allowed from loopback. `kill(signal)`, `restart()` (same port and directory), `stop()`.
+ * DEBUG command allowed from loopback. `kill(signal)`, `restart()` (same port and directory), `crash()` (kill -9 and
+ * a start), `stop()`.
  */
 export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'yes', extra = [] } = {}) {
   const dir = tempDir(t)
@@ -143,6 +144,13 @@ export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'ye
     },
     async restart() {
       await server.stop()
+      await server.start()
+    },
+    /** kill -9 now, and a start on the same data `downMs` later. */
+    async crash(downMs = 300) {
+      server.kill('SIGKILL')
+      await server.proc.exited
+      await sleep(downMs)
       await server.start()
     },
   }

@@ -93,10 +93,7 @@ test('POOL-02: claims answered claimed survive kill -9 of redis-server (appendfs
   const capacity = 1_000_000
   const loops = procs.map((a, i) => a.request({ op: 'claims', pool: 'kept', capacity, workers: 4, ms: 3_000, n: 2, prefix: `p${i}` }, { ev: 'claimed' }, 60_000))
   await sleep(1_200)
-  server.kill('SIGKILL')
-  await server.proc.exited
-  await sleep(300)
-  await server.start()
+  await server.crash()
   const results = await Promise.all(loops)
   const kept = results.flatMap(r => r.kept)
   assert.ok(kept.length > 20, `only ${kept.length} claims`)
