@@ -588,7 +588,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** The busy keys of this object's store (a restored lease shows the engine's new fence). */
   async inspect(): Promise<KeyInfo[]> {
     await this.#begin()
-    return this.#store.inspect()
+    return this.#store.inspectKeys()
   }
 
   /** The alarm: the backstop for deadlines whose timers an eviction took away. */

@@ -15,7 +15,7 @@ import type { RemoteRequest } from './request.js'
 
 export interface ServedStore {
   /** @internal Every busy key with its holders and how many wait. */
-  inspect(): KeyInfo[]
+  inspectKeys(): KeyInfo[]
   /** @internal A handle of the name for one hold of a client's, which pins nothing (see `_letGo`). */
   _serverHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock
   /** @internal The hold of `handle` is over: its name may be forgotten if nothing else uses it. */

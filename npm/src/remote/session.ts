@@ -307,7 +307,7 @@ export class Protocol {
         return session.send(frame.id, { type: 'done' })
       }
       case 'inspect': {
-        const entries = wireEntries(store.inspect())
+        const entries = wireEntries(store.inspectKeys())
         const size = answerSize(entries)
         if (size > this.maxAnswer) {
           const message = `inspect: the answer is ${sizeText(size)} (${entries.length} busy keys), more than the ${sizeText(this.maxAnswer)} a frame of this server carries: ask page by page (inspect page, protocol revision 2)`
@@ -316,7 +316,7 @@ export class Protocol {
         return session.send(frame.id, { type: 'inspected', entries })
       }
       case 'inspectPage': {
-        const page = pageAfter(wireEntries(store.inspect()), frame, this.maxAnswer)
+        const page = pageAfter(wireEntries(store.inspectKeys()), frame, this.maxAnswer)
         return session.send(frame.id, { type: 'inspectedPage', more: page.more, entries: page.entries })
       }
       case 'goodbye': {

@@ -38,6 +38,7 @@ import type { Storage } from '../storage/storage.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import {
   BUSY,
+  CLAIMED,
   ENDED,
   EVENT_SIZE,
   EVENT_SLOTS,
@@ -62,6 +63,16 @@ import { HandOvers, Waiter } from './waiters.js'
 /** What the host's drain answers a request over a connection through (remote-holds.ts). */
 export interface RemoteEvents {
   event(record: RemoteRequest, index: number, kind: number, a: number, now: number): void
+}
+
+/** What the host's drain, timer, close and trap tell the pools (pool/room.ts, pool/writes.ts). */
+export interface PoolEvents {
+  /** A pool event (kinds from `CLAIMED` on). */
+  event(kind: number, id: number, a: number): void
+  /** A call may have changed a pool (a ttl run out, the close): their write is scheduled if wanted. */
+  poke(): void
+  /** The engine trapped: every pool request is answered `closed`, and no write is asked for again. */
+  trap(closed: ClosedError): void
 }
 
 /** What the host's trap asks of the keys the store granted itself (lent-fences.ts). */
@@ -106,6 +117,7 @@ export class EngineHost implements LeaseOwner {
   #written: (() => void)[] = []
   #remote!: RemoteEvents
   #selfGrants!: SelfGrants
+  #pools!: PoolEvents
 
   constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined) {
     this.core = core
@@ -121,9 +133,10 @@ export class EngineHost implements LeaseOwner {
   }
 
   /** The parts built on the host, which its drain and trap answer through. */
-  attach(selfGrants: SelfGrants, remote: RemoteEvents): void {
+  attach(selfGrants: SelfGrants, remote: RemoteEvents, pools: PoolEvents): void {
     this.#selfGrants = selfGrants
     this.#remote = remote
+    this.#pools = pools
   }
 
   // ---- names ----
@@ -452,6 +465,8 @@ export class EngineHost implements LeaseOwner {
       this.trap(error)
       return
     }
+    // A ttl that ran out changed its pool (whichever call acted on it first, this timer was set for it).
+    this.#pools.poke()
     if (next >= 0) this.schedule(next)
   }
 
@@ -513,6 +528,7 @@ export class EngineHost implements LeaseOwner {
    * with its reason, for the drain to tell it once every event was read.
    */
   #event(kind: number, id: number, record: Waiter | Lease | RemoteRequest | undefined, a: number, now: number): [Lease, LostError | ClosedError] | undefined {
+    if (kind >= CLAIMED) return void this.#pools.event(kind, id, a)
     const index = id >>> 0
     if (kind === KEY_IDLE) {
       this.idle(index, id)
@@ -597,6 +613,8 @@ export class EngineHost implements LeaseOwner {
       return false
     }
     this.drain(n, this.clock.now())
+    // What the pools changed before the close is still written.
+    this.#pools.poke()
     return true
   }
 
@@ -646,6 +664,7 @@ export class EngineHost implements LeaseOwner {
       }
     }
     this.#selfGrants.loseAll(closed)
+    this.#pools.trap(closed)
     for (const resource of this.names.byId) resource?.keys.clear()
     void this.closeStorage().catch(() => {})
     return closed
