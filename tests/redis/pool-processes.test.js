@@ -71,7 +71,7 @@ test('POOL-04: a process killed with kill -9 while its claim waits at the head t
     if ((await store.inspect()).find(e => e.name === 'seats')?.waiting === 1) break
     await sleep(10)
   }
-  const behind = seats.claim(2, { wait: 60_000 })
+  const behind = seats.claim(2, { wait: 25_000 })
   for (;;) {
     if ((await store.inspect()).find(e => e.name === 'seats')?.waiting === 2) break
     await sleep(10)
@@ -85,6 +85,27 @@ test('POOL-04: a process killed with kill -9 while its claim waits at the head t
   assert.equal(served.remaining, 1)
   await served.claim.release()
   assert.equal(await seats.remaining(), 3, 'the dead process holds nothing')
+})
+
+test('POOL-04: a process killed with kill -9 while its claim waits leaves the line at its heartbeat\'s deadline, with nobody else asking', async t => {
+  const server = await startRedis(t)
+  const [doomed] = await agents(t, server, 'h')
+  const store = await openTestStore(t, server)
+  const seats = store.pool('seats', { capacity: 1 })
+  await seats.claim(1)
+  doomed.send({ op: 'claim', id: 'c1', pool: 'seats', capacity: 1, n: 1, wait: 600_000 })
+  await doomed.next({ ev: 'claimAsked', id: 'c1' })
+  for (;;) {
+    if ((await store.inspect()).find(e => e.name === 'seats')?.waiting === 1) break
+    await sleep(10)
+  }
+  doomed.kill('SIGKILL')
+  // Its last heartbeat keeps its place for 10 s (BEAT); inspect reaps by the server's clock.
+  const end = Date.now() + 20_000
+  while ((await store.inspect()).find(e => e.name === 'seats')?.waiting !== 0) {
+    assert.ok(Date.now() < end, 'the dead claim still waits 20 s later')
+    await sleep(200)
+  }
 })
 
 test('POOL-02: claims answered claimed survive kill -9 of redis-server (appendfsync always) mid-traffic: the count is exactly capacity minus them', async t => {
