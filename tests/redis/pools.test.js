@@ -136,7 +136,12 @@ test('POOL-04: waiting claims are served in order across stores, the head not ov
   assert.equal(await seats.remaining(), 1, 'the small claim behind the head does not take the unit left')
   assert.deepEqual(await seats.claim(1), { claimed: false, remaining: 1 }, 'nor does a claim that would not wait')
   await held.claim.release()
-  const [bg, sm] = await Promise.all([big, small])
+  // Bounded: without the wake-up they would wait for ever (their clocks never move).
+  let timer
+  const [bg, sm] = await Promise.race([
+    Promise.all([big, small]),
+    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('not woken by the release')), 15_000))),
+  ]).finally(() => clearTimeout(timer))
   assert.deepEqual([bg.claimed, bg.remaining, sm.claimed, sm.remaining], [true, 2, true, 1])
 })
 
