@@ -23,6 +23,9 @@
  *   first), `e` + id of a tombstone. And `z`, after every deadline: the zset exists exactly while the
  *   meta does, so adding a deadline never makes a key without an expiry.
  *
+ * Pools (issue #16) keep theirs under `{p:NAME}`, changed by the `pool` entry point, which shares only
+ * the clock with the locks' Lua and documents its own layout and invariants (`scripts/pool.ts`).
+ *
  * # Invariants (every call keeps them before it answers)
  * - Every deadline is judged by the server's clock (`TIME`), never by a client's. A call that reads
  *   the clock first ends whatever is past its deadline (the reap step) when one may be due.
