@@ -229,3 +229,26 @@ test('#16 Functions and scripts: a pool works by FCALL and, where the library is
   assert.equal((await seats.claim(1)).remaining, 0)
   assert.equal(await seats.remaining(), 0)
 })
+
+test('#16: Redis unreachable — claims end with ClosedError after their wait and a grace, never hang; once Redis answers, the given-up claims took nothing', async t => {
+  const { server, a } = await twoStores(t)
+  const seats = a.pool('down', { capacity: 3 })
+  await seats.claim(2)
+  const waiting = seats.claim(2, { wait: 800 })
+  await until(a, 'down', e => e?.waiting === 1)
+  server.kill('SIGSTOP')
+  const stoppedAt = Date.now()
+  const ended = p => assert.rejects(p, ClosedError).then(() => Date.now() - stoppedAt)
+  const [now, waited, late] = await Promise.all([ended(seats.claim(1)), ended(waiting), ended(seats.claim(1, { wait: 500, id: 'late' }))])
+  assert.ok(now < 3_000, `a claim ended after ${now}ms`)
+  assert.ok(waited >= 700 && waited < 3_000, `a waiting claim ended after ${waited}ms`)
+  assert.ok(late >= 500 && late < 3_000, `a claim with a wait ended after ${late}ms`)
+  server.kill('SIGCONT')
+  // Redis ran the claims it had been sent, then the cancels sent when they were given up: undone.
+  const end = Date.now() + 5_000
+  while ((await seats.remaining()) !== 1) {
+    assert.ok(Date.now() < end, 'the given-up claims still hold units')
+    await sleep(20)
+  }
+  assert.equal((await seats.claim(1, { id: 'late' })).remaining, 0, 'an id given up on is a new claim')
+})

@@ -115,7 +115,7 @@ class Pending {
     this.key = `${state.keys[0]} ${id}`
     this.place = remember ? `pool ${pool.name}: claim ${JSON.stringify(id)}` : `pool ${pool.name}`
     this.waitUntil = now + wait
-    this.giveUpAt = now + (wait === Infinity ? Infinity : wait) + (wait === 0 ? PATIENCE : WAIT_GRACE)
+    this.giveUpAt = now + wait + WAIT_GRACE
     this.promise = new Promise((resolve, reject) => {
       this.resolve = resolve
       this.reject = reject
