@@ -3,6 +3,7 @@
 // compile on their own (no stripped internal type left dangling) and say what the API does.
 import { openStore, connect, memoryStorage, InvalidError, type ClaimResult, type Lease, type PoolInfo, type Store } from 'holdfast'
 import * as slim from 'holdfast/slim'
+import { openRedisStore } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
 
 export async function use(): Promise<number> {
@@ -27,4 +28,13 @@ export async function use(): Promise<number> {
   void slim.openStore
   void new InvalidError('x').code
   return fence + busy.length + lease.fence + (key?.length ?? 0) + left
+}
+
+/** Pools on Redis: the same handles and answers. */
+export async function useRedis(redis: unknown): Promise<number> {
+  const store = await openRedisStore({ redis })
+  const seats = store.pool('seats', { capacity: 10 })
+  const got: ClaimResult = await seats.claim(1, { id: 'order-1', wait: '1s', ttl: '10m' })
+  const pools: PoolInfo[] = (await store.inspect()).filter((e): e is PoolInfo => e.kind === 'pool')
+  return got.remaining + pools.length + (await seats.remaining())
 }
