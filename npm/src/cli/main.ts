@@ -1,11 +1,12 @@
 /**
  * The `holdfast` command (the package's `bin`): `serve` a store to other processes, `hold` a key while a
- * command runs, `inspect` the busy keys. `main(args)` answers the exit status; `bin/holdfast.js` calls it.
+ * command runs, `claim` units of a pool, `inspect` the busy keys and pools. `main(args)` answers the
+ * exit status; `bin/holdfast.js` calls it.
  *
  * Exit statuses of `hold`: the command's own (128+n when a signal n ended it); 1 when the key was still
  * held by another after `--wait` (nothing ran); 3 when the lease was lost (the command was stopped);
  * 2 for every other error (usage, bad duration, no token, unreachable server, refused token), with one
- * line on stderr. `serve` and `inspect` answer 0 or 2.
+ * line on stderr. `serve` and `inspect` answer 0 or 2; `claim` 0 (claimed), 1 (not enough left) or 2.
  */
 
 import { spawn } from 'node:child_process'
@@ -23,6 +24,7 @@ import {
   type KeyInfo,
   type Lease,
   type LockOptions,
+  type PoolInfo,
   type RemoteLock,
   type Store,
 } from '../entry/node.js'
@@ -38,7 +40,8 @@ Fair, fenced locks over a connection: a store server, and commands that hold its
 Commands:
   serve      run a store server (fences kept in a directory)
   hold       hold a key while a command runs, with the fence in HOLDFAST_FENCE
-  inspect    list the busy keys of a server
+  claim      claim units of a pool (a finite count, never below zero)
+  inspect    list the busy keys and pools of a server
 
 Run 'holdfast COMMAND --help' for a command's options.
 Options: -h, --help (this text), -v, --version (the package's version).
@@ -98,10 +101,31 @@ Exit status:
   2                any other error: usage, bad duration, no token, unreachable server, refused token
 `
 
+const CLAIM_USAGE = `Usage: holdfast claim URL POOL N [--id ID] [--capacity C] [--wait DURATION] [--ttl DURATION]
+                     [--token-file FILE]
+
+Claims N units of the pool POOL on the server at URL, and prints the claim's id and the units left.
+The claim holds its units until released (by its id, from any client), or until --ttl if given.
+
+Options:
+  --id ID              the claim's id (1 to 128 bytes): asked again, as a retry after a timeout,
+                       it answers the first claim and never takes units twice (default: a new one)
+  --capacity C         the pool's capacity if this is its first use (default: the pool must exist)
+  --wait DURATION      how long to wait in line for units released meanwhile (default 0)
+  --ttl DURATION       the units come back by themselves this long after the claim
+  --token-file FILE    the server's token (default: the environment variable HOLDFAST_TOKEN)
+  -h, --help           this text
+
+Exit status: 0 claimed (prints "claimed ID: N units, R left"); 1 not enough left (prints
+"not claimed: R left"); 2 any other error (usage, no token, unreachable server, a server
+without pools).
+`
+
 const INSPECT_USAGE = `Usage: holdfast inspect URL [--token-file FILE] [--json]
 
 Prints the busy keys of the server at URL: kind, name, key, holders (fence and how long held),
-and how many wait. URL may be a Redis (redis://HOST:PORT): the keys holdfast/redis keeps there.
+and how many wait; then its pools: name, capacity, units left, open claims, claims waiting.
+URL may be a Redis (redis://HOST:PORT): the keys holdfast/redis keeps there.
 
 Options:
   --token-file FILE  the server's token (default: the environment variable HOLDFAST_TOKEN)
@@ -173,7 +197,7 @@ function duration(value: string | undefined, name: string, fallback: number): nu
 /** What `hold` and `inspect` use of a store over a connection or in Redis. */
 interface ClientStore {
   lock(name: string, options: LockOptions): Pick<RemoteLock, 'hold'>
-  inspect(): Promise<KeyInfo[]>
+  inspect(): Promise<(KeyInfo | PoolInfo)[]>
   close(): Promise<void>
 }
 
@@ -247,6 +271,8 @@ export async function main(args: string[]): Promise<number> {
         return await hold(rest)
       case 'inspect':
         return await inspect(rest)
+      case 'claim':
+        return await claim(rest)
       case 'help':
         return help(rest[0])
       case '-h':
@@ -261,7 +287,7 @@ export async function main(args: string[]): Promise<number> {
         process.stderr.write(USAGE)
         return 2
       default:
-        throw new UsageError(`unknown command ${JSON.stringify(command)} (commands: serve, hold, inspect; see holdfast --help)`)
+        throw new UsageError(`unknown command ${JSON.stringify(command)} (commands: serve, hold, claim, inspect; see holdfast --help)`)
     }
   } catch (error) {
     warn(error instanceof Error ? error.message : String(error))
@@ -271,8 +297,18 @@ export async function main(args: string[]): Promise<number> {
 
 function help(command: string | undefined): number {
   const text =
-    command === 'serve' ? SERVE_USAGE : command === 'hold' ? HOLD_USAGE : command === 'inspect' ? INSPECT_USAGE : command === undefined ? USAGE : undefined
-  if (text === undefined) throw new UsageError(`help: unknown command ${JSON.stringify(command)} (commands: serve, hold, inspect)`)
+    command === 'serve'
+      ? SERVE_USAGE
+      : command === 'hold'
+        ? HOLD_USAGE
+        : command === 'claim'
+          ? CLAIM_USAGE
+          : command === 'inspect'
+            ? INSPECT_USAGE
+            : command === undefined
+              ? USAGE
+              : undefined
+  if (text === undefined) throw new UsageError(`help: unknown command ${JSON.stringify(command)} (commands: serve, hold, claim, inspect)`)
   process.stdout.write(text)
   return 0
 }
@@ -596,6 +632,45 @@ function killGroup(child: ReturnType<typeof spawn>, signal: NodeJS.Signals): voi
   }
 }
 
+// ---- claim ----
+
+async function claim(args: string[]): Promise<number> {
+  const spec: Spec = { id: 'value', capacity: 'value', wait: 'value', ttl: 'value', 'token-file': 'value' }
+  const { options, positionals, help } = parseArgs(args, spec, 'claim')
+  if (help) {
+    process.stdout.write(CLAIM_USAGE)
+    return 0
+  }
+  if (positionals.length !== 3) throw new UsageError(`claim: give URL POOL N, as in holdfast claim ws://127.0.0.1:7420 seats 2 (see holdfast claim --help)`)
+  const [url, name, count] = positionals as [string, string, string]
+  const n = wholeNumber(count, 'N')
+  const capacity = options.has('capacity') ? wholeNumber(options.get('capacity')!, '--capacity') : undefined
+  const wait = duration(options.get('wait'), 'wait', 0)
+  const ttl = options.has('ttl') ? duration(options.get('ttl'), 'ttl', 0) : undefined
+  if (/^rediss?:\/\//.test(url)) throw new UsageError(`claim: ${url}: pools are not kept in Redis yet; give a server's ws:// URL`)
+  const remote = await connect(url, { token: clientToken(options.get('token-file'), 'claim') })
+  try {
+    const pool = remote.pool(name, capacity === undefined ? undefined : { capacity })
+    const id = options.get('id')
+    const got = await pool.claim(n, { wait, ...(id === undefined ? {} : { id }), ...(ttl ? { ttl } : {}) })
+    if (!got.claimed) {
+      process.stdout.write(`not claimed: ${got.remaining} left\n`)
+      return 1
+    }
+    process.stdout.write(`claimed ${escapeControls(JSON.stringify(got.claim.id))}: ${got.claim.units} units, ${got.remaining} left\n`)
+    return 0
+  } finally {
+    await remote.close().catch(() => {})
+  }
+}
+
+/** A whole number of units, from the command line. */
+function wholeNumber(text: string, what: string): number {
+  const n = /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : Number.NaN
+  if (!Number.isSafeInteger(n)) throw new UsageError(`claim: ${what} ${JSON.stringify(text)} must be a whole number from 1`)
+  return n
+}
+
 // ---- inspect ----
 
 async function inspect(args: string[]): Promise<number> {
@@ -608,9 +683,9 @@ async function inspect(args: string[]): Promise<number> {
   const url = positionals[0]!
   const remote = await openClient(url, options.get('token-file'), 'inspect')
   let timer: ReturnType<typeof setTimeout> | undefined
-  let entries: KeyInfo[]
+  let all: (KeyInfo | PoolInfo)[]
   try {
-    entries = await Promise.race([
+    all = await Promise.race([
       remote.inspect(),
       new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new UsageError(`inspect: ${url}: no answer from the server within 10s`)), 10_000))),
     ])
@@ -618,23 +693,35 @@ async function inspect(args: string[]): Promise<number> {
     clearTimeout(timer)
     await remote.close().catch(() => {})
   }
-  entries = [...entries].sort((a, b) => cmp(a.kind, b.kind) || cmp(a.name, b.name) || cmp(a.key, b.key))
+  const entries = all.filter((e): e is KeyInfo => e.kind !== 'pool').sort((a, b) => cmp(a.kind, b.kind) || cmp(a.name, b.name) || cmp(a.key, b.key))
+  const pools = all.filter((e): e is PoolInfo => e.kind === 'pool').sort((a, b) => cmp(a.name, b.name))
   if (options.has('json')) {
-    process.stdout.write(`${escapeControls(JSON.stringify(entries, null, 2))}\n`)
+    process.stdout.write(`${escapeControls(JSON.stringify([...entries, ...pools], null, 2))}\n`)
     return 0
   }
-  if (entries.length === 0) {
-    process.stdout.write('no busy keys\n')
-    return 0
+  if (entries.length === 0) process.stdout.write('no busy keys\n')
+  else {
+    const rows = [['KIND', 'NAME', 'KEY', 'HOLDERS', 'WAITING']]
+    for (const e of entries) {
+      const holders = e.holders.map(h => `fence ${h.fence} (${age(h.heldMs)})`).join(', ')
+      rows.push([e.kind, e.name, showKey(e.key), holders || '-', String(e.waiting)])
+    }
+    table(rows)
   }
-  const rows = [['KIND', 'NAME', 'KEY', 'HOLDERS', 'WAITING']]
-  for (const e of entries) {
-    const holders = e.holders.map(h => `fence ${h.fence} (${age(h.heldMs)})`).join(', ')
-    rows.push([e.kind, e.name, showKey(e.key), holders || '-', String(e.waiting)])
+  if (pools.length > 0) {
+    process.stdout.write('\n')
+    table([
+      ['POOL', 'CAPACITY', 'LEFT', 'CLAIMS', 'WAITING'],
+      ...pools.map(p => [p.name, String(p.capacity), String(p.remaining), String(p.claims), String(p.waiting)]),
+    ])
   }
+  return 0
+}
+
+/** Rows as columns padded to their widest cell (the last one not padded). */
+function table(rows: string[][]): void {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
   for (const r of rows) process.stdout.write(`${r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')}\n`)
-  return 0
 }
 
 function cmp(a: string, b: string): number {

@@ -147,8 +147,19 @@ export class Store implements LockStore, ServedStore {
    */
   inspect(): (KeyInfo | PoolInfo)[] {
     const keys: (KeyInfo | PoolInfo)[] = this.inspectKeys()
-    for (const pool of this.#pools.inspect()) keys.push(pool)
+    for (const pool of this.inspectPools()) keys.push(pool)
     return keys
+  }
+
+  /** @internal The pools only (what a served store lists over the wire). */
+  inspectPools(): PoolInfo[] {
+    this.#host.checkOpen('inspect')
+    return this.#pools.inspect()
+  }
+
+  /** @internal A pool for a client's frame: made with `capacity` if new; 0: the pool as it is. */
+  _servedPool(name: string, capacity: number): Pool {
+    return this.#pools.servedPool(name, capacity)
   }
 
   /** @internal The busy keys only (what a served store lists over the wire). */
