@@ -30,8 +30,10 @@ if [ ! -x npm/node_modules/.bin/tsc ]; then
 fi
 
 missing=0
-for tool in bun node deno wrangler workerd; do [ -x "tests/runtimes/node_modules/.bin/$tool" ] || missing=1; done
-# Node 26's `node` bin would clash with Node 24's in .bin: it is run from its own package's folder.
+for tool in bun deno wrangler workerd; do [ -x "tests/runtimes/node_modules/.bin/$tool" ] || missing=1; done
+[ -x tests/runtimes/node_modules/node/bin/node ] || missing=1
+# Node 24 and Node 26 both bring a `node` bin, and npm links either one into .bin: each is run from
+# its own package's folder (node_modules/node/bin/node, node_modules/node26/bin/node), never from .bin.
 [ -x tests/runtimes/node_modules/node26/bin/node ] || missing=1
 if [ "$missing" = 1 ]; then
   say "installing Node 24, Node 26, Bun, Deno, wrangler and workerd from npm"

@@ -12,18 +12,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runtimes=${RUNTIMES:-"node20 node26"}
-work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-clitest.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-(cd "$root/npm" && npm pack --silent --pack-destination "$work" >/dev/null)
-tarball=$(ls "$work"/holdfast-*.tgz)
-echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
-
-mkdir "$work/project"
-cp "$root"/tests/cli/*.js "$work/project/"
-cd "$work/project"
-printf '{ "name": "holdfast-cli-user", "private": true, "type": "module" }\n' > package.json
-npm install --no-audit --no-fund --silent "$tarball"
+source "$root/tests/user-project.sh"
+user_project cli "$root/npm" "$root"/tests/cli/*.js
 bin="$work/project/node_modules/.bin/holdfast"
 [ -x "$bin" ] || { echo "the package installed no executable node_modules/.bin/holdfast"; exit 1; }
 status=0
@@ -36,6 +26,8 @@ for rt in $runtimes; do
   if [ -n "${FILES:-}" ]; then tests=$(for f in $FILES; do echo "$f.test.js"; done)
   elif [ $all = 1 ]; then tests=$(ls *.test.js)
   else tests="hold.test.js serve.test.js"; fi
+  # A missing runtime would leave a dangling link below, and PATH would find the machine's node instead.
+  [ -x "$node" ] || { echo "no $rt at $node: run tests/setup.sh"; exit 1; }
   # A directory whose `node` is this runtime, first on PATH: the command's `#!/usr/bin/env node` finds it.
   mkdir -p "$work/path-$rt" && ln -sf "$node" "$work/path-$rt/node"
   echo "== CLI tests with $bin ($("$bin" --version)) under node $("$node" --version): $(echo $tests)"

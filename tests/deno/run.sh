@@ -16,21 +16,12 @@ pkg=${PKG_DIR:-$root/npm}
 deno="$root/tests/runtimes/node_modules/.bin/deno"
 [ -x "$deno" ] || { echo "no Deno: run npm ci in tests/runtimes" >&2; exit 2; }
 export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1
-work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-deno.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-(cd "$pkg" && npm pack --silent --pack-destination "$work" >/dev/null)
-tarball=$(ls "$work"/holdfast-*.tgz)
-echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1)); $("$deno" --version | head -1)"
-
 # A fresh project, as a Deno user with a package.json makes it. @types/node lets Deno type-check the
 # TypeScript tests, which import node:assert (in a package.json project Deno takes it from node_modules).
-mkdir "$work/project"
-cp "$root"/tests/js/*.js "$root"/tests/deno/*.ts "$work/project/"
-cd "$work/project"
-printf '{ "name": "holdfast-deno-user", "private": true, "type": "module" }\n' > package.json
+echo "== $("$deno" --version | head -1)"
 types_node=$(cd "$root/npm" && node -p 'require("./package.json").devDependencies["@types/node"]')
-npm install --no-audit --no-fund --silent "$tarball" "@types/node@$types_node"
+source "$root/tests/user-project.sh"
+user_project deno "$pkg" "$root"/tests/js/*.js "$root"/tests/deno/*.ts -- "@types/node@$types_node"
 js_tests=$(ls *.test.js)
 
 passed=0

@@ -2,8 +2,6 @@
 // `npm pack` built it and a user installed it (tests/js/run.sh sets that up).
 import { openStore, memoryStorage } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
-import v8 from 'node:v8'
-import vm from 'node:vm'
 
 /** A store on memory storage and a manual clock: time moves only when a test says so. */
 export async function openTestStore(options = {}) {
@@ -32,22 +30,9 @@ export async function isSettled(promise) {
   return done
 }
 
-let collect
-/**
- * A full garbage collection. Node: `gc`, exposed at run time, taken once (each `runInNewContext`
- * makes a context, which would be counted); Bun: `Bun.gc`.
- */
-export function fullGc() {
-  if (collect === undefined) {
-    if (typeof Bun !== 'undefined') collect = () => Bun.gc(true)
-    else {
-      v8.setFlagsFromString('--expose-gc')
-      collect = vm.runInNewContext('gc')
-    }
-  }
-  collect()
-  collect()
-}
+import { fullGc } from './gc.js'
+
+export { fullGc }
 
 /**
  * Collects garbage and lets finalizers run (they come in a later turn) until `done()` holds, at most

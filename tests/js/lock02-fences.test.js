@@ -149,6 +149,34 @@ test('LOCK-02: no fence is handed out above what storage acknowledged; a failed 
   await store.close()
 })
 
+test('LOCK-02, #14: a storage.set that throws at once (no promise) fails the holds past the kept ceiling with StorageError, and never hangs them', async () => {
+  // The core asks for the write from inside a hold; a synchronous throw must come back as a failed
+  // write, not escape into wasm or leave the write unanswered.
+  const broken = new Error('read-only file system')
+  let throwNow = false
+  let writes = 0
+  const values = new Map()
+  const storage = {
+    get: key => values.get(key),
+    set(key, value) {
+      writes++
+      if (throwNow) throw broken
+      values.set(key, value)
+    },
+  }
+  const { store } = await openTestStore({ storage })
+  const l = store.lock('x')
+  throwNow = true
+  let fence = 0
+  for (let i = 0; i < 1_000_000; i++) fence = await l.hold('k', lease => lease.fence)
+  assert.equal(fence, 1_000_000, 'fences up to the kept ceiling go on')
+  assert.ok(writes >= 2, 'the next ceiling was asked for')
+  await assert.rejects(l.hold('k', lease => lease.fence), e => e instanceof StorageError && e.cause === broken)
+  throwNow = false
+  assert.equal(await l.hold('k', lease => lease.fence), 1_000_001)
+  await store.close()
+})
+
 test('LOCK-02: close waits for a fence write under way before it lets the storage go', async () => {
   const storage = countingStorage()
   let closedStorage = false

@@ -33,23 +33,37 @@ test('LOCK-06: fn returning, throwing, rejecting or throwing synchronously lets 
 test('LOCK-06: fn answering a thenable (not a promise) keeps the key until it settles, held at once or after a wait', async () => {
   const { store } = await openTestStore()
   const l = store.lock('x', { wait: Infinity })
-  const thenable = (value, fail) => ({ then: (resolve, reject) => setTimeout(() => (fail ? reject(value) : resolve(value)), 5) })
+  // A thenable the test settles when it says so (never a timer: the check in between must see it pending).
+  const thenable = (value, fail) => {
+    const g = gate()
+    const t = { then: (resolve, reject) => g.promise.then(() => (fail ? reject(value) : resolve(value))), settle: g.open }
+    return t
+  }
   for (const waited of [false, true]) {
     const first = waited ? await l.acquire('k') : undefined
-    const ok = l.hold('k', () => thenable('later'))
+    const pending = thenable('later')
+    const ok = l.hold('k', () => pending)
     await first?.release()
     await settle()
     assert.deepEqual(await l.tryHold('k', () => 'barged'), { acquired: false }, 'held while the thenable is pending')
+    pending.settle()
     assert.equal(await ok, 'later')
     await assertFree(l, 'k')
     const failure = new Error('thenable rejected')
-    await assert.rejects(l.hold('k', () => thenable(failure, true)), e => e === failure)
+    const failing = thenable(failure, true)
+    const rejected = l.hold('k', () => failing)
+    await settle()
+    assert.deepEqual(await l.tryHold('k', () => 'barged'), { acquired: false }, 'held while the failing thenable is pending')
+    failing.settle()
+    await assert.rejects(rejected, e => e === failure)
     await assertFree(l, 'k')
   }
   // Lost while a thenable is pending: the loss is the answer, fn's value notwithstanding.
-  const closing = l.hold('k', () => thenable('too late'))
+  const late = thenable('too late')
+  const closing = l.hold('k', () => late)
   await settle()
   await store.close()
+  late.settle()
   await assert.rejects(closing, ClosedError)
 })
 

@@ -9,26 +9,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runtimes=${RUNTIMES-"node20 node24 node26 bun"}
 bin="$root/tests/runtimes/node_modules/.bin"
-work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-pkgtest.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-(cd "$root/npm" && npm pack --silent --pack-destination "$work" >/dev/null)
-tarball=$(ls "$work"/holdfast-*.tgz)
-echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
-
-# A fresh project, as a user would make it.
-mkdir "$work/project"
-cp "$root"/tests/js/*.js "$work/project/"
-cd "$work/project"
-printf '{ "name": "holdfast-user", "private": true, "type": "module" }\n' > package.json
-npm install --no-audit --no-fund --silent "$tarball"
+source "$root/tests/user-project.sh"
+user_project js "$root/npm" "$root"/tests/js/*.js
 tests=$(ls *.test.js)
 
 status=0
 for rt in $runtimes; do
   case $rt in
     node20) cmd=(node --test --test-reporter=spec $tests) ;;
-    node24) cmd=("$bin/node" --test --test-reporter=spec $tests) ;;
+    node24) cmd=("$root/tests/runtimes/node_modules/node/bin/node" --test --test-reporter=spec $tests) ;;
     node26) cmd=("$root/tests/runtimes/node_modules/node26/bin/node" --test --test-reporter=spec $tests) ;;
     bun) cmd=("$bin/bun" test $(printf './%s ' $tests)) ;;
     *) echo "unknown runtime $rt"; exit 2 ;;

@@ -4,14 +4,12 @@
 // processes (agent.js) driven through stdin and watched through stdout, one JSON line per event.
 import { spawn } from 'node:child_process'
 import assert from 'node:assert/strict'
-import { createInterface } from 'node:readline'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, connect as tcp } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { Proc as SharedProc } from './proc.js'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
 export const CLIENT = process.env.HOLDFAST_REDIS_CLIENT || 'ioredis'
 export const REDIS_SERVER = process.env.HOLDFAST_REDIS_SERVER || 'redis-server'
 export const RUNTIMES = {
@@ -222,72 +220,10 @@ export async function commandStats(port) {
   return calls
 }
 
-/** A child process that speaks JSON lines; every event is kept, and `next()` waits for one. */
-export class Proc {
+/** An agent process (agent.js) that speaks JSON lines. */
+export class Proc extends SharedProc {
   constructor(runtime, args, name) {
-    this.name = name
-    this.events = []
-    this.waiters = []
-    this.stderr = ''
-    this.child = spawn(runtime, [path.join(here, 'agent.js'), ...args], { cwd: here, stdio: ['pipe', 'pipe', 'pipe'] })
-    this.pid = this.child.pid
-    this.exited = new Promise(resolve => this.child.on('exit', (code, signal) => resolve((this.exit = { code, signal }))))
-    this.child.stderr.on('data', d => (this.stderr += d))
-    this.child.stdin.on('error', () => {})
-    createInterface({ input: this.child.stdout }).on('line', line => {
-      let event
-      try {
-        event = JSON.parse(line)
-      } catch {
-        event = { ev: 'stdout', line }
-      }
-      this.events.push(event)
-      for (const w of [...this.waiters]) if (w.match(event)) w.resolve(event)
-    })
-  }
-
-  send(cmd) {
-    this.child.stdin.write(JSON.stringify(cmd) + '\n')
-  }
-
-  /** The first event (seen already since `since`, or to come) that matches; rejects after `ms`. */
-  next(match, ms = 10_000, { since = 0 } = {}) {
-    const m = typeof match === 'function' ? match : e => Object.entries(match).every(([k, v]) => e[k] === v)
-    const seen = this.events.slice(since).find(m)
-    if (seen) return Promise.resolve(seen)
-    return new Promise((resolve, reject) => {
-      const w = { match: m }
-      const timer = setTimeout(() => {
-        this.waiters.splice(this.waiters.indexOf(w), 1)
-        reject(new Error(`${this.name}: no event ${JSON.stringify(match)} in ${ms}ms; events: ${JSON.stringify(this.events.slice(-6))}; stderr: ${this.stderr.slice(-800)}`))
-      }, ms)
-      w.resolve = e => {
-        clearTimeout(timer)
-        this.waiters.splice(this.waiters.indexOf(w), 1)
-        resolve(e)
-      }
-      this.waiters.push(w)
-    })
-  }
-
-  request(cmd, match, ms) {
-    const since = this.events.length
-    this.send(cmd)
-    return this.next(match, ms, { since })
-  }
-
-  kill(signal = 'SIGKILL') {
-    try {
-      process.kill(this.pid, signal)
-    } catch {}
-  }
-
-  async stop() {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.kill('SIGCONT')
-      this.kill('SIGKILL')
-    }
-    await this.exited
+    super(runtime, 'agent.js', args, name)
   }
 }
 

@@ -18,22 +18,12 @@ runtimes=${RUNTIMES:-"node20 node24 bun"}
 clients=${CLIENTS:-"ioredis node-redis"}
 bin="$root/tests/runtimes/node_modules/.bin"
 bash "$root/tests/redis/install.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-redistest.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-(cd "$root/npm" && npm pack --silent --pack-destination "$work" >/dev/null)
-tarball=$(ls "$work"/holdfast-*.tgz)
-echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
-
-mkdir "$work/project"
-cp "$root"/tests/redis/*.js "$work/project/"
-cd "$work/project"
-printf '{ "name": "holdfast-redis-user", "private": true, "type": "module" }\n' > package.json
-npm install --no-audit --no-fund --silent "$tarball" "ioredis@${IOREDIS:-5}" "redis@${NODE_REDIS:-5}"
+source "$root/tests/user-project.sh"
+user_project redis "$root/npm" "$root"/tests/redis/*.js -- "ioredis@${IOREDIS:-5}" "redis@${NODE_REDIS:-5}"
 each="contracts.test.js unreachable.test.js pools.test.js"
 if [ -n "${FILES:-}" ]; then all=$(for f in $FILES; do echo "$f.test.js"; done); each=$all; else all=$(ls *.test.js); fi
 
-export HOLDFAST_NODE20=$(command -v node) HOLDFAST_NODE24="$bin/node" HOLDFAST_BUN="$bin/bun"
+export HOLDFAST_NODE20=$(command -v node) HOLDFAST_NODE24="$root/tests/runtimes/node_modules/node/bin/node" HOLDFAST_BUN="$bin/bun"
 echo "== $(redis-server --version | cut -d' ' -f1-3); ioredis $(node -p 'require("ioredis/package.json").version'), redis $(node -p 'require("redis/package.json").version')"
 status=0
 first=1
@@ -43,7 +33,7 @@ for rt in $runtimes; do
     first=0
     case $rt in
       node20) cmd=(node --test --test-concurrency=1 --test-reporter=spec $tests) ;;
-      node24) cmd=("$bin/node" --test --test-concurrency=1 --test-reporter=spec $tests) ;;
+      node24) cmd=("$root/tests/runtimes/node_modules/node/bin/node" --test --test-concurrency=1 --test-reporter=spec $tests) ;;
       bun) cmd=("$bin/bun" test --timeout 120000 $(printf './%s ' $tests)) ;;
       *) echo "unknown runtime $rt"; exit 2 ;;
     esac

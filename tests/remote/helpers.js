@@ -1,20 +1,14 @@
 // The harness of the remote tests: real processes (a server, clients, a TCP proxy) talking over real
 // sockets on 127.0.0.1 or Unix sockets, driven through their stdin and watched through their stdout
 // (one JSON line per event). Nothing is mocked.
-import { spawn } from 'node:child_process'
-import { createInterface } from 'node:readline'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
-import v8 from 'node:v8'
-import vm from 'node:vm'
 import assert from 'node:assert/strict'
 import WebSocket from 'ws'
 import net from 'node:net'
 import { encode, framesOf, masked } from './frames.js'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
 
 /** The runtimes: the one running the tests, and those the runner names (else the same one). */
 export const RUNTIMES = {
@@ -34,96 +28,9 @@ export function tempDir(t, prefix = 'holdfast-remote-') {
   return dir
 }
 
-/** A child process that speaks JSON lines; every event is kept, and `next()` waits for one. */
-export class Proc {
-  constructor(runtime, script, args, name = path.basename(script, '.js')) {
-    this.name = name
-    this.events = []
-    this.waiters = []
-    this.stderr = ''
-    this.child = spawn(runtime, [path.join(here, script), ...args], { cwd: here, stdio: ['pipe', 'pipe', 'pipe'] })
-    this.pid = this.child.pid
-    this.exited = new Promise(resolve =>
-      this.child.on('exit', (code, signal) => {
-        this.exit = { code, signal }
-        resolve(this.exit)
-        // Nothing more will come: whoever waits is told now, not at its timeout.
-        for (const w of [...this.waiters]) w.gone?.()
-      }),
-    )
-    this.child.stderr.on('data', d => (this.stderr += d))
-    this.child.stdin.on('error', () => {})
-    createInterface({ input: this.child.stdout }).on('line', line => {
-      let event
-      try {
-        event = JSON.parse(line)
-      } catch {
-        event = { ev: 'stdout', line }
-      }
-      this.events.push(event)
-      for (const w of [...this.waiters]) if (w.match(event)) w.resolve(event)
-    })
-  }
+import { Proc } from './proc.js'
 
-  send(cmd) {
-    this.child.stdin.write(JSON.stringify(cmd) + '\n')
-  }
-
-  /** Sends a command and waits for the first event after it that matches. */
-  request(cmd, match, ms = 10_000) {
-    const since = this.events.length
-    this.send(cmd)
-    return this.next(match, ms, { since })
-  }
-
-  /** The first event (already seen, or to come) that matches; rejects after `ms`. */
-  next(match, ms = 10_000, { since = 0 } = {}) {
-    const m = typeof match === 'function' ? match : e => Object.entries(match).every(([k, v]) => e[k] === v)
-    const seen = this.events.slice(since).find(m)
-    if (seen) return Promise.resolve(seen)
-    if (this.exit) return Promise.reject(new Error(`${this.name}: exited (${JSON.stringify(this.exit)}); stderr: ${this.stderr.slice(-800)}`))
-    return new Promise((resolve, reject) => {
-      const w = { match: m }
-      const timer = setTimeout(() => {
-        this.waiters.splice(this.waiters.indexOf(w), 1)
-        reject(new Error(`${this.name}: no event ${JSON.stringify(typeof match === 'function' ? String(match) : match)} in ${ms}ms; events: ${JSON.stringify(this.events.slice(-8))}; stderr: ${this.stderr.slice(-800)}`))
-      }, ms)
-      w.resolve = e => {
-        clearTimeout(timer)
-        this.waiters.splice(this.waiters.indexOf(w), 1)
-        resolve(e)
-      }
-      w.gone = () => {
-        clearTimeout(timer)
-        this.waiters.splice(this.waiters.indexOf(w), 1)
-        reject(new Error(`${this.name}: exited (${JSON.stringify(this.exit)}) before event ${JSON.stringify(typeof match === 'function' ? String(match) : match)}; events: ${JSON.stringify(this.events.slice(-8))}; stderr: ${this.stderr.slice(-800)}`))
-      }
-      this.waiters.push(w)
-    })
-  }
-
-  /** Whether an event matching has been seen. */
-  saw(match) {
-    return this.events.some(e => Object.entries(match).every(([k, v]) => e[k] === v))
-  }
-
-  kill(signal = 'SIGKILL') {
-    try {
-      process.kill(this.pid, signal)
-    } catch {
-      // already gone
-    }
-  }
-
-  /** Ends the process (SIGKILL) and waits for it: the cleanup of every test. */
-  async stop() {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.kill('SIGCONT')
-      this.kill('SIGKILL')
-    }
-    await this.exited
-  }
-}
+export { Proc }
 
 /** Every process a test started, stopped after it. */
 export function procs(t) {
@@ -230,19 +137,7 @@ export async function rawClient(url) {
   return client
 }
 
-let collect
-/** A full garbage collection. Node: `gc`, exposed at run time, taken once; Bun: `Bun.gc`. */
-export function fullGc() {
-  if (collect === undefined) {
-    if (typeof Bun !== 'undefined') collect = () => Bun.gc(true)
-    else {
-      v8.setFlagsFromString('--expose-gc')
-      collect = vm.runInNewContext('gc')
-    }
-  }
-  collect()
-  collect()
-}
+export { fullGc } from './gc.js'
 
 /**
  * A client that never reads: a raw TCP connection that upgrades to WebSocket (by hand, over

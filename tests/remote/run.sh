@@ -15,22 +15,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runtimes=${RUNTIMES:-"node20 bun"}
 bin="$root/tests/runtimes/node_modules/.bin"
-work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-remotetest.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-(cd "$root/npm" && npm pack --silent --pack-destination "$work" >/dev/null)
-tarball=$(ls "$work"/holdfast-*.tgz)
-echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
-
-mkdir "$work/project"
-cp "$root"/tests/remote/*.js "$work/project/"
-cd "$work/project"
-printf '{ "name": "holdfast-remote-user", "private": true, "type": "module" }\n' > package.json
+source "$root/tests/user-project.sh"
 # ws is holdfast's own dependency; the raw test clients import it too.
-npm install --no-audit --no-fund --silent "$tarball"
+user_project remote "$root/npm" "$root"/tests/remote/*.js
 if [ -n "${FILES:-}" ]; then tests=$(for f in $FILES; do echo "$f.test.js"; done); else tests=$(ls *.test.js); fi
 
-export HOLDFAST_NODE20=$(command -v node) HOLDFAST_NODE24="$bin/node" HOLDFAST_NODE26="$root/tests/runtimes/node_modules/node26/bin/node" HOLDFAST_BUN="$bin/bun"
+export HOLDFAST_NODE20=$(command -v node) HOLDFAST_NODE24="$root/tests/runtimes/node_modules/node/bin/node" HOLDFAST_NODE26="$root/tests/runtimes/node_modules/node26/bin/node" HOLDFAST_BUN="$bin/bun"
 status=0
 for rt in $runtimes; do
   case $rt in

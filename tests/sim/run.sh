@@ -43,7 +43,7 @@ status=0
 for rt in $runtimes; do
   case $rt in
     node20) cmd=(node) ;;
-    node24) cmd=("$bin/node") ;;
+    node24) cmd=("$root/tests/runtimes/node_modules/node/bin/node") ;;
     bun) cmd=("$bin/bun") ;;
     *) echo "unknown runtime $rt" >&2; exit 2 ;;
   esac

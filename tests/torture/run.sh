@@ -35,7 +35,7 @@ cd "$work"
 
 case "${TORTURE_RUNTIME:-node}" in
   node | node20) export TORTURE_RUNTIME=$(command -v node) ;;
-  node24) export TORTURE_RUNTIME="$bin/node" ;;
+  node24) export TORTURE_RUNTIME="$root/tests/runtimes/node_modules/node/bin/node" ;;
   bun) export TORTURE_RUNTIME="$bin/bun" ;;
 esac
 

@@ -14,7 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pkg=${PKG_DIR:-$root/npm}
 runtimes="$root/tests/runtimes/node_modules"
-node24="$runtimes/.bin/node"
+node24="$runtimes/node/bin/node"  # not .bin/node: npm may link it to node26's binary
 for bin in node wrangler workerd; do
   [ -x "$runtimes/.bin/$bin" ] || { echo "no $bin in tests/runtimes: run npm ci there" >&2; exit 2; }
 done

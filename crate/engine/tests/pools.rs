@@ -662,3 +662,15 @@ fn a_ttl_claim_comes_back_unless_confirmed_and_a_confirm_is_answered_once_writte
         "confirmed for good"
     );
 }
+
+#[test]
+fn a_store_keeps_at_most_max_pools_pools() {
+    let mut e = opened();
+    for i in 0..holdfast_engine::bounds::MAX_POOLS {
+        e.pool(&format!("p{i}"), 1).unwrap();
+    }
+    let err = e.pool("one-more", 1).unwrap_err();
+    assert_eq!(err.code(), "limit");
+    assert!(err.to_string().contains("100000"), "{err}");
+    assert!(e.pool("p7", 1).is_ok(), "a pool it has is still named");
+}

@@ -8,10 +8,12 @@
 //!   See [`buffer`] for its layout.
 //! - Errors on the hot path are negative return values ([`status`]); their message is fetched only when
 //!   one happens. Errors elsewhere are thrown as JavaScript `Error`s with a `code` property.
-//! - Storage is the host's `{ get(key), set(key, value) }` object. The bindings await it (through
-//!   `wasm-bindgen-futures`) when the store opens and whenever the engine asks for the next fence
-//!   ceiling; when such a write settles they call the host's `wake` function, and the host calls
-//!   [`Core::apply_writes`] with the time, so that the engine still never reads a clock.
+//! - The bindings do no I/O and await nothing: the host does all of it, in one language. The host
+//!   reads the stored fence ceiling and passes it to [`open_core`]; whenever the engine asks for the
+//!   next ceiling to be kept, the bindings call the host's `persist(key, value, ceiling)` function at
+//!   once (synchronously, from inside the call that asked), and the host writes it to its storage and
+//!   answers [`Core::ceiling_written`] with the outcome and the time, so that the engine still never
+//!   reads a clock. (Decided in #14 with a measurement: docs/architecture.md, "Storage I/O".)
 //! - Uncontended grants need no call at all: the host borrows a block of fences ([`Core::lend`]) and
 //!   grants a free key of a lock itself, taking the next fence of the block from the buffer
 //!   ([`buffer::FENCE_NEXT`]). Every other call that can touch the engine first gives back what the
@@ -30,10 +32,9 @@ use std::rc::Rc;
 use holdfast_engine::{
     bounds, fence, Cancelled, Engine, Error, Event, Failure, Hold, Id, Kind, ResourceId,
 };
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Function, Reflect};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
 
 /// The key under which a store keeps its fence ceiling in the host's storage.
 pub const FENCE_KEY: &str = "holdfast.fences";
@@ -128,16 +129,6 @@ pub mod status {
     }
 }
 
-#[wasm_bindgen]
-extern "C" {
-    /// The host's storage: string keys to string values; either method may return a promise.
-    pub type Storage;
-    #[wasm_bindgen(method, catch)]
-    fn get(this: &Storage, key: &str) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(method, catch)]
-    fn set(this: &Storage, key: &str, value: &str) -> Result<JsValue, JsValue>;
-}
-
 /// A JavaScript `Error` with a stable `code`.
 pub(crate) fn js_error(code: &str, message: &str, cause: Option<&JsValue>) -> JsValue {
     let error = js_sys::Error::new(message);
@@ -152,29 +143,10 @@ fn engine_error(error: &Error) -> JsValue {
     js_error(error.code(), &error.to_string(), None)
 }
 
-/// Awaits what a storage method answered, a promise or a plain value.
-async fn settle_value(answer: Result<JsValue, JsValue>) -> Result<JsValue, JsValue> {
-    JsFuture::from(Promise::resolve(&answer?)).await
-}
-
-async fn write_ceiling(storage: &Storage, ceiling: u64) -> Result<(), JsValue> {
-    settle_value(storage.set(FENCE_KEY, &fence::encode_ceiling(ceiling)))
-        .await
-        .map(drop)
-}
-
-/// The outcome of a fence write, kept until the host calls `applyWrites`.
-enum Written {
-    Ok(u64),
-    Failed(u64),
-}
-
 struct Inner {
     engine: Engine,
-    storage: Storage,
-    wake: Function,
-    written: Vec<Written>,
-    storage_error: JsValue,
+    /// The host's `persist(key, value, ceiling)`: starts a write and answers nothing.
+    persist: Function,
     last_error: String,
 }
 
@@ -188,36 +160,32 @@ pub struct Core {
     lent: bool,
 }
 
-/// Opens a store's engine on `storage`: reads the last fence ceiling, writes the next, and answers once
-/// storage acknowledged it. `wake` is called (with no argument) whenever a later write settles; the
-/// host then calls `applyWrites(now)`.
+/// The storage key of the fence ceiling, for the host to read before [`open_core`].
+#[wasm_bindgen(js_name = fenceKey)]
+pub fn fence_key() -> String {
+    FENCE_KEY.to_string()
+}
+
+/// Opens a store's engine on `stored`, what the host read at [`fence_key`] (`undefined` or `null`
+/// when absent). Before it answers, it asks `persist` to write the first ceiling; nothing is granted
+/// until the host answers that write with [`Core::ceiling_written`], so a host answers its open only
+/// then. `persist(key, value, ceiling)` must start the write and return: it must not call the core.
 #[wasm_bindgen(js_name = openCore)]
-pub async fn open_core(storage: Storage, wake: Function) -> Result<Core, JsValue> {
-    let stored = settle_value(storage.get(FENCE_KEY))
-        .await
-        .map_err(|cause| js_error("storage", "storage.get failed", Some(&cause)))?;
+pub fn open_core(stored: JsValue, persist: Function) -> Result<Core, JsValue> {
     let stored = parse_ceiling(&stored)?;
-    let mut engine = Engine::open(stored).map_err(|e| js_error("storage", &e.to_string(), None))?;
-    let ceiling = engine
-        .poll_persist()
-        .expect("a new engine asks for a ceiling");
-    write_ceiling(&storage, ceiling)
-        .await
-        .map_err(|cause| js_error("storage", "storage.set failed", Some(&cause)))?;
-    engine.persisted(ceiling, 0);
+    let engine = Engine::open(stored).map_err(|e| js_error("storage", &e.to_string(), None))?;
     let inner = Inner {
         engine,
-        storage,
-        wake,
-        written: Vec::new(),
-        storage_error: JsValue::UNDEFINED,
+        persist,
         last_error: String::new(),
     };
-    Ok(Core {
+    let core = Core {
         inner: Rc::new(RefCell::new(inner)),
         buf: Box::new([0.0; buffer::LEN]),
         lent: false,
-    })
+    };
+    core.persist_if_asked();
+    Ok(core)
 }
 
 /// The stored ceiling: absent, or as `fence::encode_ceiling` wrote it. Anything else is a damaged
@@ -395,17 +363,18 @@ impl Core {
             .map_or(-1.0, |at| at as f64)
     }
 
-    /// Applies the fence writes that settled since the last call (after `wake`). Answers as `release`.
-    #[wasm_bindgen(js_name = applyWrites)]
-    pub fn apply_writes(&mut self, now: f64) -> f64 {
+    /// The host's answer to a `persist(key, value, ceiling)`: storage kept `ceiling` (`ok`) or failed
+    /// to. Grants that waited for it go ahead, or fail. Answers as `release`.
+    #[wasm_bindgen(js_name = ceilingWritten)]
+    pub fn ceiling_written(&mut self, ceiling: f64, ok: bool, now: f64) -> f64 {
         self.reclaim();
         {
-            let mut inner = self.inner.borrow_mut();
-            for written in std::mem::take(&mut inner.written) {
-                match written {
-                    Written::Ok(ceiling) => inner.engine.persisted(ceiling, now as u64),
-                    Written::Failed(ceiling) => inner.engine.persist_failed(ceiling, now as u64),
-                }
+            let engine = &mut self.inner.borrow_mut().engine;
+            let (ceiling, now) = (ceiling as u64, now as u64);
+            if ok {
+                engine.persisted(ceiling, now);
+            } else {
+                engine.persist_failed(ceiling, now);
             }
         }
         self.after(Ok(()))
@@ -481,12 +450,6 @@ impl Core {
     #[wasm_bindgen(js_name = lastError)]
     pub fn last_error(&self) -> String {
         self.inner.borrow().last_error.clone()
-    }
-
-    /// What the storage callback threw or rejected with, the last time a fence write failed.
-    #[wasm_bindgen(js_name = storageError)]
-    pub fn storage_error(&self) -> JsValue {
-        self.inner.borrow().storage_error.clone()
     }
 
     /// Every busy key: `[{ resource, key, holders: [{ req, fence, heldMs }], waiting }]`.
@@ -646,30 +609,24 @@ impl Core {
         n as f64
     }
 
-    /// Starts the fence write the engine asks for, if it asks; its outcome waits for `applyWrites`.
+    /// Hands the host the fence write the engine asks for, if it asks; its outcome comes back
+    /// through `ceilingWritten`.
     fn persist_if_asked(&self) {
-        let Some(ceiling) = self.inner.borrow_mut().engine.poll_persist() else {
-            return;
-        };
-        let inner = Rc::clone(&self.inner);
-        wasm_bindgen_futures::spawn_local(async move {
-            // Clone the storage out of the cell: the borrow must not live across the await.
-            let storage: Storage = inner.borrow().storage.clone().unchecked_into();
-            let outcome = write_ceiling(&storage, ceiling).await;
-            let wake = {
-                let mut inner = inner.borrow_mut();
-                match outcome {
-                    Ok(()) => inner.written.push(Written::Ok(ceiling)),
-                    Err(cause) => {
-                        inner.storage_error = cause;
-                        inner.written.push(Written::Failed(ceiling));
-                    }
-                }
-                inner.wake.clone()
+        let (persist, ceiling) = {
+            let mut inner = self.inner.borrow_mut();
+            let Some(ceiling) = inner.engine.poll_persist() else {
+                return;
             };
-            // The host's wake must not throw into the executor; whatever it throws is its own.
-            let _ = wake.call0(&JsValue::UNDEFINED);
-        });
+            (inner.persist.clone(), ceiling)
+        };
+        // No borrow lives across the call. What the host's `persist` throws is its own (it is
+        // told never to throw); the write is then never answered, as if storage hung.
+        let _ = persist.call3(
+            &JsValue::UNDEFINED,
+            &FENCE_KEY.into(),
+            &fence::encode_ceiling(ceiling).into(),
+            &(ceiling as f64).into(),
+        );
     }
 }
 

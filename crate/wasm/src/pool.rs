@@ -17,7 +17,9 @@ use holdfast_engine::{pool::PoolLoad, Cancelled, Claim, Confirm, PoolId};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
+use crate::wire::pools_to_js;
 use crate::{buffer, engine_error, id_of, js_error, status_of, Core};
+use holdfast_engine::wire::PoolEntry;
 
 /// Answers of `claim` (positive; errors are negative statuses). Part of the ABI (see `lib.rs`).
 pub mod claim {
@@ -100,16 +102,6 @@ struct JsPoolWrite {
 fn pool_of(raw: f64) -> PoolId {
     PoolId::from_u64(if raw >= 0.0 { raw as u64 } else { u64::MAX })
         .unwrap_or(PoolId::from_u64(u64::from(u32::MAX)).expect("a pool id"))
-}
-
-/// A pool as `inspectPools` lists it.
-#[derive(Serialize)]
-struct PoolSnapshot {
-    name: String,
-    capacity: f64,
-    remaining: f64,
-    claims: u32,
-    waiting: u32,
 }
 
 #[wasm_bindgen]
@@ -371,17 +363,19 @@ impl Core {
             .engine
             .inspect_pools()
             .map_err(|e| engine_error(&e))?;
-        let views: Vec<PoolSnapshot> = views
-            .into_iter()
-            .map(|v| PoolSnapshot {
-                name: v.name,
-                capacity: v.capacity as f64,
-                remaining: v.remaining as f64,
-                claims: v.claims,
-                waiting: v.waiting,
-            })
-            .collect();
-        serde_wasm_bindgen::to_value(&views).map_err(|e| js_error("invalid", &e.to_string(), None))
+        // As a `pools` frame lists them (the same objects over a connection).
+        pools_to_js(
+            views
+                .into_iter()
+                .map(|v| PoolEntry {
+                    name: v.name,
+                    capacity: v.capacity,
+                    remaining: v.remaining,
+                    claims: v.claims,
+                    waiting: v.waiting,
+                })
+                .collect(),
+        )
     }
 }
 

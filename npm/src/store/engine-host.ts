@@ -35,6 +35,7 @@ import type { Lock } from '../handle/lock.js'
 import type { ContextStorage } from '../handle/context.js'
 import type { Kind, KeyInfo } from '../types.js'
 import type { Storage } from '../storage/storage.js'
+import type { FenceWrites } from './fence-writes.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import {
   BUSY,
@@ -113,14 +114,15 @@ export class EngineHost implements LeaseOwner {
   /** Whether the clock was read in this turn of the event loop (see `turnNow`), and what it said. */
   #turnRead = false
   #turnTime = 0
-  /** Who waits for the fence write under way to settle (`writesLanded`). */
-  #written: (() => void)[] = []
+  readonly #writes: FenceWrites
   #remote!: RemoteEvents
   #selfGrants!: SelfGrants
   #pools!: PoolEvents
 
-  constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined) {
+  constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, writes: FenceWrites, clock: Clock, context: ContextStorage | undefined) {
     this.core = core
+    this.#writes = writes
+    writes.settled = (ceiling, ok) => this.ceilingWritten(ceiling, ok)
     this.#memory = memory
     this.#ptr = core.bufferPtr()
     this.#bufLen = core.bufferLen()
@@ -554,7 +556,7 @@ export class EngineHost implements LeaseOwner {
     } else if (kind === FAILED) {
       waiter.reject(
         a === 1
-          ? new StorageError(`${waiter.place()}: storage failed to keep the fence ceiling; nothing was granted`, { cause: this.core.storageError() })
+          ? new StorageError(`${waiter.place()}: storage failed to keep the fence ceiling; nothing was granted`, { cause: this.#writes.lastError })
           : new LimitError(`${waiter.place()}: every fence below 2^53 was handed out`),
       )
     } else if (kind === ENDED) {
@@ -565,14 +567,13 @@ export class EngineHost implements LeaseOwner {
 
   // ---- storage ----
 
-  /** The bindings' callback: a fence write settled, and the engine applies it (answering whom it held up). */
-  wake(): void {
-    for (const resolve of this.#written.splice(0)) resolve()
+  /** A fence write settled, and the engine applies it (answering whom it held up). */
+  ceilingWritten(ceiling: number, ok: boolean): void {
     if (this.closed) return
     const now = this.clock.now()
     let n: number
     try {
-      n = this.core.applyWrites(now)
+      n = this.core.ceilingWritten(ceiling, ok, now)
     } catch (error) {
       this.trap(error)
       return
@@ -585,7 +586,7 @@ export class EngineHost implements LeaseOwner {
    * overwrite a larger ceiling written by the next store to open on the same storage.
    */
   async writesLanded(): Promise<void> {
-    if (this.core.writing()) await new Promise<void>(resolve => this.#written.push(resolve))
+    await this.#writes.landed()
   }
 
   async closeStorage(): Promise<void> {

@@ -23,10 +23,10 @@
  * through a large function stays in the slow tiers for tens of thousands of holds.
  */
 
-import { type Core, openCore } from '../../wasm/holdfast_wasm.js'
+import { type Core, fenceKey, openCore } from '../../wasm/holdfast_wasm.js'
 import type { RemoteRequest } from '../remote/request.js'
 import { runInLease } from '../handle/run-in-lease.js'
-import { ClosedError, InvalidError, fromEngine } from '../errors.js'
+import { ClosedError, InvalidError, StorageError, fromEngine } from '../errors.js'
 import { Lease } from '../handle/lease.js'
 import { Lock, Semaphore, handleOptions, type LockStore } from '../handle/lock.js'
 import type { ContextStorage } from '../handle/context.js'
@@ -38,6 +38,7 @@ import { isClock, systemClock, type Clock } from '../util/clock.js'
 import { serveOn, type HoldfastServer, type ServeOptions, type Server } from '../remote/server.js'
 import type { Transport } from '../runtime/transport.js'
 import { EngineHost } from './engine-host.js'
+import { FenceWrites } from './fence-writes.js'
 import { LentFences } from './lent-fences.js'
 import { RemoteHolds } from './remote-holds.js'
 import { PoolRoom } from '../pool/room.js'
@@ -76,13 +77,21 @@ export class Store implements LockStore, ServedStore {
   readonly #poolWrites: PoolWrites
 
   /** @internal Use `openStore()`. */
-  constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, clock: Clock, context: ContextStorage | undefined, transport?: Transport) {
-    this.#host = new EngineHost(core, memory, storage, clock, context)
+  constructor(
+    core: Core,
+    memory: WebAssembly.Memory,
+    storage: Storage,
+    writes: FenceWrites,
+    clock: Clock,
+    context: ContextStorage | undefined,
+    transport?: Transport,
+  ) {
+    this.#host = new EngineHost(core, memory, storage, writes, clock, context)
     this.#lent = new LentFences(this.#host)
     this.#remote = new RemoteHolds(this.#host)
     const host = this.#host
     this.#poolWrites = new PoolWrites(host, storage)
-    const writes = this.#poolWrites
+    const poolWrites = this.#poolWrites
     this.#pools = new PoolRoom({
       core,
       view: () => host.view(),
@@ -94,15 +103,15 @@ export class Store implements LockStore, ServedStore {
           ? new ClosedError(`${place}: ${host.closed.message}`, host.closed.cause === undefined ? undefined : { cause: host.closed.cause })
           : undefined,
       trap: error => host.trap(error),
-      poke: () => writes.poke(),
-      storageError: () => writes.storageError(),
+      poke: () => poolWrites.poke(),
+      storageError: () => poolWrites.storageError(),
     })
     const pools = this.#pools
     host.attach(this.#lent, this.#remote, {
       event: (kind, id, a) => pools.event(kind, id, a),
-      poke: () => writes.poke(),
+      poke: () => poolWrites.poke(),
       trap: closed => {
-        writes.stop()
+        poolWrites.stop()
         pools.trap(closed)
       },
     })
@@ -147,8 +156,19 @@ export class Store implements LockStore, ServedStore {
    */
   inspect(): (KeyInfo | PoolInfo)[] {
     const keys: (KeyInfo | PoolInfo)[] = this.inspectKeys()
-    for (const pool of this.#pools.inspect()) keys.push(pool)
+    for (const pool of this.inspectPools()) keys.push(pool)
     return keys
+  }
+
+  /** @internal The pools only (what a served store lists over the wire). */
+  inspectPools(): PoolInfo[] {
+    this.#host.checkOpen('inspect')
+    return this.#pools.inspect()
+  }
+
+  /** @internal A pool for a client's frame: made with `capacity` if new; 0: the pool as it is. */
+  _servedPool(name: string, capacity: number): Pool {
+    return this.#pools.servedPool(name, capacity)
   }
 
   /** @internal The busy keys only (what a served store lists over the wire). */
@@ -240,11 +260,6 @@ export class Store implements LockStore, ServedStore {
     if (taken === undefined) return undefined
     if (taken instanceof Lease || !direct) return runInLease(this.#context, handle._resource, taken as Lease | Promise<Lease>, fn)
     return taken as Promise<Awaited<T>>
-  }
-
-  /** @internal Called by the bindings when a fence write settled. */
-  _wake(): void {
-    this.#host.wake()
   }
 
   // ---- what serving calls (ServedStore: remote/session.ts, remote/server.ts, cloudflare/object.ts) ----
@@ -339,10 +354,10 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
   const storage = (o.storage as Storage | undefined) ?? platform.defaultStorage()
   const clock = (o.clock as Clock | undefined) ?? systemClock
   const memory = platform.init()
-  let store: Store | undefined
+  const writes = new FenceWrites(storage)
   let core: Core
   try {
-    core = await openCore(storage, () => store?._wake())
+    core = await openCore_(storage, writes)
     await readPools(core, storage, clock)
   } catch (error) {
     try {
@@ -352,6 +367,29 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
     }
     throw fromEngine(error, 'openStore')
   }
-  store = new Store(core, memory, storage, clock, platform.context, platform.transport)
-  return store
+  return new Store(core, memory, storage, writes, clock, platform.context, platform.transport)
+}
+
+/**
+ * Reads the fence ceiling, opens the engine on it, and answers once storage kept the next ceiling
+ * (nothing is granted before: a fence handed out under a ceiling that was never kept could repeat).
+ */
+async function openCore_(storage: Storage, writes: FenceWrites): Promise<Core> {
+  let stored: unknown
+  try {
+    stored = await storage.get(fenceKey())
+  } catch (error) {
+    throw new StorageError(`openStore: storage.get failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+  }
+  const first = new Promise<[number, boolean]>(resolve => {
+    writes.settled = (ceiling, ok) => resolve([ceiling, ok])
+  })
+  const core = openCore(stored, writes.persist)
+  const [ceiling, ok] = await first
+  if (!ok) {
+    core.free()
+    throw new StorageError(`openStore: storage.set failed: ${(writes.lastError as Error)?.message ?? String(writes.lastError)}`, { cause: writes.lastError })
+  }
+  core.ceilingWritten(ceiling, true, 0)
+  return core
 }

@@ -279,6 +279,12 @@ impl Pools {
             }
             return Ok(PoolId(p));
         }
+        if self.pools.len() >= bounds::MAX_POOLS {
+            return Err(Error::limit(format!(
+                "pool {name}: {} pools is the most one store keeps",
+                bounds::MAX_POOLS
+            )));
+        }
         let p = self.add_pool(name, capacity);
         self.log(Record::Pool {
             pool: name.to_owned(),

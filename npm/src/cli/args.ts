@@ -1,0 +1,145 @@
+/**
+ * What the commands share: their argument parser and duration options, the one-line errors of the
+ * command line (`UsageError`: printed as one line, exit 2), the store a client command opens (a
+ * server over a connection, or a Redis), the token it presents, and how lines are printed.
+ */
+
+import * as fs from 'node:fs'
+import { constants as osConstants } from 'node:os'
+import { connect, type KeyInfo, type LockOptions, type PoolInfo, type RemoteLock } from '../entry/node.js'
+import { toMs } from '../util/duration.js'
+
+/** An error of the command line itself: printed as one line, exit 2. */
+export class UsageError extends Error {}
+
+export type Spec = Record<string, 'value' | 'flag'>
+export type Parsed = { options: Map<string, string>; positionals: string[]; help: boolean }
+
+/** A small parser: `--name value`, `--name=value`, flags, `-h`/`--help`; every other dash-word is refused. */
+export function parseArgs(args: string[], spec: Spec, command: string): Parsed {
+  const options = new Map<string, string>()
+  const positionals: string[] = []
+  let help = false
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === '-h' || arg === '--help') {
+      help = true
+      continue
+    }
+    if (!arg.startsWith('-') || arg === '-') {
+      positionals.push(arg)
+      continue
+    }
+    const eq = arg.indexOf('=')
+    const name = arg.startsWith('--') ? arg.slice(2, eq < 0 ? undefined : eq) : ''
+    const kind = Object.hasOwn(spec, name) ? spec[name] : undefined
+    if (!kind) throw new UsageError(`${command}: unknown option ${eq < 0 ? arg : arg.slice(0, eq)} (see holdfast ${command} --help)`)
+    if (options.has(name)) throw new UsageError(`${command}: --${name} given twice`)
+    if (kind === 'flag') {
+      if (eq >= 0) throw new UsageError(`${command}: --${name} takes no value`)
+      options.set(name, '')
+      continue
+    }
+    let value: string
+    if (eq >= 0) value = arg.slice(eq + 1)
+    else {
+      const next = args[i + 1]
+      // `--wait -1` is a value (a bad one, said so by its option); `--wait --ttl 5s` lacks one.
+      if (next === undefined || (next.startsWith('-') && next !== '-' && !/^-[\d.]/.test(next))) throw new UsageError(`${command}: --${name} needs a value`)
+      value = next
+      i++
+    }
+    if (value.length === 0) throw new UsageError(`${command}: --${name} needs a value`)
+    options.set(name, value)
+  }
+  return { options, positionals, help }
+}
+
+/** A duration option: as in the API (`250ms`, `30s`, `1m30s`), or a bare `0`. */
+export function duration(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback
+  if (value === '0') return 0
+  try {
+    return toMs(value, `--${name}`)
+  } catch {
+    throw new UsageError(
+      `--${name} ${JSON.stringify(value)} must be a duration: whole numbers with units, largest first, such as 250ms, 30s, 1m30s, 2h, 1d; or 0`,
+    )
+  }
+}
+
+/** What `hold` and `inspect` use of a store over a connection or in Redis. */
+export interface ClientStore {
+  lock(name: string, options: LockOptions): Pick<RemoteLock, 'hold'>
+  inspect(): Promise<(KeyInfo | PoolInfo)[]>
+  close(): Promise<void>
+}
+
+/**
+ * The store at `url`: a Redis (`redis://`, `rediss://`: `holdfast/redis`, no token), or a store's
+ * server over a connection (with the token of `--token-file`, else `HOLDFAST_TOKEN`).
+ */
+export async function openClient(url: string, tokenFile: string | undefined, command: string): Promise<ClientStore> {
+  if (/^rediss?:\/\//.test(url)) {
+    const { openRedisStore } = await import('../redis/index.js')
+    return openRedisStore({ url })
+  }
+  return connect(url, { token: clientToken(tokenFile, command) })
+}
+
+/** The token of a client command: `--token-file FILE`, else `HOLDFAST_TOKEN`. */
+export function clientToken(file: string | undefined, command: string): string {
+  if (file !== undefined) return readToken(file, command)
+  const env = process.env.HOLDFAST_TOKEN
+  if (env !== undefined && env.length > 0) return env
+  throw new UsageError(`${command}: no token: give --token-file FILE, or set the environment variable HOLDFAST_TOKEN`)
+}
+
+export function readToken(file: string, command: string): string {
+  let text: string
+  try {
+    text = fs.readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new UsageError(`${command}: cannot read the token file ${file}: ${errnoText(error)}`)
+  }
+  const token = text.trim()
+  if (token.length === 0) throw new UsageError(`${command}: the token file ${file} is empty`)
+  return token
+}
+
+export function errnoText(error: unknown): string {
+  const e = error as NodeJS.ErrnoException
+  if (e?.code === 'ENOENT') return 'no such file'
+  if (e?.code === 'EACCES') return 'permission denied'
+  if (e?.code === 'EISDIR') return 'it is a directory'
+  return String(e?.message ?? error)
+}
+
+/** One line, whatever the message held. */
+export function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim()
+}
+
+export function say(line: string): void {
+  process.stdout.write(`holdfast: ${line}\n`)
+}
+
+export function warn(line: string): void {
+  process.stderr.write(`holdfast: ${oneLine(line)}\n`)
+}
+
+export function signalNumber(signal: NodeJS.Signals): number {
+  return (osConstants.signals as Record<string, number>)[signal] ?? 0
+}
+
+/** How long held: `250ms`, `12.3s`, `4m05s`, `2h07m`, `3d04h`. */
+export function age(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '?'
+  if (ms < 1_000) return `${Math.round(ms)}ms`
+  if (ms < 60_000) return ms % 1_000 === 0 ? `${ms / 1_000}s` : `${(Math.floor(ms / 100) / 10).toFixed(1)}s`
+  const s = Math.floor(ms / 1_000)
+  const two = (n: number) => String(n).padStart(2, '0')
+  if (s < 3_600) return `${Math.floor(s / 60)}m${two(s % 60)}s`
+  if (s < 86_400) return `${Math.floor(s / 3_600)}h${two(Math.floor(s / 60) % 60)}m`
+  return `${Math.floor(s / 86_400)}d${two(Math.floor(s / 3_600) % 24)}h`
+}

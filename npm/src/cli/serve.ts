@@ -1,0 +1,180 @@
+/** `holdfast serve`: runs a store server, its fences kept in a directory, until SIGINT or SIGTERM. */
+
+import { randomBytes } from 'node:crypto'
+import * as fs from 'node:fs'
+import * as net from 'node:net'
+import * as path from 'node:path'
+import { fileStorage, openStore, type Store } from '../entry/node.js'
+import { UsageError, errnoText, parseArgs, readToken, say, signalNumber, warn } from './args.js'
+
+export const SERVE_USAGE = `Usage: holdfast serve [--dir DIR] [--host HOST] [--port PORT | --socket PATH] [--token-file FILE]
+                     [--socket-mode MODE] [--max-holds N]
+
+Runs a store server; clients connect with ws://HOST:PORT (or ws+unix://PATH) and its token.
+
+Options:
+  --dir DIR          where the store keeps its fences (default .holdfast); one server per directory
+  --host HOST        the address to bind (default 127.0.0.1; bind others on purpose)
+  --port PORT        the TCP port (default 7420; 0 picks a free one)
+  --socket PATH      a Unix socket instead of a port (clients use ws+unix://PATH)
+  --socket-mode MODE the socket's mode, in octal (default 600: only its owner may connect; 660 lets
+                     its group in too)
+  --token-file FILE  the token clients must present: read from FILE when it exists, else a new
+                     random token is written there (mode 0600). Default DIR/token, made the same way.
+  --max-holds N      leases and waiting holds over connections in the whole store, those of dropped
+                     connections included until they end (default 100000); one more is refused
+  -h, --help         this text
+
+Prints where it listens. Clients give the token with --token-file FILE or HOLDFAST_TOKEN.
+SIGINT or SIGTERM stops it cleanly: waiters are answered, leases end, exit 0.
+`
+
+export async function serve(args: string[]): Promise<number> {
+  const { options, positionals, help } = parseArgs(
+    args,
+    { dir: 'value', host: 'value', port: 'value', socket: 'value', 'socket-mode': 'value', 'token-file': 'value', 'max-holds': 'value' },
+    'serve',
+  )
+  if (help) {
+    process.stdout.write(SERVE_USAGE)
+    return 0
+  }
+  if (positionals.length > 0) throw new UsageError(`serve: unexpected argument ${JSON.stringify(positionals[0])} (see holdfast serve --help)`)
+  const socket = options.get('socket')
+  if (socket !== undefined && (options.has('port') || options.has('host'))) throw new UsageError('serve: give --socket, or --port and --host, not both')
+  let port = 7420
+  const portText = options.get('port')
+  if (portText !== undefined) {
+    if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535)
+      throw new UsageError(`serve: --port ${JSON.stringify(portText)} must be a whole number from 0 to 65535`)
+    port = Number(portText)
+  }
+  const modeText = options.get('socket-mode')
+  if (modeText !== undefined && socket === undefined) throw new UsageError('serve: --socket-mode is the mode of a Unix socket: give --socket too')
+  if (modeText !== undefined && !/^0?[0-7]{3}$/.test(modeText))
+    throw new UsageError(`serve: --socket-mode ${JSON.stringify(modeText)} must be a mode in octal, such as 600 or 660`)
+  const socketMode = modeText === undefined ? undefined : parseInt(modeText, 8)
+  const holdsText = options.get('max-holds')
+  if (holdsText !== undefined && (!/^\d{1,9}$/.test(holdsText) || Number(holdsText) < 1))
+    throw new UsageError(`serve: --max-holds ${JSON.stringify(holdsText)} must be a whole number, 1 or more`)
+  const maxHolds = holdsText === undefined ? undefined : Number(holdsText)
+  const host = options.get('host') ?? '127.0.0.1'
+  const dir = options.get('dir') ?? '.holdfast'
+  const tokenFile = path.resolve(options.get('token-file') ?? path.join(dir, 'token'))
+
+  // Signals are caught from the start, so that none is missed between listening and saying so.
+  let stopWith!: (signal: NodeJS.Signals) => void
+  const stopSignal = new Promise<NodeJS.Signals>(resolve => (stopWith = resolve))
+  let signals = 0
+  let stopped = false
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopped) return // exiting 0 now
+    if (++signals === 1) return stopWith(signal)
+    // A second signal while closing: leave at once.
+    warn(`${signal} again: leaving without a clean close`)
+    process.exit(128 + signalNumber(signal))
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  let store: Store | undefined
+  try {
+    try {
+      store = await openStore({ storage: fileStorage(dir) })
+    } catch (error) {
+      throw new UsageError(`serve: ${(error as Error).message}`)
+    }
+    const open = store
+    const { token, created } = serverToken(tokenFile)
+    if (created) say(`created a token in ${tokenFile} (mode 0600)`)
+    const limits = maxHolds === undefined ? {} : { maxHolds }
+    const listen = () => guardListen(() => open.serve(socket !== undefined ? { path: socket, socketMode, token, ...limits } : { port, host, token, ...limits }))
+    let server: Awaited<ReturnType<typeof listen>>
+    try {
+      server = await listen()
+    } catch (error) {
+      if (socket !== undefined && (error as NodeJS.ErrnoException)?.code === 'EADDRINUSE' && (await staleSocket(socket))) {
+        fs.rmSync(socket, { force: true })
+        server = await listen()
+      } else throw new UsageError(`serve: ${(error as Error)?.message ?? error}`)
+    }
+    say(`serving ${server.url} (token in ${tokenFile})`)
+    const signal = await stopSignal
+    say(`stopping (${signal})`)
+    store = undefined
+    try {
+      await open.close()
+    } catch (error) {
+      warn(`serve: close: ${(error as Error).message}`)
+      return 2
+    }
+    say('stopped')
+    stopped = true
+    return 0
+  } finally {
+    // Stopped: late signals are ignored while the process exits. Else the default action is back.
+    if (!stopped) {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    }
+    // Not serving after all: let the directory go.
+    await store?.close().catch(() => {})
+  }
+}
+
+/** The server's token: read from `file` when it exists, else made (32 random bytes, hex) with mode 0600. */
+function serverToken(file: string): { token: string; created: boolean } {
+  if (fs.existsSync(file)) {
+    const token = readToken(file, 'serve')
+    try {
+      const mode = fs.statSync(file).mode & 0o777
+      if (mode & 0o077) warn(`the token file ${file} can be read by others (mode 0${mode.toString(8)}): chmod 600 it`)
+    } catch {
+      // it was read; its mode is only advice
+    }
+    return { token, created: false }
+  }
+  const token = randomBytes(32).toString('hex')
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+    fs.writeFileSync(file, `${token}\n`, { flag: 'wx', mode: 0o600 })
+    fs.chmodSync(file, 0o600)
+  } catch (error) {
+    throw new UsageError(`serve: cannot write the token file ${file}: ${errnoText(error)}`)
+  }
+  return { token, created: true }
+}
+
+/**
+ * Runs `listen`, turning a failure to listen (a busy port or socket path, a refused address) into its
+ * rejection. The `ws` server re-emits its HTTP server's 'error' event, and with no listener there that
+ * is thrown as an uncaught exception instead of rejecting the listen: caught here while it listens.
+ */
+function guardListen<T>(listen: () => Promise<T>): Promise<T> {
+  let onUncaught!: (error: unknown) => void
+  const failed = new Promise<never>((_, reject) => {
+    onUncaught = error => {
+      if ((error as NodeJS.ErrnoException)?.syscall === 'listen') return reject(error)
+      process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`)
+      process.exit(1)
+    }
+  })
+  process.on('uncaughtException', onUncaught)
+  return Promise.race([listen(), failed]).finally(() => process.off('uncaughtException', onUncaught))
+}
+
+/** Whether a Unix socket path is left over by a server that is gone (nothing answers on it). */
+function staleSocket(file: string): Promise<boolean> {
+  try {
+    if (!fs.statSync(file).isSocket()) return Promise.resolve(false)
+  } catch {
+    return Promise.resolve(false)
+  }
+  return new Promise(resolve => {
+    const probe = net.connect(file)
+    probe.once('connect', () => {
+      probe.destroy()
+      resolve(false)
+    })
+    probe.once('error', error => resolve((error as NodeJS.ErrnoException).code === 'ECONNREFUSED'))
+  })
+}

@@ -1,0 +1,65 @@
+/**
+ * Keeps the engine's fence ceiling in the host's storage: the only storage I/O of a store's locks.
+ *
+ * The wasm bindings do no I/O and await nothing (decided in #14, docs/architecture.md "Storage I/O"):
+ * when the engine needs a ceiling kept, the core calls {@link FenceWrites.persist} from inside the call
+ * that asked, and this class starts the write. When the write settles, the engine host hands the
+ * outcome back to the core (`ceilingWritten`) with the time.
+ *
+ * Invariants:
+ * - `persist` never throws and never calls the core (it runs inside one of the core's calls): a
+ *   `storage.set` that throws is a failed write, answered a microtask later like a rejected one.
+ * - Every write started settles exactly once, through `settled`, in the order storage answers.
+ * - `pending` counts the writes started and not yet settled; a store lets its storage go only once it
+ *   is 0, so a late write never lands over a larger ceiling kept by the next store on the same storage.
+ */
+import type { Storage } from '../storage/storage.js'
+
+/** One settled write: the ceiling, and what storage threw if it failed. */
+export type Settled = (ceiling: number, ok: boolean) => void
+
+export class FenceWrites {
+  readonly #storage: Storage
+  #pending = 0
+  #idle: (() => void)[] = []
+  /** Who learns each outcome: the open first, then the engine host. */
+  settled: Settled = () => {}
+  /** What storage threw or rejected with, the last time a write failed. */
+  lastError: unknown
+
+  constructor(storage: Storage) {
+    this.#storage = storage
+  }
+
+  /** Writes still under way. */
+  get pending(): number {
+    return this.#pending
+  }
+
+  /** The core's callback: starts writing `value` at `key`. */
+  readonly persist = (key: string, value: string, ceiling: number): void => {
+    this.#pending++
+    let answer: unknown
+    try {
+      answer = this.#storage.set(key, value)
+    } catch (error) {
+      answer = Promise.reject(error)
+    }
+    Promise.resolve(answer).then(
+      () => this.#settle(ceiling, true, undefined),
+      error => this.#settle(ceiling, false, error),
+    )
+  }
+
+  /** Resolves once no write is under way. */
+  async landed(): Promise<void> {
+    if (this.#pending > 0) await new Promise<void>(resolve => this.#idle.push(resolve))
+  }
+
+  #settle(ceiling: number, ok: boolean, error: unknown): void {
+    this.#pending--
+    if (!ok) this.lastError = error
+    if (this.#pending === 0) for (const resolve of this.#idle.splice(0)) resolve()
+    this.settled(ceiling, ok)
+  }
+}

@@ -1,0 +1,20 @@
+// Shared by the suites (the runners copy tests/shared/*.js into each suite's project).
+import v8 from 'node:v8'
+import vm from 'node:vm'
+
+let collect
+/**
+ * A full garbage collection. Node: `gc`, exposed at run time, taken once (each `runInNewContext`
+ * makes a context, which would be counted); Bun: `Bun.gc`.
+ */
+export function fullGc() {
+  if (collect === undefined) {
+    if (typeof Bun !== 'undefined') collect = () => Bun.gc(true)
+    else {
+      v8.setFlagsFromString('--expose-gc')
+      collect = vm.runInNewContext('gc')
+    }
+  }
+  collect()
+  collect()
+}
