@@ -260,7 +260,8 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       log.push(`${op} ${spec} ${rest.join(' ')}`)
       const asked = Number(spec.slice(1))
       let want
-      if (p.exists && spec[0] === 'C' && asked !== p.cap) want = ['x', 'invalid', `capacity ${asked} differs from the capacity ${p.cap} the pool has`]
+      if (spec === '-' && !p.exists) want = ['x', 'invalid', 'no such pool (its first use names its capacity)']
+      else if (p.exists && spec[0] === 'C' && asked !== p.cap) want = ['x', 'invalid', `capacity ${asked} differs from the capacity ${p.cap} the pool has`]
       else {
         if (!p.exists) p.cap = asked
         reap()
@@ -276,8 +277,8 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       const alive = processes.filter(pr => pr.alive)
       if (alive.length === 0) newProcess()
       const proc = pick(processes.filter(pr => pr.alive))
-      // The handle's capacity: unchecked (c), checked (C), now and then another than the pool's.
-      const spec = random() < 0.2 ? `C${(p.exists ? p.cap : firstCap) + (random() < 0.1 ? 1 : 0)}` : `c${p.exists ? p.cap : firstCap}`
+      // The handle's capacity: unchecked (c), checked (C), now and then another than the pool's; or none (-).
+      const spec = random() < 0.05 ? '-' : random() < 0.2 ? `C${(p.exists ? p.cap : firstCap) + (random() < 0.1 ? 1 : 0)}` : `c${p.exists ? p.cap : firstCap}`
       const r = random()
       if (r < 0.3) {
         const remember = random() < 0.6

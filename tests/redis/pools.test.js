@@ -66,11 +66,13 @@ test('POOL-01: the capacity is fixed by first use, across stores (another is Inv
     (await b.inspect()).filter(e => e.kind === 'pool'),
     [{ kind: 'pool', name: 'flight-aa123', capacity: 170, remaining: 170, claims: 0, waiting: 0 }],
   )
+  // Without a capacity, the pool Redis has (as over a connection).
+  assert.equal((await b.pool('flight-aa123').claim(20)).remaining, 150)
 })
 
 test('POOL-01: options are checked and named (typed errors)', async t => {
   const { a } = await twoStores(t)
-  assert.throws(() => a.pool('seats'), e => e instanceof InvalidError && /capacity is required/.test(e.message))
+  await assert.rejects(a.pool('nothing-here').remaining(), e => e instanceof InvalidError && /pool nothing-here: no such pool/.test(e.message))
   assert.throws(() => a.pool('seats', { capacity: 1.5 }), e => e instanceof InvalidError && /1.5/.test(e.message))
   assert.throws(() => a.pool('Seats!', { capacity: 3 }), InvalidError)
   assert.throws(() => a.pool('seats', { capacity: 3, limit: 2 }), e => e instanceof InvalidError && /limit/.test(e.message))

@@ -11,7 +11,8 @@ import { escapeControls } from './inspect.js'
 export const CLAIM_USAGE = `Usage: holdfast claim URL POOL N [--id ID] [--capacity C] [--wait DURATION] [--ttl DURATION]
                      [--token-file FILE]
 
-Claims N units of the pool POOL on the server at URL, and prints the claim's id and the units left.
+Claims N units of the pool POOL on the server at URL (or in the Redis at redis://…), and prints the
+claim's id and the units left.
 The claim holds its units until released (by its id, from any client), or until --ttl if given.
 
 Options:
@@ -41,8 +42,9 @@ export async function claim(args: string[]): Promise<number> {
   const capacity = options.has('capacity') ? wholeNumber(options.get('capacity')!, '--capacity') : undefined
   const wait = duration(options.get('wait'), 'wait', 0)
   const ttl = options.has('ttl') ? duration(options.get('ttl'), 'ttl', 0) : undefined
-  if (/^rediss?:\/\//.test(url)) throw new UsageError(`claim: ${url}: pools are not kept in Redis yet; give a server's ws:// URL`)
-  const remote = await connect(url, { token: clientToken(options.get('token-file'), 'claim') })
+  const remote = /^rediss?:\/\//.test(url)
+    ? await (await import('../redis/index.js')).openRedisStore({ url })
+    : await connect(url, { token: clientToken(options.get('token-file'), 'claim') })
   try {
     const pool = remote.pool(name, capacity === undefined ? undefined : { capacity })
     const id = options.get('id')

@@ -30,7 +30,8 @@
  * it comes with the first call); after, they carry it only to make the pool again should Redis have
  * forgotten it (nothing claimed, nobody waiting, no remembered id: see scripts/pool.ts), so that a
  * resize by another process does not make the handle's calls invalid. A resize by the handle is its
- * capacity from then on.
+ * capacity from then on. A handle made without a capacity (`pool(name)`, as over a connection) names a
+ * pool Redis has: its calls are refused (`InvalidError`) when Redis has none.
  */
 
 import { CancelledError, ClosedError, InvalidError, LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
@@ -136,15 +137,14 @@ export class RedisPools implements PoolStore {
     this.#host = host
   }
 
-  /** `store.pool(name, { capacity })`. */
+  /** `store.pool(name, { capacity })`; without a capacity, a pool Redis has (its calls are refused when it has none). */
   pool(name: unknown, options: unknown): Pool {
     const place = `pool ${String(name)}`
     const closed = this.#host.closed(place)
     if (closed) throw closed
     if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`pool: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
     const o = checkOptions(options, place, ['capacity'])
-    if (o.capacity === undefined) throw new InvalidError(`${place}: option capacity is required (1 to 2^53-1)`)
-    const capacity = checkUnits(o.capacity, `${place}: capacity`)
+    const capacity = o.capacity === undefined ? 0 : checkUnits(o.capacity, `${place}: capacity`)
     const pool = new Pool(this, name, 0)
     const tag = poolTagOf(name)
     this.#handles.set(pool, { capacity, checked: false, keys: poolKeysOf(this.#host.prefix, name), channel: this.#host.channelFor(tag) })
@@ -159,7 +159,7 @@ export class RedisPools implements PoolStore {
 
   /** Runs an operation of `pool`; an answer (but a refused capacity) means the handle's capacity was checked. */
   async #call(state: HandleState, op: string, rest: (string | number)[], patience: number): Promise<unknown> {
-    const capacity = `${state.checked ? 'c' : 'C'}${state.capacity}`
+    const capacity = state.capacity === 0 ? '-' : `${state.checked ? 'c' : 'C'}${state.capacity}`
     const answer = await this.#host.run(state.keys, [op, capacity, this.#host.constants, ...rest], patience)
     if (!(Array.isArray(answer) && answer[0] === 'x' && /^capacity \d+ differs/.test(String(answer[2])))) state.checked = true
     return answer

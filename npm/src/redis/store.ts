@@ -674,8 +674,11 @@ export class RedisStore implements LeaseOwner {
     return new RedisLock(this, resource, o.limit, ttl, maxHold, o.wait, consts)
   }
 
-  /** A pool kept in Redis: a count of `capacity` units, claimed `n` at a time and never below zero (see `pool.ts`). */
-  pool(name: string, options: PoolOptions): Pool {
+  /**
+   * A pool kept in Redis: a count of `capacity` units, claimed `n` at a time and never below zero (see
+   * `pool.ts`). Without a capacity, a pool Redis has.
+   */
+  pool(name: string, options?: PoolOptions): Pool {
     return this.#pools.pool(name, options)
   }
 

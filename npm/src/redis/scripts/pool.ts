@@ -41,7 +41,7 @@
  *
  * keys: 1 the hash, 2 the zset. args: 1 the operation, 2 the capacity as the handle knows it (`C`
  * + capacity: the pool must have it, or be made with it; `c` + capacity: made with it if Redis has no
- * such pool), 3 `'grace publish beat'` (the grace ms, PUBLISH or SPUBLISH, how long a waiter keeps its
+ * such pool; `-`: the pool must exist), 3 `'grace publish beat'` (the grace ms, PUBLISH or SPUBLISH, how long a waiter keeps its
  * place without a heartbeat), then the operation's own:
  * - `claim` id n wait(-1: none) ttl(0: none) remember(0/1) mode chan. mode `f`: a caller's ask; `r`:
  *   this process asking again after no answer (it does not mark the claim seen); `b`: a heartbeat or a
@@ -407,6 +407,9 @@ do
     used, opened, perm, waiting, mark = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[4]) or 0, tonumber(m[5]) or 0, tonumber(m[6]) or 0
     perm0 = perm
     local check, asked = string.sub(args[2], 1, 1), tonumber(string.sub(args[2], 2))
+    if check == '-' and not exists then
+      return fail('invalid', 'no such pool (its first use names its capacity)')
+    end
     if exists then
       cap = tonumber(m[1])
       if check == 'C' and asked ~= cap then
