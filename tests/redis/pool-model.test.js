@@ -185,7 +185,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
           if (r.n !== n) return ['x', 'invalid', `took ${r.n} units; asked again for ${n}`]
           if (r.kind === 'O') {
             r.ackAt = 0
-            if (mode === 'f') r.seen = true
+            if (mode === 'f' || mode === 'B') r.seen = true
             mark('an id asked again while open')
             return ['k', r.first, 1]
           }
@@ -194,10 +194,15 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
             return ['k', r.first, 0]
           }
           r.at = waiterAt(r.waitUntil)
-          if (mode !== 'b' && !r.chans.includes(chan) && r.chans.length < 8) r.chans.push(chan)
-          return waitingAnswer(id, r.waitUntil)
+          if ((mode === 'f' || mode === 'r') && !r.chans.includes(chan) && r.chans.length < 8) r.chans.push(chan)
+          const answer = waitingAnswer(id, r.waitUntil)
+          if (mode === 'f') {
+            answer.push(1)
+            mark('another caller joined a claim in line')
+          }
+          return answer
         }
-        if (mode === 'b') return ['g', p.cap - p.used]
+        if (mode === 'b' || mode === 'B') return ['g', p.cap - p.used]
         if (n > p.cap) return ['x', 'invalid', `a claim takes 1 to ${p.cap} units (its capacity), not ${n}`]
         if (p.line.length === 0 && n <= p.cap - p.used) {
           create()
@@ -293,7 +298,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         // A process asks where its claims stand (a heartbeat, or a wake-up's question).
         for (const id of proc.claims) {
           const rec = p.recs.get(id)
-          if (rec) await call('claim', spec, id, rec.n, -1, 0, 1, 'b', proc.chan)
+          if (rec) await call('claim', spec, id, rec.n, -1, 0, 1, pick(['b', 'b', 'B']), proc.chan)
         }
       } else if (r < 0.55) {
         const id = pick([...p.recs.keys(), 'a', 'nobody'])
@@ -354,6 +359,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       'no barging: refused while others wait',
       'a claim undone by its cancel',
       'a resize below what is claimed',
+      'another caller joined a claim in line',
     ]
     for (const corner of corners) assert.ok((marks.get(corner) ?? 0) >= SEEDS.length / 100, `corner "${corner}" reached by ${marks.get(corner) ?? 0} seeds of ${SEEDS.length}`)
   }

@@ -254,3 +254,26 @@ test('#16: Redis unreachable — claims end with ClosedError after their wait an
   }
   assert.equal((await seats.claim(1, { id: 'late' })).remaining, 0, 'an id given up on is a new claim')
 })
+
+test('POOL-03/POOL-04: a claim id asked from another store while it waits joins it: both are answered its outcome, and the joiner\'s signal does not take it out of the line', async t => {
+  const { server, a, b } = await twoStores(t)
+  const c = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => c.close())
+  const seats = a.pool('seats', { capacity: 2 })
+  const held = await seats.claim(2)
+  const first = seats.claim(2, { id: 'order-9', wait: '30s' })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const ac = new AbortController()
+  const joiner = b.pool('seats', { capacity: 2 }).claim(2, { id: 'order-9', wait: '30s', signal: ac.signal })
+  const second = c.pool('seats', { capacity: 2 }).claim(2, { id: 'order-9', wait: '30s' })
+  // Both joined (told they wait): their asks came back.
+  assert.equal(await c.pool('seats', { capacity: 2 }).remaining(), 0)
+  await b.pool('seats', { capacity: 2 }).remaining()
+  ac.abort()
+  await assert.rejects(joiner, CancelledError)
+  assert.equal((await a.inspect()).find(e => e.name === 'seats').waiting, 1, 'still in line')
+  await held.claim.release()
+  const [x, y] = await Promise.all([first, second])
+  assert.deepEqual([x.claimed, x.remaining, y.claimed, y.remaining], [true, 0, true, 0])
+  assert.equal(await seats.remaining(), 0, 'taken once')
+})

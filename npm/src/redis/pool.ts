@@ -101,6 +101,8 @@ class Pending {
   waiting = false
   subscribed = false
   done = false
+  /** Whether its first ask joined a claim another caller had in line (it never takes that claim out). */
+  joined = false
   offAbort: (() => void) | undefined
 
   constructor(
@@ -242,13 +244,14 @@ export class RedisPools implements PoolStore {
     })
   }
 
-  /** Asks Redis about claim `p`: `f` first, `r` again after no answer, `b` where it stands. */
+  /** Asks Redis about claim `p`: `f` first, `r` again after no answer, `b` where it stands (`B` when it joined another's claim). */
   #ask(p: Pending, mode: 'f' | 'r' | 'b'): void {
     if (p.done) return
+    const sent = mode === 'b' && p.joined ? 'B' : mode
     const now = this.#host.clock.now()
     const wait = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - now))
     const patience = Math.min(PATIENCE, p.giveUpAt - now)
-    this.#call(p.state, 'claim', [p.id, p.n, wait, p.ttl, p.remember ? 1 : 0, mode, p.state.channel], Math.max(WAIT_GRACE, patience)).then(
+    this.#call(p.state, 'claim', [p.id, p.n, wait, p.ttl, p.remember ? 1 : 0, sent, p.state.channel], Math.max(WAIT_GRACE, patience)).then(
       answer => this.#answered(p, answer),
       error => {
         if (p.done) return
@@ -284,6 +287,7 @@ export class RedisPools implements PoolStore {
       case 'w': {
         // In line: a heartbeat every BEAT/3, and a question when the wait ends (Redis judges it).
         // At the head, sooner when units of a claim's ttl come back first (Redis hands them over when asked).
+        if (answer[3] === 1) p.joined = true
         const waitLeft = Number(answer[1])
         const hint = Number(answer[2])
         let next = Math.floor(BEAT / 3)
@@ -342,8 +346,12 @@ export class RedisPools implements PoolStore {
     })
   }
 
-  /** Takes claim `p` out of Redis: out of the line, or undone if it took units nobody was told of. */
+  /**
+   * Takes claim `p` out of Redis: out of the line, or undone if it took units nobody was told of. Not
+   * one that joined another caller's claim in line: that claim is the other's too.
+   */
   #cancel(p: Pending, patience: number): Promise<unknown> {
+    if (p.joined) return Promise.resolve()
     return this.#call(p.state, 'cancel', [p.id], patience).catch(() => undefined)
   }
 

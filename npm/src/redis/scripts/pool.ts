@@ -45,10 +45,12 @@
  * place without a heartbeat), then the operation's own:
  * - `claim` id n wait(-1: none) ttl(0: none) remember(0/1) mode chan. mode `f`: a caller's ask; `r`:
  *   this process asking again after no answer (it does not mark the claim seen); `b`: a heartbeat or a
- *   waiter asking where it stands (it never makes a claim). Answers `{'c', remaining}` claimed now,
- *   `{'k', first, open}` known (the first outcome), `{'w', waitLeftMs, hintMs}` waiting (-1: no limit; the hint: at the head,
- *   the ms to the earliest ttl or ackAt of an open claim, else -1),
- *   `{'n', remaining}` not claimed, `{'g', remaining}` (mode b) no such claim or waiter.
+ *   waiter asking where it stands (it never makes a claim); `B`: the same by a caller that joined the
+ *   claim (it marks the claim seen: that caller is told). Answers `{'c', remaining}` claimed now,
+ *   `{'k', first, open}` known (the first outcome), `{'w', waitLeftMs, hintMs[, 1]}` waiting (-1: no
+ *   limit; the hint: at the head, the ms to the earliest ttl or ackAt of an open claim, else -1; 1: a
+ *   caller's ask joined a claim already in line), `{'n', remaining}` not claimed, `{'g', remaining}`
+ *   (modes b and B) no such claim or waiter.
  * - `release` id → 1 released, 0 it held nothing. `confirm` id → `d` done, `l` it holds nothing.
  * - `cancel` id → `w` it left the line, `u` it was undone (it took units no caller was told of: open
  *   and not seen), `n` nothing (ended, or seen: it stands).
@@ -286,9 +288,10 @@ do
       end
       if kind == 'O' then
         local _, first, ttlAt, forget, seen, ackAt = parseOpen(rec)
-        if ackAt > 0 or (mode == 'f' and not seen) then
+        local tells = mode == 'f' or mode == 'B'
+        if ackAt > 0 or (tells and not seen) then
           if ackAt > 0 then redis.call('ZREM', Z, 'a' .. id) end
-          writeOpen(id, n, first, ttlAt, forget, seen or mode == 'f', 0)
+          writeOpen(id, n, first, ttlAt, forget, seen or tells, 0)
           changed = true
         end
         return {'k', first, 1}
@@ -300,15 +303,18 @@ do
       redis.call('ZADD', Z, int(at), 'w' .. id)
       covers(at)
       changed = true
-      if mode ~= 'b' and not string.find(' ' .. chans .. ' ', ' ' .. chan .. ' ', 1, true) then
+      if (mode == 'f' or mode == 'r') and not string.find(' ' .. chans .. ' ', ' ' .. chan .. ' ', 1, true) then
         local count = select(2, string.gsub(chans, '%S+', ''))
         if count < MAX_CHANNELS then
           redis.call('HSET', M, '#' .. id, string.format('W %d %d %d %d %s %s', n, waitUntil, wttl, wremember and 1 or 0, chans, chan))
         end
       end
-      return waiting_(id, waitUntil)
+      local answer = waiting_(id, waitUntil)
+      -- Another caller's ask joins the claim in line: it must not take the claim out (its cancel).
+      if mode == 'f' then answer[4] = 1 end
+      return answer
     end
-    if mode == 'b' then return {'g', cap - used} end
+    if mode == 'b' or mode == 'B' then return {'g', cap - used} end
     if n > cap then
       return fail('invalid', string.format('a claim takes 1 to %d units (its capacity), not %d', cap, n))
     end
