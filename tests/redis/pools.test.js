@@ -45,6 +45,11 @@ test('POOL-01: remaining is never below zero nor above capacity, across two stor
   await race.find(r => r.claimed).claim.release()
   assert.equal(await sa.remaining(), 3, 'never above the capacity')
   await assert.rejects(sa.claim(4), e => e instanceof InvalidError && /1 to 3/.test(e.message) && /4/.test(e.message))
+  // Counts are exact up to 2^53-1 (the Lua's numbers are doubles, written as whole numbers).
+  const big = a.pool('big', { capacity: 2 ** 53 - 1 })
+  assert.equal((await big.claim(2 ** 53 - 3)).remaining, 2)
+  assert.equal((await b.pool('big', { capacity: 2 ** 53 - 1 }).claim(1)).remaining, 1)
+  assert.equal(await big.remaining(), 1)
 })
 
 test('POOL-01: the capacity is fixed by first use, across stores (another is InvalidError naming both); resize never goes below what is claimed', async t => {
