@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, InvalidError, CancelledError, ClosedError, LostError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
-import { startRedis, redisClient, raw, sleep, later } from './helpers.js'
+import { startRedis, redisClient, raw, sleep, later, commandStats } from './helpers.js'
 
 async function twoStores(t, options = {}, server) {
   server ??= await startRedis(t)
@@ -281,4 +281,21 @@ test('POOL-03/POOL-04: a claim id asked from another store while it waits joins 
   const [x, y] = await Promise.all([first, second])
   assert.deepEqual([x.claimed, x.remaining, y.claimed, y.remaining], [true, 0, true, 0])
   assert.equal(await seats.remaining(), 0, 'taken once')
+})
+
+test('#16: an uncontended claim is one command to Redis (FCALL), and so is its release; what runs inside is listed', async t => {
+  const { server, a } = await twoStores(t)
+  const seats = a.pool('cost', { capacity: 1_000 })
+  await (await seats.claim(1)).claim.release()
+  await sleep(50)
+  const before = await commandStats(server.port)
+  for (let i = 0; i < 20; i++) await (await seats.claim(1)).claim.release()
+  await sleep(50)
+  const after = await commandStats(server.port)
+  const delta = Object.fromEntries(Object.keys(after).filter(c => c !== 'info' && after[c] !== before[c]).map(c => [c, (after[c] - (before[c] ?? 0)) / 20]))
+  assert.equal(delta.fcall, 2, 'one FCALL to claim, one to release')
+  assert.equal(delta.evalsha ?? 0, 0)
+  // Inside each: the clock, the pool's counts, a look for due deadlines, the claim's record, the counts
+  // written; the claim makes the keys permanent (an open claim without a ttl), the release lets them expire.
+  assert.deepEqual(delta, { fcall: 2, time: 2, hmget: 2, zrangebyscore: 2, hget: 2, hlen: 1, hset: 3, hdel: 1, persist: 2, pexpireat: 2 })
 })
