@@ -33,6 +33,11 @@ test('every client message survives encode then decode', () => {
     { type: 'cancel', request },
     { type: 'inspect' },
     { type: 'goodbye' },
+    { type: 'claim', pool: 'seats', capacity: 2 ** 53 - 1, n: 2, claim: 'order-7 🎟', wait: null, ttl: 0 },
+    { type: 'claim', pool: 'seats', capacity: 180, n: 1, claim: 'x', wait: 5_000, ttl: 900_000 },
+    { type: 'pool', op: 'resize', pool: 'seats', capacity: 180, claim: '', value: 200 },
+    { type: 'pool', op: 'cancel', pool: 'seats', capacity: 180, claim: 'order-7', value: 0 },
+    { type: 'inspectPools' },
   ]
   for (const [id, m] of messages.entries()) assert.deepEqual(decodeClient(encodeClient(id, m)), { id, ...m }, m.type)
 })
@@ -47,6 +52,10 @@ test('every server message survives encode then decode', () => {
     { type: 'done' },
     { type: 'error', code: 'in_use', message: 'lock x: key "k": held by another' },
     { type: 'lost', lease, code: 'lost' },
+    { type: 'claimed', claimed: true, remaining: 178 },
+    { type: 'claimed', claimed: false, remaining: 0 },
+    { type: 'count', value: 2 ** 53 - 1 },
+    { type: 'pools', pools: [{ name: 'seats', capacity: 180, remaining: 2, claims: 90, waiting: 1 }] },
   ]
   // A `lost` is pushed by the server, answering no frame: its id is 0 on the wire whatever is given.
   messages.forEach((m, i) => {
@@ -93,4 +102,21 @@ test('#17 revision 3: a batch built here carries its frames in order, decoded in
     decodeServerAll(batchOf(answers, true)),
     answers.map(f => decodeServer(f)),
   )
+})
+
+test('#16 revision 4: pool frames travel in a batch beside others, their pools in order with inspections', () => {
+  const entries = [{ kind: 'lock' as const, name: 'jobs', key: 'k', holders: [{ fence: 3, heldMs: 10 }], waiting: 0 }]
+  const pools = [{ name: 'seats', capacity: 180, remaining: 2, claims: 90, waiting: 1 }]
+  const frames = [
+    encodeServer(1, { type: 'inspected', entries }),
+    encodeServer(2, { type: 'claimed', claimed: true, remaining: 5 }),
+    encodeServer(3, { type: 'pools', pools }),
+    encodeServer(4, { type: 'count', value: 1 }),
+  ]
+  assert.deepEqual(decodeServerAll(batchOf(frames, true)), [
+    { id: 1, type: 'inspected', entries },
+    { id: 2, type: 'claimed', claimed: true, remaining: 5 },
+    { id: 3, type: 'pools', pools },
+    { id: 4, type: 'count', value: 1 },
+  ])
 })

@@ -8,7 +8,7 @@ test('holdfast --help lists the commands', async () => {
     const r = await run(args)
     assert.equal(r.code, 0)
     assert.match(r.stdout, /^Usage: holdfast COMMAND/)
-    for (const c of ['serve', 'hold', 'inspect']) assert.match(r.stdout, new RegExp(`^  ${c} `, 'm'))
+    for (const c of ['serve', 'hold', 'claim', 'inspect']) assert.match(r.stdout, new RegExp(`^  ${c} `, 'm'))
   }
 })
 
@@ -16,6 +16,7 @@ test('--help on each command', async () => {
   const expect = {
     serve: /^Usage: holdfast serve \[--dir DIR\] \[--host HOST\] \[--port PORT \| --socket PATH\] \[--token-file FILE\]/,
     hold: /^Usage: holdfast hold URL LOCK KEY \[OPTIONS\] -- COMMAND \[ARGS\.\.\.\]/,
+    claim: /^Usage: holdfast claim URL POOL N/,
     inspect: /^Usage: holdfast inspect URL/,
   }
   for (const [command, pattern] of Object.entries(expect)) {

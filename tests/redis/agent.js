@@ -15,6 +15,13 @@
 //        keys in turn, `count` each or for `ms`; each fn checks exclusion through the file system (an
 //        exclusive create of dir/KEY, removed on leaving) -> looped { holds, violations, errors: { code: n },
 //        fences: { key: [fence...] } } (each key's fences in the order this process's fns started)
+//   { op: 'claim', id, pool, capacity, n, wait?, claimId?, ttl? } -> claimAsked { id }; answered
+//        { id, claimed, remaining, claimId } or answered { id, error } when it settles
+//   { op: 'claims', pool, capacity, workers, count | ms, n?, wait?, holdMs?, prefix } -> `workers`
+//        tasks claim `n` units under ids PREFIX-WORKER-I, `count` each or for `ms`; with holdMs, each
+//        claimed one is released after holdMs -> claimed { kept: [[claimId, n]...] (answered claimed
+//        and not released), released, refused, errors: { code: n } }
+//   { op: 'remaining', pool, capacity } -> remaining { remaining }
 //   { op: 'close' } -> closed;  { op: 'exit' } -> exits at once
 import { openRedisStore } from 'holdfast/redis'
 import { createInterface } from 'node:readline'
@@ -117,6 +124,53 @@ async function loop(cmd) {
   say({ ev: 'looped', holds, violations, fences, errors })
 }
 
+function claim(cmd) {
+  const options = { wait: cmd.wait ?? 0 }
+  if (cmd.claimId !== undefined) options.id = cmd.claimId
+  if (cmd.ttl !== undefined) options.ttl = cmd.ttl
+  store
+    .pool(cmd.pool, { capacity: cmd.capacity })
+    .claim(cmd.n ?? 1, options)
+    .then(
+      r => say({ ev: 'answered', id: cmd.id, claimed: r.claimed, remaining: r.remaining, claimId: r.claim?.id }),
+      error => say({ ev: 'answered', id: cmd.id, error: describe(error) }),
+    )
+  say({ ev: 'claimAsked', id: cmd.id })
+}
+
+async function claims(cmd) {
+  const pool = store.pool(cmd.pool, { capacity: cmd.capacity })
+  const until = cmd.ms === undefined ? Infinity : Date.now() + cmd.ms
+  const kept = []
+  let released = 0
+  let refused = 0
+  const errors = {}
+  await Promise.all(
+    Array.from({ length: cmd.workers ?? 1 }, async (_, w) => {
+      for (let i = 0; i < (cmd.count ?? Infinity) && Date.now() < until; i++) {
+        const id = `${cmd.prefix}-${w}-${i}`
+        try {
+          const r = await pool.claim(cmd.n ?? 1, { id, wait: cmd.wait ?? 0 })
+          if (!r.claimed) {
+            refused++
+            continue
+          }
+          if (cmd.holdMs === undefined) {
+            kept.push([id, cmd.n ?? 1])
+            continue
+          }
+          await new Promise(r => setTimeout(r, cmd.holdMs))
+          if (await r.claim.release()) released++
+          else errors.notReleased = (errors.notReleased ?? 0) + 1
+        } catch (error) {
+          errors[error.code ?? 'other'] = (errors[error.code ?? 'other'] ?? 0) + 1
+        }
+      }
+    }),
+  )
+  say({ ev: 'claimed', kept, released, refused, errors })
+}
+
 const dbs = new Map()
 async function db(file) {
   if (!dbs.has(file)) dbs.set(file, await openDb(file))
@@ -144,6 +198,12 @@ createInterface({ input: process.stdin }).on('line', async line => {
       }
       case 'loop':
         return await loop(cmd)
+      case 'claim':
+        return claim(cmd)
+      case 'claims':
+        return await claims(cmd)
+      case 'remaining':
+        return say({ ev: 'remaining', remaining: await store.pool(cmd.pool, { capacity: cmd.capacity }).remaining() })
       case 'inspect':
         return say({ ev: 'inspected', entries: await store.inspect() })
       case 'close':

@@ -78,3 +78,38 @@ test(`#15 Cluster (${kind}), sharded wake-ups: a grant published before the wait
     assert.ok(grantedAt - releasedAt < 3_000, `granted ${grantedAt - releasedAt}ms after the release (a heartbeat comes every 10 s)`)
   }
 })
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`#16 Cluster (${kind}): pools spread over every node, each pool's keys in one slot; no oversell from two stores; a waiting claim woken by sharded pub/sub; inspect lists every pool`, async t => {
+  const cluster = await startCluster(t)
+  const a = await openRedisStore({ redis: await cluster.client(kind) })
+  const b = await openRedisStore({ redis: await cluster.client(kind) })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  // 20 pools, one unit claimed in each: their keys are on every node, a pool's two keys in one slot.
+  await Promise.all(Array.from({ length: 20 }, (_, i) => a.pool(`pool-${i}`, { capacity: 2 }).claim(1)))
+  const sizes = await Promise.all(cluster.nodes.map(n => raw(n.port, 'DBSIZE')))
+  for (const [i, size] of sizes.entries()) assert.ok(size > 0, `node ${i} holds nothing: ${sizes}`)
+  const port = cluster.nodes[0].port
+  assert.equal(await raw(port, 'CLUSTER', 'KEYSLOT', 'holdfast:{p:pool-3}:m'), await raw(port, 'CLUSTER', 'KEYSLOT', 'holdfast:{p:pool-3}:z'))
+  const listed = (await b.inspect()).filter(e => e.kind === 'pool')
+  assert.equal(listed.length, 20, 'inspect lists the pools of every node')
+  assert.ok(listed.every(p => p.remaining === 1 && p.claims === 1))
+
+  // Two stores racing for 30 units: exactly 30 claimed.
+  const race = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).pool('race', { capacity: 30 }).claim(1)))
+  assert.equal(race.filter(r => r.claimed).length, 30)
+
+  // A waiter in b, served by a's release through SPUBLISH on the pool's slot.
+  const held = await a.pool('wait', { capacity: 1 }).claim(1)
+  const waiting = b.pool('wait', { capacity: 1 }).claim(1, { wait: '30s' })
+  for (;;) {
+    if ((await a.inspect()).find(e => e.kind === 'pool' && e.name === 'wait')?.waiting === 1) break
+    await sleep(10)
+  }
+  const releasedAt = Date.now()
+  await held.claim.release()
+  assert.equal((await waiting).claimed, true)
+  assert.ok(Date.now() - releasedAt < 3_000, 'woken by the release (a heartbeat comes every 3.3 s)')
+  const stats = await Promise.all(cluster.nodes.map(n => commandStats(n.port)))
+  assert.equal(stats.reduce((n, s) => n + (s.publish ?? 0), 0), 0, 'no classic PUBLISH')
+})

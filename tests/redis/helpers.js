@@ -3,6 +3,7 @@
 // environment variable HOLDFAST_REDIS_CLIENT: `ioredis`, the default, or `node-redis`); and agent
 // processes (agent.js) driven through stdin and watched through stdout, one JSON line per event.
 import { spawn } from 'node:child_process'
+import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, connect as tcp } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -17,6 +18,42 @@ export const RUNTIMES = {
   bun: process.env.HOLDFAST_BUN || process.execPath,
 }
 export const sleep = ms => new Promise(r => setTimeout(r, ms))
+
+/** A seeded random number generator (the model tests': a seed replays exactly). */
+export function mulberry32(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** A model test's seed: its random numbers, `pick` from a list, the log of its ops, and `fail`, which names the seed and replays its ops. */
+export function seeded(seed) {
+  const random = mulberry32(seed)
+  const log = []
+  const pick = list => list[Math.floor(random() * list.length)]
+  const fail = message => assert.fail(`seed ${seed}: ${message}\nops (replay: HOLDFAST_REDIS_SEED=${seed}):\n${log.join('\n')}`)
+  return { random, pick, log, fail }
+}
+
+/**
+ * The model tests' Redis: a server without persistence, a client whose `send(args)` runs a command,
+ * and every message of the channels `model:w:*` pushed to `published` as [channel, text].
+ */
+export async function modelRedis(t) {
+  const server = await startRedis(t, { appendonly: 'no' })
+  const client = await redisClient(t, server.url)
+  const subscriber = await redisClient(t, server.url)
+  const send = args => (client.call ? client.call(...args) : client.sendCommand(args.map(String)))
+  const published = []
+  if (subscriber.call) {
+    subscriber.on('pmessage', (_, channel, text) => published.push([channel, text]))
+    await subscriber.psubscribe('model:w:*')
+  } else await subscriber.pSubscribe('model:w:*', (text, channel) => published.push([channel, text]))
+  return { server, send, published }
+}
 
 const cleanups = new WeakMap()
 
@@ -98,7 +135,8 @@ function parseReply(data) {
 
 /**
  * A redis-server of the test's own: `--appendonly yes` with `appendfsync` as asked, `--save ''`, the
- * DEBUG command allowed from loopback. `kill(signal)`, `restart()` (same port and directory), `stop()`.
+ * DEBUG command allowed from loopback. `kill(signal)`, `restart()` (same port and directory), `crash()` (kill -9 and
+ * a start), `stop()`.
  */
 export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'yes', extra = [] } = {}) {
   const dir = tempDir(t)
@@ -141,6 +179,13 @@ export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'ye
     },
     async restart() {
       await server.stop()
+      await server.start()
+    },
+    /** kill -9 now, and a start on the same data `downMs` later. */
+    async crash(downMs = 300) {
+      server.kill('SIGKILL')
+      await server.proc.exited
+      await sleep(downMs)
       await server.start()
     },
   }

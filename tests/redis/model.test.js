@@ -23,21 +23,12 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { startRedis, redisClient, raw, sleep } from './helpers.js'
+import { raw, sleep, seeded, modelRedis } from './helpers.js'
 
 const SEEDS = process.env.HOLDFAST_REDIS_SEED ? [Number(process.env.HOLDFAST_REDIS_SEED)] : Array.from({ length: Number(process.env.HOLDFAST_REDIS_SEEDS || 300) }, (_, i) => i + 1)
 const OPS = Number(process.env.HOLDFAST_REDIS_OPS || 80)
 const GRACE = 60_000
 const CLOCK = 'model:clock'
-
-function mulberry32(seed) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** One key of a lock or a semaphore, as the model keeps it (what Redis has, unreaped items included). */
 class Key {
@@ -52,18 +43,10 @@ class Key {
 }
 
 test(`#15 model: ${SEEDS.length} seeds x ${OPS} random calls by killable processes on a driven clock agree with the reference model (FIFO, limit, fences, ttl and maxHold, waits, heartbeats, tombstones, wake-ups)`, async t => {
-  const server = await startRedis(t, { appendonly: 'no' })
-  const client = await redisClient(t, server.url)
-  const subscriber = await redisClient(t, server.url)
+  const { server, send, published } = await modelRedis(t)
   const { scriptsFor, keysOf, constants } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
   const { library, scripts } = scriptsFor(true, { clockKey: CLOCK })
-  const send = args => (client.call ? client.call(...args) : client.sendCommand(args.map(String)))
   await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
-  const published = []
-  if (subscriber.call) {
-    subscriber.on('pmessage', (_, channel, text) => published.push([channel, text]))
-    await subscriber.psubscribe('model:w:*')
-  } else await subscriber.pSubscribe('model:w:*', (text, channel) => published.push([channel, text]))
   // The driven clock starts a year ahead of the real one and only moves on: the keys' expiry (real
   // time, at the Lua's clock plus a grace) never comes during the test.
   let now = Date.now() + 365 * 86_400_000
@@ -74,10 +57,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random calls by killable process
 
   for (const seed of SEEDS) {
     reached = new Set()
-    const random = mulberry32(seed)
-    const pick = list => list[Math.floor(random() * list.length)]
-    const log = []
-    const fail = message => assert.fail(`seed ${seed}: ${message}\nops (replay: HOLDFAST_REDIS_SEED=${seed}):\n${log.join('\n')}`)
+    const { random, pick, log, fail } = seeded(seed)
     published.length = 0
     const expected = [] // [channel, text] of the grants the model made inside calls, in order
     const keys = [new Key(keysOf(`m${seed}`, 'lock', 'l', 'k'), 1), new Key(keysOf(`m${seed}`, 'semaphore', 's', 'k'), 1 + Math.floor(random() * 3))]

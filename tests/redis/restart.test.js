@@ -12,10 +12,7 @@ for (const fsync of ['always', 'everysec']) {
     const agents = [await startAgent(t, 'node20-ioredis', RUNTIMES.node20, server.url, { kind: 'ioredis' }), await startAgent(t, 'bun-node-redis', RUNTIMES.bun, server.url, { kind: 'node-redis' })]
     const loops = agents.map(a => a.request({ op: 'loop', lock: 'restart', keys: ['a', 'b', 'c'], ms: 4_000, workers: 4, ttl: 3_000, wait: 20_000, holdMs: 2, dir: fsync === 'always' ? dir : undefined }, { ev: 'looped' }, 60_000))
     await sleep(1_200)
-    server.kill('SIGKILL')
-    await server.proc.exited
-    await sleep(300)
-    await server.start()
+    await server.crash()
     const results = await Promise.all(loops)
     for (const r of results) {
       assert.ok(r.holds > 20, `${r.who}: only ${r.holds} holds`)

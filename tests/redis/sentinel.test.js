@@ -2,7 +2,8 @@
 // node-redis (createSentinel) finding the primary through them.
 // A graceful failover (SENTINEL FAILOVER) and the lost write — the replicas paused, a grant, the
 // primary killed, the replicas resumed and one promoted without the grant: fences keep growing, the
-// request is never granted twice (its holder learns it lost the lease), and holds carry on.
+// request is never granted twice (its holder learns it lost the lease), and holds carry on. Pools
+// (#16): a graceful failover keeps the claims answered, ids and the line.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, LostError } from 'holdfast/redis'
@@ -82,4 +83,25 @@ test(`LOCK-02 Sentinel (${kind}), the lost write: replicas paused, a grant, the 
   assert.equal(granted, 1)
   const again = await a.lock('lost').hold('k', { wait: '10s' }, l => l.fence)
   assert.ok(again > next)
+})
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`#16 Sentinel (${kind}): a graceful failover keeps every claim answered (POOL-02 by replication), ids answer their first outcome on the new primary, and a waiting claim is served there`, async t => {
+  const set = await startSentinelSet(t)
+  const a = await openRedisStore({ redis: await set.client(kind) })
+  const b = await openRedisStore({ redis: await set.client(kind) })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const seats = a.pool('failover', { capacity: 10 })
+  for (let i = 0; i < 5; i++) assert.equal((await seats.claim(2, { id: `order-${i}` })).claimed, true)
+  const waiting = b.pool('failover', { capacity: 10 }).claim(2, { wait: '30s', id: 'late' })
+  for (let i = 0; i < 200 && (await a.inspect()).find(e => e.kind === 'pool')?.waiting !== 1; i++) await sleep(10)
+  await raw(set.primary.port, 'WAIT', '2', '2000')
+  assert.equal(await raw(set.sentinels[0].port, 'SENTINEL', 'FAILOVER', 'mymaster'), 'OK')
+  await untilPrimaryMoves(set, set.primary.port)
+  assert.equal(await seats.remaining(), 0, 'every claim replicated')
+  assert.equal((await b.pool('failover', { capacity: 10 }).claim(2, { id: 'order-3' })).remaining, 2, 'the first outcome of order-3')
+  // The waiter kept its place (heartbeats on the new primary); a release there serves it.
+  assert.equal(await seats.release('order-0'), true)
+  const served = await waiting
+  assert.deepEqual([served.claimed, served.remaining], [true, 0])
 })

@@ -4,8 +4,8 @@
 // is 16 raw bytes; every frame starts with version (1), type, and a u32 correlation id.
 import { randomBytes } from 'node:crypto'
 
-export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07, inspectPage: 0x08, hello3: 0x09, batch: 0x0a }
-const SERVER = { 0x81: 'welcome', 0x82: 'granted', 0x83: 'busy', 0x84: 'renewed', 0x85: 'done', 0x86: 'error', 0x87: 'inspected', 0x88: 'lost', 0x89: 'inspectedPage', 0x8a: 'welcome', 0x8b: 'batch' }
+export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07, inspectPage: 0x08, hello3: 0x09, batch: 0x0a, claim: 0x0b, pool: 0x0c, inspectPools: 0x0d }
+const SERVER = { 0x81: 'welcome', 0x82: 'granted', 0x83: 'busy', 0x84: 'renewed', 0x85: 'done', 0x86: 'error', 0x87: 'inspected', 0x88: 'lost', 0x89: 'inspectedPage', 0x8a: 'welcome', 0x8b: 'batch', 0x8c: 'claimed', 0x8d: 'count', 0x8e: 'pools' }
 const CODES = [undefined, 'in_use', 'lost', 'closed', 'invalid', 'limit', 'cancelled', 'storage', 'permission', 'protocol']
 
 class Writer {
@@ -43,6 +43,22 @@ export const encode = {
   inspect: id => header(CLIENT.inspect, id).bytes(),
   inspectPage: (id, { semaphore = false, name = '', key = '' } = {}) => header(CLIENT.inspectPage, id).u8(semaphore ? 1 : 0).str(name).str(key).bytes(),
   goodbye: id => header(CLIENT.goodbye, id).bytes(),
+  // Revision 4: pools.
+  claim: (id, { pool, capacity = 0, n, claim, wait = 0, ttl = 0 }) =>
+    header(CLIENT.claim, id).str(pool).u64(capacity).u64(n).str(claim).u64(wait).u64(ttl).bytes(),
+  pool: (id, { op, pool, capacity = 0, claim = '', value = 0 }) =>
+    header(CLIENT.pool, id).u8({ release: 1, confirm: 2, remaining: 3, resize: 4, cancel: 5 }[op]).str(pool).u64(capacity).str(claim).u64(value).bytes(),
+  inspectPools: id => header(CLIENT.inspectPools, id).bytes(),
+}
+
+/** A server's frames (for a fake server of an older revision): `welcome` (of `revision` 3 or more: the new one), an empty `inspected`. */
+export const encodeServer = {
+  welcome: (id, revision = 2, maxFrame = 65_536, connectionLimit = 0) =>
+    revision >= 3
+      ? new Writer().u8(1).u8(0x8a).u32(id).u8(revision).u32(maxFrame).u32(connectionLimit).bytes()
+      : new Writer().u8(1).u8(0x81).u32(id).u32(maxFrame).u32(connectionLimit).bytes(),
+  inspectedNone: id => new Writer().u8(1).u8(0x87).u32(id).u32(0).bytes(),
+  error: (id, code, message) => new Writer().u8(1).u8(0x86).u32(id).u8(code).str(message).bytes(),
 }
 
 /** Decodes a server's frame into `{ id, type, ... }` (enough of it for the tests). */
@@ -70,6 +86,9 @@ export function decodeServer(buf) {
     case 'lost': frame.lease = id(); frame.code = CODES[u8()]; break
     case 'inspected': frame.count = u32(); break
     case 'inspectedPage': frame.more = u8() === 1; frame.count = u32(); break
+    case 'claimed': frame.claimed = u8() === 1; frame.remaining = u64(); break
+    case 'count': frame.value = u64(); break
+    case 'pools': frame.count = u32(); break
     case 'batch':
       frame.frames = []
       while (at < b.length) {

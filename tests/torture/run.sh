@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Crash-restart torture of fences (torture.mjs) and the damaged-fence-file tests (corrupt.test.mjs),
-# against the built package.
+# Crash-restart torture of fences (torture.mjs), the damaged-fence-file tests (corrupt.test.mjs), and
+# the crash-restart torture of pools (pools.mjs, #16), against the built package.
 #
 #   bash tests/torture/run.sh                      # about 2-3 minutes: 100 kills on fileStorage,
 #                                                  # 50 on a slow storage, 50 on a failing one
 #   TORTURE_KILLS=1000 bash tests/torture/run.sh   # the full run: 1,000 kill -9 per storage
 #   TORTURE_RUNTIME=bun bash tests/torture/run.sh  # children under Bun (or node24); default Node 20
+#   TORTURE_POOL_KILLS=500                         # kills of the pools' torture (default 50)
 #   HOLDFAST_PKG=path                              # the package: a directory with dist/ and wasm/
 #                                                  # (default npm/, after `bash npm/build.sh`) or a .tgz
 #
@@ -44,3 +45,6 @@ node --test --test-reporter=spec corrupt.test.mjs
 
 echo "== crash-restart torture: children under $("$TORTURE_RUNTIME" --version)"
 node torture.mjs
+
+echo "== crash-restart torture of pools (#16): children under $("$TORTURE_RUNTIME" --version)"
+TORTURE_KILLS=${TORTURE_POOL_KILLS:-50} node pools.mjs

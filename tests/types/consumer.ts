@@ -1,8 +1,9 @@
 // A strict TypeScript user of the published types, compiled with skipLibCheck off by
 // tests/js/run.sh against the installed package: every public entry's declarations must
 // compile on their own (no stripped internal type left dangling) and say what the API does.
-import { openStore, connect, memoryStorage, InvalidError, type Lease, type Store } from 'holdfast'
+import { openStore, connect, memoryStorage, InvalidError, type ClaimResult, type Lease, type PoolInfo, type Store } from 'holdfast'
 import * as slim from 'holdfast/slim'
+import { openRedisStore } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
 
 export async function use(): Promise<number> {
@@ -12,9 +13,28 @@ export async function use(): Promise<number> {
   const tried = await summaries.tryHold(42, lease => lease.key)
   const key: string | undefined = tried.acquired ? tried.value : undefined
   await using lease = await store.semaphore('uploads', { limit: 3 }).acquire('u', { wait: '5s' })
+  const seats = store.pool('flight-aa123', { capacity: 180 })
+  const got: ClaimResult = await seats.claim(2, { id: 'order-1', wait: '5s', ttl: '10m', signal: AbortSignal.timeout(1_000) })
+  if (got.claimed) {
+    await got.claim.confirm()
+    const released: boolean = await got.claim.release()
+    void released
+  }
+  const pools: PoolInfo[] = store.inspect().filter((e): e is PoolInfo => e.kind === 'pool')
+  const left: number = (await seats.remaining()) + got.remaining + pools.length
+  await seats.resize(200)
   const remote = await connect('ws://127.0.0.1:7420', { token: 't' })
   const busy = await remote.inspect()
   void slim.openStore
   void new InvalidError('x').code
-  return fence + busy.length + lease.fence + (key?.length ?? 0)
+  return fence + busy.length + lease.fence + (key?.length ?? 0) + left
+}
+
+/** Pools on Redis: the same handles and answers. */
+export async function useRedis(redis: unknown): Promise<number> {
+  const store = await openRedisStore({ redis })
+  const seats = store.pool('seats', { capacity: 10 })
+  const got: ClaimResult = await seats.claim(1, { id: 'order-1', wait: '1s', ttl: '10m' })
+  const pools: PoolInfo[] = (await store.inspect()).filter((e): e is PoolInfo => e.kind === 'pool')
+  return got.remaining + pools.length + (await seats.remaining())
 }

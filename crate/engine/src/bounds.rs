@@ -21,6 +21,9 @@ pub const MAX_CAPACITY: u64 = (1 << 53) - 1;
 pub const MAX_CLAIM_ID_BYTES: usize = 128;
 /// The most claims one pool keeps, open ones and the tombstones of ids released within 24 hours.
 pub const MAX_POOL_CLAIMS: usize = 1_000_000;
+/// The most pools one store keeps (pools are durable, never forgotten: a bound a client over a
+/// connection cannot push past).
+pub const MAX_POOLS: usize = 100_000;
 
 pub fn check_name(name: &str) -> Result<(), Error> {
     let bytes = name.as_bytes();

@@ -44,8 +44,8 @@ pub enum Event {
     /// A confirm or a resize is kept by storage: the host answers it done.
     Durable { req: Id },
     /// The write a pool request waited for failed: a claim gave its units back (it took nothing);
-    /// a confirm or a resize stands in memory, and is written again with the next write. The host
-    /// answers `storage`.
+    /// a release, confirm or resize stands in memory, and is written again with the next write. The
+    /// host answers `storage`.
     PoolFailed { req: Id, why: Failure },
     /// The store closed while a pool request waited (in line, or for its write). The host answers
     /// `closed`.

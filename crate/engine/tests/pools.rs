@@ -80,10 +80,13 @@ fn pool_01_remaining_never_goes_below_zero_nor_above_capacity() {
             }
         ]
     );
-    assert!(e.release_claim(p, "a", 2).unwrap());
-    assert!(!e.release_claim(p, "a", 2).unwrap(), "released once");
-    assert!(!e.release_claim(p, "nobody", 2).unwrap());
-    assert!(e.release_claim(p, "c", 2).unwrap());
+    assert!(e.release_claim(p, "a", 2).unwrap().is_some());
+    assert!(
+        e.release_claim(p, "a", 2).unwrap().is_none(),
+        "released once"
+    );
+    assert!(e.release_claim(p, "nobody", 2).unwrap().is_none());
+    assert!(e.release_claim(p, "c", 2).unwrap().is_some());
     assert_eq!(
         e.pool_remaining(p, 2).unwrap(),
         3,
@@ -147,7 +150,7 @@ fn pool_01_capacity_is_fixed_by_its_first_use_and_resized_never_below_what_is_cl
         "{evs:?}"
     );
     // A resize down sends away a waiter that can never fit; the line goes on behind it.
-    assert!(e.release_claim(p, "big", 6).unwrap()); // 5 claimed of 40
+    assert!(e.release_claim(p, "big", 6).unwrap().is_some()); // 5 claimed of 40
     let w38 = queued(e.claim(p, 38, "w38", true, None, None, 7).unwrap());
     let w1 = queued(e.claim(p, 1, "w1", true, None, None, 7).unwrap());
     e.check();
@@ -244,7 +247,7 @@ fn pool_02_counts_and_open_claims_survive_a_restart() {
     writing(claim(&mut e, seats, 3, "order-2", 0));
     writing(claim(&mut e, lic, 5, "all", 0));
     flush(&mut e, &mut disk, 1); // a snapshot (the first write)
-    assert!(e.release_claim(seats, "order-1", 2).unwrap());
+    assert!(e.release_claim(seats, "order-1", 2).unwrap().is_some());
     e.claim(seats, 1, "cart", true, Some(0), Some(60_000), 2)
         .unwrap();
     let w = e.poll_pool_write().unwrap();
@@ -279,7 +282,7 @@ fn pool_02_counts_and_open_claims_survive_a_restart() {
         },
         "a released id is remembered"
     );
-    assert!(e.release_claim(seats, "order-2", 9).unwrap());
+    assert!(e.release_claim(seats, "order-2", 9).unwrap().is_some());
     assert_eq!(e.pool_remaining(seats, 9).unwrap(), 179);
     e.check();
 }
@@ -440,7 +443,7 @@ fn pool_03_an_id_asked_again_answers_the_first_claim_and_never_takes_units_twice
     );
     e.check();
     // Released, it is remembered 24 hours after the claim: asked again, the first outcome.
-    assert!(e.release_claim(p, "order-7", 4).unwrap());
+    assert!(e.release_claim(p, "order-7", 4).unwrap().is_some());
     assert_eq!(
         claim(&mut e, p, 2, "order-7", 5),
         Claim::Known {
@@ -478,7 +481,7 @@ fn pool_03_an_id_not_remembered_is_forgotten_once_released() {
         e.claim(p, 1, "drawn-by-host", false, Some(0), None, 0)
             .unwrap(),
     );
-    assert!(e.release_claim(p, "drawn-by-host", 1).unwrap());
+    assert!(e.release_claim(p, "drawn-by-host", 1).unwrap().is_some());
     assert_eq!(e.footprint().claims, 0);
     e.check();
 }
@@ -503,7 +506,7 @@ fn pool_04_waiting_claims_are_served_in_order_and_the_head_is_not_overtaken() {
         "nor does a claim that would not wait: nobody barges"
     );
     e.check();
-    e.release_claim(p, "held", 3).unwrap();
+    let released = e.release_claim(p, "held", 3).unwrap().unwrap();
     assert_eq!(
         e.pool_remaining(p, 3).unwrap(),
         1,
@@ -520,8 +523,10 @@ fn pool_04_waiting_claims_are_served_in_order_and_the_head_is_not_overtaken() {
             Event::Claimed {
                 req: small,
                 remaining: 1
-            }
-        ]
+            },
+            Event::Durable { req: released }
+        ],
+        "the release is answered once written too"
     );
 }
 
@@ -549,18 +554,19 @@ fn pool_04_every_ending_of_a_wait_leaves_the_line() {
     assert_eq!(e.cancel_claim(cancelled, 101).unwrap(), Cancelled::Unknown);
     e.check();
     assert!(e.inspect_pools().unwrap()[0].waiting == 2);
-    e.release_claim(p, "held", 102).unwrap();
+    let released = e.release_claim(p, "held", 102).unwrap().unwrap();
     // `behind` (1) took its unit; `closed` (2) waits for 2 with 1 left.
     e.check();
     e.close();
+    let mut ended = vec![held, released, behind, closed];
+    ended.sort();
     assert_eq!(
         events(&mut e),
-        vec![
-            Event::PoolEnded { req: held },
-            Event::PoolEnded { req: behind },
-            Event::PoolEnded { req: closed }
-        ],
-        "and so does every claim whose write was not answered"
+        ended
+            .into_iter()
+            .map(|req| Event::PoolEnded { req })
+            .collect::<Vec<_>>(),
+        "and so does every claim and release whose write was not answered"
     );
     assert_eq!(
         e.claim(p, 1, "z", true, None, None, 103)
@@ -571,10 +577,34 @@ fn pool_04_every_ending_of_a_wait_leaves_the_line() {
 }
 
 #[test]
-fn pool_04_a_claim_cancelled_before_its_write_is_answered_gives_its_units_back() {
+fn pool_04_a_claim_cancelled_before_its_write_is_answered_is_undone() {
     let mut e = opened();
     let mut disk = Disk::new();
     let p = e.pool("seats", 2).unwrap();
+    // `b`'s claim is written (and acknowledged) before it is cancelled: the undo is in the log.
+    let b = writing(claim(&mut e, p, 1, "b", 0));
+    let w = e.poll_pool_write().unwrap();
+    disk.insert(w.key, w.value);
+    assert_eq!(e.cancel_claim(b, 0).unwrap(), Cancelled::Released);
+    e.pool_written(w.seq, 0);
+    assert_eq!(events(&mut e), vec![], "b is not answered");
+    flush(&mut e, &mut disk, 0);
+    assert!(
+        matches!(claim(&mut e, p, 1, "b", 0), Claim::Writing { .. }),
+        "asked again, b is a new claim: nobody was told of the first"
+    );
+    let again = match claim(&mut e, p, 1, "b", 0) {
+        Claim::Joined { req } => req,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(e.cancel_claim(again, 0).unwrap(), Cancelled::Released);
+    flush(&mut e, &mut disk, 0);
+    let mut back = reopen(&disk, 0, 0);
+    let q = back.find_pool("seats").unwrap();
+    assert!(
+        matches!(claim(&mut back, q, 1, "b", 0), Claim::Writing { .. }),
+        "read back, b was never claimed"
+    );
     let a = writing(claim(&mut e, p, 2, "a", 0));
     let w = queued(e.claim(p, 1, "w", true, None, None, 0).unwrap());
     assert_eq!(e.cancel_claim(a, 1).unwrap(), Cancelled::Released);
@@ -615,7 +645,7 @@ fn a_ttl_claim_comes_back_unless_confirmed_and_a_confirm_is_answered_once_writte
         e.confirm_claim(p, "abandoned", 1_001).unwrap(),
         Confirm::Gone
     );
-    assert!(!e.release_claim(p, "abandoned", 1_001).unwrap());
+    assert!(e.release_claim(p, "abandoned", 1_001).unwrap().is_none());
     e.check();
     let mut back = reopen(
         &{
@@ -631,4 +661,16 @@ fn a_ttl_claim_comes_back_unless_confirmed_and_a_confirm_is_answered_once_writte
         8,
         "confirmed for good"
     );
+}
+
+#[test]
+fn a_store_keeps_at_most_max_pools_pools() {
+    let mut e = opened();
+    for i in 0..holdfast_engine::bounds::MAX_POOLS {
+        e.pool(&format!("p{i}"), 1).unwrap();
+    }
+    let err = e.pool("one-more", 1).unwrap_err();
+    assert_eq!(err.code(), "limit");
+    assert!(err.to_string().contains("100000"), "{err}");
+    assert!(e.pool("p7", 1).is_ok(), "a pool it has is still named");
 }

@@ -22,6 +22,7 @@
 //!   ([`Core::adopt`]) and then holds as usual.
 
 mod hex;
+pub mod pool;
 mod remote;
 pub mod wire;
 
@@ -71,6 +72,11 @@ pub mod buffer {
     pub const FENCE_NEXT: usize = EVENTS + EVENT_SIZE * EVENT_SLOTS;
     /// The end (exclusive) of the block lent to the host; 0 while nothing is lent.
     pub const FENCE_END: usize = FENCE_NEXT + 1;
+    /// `claim` answering `CLAIM_REFUSED` or `CLAIM_KNOWN`: the units remaining (the first outcome's,
+    /// for `CLAIM_KNOWN`). Shares its slot with [`RESUMED_FENCE`] and [`REVOKE_IN`]: no call writes two.
+    pub const CLAIM_REMAINING: usize = 3;
+    /// `claim` answering `CLAIM_KNOWN`: 1 if the claim still holds its units. Shares its slot with [`KEY`].
+    pub const CLAIM_OPEN: usize = 1;
     pub const LEN: usize = FENCE_END + 1;
 }
 

@@ -16,7 +16,9 @@
 
 use std::cell::UnsafeCell;
 
-use holdfast_engine::wire::{self, ClientMessage, ErrorCode, InspectEntry, ServerMessage};
+use holdfast_engine::wire::{
+    self, ClientMessage, ErrorCode, InspectEntry, PoolEntry, PoolOp, ServerMessage,
+};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -59,6 +61,9 @@ pub mod kind {
     pub const INSPECT: f64 = 6.0;
     pub const GOODBYE: f64 = 7.0;
     pub const INSPECT_PAGE: f64 = 8.0;
+    pub const CLAIM: f64 = 9.0;
+    pub const POOL: f64 = 10.0;
+    pub const INSPECT_POOLS: f64 = 20.0;
     pub const WELCOME: f64 = 11.0;
     pub const GRANTED: f64 = 12.0;
     pub const BUSY: f64 = 13.0;
@@ -68,6 +73,9 @@ pub mod kind {
     pub const INSPECTED: f64 = 17.0;
     pub const LOST: f64 = 18.0;
     pub const INSPECTED_PAGE: f64 = 19.0;
+    pub const CLAIMED: f64 = 21.0;
+    pub const COUNT: f64 = 22.0;
+    pub const POOLS: f64 = 23.0;
 }
 
 /// The scratch table. wasm here is single-threaded, and JavaScript reads it right after the call
@@ -219,8 +227,12 @@ fn ms(value: f64) -> u64 {
 /// - hold: A semaphore (0/1), B limit, C ttl, D maxHold (0 none), E wait (-1 none);
 ///   strings name, key, request; CUT1 = end of name, CUT2 = end of key;
 /// - renew, release: string lease; cancel: string request;
-/// - inspect, goodbye: no string;
-/// - inspect page: A semaphore (0/1); strings name, key; CUT1 = end of name.
+/// - inspect, goodbye, inspect pools: no string;
+/// - inspect page: A semaphore (0/1); strings name, key; CUT1 = end of name;
+/// - claim: A capacity, B n, C wait (-1 none), D ttl (0 none); strings pool, claim; CUT1 = end of
+///   pool (revision 4);
+/// - pool: A op (see `PoolOp`), B capacity, C value; strings pool, claim; CUT1 = end of pool
+///   (revision 4).
 #[wasm_bindgen(js_name = decodeClient)]
 pub fn decode_client(bytes: &[u8]) -> Result<String, JsValue> {
     let frames = wire::decode_client_batch(bytes).map_err(protocol_error)?;
@@ -294,6 +306,41 @@ fn flat_client(flat: &mut Flat, id: u32, message: ClientMessage<'_>) {
             flat.push(key);
             flat.cuts(name_end, 0);
         }
+        ClientMessage::Claim {
+            pool,
+            capacity,
+            n,
+            claim,
+            wait,
+            ttl,
+        } => {
+            let wait = if wait == u64::MAX { -1.0 } else { wait as f64 };
+            flat.put(
+                kind::CLAIM,
+                id,
+                &[capacity as f64, n as f64, wait, ttl as f64],
+            );
+            let pool_end = flat.push(pool);
+            flat.push(claim);
+            flat.cuts(pool_end, 0);
+        }
+        ClientMessage::Pool {
+            op,
+            pool,
+            capacity,
+            claim,
+            value,
+        } => {
+            flat.put(
+                kind::POOL,
+                id,
+                &[op as u8 as f64, capacity as f64, value as f64],
+            );
+            let pool_end = flat.push(pool);
+            flat.push(claim);
+            flat.cuts(pool_end, 0);
+        }
+        ClientMessage::InspectPools => flat.put(kind::INSPECT_POOLS, id, &[]),
     }
 }
 
@@ -378,6 +425,58 @@ pub fn encode_goodbye(id: u32) -> Vec<u8> {
     wire::encode_client(id, &ClientMessage::Goodbye)
 }
 
+/// `wait` -1 (or any negative) for no limit; `ttl` 0 for none. (Revision 4.)
+#[wasm_bindgen(js_name = encodeClaim)]
+#[allow(clippy::too_many_arguments)]
+pub fn encode_claim(
+    id: u32,
+    pool: &str,
+    capacity: f64,
+    n: f64,
+    claim: &str,
+    wait: f64,
+    ttl: f64,
+) -> Vec<u8> {
+    let message = ClientMessage::Claim {
+        pool,
+        capacity: ms(capacity),
+        n: ms(n),
+        claim,
+        wait: if wait < 0.0 { u64::MAX } else { ms(wait) },
+        ttl: ms(ttl),
+    };
+    wire::encode_client(id, &message)
+}
+
+/// `op`: 1 release, 2 confirm, 3 remaining, 4 resize, 5 cancel; `capacity` 0: the pool as it is.
+/// (Revision 4.)
+#[wasm_bindgen(js_name = encodePool)]
+pub fn encode_pool(
+    id: u32,
+    op: u8,
+    pool: &str,
+    capacity: f64,
+    claim: &str,
+    value: f64,
+) -> Result<Vec<u8>, JsValue> {
+    let op = PoolOp::from_u8(op)
+        .ok_or_else(|| js_error("invalid", &format!("unknown pool op {op}"), None))?;
+    let message = ClientMessage::Pool {
+        op,
+        pool,
+        capacity: ms(capacity),
+        claim,
+        value: ms(value),
+    };
+    Ok(wire::encode_client(id, &message))
+}
+
+/// (Revision 4.)
+#[wasm_bindgen(js_name = encodeInspectPools)]
+pub fn encode_inspect_pools(id: u32) -> Vec<u8> {
+    wire::encode_client(id, &ClientMessage::InspectPools)
+}
+
 // ---------------------------------------------------------------- server → client
 
 /// One busy key of an inspection, as JavaScript sees it.
@@ -399,16 +498,18 @@ struct JsHolder {
 }
 
 /// Decodes a message a server sent: one frame, or a batch of them (revision 3). Throws a `protocol`
-/// error for a bad message. Answers `text`, or, when a frame is an `inspected` or `inspected page`, an
-/// array: `text`, then the entries of each such frame in order, as arrays of `{ kind, name, key,
-/// holders: [{ fence, heldMs }], waiting }`. Each frame's slots hold, by type:
+/// error for a bad message. Answers `text`, or, when a frame is an `inspected`, `inspected page` or
+/// `pools`, an array: `text`, then the entries of each such frame in order, as arrays of `{ kind,
+/// name, key, holders: [{ fence, heldMs }], waiting }` (of a pools frame: `{ name, capacity,
+/// remaining, claims, waiting }`). Each frame's slots hold, by type:
 /// - welcome: A maxFrame, B connectionLimit, C revision (2 for the old welcome);
 /// - granted: A fence, B ttl, C revokeIn; strings request, lease (32 hex digits each);
 /// - busy, done: nothing;
 /// - renewed: A ttl, B revokeIn;
 /// - error: strings code, message; CUT1 = end of code;
 /// - lost: strings code, lease; CUT1 = end of code;
-/// - inspected: nothing (its entries are in the array); inspected page: A more (0/1).
+/// - inspected: nothing (its entries are in the array); inspected page: A more (0/1);
+/// - claimed: A claimed (0/1), B remaining; count: A value; pools: nothing (revision 4).
 #[wasm_bindgen(js_name = decodeServer)]
 pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
     let frames = wire::decode_server_batch(bytes).map_err(protocol_error)?;
@@ -425,13 +526,22 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
     let answer = js_sys::Array::new();
     answer.push(&JsValue::from_str(&flat.text));
     for entries in inspections {
-        answer.push(&entries_to_js(entries)?);
+        answer.push(&match entries {
+            Entries::Keys(entries) => entries_to_js(entries)?,
+            Entries::Pools(entries) => pools_to_js(entries)?,
+        });
     }
     Ok(answer.into())
 }
 
+/// The entries a frame carries: busy keys (`inspected`, `inspected page`) or pools.
+enum Entries {
+    Keys(Vec<InspectEntry>),
+    Pools(Vec<PoolEntry>),
+}
+
 /// Lays out one frame a server sent; answers the entries of an inspection.
-fn flat_server(flat: &mut Flat, id: u32, message: ServerMessage) -> Option<Vec<InspectEntry>> {
+fn flat_server(flat: &mut Flat, id: u32, message: ServerMessage) -> Option<Entries> {
     match message {
         ServerMessage::Welcome {
             revision,
@@ -476,14 +586,50 @@ fn flat_server(flat: &mut Flat, id: u32, message: ServerMessage) -> Option<Vec<I
         }
         ServerMessage::Inspected { entries } => {
             flat.put(kind::INSPECTED, id, &[]);
-            return Some(entries);
+            return Some(Entries::Keys(entries));
         }
         ServerMessage::InspectedPage { more, entries } => {
             flat.put(kind::INSPECTED_PAGE, id, &[more as u8 as f64]);
-            return Some(entries);
+            return Some(Entries::Keys(entries));
+        }
+        ServerMessage::Claimed { claimed, remaining } => {
+            flat.put(kind::CLAIMED, id, &[claimed as u8 as f64, remaining as f64])
+        }
+        ServerMessage::Count { value } => flat.put(kind::COUNT, id, &[value as f64]),
+        ServerMessage::Pools { entries } => {
+            flat.put(kind::POOLS, id, &[]);
+            return Some(Entries::Pools(entries));
         }
     }
     None
+}
+
+/// One pool of an inspection of pools, as JavaScript sees it (a store's `inspectPools` answers the
+/// same).
+#[derive(Serialize, Deserialize)]
+pub(crate) struct JsPool {
+    pub(crate) name: String,
+    pub(crate) capacity: f64,
+    pub(crate) remaining: f64,
+    pub(crate) claims: u32,
+    pub(crate) waiting: u32,
+}
+
+/// An inspection's pools as JavaScript objects.
+pub(crate) fn pools_to_js(entries: Vec<PoolEntry>) -> Result<JsValue, JsValue> {
+    let entries: Vec<JsPool> = entries
+        .into_iter()
+        .map(|e| JsPool {
+            name: e.name,
+            capacity: e.capacity as f64,
+            remaining: e.remaining as f64,
+            claims: e.claims,
+            waiting: e.waiting,
+        })
+        .collect();
+    entries
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| js_error("invalid", &e.to_string(), None))
 }
 
 /// An inspection's entries as JavaScript objects.
@@ -615,4 +761,36 @@ pub fn encode_inspected_page(id: u32, more: bool, entries: JsValue) -> Result<Ve
         id,
         &ServerMessage::InspectedPage { more, entries },
     ))
+}
+
+/// The answer to a claim. (Revision 4.)
+#[wasm_bindgen(js_name = encodeClaimed)]
+pub fn encode_claimed(id: u32, claimed: bool, remaining: f64) -> Vec<u8> {
+    let remaining = ms(remaining);
+    wire::encode_server(id, &ServerMessage::Claimed { claimed, remaining })
+}
+
+/// The answer to a pool's release or remaining. (Revision 4.)
+#[wasm_bindgen(js_name = encodeCount)]
+pub fn encode_count(id: u32, value: f64) -> Vec<u8> {
+    let value = ms(value);
+    wire::encode_server(id, &ServerMessage::Count { value })
+}
+
+/// The pools: `entries` as `decodeServer` answers them. (Revision 4.)
+#[wasm_bindgen(js_name = encodePools)]
+pub fn encode_pools(id: u32, entries: JsValue) -> Result<Vec<u8>, JsValue> {
+    let entries: Vec<JsPool> = serde_wasm_bindgen::from_value(entries)
+        .map_err(|e| js_error("invalid", &format!("pools: {e}"), None))?;
+    let entries = entries
+        .into_iter()
+        .map(|e| PoolEntry {
+            name: e.name,
+            capacity: ms(e.capacity),
+            remaining: ms(e.remaining),
+            claims: e.claims,
+            waiting: e.waiting,
+        })
+        .collect();
+    Ok(wire::encode_server(id, &ServerMessage::Pools { entries }))
 }

@@ -4,6 +4,7 @@
 //! side defines is missing in Rust or has another value there (#14: store.ts once read a resumed
 //! fence through `REVOKE_IN` because the two happen to share a slot).
 
+use holdfast_wasm::pool::claim;
 use holdfast_wasm::{buffer, event, status};
 
 /// Every constant of the ABI, by its name (the last segment of its path).
@@ -24,6 +25,8 @@ const RUST: &[(&str, f64)] = table![
     buffer::EVENT_SLOTS,
     buffer::FENCE_NEXT,
     buffer::FENCE_END,
+    buffer::CLAIM_REMAINING,
+    buffer::CLAIM_OPEN,
     buffer::LEN,
     event::GRANTED,
     event::TIMED_OUT,
@@ -32,6 +35,16 @@ const RUST: &[(&str, f64)] = table![
     event::ENDED,
     event::KEY_IDLE,
     event::EXPIRED,
+    event::CLAIMED,
+    event::NOT_CLAIMED,
+    event::DURABLE,
+    event::POOL_FAILED,
+    event::POOL_ENDED,
+    claim::CLAIM_WRITING,
+    claim::CLAIM_QUEUED,
+    claim::CLAIM_JOINED,
+    claim::CLAIM_REFUSED,
+    claim::CLAIM_KNOWN,
     status::BUSY,
     status::INVALID,
     status::LIMIT,

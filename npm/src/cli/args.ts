@@ -6,7 +6,7 @@
 
 import * as fs from 'node:fs'
 import { constants as osConstants } from 'node:os'
-import { connect, type KeyInfo, type LockOptions, type RemoteLock } from '../entry/node.js'
+import { connect, type KeyInfo, type LockOptions, type PoolInfo, type RemoteLock } from '../entry/node.js'
 import { toMs } from '../util/duration.js'
 
 /** An error of the command line itself: printed as one line, exit 2. */
@@ -71,7 +71,7 @@ export function duration(value: string | undefined, name: string, fallback: numb
 /** What `hold` and `inspect` use of a store over a connection or in Redis. */
 export interface ClientStore {
   lock(name: string, options: LockOptions): Pick<RemoteLock, 'hold'>
-  inspect(): Promise<KeyInfo[]>
+  inspect(): Promise<(KeyInfo | PoolInfo)[]>
   close(): Promise<void>
 }
 

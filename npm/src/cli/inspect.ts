@@ -1,12 +1,13 @@
-/** `holdfast inspect`: the busy keys of a server or a Redis, as a table or as JSON. */
+/** `holdfast inspect`: the busy keys (and the pools) of a server or a Redis, as a table or as JSON. */
 
-import type { KeyInfo } from '../entry/node.js'
+import type { KeyInfo, PoolInfo } from '../entry/node.js'
 import { UsageError, age, openClient, parseArgs } from './args.js'
 
 export const INSPECT_USAGE = `Usage: holdfast inspect URL [--token-file FILE] [--json]
 
 Prints the busy keys of the server at URL: kind, name, key, holders (fence and how long held),
-and how many wait. URL may be a Redis (redis://HOST:PORT): the keys holdfast/redis keeps there.
+and how many wait; then its pools: name, capacity, units left, open claims, claims waiting.
+URL may be a Redis (redis://HOST:PORT): the keys holdfast/redis keeps there.
 
 Options:
   --token-file FILE  the server's token (default: the environment variable HOLDFAST_TOKEN)
@@ -24,9 +25,9 @@ export async function inspect(args: string[]): Promise<number> {
   const url = positionals[0]!
   const remote = await openClient(url, options.get('token-file'), 'inspect')
   let timer: ReturnType<typeof setTimeout> | undefined
-  let entries: KeyInfo[]
+  let all: (KeyInfo | PoolInfo)[]
   try {
-    entries = await Promise.race([
+    all = await Promise.race([
       remote.inspect(),
       new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new UsageError(`inspect: ${url}: no answer from the server within 10s`)), 10_000))),
     ])
@@ -34,23 +35,35 @@ export async function inspect(args: string[]): Promise<number> {
     clearTimeout(timer)
     await remote.close().catch(() => {})
   }
-  entries = [...entries].sort((a, b) => cmp(a.kind, b.kind) || cmp(a.name, b.name) || cmp(a.key, b.key))
+  const entries = all.filter((e): e is KeyInfo => e.kind !== 'pool').sort((a, b) => cmp(a.kind, b.kind) || cmp(a.name, b.name) || cmp(a.key, b.key))
+  const pools = all.filter((e): e is PoolInfo => e.kind === 'pool').sort((a, b) => cmp(a.name, b.name))
   if (options.has('json')) {
-    process.stdout.write(`${escapeControls(JSON.stringify(entries, null, 2))}\n`)
+    process.stdout.write(`${escapeControls(JSON.stringify([...entries, ...pools], null, 2))}\n`)
     return 0
   }
-  if (entries.length === 0) {
-    process.stdout.write('no busy keys\n')
-    return 0
+  if (entries.length === 0) process.stdout.write('no busy keys\n')
+  else {
+    const rows = [['KIND', 'NAME', 'KEY', 'HOLDERS', 'WAITING']]
+    for (const e of entries) {
+      const holders = e.holders.map(h => `fence ${h.fence} (${age(h.heldMs)})`).join(', ')
+      rows.push([e.kind, e.name, showKey(e.key), holders || '-', String(e.waiting)])
+    }
+    table(rows)
   }
-  const rows = [['KIND', 'NAME', 'KEY', 'HOLDERS', 'WAITING']]
-  for (const e of entries) {
-    const holders = e.holders.map(h => `fence ${h.fence} (${age(h.heldMs)})`).join(', ')
-    rows.push([e.kind, e.name, showKey(e.key), holders || '-', String(e.waiting)])
+  if (pools.length > 0) {
+    process.stdout.write('\n')
+    table([
+      ['POOL', 'CAPACITY', 'LEFT', 'CLAIMS', 'WAITING'],
+      ...pools.map(p => [p.name, String(p.capacity), String(p.remaining), String(p.claims), String(p.waiting)]),
+    ])
   }
+  return 0
+}
+
+/** Rows as columns padded to their widest cell (the last one not padded). */
+function table(rows: string[][]): void {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
   for (const r of rows) process.stdout.write(`${r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')}\n`)
-  return 0
 }
 
 function cmp(a: string, b: string): number {
@@ -69,6 +82,6 @@ function showKey(key: string): string {
  * key someone else chose could rewrite or reorder what `holdfast inspect` prints. Applied to JSON text
  * these only ever stand inside strings, where the escape means the same character.
  */
-function escapeControls(text: string): string {
+export function escapeControls(text: string): string {
   return text.replace(/[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }

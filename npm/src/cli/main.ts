@@ -1,14 +1,16 @@
 /**
  * The `holdfast` command (the package's `bin`): `serve` a store to other processes, `hold` a key while a
- * command runs, `inspect` the busy keys. `main(args)` answers the exit status; `bin/holdfast.js` calls it.
+ * command runs, `claim` units of a pool, `inspect` the busy keys and pools. `main(args)` answers the
+ * exit status; `bin/holdfast.js` calls it.
  *
  * Exit statuses of `hold`: the command's own (128+n when a signal n ended it); 1 when the key was still
  * held by another after `--wait` (nothing ran); 3 when the lease was lost (the command was stopped);
  * 2 for every other error (usage, bad duration, no token, unreachable server, refused token), with one
- * line on stderr. `serve` and `inspect` answer 0 or 2.
+ * line on stderr. `serve` and `inspect` answer 0 or 2; `claim` 0 (claimed), 1 (not enough left) or 2.
  */
 import * as fs from 'node:fs'
 import { UsageError, warn } from './args.js'
+import { CLAIM_USAGE, claim } from './claim.js'
 import { HOLD_USAGE, hold } from './hold.js'
 import { INSPECT_USAGE, inspect } from './inspect.js'
 import { SERVE_USAGE, serve } from './serve.js'
@@ -20,7 +22,8 @@ Fair, fenced locks over a connection: a store server, and commands that hold its
 Commands:
   serve      run a store server (fences kept in a directory)
   hold       hold a key while a command runs, with the fence in HOLDFAST_FENCE
-  inspect    list the busy keys of a server
+  claim      claim units of a pool (a finite count, never below zero)
+  inspect    list the busy keys and pools of a server
 
 Run 'holdfast COMMAND --help' for a command's options.
 Options: -h, --help (this text), -v, --version (the package's version).
@@ -37,6 +40,8 @@ export async function main(args: string[]): Promise<number> {
         return await hold(rest)
       case 'inspect':
         return await inspect(rest)
+      case 'claim':
+        return await claim(rest)
       case 'help':
         return help(rest[0])
       case '-h':
@@ -51,7 +56,7 @@ export async function main(args: string[]): Promise<number> {
         process.stderr.write(USAGE)
         return 2
       default:
-        throw new UsageError(`unknown command ${JSON.stringify(command)} (commands: serve, hold, inspect; see holdfast --help)`)
+        throw new UsageError(`unknown command ${JSON.stringify(command)} (commands: serve, hold, claim, inspect; see holdfast --help)`)
     }
   } catch (error) {
     warn(error instanceof Error ? error.message : String(error))
@@ -60,9 +65,9 @@ export async function main(args: string[]): Promise<number> {
 }
 
 function help(command: string | undefined): number {
-  const text =
-    command === 'serve' ? SERVE_USAGE : command === 'hold' ? HOLD_USAGE : command === 'inspect' ? INSPECT_USAGE : command === undefined ? USAGE : undefined
-  if (text === undefined) throw new UsageError(`help: unknown command ${JSON.stringify(command)} (commands: serve, hold, inspect)`)
+  const usages: Record<string, string> = { serve: SERVE_USAGE, hold: HOLD_USAGE, claim: CLAIM_USAGE, inspect: INSPECT_USAGE }
+  const text = command === undefined ? USAGE : Object.hasOwn(usages, command) ? usages[command] : undefined
+  if (text === undefined) throw new UsageError(`help: unknown command ${JSON.stringify(command)} (commands: serve, hold, claim, inspect)`)
   process.stdout.write(text)
   return 0
 }

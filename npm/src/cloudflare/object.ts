@@ -54,6 +54,8 @@ import { DurableObject } from 'cloudflare:workers'
 import { openStore } from '../entry/workerd.js'
 import { RemoteRequest, type RemoteSink } from '../remote/request.js'
 import { MAX_FRAME, Protocol, Session, refuseHello } from '../remote/session.js'
+import { MAX_ANSWER } from '../remote/inspect-pages.js'
+import { BATCHES } from '../remote/wire.js'
 import { attachmentOf, closeQuietly, socketOf, type Attachment } from './hibernatable-socket.js'
 import { checkMaxHold } from '../../wasm/holdfast_wasm.js'
 import { HoldfastError, InvalidError, fromEngine, type ErrorCode } from '../errors.js'
@@ -325,6 +327,9 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         closed: (session, goodbye) => this.#closed(session, goodbye),
       },
       NO_TOKEN,
+      MAX_ANSWER,
+      // Pools (revision 4) are not kept in a Durable Object yet: its clients refuse them clearly.
+      BATCHES,
     )
     void this.#state.blockConcurrencyWhile(() => this.#open())
   }
@@ -588,7 +593,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** The busy keys of this object's store (a restored lease shows the engine's new fence). */
   async inspect(): Promise<KeyInfo[]> {
     await this.#begin()
-    return this.#store.inspect()
+    return this.#store.inspectKeys()
   }
 
   /** The alarm: the backstop for deadlines whose timers an eviction took away. */

@@ -23,6 +23,9 @@
  *   first), `e` + id of a tombstone. And `z`, after every deadline: the zset exists exactly while the
  *   meta does, so adding a deadline never makes a key without an expiry.
  *
+ * Pools (issue #16) keep theirs under `{p:NAME}`, changed by the `pool` entry point, which shares only
+ * the clock with the locks' Lua and documents its own layout and invariants (`scripts/pool.ts`).
+ *
  * # Invariants (every call keeps them before it answers)
  * - Every deadline is judged by the server's clock (`TIME`), never by a client's. A call that reads
  *   the clock first ends whatever is past its deadline (the reap step) when one may be due.
@@ -53,9 +56,10 @@ import acquireBody from './scripts/acquire.js'
 import renewBody from './scripts/renew.js'
 import releaseBody from './scripts/release.js'
 import inspectBody from './scripts/inspect.js'
+import poolBody from './scripts/pool.js'
 
 /** The entry points, each a Function of the library and a script of its own. */
-export type Op = 'acquire' | 'renew' | 'release' | 'inspect'
+export type Op = 'acquire' | 'renew' | 'release' | 'inspect' | 'pool'
 
 export interface Script {
   readonly source: string
@@ -82,18 +86,25 @@ function script(source: string): Script {
  * of its text, differs from the real one's).
  */
 export function scriptsFor(shebang: boolean, options: { clockKey?: string } = {}): Scripts {
-  const shared =
-    options.clockKey === undefined
-      ? common
-      : common.replace(clock, `\nlocal function time()\n  return tonumber(redis.call('GET', ${JSON.stringify(options.clockKey)}))\nend\n`)
-  const lua = shared + acquireBody + renewBody + releaseBody + inspectBody
+  const time =
+    options.clockKey === undefined ? clock : `\nlocal function time()\n  return tonumber(redis.call('GET', ${JSON.stringify(options.clockKey)}))\nend\n`
+  const shared = common.replace(clock, time)
+  // Pools (scripts/pool.ts) share only the clock with the locks.
+  const lua = shared + acquireBody + renewBody + releaseBody + inspectBody + poolBody
   const name = `holdfast_${sha1(lua).slice(0, 12)}`
-  const functions = { acquire: `${name}_acquire`, renew: `${name}_renew`, release: `${name}_release`, inspect: `${name}_inspect` }
+  const functions = {
+    acquire: `${name}_acquire`,
+    renew: `${name}_renew`,
+    release: `${name}_release`,
+    inspect: `${name}_inspect`,
+    pool: `${name}_pool`,
+  }
   const source = `#!lua name=${name}\n${lua}
 redis.register_function('${functions.acquire}', acquire)
 redis.register_function('${functions.renew}', renew)
 redis.register_function('${functions.release}', release)
 redis.register_function{function_name='${functions.inspect}', callback=inspect, flags={'no-writes'}}
+redis.register_function('${functions.pool}', pool)
 `
   const writes = shebang ? '#!lua\n' : ''
   const reads = shebang ? '#!lua flags=no-writes\n' : ''
@@ -104,6 +115,7 @@ redis.register_function{function_name='${functions.inspect}', callback=inspect, 
       renew: script(`${writes}${shared}${renewBody}return renew(KEYS, ARGV)\n`),
       release: script(`${writes}${shared}${releaseBody}return release(KEYS, ARGV)\n`),
       inspect: script(`${reads}${inspectBody}return inspect(KEYS, ARGV)\n`),
+      pool: script(`${writes}${time}${poolBody}return pool(KEYS, ARGV)\n`),
     },
   }
 }
@@ -137,4 +149,21 @@ export function parseMetaKey(prefix: string, redisKey: string): { kind: 'lock' |
   const colon = inner.indexOf(':', 2)
   if (!kind || inner[1] !== ':' || colon < 0) return undefined
   return { kind, name: inner.slice(2, colon), key: inner.slice(colon + 1) }
+}
+
+/** The hash tag of a pool: everything holdfast writes for it is in the slot of this tag. */
+export function poolTagOf(name: string): string {
+  return `{p:${name}}`
+}
+
+/** The Redis keys of a pool, in the order the `pool` entry point takes them. */
+export function poolKeysOf(prefix: string, name: string): string[] {
+  const base = `${prefix}:${poolTagOf(name)}:`
+  return [`${base}m`, `${base}z`]
+}
+
+/** The pool name of a pool's hash (`P:{p:NAME}:m`), or undefined for another key. */
+export function parsePoolKey(prefix: string, redisKey: string): string | undefined {
+  const head = `${prefix}:{p:`
+  return redisKey.startsWith(head) && redisKey.endsWith('}:m') ? redisKey.slice(head.length, -3) : undefined
 }

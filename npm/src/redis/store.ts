@@ -45,11 +45,14 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 /** A resource as the package's stores keep it (in the local store, a key it granted itself stands as its lease). */
 type Resource = SharedResource<Lease>
 import { adapterForUrl, adapterOf, asReply, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
-import { constants, keysOf, parseMetaKey, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
+import { constants, keysOf, parseMetaKey, parsePoolKey, poolKeysOf, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
 import { Renewal, margin, renewInterval, type Renewed } from '../remote/renewal.js'
 import { Dues } from '../util/dues.js'
 import { ResourceNames } from '../handle/resource-names.js'
-import { Wakeups, type Wake } from './wakeups.js'
+import { Wakeups, type PoolWake, type Wake } from './wakeups.js'
+import { BEAT, RedisPools } from './pool.js'
+import type { Pool } from '../pool/pool.js'
+import type { PoolInfo, PoolOptions } from '../pool/types.js'
 
 export interface RedisStoreOptions {
   /** A client the application made: ioredis (`new Redis(…)`) or node-redis (`createClient(…)`, connected). */
@@ -205,6 +208,8 @@ export class RedisStore implements LeaseOwner {
   readonly #first: Dues<Request>
   #nextLocal = 1
   #closed: ClosedError | undefined
+  /** The pools (issue #16): `pool.ts`. */
+  readonly #pools: RedisPools
 
   /** @internal Use `openRedisStore()`. */
   constructor(adapter: Adapter, server: RedisServerInfo, prefix: string, grace: number, clock: Clock, context: ContextStorage | undefined) {
@@ -221,6 +226,16 @@ export class RedisStore implements LeaseOwner {
       p => p.grantedAt,
       p => this.#renewal(p).renewNow(),
     )
+    this.#pools = new RedisPools({
+      clock,
+      prefix,
+      constants: `${grace} ${this.#wakeups.publish} ${BEAT}`,
+      run: (keys, args, patience) => this.#run('pool', keys, args, patience),
+      channelFor: tag => this.#wakeups.channelFor(tag),
+      want: channel => this.#wakeups.want(channel),
+      unwant: channel => this.#wakeups.release(channel),
+      closed: place => (this.#closed ? new ClosedError(`${place}: ${this.#closed.message}`) : undefined),
+    })
   }
 
   #newId(): string {
@@ -543,13 +558,15 @@ export class RedisStore implements LeaseOwner {
   }
 
   /** A wake-up: a script granted one of this process's waiters. */
-  #woken(wake: Wake): void {
+  #woken(wake: Wake | PoolWake): void {
+    if ('what' in wake) return this.#pools.woken(wake)
     const p = this.#requests.get(wake.id)
     if (p) this.#answered(p, ['g', wake.fence, wake.leaseMs, wake.revokeMs], this.#clock.now())
   }
 
   /** The subscriber reconnected: wake-ups may have been lost meanwhile; every waiter asks now. */
   #catchUp(): void {
+    this.#pools.catchUp()
     for (const p of this.#requests.values()) if (!p.lease && p.beatTimer !== undefined) this.#beat(p, 0, () => void this.#heartbeat(p))
   }
 
@@ -712,8 +729,16 @@ export class RedisStore implements LeaseOwner {
     return new RedisLock(this, resource, o.limit, ttl, maxHold, o.wait, consts)
   }
 
-  /** The busy keys under this store's prefix, as a local store's `inspect()` lists them. */
-  async inspect(): Promise<KeyInfo[]> {
+  /**
+   * A pool kept in Redis: a count of `capacity` units, claimed `n` at a time and never below zero (see
+   * `pool.ts`). Without a capacity, a pool Redis has.
+   */
+  pool(name: string, options?: PoolOptions): Pool {
+    return this.#pools.pool(name, options)
+  }
+
+  /** The busy keys under this store's prefix, as a local store's `inspect()` lists them, then its pools. */
+  async inspect(): Promise<(KeyInfo | PoolInfo)[]> {
     if (this.#closed) throw new ClosedError(`inspect: ${this.#closed.message}`)
     try {
       const metas = await new Promise<string[]>((resolve, reject) => {
@@ -724,8 +749,15 @@ export class RedisStore implements LeaseOwner {
         )
       })
       const out: KeyInfo[] = []
-      for (let i = 0; i < metas.length; i += 100) {
-        const batch = metas.slice(i, i + 100)
+      const pools: { name: string; keys: string[] }[] = []
+      const locks: string[] = []
+      for (const meta of metas) {
+        const pool = parsePoolKey(this.prefix, meta)
+        if (pool !== undefined) pools.push({ name: pool, keys: poolKeysOf(this.prefix, pool) })
+        else if (parseMetaKey(this.prefix, meta)) locks.push(meta)
+      }
+      for (let i = 0; i < locks.length; i += 100) {
+        const batch = locks.slice(i, i + 100)
         const answers = await Promise.all(
           batch.map(meta => {
             const parsed = parseMetaKey(this.prefix, meta)!
@@ -739,7 +771,8 @@ export class RedisStore implements LeaseOwner {
           if (holders.length > 0 || waiting > 0) out.push({ ...parsed, holders, waiting })
         }
       }
-      return out.sort((a, b) => (`${a.kind + a.name}\0${a.key}` < `${b.kind + b.name}\0${b.key}` ? -1 : 1))
+      out.sort((a, b) => (`${a.kind + a.name}\0${a.key}` < `${b.kind + b.name}\0${b.key}` ? -1 : 1))
+      return [...out, ...(await this.#pools.inspect(pools))]
     } catch (error) {
       if (error instanceof ReplyFailure) throw new StorageError(`inspect: Redis refused: ${error.message}`, { cause: error })
       throw new ClosedError(`inspect: no answer from Redis: ${(error as Error).message}`, { cause: error })
@@ -761,6 +794,7 @@ export class RedisStore implements LeaseOwner {
       if (lease) lease._lose(new ClosedError(`${p.place()}: the store closed`))
       else p.reject(new ClosedError(`${p.place()}: the store closed`))
     }
+    ends.push(this.#pools.close(this.#closed))
     await Promise.all(ends)
     await this.#wakeups.close()
     await this.#adapter.close()

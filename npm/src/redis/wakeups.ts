@@ -1,7 +1,8 @@
 /**
  * Wake-ups: how a waiting hold learns that a script granted it, without polling. The script that
  * grants (a release, a reap, anyone's acquire) publishes `g ID FENCE LEASE_MS REVOKE_MS` on the channel
- * the waiter gave, with the command the store gave (`publish`).
+ * the waiter gave, with the command the store gave (`publish`); for a pool's waiting claim, `p
+ * REMAINING KEY ID` (it took its units) or `n REMAINING KEY ID` (it left the line), KEY its pool's hash.
  *
  * - Classic pub/sub (one server, Sentinel, or a Cluster whose client has no sharded subscribers): one
  *   channel per process, subscribed once when the store opens, whatever the number of its waiters. In a
@@ -28,6 +29,15 @@ export interface Wake {
   fence: number
   leaseMs: number
   revokeMs: number
+}
+
+/** A wake-up of a pool's waiting claim: `p` it took its units, `n` it left the line without them. */
+export interface PoolWake {
+  what: 'p' | 'n'
+  remaining: number
+  /** The pool's hash (`P:{p:NAME}:m`). */
+  key: string
+  id: string
 }
 
 /** How long a sharded channel stays subscribed after its last local waiter left. */
@@ -71,7 +81,7 @@ export class Wakeups {
   }
 
   /** Opens the pub/sub side; classic: subscribed once this resolves (no grant can be missed after). */
-  async open(adapter: Adapter, woken: (wake: Wake) => void, resubscribed: () => void): Promise<void> {
+  async open(adapter: Adapter, woken: (wake: Wake | PoolWake) => void, resubscribed: () => void): Promise<void> {
     const mine = (ch: string) => (this.sharded ? ch.endsWith(this.#suffix) : ch === this.#channel)
     this.#subscriber = await adapter.subscriber(
       (ch, text) => {
@@ -147,9 +157,16 @@ export class Wakeups {
   }
 }
 
-function parse(text: string): Wake | undefined {
+function parse(text: string): Wake | PoolWake | undefined {
+  if (text[0] === 'p' || text[0] === 'n') return parsePool(text)
   const [g, id, fence, leaseMs, revokeMs] = text.split(' ')
   if (g !== 'g' || !id) return undefined
   const wake = { id, fence: Number(fence), leaseMs: Number(leaseMs), revokeMs: Number(revokeMs) }
   return Number.isSafeInteger(wake.fence) && wake.leaseMs > 0 ? wake : undefined
+}
+
+/** A pool claim's wake-up (scripts/pool.ts): `p REMAINING KEY ID` (it took its units) or `n …` (it left the line); the id may hold spaces. */
+function parsePool(text: string): PoolWake | undefined {
+  const m = /^([pn]) (\d+) (\S+) (.+)$/s.exec(text)
+  return m ? { what: m[1] as 'p' | 'n', remaining: Number(m[2]), key: m[3]!, id: m[4]! } : undefined
 }

@@ -21,10 +21,14 @@
  * the conversation's. From revision 3 the frames a turn sends go as one message (`Socket.pack`) and
  * the server's may come so. A server older than revision 3 refuses the new hello as an unknown frame
  * (`protocol`): the client then connects again at once and says the old hello, and keeps saying it to
- * that server (revision 2, a frame a message).
+ * that server (revision 2, a frame a message). Pools need revision 4 (`POOLS`): to an older server
+ * every pool operation is refused at once with an `InvalidError` naming its revision (pool/client.ts).
  */
 
 import { checkTtl, checkMaxHold } from '../../wasm/holdfast_wasm.js'
+import { RemotePools } from '../pool/client.js'
+import type { Pool } from '../pool/pool.js'
+import type { PoolInfo } from '../pool/types.js'
 import { BATCHES, REVISION, batchOf, decodeServerAll, encodeClient, type ClientMessage, type ServerFrame as WireFrame } from './wire.js'
 import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
@@ -137,6 +141,10 @@ export class RemoteStore implements LeaseOwner {
   #reconnecting: Promise<void> | undefined
   /** The server refused the hello of revision 3 (it is older): say the old one. */
   #oldServer = false
+  /** The revision of the conversation on the last connection, as its welcome said (2 for the old welcome). */
+  #revision = 2
+  /** Pools over this connection (see pool/client.ts). */
+  readonly #pools: RemotePools
   /**
    * Leases not yet due for their first renewal, and holds whose wait (and a grace) may pass without
    * the server's answer: one timer for each kind, for all of them (util/dues.ts).
@@ -171,6 +179,23 @@ export class RemoteStore implements LeaseOwner {
       p => p.askedAt,
       p => this.#waitRanOut(p),
     )
+    this.#pools = new RemotePools({
+      url,
+      clock,
+      send: (message, answered) => this.#send(message, answered),
+      revision: () => this.#revision,
+      closed: () => this.#closed,
+      reconnected: until => this.#back(until),
+    })
+  }
+
+  /** Resolves once a connection is back (reconnecting if needed); `ClosedError` when none is by `until`. */
+  async #back(until: number): Promise<void> {
+    if (!this.#closed && this.#reconnect && !this.#socket) {
+      await Promise.race([this.#reconnectLoop(), new Promise<void>(r => this.#clock.setTimeout(() => r(), Math.max(0, until - this.#clock.now())))])
+    }
+    if (this.#closed) throw new ClosedError(`${this.url}: ${this.#closed.message}`)
+    if (!this.#socket) throw new ClosedError(`${this.url}: connection closed`)
   }
 
   /** @internal Dials and says hello; rejects when the server cannot be reached or refuses the token. */
@@ -201,6 +226,7 @@ export class RemoteStore implements LeaseOwner {
       throw code === 'permission' ? new PermissionError(message) : errorOf(code, message)
     }
     if (welcome.revision >= BATCHES) socket.pack = packClient
+    this.#revision = welcome.revision
     this.#welcomed = true
   }
 
@@ -299,8 +325,9 @@ export class RemoteStore implements LeaseOwner {
           if (error instanceof PermissionError) return this.#fail(error)
           continue
         }
-        // Ask again for every hold, waiting or held, with its request id.
+        // Ask again for every hold, waiting or held, with its request id; and every claim unanswered.
         for (const p of this.#pending.values()) this.#askHold(p)
+        this.#pools.reconnected()
       }
     })().finally(() => (this.#reconnecting = undefined))
     return this.#reconnecting
@@ -309,6 +336,7 @@ export class RemoteStore implements LeaseOwner {
   /** Ends everything: every waiting hold rejects, every lease is lost, with `error`. */
   #fail(error: ClosedError | PermissionError): void {
     if (!this.#closed) this.#closed = error instanceof ClosedError ? error : new ClosedError(error.message, { cause: error })
+    this.#pools.fail(this.#closed)
     for (const p of [...this.#pending.values()]) {
       if (p.lease) this.#lose(p, this.#closed)
       else {
@@ -559,13 +587,28 @@ export class RemoteStore implements LeaseOwner {
     return new RemoteLock(this, kind, checkName(name, kind), o.limit, o.ttl, o.maxHold, o.wait)
   }
 
+  /** A pool of the server's store (see pool/client.ts); without a capacity, an existing pool. */
+  pool(name: string, options?: { capacity?: number }): Pool {
+    return this.#pools.pool(name, options)
+  }
+
+  /**
+   * The busy keys of the server's store, and its pools (`kind: 'pool'`; from a server of protocol
+   * revision 4 or later).
+   */
+  async inspect(): Promise<(KeyInfo | PoolInfo)[]> {
+    const keys: (KeyInfo | PoolInfo)[] = await this.#inspectKeys()
+    for (const pool of await this.#pools.inspect()) keys.push(pool)
+    return keys
+  }
+
   /**
    * The busy keys of the server's store. Asked whole first (what every server answers); a server
    * whose answer would be too large for one frame refuses it `limit`, and is then asked page by page
    * (protocol revision 2), each page after the last key of the one before. The patience for a server
    * that cannot be reached counts from the last answer.
    */
-  async inspect(): Promise<KeyInfo[]> {
+  async #inspectKeys(): Promise<KeyInfo[]> {
     if (this.#closed) throw new ClosedError(`inspect: ${this.#closed.message}`)
     let until = this.#clock.now() + INSPECT_PATIENCE
     let paged = false

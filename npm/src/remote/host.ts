@@ -10,12 +10,18 @@
  */
 
 import type { Lock } from '../handle/lock.js'
+import type { Pool } from '../pool/pool.js'
+import type { PoolInfo } from '../pool/types.js'
 import type { KeyInfo } from '../types.js'
 import type { RemoteRequest } from './request.js'
 
 export interface ServedStore {
   /** @internal Every busy key with its holders and how many wait. */
-  inspect(): KeyInfo[]
+  inspectKeys(): KeyInfo[]
+  /** @internal Every pool (revision 4). */
+  inspectPools(): PoolInfo[]
+  /** @internal The pool of a client's frame: made with `capacity` if new; 0: the pool as it is (revision 4). */
+  _servedPool(name: string, capacity: number): Pool
   /** @internal A handle of the name for one hold of a client's, which pins nothing (see `_letGo`). */
   _serverHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock
   /** @internal The hold of `handle` is over: its name may be forgotten if nothing else uses it. */

@@ -23,6 +23,12 @@
  * - A host that can lose the engine's memory while a connection stays open (a Durable Object that
  *   hibernates) learns through `waiting` when a session starts or stops having holds in line, since
  *   those are not kept anywhere else.
+ * - Pools (revision 4): only a conversation of revision 4 or more (`POOLS`) carries pool frames; a
+ *   client of an older revision never sent one, so one from it is refused `protocol`, and it is never
+ *   sent a pool answer. A claim is answered when the store answers it (once storage kept it); claims
+ *   of a connection still unanswered when it ends are cancelled — a claim that took its units is
+ *   undone as if it never was — so that its client, asking again with the same claim id after
+ *   reconnecting, gets either the claim it was answered or a new one, never units it was not told of.
  */
 
 import { InvalidError, type ErrorCode } from '../errors.js'
@@ -35,6 +41,7 @@ import type { KeyInfo } from '../types.js'
 import type { Socket } from '../runtime/transport.js'
 import {
   BATCHES,
+  POOLS,
   REVISION,
   batchOf,
   decodeClient,
@@ -92,6 +99,8 @@ export class Session implements RemoteSink {
   revision = 2
   /** Request ids of this session's holds that wait in line. */
   readonly #waiting = new Set<string>()
+  /** This session's claims not yet answered, by pool and claim id: aborting one cancels it. */
+  readonly claims = new Map<string, AbortController>()
 
   constructor(
     /** The connection's number in the engine (u32). */
@@ -106,6 +115,16 @@ export class Session implements RemoteSink {
 
   send(frame: number, message: ServerMessage): void {
     this.socket.send(encodeServer(frame, message))
+  }
+
+  /** Sends an answer that comes later (a claim's): nothing once the connection ended. */
+  later(frame: number, message: ServerMessage): void {
+    if (this.ended || this.closing) return
+    try {
+      this.send(frame, message)
+    } catch {
+      // the connection went away meanwhile
+    }
   }
 
   granted(record: RemoteRequest, fence: number, revokeIn: number): void {
@@ -171,7 +190,9 @@ export class Protocol {
   /**
    * `store`: the store (a function, for hosts that reopen theirs). `token`: what hello must present;
    * `undefined` refuses every hello (the host has none configured), with `unset` as the reason.
-   * `maxAnswer`: the largest inspection frame to send, in bytes.
+   * `maxAnswer`: the largest inspection frame to send, in bytes. `revision`: the highest revision
+   * this host speaks (a host without pools yet, the Durable Object's, says 3: its clients then refuse
+   * pools clearly, as with an older server).
    */
   constructor(
     store: () => ServedStore,
@@ -179,6 +200,7 @@ export class Protocol {
     hooks: SessionHooks = {},
     readonly unset = 'server: no token is configured',
     readonly maxAnswer = MAX_ANSWER,
+    readonly revision: number = REVISION,
   ) {
     this.#store = store
     this.#token = token === undefined ? undefined : encoder.encode(token)
@@ -204,7 +226,7 @@ export class Protocol {
       if (refusal !== undefined) return session.refuse(frame.id, 'limit', refusal)
       session.authed = true
       // The old hello says no revision (2); the new one the client's highest: the lower side's is used.
-      session.revision = Math.min(frame.revision, REVISION)
+      session.revision = Math.min(frame.revision, this.revision)
       if (session.revision >= BATCHES) session.socket.pack = packServer
       this.hooks.welcomed?.(session)
       return session.send(frame.id, { type: 'welcome', revision: session.revision, maxFrame: MAX_FRAME, connectionLimit: 0 })
@@ -234,6 +256,10 @@ export class Protocol {
   #end(session: Session, goodbye: boolean): void {
     if (session.ended) return
     session.ended = true
+    // Its claims not yet answered are cancelled (undone, if they took their units): see the module doc.
+    const claims = [...session.claims.values()]
+    session.claims.clear()
+    for (const controller of claims) controller.abort('the connection ended')
     try {
       this.#store()._connectionEnded(session.conn, goodbye)
     } catch {
@@ -307,7 +333,7 @@ export class Protocol {
         return session.send(frame.id, { type: 'done' })
       }
       case 'inspect': {
-        const entries = wireEntries(store.inspect())
+        const entries = wireEntries(store.inspectKeys())
         const size = answerSize(entries)
         if (size > this.maxAnswer) {
           const message = `inspect: the answer is ${sizeText(size)} (${entries.length} busy keys), more than the ${sizeText(this.maxAnswer)} a frame of this server carries: ask page by page (inspect page, protocol revision 2)`
@@ -316,13 +342,75 @@ export class Protocol {
         return session.send(frame.id, { type: 'inspected', entries })
       }
       case 'inspectPage': {
-        const page = pageAfter(wireEntries(store.inspect()), frame, this.maxAnswer)
+        const page = pageAfter(wireEntries(store.inspectKeys()), frame, this.maxAnswer)
         return session.send(frame.id, { type: 'inspectedPage', more: page.more, entries: page.entries })
       }
       case 'goodbye': {
         this.#end(session, true)
         session.send(frame.id, { type: 'done' })
         return session.socket.close(1000, 'goodbye')
+      }
+      case 'claim':
+      case 'pool':
+      case 'inspectPools':
+        if (session.revision < POOLS) {
+          return session.refuse(
+            frame.id,
+            'protocol',
+            `server: a pool frame from a client of revision ${session.revision} (pools need revision ${POOLS}, said in hello)`,
+          )
+        }
+        return this.#pool(session, frame, store)
+    }
+  }
+
+  /** A pool frame (revision 4): its answer comes when the store's (`later`). */
+  #pool(session: Session, frame: ClientFrame & { type: 'claim' | 'pool' | 'inspectPools' }, store: ServedStore): void {
+    if (frame.type === 'inspectPools') {
+      return session.send(frame.id, { type: 'pools', pools: store.inspectPools().map(({ kind: _, ...p }) => p) })
+    }
+    const pool = store._servedPool(frame.pool, frame.capacity)
+    const answer = (p: Promise<unknown>, message: (value: unknown) => ServerMessage) =>
+      void p.then(
+        value => session.later(frame.id, message(value)),
+        error => session.later(frame.id, errorMessage(error)),
+      )
+    if (frame.type === 'claim') {
+      const key = `${frame.pool}\0${frame.claim}`
+      // Asked again on this connection while the first is unanswered: it joins the first (and its
+      // cancel), as the store joins them.
+      let controller = session.claims.get(key)
+      if (!controller) session.claims.set(key, (controller = new AbortController()))
+      const mine = controller
+      const options = { id: frame.claim, wait: frame.wait ?? Infinity, signal: mine.signal, ...(frame.ttl > 0 ? { ttl: frame.ttl } : {}) }
+      // Once answered (either way), it is no longer this session's to cancel.
+      const forget = <T>(value: T): T => {
+        if (session.claims.get(key) === mine) session.claims.delete(key)
+        return value
+      }
+      return answer(
+        pool.claim(frame.n, options).then(forget, error => Promise.reject(forget(error))),
+        r => {
+          const { claimed, remaining } = r as { claimed: boolean; remaining: number }
+          return { type: 'claimed', claimed, remaining }
+        },
+      )
+    }
+    switch (frame.op) {
+      case 'release':
+        return answer(pool.release(frame.claim), released => ({ type: 'count', value: released ? 1 : 0 }))
+      case 'confirm':
+        return answer(pool.confirm(frame.claim), () => ({ type: 'done' }))
+      case 'remaining':
+        return answer(pool.remaining(), remaining => ({ type: 'count', value: remaining as number }))
+      case 'resize':
+        return answer(pool.resize(frame.value), () => ({ type: 'done' }))
+      case 'cancel': {
+        const key = `${frame.pool}\0${frame.claim}`
+        const controller = session.claims.get(key)
+        session.claims.delete(key)
+        controller?.abort('cancelled by the client')
+        return session.send(frame.id, { type: 'done' })
       }
     }
   }
@@ -339,6 +427,12 @@ export class Protocol {
 
 /** A server's batch of `frames` (for `Socket.pack`). */
 const packServer = (frames: Uint8Array[]): Uint8Array => batchOf(frames, true)
+
+/** An error as the wire answers it. */
+function errorMessage(error: unknown): ServerMessage {
+  const e = error as { code?: unknown; message?: unknown }
+  return { type: 'error', code: typeof e?.code === 'string' ? (e.code as ErrorCode) : 'closed', message: String(e?.message ?? error) }
+}
 
 /** The store's busy keys as the codec takes them (only the fields on the wire). */
 function wireEntries(keys: KeyInfo[]): WireEntry[] {

@@ -12,6 +12,9 @@
  *
  * Ids (request and lease) are 32 hex digits; a hold's `wait` of `null` is without limit. An inspection
  * page is asked for after the entry named by `kind`, `name` and `key` (`name` empty: the first page).
+ * Pools (revision 4): `claim`, `pool` (an operation on a pool: release, confirm, remaining, resize,
+ * cancel) and `inspectPools`, answered `claimed`, `count`, `done` or `pools`; sent only between peers
+ * whose `hello` and `welcome` both said revision 4 (`POOLS`).
  */
 
 import {
@@ -19,6 +22,12 @@ import {
   decodeServer as decodeServerFlat,
   encodeBusy,
   encodeCancel,
+  encodeClaim,
+  encodeClaimed,
+  encodeCount,
+  encodeInspectPools,
+  encodePool,
+  encodePools,
   encodeDone,
   encodeError,
   encodeGoodbye,
@@ -48,6 +57,19 @@ export interface WireEntry {
   waiting: number
 }
 
+/** One pool, as `pools` lists it (revision 4). */
+export interface WirePool {
+  name: string
+  capacity: number
+  remaining: number
+  claims: number
+  waiting: number
+}
+
+/** The operations of a `pool` frame (revision 4). */
+export type PoolOp = 'release' | 'confirm' | 'remaining' | 'resize' | 'cancel'
+const POOL_OPS: PoolOp[] = ['release', 'confirm', 'remaining', 'resize', 'cancel']
+
 export type ClientMessage =
   | { type: 'hello'; revision: number; token: string; client: string }
   | { type: 'hold'; semaphore: boolean; limit: number; name: string; key: string; ttl: number; maxHold: number; wait: number | null; request: string }
@@ -57,6 +79,9 @@ export type ClientMessage =
   | { type: 'inspect' }
   | { type: 'inspectPage'; kind: 'lock' | 'semaphore'; name: string; key: string }
   | { type: 'goodbye' }
+  | { type: 'claim'; pool: string; capacity: number; n: number; claim: string; wait: number | null; ttl: number }
+  | { type: 'pool'; op: PoolOp; pool: string; capacity: number; claim: string; value: number }
+  | { type: 'inspectPools' }
 
 export type ServerMessage =
   | { type: 'welcome'; revision: number; maxFrame: number; connectionLimit: number }
@@ -68,6 +93,9 @@ export type ServerMessage =
   | { type: 'inspected'; entries: WireEntry[] }
   | { type: 'inspectedPage'; more: boolean; entries: WireEntry[] }
   | { type: 'lost'; lease: string; code: 'lost' | 'closed' }
+  | { type: 'claimed'; claimed: boolean; remaining: number }
+  | { type: 'count'; value: number }
+  | { type: 'pools'; pools: WirePool[] }
 
 export type ClientFrame = ClientMessage & { id: number }
 export type ServerFrame = ServerMessage & { id: number }
@@ -96,6 +124,9 @@ const CANCEL = 5
 const INSPECT = 6
 const GOODBYE = 7
 const INSPECT_PAGE = 8
+const CLAIM = 9
+const POOL = 10
+const INSPECT_POOLS = 20
 const WELCOME = 11
 const GRANTED = 12
 const BUSY = 13
@@ -105,11 +136,16 @@ const ERROR = 16
 const INSPECTED = 17
 const LOST = 18
 const INSPECTED_PAGE = 19
+const CLAIMED = 21
+const COUNT_FRAME = 22
+const POOLS_FRAME = 23
 
 /** The revision of the protocol this build speaks (`docs/protocol.md` # Revisions; the codec's `wireRevision()`). */
-export const REVISION = 3
+export const REVISION = 4
 /** The first revision with batches, and with the revision in `hello` and `welcome`. */
 export const BATCHES = 3
+/** The first revision with pools. */
+export const POOLS = 4
 /** The largest frame a batch carries (its length is a `u16`); a larger one is sent alone. */
 export const BATCHED_FRAME = 0xffff
 
@@ -192,6 +228,31 @@ function clientFrame(s: Float64Array, at: number, all: string): ClientFrame {
         name: all.slice(start, s[at + CUT1]),
         key: all.slice(s[at + CUT1], end),
       }
+    case CLAIM: {
+      const wait = s[at + C]!
+      return {
+        id,
+        type: 'claim',
+        pool: all.slice(start, s[at + CUT1]),
+        capacity: s[at + A]!,
+        n: s[at + B]!,
+        claim: all.slice(s[at + CUT1], end),
+        wait: wait < 0 ? null : wait,
+        ttl: s[at + D]!,
+      }
+    }
+    case POOL:
+      return {
+        id,
+        type: 'pool',
+        op: POOL_OPS[s[at + A]! - 1]!,
+        pool: all.slice(start, s[at + CUT1]),
+        capacity: s[at + B]!,
+        claim: all.slice(s[at + CUT1], end),
+        value: s[at + C]!,
+      }
+    case INSPECT_POOLS:
+      return { id, type: 'inspectPools' }
     default:
       throw new Error(`wire: unknown client message type ${s[at + TYPE]} from the codec`)
   }
@@ -216,12 +277,18 @@ export function encodeClient(id: number, m: ClientMessage): Uint8Array {
       return encodeGoodbye(id)
     case 'inspectPage':
       return encodeInspectPage(id, m.kind === 'semaphore', m.name, m.key)
+    case 'claim':
+      return encodeClaim(id, m.pool, m.capacity, m.n, m.claim, m.wait ?? -1, m.ttl)
+    case 'pool':
+      return encodePool(id, POOL_OPS.indexOf(m.op) + 1, m.pool, m.capacity, m.claim, m.value)
+    case 'inspectPools':
+      return encodeInspectPools(id)
   }
 }
 
 /** Decodes a message a server sent: its frames, one or a batch's, in order. Throws a `protocol` error for a bad message. */
 export function decodeServerAll(bytes: Uint8Array): ServerFrame[] {
-  const answer = decodeServerFlat(bytes) as string | [string, ...WireEntry[][]]
+  const answer = decodeServerFlat(bytes) as string | [string, ...(WireEntry[] | WirePool[])[]]
   const s = table()
   const count = s[COUNT]!
   const text = typeof answer === 'string' ? answer : answer[0]
@@ -230,7 +297,8 @@ export function decodeServerAll(bytes: Uint8Array): ServerFrame[] {
   for (let i = 0; i < count; i++) {
     const at = FIRST + i * LEN
     const type = s[at + TYPE]
-    frames[i] = type === INSPECTED || type === INSPECTED_PAGE ? inspected(s, at, (answer as WireEntry[][])[inspection++]!) : serverFrame(s, at, text)
+    if (type === POOLS_FRAME) frames[i] = { id: s[at + ID]!, type: 'pools', pools: (answer as WirePool[][])[inspection++]! }
+    else frames[i] = type === INSPECTED || type === INSPECTED_PAGE ? inspected(s, at, (answer as WireEntry[][])[inspection++]!) : serverFrame(s, at, text)
   }
   return frames
 }
@@ -274,6 +342,10 @@ function serverFrame(s: Float64Array, at: number, all: string): ServerFrame {
       return { id, type: 'lost', code: all.slice(start, s[at + CUT1]) as 'lost' | 'closed', lease: all.slice(s[at + CUT1], end) }
     case WELCOME:
       return { id, type: 'welcome', revision: s[at + C]!, maxFrame: s[at + A]!, connectionLimit: s[at + B]! }
+    case CLAIMED:
+      return { id, type: 'claimed', claimed: s[at + A] === 1, remaining: s[at + B]! }
+    case COUNT_FRAME:
+      return { id, type: 'count', value: s[at + A]! }
     default:
       throw new Error(`wire: unknown server message type ${s[at + TYPE]} from the codec`)
   }
@@ -300,6 +372,12 @@ export function encodeServer(id: number, m: ServerMessage): Uint8Array {
       return encodeInspected(id, m.entries)
     case 'inspectedPage':
       return encodeInspectedPage(id, m.more, m.entries)
+    case 'claimed':
+      return encodeClaimed(id, m.claimed, m.remaining)
+    case 'count':
+      return encodeCount(id, m.value)
+    case 'pools':
+      return encodePools(id, m.pools)
   }
 }
 

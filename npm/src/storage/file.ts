@@ -13,9 +13,12 @@
  *   holdfast (which went by that pid) refuses the directory too. It never goes by it (it only names it
  *   in a refusal): a pid says nothing (reused, or a zombie's). An older holdfast's store that runs is
  *   therefore not seen: stop it before opening the directory with this one.
- * - A directory that kept a value marks itself (`holdfast.used`): if the value is later missing, the
- *   store refuses to open rather than start its fences again. (The value itself carries a check, so a
- *   damaged one is refused too: see the engine's `fence::decode_ceiling`.)
+ * - A directory marks each key it kept a value of (`holdfast.used`, one `key NAME` line a key): if
+ *   such a value is later missing, the store refuses to open rather than start its fences again, or
+ *   open its pools without their claims. A key never written (the pools of a store that used none) is
+ *   simply absent. A mark of an older holdfast (its first line alone) names the fence key only. (The
+ *   values carry a check, so a damaged one is refused too: see the engine's `fence::decode_ceiling` and
+ *   `pool/log.rs`.)
  * - On Deno it needs `--allow-read`, `--allow-write` and `--allow-net` (for its socket), and says so in
  *   its `StorageError` when they are missing.
  */
@@ -28,8 +31,12 @@ import type { Storage } from './storage.js'
 
 /** Written while a store holds the directory, for older holdfast versions only (never gone by here). */
 const LOCK_FILE = 'holdfast.lock'
-/** Written with the first value: a directory that has it and lacks a value has lost the value. */
+/** Names every key a value was written for: a directory that lacks the value of one has lost it. */
 const USED_FILE = 'holdfast.used'
+/** The first line of `USED_FILE` (all an older holdfast wrote, for the fence key alone). */
+const USED_HEAD = 'holdfast kept values in this directory: its fences must not start again\n'
+/** The key an older holdfast's mark names. */
+const FENCE_KEY = 'holdfast.fences'
 /** Directories held (or being claimed) by stores of this process: refused at once, without a socket. */
 const lockedHere = new Set<string>()
 
@@ -39,7 +46,21 @@ export function fileStorage(dir: string): Storage {
   const place = `fileStorage ${root}`
   /** The claim of the directory: under way or held; undefined before it and after `close()`. */
   let claim: Promise<Claim> | undefined
-  let used = false
+  /** The keys `USED_FILE` names, once read. */
+  let used: Set<string> | undefined
+  const usedKeys = (): Set<string> => {
+    if (used) return used
+    const text = readOr(path.join(root, USED_FILE), undefined)
+    used = new Set<string>()
+    if (text !== undefined) {
+      const named = text
+        .split('\n')
+        .filter(line => line.startsWith('key '))
+        .map(line => line.slice(4))
+      for (const key of named.length > 0 ? named : [FENCE_KEY]) used.add(key)
+    }
+    return used
+  }
 
   const inUse = (detail: string) => {
     let pid = Number.NaN
@@ -92,19 +113,19 @@ export function fileStorage(dir: string): Storage {
   return {
     async get(key) {
       let text: string | undefined
-      let usedBefore: string | undefined
+      let usedBefore = false
       try {
         await lock()
         text = readOr(path.join(root, fileName(key)), undefined)
-        usedBefore = text === undefined ? readOr(path.join(root, USED_FILE), undefined) : undefined
+        usedBefore = text === undefined && usedKeys().has(key)
       } catch (error) {
         throw denied(error)
       }
-      if (usedBefore !== undefined) {
-        // A directory that kept values before has lost this one: starting fences again from 1
-        // would repeat them.
+      if (usedBefore) {
+        // A directory that kept this value before has lost it: starting fences again from 1 would
+        // repeat them, and pools without their claims would hand their units out again.
         throw new StorageError(
-          `${place}: ${fileName(key)} is missing, though this directory kept fences before; refusing to restart fences. If it is meant to start anew, remove ${path.join(root, USED_FILE)}`,
+          `${place}: ${fileName(key)} is missing, though this directory kept it before; refusing to restart fences (or pools without their claims). If it is meant to start anew, remove ${path.join(root, USED_FILE)}`,
         )
       }
       return text
@@ -113,9 +134,12 @@ export function fileStorage(dir: string): Storage {
       try {
         await lock()
         writeAtomically(root, fileName(key), value)
-        if (!used) {
-          writeAtomically(root, USED_FILE, 'holdfast kept values in this directory: its fences must not start again\n')
-          used = true
+        const keys = usedKeys()
+        if (!keys.has(key)) {
+          // Marked after the value landed (a crash between the two leaves a value unmarked, marked
+          // by the next write; the other way round it would leave a mark of no value, refused).
+          keys.add(key)
+          writeAtomically(root, USED_FILE, USED_HEAD + [...keys].map(k => `key ${k}\n`).join(''))
         }
       } catch (error) {
         throw denied(error)

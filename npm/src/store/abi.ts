@@ -26,6 +26,10 @@ export const EVENT_SLOTS = 256
 export const FENCE_NEXT = 1028
 /** The end (exclusive) of the block lent to the host; 0 while nothing is lent. */
 export const FENCE_END = 1029
+/** claim answering CLAIM_REFUSED or CLAIM_KNOWN: the units remaining. Shares slot 3 with RESUMED_FENCE and REVOKE_IN. */
+export const CLAIM_REMAINING = 3
+/** claim answering CLAIM_KNOWN: 1 if the claim still holds its units. Shares slot 1 with KEY. */
+export const CLAIM_OPEN = 1
 
 // Event kinds: the first number of an event.
 export const GRANTED = 1
@@ -35,6 +39,23 @@ export const FAILED = 4
 export const ENDED = 5
 export const KEY_IDLE = 6
 export const EXPIRED = 7
+/** A pool request's claim is kept by storage; a: the units remaining right after it. */
+export const CLAIMED = 8
+/** A waiting claim left its line without units; a: remaining. */
+export const NOT_CLAIMED = 9
+/** A confirm or resize is kept by storage. */
+export const DURABLE = 10
+/** The write a pool request waited for failed. */
+export const POOL_FAILED = 11
+/** A pool request ended by closing. */
+export const POOL_ENDED = 12
+
+// Answers of claim (crate/wasm/src/pool.rs, module `claim`).
+export const CLAIM_WRITING = 1
+export const CLAIM_QUEUED = 2
+export const CLAIM_JOINED = 3
+export const CLAIM_REFUSED = 4
+export const CLAIM_KNOWN = 5
 
 // Statuses: negative answers of hold and friends.
 export const BUSY = -1

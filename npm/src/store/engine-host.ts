@@ -39,6 +39,7 @@ import type { FenceWrites } from './fence-writes.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import {
   BUSY,
+  CLAIMED,
   ENDED,
   EVENT_SIZE,
   EVENT_SLOTS,
@@ -63,6 +64,16 @@ import { HandOvers, Waiter } from './waiters.js'
 /** What the host's drain answers a request over a connection through (remote-holds.ts). */
 export interface RemoteEvents {
   event(record: RemoteRequest, index: number, kind: number, a: number, now: number): void
+}
+
+/** What the host's drain, timer, close and trap tell the pools (pool/room.ts, pool/writes.ts). */
+export interface PoolEvents {
+  /** A pool event (kinds from `CLAIMED` on). */
+  event(kind: number, id: number, a: number): void
+  /** A call may have changed a pool (a ttl run out, the close): their write is scheduled if wanted. */
+  poke(): void
+  /** The engine trapped: every pool request is answered `closed`, and no write is asked for again. */
+  trap(closed: ClosedError): void
 }
 
 /** What the host's trap asks of the keys the store granted itself (lent-fences.ts). */
@@ -108,6 +119,7 @@ export class EngineHost implements LeaseOwner {
   readonly #writes: FenceWrites
   #remote!: RemoteEvents
   #selfGrants!: SelfGrants
+  #pools!: PoolEvents
 
   constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, writes: FenceWrites, clock: Clock, context: ContextStorage | undefined) {
     this.core = core
@@ -125,9 +137,10 @@ export class EngineHost implements LeaseOwner {
   }
 
   /** The parts built on the host, which its drain and trap answer through. */
-  attach(selfGrants: SelfGrants, remote: RemoteEvents): void {
+  attach(selfGrants: SelfGrants, remote: RemoteEvents, pools: PoolEvents): void {
     this.#selfGrants = selfGrants
     this.#remote = remote
+    this.#pools = pools
   }
 
   // ---- names ----
@@ -519,6 +532,8 @@ export class EngineHost implements LeaseOwner {
       this.trap(error)
       return
     }
+    // A ttl that ran out changed its pool (whichever call acted on it first, this timer was set for it).
+    this.#pools.poke()
     if (next >= 0) this.schedule(next)
   }
 
@@ -580,6 +595,7 @@ export class EngineHost implements LeaseOwner {
    * with its reason, for the drain to tell it once every event was read.
    */
   #event(kind: number, id: number, record: Waiter | Lease | RemoteRequest | undefined, a: number, now: number): [Lease, LostError | ClosedError] | undefined {
+    if (kind >= CLAIMED) return void this.#pools.event(kind, id, a)
     const index = id >>> 0
     if (kind === KEY_IDLE) {
       this.idle(index, id)
@@ -663,6 +679,8 @@ export class EngineHost implements LeaseOwner {
       return false
     }
     this.drain(n, this.clock.now())
+    // What the pools changed before the close is still written.
+    this.#pools.poke()
     return true
   }
 
@@ -712,6 +730,7 @@ export class EngineHost implements LeaseOwner {
       }
     }
     this.#selfGrants.loseAll(closed)
+    this.#pools.trap(closed)
     for (const resource of this.names.byId) resource?.keys.clear()
     void this.closeStorage().catch(() => {})
     return closed

@@ -8,7 +8,8 @@
  * - lent-fences.ts: the keys the store grants itself, with no call into wasm (a lock's free key);
  * - waiters.ts: holds waiting in line, and handing their keys over;
  * - remote-holds.ts: the holds over connections;
- * - names.ts and key-ids.ts: the names in use and their busy keys.
+ * - names.ts and key-ids.ts: the names in use and their busy keys;
+ * - ../pool/: the pools (issue #16), a room of their own (`room.ts`), and their writes (`writes.ts`).
  *
  * # The path of a hold
  * `_hold` (from `Lock.hold`) takes the key (`_take`) and runs fn in its lease (handle/run-in-lease.ts),
@@ -27,7 +28,7 @@
 import { type Core, fenceKey, openCore } from '../../wasm/holdfast_wasm.js'
 import type { RemoteRequest } from '../remote/request.js'
 import { runInLease } from '../handle/run-in-lease.js'
-import { InvalidError, StorageError, fromEngine } from '../errors.js'
+import { ClosedError, InvalidError, StorageError, fromEngine } from '../errors.js'
 import { Lease } from '../handle/lease.js'
 import { Lock, Semaphore, handleOptions, type LockStore } from '../handle/lock.js'
 import type { ContextStorage } from '../handle/context.js'
@@ -42,6 +43,10 @@ import { EngineHost } from './engine-host.js'
 import { FenceWrites } from './fence-writes.js'
 import { LentFences } from './lent-fences.js'
 import { RemoteHolds } from './remote-holds.js'
+import { PoolRoom } from '../pool/room.js'
+import { PoolWrites, readPools } from '../pool/writes.js'
+import type { Pool } from '../pool/pool.js'
+import type { PoolInfo, PoolOptions } from '../pool/types.js'
 
 /** What a runtime's entry gives the store. */
 export interface Platform {
@@ -70,6 +75,8 @@ export class Store implements LockStore, ServedStore {
   readonly #context: ContextStorage | undefined
   readonly #transport: Transport | undefined
   readonly #servers = new Set<HoldfastServer>()
+  readonly #pools: PoolRoom
+  readonly #poolWrites: PoolWrites
 
   /** @internal Use `openStore()`. */
   constructor(
@@ -84,7 +91,32 @@ export class Store implements LockStore, ServedStore {
     this.#host = new EngineHost(core, memory, storage, writes, clock, context)
     this.#lent = new LentFences(this.#host)
     this.#remote = new RemoteHolds(this.#host)
-    this.#host.attach(this.#lent, this.#remote)
+    const host = this.#host
+    this.#poolWrites = new PoolWrites(host, storage)
+    const poolWrites = this.#poolWrites
+    this.#pools = new PoolRoom({
+      core,
+      view: () => host.view(),
+      now: () => clock.now(),
+      drain: (n, now) => host.drain(n, now),
+      schedule: at => host.schedule(at),
+      closed: place =>
+        host.closed
+          ? new ClosedError(`${place}: ${host.closed.message}`, host.closed.cause === undefined ? undefined : { cause: host.closed.cause })
+          : undefined,
+      trap: error => host.trap(error),
+      poke: () => poolWrites.poke(),
+      storageError: () => poolWrites.storageError(),
+    })
+    const pools = this.#pools
+    host.attach(this.#lent, this.#remote, {
+      event: (kind, id, a) => pools.event(kind, id, a),
+      poke: () => poolWrites.poke(),
+      trap: closed => {
+        poolWrites.stop()
+        pools.trap(closed)
+      },
+    })
     this.#clock = clock
     this.#context = context
     this.#transport = transport
@@ -104,6 +136,11 @@ export class Store implements LockStore, ServedStore {
     return new Semaphore(this, resource, o.ttl, o.maxHold, o.wait, this.#host.names.pin(resource))
   }
 
+  /** A pool: a count of `capacity` units, claimed `n` at a time and never below zero (see `pool/`). */
+  pool(name: string, options: PoolOptions): Pool {
+    return this.#pools.pool(name, options)
+  }
+
   /**
    * Serves this store to other processes over WebSocket: `{ port, host, token }` (host defaults to
    * 127.0.0.1) or `{ path, token }` for a Unix socket. Clients `connect()` with the same token.
@@ -116,9 +153,28 @@ export class Store implements LockStore, ServedStore {
   }
 
   /**
-   * Every busy key with its holders and how many wait, as a snapshot. Idle keys are not listed.
+   * Every busy key with its holders and how many wait, as a snapshot, and every pool (`kind: 'pool'`).
+   * Idle keys are not listed.
    */
-  inspect(): KeyInfo[] {
+  inspect(): (KeyInfo | PoolInfo)[] {
+    const keys: (KeyInfo | PoolInfo)[] = this.inspectKeys()
+    for (const pool of this.inspectPools()) keys.push(pool)
+    return keys
+  }
+
+  /** @internal The pools only (what a served store lists over the wire). */
+  inspectPools(): PoolInfo[] {
+    this.#host.checkOpen('inspect')
+    return this.#pools.inspect()
+  }
+
+  /** @internal A pool for a client's frame: made with `capacity` if new; 0: the pool as it is. */
+  _servedPool(name: string, capacity: number): Pool {
+    return this.#pools.servedPool(name, capacity)
+  }
+
+  /** @internal The busy keys only (what a served store lists over the wire). */
+  inspectKeys(): KeyInfo[] {
     this.#host.checkOpen('inspect')
     const now = this.#clock.now()
     const busy = this.#host.busyKeys(now)
@@ -147,7 +203,9 @@ export class Store implements LockStore, ServedStore {
       this.#lent.loseAll(host.closed!)
       // Remote holders and waiters were answered by the drain; now their connections can go.
       await Promise.all([...this.#servers].map(server => server.close().catch(() => {})))
-      // A fence write still under way must land before the storage is let go.
+      // A fence write still under way must land before the storage is let go; the pools' last write
+      // keeps what changed before the close.
+      await this.#poolWrites.landed()
       await host.writesLanded()
     }
     return host.closeStorage()
@@ -314,6 +372,7 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
   let core: Core
   try {
     core = await openCore_(storage, writes)
+    await readPools(core, storage, clock)
   } catch (error) {
     try {
       await storage.close?.()

@@ -50,10 +50,10 @@ impl Engine {
         self.pools.claim(pool, n, id, remember, wait, ttl, now)
     }
 
-    /// Gives back the units of claim `id` of `pool`, once: `false` when no open claim has that id.
-    /// Claims waiting in line that now fit take their units in this call. Not waited for: a release
-    /// lost with a crash leaves units claimed, never too few.
-    pub fn release_claim(&mut self, pool: PoolId, id: &str, now: u64) -> Result<bool, Error> {
+    /// Gives back the units of claim `id` of `pool`, once: a request answered
+    /// [`crate::Event::Durable`] once storage kept the release, or `None` when no open claim has that
+    /// id. Claims waiting in line that now fit take their units in this call.
+    pub fn release_claim(&mut self, pool: PoolId, id: &str, now: u64) -> Result<Option<Id>, Error> {
         self.check_open()?;
         self.advance(now);
         self.pools.release(pool, id, now)

@@ -160,20 +160,23 @@ impl Pools {
         });
     }
 
-    /// Gives back the units of the claim `id` of `pool`: `true` if it held them (now released),
-    /// `false` if no open claim has that id (released before, expired, never claimed). Waiting
+    /// Gives back the units of the claim `id` of `pool`: the request [`Event::Durable`] answers
+    /// once storage kept the release (so that a release answered is never undone by a crash), or
+    /// `None` when no open claim has that id (released before, expired, never claimed). Waiting
     /// claims that now fit take their units in this same call.
-    pub fn release(&mut self, pool: PoolId, id: &str, now: u64) -> Result<bool, Error> {
+    pub fn release(&mut self, pool: PoolId, id: &str, now: u64) -> Result<Option<Id>, Error> {
         let p = self.index(pool)?;
         let Some(&cid) = self.pools[p].ids.get(id) else {
-            return Ok(false);
+            return Ok(None);
         };
         if !self.claims.get(cid).expect("kept").open {
-            return Ok(false);
+            return Ok(None);
         }
         self.give_back(cid, now);
         self.pump(p, now);
-        Ok(true)
+        let req = self.reqs.insert(PoolReq::Barrier);
+        self.writer.next.push(req);
+        Ok(Some(req))
     }
 
     /// An open claim gives its units back (released, or its ttl ran out), and is kept as a
@@ -197,6 +200,27 @@ impl Pools {
         }
         let pool = self.pools[p].name.clone();
         self.log(Record::Release { pool, id });
+    }
+
+    /// Takes back a claim that request `req` took and nobody was answered of (a failed write, a
+    /// cancel): its units return, and its record goes, tombstone too. Answers its pool and id, if it
+    /// was still there.
+    pub(super) fn undo(&mut self, claim: Id, req: Id) -> Option<(usize, String)> {
+        let c = self.claims.get(claim)?;
+        if c.writing != Some(req) {
+            return None;
+        }
+        // A ttl, or a tombstone's end (a tombstone is kept only with one: see `give_back`).
+        let (p, open, n, has_timer) = (c.pool as usize, c.open, c.n, c.ttl.is_some() || !c.open);
+        let id = c.id.clone();
+        self.drop_claim(claim);
+        if has_timer {
+            self.forget_timer();
+        }
+        if open {
+            self.pools[p].claimed -= n;
+        }
+        Some((p, id))
     }
 
     /// Forgets a claim record (its live timer, if any, already forgotten by the caller).
@@ -298,8 +322,9 @@ impl Pools {
     }
 
     /// Ends a request the host no longer wants: a waiting claim leaves its line (`Left`); one that
-    /// took its units (its write not yet answered) gives them back (`Released`); a confirm or resize
-    /// stands, unanswered (`Left`).
+    /// took its units (its write not yet answered) is undone (`Released`): its units come back and its
+    /// id is not remembered, since no caller was told of it; a release, confirm or resize stands,
+    /// unanswered (`Left`).
     pub fn cancel(&mut self, req: Id, now: u64) -> crate::Cancelled {
         match self.reqs.get(req) {
             None => crate::Cancelled::Unknown,
@@ -311,15 +336,12 @@ impl Pools {
             }
             Some(&PoolReq::Claiming { claim, .. }) => {
                 self.reqs.remove(req);
-                if let Some(c) = self.claims.get_mut(claim) {
-                    if c.writing == Some(req) {
-                        c.writing = None;
-                    }
-                    if c.open {
-                        let p = c.pool as usize;
-                        self.give_back(claim, now);
-                        self.pump(p, now);
-                    }
+                // Never answered, it is undone as if it never was: its units come back and its id
+                // is not remembered (asked again, it is a new claim), in storage too.
+                if let Some((p, id)) = self.undo(claim, req) {
+                    let pool = self.pools[p].name.clone();
+                    self.log(Record::Undo { pool, id });
+                    self.pump(p, now);
                 }
                 crate::Cancelled::Released
             }

@@ -5,7 +5,7 @@
 //! - [`SNAPSHOT_KEY`] holds a *snapshot*: every pool, its open claims and its tombstones, as of the
 //!   write with sequence number `seq`.
 //! - [`slot_key`]`(seq)` holds a *segment*: the changes of write `seq` (pools made or resized, claims
-//!   opened, released or expired, confirmed). There are [`SLOTS`] slots, used in turn.
+//!   opened, released or expired, confirmed, undone). There are [`SLOTS`] slots, used in turn.
 //!
 //! Each write is one `set` of one key (group commit: a write carries every change since the one
 //! before). Reading starts from the snapshot (`seq` S) and applies the segments S+1, S+2, ... from
@@ -54,6 +54,8 @@ pub(crate) enum Record {
     Release { pool: String, id: String },
     /// A claim's ttl is gone: its units stay until it is released.
     Confirm { pool: String, id: String },
+    /// A claim nobody was answered of is undone: as if it never was (no tombstone).
+    Undo { pool: String, id: String },
 }
 
 /// A claim as storage keeps it, its times on the wall clock.
@@ -203,6 +205,10 @@ pub(crate) fn encode_segment(seq: u64, records: &[Record]) -> String {
             }
             Record::Confirm { pool, id } => {
                 let _ = write!(out, "f {pool} ");
+                escape(&mut out, id);
+            }
+            Record::Undo { pool, id } => {
+                let _ = write!(out, "u {pool} ");
                 escape(&mut out, id);
             }
         }
@@ -468,12 +474,14 @@ impl PoolLoad {
                 let p = *self.reading.by_name.get(&pool)?;
                 self.reading.add(p, claim);
             }
-            "r" | "f" => {
+            "r" | "f" | "u" => {
                 let id = unescape(words.next()?)?;
                 // A change to a claim the log does not hold cannot be: the log is damaged.
                 let (p, at) = self.reading.claim_mut(&pool, &id)?;
                 let claim = &mut self.reading.pools[p].claims[at];
-                if kind == "f" {
+                if kind == "u" {
+                    self.reading.gone[p][at] = true;
+                } else if kind == "f" {
                     claim.ttl = None;
                 } else if claim.remember {
                     claim.open = false;
@@ -545,6 +553,14 @@ mod tests {
                 pool: "seats".into(),
                 id: "a b%é".into(),
             },
+            Record::Claim {
+                pool: "more".into(),
+                claim: claim("undone", 1, 9, None, true),
+            },
+            Record::Undo {
+                pool: "more".into(),
+                id: "undone".into(),
+            },
         ];
         values.insert(slot_key(71), encode_segment(71, &records));
         let release = [Record::Release {
@@ -555,7 +571,7 @@ mod tests {
         // An older segment in the next slot ends the log.
         values.insert(slot_key(73), encode_segment(73 - SLOTS, &release));
         let load = load(&values).unwrap();
-        assert_eq!((load.seq, load.segments, load.records), (72, 2, 4));
+        assert_eq!((load.seq, load.segments, load.records), (72, 2, 6));
         let read = load.finish();
         let wall = |c: Stored| c;
         assert_eq!(read[0].claims[0], wall(claim("a b%é", 2, 5, None, true)));

@@ -12,13 +12,14 @@
 //!   is the sum of the open claims' units. A claim takes units only if they are there; a release
 //!   gives back exactly what its claim took, once; a resize never goes below `claimed`.
 //! - **POOL-02, storage before answers**: a claim that took units is answered ([`crate::Event::Claimed`])
-//!   only once storage acknowledged the write that keeps it; so is a confirm or a resize
+//!   only once storage acknowledged the write that keeps it; so is a release, a confirm or a resize
 //!   ([`crate::Event::Durable`]). Writes are grouped: at most one is under way, and it carries every change
 //!   made before the host took it ([`Pools::poll_write`]), however many claims those were; the host
 //!   takes the next one when it likes (once a turn of its event loop). A failed write answers its
 //!   claims [`crate::Event::PoolFailed`] and gives their units back; the next write is then a snapshot
-//!   of everything (see `log.rs`), so storage never keeps a chain with an unknown link. Releases
-//!   and expiries are not waited for: one lost with a crash leaves units claimed, never too few.
+//!   of everything (see `log.rs`), so storage never keeps a chain with an unknown link. A release is
+//!   answered once written too (so that a release answered is never undone by a crash); expiries
+//!   answer nobody (one lost with a crash comes again at the next open: its ttl has passed).
 //! - **POOL-03, ids**: a claim id asked again in its pool answers the first claim: while it waits or
 //!   is being written, the host's request joins the first ([`Claim::Joined`]); once answered, the
 //!   first outcome ([`Claim::Known`]: its `remaining`, and whether it still holds its units), for as
@@ -277,6 +278,12 @@ impl Pools {
                 )));
             }
             return Ok(PoolId(p));
+        }
+        if self.pools.len() >= bounds::MAX_POOLS {
+            return Err(Error::limit(format!(
+                "pool {name}: {} pools is the most one store keeps",
+                bounds::MAX_POOLS
+            )));
         }
         let p = self.add_pool(name, capacity);
         self.log(Record::Pool {

@@ -133,8 +133,9 @@ impl Pools {
     }
 
     /// Storage failed to keep write `seq` (it may or may not have landed). Its claims give their
-    /// units back, and they and its confirms and resizes are answered [`Event::PoolFailed`]; a
-    /// confirm or resize stands in memory. The next write is a snapshot of what memory holds.
+    /// units back, and they and its releases, confirms and resizes are answered
+    /// [`Event::PoolFailed`]; a release, confirm or resize stands in memory (an unknown outcome, as a
+    /// timeout's). The next write is a snapshot of what memory holds.
     pub fn write_failed(&mut self, seq: u64, now: u64, events: &mut VecDeque<Event>) {
         let Some(failed) = self.take_inflight(seq) else {
             return;
@@ -146,7 +147,8 @@ impl Pools {
             match self.reqs.get(req) {
                 Some(&PoolReq::Claiming { claim, .. }) => {
                     self.reqs.remove(req);
-                    if let Some(p) = self.undo(claim, req) {
+                    // No record of it: the next write is a snapshot of what memory holds.
+                    if let Some((p, _)) = self.undo(claim, req) {
                         touched.push(p);
                     }
                 }
@@ -165,27 +167,6 @@ impl Pools {
         for p in touched {
             self.pump(p, now);
         }
-    }
-
-    /// A claim whose write failed is taken back as if it never was: its units return, and its
-    /// record goes (tombstone too). Answers its pool, if it gave units back.
-    fn undo(&mut self, claim: super::Id, req: super::Id) -> Option<usize> {
-        let c = self.claims.get(claim)?;
-        if c.writing != Some(req) {
-            return None;
-        }
-        // A ttl, or a tombstone's end (a tombstone is kept only with one: see `give_back`).
-        let (p, open, has_timer) = (c.pool as usize, c.open, c.ttl.is_some() || !c.open);
-        let n = c.n;
-        self.drop_claim(claim);
-        if has_timer {
-            self.forget_timer();
-        }
-        if open {
-            self.pools[p].claimed -= n;
-            return Some(p);
-        }
-        None
     }
 
     fn take_inflight(&mut self, seq: u64) -> Option<Inflight> {

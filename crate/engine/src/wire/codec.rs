@@ -129,6 +129,9 @@ const GOODBYE: u8 = 0x07;
 const INSPECT_PAGE: u8 = 0x08;
 const HELLO_REVISED: u8 = 0x09;
 const BATCH_CLIENT: u8 = 0x0a;
+const CLAIM: u8 = 0x0b;
+const POOL: u8 = 0x0c;
+const INSPECT_POOLS: u8 = 0x0d;
 
 const WELCOME: u8 = 0x81;
 const GRANTED: u8 = 0x82;
@@ -141,6 +144,9 @@ const LOST: u8 = 0x88;
 const INSPECTED_PAGE: u8 = 0x89;
 const WELCOME_REVISED: u8 = 0x8a;
 const BATCH_SERVER: u8 = 0x8b;
+const CLAIMED: u8 = 0x8c;
+const COUNT: u8 = 0x8d;
+const POOLS_FRAME: u8 = 0x8e;
 
 /// Decodes a frame a client sent: `(id, message)`.
 pub fn decode_client(bytes: &[u8]) -> Result<(u32, ClientMessage<'_>), WireError> {
@@ -183,6 +189,25 @@ pub fn decode_client(bytes: &[u8]) -> Result<(u32, ClientMessage<'_>), WireError
             name: r.str("name", MAX_NAME_WIRE)?,
             key: r.str("key", MAX_KEY)?,
         },
+        CLAIM => ClientMessage::Claim {
+            pool: r.str("pool", MAX_NAME_WIRE)?,
+            capacity: r.u64("capacity")?,
+            n: r.u64("n")?,
+            claim: r.str("claim", MAX_CLAIM_ID)?,
+            wait: r.u64("wait")?,
+            ttl: r.u64("ttl")?,
+        },
+        POOL => {
+            let op = r.u8("op")?;
+            ClientMessage::Pool {
+                op: PoolOp::from_u8(op).ok_or_else(|| bad(format!("pool op {op}")))?,
+                pool: r.str("pool", MAX_NAME_WIRE)?,
+                capacity: r.u64("capacity")?,
+                claim: r.str("claim", MAX_CLAIM_ID)?,
+                value: r.u64("value")?,
+            }
+        }
+        INSPECT_POOLS => ClientMessage::InspectPools,
         other => return Err(bad(format!("unknown client message type {other:#04x}"))),
     };
     r.end()?;
@@ -238,6 +263,28 @@ pub fn decode_server(bytes: &[u8]) -> Result<(u32, ServerMessage), WireError> {
                 lease,
                 code: ErrorCode::from_u8(code).ok_or_else(|| bad(format!("error code {code}")))?,
             }
+        }
+        CLAIMED => ServerMessage::Claimed {
+            claimed: r.bool("claimed")?,
+            remaining: r.u64("remaining")?,
+        },
+        COUNT => ServerMessage::Count {
+            value: r.u64("value")?,
+        },
+        POOLS_FRAME => {
+            // Each entry is at least a string and two u64s and two u32s.
+            let n = r.count("pools", 2 + 8 + 8 + 4 + 4)?;
+            let mut entries = Vec::with_capacity(n);
+            for _ in 0..n {
+                entries.push(PoolEntry {
+                    name: r.str("name", MAX_NAME_WIRE)?.to_owned(),
+                    capacity: r.u64("capacity")?,
+                    remaining: r.u64("remaining")?,
+                    claims: r.u32("claims")?,
+                    waiting: r.u32("waiting")?,
+                });
+            }
+            ServerMessage::Pools { entries }
         }
         other => return Err(bad(format!("unknown server message type {other:#04x}"))),
     };
@@ -493,6 +540,35 @@ pub fn encode_client(id: u32, message: &ClientMessage<'_>) -> Vec<u8> {
             w.u8(semaphore as u8).str(name).str(key);
             w
         }
+        ClientMessage::Claim {
+            pool,
+            capacity,
+            n,
+            claim,
+            wait,
+            ttl,
+        } => {
+            let mut w = Writer::new(CLAIM, id);
+            w.str(pool)
+                .u64(capacity)
+                .u64(n)
+                .str(claim)
+                .u64(wait)
+                .u64(ttl);
+            w
+        }
+        ClientMessage::Pool {
+            op,
+            pool,
+            capacity,
+            claim,
+            value,
+        } => {
+            let mut w = Writer::new(POOL, id);
+            w.u8(op as u8).str(pool).u64(capacity).str(claim).u64(value);
+            w
+        }
+        ClientMessage::InspectPools => Writer::new(INSPECT_POOLS, id),
     };
     w.0
 }
@@ -561,6 +637,28 @@ pub fn encode_server(id: u32, message: &ServerMessage) -> Vec<u8> {
             w.id(*lease).u8(*code as u8);
             w
         }
+        ServerMessage::Claimed { claimed, remaining } => {
+            let mut w = Writer::new(CLAIMED, id);
+            w.u8(*claimed as u8).u64(*remaining);
+            w
+        }
+        ServerMessage::Count { value } => {
+            let mut w = Writer::new(COUNT, id);
+            w.u64(*value);
+            w
+        }
+        ServerMessage::Pools { entries } => {
+            let mut w = Writer::new(POOLS_FRAME, id);
+            w.u32(entries.len() as u32);
+            for e in entries {
+                w.str(&e.name)
+                    .u64(e.capacity)
+                    .u64(e.remaining)
+                    .u32(e.claims)
+                    .u32(e.waiting);
+            }
+            w
+        }
     };
     w.0
 }
@@ -611,6 +709,29 @@ mod tests {
                 name: "uploads",
                 key: "user-42 🔒",
             },
+            ClientMessage::Claim {
+                pool: "seats",
+                capacity: (1 << 53) - 1,
+                n: 2,
+                claim: "order-7 🎟",
+                wait: u64::MAX,
+                ttl: 0,
+            },
+            ClientMessage::Pool {
+                op: PoolOp::Resize,
+                pool: "seats",
+                capacity: 180,
+                claim: "",
+                value: 200,
+            },
+            ClientMessage::Pool {
+                op: PoolOp::Cancel,
+                pool: "seats",
+                capacity: 180,
+                claim: "order-7",
+                value: 0,
+            },
+            ClientMessage::InspectPools,
         ];
         for (i, m) in clients.iter().enumerate() {
             let bytes = encode_client(i as u32, m);
@@ -670,6 +791,20 @@ mod tests {
             ServerMessage::InspectedPage {
                 more: false,
                 entries: vec![],
+            },
+            ServerMessage::Claimed {
+                claimed: true,
+                remaining: 178,
+            },
+            ServerMessage::Count { value: 3 },
+            ServerMessage::Pools {
+                entries: vec![PoolEntry {
+                    name: "seats".into(),
+                    capacity: 180,
+                    remaining: 2,
+                    claims: 90,
+                    waiting: 1,
+                }],
             },
         ];
         for (i, m) in servers.iter().enumerate() {
@@ -804,5 +939,19 @@ mod tests {
         w.0.extend_from_slice(&[0xff, 0xfe]);
         w.str("");
         assert!(decode_client(&w.0).unwrap_err().0.contains("UTF-8"));
+        // Revision 4: a claim id past 128 bytes, an unknown pool op, a forged count of pools.
+        let long = "i".repeat(MAX_CLAIM_ID + 1);
+        let mut w = Writer::new(CLAIM, 1);
+        w.str("seats").u64(1).u64(1).str(&long).u64(0).u64(0);
+        assert!(decode_client(&w.0)
+            .unwrap_err()
+            .0
+            .contains("claim: 129 bytes, at most 128"));
+        let mut w = Writer::new(POOL, 1);
+        w.u8(9).str("seats").u64(1).str("").u64(0);
+        assert!(decode_client(&w.0).unwrap_err().0.contains("pool op 9"));
+        let mut w = Writer::new(POOLS_FRAME, 1);
+        w.u32(u32::MAX);
+        assert!(decode_server(&w.0).unwrap_err().0.contains("cannot fit"));
     }
 }

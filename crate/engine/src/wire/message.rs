@@ -11,13 +11,24 @@
 //! the new `hello` as an unknown type (`protocol`), and the client says the old `hello` instead; a
 //! client older than revision 3 says the old one, is answered the old `welcome`, and is never sent a
 //! batch.
+//!
+//! Revision 4 adds pools (#16): `Claim`, `Pool` (see [`PoolOp`]), `InspectPools`, and their answers
+//! `Claimed`, `Count`, `Pools`. A client sends a pool frame only when the `welcome` said revision
+//! [`POOLS`] or later (the lower of the two sides' revisions), so that an older server never sees
+//! one (it would refuse it as an unknown type, `protocol`) and the client refuses pools there with a
+//! clear error instead; a server answers pool frames only to a client that said [`POOLS`], so an
+//! older client is never sent a type it does not know.
 
 /// The protocol version this build speaks; the first byte of every frame.
 pub const VERSION: u8 = 1;
 /// The revision of version 1 this build speaks (new message types only; see the module docs).
-pub const REVISION: u8 = 3;
+pub const REVISION: u8 = 4;
 /// The first revision with batches and with the revision in `hello` and `welcome`.
 pub const BATCHES: u8 = 3;
+/// The first revision with pools.
+pub const POOLS: u8 = 4;
+/// The longest claim id, in bytes of UTF-8.
+pub const MAX_CLAIM_ID: usize = 128;
 /// The revision of a peer that says the old `hello` or `welcome`, which carry none: 2 or older, taken
 /// as 2 (what revision 1 lacks, paged inspection, is asked for only after a refusal it never gives).
 pub const UNSAID: u8 = 2;
@@ -78,6 +89,79 @@ pub enum ClientMessage<'a> {
     },
     /// The client closes cleanly: its leases are released at once.
     Goodbye,
+    /// Claims `n` units of `pool` (made with `capacity` if new) as claim `claim`; `wait` `u64::MAX`
+    /// is without limit; `ttl` 0 is none. (Revision 4.)
+    Claim {
+        pool: &'a str,
+        capacity: u64,
+        n: u64,
+        claim: &'a str,
+        wait: u64,
+        ttl: u64,
+    },
+    /// Another operation on `pool` (made with `capacity` if new; 0: it must exist): see [`PoolOp`].
+    /// `claim` names the claim of a release, confirm or cancel (empty otherwise); `value` is a
+    /// resize's new capacity. (Revision 4.)
+    Pool {
+        op: PoolOp,
+        pool: &'a str,
+        capacity: u64,
+        claim: &'a str,
+        value: u64,
+    },
+    /// Asks for every pool. (Revision 4.)
+    InspectPools,
+}
+
+/// The operations of `ClientMessage::Pool`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PoolOp {
+    /// Gives back the units of `claim`: answered `Count` 1 (released) or 0 (it held nothing).
+    Release = 1,
+    /// Keeps the units of `claim` (a ttl claim) until released: answered `Done`, or `error` `lost`.
+    Confirm = 2,
+    /// Answered `Count`: the units left.
+    Remaining = 3,
+    /// Sets the capacity to `value`: answered `Done`.
+    Resize = 4,
+    /// Ends the waiting claim `claim` of this connection: answered `Done`; the claim, `error`
+    /// `cancelled`.
+    Cancel = 5,
+}
+
+impl PoolOp {
+    pub fn from_u8(op: u8) -> Option<PoolOp> {
+        Some(match op {
+            1 => PoolOp::Release,
+            2 => PoolOp::Confirm,
+            3 => PoolOp::Remaining,
+            4 => PoolOp::Resize,
+            5 => PoolOp::Cancel,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolOp::Release => "release",
+            PoolOp::Confirm => "confirm",
+            PoolOp::Remaining => "remaining",
+            PoolOp::Resize => "resize",
+            PoolOp::Cancel => "cancel",
+        }
+    }
+}
+
+/// One pool in an inspection of pools. (Revision 4.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolEntry {
+    pub name: String,
+    pub capacity: u64,
+    pub remaining: u64,
+    /// Open claims.
+    pub claims: u32,
+    pub waiting: u32,
 }
 
 /// The stable error codes, as on the JavaScript errors (plus `permission` and `protocol`).
@@ -180,4 +264,10 @@ pub enum ServerMessage {
     },
     /// Unsolicited: a lease was lost (revoked at maxHold, past its ttl, or the store closed).
     Lost { lease: u128, code: ErrorCode },
+    /// The answer to a `Claim`: whether it took its units, and what was left. (Revision 4.)
+    Claimed { claimed: bool, remaining: u64 },
+    /// The answer to a `Pool` release (1 or 0) or remaining (the units left). (Revision 4.)
+    Count { value: u64 },
+    /// The pools. (Revision 4.)
+    Pools { entries: Vec<PoolEntry> },
 }

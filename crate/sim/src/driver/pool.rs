@@ -220,8 +220,10 @@ impl Host {
     ) -> Result<(), String> {
         let pid = self.pool_ids[p];
         let got = engine.release_claim(pid, id, now);
-        self.trace
-            .word(got.as_ref().map_or_else(code, |&b| u64::from(b)));
+        self.trace.word(
+            got.as_ref()
+                .map_or_else(code, |r| r.map_or(0, |r| r.to_u64())),
+        );
         self.log(|| format!("release_claim {p} {id} -> {got:?}"));
         self.model()
             .release_claim(p, id, now, &got)

@@ -7,8 +7,8 @@
 //!   units only when its pool's line is empty and they are there; a release gives back exactly its
 //!   claim's units, once; a resize never goes below what is claimed.
 //! - POOL-02: a claim that took units is answered (`Claimed`) only when the write taken after it is
-//!   acknowledged; so are a confirm and a resize (`Durable`). One write is under way at a time and
-//!   carries everything changed before it was taken. A failed write answers its requests
+//!   acknowledged; so are a release, a confirm and a resize (`Durable`). One write is under way at a
+//!   time and carries everything changed before it was taken. A failed write answers its requests
 //!   `PoolFailed`; its claims are taken back as if they never were; the rest stands. What a new
 //!   process reads back is the state as it was when the last write that reached the disk was taken
 //!   (acknowledged or not): nothing of a write that did not land, everything of one that did.
@@ -18,7 +18,9 @@
 //!   process's start). Another `n` is `invalid`. An id that took nothing is kept nowhere.
 //! - POOL-04: waiting claims are served from the head, in order; the head blocks those behind it;
 //!   nobody barges (a claim finds the line empty or waits). A wait that runs out leaves
-//!   (`NotClaimed`); a resize below a waiter's `n` sends it away (`NotClaimed`), in line order.
+//!   (`NotClaimed`); a resize below a waiter's `n` sends it away (`NotClaimed`), in line order. A
+//!   claim cancelled after it took its units but before it was answered is undone as if it never was
+//!   (no tombstone: asked again, it is a new claim).
 //! - Deadlines, instant by instant: at one instant the waits that ran out leave (in id order), the
 //!   ttls give their units back, each pool's line takes what fits (in pool order), and tombstones are
 //!   forgotten.
@@ -324,6 +326,20 @@ impl PoolModel {
         Ok(())
     }
 
+    /// The request the engine named for a change the model writes (a release, confirm or resize):
+    /// `req`, read from its answer `got`, new.
+    fn written_by<T: std::fmt::Debug>(
+        &self,
+        what: &str,
+        req: Option<Id>,
+        got: &Result<T, Error>,
+    ) -> Result<Id, String> {
+        let req =
+            req.ok_or_else(|| format!("{what}: the model writes it, the engine answered {got:?}"))?;
+        self.fresh(req)?;
+        Ok(req)
+    }
+
     fn fresh(&self, req: Id) -> Result<(), String> {
         if self.reqs.contains_key(&req) {
             return Err(format!(
@@ -375,16 +391,25 @@ impl PoolModel {
     }
 
     /// `Engine::release_claim`.
-    pub fn release(&mut self, p: usize, id: &str, now: u64) -> bool {
+    pub fn release(
+        &mut self,
+        p: usize,
+        id: &str,
+        now: u64,
+        got: &Result<Option<Id>, Error>,
+    ) -> Result<(), String> {
         let Some(i) = self.pools[p]
             .find(id)
             .filter(|&i| self.pools[p].claims[i].open)
         else {
-            return false;
+            return same("release_claim", None, got);
         };
+        let req = self.written_by("release_claim", got.as_ref().ok().copied().flatten(), got)?;
         self.give_back(p, i, now);
         self.pump(p, now);
-        true
+        self.reqs.insert(req, MReq::Barrier);
+        self.next.push(req);
+        Ok(())
     }
 
     /// `Engine::confirm_claim`.
@@ -406,14 +431,10 @@ impl PoolModel {
             return same("confirm", Confirm::Done, got);
         }
         let req = match got {
-            Ok(Confirm::Writing { req }) => *req,
-            other => {
-                return Err(format!(
-                    "confirm: the model writes it, the engine answered {other:?}"
-                ))
-            }
+            Ok(Confirm::Writing { req }) => Some(*req),
+            _ => None,
         };
-        self.fresh(req)?;
+        let req = self.written_by("confirm", req, got)?;
         self.reqs.insert(req, MReq::Barrier);
         self.next.push(req);
         self.dirty = true;
@@ -436,15 +457,7 @@ impl PoolModel {
         if capacity == pool.capacity {
             return same("resize to the same", None, got);
         }
-        let req = match got {
-            Ok(Some(req)) => *req,
-            other => {
-                return Err(format!(
-                    "resize: the model writes it, the engine answered {other:?}"
-                ))
-            }
-        };
-        self.fresh(req)?;
+        let req = self.written_by("resize", got.as_ref().ok().copied().flatten(), got)?;
         self.pools[p].capacity = capacity;
         self.dirty = true;
         let too_large: Vec<Id> = self.pools[p]
@@ -482,16 +495,15 @@ impl PoolModel {
             }
             Some(MReq::Claiming { pool, id, .. }) => {
                 self.reqs.remove(&req);
-                let at = self.pools[pool]
-                    .claims
+                // Never answered: undone as if it never was (no tombstone), in storage too.
+                let claims = &mut self.pools[pool].claims;
+                if let Some(i) = claims
                     .iter()
-                    .position(|c| c.id == id && c.writing == Some(req));
-                if let Some(i) = at {
-                    self.pools[pool].claims[i].writing = None;
-                    if self.pools[pool].claims[i].open {
-                        self.give_back(pool, i, now);
-                        self.pump(pool, now);
-                    }
+                    .position(|c| c.id == id && c.writing == Some(req))
+                {
+                    claims.remove(i);
+                    self.dirty = true;
+                    self.pump(pool, now);
                 }
                 Cancelled::Released
             }
@@ -794,13 +806,12 @@ impl super::Model {
         p: usize,
         id: &str,
         now: u64,
-        got: &Result<bool, Error>,
+        got: &Result<Option<Id>, Error>,
     ) -> Result<(), String> {
         if let Some(done) = self.pool_call(now, got) {
             return done;
         }
-        let want = self.pools.release(p, id, now);
-        same("release_claim", want, got)
+        self.pools.release(p, id, now, got)
     }
 
     /// `Engine::confirm_claim`.

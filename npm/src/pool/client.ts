@@ -1,0 +1,299 @@
+/**
+ * Pools over a connection (`connect(url).pool(name, { capacity })`, protocol revision 4): the same
+ * `Pool` and `Claim` handles as in process, whose operations travel as frames to the server's store.
+ *
+ * # Revisions
+ * The client says revision 4 in its hello; the server's welcome says the conversation's (the lower of
+ * the two). A pool frame goes only when that is 4 or more (`POOLS`): an older server would close the
+ * connection on it. To an older server every pool operation is refused at once, with an
+ * `InvalidError` naming its revision.
+ *
+ * # Claims across dropped connections
+ * Every claim travels with a claim id (the caller's, or one drawn here), which the server remembers
+ * (POOL-03). A claim still unanswered when the connection drops is asked again, with the same id, once
+ * the client is back: the server cancelled it when the connection ended (undoing it if it had taken its
+ * units, since nobody was told), so the second ask answers the claim as it stands — claimed before the
+ * drop and answered since (the first outcome), or a claim anew. Never units nobody was told of.
+ * A claim whose signal aborts is cancelled on the server; a `claimed` answer that raced the cancel is
+ * released at once.
+ *
+ * # Capacity
+ * A handle's first frame carries its capacity: the server makes the pool with it, or refuses it
+ * (`InvalidError` naming both) if the pool has another, as `store.pool()` does. Once a frame of the
+ * handle was answered, later ones carry 0 (the pool as it is), so that a resize by anyone does not
+ * make the handle's frames invalid. A handle made without a capacity (`pool(name)`) names an existing
+ * pool.
+ */
+
+import { CancelledError, ClosedError, InvalidError, errorOf, type ErrorCode } from '../errors.js'
+import { POOLS, type ClientMessage, type ServerMessage } from '../remote/wire.js'
+import { clearTimer, setTimer, type Clock } from '../util/clock.js'
+import { checkOptions } from '../util/options.js'
+import { randomId } from '../util/random.js'
+import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from './pool.js'
+import type { PoolInfo } from './types.js'
+
+/** An answer, or `dropped`: the connection ended before it came. */
+export type LinkFrame = (ServerMessage & { id: number }) | { id: number; type: 'dropped' }
+
+/** What the pools need of their connection (`RemoteStore`). */
+export interface PoolLink {
+  readonly url: string
+  readonly clock: Clock
+  /** Sends a frame; `answered` gets its answer, or `dropped` (at once when there is no connection). */
+  send(message: ClientMessage, answered: (frame: LinkFrame) => void): void
+  /** The revision of the conversation on the last connection (2 when the server said none). */
+  revision(): number
+  /** Why the client is closed, if it is. */
+  closed(): ClosedError | undefined
+  /** Resolves once a connection is back; rejects `ClosedError` when none will be by `until`. */
+  reconnected(until: number): Promise<void>
+}
+
+/** How long past its wait a claim waits for the server's own answer. */
+const WAIT_GRACE = 1_000
+/** How long an operation waits for a server that cannot be reached. */
+const PATIENCE = 10_000
+
+const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
+
+/** A claim sent and not yet answered. */
+class PendingClaim {
+  cancelled = false
+  timer: unknown
+  constructor(
+    readonly pool: Pool,
+    readonly n: number,
+    readonly id: string,
+    readonly wait: number,
+    readonly ttl: number,
+    /** Its answer (and that of any ask joined to it, or the signal's listener let go first). */
+    public resolve: (result: ClaimResult) => void,
+    public reject: (error: Error) => void,
+  ) {}
+
+  /** Runs `before` ahead of whoever is answered now. */
+  wrap(before: { resolve: (result: ClaimResult) => void; reject: (error: Error) => void }): void {
+    const { resolve, reject } = this
+    this.resolve = r => (before.resolve(r), resolve(r))
+    this.reject = e => (before.reject(e), reject(e))
+  }
+}
+
+export class RemotePools implements PoolStore {
+  readonly #link: PoolLink
+  /** Per handle: the capacity its first frame carries, and whether a frame of it was answered. */
+  readonly #pools = new WeakMap<Pool, { capacity: number; checked: boolean }>()
+  /** Claims sent and not yet answered, by pool and claim id. */
+  readonly #pending = new Map<string, PendingClaim>()
+
+  constructor(link: PoolLink) {
+    this.#link = link
+  }
+
+  /** `connect(url).pool(name, { capacity })`; without a capacity, an existing pool. */
+  pool(name: unknown, options?: unknown): Pool {
+    const place = `pool ${String(name)}`
+    const closed = this.#link.closed()
+    if (closed) throw new ClosedError(`${place}: ${closed.message}`)
+    if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`pool: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    const o = checkOptions(options, place, ['capacity'])
+    const capacity = o.capacity === undefined ? 0 : checkUnits(o.capacity, `${place}: capacity`)
+    const pool = new Pool(this, name, 0)
+    this.#pools.set(pool, { capacity, checked: capacity === 0 })
+    return pool
+  }
+
+  /** The capacity a frame of `pool` carries now (see # Capacity). */
+  #capacity(pool: Pool): number {
+    const p = this.#pools.get(pool)
+    return p && !p.checked ? p.capacity : 0
+  }
+
+  #answered(pool: Pool): void {
+    const p = this.#pools.get(pool)
+    if (p) p.checked = true
+  }
+
+  /** Refused at once: the client is closed, or its server has no pools (see # Revisions). */
+  #refusal(place: string): Error | undefined {
+    const closed = this.#link.closed()
+    if (closed) return new ClosedError(`${place}: ${closed.message}`)
+    const revision = this.#link.revision()
+    if (revision < POOLS) {
+      return new InvalidError(
+        `${place}: the server at ${this.#link.url} speaks protocol revision ${revision}, which has no pools (pools need revision ${POOLS}: a newer holdfast on the server)`,
+      )
+    }
+    return undefined
+  }
+
+  /** @internal */
+  _claim(pool: Pool, request: ClaimRequest): Promise<ClaimResult> {
+    const refused = this.#refusal(`pool ${pool.name}`)
+    if (refused) return Promise.reject(refused)
+    const id = request.id ?? randomId()
+    return new Promise<ClaimResult>((resolve, reject) => {
+      const p = new PendingClaim(pool, request.n, id, request.wait, request.ttl, resolve, reject)
+      const key = `${pool.name}\0${id}`
+      const earlier = this.#pending.get(key)
+      if (earlier) {
+        // Asked again while unanswered: the server joins it to the first; so does this side.
+        earlier.wrap({ resolve, reject })
+        return
+      }
+      this.#pending.set(key, p)
+      const signal = request.signal
+      if (signal) {
+        const onAbort = () => {
+          if (this.#pending.get(key) !== p) return
+          this.#forget(key, p)
+          p.cancelled = true
+          p.reject(new CancelledError(`pool ${pool.name}: claim ${JSON.stringify(id)}: cancelled while waiting`, { cause: signal.reason }))
+          this.#link.send({ type: 'pool', op: 'cancel', pool: pool.name, capacity: 0, claim: id, value: 0 }, () => {})
+        }
+        signal.addEventListener('abort', onAbort, { once: true })
+        const off = () => signal.removeEventListener('abort', onAbort)
+        p.wrap({ resolve: off, reject: off })
+      }
+      if (p.wait !== Infinity) {
+        // The server answers a wait that ran out; if it cannot be reached, this side must.
+        p.timer = setTimer(
+          this.#link.clock,
+          () => {
+            if (this.#pending.get(key) !== p) return
+            this.#forget(key, p)
+            p.cancelled = true
+            p.reject(
+              new ClosedError(`pool ${pool.name}: claim ${JSON.stringify(id)}: no answer from the server within the wait (${this.#link.url} unreachable)`),
+            )
+          },
+          p.wait + WAIT_GRACE,
+        )
+      }
+      this.#ask(key, p)
+    })
+  }
+
+  /** Sends (or sends again, after a reconnect) a claim, and acts on its answer. */
+  #ask(key: string, p: PendingClaim): void {
+    const pool = p.pool
+    this.#link.send(
+      {
+        type: 'claim',
+        pool: pool.name,
+        capacity: this.#capacity(pool),
+        n: p.n,
+        claim: p.id,
+        wait: p.wait === Infinity ? null : p.wait,
+        ttl: p.ttl,
+      },
+      answer => {
+        if (answer.type === 'dropped') return // asked again once the client is back
+        if (this.#pending.get(key) !== p) {
+          // Cancelled (or given up) meanwhile: a claim that raced it is let go.
+          if (answer.type === 'claimed' && answer.claimed) this.#send(pool, { op: 'release', claim: p.id })
+          return
+        }
+        this.#forget(key, p)
+        if (answer.type === 'claimed') {
+          this.#answered(pool)
+          return p.resolve(
+            answer.claimed
+              ? { claimed: true, remaining: answer.remaining, claim: new Claim(pool, p.id, p.n) }
+              : { claimed: false, remaining: answer.remaining },
+          )
+        }
+        if (answer.type === 'error') return p.reject(errorOf(answer.code as ErrorCode, answer.message))
+        p.reject(new ClosedError(`pool ${pool.name}: unexpected answer ${answer.type} from ${this.#link.url}`))
+      },
+    )
+  }
+
+  #forget(key: string, p: PendingClaim): void {
+    if (this.#pending.get(key) === p) this.#pending.delete(key)
+    if (p.timer !== undefined) clearTimer(this.#link.clock, p.timer)
+  }
+
+  /** A pool frame whose answer nobody waits for. */
+  #send(pool: Pool, op: { op: 'release' | 'cancel'; claim: string }): void {
+    this.#link.send({ type: 'pool', op: op.op, pool: pool.name, capacity: 0, claim: op.claim, value: 0 }, () => {})
+  }
+
+  /**
+   * A pool operation: asked again after a dropped connection, once the client is back (within the
+   * patience, counted from the last attempt); its answer mapped by `read`, or its error thrown.
+   */
+  async #operation<T>(
+    pool: Pool,
+    op: 'release' | 'confirm' | 'remaining' | 'resize',
+    claim: string,
+    value: number,
+    read: (answer: LinkFrame) => T,
+  ): Promise<T> {
+    const place = claim ? `pool ${pool.name}: claim ${JSON.stringify(claim)}` : `pool ${pool.name}`
+    for (;;) {
+      const refused = this.#refusal(place)
+      if (refused) throw refused
+      const until = this.#link.clock.now() + PATIENCE
+      const answer = await new Promise<LinkFrame>(resolve =>
+        this.#link.send({ type: 'pool', op, pool: pool.name, capacity: this.#capacity(pool), claim, value }, resolve),
+      )
+      if (answer.type === 'dropped') {
+        await this.#link.reconnected(until)
+        continue
+      }
+      if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, answer.message)
+      this.#answered(pool)
+      return read(answer)
+    }
+  }
+
+  /** @internal */
+  _releaseClaim(pool: Pool, id: string): Promise<boolean> {
+    return this.#operation(pool, 'release', id, 0, a => a.type === 'count' && a.value === 1)
+  }
+
+  /** @internal */
+  _confirmClaim(pool: Pool, id: string): Promise<void> {
+    return this.#operation(pool, 'confirm', id, 0, () => undefined)
+  }
+
+  /** @internal */
+  _remaining(pool: Pool): Promise<number> {
+    return this.#operation(pool, 'remaining', '', 0, a => (a.type === 'count' ? a.value : Number.NaN))
+  }
+
+  /** @internal */
+  _resize(pool: Pool, capacity: number): Promise<void> {
+    return this.#operation(pool, 'resize', '', capacity, () => undefined)
+  }
+
+  /** Every pool of the server's store (none from a server older than revision 4). */
+  async inspect(): Promise<PoolInfo[]> {
+    if (this.#link.revision() < POOLS) return []
+    const answer = await new Promise<LinkFrame>(resolve => this.#link.send({ type: 'inspectPools' }, resolve))
+    if (answer.type === 'pools') return answer.pools.map(p => ({ kind: 'pool', ...p }))
+    if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, `inspect: ${answer.message}`)
+    throw new ClosedError(`inspect: ${this.#link.url}: connection closed`)
+  }
+
+  /** The client is back: every claim still unanswered is asked again, with its id. */
+  reconnected(): void {
+    for (const [key, p] of [...this.#pending]) {
+      const refused = this.#refusal(`pool ${p.pool.name}`)
+      if (refused) {
+        this.#forget(key, p)
+        p.reject(refused)
+      } else this.#ask(key, p)
+    }
+  }
+
+  /** The client closed: every claim still unanswered is answered `error`. */
+  fail(error: ClosedError): void {
+    for (const [key, p] of [...this.#pending]) {
+      this.#forget(key, p)
+      p.reject(new ClosedError(`pool ${p.pool.name}: claim ${JSON.stringify(p.id)}: ${error.message}`, { cause: error }))
+    }
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * The handles of pools (issue #16): `store.pool(name, { capacity })` and the claims it answers. A
+ * handle checks its arguments and names the place in errors; its store does the claiming (the
+ * in-process store's `PoolRoom`, `room.ts`).
+ *
+ * - `pool.claim(n, { id, wait, signal, ttl })` → `{ claimed: true, remaining, claim }` or
+ *   `{ claimed: false, remaining }`: never below zero (POOL-01); answered `claimed: true` only once
+ *   storage kept the claim (POOL-02); an `id` asked again answers the first claim (POOL-03); with
+ *   `wait`, in line, first come first served, the head never overtaken (POOL-04).
+ * - `claim.release()` / `pool.release(id)`: hands back exactly what the claim took, once (`false`
+ *   when it held nothing: released before, its ttl ran out, never claimed).
+ * - `claim.confirm()` / `pool.confirm(id)`: a claim with a `ttl` keeps its units until released
+ *   (`LostError` if its ttl ran out first).
+ * - `pool.remaining()`, `pool.resize(capacity)` (never below what is claimed: `InvalidError`).
+ */
+
+import { CancelledError, InvalidError } from '../errors.js'
+import { toMs } from '../util/duration.js'
+import { checkOptions, checkSignal } from '../util/options.js'
+import type { ClaimOptions } from './types.js'
+
+/** The largest count: the largest integer a JavaScript number holds exactly. */
+const MAX_UNITS = 2 ** 53 - 1
+
+/** What a claim answers. */
+export type ClaimResult = { claimed: true; remaining: number; claim: Claim } | { claimed: false; remaining: number }
+
+/** A claim's request as its store gets it, the options read. */
+export interface ClaimRequest {
+  n: number
+  id: string | undefined
+  /** In ms; Infinity without limit. */
+  wait: number
+  signal: AbortSignal | undefined
+  /** In ms; 0 for none. */
+  ttl: number
+}
+
+/**
+ * What a pool handle asks of its store. Declared here, by the side that calls, so that the handle
+ * needs nothing of the store's module.
+ */
+export interface PoolStore {
+  /** @internal */
+  _claim(pool: Pool, request: ClaimRequest): Promise<ClaimResult>
+  /** @internal */
+  _releaseClaim(pool: Pool, id: string): Promise<boolean>
+  /** @internal */
+  _confirmClaim(pool: Pool, id: string): Promise<void>
+  /** @internal */
+  _remaining(pool: Pool): Promise<number>
+  /** @internal */
+  _resize(pool: Pool, capacity: number): Promise<void>
+}
+
+/** Whether `value` is a whole number of units (1 to 2^53−1); else an `InvalidError` naming it. */
+export function checkUnits(value: unknown, what: string): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_UNITS) return value
+  throw new InvalidError(`${what} ${typeof value === 'number' ? String(value) : typeof value} must be a whole number from 1 to 2^53-1`)
+}
+
+export class Pool {
+  readonly name: string
+  /** @internal The store's id of the pool. */
+  readonly _id: number
+  /** @internal */
+  readonly _store: PoolStore
+
+  /** @internal Use `store.pool(name, { capacity })`. */
+  constructor(store: PoolStore, name: string, id: number) {
+    this._store = store
+    this.name = name
+    this._id = id
+  }
+
+  /**
+   * Claims `n` units (1 to the capacity). Resolves `{ claimed: true, remaining, claim }` once storage
+   * kept the claim, or `{ claimed: false, remaining }` when the units are not there (at once, or when
+   * `wait` runs out). Rejects `CancelledError` if `signal` aborts first, `ClosedError` if the store
+   * closes, `StorageError` if storage failed to keep it (it took nothing then).
+   */
+  claim(n: number, options?: ClaimOptions): Promise<ClaimResult> {
+    try {
+      return this._store._claim(this, this.#request(n, options))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** Hands back the units of claim `id`, once: `false` when it holds none. */
+  release(id: string): Promise<boolean> {
+    try {
+      return this._store._releaseClaim(this, checkId(id, this.#place()))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** Keeps the units of claim `id` (a claim with a `ttl`) until released; `LostError` if its ttl ran out first. */
+  confirm(id: string): Promise<void> {
+    try {
+      return this._store._confirmClaim(this, checkId(id, this.#place()))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** The units left. */
+  remaining(): Promise<number> {
+    return this._store._remaining(this)
+  }
+
+  /** Changes the capacity, never below what is claimed; resolves once storage kept it. */
+  resize(capacity: number): Promise<void> {
+    try {
+      return this._store._resize(this, checkUnits(capacity, `${this.#place()}: capacity`))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  #request(n: number, options: ClaimOptions | undefined): ClaimRequest {
+    const place = this.#place()
+    const units = checkUnits(n, `${place}: a claim of`)
+    const o = checkOptions(options, `${place}: claim`, ['id', 'wait', 'signal', 'ttl'])
+    const id = o.id === undefined ? undefined : checkId(o.id, place)
+    const wait = o.wait === undefined ? 0 : toMs(o.wait, `${place}: wait`, true)
+    const ttl = o.ttl === undefined ? 0 : toMs(o.ttl, `${place}: ttl`)
+    if (o.ttl !== undefined && !(ttl > 0)) throw new InvalidError(`${place}: ttl ${String(o.ttl)} must be more than 0`)
+    const signal = checkSignal(o.signal, `${place}: claim`)
+    if (signal?.aborted) throw new CancelledError(`${place}: claim cancelled before it began`, { cause: signal.reason })
+    return { n: units, id, wait, signal, ttl: Math.ceil(ttl) }
+  }
+
+  #place(): string {
+    return `pool ${this.name}`
+  }
+}
+
+/** A claim id: a string of 1 to 128 bytes (the store checks the bytes). */
+function checkId(id: unknown, place: string): string {
+  if (typeof id === 'string' && id.length > 0) return id
+  throw new InvalidError(`${place}: claim id must be a non-empty string, not ${typeof id === 'string' ? '""' : typeof id}`)
+}
+
+/** The units one claim holds, until released (or, with a ttl not confirmed, until the ttl runs out). */
+export class Claim {
+  /** The claim's id: the caller's, or one the store drew. */
+  readonly id: string
+  /** How many units it took. */
+  readonly units: number
+  readonly #pool: Pool
+
+  /** @internal */
+  constructor(pool: Pool, id: string, units: number) {
+    this.#pool = pool
+    this.id = id
+    this.units = units
+  }
+
+  /** The pool's name. */
+  get pool(): string {
+    return this.#pool.name
+  }
+
+  /** Hands back what this claim took, once: `false` when it holds nothing (released before, or its ttl ran out). */
+  release(): Promise<boolean> {
+    return this.#pool._store._releaseClaim(this.#pool, this.id)
+  }
+
+  /** Keeps the units of a claim with a `ttl` until released; `LostError` if the ttl ran out first. */
+  confirm(): Promise<void> {
+    return this.#pool._store._confirmClaim(this.#pool, this.id)
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * The types of pools (issue #16): options, what a claim answers, and what `inspect()` lists of a pool.
+ * A leaf: it imports nothing of the package but the shared `Duration`.
+ */
+
+import type { Duration } from '../types.js'
+
+export interface PoolOptions {
+  /** How many units the pool has (1 to 2^53−1); fixed by the pool's first use (`resize` changes it). */
+  capacity: number
+}
+
+export interface ClaimOptions {
+  /**
+   * The claim's id (1 to 128 bytes): asked again, it answers the first claim's outcome and never takes
+   * units twice, for 24 hours after the claim (POOL-03). Without one, the store draws one nobody can ask
+   * again with.
+   */
+  id?: string
+  /** How long to wait in line for units released meanwhile (default 0: answer at once; Infinity: no limit). */
+  wait?: Duration
+  /** Aborting it ends the wait with a `CancelledError` (and gives back units taken but not yet answered). */
+  signal?: AbortSignal
+  /** The units come back by themselves this long after the claim unless `claim.confirm()` comes first. */
+  ttl?: Duration
+}
+
+/** A pool as `inspect()` lists it, beside the busy keys. */
+export interface PoolInfo {
+  kind: 'pool'
+  name: string
+  capacity: number
+  remaining: number
+  /** Open claims (holding units). */
+  claims: number
+  /** Claims waiting in line. */
+  waiting: number
+}

@@ -1,0 +1,171 @@
+/**
+ * The pools' storage, done here in TypeScript (#14: the bindings do no storage I/O): reading the pools
+ * back when a store opens (`readPools`), and their writes, grouped (`PoolWrites`).
+ *
+ * # Group commit
+ * A call that changes a pool leaves a write wanted in the engine (`core.poolWriteWanted()`). `poke()`
+ * then schedules one *flush* (a microtask, which runs after the synchronous code that called, so every
+ * change made in that code goes in the same write); the flush takes the write (`core.takePoolWrite()`)
+ * and sets its keys in the storage, in order. Its outcome goes back to the engine with the time
+ * (`core.poolWritten(seq, ok, now)`), whose events answer the requests it kept: a claim is never
+ * answered before its write is acknowledged (POOL-02), and a failed write gives its claims' units back.
+ *
+ * # Invariants
+ * - At most one flush is scheduled and at most one write is under way; changes made meanwhile wait for
+ *   the next write, poked when this one settles. So a turn of calls costs one write, however many
+ *   claims it made.
+ * - Every outcome of a write taken is told to the engine exactly once, unless the engine trapped
+ *   (`stop()`): then nothing more is asked of it.
+ * - `landed()` resolves only when no flush is scheduled and no write is under way: a store closes its
+ *   storage after the pools' last write (the engine's close leaves what changed before it to write).
+ *
+ * Who pokes: the pool calls (room.ts), and the host after its timer, its fence writes and its close.
+ * A hold that acts on a pool's deadline (a ttl running out, a waiting claim then taking its units)
+ * does not poke: the store's timer for that deadline still runs, at once, and pokes then.
+ */
+
+import { type Core, PoolReader } from '../../wasm/holdfast_wasm.js'
+import { StorageError, fromEngine } from '../errors.js'
+import type { Storage } from '../storage/storage.js'
+import type { Clock } from '../util/clock.js'
+
+/** Reads the pools back from `storage` into `core`, before any pool is named (the store's open). */
+export async function readPools(core: Core, storage: Storage, clock: Clock): Promise<void> {
+  const reader = new PoolReader()
+  try {
+    for (let key = reader.nextKey(); key !== undefined; key = reader.nextKey()) {
+      let value: unknown
+      try {
+        value = await storage.get(key)
+      } catch (error) {
+        throw new StorageError(`openStore: storage.get(${JSON.stringify(key)}) failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+      }
+      try {
+        reader.feed(value)
+      } catch (error) {
+        throw fromEngine(error, 'openStore')
+      }
+    }
+    try {
+      core.openPools(reader, clock.now(), Date.now())
+    } catch (error) {
+      throw fromEngine(error, 'openStore')
+    }
+  } finally {
+    reader.free()
+  }
+}
+
+/** What the writes need of the store's engine host. */
+export interface PoolWritesHost {
+  readonly core: Core
+  readonly clock: Clock
+  /** Answers `n` events the last call wrote. */
+  drain(n: number, now: number): void
+  /** The engine trapped: the store closes. */
+  trap(error: unknown): unknown
+}
+
+/** The outcome of a write: what the write was, and whether storage kept every key of it. */
+interface PoolWrite {
+  seq: number
+  keys: string[]
+  values: string[]
+}
+
+export class PoolWrites {
+  readonly #host: PoolWritesHost
+  readonly #storage: Storage
+  #scheduled = false
+  #inFlight = false
+  #stopped = false
+  /** What the storage threw or rejected with, the last time a write failed. */
+  #error: unknown = undefined
+  /** Who waits for the writes to land (`landed`). */
+  #landed: (() => void)[] = []
+
+  constructor(host: PoolWritesHost, storage: Storage) {
+    this.#host = host
+    this.#storage = storage
+  }
+
+  /** After a call that may have changed a pool: schedules the flush if a write is wanted. */
+  poke(): void {
+    if (this.#scheduled || this.#inFlight || this.#stopped) return
+    let wanted: boolean
+    try {
+      wanted = this.#host.core.poolWriteWanted()
+    } catch (error) {
+      this.#host.trap(error)
+      return
+    }
+    if (!wanted) return
+    this.#scheduled = true
+    queueMicrotask(this.#flush)
+  }
+
+  /** What the storage failed with, the last time a pools' write failed (the cause of their `StorageError`). */
+  storageError(): unknown {
+    return this.#error
+  }
+
+  /** Resolves once no write is scheduled or under way. */
+  async landed(): Promise<void> {
+    while (this.#scheduled || this.#inFlight) await new Promise<void>(resolve => this.#landed.push(resolve))
+  }
+
+  /** The engine trapped: nothing more is asked of it, and whoever waits for the writes is let go. */
+  stop(): void {
+    this.#stopped = true
+    this.#scheduled = false
+    this.#inFlight = false
+    this.#wakeLanded()
+  }
+
+  readonly #flush = (): void => {
+    this.#scheduled = false
+    if (this.#stopped) return
+    let write: PoolWrite | undefined
+    try {
+      // Taken now, a microtask after the call that scheduled it: every change of that code is in it.
+      write = this.#host.core.takePoolWrite() as PoolWrite | undefined
+    } catch (error) {
+      this.#host.trap(error)
+      return
+    }
+    if (write === undefined) return this.#wakeLanded()
+    this.#inFlight = true
+    void this.#set(write).then(ok => this.#settled(write, ok))
+  }
+
+  async #set(write: PoolWrite): Promise<boolean> {
+    try {
+      for (let i = 0; i < write.keys.length; i++) await this.#storage.set(write.keys[i]!, write.values[i]!)
+      return true
+    } catch (error) {
+      this.#error = error
+      return false
+    }
+  }
+
+  #settled(write: PoolWrite, ok: boolean): void {
+    if (this.#stopped) return
+    this.#inFlight = false
+    const now = this.#host.clock.now()
+    let n: number
+    try {
+      n = this.#host.core.poolWritten(write.seq, ok, now)
+    } catch (error) {
+      this.#host.trap(error)
+      return
+    }
+    this.#host.drain(n, now)
+    // The changes made while it was under way go in the next write.
+    this.poke()
+    if (!this.#scheduled && !this.#inFlight) this.#wakeLanded()
+  }
+
+  #wakeLanded(): void {
+    for (const resolve of this.#landed.splice(0)) resolve()
+  }
+}

@@ -1,0 +1,423 @@
+/**
+ * Pools kept in Redis (issue #16): `store.pool(name, { capacity })` on a store of `holdfast/redis`, the
+ * same `Pool` and `Claim` handles as a local store's (`../pool/pool.ts`), whose operations run the
+ * `pool` entry point of the Lua (`scripts/pool.ts`, which keeps the invariants and documents the
+ * layout). Every count is changed only inside Redis, one script at a time, and every deadline (a
+ * wait, a claim's ttl, the 24 hours of an id, a waiter's heartbeat) is judged there by the server's
+ * clock.
+ *
+ * # A claim
+ * A claim has an id: the caller's (remembered for 24 hours after it took its units: POOL-03), or one
+ * drawn here (nobody can ask with it again, so Redis forgets it once it holds nothing). It is asked once
+ * (`f`): Redis takes the units, answers that they are not there, or puts it in line. A claim in line is
+ * served by the script that freed the units, which tells this process on its channel (`wakeups.ts`);
+ * the claim then asks for its answer, which acknowledges it to Redis (units served to a process that
+ * died meanwhile come back a `BEAT` later, nobody told of them); meanwhile it asks where it stands (`b`) every `BEAT`/3 (a heartbeat: a claim whose
+ * process died leaves the line `BEAT` after its last one), and when its wait ends (Redis answers whether
+ * it ran out: its clock judges it).
+ *
+ * # Asking again
+ * A claim that got no answer (a dropped connection, a failover) is asked again with the same id (`r`)
+ * until its wait and a grace are over: Redis never takes units twice for one id. Given up on, it is
+ * cancelled in Redis (sent whenever Redis is back), which undoes it if it took units nobody was told
+ * of; so is a claim whose signal aborts or whose store closes. A claim answered to another ask of its
+ * id (`seen`) is never undone: it stands, and its id releases it. A release, confirm, resize or
+ * remaining is asked once: a release whose answer was lost cannot tell whether it released.
+ *
+ * # Capacity
+ * A handle's calls carry its capacity. Until one was answered, Redis refuses them when the pool has
+ * another (`InvalidError` naming both, as `store.pool()` is on a local store: the check needs Redis, so
+ * it comes with the first call); after, they carry it only to make the pool again should Redis have
+ * forgotten it (nothing claimed, nobody waiting, no remembered id: see scripts/pool.ts), so that a
+ * resize by another process does not make the handle's calls invalid. A resize by the handle is its
+ * capacity from then on. A handle made without a capacity (`pool(name)`, as over a connection) names a
+ * pool Redis has: its calls are refused (`InvalidError`) when Redis has none.
+ */
+
+import { CancelledError, ClosedError, InvalidError, LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
+import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
+import type { PoolInfo } from '../pool/types.js'
+import { clearTimer, setTimer, type Clock } from '../util/clock.js'
+import { checkOptions } from '../util/options.js'
+import { randomId } from '../util/random.js'
+import { ReplyFailure } from './adapter.js'
+import { poolKeysOf, poolTagOf } from './scripts.js'
+import type { PoolWake } from './wakeups.js'
+
+/** How long a waiting claim keeps its place without a heartbeat (it sends one every third of it). */
+export const BEAT = 10_000
+/** How long past its wait a claim waits for Redis's own answer. */
+const WAIT_GRACE = 1_000
+/** How long an operation waits for Redis. */
+const PATIENCE = 10_000
+/** How long `close()` waits for Redis to take its cancels. */
+const CLOSE_PATIENCE = 1_000
+/** A claim asked again after no answer, this long after. */
+const AGAIN_MS = 100
+/** A question meant for a deadline is sent this much after it, so that Redis finds it past. */
+const SLACK = 5
+const MAX_ID_BYTES = 128
+const MAX_TTL_MS = 30 * 24 * 3_600_000
+const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
+
+/** What the pools need of their store. */
+export interface PoolHost {
+  readonly clock: Clock
+  readonly prefix: string
+  /** `'grace publish beat'`: what every call sends (see scripts/pool.ts). */
+  readonly constants: string
+  /** Runs the `pool` entry point; rejects `ReplyFailure` for an error reply, anything else for no answer. */
+  run(keys: string[], args: (string | number)[], patience: number): Promise<unknown>
+  /** The channel that tells this process of a claim of the pool whose hash tag is `tag`. */
+  channelFor(tag: string): string
+  /** Sharded wake-ups: subscribes while a claim waits (resolves true when a grant may have been missed). */
+  want(channel: string): Promise<boolean>
+  unwant(channel: string): void
+  /** The store's `ClosedError` for `place`, if it is closed. */
+  closed(place: string): ClosedError | undefined
+}
+
+/** A handle's capacity, and whether a call of it was answered (see # Capacity). */
+interface HandleState {
+  capacity: number
+  checked: boolean
+  keys: string[]
+  channel: string
+}
+
+/** A claim asked and not answered yet. */
+class Pending {
+  readonly key: string
+  readonly place: string
+  readonly promise: Promise<ClaimResult>
+  resolve!: (result: ClaimResult) => void
+  reject!: (error: Error) => void
+  /** When its wait ends, by this side's clock (Infinity: no limit). */
+  readonly waitUntil: number
+  /** When this side stops asking Redis again (a wait and a grace). */
+  readonly giveUpAt: number
+  timer: unknown = undefined
+  /** Whether it waits in line (its channel wanted, heartbeats under way). */
+  waiting = false
+  subscribed = false
+  done = false
+  /** Whether its first ask joined a claim another caller had in line (it never takes that claim out). */
+  joined = false
+  offAbort: (() => void) | undefined
+
+  constructor(
+    readonly pool: Pool,
+    readonly state: HandleState,
+    readonly id: string,
+    readonly n: number,
+    readonly remember: boolean,
+    readonly wait: number,
+    readonly ttl: number,
+    now: number,
+  ) {
+    this.key = `${state.keys[0]} ${id}`
+    this.place = remember ? `pool ${pool.name}: claim ${JSON.stringify(id)}` : `pool ${pool.name}`
+    this.waitUntil = now + wait
+    this.giveUpAt = now + wait + WAIT_GRACE
+    this.promise = new Promise((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+  }
+}
+
+export class RedisPools implements PoolStore {
+  readonly #host: PoolHost
+  readonly #handles = new WeakMap<Pool, HandleState>()
+  /** Claims asked and not answered, by `hash id`. */
+  readonly #pending = new Map<string, Pending>()
+  /** Claim ids drawn here: a random prefix of this store's and a count (as request ids, store.ts). */
+  readonly #idPrefix = randomId().slice(0, 20)
+  #idCount = 0
+
+  constructor(host: PoolHost) {
+    this.#host = host
+  }
+
+  /** `store.pool(name, { capacity })`; without a capacity, a pool Redis has (its calls are refused when it has none). */
+  pool(name: unknown, options: unknown): Pool {
+    const place = `pool ${String(name)}`
+    const closed = this.#host.closed(place)
+    if (closed) throw closed
+    if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`pool: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    const o = checkOptions(options, place, ['capacity'])
+    const capacity = o.capacity === undefined ? 0 : checkUnits(o.capacity, `${place}: capacity`)
+    const pool = new Pool(this, name, 0)
+    const tag = poolTagOf(name)
+    this.#handles.set(pool, { capacity, checked: false, keys: poolKeysOf(this.#host.prefix, name), channel: this.#host.channelFor(tag) })
+    return pool
+  }
+
+  #state(pool: Pool): HandleState {
+    const state = this.#handles.get(pool)
+    if (!state) throw new InvalidError(`pool ${pool.name}: not a pool of this store`)
+    return state
+  }
+
+  /** Runs an operation of `pool`; an answer (but a refused capacity) means the handle's capacity was checked. */
+  async #call(state: HandleState, op: string, rest: (string | number)[], patience: number): Promise<unknown> {
+    const capacity = state.capacity === 0 ? '-' : `${state.checked ? 'c' : 'C'}${state.capacity}`
+    const answer = await this.#host.run(state.keys, [op, capacity, this.#host.constants, ...rest], patience)
+    if (!(Array.isArray(answer) && answer[0] === 'x' && /^capacity \d+ differs/.test(String(answer[2])))) state.checked = true
+    return answer
+  }
+
+  /** An error answer (`{'x', code, message}`), or undefined. */
+  #refusal(answer: unknown, place: string): Error | undefined {
+    if (Array.isArray(answer) && answer[0] === 'x') return errorOf(String(answer[1]) as ErrorCode, `${place}: ${String(answer[2])}`)
+    return undefined
+  }
+
+  /** A simple operation, asked once: no answer is a `ClosedError`, an error reply a `StorageError`. */
+  async #once(pool: Pool, place: string, op: string, rest: (string | number)[]): Promise<unknown> {
+    const closed = this.#host.closed(place)
+    if (closed) throw closed
+    const state = this.#state(pool)
+    let answer: unknown
+    try {
+      answer = await this.#call(state, op, rest, PATIENCE)
+    } catch (error) {
+      throw this.#failure(error, place)
+    }
+    const refused = this.#refusal(answer, place)
+    if (refused) throw refused
+    return answer
+  }
+
+  #failure(error: unknown, place: string): Error {
+    if (error instanceof ReplyFailure) return new StorageError(`${place}: Redis refused the script: ${error.message}`, { cause: error })
+    return new ClosedError(`${place}: no answer from Redis: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+  }
+
+  // ---- claims ----
+
+  /** @internal */
+  _claim(pool: Pool, request: ClaimRequest): Promise<ClaimResult> {
+    const state = this.#state(pool)
+    let place = `pool ${pool.name}`
+    const closed = this.#host.closed(place)
+    if (closed) return Promise.reject(closed)
+    const id = request.id ?? this.#idPrefix + (this.#idCount++).toString(36)
+    if (request.id !== undefined) {
+      place = `${place}: claim ${JSON.stringify(id)}`
+      const bytes = new TextEncoder().encode(id).length
+      if (bytes > MAX_ID_BYTES) return Promise.reject(new InvalidError(`${place}: claim id of ${bytes} bytes must be 1 to ${MAX_ID_BYTES} bytes`))
+    }
+    if (request.ttl > MAX_TTL_MS) return Promise.reject(new InvalidError(`${place}: claim ttl ${request.ttl}ms must be more than 0 and at most 30 days`))
+    const joined = this.#pending.get(`${state.keys[0]} ${id}`)
+    if (joined) return this.#join(joined, request, place)
+    const p = new Pending(pool, state, id, request.n, request.id !== undefined, request.wait, request.ttl, this.#host.clock.now())
+    this.#pending.set(p.key, p)
+    const signal = request.signal
+    if (signal) {
+      const onAbort = () => {
+        if (p.done) return
+        this.#finish(p)
+        p.reject(new CancelledError(`${p.place}: cancelled while waiting`, { cause: signal.reason }))
+        void this.#cancel(p, Infinity)
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      p.offAbort = () => signal.removeEventListener('abort', onAbort)
+    }
+    this.#ask(p, 'f')
+    return p.promise
+  }
+
+  /** The same id asked again in this process while its claim is unanswered: the same answer. */
+  #join(p: Pending, request: ClaimRequest, place: string): Promise<ClaimResult> {
+    if (p.n !== request.n) return Promise.reject(new InvalidError(`${place}: is being claimed for ${p.n} units; asked again for ${request.n}`))
+    const signal = request.signal
+    if (!signal) return p.promise
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
+      signal.addEventListener('abort', onAbort, { once: true })
+      const off = () => signal.removeEventListener('abort', onAbort)
+      p.promise.then(
+        r => (off(), resolve(r)),
+        e => (off(), reject(e)),
+      )
+    })
+  }
+
+  /** Asks Redis about claim `p`: `f` first, `r` again after no answer, `b` where it stands (`B` when it joined another's claim). */
+  #ask(p: Pending, mode: 'f' | 'r' | 'b'): void {
+    if (p.done) return
+    const sent = mode === 'b' && p.joined ? 'B' : mode
+    const now = this.#host.clock.now()
+    const wait = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - now))
+    const patience = Math.min(PATIENCE, p.giveUpAt - now)
+    this.#call(p.state, 'claim', [p.id, p.n, wait, p.ttl, p.remember ? 1 : 0, sent, p.state.channel], Math.max(WAIT_GRACE, patience)).then(
+      answer => this.#answered(p, answer),
+      error => {
+        if (p.done) return
+        if (error instanceof ReplyFailure) {
+          this.#finish(p)
+          return p.reject(this.#failure(error, p.place))
+        }
+        if (this.#host.clock.now() + AGAIN_MS >= p.giveUpAt) {
+          this.#finish(p)
+          p.reject(new ClosedError(`${p.place}: no answer from Redis within the wait: unreachable`, { cause: error }))
+          return void this.#cancel(p, Infinity)
+        }
+        // Asked again with its id: never taken twice. One that waited asks where it stands.
+        this.#later(p, AGAIN_MS, () => this.#ask(p, p.waiting ? 'b' : 'r'))
+      },
+    )
+  }
+
+  /** Acts on where Redis says claim `p` stands (an answer, or a wake-up). */
+  #answered(p: Pending, answer: unknown): void {
+    if (p.done) return
+    if (!Array.isArray(answer)) return this.#end(p, new StorageError(`${p.place}: unexpected answer from Redis: ${JSON.stringify(answer)}`))
+    switch (answer[0]) {
+      case 'c':
+        return this.#end(p, { claimed: true, remaining: Number(answer[1]), claim: new Claim(p.pool, p.id, p.n) })
+      case 'k':
+        return this.#end(p, { claimed: true, remaining: Number(answer[1]), claim: new Claim(p.pool, p.id, p.n) })
+      case 'n':
+      case 'g':
+        // Not there at once, its wait ran out, it left the line (a resize), or (g) Redis no longer has
+        // it in line (its heartbeats did not reach Redis for a BEAT): it took nothing.
+        return this.#end(p, { claimed: false, remaining: Number(answer[1]) })
+      case 'w': {
+        // In line: a heartbeat every BEAT/3, and a question when the wait ends (Redis judges it).
+        // At the head, sooner when units of a claim's ttl come back first (Redis hands them over when asked).
+        if (answer[3] === 1) p.joined = true
+        const waitLeft = Number(answer[1])
+        const hint = Number(answer[2])
+        let next = Math.floor(BEAT / 3)
+        if (waitLeft >= 0) next = Math.min(next, waitLeft + SLACK)
+        if (hint >= 0) next = Math.min(next, hint + SLACK)
+        this.#later(p, next, () => this.#ask(p, 'b'))
+        if (!p.waiting) {
+          p.waiting = true
+          this.#want(p)
+        }
+        return
+      }
+      case 'x':
+        return this.#end(p, this.#refusal(answer, p.place)!)
+      default:
+        return this.#end(p, new StorageError(`${p.place}: unexpected answer from Redis: ${JSON.stringify(answer)}`))
+    }
+  }
+
+  #end(p: Pending, outcome: ClaimResult | Error): void {
+    this.#finish(p)
+    if (outcome instanceof Error) p.reject(outcome)
+    else p.resolve(outcome)
+  }
+
+  /** Claim `p` is answered (or given up): nothing of it runs here any more. */
+  #finish(p: Pending): void {
+    p.done = true
+    if (this.#pending.get(p.key) === p) this.#pending.delete(p.key)
+    if (p.timer !== undefined) clearTimer(this.#host.clock, p.timer)
+    p.timer = undefined
+    p.offAbort?.()
+    if (p.subscribed) {
+      p.subscribed = false
+      this.#host.unwant(p.state.channel)
+    }
+  }
+
+  #later(p: Pending, ms: number, fn: () => void): void {
+    if (p.timer !== undefined) clearTimer(this.#host.clock, p.timer)
+    p.timer = setTimer(
+      this.#host.clock,
+      () => {
+        p.timer = undefined
+        fn()
+      },
+      ms,
+    )
+  }
+
+  /** Sharded wake-ups: the pool's channel, while the claim waits; a grant that may have been missed is asked for. */
+  #want(p: Pending): void {
+    p.subscribed = true
+    void this.#host.want(p.state.channel).then(missed => {
+      if (missed && !p.done) this.#later(p, 0, () => this.#ask(p, 'b'))
+    })
+  }
+
+  /**
+   * Takes claim `p` out of Redis: out of the line, or undone if it took units nobody was told of. Not
+   * one that joined another caller's claim in line: that claim is the other's too.
+   */
+  #cancel(p: Pending, patience: number): Promise<unknown> {
+    if (p.joined) return Promise.resolve()
+    return this.#call(p.state, 'cancel', [p.id], patience).catch(() => undefined)
+  }
+
+  /** A wake-up on this process's channel. */
+  woken(wake: PoolWake): void {
+    const p = this.#pending.get(`${wake.key} ${wake.id}`)
+    if (!p || p.done) return
+    // Served: asking for the answer acknowledges it (units served to a process that died come back).
+    if (wake.what === 'p') this.#ask(p, 'b')
+    else this.#answered(p, ['n', wake.remaining])
+  }
+
+  /** The subscriber reconnected: wake-ups may have been lost; every waiting claim asks where it stands. */
+  catchUp(): void {
+    for (const p of this.#pending.values()) if (p.waiting && !p.done) this.#later(p, 0, () => this.#ask(p, 'b'))
+  }
+
+  // ---- the other operations ----
+
+  /** @internal */
+  async _releaseClaim(pool: Pool, id: string): Promise<boolean> {
+    return Number(await this.#once(pool, `pool ${pool.name}: claim ${JSON.stringify(id)}`, 'release', [id])) === 1
+  }
+
+  /** @internal */
+  async _confirmClaim(pool: Pool, id: string): Promise<void> {
+    const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
+    if ((await this.#once(pool, place, 'confirm', [id])) === 'l') throw new LostError(`${place}: holds no units to confirm (released, or its ttl ran out)`)
+  }
+
+  /** @internal */
+  async _remaining(pool: Pool): Promise<number> {
+    return Number(await this.#once(pool, `pool ${pool.name}`, 'remaining', []))
+  }
+
+  /** @internal */
+  async _resize(pool: Pool, capacity: number): Promise<void> {
+    await this.#once(pool, `pool ${pool.name}`, 'resize', [capacity])
+    this.#state(pool).capacity = capacity
+  }
+
+  /** The pools whose hashes `keys` are (with their names), as `inspect()` lists them; those Redis forgot meanwhile are left out. */
+  async inspect(pools: { name: string; keys: string[] }[]): Promise<PoolInfo[]> {
+    const out: PoolInfo[] = []
+    for (let i = 0; i < pools.length; i += 100) {
+      const answers = await Promise.all(
+        pools
+          .slice(i, i + 100)
+          .map(p => this.#host.run(p.keys, ['inspect', 'c1', this.#host.constants], PATIENCE).then(a => ({ name: p.name, a: a as unknown[] }))),
+      )
+      for (const { name, a } of answers) {
+        if (a.length < 4) continue
+        out.push({ kind: 'pool', name, capacity: Number(a[0]), remaining: Number(a[1]), claims: Number(a[2]), waiting: Number(a[3]) })
+      }
+    }
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  }
+
+  /** The store closes: every claim still unanswered rejects `ClosedError` and leaves Redis's line (or is undone). */
+  async close(closed: ClosedError): Promise<void> {
+    const ends: Promise<unknown>[] = []
+    for (const p of [...this.#pending.values()]) {
+      this.#finish(p)
+      p.reject(new ClosedError(`${p.place}: ${closed.message}`))
+      ends.push(this.#cancel(p, CLOSE_PATIENCE))
+    }
+    await Promise.all(ends)
+  }
+}

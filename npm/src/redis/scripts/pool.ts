@@ -1,0 +1,434 @@
+/**
+ * pool: the Lua of pools kept in Redis (issue #16), one entry point whose first argument names the
+ * operation. It shares nothing with the locks' Lua but `time()` (the server's clock, or the model
+ * test's: see `scriptsFor`), and keeps its state in a `do` block of its own.
+ *
+ * # Data layout (everything of one pool in the slot of its hash tag `{p:NAME}`)
+ * - `P:{p:NAME}:m` hash: `c` the capacity, `u` the units claimed (the sum of the open claims'), `o`
+ *   how many claims are open, `k` how many of them have no ttl (permanent: while any is, the keys do
+ *   not expire), `q` how many wait, `t` the last ticket, `x` when the keys expire unless permanent
+ *   claims keep them. And the records, by `#` + claim id:
+ *   `O n first ttlAt forgetAt seen ackAt` (open: `first` the units left right after it took its own,
+ *   `ttlAt` when its units come back unless confirmed, 0 for never; `forgetAt` when its id is
+ *   forgotten once it holds nothing, 0 for a claim nobody can ask again; `seen` 1 once a later ask of
+ *   its id was answered its outcome; `ackAt`, for a claim served from the line, when its units come
+ *   back unless its process asked about it by then — a process that died while it waited is told
+ *   nothing, and takes nothing — else 0), `E n first forgetAt` (a tombstone: released or expired, its id remembered),
+ *   `W n waitUntil ttl remember chan…` (waiting; `waitUntil` -1 for no limit; the channels of the
+ *   processes that asked it).
+ * - `P:{p:NAME}:z` zset: the line, `q` + id scored by ticket − 2^52 (so that it comes before every
+ *   deadline and its head is the zset's first member); the deadlines (server ms): `x` + id an open
+ *   claim's ttl, `a` + id a served claim's `ackAt`, `w` + id a waiter's (its wait, or its last
+ *   heartbeat's `beat`, whichever is first),
+ *   `f` + id a tombstone's end; and `z`, after every deadline, so that the zset exists while the hash
+ *   does.
+ *
+ * # Invariants (every call keeps them before it answers)
+ * - POOL-01: `0 <= u <= c`. A claim takes units only when they are there (`take`); a release or an
+ *   expiry gives back exactly what its open record took, and the record stops being open in the same
+ *   call; a resize never goes below `u`.
+ * - Every deadline is judged by the server's clock. Each call first ends what is past its deadline, one
+ *   deadline at a time in time order (a claim's ttl gives its units back, a waiter past its wait or its
+ *   heartbeat leaves the line, a tombstone is forgotten), serving the line after each.
+ * - POOL-04: while the head of the line fits, it takes its units, in this same call, and is told on
+ *   its channels (whose process then asks for its answer: that ask acknowledges it) (`p REMAINING KEY ID`, KEY the pool's hash); a head larger than the capacity (after
+ *   a resize) leaves the line (`n REMAINING KEY ID`). A claim that finds others waiting does not take units, even if they would fit.
+ * - POOL-03: an id with a record answers it: open or tombstone, its first outcome (`first`); waiting,
+ *   its place. An id whose claim took nothing leaves nothing behind.
+ * - The keys expire a grace (to one and a half) after their last deadline, unless a permanent claim
+ *   keeps them (then they never expire): a pool with nothing claimed, nobody waiting and no remembered
+ *   id is forgotten, capacity included, and its next use fixes the capacity again.
+ *
+ * keys: 1 the hash, 2 the zset. args: 1 the operation, 2 the capacity as the handle knows it (`C`
+ * + capacity: the pool must have it, or be made with it; `c` + capacity: made with it if Redis has no
+ * such pool; `-`: the pool must exist), 3 `'grace publish beat'` (the grace ms, PUBLISH or SPUBLISH, how long a waiter keeps its
+ * place without a heartbeat), then the operation's own:
+ * - `claim` id n wait(-1: none) ttl(0: none) remember(0/1) mode chan. mode `f`: a caller's ask; `r`:
+ *   this process asking again after no answer (it does not mark the claim seen); `b`: a heartbeat or a
+ *   waiter asking where it stands (it never makes a claim); `B`: the same by a caller that joined the
+ *   claim (it marks the claim seen: that caller is told). Answers `{'c', remaining}` claimed now,
+ *   `{'k', first, open}` known (the first outcome), `{'w', waitLeftMs, hintMs[, 1]}` waiting (-1: no
+ *   limit; the hint: at the head, the ms to the earliest ttl or ackAt of an open claim, else -1; 1: a
+ *   caller's ask joined a claim already in line), `{'n', remaining}` not claimed, `{'g', remaining}`
+ *   (modes b and B) no such claim or waiter.
+ * - `release` id → 1 released, 0 it held nothing. `confirm` id → `d` done, `l` it holds nothing.
+ * - `cancel` id → `w` it left the line, `u` it was undone (it took units no caller was told of: open
+ *   and not seen), `n` nothing (ended, or seen: it stands).
+ * - `remaining` → the units left. `resize` capacity → `ok`. `inspect` → `{capacity, remaining,
+ *   claims, waiting}`, or `{}` for a pool Redis does not have.
+ * Errors are answered `{'x', code, message}` (code `invalid` or `limit`).
+ */
+export default `
+local pool
+do
+  local M, Z, now, grace, pub, beat
+  local exists, fresh, changed, cap, used, opened, perm, perm0, waiting, mark, moved
+  local DAY = 86400000
+  local LINE = 4503599627370496
+  local FAR = '9000000000000000'
+  local MAX_WAITING = 10000
+  local MAX_RECORDS = 1000000
+  local MAX_CHANNELS = 8
+
+  local function int(x)
+    return string.format('%d', x)
+  end
+
+  local function fail(code, message)
+    return {'x', code, message}
+  end
+
+  -- The keys outlive deadline \`at\` by a grace: moved half a grace past what is needed when passed.
+  local function covers(at)
+    if at + grace > mark then
+      mark = at + grace + math.floor(grace / 2)
+      moved = true
+    end
+  end
+
+  local function record(id)
+    return redis.call('HGET', M, '#' .. id)
+  end
+
+  local function parseOpen(rec)
+    local n, first, ttlAt, forget, seen, ackAt = string.match(rec, '^O (%d+) (%d+) (%d+) (%d+) (%d) (%d+)$')
+    return tonumber(n), tonumber(first), tonumber(ttlAt), tonumber(forget), seen == '1', tonumber(ackAt)
+  end
+
+  local function writeOpen(id, n, first, ttlAt, forget, seen, ackAt)
+    redis.call('HSET', M, '#' .. id, string.format('O %d %d %d %d %d %d', n, first, ttlAt, forget, seen and 1 or 0, ackAt))
+  end
+
+  local function parseWait(rec)
+    local n, waitUntil, ttl, remember, chans = string.match(rec, '^W (%d+) (%-?%d+) (%d+) (%d) (.*)$')
+    return tonumber(n), tonumber(waitUntil), tonumber(ttl), remember == '1', chans
+  end
+
+  -- The units of any record (open, tombstone, waiting).
+  local function unitsOf(rec)
+    return tonumber(string.match(rec, '^%a (%d+)'))
+  end
+
+  -- Makes the pool, when Redis has none, with the capacity the handle knows.
+  local function create()
+    if exists then return end
+    exists, fresh, changed = true, true, true
+    redis.call('ZADD', Z, FAR, 'z')
+  end
+
+  -- Claim \`id\` takes \`n\` units now (they are there). \`ackAt\`: served from the line, when its units
+  -- come back unless its process asked about it by then (0: it was answered directly).
+  local function take(id, n, ttl, remember, ackAt)
+    used = used + n
+    opened = opened + 1
+    local ttlAt, forget = 0, 0
+    if ttl > 0 then
+      ttlAt = now + ttl
+      redis.call('ZADD', Z, int(ttlAt), 'x' .. id)
+      covers(ttlAt)
+    else
+      perm = perm + 1
+    end
+    if remember then
+      forget = now + DAY
+      covers(forget)
+    end
+    if ackAt > 0 then
+      redis.call('ZADD', Z, int(ackAt), 'a' .. id)
+      covers(ackAt)
+    end
+    writeOpen(id, n, cap - used, ttlAt, forget, false, ackAt)
+    changed = true
+  end
+
+  -- An open claim gives its units back (released, or its ttl ran out); its id is kept as a tombstone
+  -- until its forgetAt when it is remembered, else (or \`undo\`: no caller was told of it) forgotten.
+  local function giveBack(id, rec, undo)
+    local n, first, ttlAt, forget, _, ackAt = parseOpen(rec)
+    used = used - n
+    opened = opened - 1
+    if ttlAt > 0 then redis.call('ZREM', Z, 'x' .. id) else perm = perm - 1 end
+    if ackAt > 0 then redis.call('ZREM', Z, 'a' .. id) end
+    if forget > now and not undo then
+      redis.call('HSET', M, '#' .. id, string.format('E %d %d %d', n, first, forget))
+      redis.call('ZADD', Z, int(forget), 'f' .. id)
+    else
+      redis.call('HDEL', M, '#' .. id)
+    end
+    changed = true
+  end
+
+  -- A waiter leaves the line (its record goes: a claim that took nothing leaves nothing behind).
+  local function leave(id)
+    redis.call('ZREM', Z, 'q' .. id, 'w' .. id)
+    redis.call('HDEL', M, '#' .. id)
+    waiting = waiting - 1
+    changed = true
+  end
+
+  local function tell(chans, what, id)
+    local text = what .. ' ' .. int(cap - used) .. ' ' .. M .. ' ' .. id
+    for chan in string.gmatch(chans, '%S+') do redis.call(pub, chan, text) end
+  end
+
+  -- While the head of the line fits, it takes its units; a head larger than the pool leaves.
+  local function serve()
+    while waiting > 0 do
+      local head = redis.call('ZRANGE', Z, 0, 0)[1]
+      if not head or string.sub(head, 1, 1) ~= 'q' then
+        -- The count and the line disagree (never, unless Redis lost part of a write): trust the line.
+        waiting = 0
+        changed = true
+        break
+      end
+      local id = string.sub(head, 2)
+      local rec = record(id)
+      if not rec or string.sub(rec, 1, 1) ~= 'W' then
+        redis.call('ZREM', Z, head, 'w' .. id)
+        waiting = waiting - 1
+        changed = true
+      else
+        local n, _, ttl, remember, chans = parseWait(rec)
+        if n > cap then
+          leave(id)
+          tell(chans, 'n', id)
+        elseif n <= cap - used then
+          leave(id)
+          take(id, n, ttl, remember, now + beat)
+          tell(chans, 'p', id)
+        else
+          break
+        end
+      end
+    end
+  end
+
+  -- Ends what is past its deadline, one deadline at a time in time order, serving the line after each.
+  local function reap()
+    if not exists then return end
+    for _ = 1, 100000 do
+      local due = redis.call('ZRANGEBYSCORE', Z, 0, int(now), 'WITHSCORES', 'LIMIT', 0, 1)
+      local member = due[1]
+      if not member then return end
+      local kind, id, at = string.sub(member, 1, 1), string.sub(member, 2), tonumber(due[2])
+      local rec = record(id)
+      local is = rec and string.sub(rec, 1, 1)
+      if kind == 'x' and is == 'O' then
+        giveBack(id, rec, false)
+        serve()
+      elseif kind == 'w' and is == 'W' then
+        leave(id)
+        serve()
+      elseif kind == 'a' and is == 'O' then
+        -- Served from the line, and its process never asked about it: it died (nobody was told).
+        giveBack(id, rec, true)
+        serve()
+      elseif kind == 'f' and is == 'E' then
+        redis.call('HDEL', M, '#' .. id)
+        redis.call('ZREM', Z, member)
+        changed = true
+      else
+        redis.call('ZREM', Z, member)
+        changed = true
+      end
+    end
+  end
+
+  local function save()
+    if not changed then return end
+    covers(now)
+    redis.call('HSET', M, 'c', int(cap), 'u', int(used), 'o', int(opened), 'k', int(perm), 'q', int(waiting), 'x', int(mark))
+    if perm > 0 then
+      if perm0 == 0 and not fresh then
+        redis.call('PERSIST', M)
+        redis.call('PERSIST', Z)
+      end
+    elseif perm0 > 0 or moved or fresh then
+      redis.call('PEXPIREAT', M, int(mark))
+      redis.call('PEXPIREAT', Z, int(mark))
+    end
+  end
+
+  -- A waiter's deadline: its wait, or its heartbeat's, whichever is first.
+  local function waiterDeadline(waitUntil)
+    local at = now + beat
+    if waitUntil >= 0 and waitUntil < at then at = waitUntil end
+    return at
+  end
+
+  -- What a waiter is told: the ms left of its wait (-1: no limit), and, at the head of the line, the ms
+  -- to the earliest ttl or ackAt of an open claim (units that come back then may serve it), else -1.
+  local function waiting_(id, waitUntil)
+    local hint = -1
+    if redis.call('ZRANK', Z, 'q' .. id) == 0 then
+      local at = 0
+      while hint < 0 do
+        local page = redis.call('ZRANGEBYSCORE', Z, 0, '+inf', 'WITHSCORES', 'LIMIT', at, 100)
+        if #page == 0 then break end
+        for i = 1, #page, 2 do
+          local kind = string.sub(page[i], 1, 1)
+          if kind == 'x' or kind == 'a' then
+            hint = tonumber(page[i + 1]) - now
+            break
+          end
+        end
+        at = at + 100
+      end
+    end
+    return {'w', waitUntil >= 0 and waitUntil - now or -1, hint}
+  end
+
+  local function claim(args)
+    local id, n, wait, ttl, remember, mode, chan = args[4], tonumber(args[5]), tonumber(args[6]), tonumber(args[7]), args[8] == '1', args[9], args[10]
+    local rec = record(id)
+    if rec then
+      local kind, had = string.sub(rec, 1, 1), unitsOf(rec)
+      if had ~= n then
+        return fail('invalid', string.format('took %d units; asked again for %d', had, n))
+      end
+      if kind == 'O' then
+        local _, first, ttlAt, forget, seen, ackAt = parseOpen(rec)
+        local tells = mode == 'f' or mode == 'B'
+        if ackAt > 0 or (tells and not seen) then
+          if ackAt > 0 then redis.call('ZREM', Z, 'a' .. id) end
+          writeOpen(id, n, first, ttlAt, forget, seen or tells, 0)
+          changed = true
+        end
+        return {'k', first, 1}
+      elseif kind == 'E' then
+        return {'k', tonumber(string.match(rec, '^E %d+ (%d+)')), 0}
+      end
+      local _, waitUntil, wttl, wremember, chans = parseWait(rec)
+      local at = waiterDeadline(waitUntil)
+      redis.call('ZADD', Z, int(at), 'w' .. id)
+      covers(at)
+      changed = true
+      if (mode == 'f' or mode == 'r') and not string.find(' ' .. chans .. ' ', ' ' .. chan .. ' ', 1, true) then
+        local count = select(2, string.gsub(chans, '%S+', ''))
+        if count < MAX_CHANNELS then
+          redis.call('HSET', M, '#' .. id, string.format('W %d %d %d %d %s %s', n, waitUntil, wttl, wremember and 1 or 0, chans, chan))
+        end
+      end
+      local answer = waiting_(id, waitUntil)
+      -- Another caller's ask joins the claim in line: it must not take the claim out (its cancel).
+      if mode == 'f' then answer[4] = 1 end
+      return answer
+    end
+    if mode == 'b' or mode == 'B' then return {'g', cap - used} end
+    if n > cap then
+      return fail('invalid', string.format('a claim takes 1 to %d units (its capacity), not %d', cap, n))
+    end
+    if exists and redis.call('HLEN', M) >= MAX_RECORDS then
+      return fail('limit', int(MAX_RECORDS) .. ' claims (open, waiting, and ids kept for 24 hours) is the most one pool keeps')
+    end
+    if waiting == 0 and n <= cap - used then
+      create()
+      take(id, n, ttl, remember, 0)
+      return {'c', cap - used}
+    end
+    if wait == 0 then return {'n', cap - used} end
+    if waiting >= MAX_WAITING then
+      return fail('limit', MAX_WAITING .. ' waiting claims on one pool is the most')
+    end
+    create()
+    local ticket = redis.call('HINCRBY', M, 't', 1)
+    local waitUntil = wait >= 0 and now + wait or -1
+    local at = waiterDeadline(waitUntil)
+    redis.call('HSET', M, '#' .. id, string.format('W %d %d %d %d %s', n, waitUntil, ttl, remember and 1 or 0, chan))
+    redis.call('ZADD', Z, int(ticket - LINE), 'q' .. id, int(at), 'w' .. id)
+    covers(at)
+    waiting = waiting + 1
+    changed = true
+    return waiting_(id, waitUntil)
+  end
+
+  local ops = {}
+  ops.claim = claim
+  function ops.release(args)
+    local rec = record(args[4])
+    if not rec or string.sub(rec, 1, 1) ~= 'O' then return 0 end
+    giveBack(args[4], rec, false)
+    serve()
+    return 1
+  end
+  function ops.confirm(args)
+    local id = args[4]
+    local rec = record(id)
+    if not rec or string.sub(rec, 1, 1) ~= 'O' then return 'l' end
+    local n, first, ttlAt, forget, seen, ackAt = parseOpen(rec)
+    if ttlAt > 0 or ackAt > 0 then
+      if ttlAt > 0 then
+        redis.call('ZREM', Z, 'x' .. id)
+        perm = perm + 1
+      end
+      if ackAt > 0 then redis.call('ZREM', Z, 'a' .. id) end
+      writeOpen(id, n, first, 0, forget, seen, 0)
+      changed = true
+    end
+    return 'd'
+  end
+  function ops.cancel(args)
+    local id = args[4]
+    local rec = record(id)
+    local kind = rec and string.sub(rec, 1, 1)
+    if kind == 'W' then
+      leave(id)
+      serve()
+      return 'w'
+    elseif kind == 'O' and not select(5, parseOpen(rec)) then
+      giveBack(id, rec, true)
+      serve()
+      return 'u'
+    end
+    return 'n'
+  end
+  function ops.remaining()
+    return cap - used
+  end
+  function ops.resize(args)
+    local to = tonumber(args[4])
+    if to < used then
+      return fail('invalid', string.format('capacity %d is below the %d units claimed', to, used))
+    end
+    create()
+    if to ~= cap then
+      cap = to
+      changed = true
+      serve()
+    end
+    return 'ok'
+  end
+  function ops.inspect()
+    if not exists then return {} end
+    return {cap, cap - used, opened, waiting}
+  end
+
+  pool = function(keys, args)
+    M, Z = keys[1], keys[2]
+    local g, p, b = string.match(args[3], '^(%d+) (%S+) (%d+)$')
+    grace, pub, beat = tonumber(g), p, tonumber(b)
+    now = time()
+    local m = redis.call('HMGET', M, 'c', 'u', 'o', 'k', 'q', 'x')
+    exists, fresh, changed, moved = m[1] ~= false, false, false, false
+    used, opened, perm, waiting, mark = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[4]) or 0, tonumber(m[5]) or 0, tonumber(m[6]) or 0
+    perm0 = perm
+    local check, asked = string.sub(args[2], 1, 1), tonumber(string.sub(args[2], 2))
+    if check == '-' and not exists then
+      return fail('invalid', 'no such pool (its first use names its capacity)')
+    end
+    if exists then
+      cap = tonumber(m[1])
+      if check == 'C' and asked ~= cap then
+        return fail('invalid', string.format('capacity %d differs from the capacity %d the pool has', asked, cap))
+      end
+    else
+      cap = asked
+    end
+    reap()
+    local answer = ops[args[1]](args)
+    -- Saved on every answer, an error's too: the reap step may have changed the pool.
+    save()
+    return answer
+  end
+end
+`

@@ -1,0 +1,45 @@
+// `holdfast claim URL POOL N [--id ID]` (#16): claims units of a pool on a server, prints the claim's id
+// and what is left; exit 0 claimed, 1 not enough left, 2 any other error. `holdfast inspect` lists the
+// pools after the busy keys.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { run, serve } from './helpers.js'
+
+test('claim takes units once per id (a retry answers the first claim), exits 1 when not enough is left, and inspect lists the pool', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const claim = (...args) => run(['claim', server.url, 'seats', ...args, '--token-file', server.tokenFile])
+  const first = await claim('2', '--id', 'order-1', '--capacity', '3')
+  assert.equal(first.code, 0, first.stderr)
+  assert.equal(first.stdout, 'claimed "order-1": 2 units, 1 left\n')
+  const retry = await claim('2', '--id', 'order-1')
+  assert.equal(retry.code, 0, retry.stderr)
+  assert.equal(retry.stdout, 'claimed "order-1": 2 units, 1 left\n', 'the first outcome, never taken twice')
+  const more = await claim('2')
+  assert.equal(more.code, 1, more.stderr)
+  assert.equal(more.stdout, 'not claimed: 1 left\n')
+  const other = await claim('1', '--capacity', '5')
+  assert.equal(other.code, 2)
+  assert.match(other.stderr, /^holdfast: .*capacity 5 differs from its capacity 3/)
+  const r = await run(['inspect', server.url, '--token-file', server.tokenFile])
+  assert.equal(r.code, 0, r.stderr)
+  assert.equal(r.stdout, 'no busy keys\n\nPOOL   CAPACITY  LEFT  CLAIMS  WAITING\nseats  3         1     1       0\n')
+  const json = JSON.parse((await run(['inspect', server.url, '--json', '--token-file', server.tokenFile])).stdout)
+  assert.deepEqual(json, [{ kind: 'pool', name: 'seats', capacity: 3, remaining: 1, claims: 1, waiting: 0 }])
+})
+
+test('claim: usage mistakes and a pool that does not exist exit 2 with one line', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  for (const args of [
+    ['claim', server.url, 'seats'],
+    ['claim', server.url, 'seats', 'two'],
+    ['claim', server.url, 'seats', '0'],
+    ['claim', server.url, 'seats', '1', '--wait', 'soon'],
+    ['claim', server.url, 'nothing', '1', '--token-file', server.tokenFile],
+  ]) {
+    const r = await run(args)
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}`)
+    assert.match(r.stderr, /^holdfast: [^\n]+\n$/, args.join(' '))
+  }
+})

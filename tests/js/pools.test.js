@@ -1,0 +1,346 @@
+// Pools (#16): POOL-01..04 on the in-process store, on a manual clock. A pool is a count of units,
+// claimed n at a time and never below zero; durable (a claim is answered only once storage kept it);
+// a claim id answers its first outcome; waiting claims are served in order, and every ending of a
+// wait leaves the line.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openStore, fileStorage, InvalidError, CancelledError, ClosedError, LostError, StorageError } from 'holdfast'
+import { manualClock } from 'holdfast/testing'
+import { openTestStore, settle, isSettled } from './helpers.js'
+
+/** A storage whose values the test can copy (a process killed with kill -9 leaves what it wrote). */
+function keptStorage(values = new Map()) {
+  const sets = []
+  return {
+    values,
+    sets,
+    storage: {
+      get: key => values.get(key),
+      set: (key, value) => {
+        sets.push(key)
+        values.set(key, value)
+      },
+    },
+  }
+}
+
+/** A storage whose writes wait until the test lets them land (`land()`) or fail (`fail(error)`). */
+function slowStorage() {
+  const values = new Map()
+  const waiting = []
+  return {
+    values,
+    get pending() {
+      return waiting.length
+    },
+    storage: {
+      get: key => values.get(key),
+      set: (key, value) =>
+        new Promise((resolve, reject) => {
+          // The fence ceiling written when the store opens lands at once.
+          if (key === 'holdfast.fences') return resolve(values.set(key, value) && undefined)
+          waiting.push({ key, value, resolve, reject })
+        }),
+    },
+    land() {
+      const w = waiting.shift()
+      values.set(w.key, w.value)
+      w.resolve()
+    },
+    fail(error) {
+      waiting.shift().reject(error)
+    },
+  }
+}
+
+const poolKeys = sets => sets.filter(key => key.startsWith('holdfast.pools')).length
+
+test('POOL-01: remaining is never below zero nor above capacity; a release hands back its claim, once', async () => {
+  const { store } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 3 })
+  const a = await seats.claim(2)
+  assert.equal(a.claimed, true)
+  assert.equal(a.remaining, 1)
+  assert.equal(a.claim.units, 2)
+  assert.deepEqual(await seats.claim(2), { claimed: false, remaining: 1 })
+  // Ten claims racing in one turn for the one unit left: exactly one takes it.
+  const race = await Promise.all(Array.from({ length: 10 }, () => seats.claim(1)))
+  assert.equal(race.filter(r => r.claimed).length, 1)
+  assert.equal(await seats.remaining(), 0)
+  assert.equal(await a.claim.release(), true)
+  assert.equal(await a.claim.release(), false, 'released once')
+  assert.equal(await seats.release(a.claim.id), false)
+  await race.find(r => r.claimed).claim.release()
+  assert.equal(await seats.remaining(), 3, 'never above the capacity')
+  await assert.rejects(seats.claim(4), e => e instanceof InvalidError && /1 to 3/.test(e.message) && /4/.test(e.message))
+  await store.close()
+})
+
+test('POOL-01: the capacity is fixed by first use (another is InvalidError naming both); resize never goes below what is claimed', async () => {
+  const { store } = await openTestStore()
+  const seats = store.pool('flight-aa123', { capacity: 180 })
+  assert.throws(
+    () => store.pool('flight-aa123', { capacity: 200 }),
+    e => e instanceof InvalidError && e.message.includes('200') && e.message.includes('180'),
+  )
+  const held = await seats.claim(150)
+  await assert.rejects(seats.resize(149), e => e instanceof InvalidError && e.message.includes('149') && e.message.includes('150'))
+  await seats.resize(160)
+  assert.equal(await seats.remaining(), 10)
+  assert.ok(store.pool('flight-aa123', { capacity: 160 }), 'the new capacity is the pool’s')
+  await held.claim.release()
+  await store.close()
+})
+
+test('POOL-01: options are checked and named (typed errors)', async () => {
+  const { store } = await openTestStore()
+  assert.throws(() => store.pool('seats'), e => e instanceof InvalidError && /capacity is required/.test(e.message))
+  assert.throws(() => store.pool('seats', { capacity: 1.5 }), e => e instanceof InvalidError && /1.5/.test(e.message))
+  assert.throws(() => store.pool('Seats!', { capacity: 3 }), InvalidError)
+  assert.throws(() => store.pool('seats', { capacity: 3, limit: 2 }), e => e instanceof InvalidError && /limit/.test(e.message))
+  const seats = store.pool('seats', { capacity: 3 })
+  await assert.rejects(seats.claim(0), e => e instanceof InvalidError && /pool seats/.test(e.message))
+  await assert.rejects(seats.claim(1, { wiat: 5 }), e => e instanceof InvalidError && /wiat/.test(e.message))
+  await assert.rejects(seats.claim(1, { id: '' }), InvalidError)
+  await assert.rejects(seats.claim(1, { id: 'x'.repeat(129) }), e => e instanceof InvalidError && /129 bytes/.test(e.message))
+  await assert.rejects(seats.claim(1, { ttl: 0 }), e => e instanceof InvalidError && /ttl/.test(e.message))
+  await assert.rejects(seats.claim(1, { signal: AbortSignal.abort('no') }), CancelledError)
+  await store.close()
+  assert.throws(() => store.pool('seats', { capacity: 3 }), ClosedError)
+  await assert.rejects(seats.claim(1), ClosedError)
+})
+
+test('POOL-02: a claim is answered only once storage kept it, and one write keeps every claim of a turn', async () => {
+  const slow = slowStorage()
+  const store = await openStore({ storage: slow.storage, clock: manualClock() })
+  const seats = store.pool('seats', { capacity: 100 })
+  const claims = Array.from({ length: 50 }, (_, i) => seats.claim(1, { id: `order-${i}` }))
+  await settle()
+  assert.equal(slow.pending, 1, 'one write for the 50 claims of the turn')
+  assert.equal(await isSettled(claims[0]), false, 'not answered before its write is acknowledged')
+  // Claims made while it is under way wait for the next write.
+  const later = seats.claim(1)
+  await settle()
+  assert.equal(slow.pending, 1, 'one write under way at a time')
+  slow.land()
+  const answered = await Promise.all(claims)
+  assert.ok(answered.every(r => r.claimed))
+  assert.equal(answered[49].remaining, 50)
+  assert.equal(await isSettled(later), false)
+  await settle()
+  assert.equal(slow.pending, 1, 'the next write, for the claim that came meanwhile')
+  slow.land()
+  assert.equal((await later).remaining, 49)
+  await store.close()
+})
+
+test('POOL-02: pool counts and open claims survive a restart (the process killed, its writes kept)', async () => {
+  const kept = keptStorage()
+  const store = await openStore({ storage: kept.storage, clock: manualClock() })
+  const seats = store.pool('seats', { capacity: 180 })
+  const mine = await seats.claim(2, { id: 'order-1' })
+  await seats.claim(3)
+  const lost = await seats.claim(4, { id: 'released' })
+  await lost.claim.release()
+  await settle()
+  // kill -9: the store is never closed; the next process opens what the storage holds.
+  const after = keptStorage(new Map(kept.values))
+  const again = await openStore({ storage: after.storage, clock: manualClock(1_000_000) })
+  const seats2 = again.pool('seats', { capacity: 180 })
+  assert.equal(await seats2.remaining(), 175)
+  assert.deepEqual(
+    again.inspect().filter(e => e.kind === 'pool'),
+    [{ kind: 'pool', name: 'seats', capacity: 180, remaining: 175, claims: 2, waiting: 0 }],
+  )
+  // The claim of the first process is released by id in the second.
+  assert.equal(await seats2.release(mine.claim.id), true)
+  assert.equal(await seats2.remaining(), 177)
+  await again.close()
+})
+
+test('POOL-02: on fileStorage, claims survive closing and opening the directory again', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'holdfast-pools-'))
+  try {
+    const store = await openStore({ storage: fileStorage(dir) })
+    const seats = store.pool('seats', { capacity: 10 })
+    await seats.claim(4, { id: 'order-9' })
+    await store.close()
+    const again = await openStore({ storage: fileStorage(dir) })
+    const seats2 = again.pool('seats', { capacity: 10 })
+    assert.equal(await seats2.remaining(), 6)
+    const asked = await seats2.claim(4, { id: 'order-9' })
+    assert.equal(asked.claimed, true, 'the first outcome')
+    assert.equal(asked.remaining, 6)
+    assert.equal(await seats2.remaining(), 6, 'never taken twice')
+    await again.close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('POOL-02: a failed write answers its claims StorageError (cause: the storage error) and gives their units back', async () => {
+  const slow = slowStorage()
+  const store = await openStore({ storage: slow.storage, clock: manualClock() })
+  const seats = store.pool('seats', { capacity: 2 })
+  const claim = seats.claim(2)
+  await settle()
+  const cause = new Error('disk full')
+  slow.fail(cause)
+  await assert.rejects(claim, e => e instanceof StorageError && e.cause === cause && /pool seats/.test(e.message))
+  assert.equal(await seats.remaining(), 2, 'it took nothing')
+  const retried = seats.claim(2)
+  await settle()
+  // After a failed write the next is a snapshot of everything, taken at once; the retry's comes after.
+  assert.equal(slow.pending, 1)
+  slow.land()
+  await settle()
+  assert.equal(await isSettled(retried), false)
+  slow.land()
+  assert.equal((await retried).claimed, true)
+  await store.close()
+})
+
+test('POOL-03: a claim id asked again answers the first claim and never takes units twice', async () => {
+  const { store } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 10 })
+  // Asked twice in one turn (a retry racing the first): one claim, one answer.
+  const [first, second] = await Promise.all([seats.claim(2, { id: 'order-7' }), seats.claim(2, { id: 'order-7' })])
+  assert.equal(first.claimed, true)
+  assert.equal(second.remaining, first.remaining)
+  assert.equal(await seats.remaining(), 8)
+  const third = await seats.claim(2, { id: 'order-7' })
+  assert.deepEqual([third.claimed, third.remaining, third.claim.id], [true, 8, 'order-7'])
+  await assert.rejects(
+    seats.claim(3, { id: 'order-7' }),
+    e => e instanceof InvalidError && e.message.includes('order-7') && e.message.includes('took 2'),
+  )
+  // Released, the id still answers its first outcome; its claim holds nothing any more.
+  await first.claim.release()
+  const late = await seats.claim(2, { id: 'order-7' })
+  assert.deepEqual([late.claimed, late.remaining], [true, 8])
+  assert.equal(await late.claim.release(), false)
+  assert.equal(await seats.remaining(), 10)
+  await store.close()
+})
+
+test('POOL-03: an id is remembered for 24 hours after its claim, then it is new again', async () => {
+  const { store, clock } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 1 })
+  const first = await seats.claim(1, { id: 'once' })
+  await first.claim.release()
+  clock.advance(24 * 3_600_000 - 1)
+  assert.equal((await seats.claim(1, { id: 'once' })).claim.units, 1)
+  assert.equal(await seats.remaining(), 1, 'the first outcome, taking nothing')
+  clock.advance(1)
+  await settle()
+  const fresh = await seats.claim(1, { id: 'once' })
+  assert.equal(fresh.remaining, 0, 'a new claim')
+  await store.close()
+})
+
+test('POOL-04: waiting claims are served in order, and the head is not overtaken', async () => {
+  const { store } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 5 })
+  const held = await seats.claim(4)
+  const big = seats.claim(3, { wait: Infinity })
+  const small = seats.claim(1, { wait: Infinity })
+  await settle()
+  assert.equal(await seats.remaining(), 1, 'the small claim behind the head does not take the unit left')
+  assert.deepEqual(await seats.claim(1), { claimed: false, remaining: 1 }, 'nor does a claim that would not wait')
+  assert.equal(store.inspect().find(e => e.kind === 'pool').waiting, 2)
+  await held.claim.release()
+  const [b, s] = await Promise.all([big, small])
+  assert.deepEqual([b.claimed, b.remaining, s.claimed, s.remaining], [true, 2, true, 1])
+  await store.close()
+})
+
+test('POOL-04: every ending of a wait leaves the line: the signal, the wait running out, the store closing', async () => {
+  const { store, clock } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 2 })
+  const held = await seats.claim(2)
+  const ac = new AbortController()
+  const cancelled = seats.claim(2, { wait: Infinity, signal: ac.signal })
+  const timed = seats.claim(1, { wait: '5s' })
+  const closing = seats.claim(1, { wait: Infinity })
+  await settle()
+  ac.abort('changed my mind')
+  await assert.rejects(cancelled, e => e instanceof CancelledError && e.cause === 'changed my mind')
+  clock.advance(5_000)
+  assert.deepEqual(await timed, { claimed: false, remaining: 0 })
+  assert.equal(store.inspect().find(e => e.kind === 'pool').waiting, 1)
+  await held.claim.release()
+  // `closing` took one unit (its answer waits for the write); one more waits and is ended by close.
+  const last = seats.claim(2, { wait: Infinity })
+  await settle()
+  await store.close()
+  assert.equal((await closing).claimed, true)
+  await assert.rejects(last, ClosedError)
+})
+
+test('a claim with a ttl comes back unless confirmed; confirm after it ran out is LostError', async () => {
+  const { store, clock } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 10 })
+  const cart = await seats.claim(3, { ttl: '10m' })
+  const bought = await seats.claim(2, { ttl: '10m' })
+  await bought.claim.confirm()
+  clock.advance(10 * 60_000)
+  assert.equal(await seats.remaining(), 8, "the cart's 3 came back; the bought 2 did not")
+  await assert.rejects(cart.claim.confirm(), e => e instanceof LostError && /ttl/.test(e.message))
+  assert.equal(await cart.claim.release(), false)
+  await store.close()
+})
+
+test('#14 (storage in TypeScript): a ttl run out by the store\'s timer writes at once, answering the claim that waited for its units', async () => {
+  const { store, clock } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 1 })
+  await seats.claim(1, { ttl: '10m' })
+  const waiting = seats.claim(1, { wait: Infinity })
+  await settle()
+  // No pool call after this: only the timer acts on the ttl, and only it can ask for the write.
+  clock.advance(10 * 60_000)
+  assert.equal(await isSettled(waiting), true, 'answered once the write the timer asked for landed')
+  assert.deepEqual({ ...(await waiting), claim: undefined }, { claimed: true, remaining: 0, claim: undefined })
+  await store.close()
+})
+
+test('POOL-02: a release is answered once storage kept it; close waits for the pools’ last write, which keeps a release not yet answered', async () => {
+  const slow = slowStorage()
+  const store = await openStore({ storage: slow.storage, clock: manualClock() })
+  const seats = store.pool('seats', { capacity: 3 })
+  const claim = seats.claim(3)
+  await settle()
+  slow.land()
+  const { claim: held } = await claim
+  const releasing = held.release()
+  await settle()
+  assert.equal(await isSettled(releasing), false, 'not answered before its write')
+  slow.land()
+  assert.equal(await releasing, true)
+  const again3 = seats.claim(3)
+  await settle()
+  slow.land()
+  const unanswered = (await again3).claim.release()
+  await settle()
+  const closing = store.close()
+  // The release's write is under way: closing ends its request (it may or may not have happened).
+  await assert.rejects(unanswered, ClosedError)
+  assert.equal(await isSettled(closing), false, 'close waits for the write of the release')
+  slow.land()
+  await closing
+  const again = await openStore({ storage: keptStorage(new Map(slow.values)).storage, clock: manualClock() })
+  assert.equal(await again.pool('seats', { capacity: 3 }).remaining(), 3)
+  await again.close()
+})
+
+test('POOL-04: a wasm trap answers every waiting claim ClosedError', async () => {
+  const { store } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 1 })
+  await seats.claim(1)
+  const waiting = seats.claim(1, { wait: Infinity })
+  await settle()
+  assert.throws(() => store._trapForTest(), ClosedError)
+  await assert.rejects(waiting, e => e instanceof ClosedError && /internal error/.test(e.message))
+})

@@ -1,0 +1,366 @@
+// The pools' Lua (#16) held to a reference model by a seeded random driver, against a real redis-server,
+// as model.test.js does for the locks' Lua.
+//
+// The driver plays client processes asking one pool: claims (at once, in line with or without a wait
+// limit, with and without a ttl, with an id of a few shared ones or a fresh one, of 1 to more than the
+// capacity units), the same claim asked again (by its process after no answer, by another caller),
+// heartbeats and questions of waiting claims, releases, confirms, cancels, resizes (some below what is
+// claimed), `remaining` and `inspect`; and processes killed at random (from then on they send nothing:
+// their claims in line leave at their heartbeat's deadline, and units served to them come back at
+// their ackAt). Time is the test's: the Lua reads its clock from a Redis key the driver moves (a few ms,
+// about a heartbeat, to the next deadline exactly or one ms short of it, past a day), so every deadline
+// comes exactly when the model says, and a seed replays exactly. Now and then Redis saves and reloads
+// its data (DEBUG RELOAD).
+//
+// Every answer is checked against the model, which keeps the pool as the Lua does (reaped where every
+// call reaps: first, one deadline at a time in time order, serving the line after each), and so is
+// every wake-up the Lua published (`p` served, `n` left the line), in order, and `inspect` after each
+// call: POOL-01 (0 <= remaining <= capacity, by the model's own count), POOL-03 (an id answers its
+// first outcome for 24 hours, then is new), POOL-04 (FIFO, the head not overtaken; every ending
+// leaves the line). Odd seeds call the Function (FCALL), even ones the script (EVALSHA).
+//
+// A failure names its seed and its ops; replay one with HOLDFAST_REDIS_SEED=N (HOLDFAST_REDIS_SEEDS:
+// how many seeds, default 200; HOLDFAST_REDIS_OPS: ops a seed, default 80).
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { raw, sleep, seeded, modelRedis } from './helpers.js'
+
+const SEEDS = process.env.HOLDFAST_REDIS_SEED ? [Number(process.env.HOLDFAST_REDIS_SEED)] : Array.from({ length: Number(process.env.HOLDFAST_REDIS_SEEDS || 200) }, (_, i) => i + 1)
+const OPS = Number(process.env.HOLDFAST_REDIS_OPS || 80)
+const GRACE = 60_000
+const BEAT = 10_000
+const DAY = 86_400_000
+const CLOCK = 'model:clock'
+
+/** The pool as the Lua keeps it: records by id (O open, E tombstone, W waiting) and the line. */
+class PoolModel {
+  constructor(key) {
+    this.key = key
+    this.exists = false
+    this.cap = 0
+    this.used = 0
+    this.recs = new Map()
+    this.line = [] // ids, in ticket order
+  }
+
+  get opened() {
+    let n = 0
+    for (const r of this.recs.values()) if (r.kind === 'O') n++
+    return n
+  }
+
+  /** Every deadline the zset holds: [score, member]. */
+  deadlines() {
+    const out = []
+    for (const [id, r] of this.recs) {
+      if (r.kind === 'O' && r.ttlAt > 0) out.push([r.ttlAt, `x${id}`])
+      if (r.kind === 'O' && r.ackAt > 0) out.push([r.ackAt, `a${id}`])
+      if (r.kind === 'W') out.push([r.at, `w${id}`])
+      if (r.kind === 'E') out.push([r.forget, `f${id}`])
+    }
+    return out.sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
+  }
+}
+
+test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable processes on a driven clock agree with the reference model (POOL-01, POOL-03, POOL-04, ttl, acks, heartbeats, tombstones, resizes, wake-ups)`, async t => {
+  const { server, send, published } = await modelRedis(t)
+  const { scriptsFor, poolKeysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const { library, scripts } = scriptsFor(true, { clockKey: CLOCK })
+  await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
+  // The driven clock starts a year ahead of the real one and only moves on: the keys' expiry (real
+  // time) never comes during the test.
+  let now = Date.now() + 365 * DAY
+  const marks = new Map()
+  let reached
+  const mark = name => reached.add(name)
+  const constants = `${GRACE} PUBLISH ${BEAT}`
+
+  for (const seed of SEEDS) {
+    reached = new Set()
+    const { random, pick, log, fail } = seeded(seed)
+    published.length = 0
+    const expected = []
+    const name = `p${seed}`
+    const keys = poolKeysOf(`m${seed}`, name)
+    const pool = new PoolModel(keys[0])
+    const firstCap = 1 + Math.floor(random() * 6)
+    const processes = []
+    const newProcess = () => processes.push({ chan: `model:w:${seed}:${processes.length}`, alive: true, claims: new Set() })
+    newProcess()
+    newProcess()
+    let fresh = 0
+    let ticket = 0
+    await send(['SET', CLOCK, now])
+
+    const run = async args => {
+      const call = seed % 2 ? ['FCALL', library.functions.pool, 2, ...keys, ...args] : ['EVALSHA', scripts.pool.sha, 2, ...keys, ...args]
+      try {
+        return await send(call)
+      } catch (error) {
+        if (!/NOSCRIPT/.test(error.message)) throw error
+        return await send(['EVAL', scripts.pool.source, 2, ...keys, ...args])
+      }
+    }
+
+    // ---- the model: the same changes at the same points, the same answers ----
+    const p = pool
+    const tell = (chans, what, id) => {
+      for (const chan of chans) expected.push([chan, `${what} ${p.cap - p.used} ${p.key} ${id}`])
+    }
+    const take = (id, n, ttl, remember, ackAt) => {
+      p.used += n
+      p.recs.set(id, { kind: 'O', n, first: p.cap - p.used, ttlAt: ttl > 0 ? now + ttl : 0, forget: remember ? now + DAY : 0, seen: false, ackAt })
+    }
+    const giveBack = (id, undo) => {
+      const r = p.recs.get(id)
+      p.used -= r.n
+      if (r.forget > now && !undo) p.recs.set(id, { kind: 'E', n: r.n, first: r.first, forget: r.forget })
+      else p.recs.delete(id)
+    }
+    const leave = id => {
+      p.line.splice(p.line.indexOf(id), 1)
+      p.recs.delete(id)
+    }
+    const serve = () => {
+      while (p.line.length > 0) {
+        const id = p.line[0]
+        const r = p.recs.get(id)
+        if (r.n > p.cap) {
+          leave(id)
+          tell(r.chans, 'n', id)
+          mark('too large after a resize')
+        } else if (r.n <= p.cap - p.used) {
+          leave(id)
+          take(id, r.n, r.ttl, r.remember, now + BEAT)
+          tell(r.chans, 'p', id)
+          mark('served from the line')
+        } else break
+      }
+    }
+    const reap = () => {
+      if (!p.exists) return
+      for (;;) {
+        const due = p.deadlines().find(([at]) => at <= now)
+        if (!due) return
+        const [, member] = due
+        const kind = member[0]
+        const id = member.slice(1)
+        if (kind === 'x') {
+          giveBack(id, false)
+          serve()
+          mark('a ttl ran out')
+        } else if (kind === 'a') {
+          giveBack(id, true)
+          serve()
+          mark('served to a dead process: back at its ackAt')
+        } else if (kind === 'w') {
+          const r = p.recs.get(id)
+          mark(r.waitUntil >= 0 && r.waitUntil <= now ? 'a wait ran out' : 'a heartbeat missed')
+          leave(id)
+          serve()
+        } else {
+          p.recs.delete(id)
+          mark('a tombstone forgotten after 24 hours')
+        }
+      }
+    }
+    const waiterAt = waitUntil => (waitUntil >= 0 && waitUntil < now + BEAT ? waitUntil : now + BEAT)
+    const waitingAnswer = (id, waitUntil) => {
+      let hint = -1
+      if (p.line[0] === id) {
+        const first = p.deadlines().find(([, m]) => m[0] === 'x' || m[0] === 'a')
+        if (first) hint = first[0] - now
+      }
+      return ['w', waitUntil >= 0 ? waitUntil - now : -1, hint]
+    }
+    const create = () => {
+      p.exists = true
+    }
+    const model = {
+      claim(id, n, wait, ttl, remember, mode, chan) {
+        const r = p.recs.get(id)
+        if (r) {
+          if (r.n !== n) return ['x', 'invalid', `took ${r.n} units; asked again for ${n}`]
+          if (r.kind === 'O') {
+            r.ackAt = 0
+            if (mode === 'f' || mode === 'B') r.seen = true
+            mark('an id asked again while open')
+            return ['k', r.first, 1]
+          }
+          if (r.kind === 'E') {
+            mark('an id asked again after its release')
+            return ['k', r.first, 0]
+          }
+          r.at = waiterAt(r.waitUntil)
+          if ((mode === 'f' || mode === 'r') && !r.chans.includes(chan) && r.chans.length < 8) r.chans.push(chan)
+          const answer = waitingAnswer(id, r.waitUntil)
+          if (mode === 'f') {
+            answer.push(1)
+            mark('another caller joined a claim in line')
+          }
+          return answer
+        }
+        if (mode === 'b' || mode === 'B') return ['g', p.cap - p.used]
+        if (n > p.cap) return ['x', 'invalid', `a claim takes 1 to ${p.cap} units (its capacity), not ${n}`]
+        if (p.line.length === 0 && n <= p.cap - p.used) {
+          create()
+          take(id, n, ttl, remember, 0)
+          return ['c', p.cap - p.used]
+        }
+        if (wait === 0) {
+          if (p.line.length > 0 && n <= p.cap - p.used) mark('no barging: refused while others wait')
+          return ['n', p.cap - p.used]
+        }
+        create()
+        const waitUntil = wait >= 0 ? now + wait : -1
+        p.recs.set(id, { kind: 'W', n, waitUntil, ttl, remember, chans: [chan], ticket: ++ticket, at: waiterAt(waitUntil) })
+        p.line.push(id)
+        return waitingAnswer(id, waitUntil)
+      },
+      release(id) {
+        const r = p.recs.get(id)
+        if (!r || r.kind !== 'O') return 0
+        giveBack(id, false)
+        serve()
+        return 1
+      },
+      confirm(id) {
+        const r = p.recs.get(id)
+        if (!r || r.kind !== 'O') return 'l'
+        r.ttlAt = 0
+        r.ackAt = 0
+        return 'd'
+      },
+      cancel(id) {
+        const r = p.recs.get(id)
+        if (r?.kind === 'W') {
+          leave(id)
+          serve()
+          return 'w'
+        }
+        if (r?.kind === 'O' && !r.seen) {
+          giveBack(id, true)
+          serve()
+          mark('a claim undone by its cancel')
+          return 'u'
+        }
+        return 'n'
+      },
+      remaining: () => p.cap - p.used,
+      resize(to) {
+        if (to < p.used) return ['x', 'invalid', `capacity ${to} is below the ${p.used} units claimed`]
+        create()
+        if (to !== p.cap) {
+          p.cap = to
+          serve()
+        }
+        return 'ok'
+      },
+      inspect: () => (p.exists ? [p.cap, p.cap - p.used, p.opened, p.line.length] : []),
+    }
+    /** One call, in the model then in Redis: the answers must agree. */
+    const call = async (op, spec, ...rest) => {
+      log.push(`${op} ${spec} ${rest.join(' ')}`)
+      const asked = Number(spec.slice(1))
+      let want
+      if (spec === '-' && !p.exists) want = ['x', 'invalid', 'no such pool (its first use names its capacity)']
+      else if (p.exists && spec[0] === 'C' && asked !== p.cap) want = ['x', 'invalid', `capacity ${asked} differs from the capacity ${p.cap} the pool has`]
+      else {
+        if (!p.exists) p.cap = asked
+        reap()
+        want = model[op](...rest)
+      }
+      const got = await run([op, spec, constants, ...rest])
+      if (JSON.stringify(got) !== JSON.stringify(want)) fail(`${op}: Redis answered ${JSON.stringify(got)}, the model ${JSON.stringify(want)}`)
+      return got
+    }
+
+    const ids = ['a', 'b', 'c', 'd']
+    for (let i = 0; i < OPS; i++) {
+      const alive = processes.filter(pr => pr.alive)
+      if (alive.length === 0) newProcess()
+      const proc = pick(processes.filter(pr => pr.alive))
+      // The handle's capacity: unchecked (c), checked (C), now and then another than the pool's; or none (-).
+      const spec = random() < 0.05 ? '-' : random() < 0.2 ? `C${(p.exists ? p.cap : firstCap) + (random() < 0.1 ? 1 : 0)}` : `c${p.exists ? p.cap : firstCap}`
+      const r = random()
+      if (r < 0.3) {
+        const remember = random() < 0.6
+        const id = remember ? pick(ids) : `z${fresh++}`
+        const known = p.recs.get(id)
+        const n = known && random() < 0.8 ? known.n : 1 + Math.floor(random() * (p.exists ? p.cap + 1 : firstCap + 1))
+        const wait = pick([0, 0, -1, Math.floor(random() * 3 * BEAT)])
+        const ttl = random() < 0.3 ? 1 + Math.floor(random() * 2 * BEAT) : 0
+        await call('claim', spec, id, n, wait, ttl, remember ? 1 : 0, pick(['f', 'f', 'r']), proc.chan)
+        proc.claims.add(id)
+      } else if (r < 0.45) {
+        // A process asks where its claims stand (a heartbeat, or a wake-up's question).
+        for (const id of proc.claims) {
+          const rec = p.recs.get(id)
+          if (rec) await call('claim', spec, id, rec.n, -1, 0, 1, pick(['b', 'b', 'B']), proc.chan)
+        }
+      } else if (r < 0.55) {
+        const id = pick([...p.recs.keys(), 'a', 'nobody'])
+        await call('release', spec, id)
+      } else if (r < 0.6) {
+        await call('confirm', spec, pick([...p.recs.keys(), 'nobody']))
+      } else if (r < 0.67) {
+        await call('cancel', spec, pick([...p.recs.keys(), 'nobody']))
+      } else if (r < 0.72) {
+        const to = Math.max(1, p.used + Math.floor(random() * 5) - 2)
+        if (to < p.used) mark('a resize below what is claimed')
+        await call('resize', spec, to)
+      } else if (r < 0.76) {
+        await call('remaining', spec)
+      } else if (r < 0.8) {
+        proc.alive = false
+        log.push(`kill ${proc.chan}`)
+        if (random() < 0.5) newProcess()
+      } else if (r < 0.97) {
+        const deadlines = p.deadlines()
+        const nextAt = deadlines.find(([at]) => at > now)?.[0]
+        if (nextAt !== undefined && random() < 0.5) {
+          const short = random() < 0.3
+          now = short ? nextAt - 1 : nextAt
+          log.push(`clock to the next deadline${short ? ' - 1' : ''} (${now})`)
+        } else {
+          const step = pick([1, 50, Math.floor(BEAT / 3), BEAT, DAY + 1])
+          now += step
+          log.push(`clock +${step}`)
+        }
+        await send(['SET', CLOCK, now])
+      } else {
+        log.push('DEBUG RELOAD')
+        await raw(server.port, 'DEBUG', 'RELOAD')
+      }
+      // POOL-01 by the model's own count, and inspect as the model has it.
+      if (p.used < 0 || p.used > p.cap) fail(`the model's count left [0, ${p.cap}]: ${p.used}`)
+      const seen = await call('inspect', `c${p.exists ? p.cap : firstCap}`)
+      if (seen.length && !(seen[1] >= 0 && seen[1] <= seen[0])) fail(`remaining ${seen[1]} of ${seen[0]}`)
+    }
+    // Every wake-up the Lua published, in order, is the one the model made.
+    for (let waited = 0; published.length < expected.length && waited < 2_000; waited += 10) await sleep(10)
+    if (JSON.stringify(published) !== JSON.stringify(expected)) fail(`published ${JSON.stringify(published)}\nexpected ${JSON.stringify(expected)}`)
+    for (const name of reached) marks.set(name, (marks.get(name) ?? 0) + 1)
+  }
+  t.diagnostic(`seeds reaching each corner: ${JSON.stringify(Object.fromEntries(marks))}`)
+  if (SEEDS.length >= 100) {
+    const corners = [
+      'served from the line',
+      'too large after a resize',
+      'a ttl ran out',
+      'served to a dead process: back at its ackAt',
+      'a wait ran out',
+      'a heartbeat missed',
+      'a tombstone forgotten after 24 hours',
+      'an id asked again while open',
+      'an id asked again after its release',
+      'no barging: refused while others wait',
+      'a claim undone by its cancel',
+      'a resize below what is claimed',
+      'another caller joined a claim in line',
+    ]
+    for (const corner of corners) assert.ok((marks.get(corner) ?? 0) >= SEEDS.length / 100, `corner "${corner}" reached by ${marks.get(corner) ?? 0} seeds of ${SEEDS.length}`)
+  }
+})

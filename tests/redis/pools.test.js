@@ -1,0 +1,301 @@
+// Pools (#16) kept in Redis: POOL-01..04 against a real redis-server, two stores (two clients, as two
+// processes would have) sharing pools through Redis. The client is ioredis or node-redis
+// (HOLDFAST_REDIS_CLIENT); the runner runs this file under Node 20, Node 24 and Bun with each. The
+// processes, restart and Cluster cases are in pool-processes.test.js and cluster.test.js.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { openRedisStore, InvalidError, CancelledError, ClosedError, LostError } from 'holdfast/redis'
+import { manualClock } from 'holdfast/testing'
+import { startRedis, redisClient, raw, sleep, later, commandStats } from './helpers.js'
+
+async function twoStores(t, options = {}, server) {
+  server ??= await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url), ...options })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url), ...options })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  return { server, a, b }
+}
+
+/** Polls the pool's entry in `store.inspect()` until `check(entry)` holds; rejects after `ms`. */
+async function until(store, name, check, ms = 5_000) {
+  const end = Date.now() + ms
+  for (;;) {
+    const entry = (await store.inspect()).find(e => e.kind === 'pool' && e.name === name)
+    if (check(entry)) return entry
+    if (Date.now() > end) throw new Error(`pool ${name}: condition not met in ${ms}ms; last: ${JSON.stringify(entry)}`)
+    await sleep(10)
+  }
+}
+
+test('POOL-01: remaining is never below zero nor above capacity, across two stores; a release hands back its claim, once', async t => {
+  const { a, b } = await twoStores(t)
+  const sa = a.pool('seats', { capacity: 3 })
+  const sb = b.pool('seats', { capacity: 3 })
+  const first = await sa.claim(2)
+  assert.deepEqual([first.claimed, first.remaining, first.claim.units], [true, 1, 2])
+  assert.deepEqual(await sb.claim(2), { claimed: false, remaining: 1 })
+  // Twenty claims from both stores racing for the one unit left: exactly one takes it.
+  const race = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? sa : sb).claim(1)))
+  assert.equal(race.filter(r => r.claimed).length, 1)
+  assert.ok(race.every(r => r.remaining === 0))
+  assert.equal(await sb.remaining(), 0)
+  assert.equal(await first.claim.release(), true)
+  assert.equal(await first.claim.release(), false, 'released once')
+  assert.equal(await sb.release(first.claim.id), false, 'by id from the other store: nothing left to release')
+  await race.find(r => r.claimed).claim.release()
+  assert.equal(await sa.remaining(), 3, 'never above the capacity')
+  await assert.rejects(sa.claim(4), e => e instanceof InvalidError && /1 to 3/.test(e.message) && /4/.test(e.message))
+  // Counts are exact up to 2^53-1 (the Lua's numbers are doubles, written as whole numbers).
+  const big = a.pool('big', { capacity: 2 ** 53 - 1 })
+  assert.equal((await big.claim(2 ** 53 - 3)).remaining, 2)
+  assert.equal((await b.pool('big', { capacity: 2 ** 53 - 1 }).claim(1)).remaining, 1)
+  assert.equal(await big.remaining(), 1)
+})
+
+test('POOL-01: the capacity is fixed by first use, across stores (another is InvalidError naming both); resize never goes below what is claimed', async t => {
+  const { a, b } = await twoStores(t)
+  const seats = a.pool('flight-aa123', { capacity: 180 })
+  const held = await seats.claim(150)
+  const other = b.pool('flight-aa123', { capacity: 200 })
+  await assert.rejects(other.claim(1), e => e instanceof InvalidError && e.message.includes('200') && e.message.includes('180'))
+  await assert.rejects(other.remaining(), InvalidError)
+  await assert.rejects(seats.resize(149), e => e instanceof InvalidError && e.message.includes('149') && e.message.includes('150'))
+  await seats.resize(160)
+  assert.equal(await seats.remaining(), 10)
+  // A handle answered before keeps working after another store's resize; a new one must name the new capacity.
+  assert.equal(await b.pool('flight-aa123', { capacity: 160 }).remaining(), 10)
+  await b.pool('flight-aa123', { capacity: 160 }).resize(170)
+  assert.equal(await seats.remaining(), 20, 'a checked handle follows the pool')
+  await held.claim.release()
+  assert.deepEqual(
+    (await b.inspect()).filter(e => e.kind === 'pool'),
+    [{ kind: 'pool', name: 'flight-aa123', capacity: 170, remaining: 170, claims: 0, waiting: 0 }],
+  )
+  // Without a capacity, the pool Redis has (as over a connection).
+  assert.equal((await b.pool('flight-aa123').claim(20)).remaining, 150)
+})
+
+test('POOL-01: options are checked and named (typed errors)', async t => {
+  const { a } = await twoStores(t)
+  await assert.rejects(a.pool('nothing-here').remaining(), e => e instanceof InvalidError && /pool nothing-here: no such pool/.test(e.message))
+  assert.throws(() => a.pool('seats', { capacity: 1.5 }), e => e instanceof InvalidError && /1.5/.test(e.message))
+  assert.throws(() => a.pool('Seats!', { capacity: 3 }), InvalidError)
+  assert.throws(() => a.pool('seats', { capacity: 3, limit: 2 }), e => e instanceof InvalidError && /limit/.test(e.message))
+  const seats = a.pool('seats', { capacity: 3 })
+  await assert.rejects(seats.claim(0), e => e instanceof InvalidError && /pool seats/.test(e.message))
+  await assert.rejects(seats.claim(1, { wiat: 5 }), e => e instanceof InvalidError && /wiat/.test(e.message))
+  await assert.rejects(seats.claim(1, { id: '' }), InvalidError)
+  await assert.rejects(seats.claim(1, { id: 'x'.repeat(129) }), e => e instanceof InvalidError && /129 bytes/.test(e.message))
+  await assert.rejects(seats.claim(1, { ttl: 0 }), e => e instanceof InvalidError && /ttl/.test(e.message))
+  await assert.rejects(seats.claim(1, { signal: AbortSignal.abort('no') }), CancelledError)
+  await a.close()
+  assert.throws(() => a.pool('seats', { capacity: 3 }), ClosedError)
+  await assert.rejects(seats.claim(1), ClosedError)
+})
+
+test('POOL-03: a claim id asked again, from either store, answers the first claim and never takes units twice', async t => {
+  const { server, a, b } = await twoStores(t)
+  const sa = a.pool('seats', { capacity: 10 })
+  const sb = b.pool('seats', { capacity: 10 })
+  // Asked from both stores at once (a retry racing the first): one claim, one outcome.
+  const [first, second] = await Promise.all([sa.claim(2, { id: 'order-7' }), sb.claim(2, { id: 'order-7' })])
+  assert.deepEqual([first.claimed, second.claimed, first.remaining, second.remaining], [true, true, 8, 8])
+  assert.equal(await sa.remaining(), 8)
+  const third = await sb.claim(2, { id: 'order-7' })
+  assert.deepEqual([third.claimed, third.remaining, third.claim.id], [true, 8, 'order-7'])
+  await assert.rejects(sa.claim(3, { id: 'order-7' }), e => e instanceof InvalidError && e.message.includes('order-7') && e.message.includes('took 2'))
+  // Released, the id still answers its first outcome; its claim holds nothing any more.
+  assert.equal(await sb.release('order-7'), true)
+  const late = await sa.claim(2, { id: 'order-7' })
+  assert.deepEqual([late.claimed, late.remaining], [true, 8])
+  assert.equal(await late.claim.release(), false)
+  assert.equal(await sa.remaining(), 10)
+  // Its tombstone lasts 24 hours after the claim, by the server's clock; the pool's keys outlive it.
+  const [tomb, time, pttl] = await Promise.all([
+    raw(server.port, 'ZSCORE', 'holdfast:{p:seats}:z', 'forder-7'),
+    raw(server.port, 'TIME'),
+    raw(server.port, 'PTTL', 'holdfast:{p:seats}:m'),
+  ])
+  const serverMs = Number(/\$\d+\r\n(\d+)/.exec(time)[1]) * 1000
+  const day = 24 * 3_600_000
+  assert.ok(Number(tomb) > serverMs + day - 60_000 && Number(tomb) <= serverMs + day + 1_000, `tombstone until ${tomb}, server at ${serverMs}`)
+  assert.ok(pttl > day, `the keys expire in ${pttl}ms`)
+  // A claim that took nothing leaves nothing behind: asked again, it is a new claim.
+  await sa.claim(10, { id: 'all' })
+  assert.deepEqual(await sb.claim(1, { id: 'refused' }), { claimed: false, remaining: 0 })
+  await sa.release('all')
+  assert.equal((await sb.claim(1, { id: 'refused' })).remaining, 9)
+})
+
+test('POOL-04: waiting claims are served in order across stores, the head not overtaken, woken by the release that frees the units (no polling)', async t => {
+  // The waiting store's clock never moves: no heartbeat, no timer of its own; only the wake-up can answer it.
+  const server = await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url), clock: manualClock() })
+  const c = await openRedisStore({ redis: await redisClient(t, server.url), clock: manualClock() })
+  later(t, () => Promise.all([a.close(), b.close(), c.close()]))
+  const seats = a.pool('seats', { capacity: 5 })
+  const held = await seats.claim(4)
+  const big = b.pool('seats', { capacity: 5 }).claim(3, { wait: Infinity })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const small = c.pool('seats', { capacity: 5 }).claim(1, { wait: Infinity })
+  await until(a, 'seats', e => e?.waiting === 2)
+  assert.equal(await seats.remaining(), 1, 'the small claim behind the head does not take the unit left')
+  assert.deepEqual(await seats.claim(1), { claimed: false, remaining: 1 }, 'nor does a claim that would not wait')
+  await held.claim.release()
+  // Bounded: without the wake-up they would wait for ever (their clocks never move).
+  let timer
+  const [bg, sm] = await Promise.race([
+    Promise.all([big, small]),
+    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('not woken by the release')), 15_000))),
+  ]).finally(() => clearTimeout(timer))
+  assert.deepEqual([bg.claimed, bg.remaining, sm.claimed, sm.remaining], [true, 2, true, 1])
+})
+
+test('POOL-04: every ending of a wait leaves the line: the signal, the wait running out (judged by Redis), the store closing', async t => {
+  const { a, b } = await twoStores(t)
+  const seats = a.pool('seats', { capacity: 2 })
+  const other = b.pool('seats', { capacity: 2 })
+  const held = await seats.claim(2)
+  const ac = new AbortController()
+  const cancelled = other.claim(2, { wait: Infinity, signal: ac.signal })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const timed = other.claim(1, { wait: 300 })
+  await until(a, 'seats', e => e?.waiting === 2)
+  ac.abort('changed my mind')
+  await assert.rejects(cancelled, e => e instanceof CancelledError && e.cause === 'changed my mind')
+  assert.deepEqual(await timed, { claimed: false, remaining: 0 })
+  await until(a, 'seats', e => e?.waiting === 0)
+  const closing = assert.rejects(other.claim(1, { wait: Infinity }), ClosedError)
+  await until(a, 'seats', e => e?.waiting === 1)
+  await b.close()
+  await closing
+  await until(a, 'seats', e => e?.waiting === 0)
+  await held.claim.release()
+  assert.equal(await seats.remaining(), 2, 'nobody left in line took the units')
+})
+
+test('POOL-04: a cancelled head leaves the line and the claim behind it is served at once', async t => {
+  const { a, b } = await twoStores(t)
+  const seats = a.pool('seats', { capacity: 3 })
+  await seats.claim(2)
+  const ac = new AbortController()
+  const head = b.pool('seats', { capacity: 3 }).claim(3, { wait: Infinity, signal: ac.signal })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const behind = seats.claim(1, { wait: Infinity })
+  await until(a, 'seats', e => e?.waiting === 2)
+  ac.abort()
+  await assert.rejects(head, CancelledError)
+  assert.deepEqual(await behind, { claimed: true, remaining: 0, claim: (await behind).claim })
+})
+
+test('a claim with a ttl comes back unless confirmed, judged by the server clock; confirm after it ran out is LostError', async t => {
+  // This store's clock never moves: only Redis's can end the ttl.
+  const { a } = await twoStores(t, { clock: manualClock() })
+  const seats = a.pool('seats', { capacity: 10 })
+  const cart = await seats.claim(3, { ttl: 200 })
+  const bought = await seats.claim(2, { ttl: 200, id: 'bought' })
+  await bought.claim.confirm()
+  await sleep(400)
+  assert.equal(await seats.remaining(), 8, "the cart's 3 came back; the bought 2 did not")
+  await assert.rejects(cart.claim.confirm(), e => e instanceof LostError && /ttl/.test(e.message))
+  assert.equal(await cart.claim.release(), false)
+  assert.equal(await bought.claim.release(), true)
+})
+
+test('POOL-04: units that come back at a ttl serve the head of the line, which asks at that ttl (not at a heartbeat)', async t => {
+  const { a, b } = await twoStores(t)
+  const seats = a.pool('seats', { capacity: 2 })
+  await seats.claim(2, { ttl: 300 })
+  const asked = Date.now()
+  const waiting = await b.pool('seats', { capacity: 2 }).claim(2, { wait: '10s' })
+  assert.equal(waiting.claimed, true)
+  assert.ok(Date.now() - asked < 3_000, `served ${Date.now() - asked}ms after it asked (a heartbeat comes every 3.3 s)`)
+})
+
+test('#16 idle pools: nothing claimed and nobody waiting, a pool costs nothing after the grace; an open claim keeps it', async t => {
+  const { server, a } = await twoStores(t, { grace: '1s' })
+  const before = await raw(server.port, 'DBSIZE')
+  const seats = a.pool('idle', { capacity: 5 })
+  const c = await seats.claim(2)
+  assert.equal(await raw(server.port, 'PTTL', 'holdfast:{p:idle}:m'), -1, 'an open claim without a ttl: the keys do not expire')
+  assert.equal(await raw(server.port, 'PTTL', 'holdfast:{p:idle}:z'), -1)
+  await c.claim.release()
+  const pttl = await raw(server.port, 'PTTL', 'holdfast:{p:idle}:m')
+  assert.ok(pttl > 0 && pttl <= 1_500, `then they expire after the grace: ${pttl}`)
+  await sleep(1_700)
+  assert.equal(await raw(server.port, 'DBSIZE'), before)
+  assert.equal(await seats.remaining(), 5)
+})
+
+test('#16 Functions and scripts: a pool works by FCALL and, where the library is gone, by EVALSHA', async t => {
+  const { server, a } = await twoStores(t)
+  const seats = a.pool('seats', { capacity: 2 })
+  assert.equal((await seats.claim(1)).remaining, 1)
+  await raw(server.port, 'FUNCTION', 'FLUSH')
+  assert.equal((await seats.claim(1)).remaining, 0)
+  assert.equal(await seats.remaining(), 0)
+})
+
+test('#16: Redis unreachable — claims end with ClosedError after their wait and a grace, never hang; once Redis answers, the given-up claims took nothing', async t => {
+  const { server, a } = await twoStores(t)
+  const seats = a.pool('down', { capacity: 3 })
+  await seats.claim(2)
+  const waiting = seats.claim(2, { wait: 800 })
+  await until(a, 'down', e => e?.waiting === 1)
+  server.kill('SIGSTOP')
+  const stoppedAt = Date.now()
+  const ended = p => assert.rejects(p, ClosedError).then(() => Date.now() - stoppedAt)
+  const [now, waited, late] = await Promise.all([ended(seats.claim(1)), ended(waiting), ended(seats.claim(1, { wait: 500, id: 'late' }))])
+  assert.ok(now < 3_000, `a claim ended after ${now}ms`)
+  assert.ok(waited >= 700 && waited < 3_000, `a waiting claim ended after ${waited}ms`)
+  assert.ok(late >= 500 && late < 3_000, `a claim with a wait ended after ${late}ms`)
+  server.kill('SIGCONT')
+  // Redis ran the claims it had been sent, then the cancels sent when they were given up: undone.
+  const end = Date.now() + 5_000
+  while ((await seats.remaining()) !== 1) {
+    assert.ok(Date.now() < end, 'the given-up claims still hold units')
+    await sleep(20)
+  }
+  assert.equal((await seats.claim(1, { id: 'late' })).remaining, 0, 'an id given up on is a new claim')
+})
+
+test('POOL-03/POOL-04: a claim id asked from another store while it waits joins it: both are answered its outcome, and the joiner\'s signal does not take it out of the line', async t => {
+  const { server, a, b } = await twoStores(t)
+  const c = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => c.close())
+  const seats = a.pool('seats', { capacity: 2 })
+  const held = await seats.claim(2)
+  const first = seats.claim(2, { id: 'order-9', wait: '30s' })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const ac = new AbortController()
+  const joiner = b.pool('seats', { capacity: 2 }).claim(2, { id: 'order-9', wait: '30s', signal: ac.signal })
+  const second = c.pool('seats', { capacity: 2 }).claim(2, { id: 'order-9', wait: '30s' })
+  // Both joined (told they wait): their asks came back.
+  assert.equal(await c.pool('seats', { capacity: 2 }).remaining(), 0)
+  await b.pool('seats', { capacity: 2 }).remaining()
+  ac.abort()
+  await assert.rejects(joiner, CancelledError)
+  assert.equal((await a.inspect()).find(e => e.name === 'seats').waiting, 1, 'still in line')
+  await held.claim.release()
+  const [x, y] = await Promise.all([first, second])
+  assert.deepEqual([x.claimed, x.remaining, y.claimed, y.remaining], [true, 0, true, 0])
+  assert.equal(await seats.remaining(), 0, 'taken once')
+})
+
+test('#16: an uncontended claim is one command to Redis (FCALL), and so is its release; what runs inside is listed', async t => {
+  const { server, a } = await twoStores(t)
+  const seats = a.pool('cost', { capacity: 1_000 })
+  await (await seats.claim(1)).claim.release()
+  await sleep(50)
+  const before = await commandStats(server.port)
+  for (let i = 0; i < 20; i++) await (await seats.claim(1)).claim.release()
+  await sleep(50)
+  const after = await commandStats(server.port)
+  const delta = Object.fromEntries(Object.keys(after).filter(c => c !== 'info' && after[c] !== before[c]).map(c => [c, (after[c] - (before[c] ?? 0)) / 20]))
+  assert.equal(delta.fcall, 2, 'one FCALL to claim, one to release')
+  assert.equal(delta.evalsha ?? 0, 0)
+  // Inside each: the clock, the pool's counts, a look for due deadlines, the claim's record, the counts
+  // written; the claim makes the keys permanent (an open claim without a ttl), the release lets them expire.
+  assert.deepEqual(delta, { fcall: 2, time: 2, hmget: 2, zrangebyscore: 2, hget: 2, hlen: 1, hset: 3, hdel: 1, persist: 2, pexpireat: 2 })
+})

@@ -1,0 +1,224 @@
+// Pools over a connection (#16, protocol revision 4): `connect(url).pool(name, { capacity })` gives the
+// answers a store in this process gives (POOL-01..04), claims unanswered when a connection drops are
+// asked again with their id and taken once, and either side may be older than the other: an older
+// client is sent no frame it does not know, and a client of an older server refuses pools clearly.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { WebSocketServer } from 'ws'
+import { openStore, connect, memoryStorage, InvalidError, CancelledError, ClosedError, LostError } from 'holdfast'
+import { encode, encodeServer, CLIENT } from './frames.js'
+import { TOKEN, rawClient, sleep } from './helpers.js'
+
+/** A store served on 127.0.0.1 in this process, and a client of it. */
+async function served(storage = memoryStorage()) {
+  const store = await openStore({ storage })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  const client = await connect(server.url, { token: TOKEN })
+  return { store, server, client, close: async () => (await client.close(), await store.close()) }
+}
+
+/** A storage whose pools' writes wait until `open()` (the fence ceiling lands at once). */
+function gatedStorage() {
+  const values = new Map()
+  let gate
+  let opened = true
+  return {
+    get: key => values.get(key),
+    set: async (key, value) => {
+      if (key.startsWith('holdfast.pools') && !opened) await gate
+      values.set(key, value)
+    },
+    shut() {
+      opened = false
+      gate = new Promise(resolve => (this.open = () => ((opened = true), resolve())))
+    },
+  }
+}
+
+test('POOL-01, POOL-03 over a connection: never below zero; a claim id asked again answers its first claim; release by claim and by id', async () => {
+  const { store, client, close } = await served()
+  const seats = client.pool('seats', { capacity: 3 })
+  const first = await seats.claim(2, { id: 'order-1' })
+  assert.deepEqual([first.claimed, first.remaining, first.claim.id, first.claim.units], [true, 1, 'order-1', 2])
+  assert.deepEqual(await seats.claim(2), { claimed: false, remaining: 1 })
+  const again = await seats.claim(2, { id: 'order-1' })
+  assert.deepEqual([again.claimed, again.remaining], [true, 1], 'the first outcome')
+  assert.equal(await seats.remaining(), 1, 'never taken twice')
+  await assert.rejects(seats.claim(3, { id: 'order-1' }), e => e instanceof InvalidError && /order-1/.test(e.message))
+  // The server's store and its clients see one pool.
+  assert.equal(await store.pool('seats', { capacity: 3 }).remaining(), 1)
+  assert.throws(() => store.pool('seats', { capacity: 4 }), InvalidError)
+  await assert.rejects(client.pool('seats', { capacity: 4 }).claim(1), e => e instanceof InvalidError && /4/.test(e.message) && /3/.test(e.message))
+  assert.equal(await first.claim.release(), true)
+  assert.equal(await seats.release('order-1'), false, 'released once')
+  assert.equal(await seats.remaining(), 3)
+  // A handle without a capacity names an existing pool; a resize from any handle keeps them valid.
+  await client.pool('seats').resize(5)
+  assert.equal(await seats.remaining(), 5)
+  await assert.rejects(client.pool('nothing').remaining(), e => e instanceof InvalidError && /no such pool/.test(e.message))
+  assert.deepEqual(
+    (await client.inspect()).filter(e => e.kind === 'pool'),
+    [{ kind: 'pool', name: 'seats', capacity: 5, remaining: 5, claims: 0, waiting: 0 }],
+  )
+  await close()
+})
+
+test('POOL-04 over a connection: waiting claims in order; a signal cancels on the server; a wait runs out; closing the client ends them', async () => {
+  const { store, client, close } = await served()
+  const seats = client.pool('seats', { capacity: 5 })
+  const held = await seats.claim(4, { id: 'held' })
+  const big = seats.claim(3, { wait: Infinity })
+  const small = seats.claim(1, { wait: Infinity })
+  await sleep(50)
+  assert.equal(await seats.remaining(), 1, 'the small claim does not overtake the head')
+  const ac = new AbortController()
+  const cancelled = seats.claim(5, { wait: Infinity, signal: ac.signal })
+  await sleep(50)
+  ac.abort('no more')
+  await assert.rejects(cancelled, e => e instanceof CancelledError && e.cause === 'no more')
+  await held.claim.release()
+  const [b, s] = await Promise.all([big, small])
+  assert.deepEqual([b.claimed, b.remaining, s.claimed, s.remaining], [true, 2, true, 1])
+  assert.deepEqual(await seats.claim(2, { wait: 100 }), { claimed: false, remaining: 1 }, 'the wait ran out')
+  const ending = seats.claim(5, { wait: Infinity })
+  await sleep(50)
+  assert.equal(store.inspect().find(e => e.kind === 'pool').waiting, 1)
+  const ended = assert.rejects(ending, ClosedError)
+  await close()
+  await ended
+})
+
+test('a ttl claim over a connection comes back unless confirmed', async () => {
+  const { client, close } = await served()
+  const seats = client.pool('seats', { capacity: 4 })
+  const cart = await seats.claim(2, { ttl: 1_000 })
+  const bought = await seats.claim(2, { ttl: 1_000, id: 'bought' })
+  await bought.claim.confirm()
+  await sleep(1_200)
+  assert.equal(await seats.remaining(), 2, "the cart's units came back")
+  await assert.rejects(cart.claim.confirm(), LostError)
+  await seats.confirm('bought')
+  await close()
+})
+
+test('POOL-02, POOL-03 across a dropped connection: a claim unanswered when it dropped is asked again with its id, and takes its units once', async () => {
+  const storage = gatedStorage()
+  const { client, close, store } = await served(storage)
+  const seats = client.pool('seats', { capacity: 3 })
+  assert.equal(await seats.remaining(), 3)
+  storage.shut()
+  const claim = seats.claim(2, { id: 'order-9' })
+  await sleep(50)
+  // Its write waits; the connection drops: the server cancels it, undoing it (nobody was told).
+  client._dropConnectionForTest()
+  await sleep(50)
+  storage.open()
+  const got = await claim
+  assert.deepEqual([got.claimed, got.remaining], [true, 1])
+  assert.equal(await seats.remaining(), 1, 'taken once')
+  assert.equal(store.inspect().find(e => e.kind === 'pool').claims, 1)
+  await close()
+})
+
+test('a connection that ends leaves no claim of its behind: waiting ones leave the line, unanswered ones are undone', async () => {
+  const storage = gatedStorage()
+  const store = await openStore({ storage })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  await store.pool('seats', { capacity: 3 }).remaining()
+  const raw = await rawClient(server.url)
+  raw.send(encode.hello3(1, TOKEN, 4))
+  await raw.answer(1)
+  storage.shut()
+  raw.send(encode.claim(2, { pool: 'seats', n: 2, claim: 'taken' }))
+  raw.send(encode.claim(3, { pool: 'seats', n: 3, claim: 'waiting', wait: 2n ** 64n - 1n }))
+  await sleep(50)
+  assert.deepEqual(pick(store), { remaining: 1, claims: 1, waiting: 1 }, 'one took its units (its write waits), one waits')
+  raw.close()
+  await sleep(50)
+  assert.deepEqual(pick(store), { remaining: 3, claims: 0, waiting: 0 }, 'a client that never comes back leaves nothing behind')
+  storage.open()
+  await store.close()
+})
+
+function pick(store) {
+  const { remaining, claims, waiting } = store.inspect().find(e => e.kind === 'pool')
+  return { remaining, claims, waiting }
+}
+
+test('#16 revision 4: pool frames between peers of revision 4; a client of revision 3 or 2 sending one is refused (protocol), and none is ever sent a pool frame', async () => {
+  const store = await openStore({ storage: memoryStorage() })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  const fresh = await rawClient(server.url)
+  fresh.send(encode.hello3(1, TOKEN, 4))
+  const welcome = await fresh.answer(1)
+  assert.deepEqual([welcome.type, welcome.revision], ['welcome', 4])
+  fresh.send(encode.claim(2, { pool: 'seats', capacity: 2, n: 2, claim: 'x', wait: 0 }))
+  const claimed = await fresh.answer(2)
+  assert.deepEqual([claimed.type, claimed.claimed, claimed.remaining], ['claimed', true, 0])
+  fresh.send(encode.pool(3, { op: 'release', pool: 'seats', claim: 'x' }))
+  assert.equal((await fresh.answer(3)).value, 1)
+  fresh.send(encode.inspectPools(4))
+  assert.deepEqual([(await fresh.answer(4)).type, (await fresh.answer(4)).count], ['pools', 1])
+  for (const hello of [encode.hello3(1, TOKEN, 3), encode.hello(1, TOKEN)]) {
+    const old = await rawClient(server.url)
+    old.send(hello)
+    assert.equal((await old.answer(1)).type, 'welcome')
+    old.send(encode.claim(2, { pool: 'seats', capacity: 2, n: 1, claim: 'y', wait: 0 }))
+    const refused = await old.answer(2)
+    assert.deepEqual([refused.type, refused.code], ['error', 'protocol'])
+    assert.match(refused.message, /pool frame from a client of revision [23] \(pools need revision 4/)
+    assert.equal((await old.whenClosed).code, 4400)
+    assert.deepEqual(
+      old.frames.filter(f => ['claimed', 'count', 'pools'].includes(f.type)),
+      [],
+      'no pool answer to a client that did not say revision 4',
+    )
+  }
+  assert.equal(await store.pool('seats', { capacity: 2 }).remaining(), 2, 'nothing of the refused frames was claimed')
+  fresh.close()
+  await store.close()
+})
+
+/** A fake server of an older revision (3: the new welcome, saying 3; 2: refuses the new hello as a revision 2 server does). */
+async function olderServer(revision) {
+  const received = []
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' })
+  await new Promise(resolve => wss.once('listening', resolve))
+  wss.on('connection', ws =>
+    ws.on('message', data => {
+      const bytes = Buffer.from(data)
+      const id = bytes.readUInt32LE(2)
+      received.push(bytes[1])
+      if (bytes[1] === CLIENT.hello3 && revision >= 3) ws.send(encodeServer.welcome(id, revision))
+      else if (bytes[1] === CLIENT.hello) ws.send(encodeServer.welcome(id, 2))
+      else if (bytes[1] === CLIENT.inspect) ws.send(encodeServer.inspectedNone(id))
+      else {
+        // What an older server does with a frame it cannot decode: error protocol, and close.
+        ws.send(encodeServer.error(id, 9, `bad frame: unknown client message type 0x${bytes[1].toString(16)}`))
+        ws.close(4400, 'unknown frame')
+      }
+    }),
+  )
+  return { url: `ws://127.0.0.1:${wss.address().port}`, received, close: () => wss.close() }
+}
+
+for (const revision of [3, 2])
+  test(`#16 an older server (revision ${revision}): pool operations are refused at once with an InvalidError naming its revision, and no pool frame is sent to it`, async () => {
+    const server = await olderServer(revision)
+    const client = await connect(server.url, { token: TOKEN, reconnect: false })
+    const seats = client.pool('seats', { capacity: 3 })
+    for (const attempt of [seats.claim(1), seats.remaining(), seats.release('x'), seats.resize(4), seats.confirm('x')]) {
+      await assert.rejects(attempt, e => e instanceof InvalidError && new RegExp(`revision ${revision}\\b`).test(e.message) && /no pools/.test(e.message))
+    }
+    assert.deepEqual(
+      (await client.inspect()).filter(e => e.kind === 'pool'),
+      [],
+      'inspect asks such a server for no pools',
+    )
+    assert.deepEqual(
+      server.received.filter(type => [CLIENT.claim, CLIENT.pool, CLIENT.inspectPools].includes(type)),
+      [],
+    )
+    await client.close()
+    server.close()
+  })
