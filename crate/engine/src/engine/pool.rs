@@ -6,7 +6,7 @@
 //!
 //! # Storage
 //! Pools write to storage apart from the fence ceiling: [`Engine::poll_pool_write`] hands the host
-//! the next write (one key and its value), at most one under way, and the host answers
+//! the next write (keys and their values, set in order), at most one under way, and the host answers
 //! [`Engine::pool_written`] or [`Engine::pool_write_failed`]. The host takes it once a turn of its
 //! event loop, not after every call, so that one write keeps every claim of the turn (group
 //! commit); no claim is answered before the write that keeps it is acknowledged (POOL-02). A store
