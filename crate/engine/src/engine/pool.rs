@@ -115,6 +115,14 @@ impl Engine {
         self.pools.open(load, now, wall)
     }
 
+    /// Lowers the longest value a pools' write hands the host to `bytes` (from
+    /// [`crate::pool::MAX_VALUE_BYTES`]; at least [`crate::pool::MIN_VALUE_BYTES`], which holds any
+    /// one line of a snapshot or segment): for tests and simulations, so that snapshots of a few
+    /// claims already take chunks. `invalid` out of those bounds.
+    pub fn set_pool_value_limit(&mut self, bytes: usize) -> Result<(), Error> {
+        self.pools.set_value_limit(bytes)
+    }
+
     /// The pools' next write, if one is wanted and none is under way (see the module docs). Also
     /// after [`Engine::close`]: what changed before it is still written.
     pub fn poll_pool_write(&mut self) -> Option<PoolWrite> {

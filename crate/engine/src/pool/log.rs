@@ -65,6 +65,11 @@ pub const SLOTS: u64 = 64;
 /// snapshot instead.
 pub const MAX_VALUE_BYTES: usize = 60 * 1024;
 
+/// The lowest bound a test may set instead ([`crate::Engine::set_pool_value_limit`]): the longest
+/// line (a claim with a 128-byte id escaped to 384 and five 20-digit numbers, or a segment's record
+/// with its pool's name) with a chunk's first line and check is under 700 bytes.
+pub const MIN_VALUE_BYTES: usize = 1024;
+
 const MAGIC: &str = "holdfast.pools 2";
 
 /// The versions read back (1: one key for the whole snapshot).
@@ -230,9 +235,14 @@ fn claim_words(out: &mut String, c: &Stored) {
 }
 
 /// The snapshot of write `seq` into generation `gen`, as the `set`s to make in order: its chunks,
-/// then its head (alone when everything fits it). Every value is at most [`MAX_VALUE_BYTES`] long
-/// (a line is: names and ids are bounded, so a chunk always holds one).
-pub(crate) fn encode_snapshot(seq: u64, gen: u8, pools: &[StoredPool]) -> Vec<(String, String)> {
+/// then its head (alone when everything fits it). Every value is at most `limit` long (at least
+/// [`MIN_VALUE_BYTES`]: names and ids are bounded, so a chunk always holds a line).
+pub(crate) fn encode_snapshot(
+    seq: u64,
+    gen: u8,
+    pools: &[StoredPool],
+    limit: usize,
+) -> Vec<(String, String)> {
     let mut lines = String::new();
     for pool in pools {
         let _ = writeln!(lines, "p {} {}", pool.name, pool.capacity);
@@ -243,14 +253,14 @@ pub(crate) fn encode_snapshot(seq: u64, gen: u8, pools: &[StoredPool]) -> Vec<(S
         }
     }
     let head = format!("{MAGIC} snapshot {seq} 0\n");
-    if head.len() + lines.len() + SEAL_BYTES <= MAX_VALUE_BYTES {
+    if head.len() + lines.len() + SEAL_BYTES <= limit {
         return vec![(head_key(gen), seal(head + &lines))];
     }
     let mut sets = Vec::new();
     let mut rest = lines.as_str();
     while !rest.is_empty() {
         let mut out = format!("{MAGIC} chunk {seq} {}\n", sets.len());
-        let room = MAX_VALUE_BYTES - SEAL_BYTES - out.len();
+        let room = limit - SEAL_BYTES - out.len();
         // Whole lines, as many as fit (a line is far shorter than the room).
         let mut cut = 0;
         for line in rest.split_inclusive('\n') {
@@ -745,7 +755,7 @@ mod tests {
             ],
         }];
         let mut values = HashMap::new();
-        values.extend(encode_snapshot(70, 0, &pools));
+        values.extend(encode_snapshot(70, 0, &pools, MAX_VALUE_BYTES));
         let records = vec![
             Record::Pool {
                 pool: "more".into(),
@@ -788,7 +798,7 @@ mod tests {
 
     #[test]
     fn pool_02_a_damaged_value_is_refused_by_its_key() {
-        let good = encode_snapshot(1, 0, &[]).remove(0).1;
+        let good = encode_snapshot(1, 0, &[], MAX_VALUE_BYTES).remove(0).1;
         for bad in [
             good.replace("snapshot 1", "snapshot 2"),
             good[..good.len() - 1].to_owned(),
@@ -803,6 +813,47 @@ mod tests {
         load.feed(None).unwrap();
         load.feed(None).unwrap();
         assert_eq!(load.next_key(), None, "no snapshot: nothing else to read");
+    }
+
+    #[test]
+    fn issue_16_part_1_the_longest_lines_fit_the_least_value_limit_and_read_back() {
+        let id = "%".repeat(crate::bounds::MAX_CLAIM_ID_BYTES);
+        let worst = Stored {
+            id: id.clone(),
+            n: u64::MAX,
+            at: u64::MAX,
+            ttl: Some(u64::MAX),
+            remember: true,
+            first: u64::MAX,
+            open: true,
+        };
+        let pools = vec![StoredPool {
+            name: "p".repeat(crate::bounds::MAX_NAME),
+            capacity: u64::MAX,
+            claims: vec![worst.clone(); 5],
+        }];
+        let sets = encode_snapshot(u64::MAX - 1, 1, &pools, MIN_VALUE_BYTES);
+        assert!(sets.len() > 2, "chunks, then the head");
+        assert!(sets.iter().all(|(_, v)| v.len() <= MIN_VALUE_BYTES));
+        let record = Record::Claim {
+            pool: pools[0].name.clone(),
+            claim: worst,
+        };
+        assert!(encode_segment(u64::MAX, &[record]).len() <= MIN_VALUE_BYTES);
+        let values: HashMap<_, _> = sets.into_iter().collect();
+        let mut load = PoolLoad::new();
+        while let Some(key) = load.next_key() {
+            // No segment after it: its slot is empty.
+            load.feed(values.get(&key).map(String::as_str)).unwrap();
+        }
+        assert_eq!((load.seq, load.gen), (u64::MAX - 1, Some(1)));
+        let read = load.finish();
+        assert_eq!(
+            read[0].claims.len(),
+            1,
+            "the same id five times: the last stands"
+        );
+        assert_eq!(read[0].claims[0].id, id);
     }
 
     #[test]

@@ -43,7 +43,9 @@ mod claim;
 mod log;
 mod write;
 
-pub use log::{chunk_key, head_key, slot_key, PoolLoad, MAX_VALUE_BYTES, SLOTS, SNAPSHOT_KEY};
+pub use log::{
+    chunk_key, head_key, slot_key, PoolLoad, MAX_VALUE_BYTES, MIN_VALUE_BYTES, SLOTS, SNAPSHOT_KEY,
+};
 
 use std::collections::HashMap;
 
@@ -218,6 +220,8 @@ pub struct Pools {
     clock: Clock,
     /// Whether [`Pools::open`] may still read storage back (only before any pool is named).
     fresh: bool,
+    /// The longest value a write hands the host ([`MAX_VALUE_BYTES`] unless a test lowered it).
+    value_limit: usize,
 }
 
 impl Default for Pools {
@@ -234,6 +238,7 @@ impl Default for Pools {
             },
             clock: Clock::default(),
             fresh: true,
+            value_limit: MAX_VALUE_BYTES,
         }
     }
 }

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use super::log::{
     encode_segment, encode_snapshot, slot_key, Clock, PoolLoad, Stored, StoredPool,
-    MAX_VALUE_BYTES, SLOTS,
+    MAX_VALUE_BYTES, MIN_VALUE_BYTES, SLOTS,
 };
 use super::{ClaimRec, Inflight, PoolReq, PoolWrite, Pools, TOMBSTONE_MS};
 use crate::error::Error;
@@ -52,14 +52,14 @@ impl Pools {
         if !snapshot {
             let value = encode_segment(seq, &w.pending);
             // A busy turn's changes may not fit one value: a snapshot (in chunks) keeps them.
-            snapshot = value.len() > MAX_VALUE_BYTES;
+            snapshot = value.len() > self.value_limit;
             if !snapshot {
                 sets.push((slot_key(seq), value));
             }
         }
         let gen = snapshot.then(|| self.writer.acked_gen.map_or(0, |g| 1 - g));
         if let Some(gen) = gen {
-            sets = encode_snapshot(seq, gen, &self.stored());
+            sets = encode_snapshot(seq, gen, &self.stored(), self.value_limit);
         }
         let w = &mut self.writer;
         w.pending.clear();
@@ -76,6 +76,17 @@ impl Pools {
             snapshot,
             sets,
         })
+    }
+
+    /// See [`crate::Engine::set_pool_value_limit`].
+    pub fn set_value_limit(&mut self, bytes: usize) -> Result<(), Error> {
+        if !(MIN_VALUE_BYTES..=MAX_VALUE_BYTES).contains(&bytes) {
+            return Err(Error::invalid(format!(
+                "a pools' value limit of {bytes} bytes must be {MIN_VALUE_BYTES} to {MAX_VALUE_BYTES}"
+            )));
+        }
+        self.value_limit = bytes;
+        Ok(())
     }
 
     /// Every pool and its claims, as a snapshot keeps them: pools in the order they were made,
