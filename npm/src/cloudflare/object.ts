@@ -55,7 +55,7 @@ import { openStore } from '../entry/workerd.js'
 import { RemoteRequest, type RemoteSink } from '../remote/request.js'
 import { MAX_FRAME, Protocol, Session, refuseHello } from '../remote/session.js'
 import { MAX_ANSWER } from '../remote/inspect-pages.js'
-import { BATCHES } from '../remote/wire.js'
+import { REVISION } from '../remote/wire.js'
 import { attachmentOf, closeQuietly, socketOf, type Attachment } from './hibernatable-socket.js'
 import { checkMaxHold } from '../../wasm/holdfast_wasm.js'
 import { HoldfastError, InvalidError, fromEngine, type ErrorCode } from '../errors.js'
@@ -66,10 +66,15 @@ import type { Clock } from '../util/clock.js'
 import type { Storage } from '../storage/storage.js'
 import type { Store } from '../store/store.js'
 import type { KeyInfo } from '../types.js'
+import type { Pool } from '../pool/pool.js'
 import type {
   AcquireAnswer,
   AcquireOptions,
   DoneAnswer,
+  PoolClaimAnswer,
+  PoolClaimOptions,
+  PoolOp,
+  PoolOpAnswer,
   DurableObjectStateLike,
   DurableObjectStorageLike,
   ErrorAnswer,
@@ -303,6 +308,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** Restored leases not renewed since: the timer that ends them at their old deadline. */
   readonly #restored = new Map<string, unknown>()
   #conn = 0
+  /** Claims of RPC callers not yet answered, by pool and claim id: `poolOp('cancel')` aborts them. */
+  readonly #claims = new Map<string, AbortController>()
   /** While leases kept before a restart are taken back. */
   #restoring = false
   readonly #sink = {
@@ -328,8 +335,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       },
       NO_TOKEN,
       MAX_ANSWER,
-      // Pools (revision 4) are not kept in a Durable Object yet: its clients refuse them clearly.
-      BATCHES,
+      REVISION,
     )
     void this.#state.blockConcurrencyWhile(() => this.#open())
   }
@@ -585,6 +591,77 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         else this.#ended(record.lease)
       }
       return { ok: true }
+    } catch (error) {
+      return errorAnswer(error)
+    }
+  }
+
+  // ---- pools (issue #16): kept by the store in the object's storage, as any store keeps them ----
+
+  /** The pool of a call: made with `capacity` if new (0: it must exist), as a served client's frame names it. */
+  #pool(name: unknown, capacity: unknown): Pool {
+    if (typeof name !== 'string') throw new InvalidError(`pool: name must be a string, not ${typeof name}`)
+    if (typeof capacity !== 'number' || !Number.isInteger(capacity) || capacity < 0)
+      throw new InvalidError(`pool ${name}: capacity ${String(capacity)} must be a whole number (0: the pool as it is)`)
+    return this.#store._servedPool(name, capacity)
+  }
+
+  /**
+   * Claims `n` units of pool `name` for a Worker (`workerStore(...).pool(name).claim()`): answered
+   * once the object's storage kept the claim. The claim id is always the caller's, so that a call
+   * asked again after a failure (the object restarted) answers the first claim's outcome.
+   */
+  async poolClaim(name: string, capacity: number, n: number, options: PoolClaimOptions): Promise<PoolClaimAnswer> {
+    try {
+      await this.#begin()
+      const pool = this.#pool(name, capacity)
+      const o = checkOptions(options, `pool ${pool.name}: claim`, ['id', 'wait', 'ttl'])
+      if (typeof o.id !== 'string') throw new InvalidError(`pool ${pool.name}: claim id must be a string`)
+      if (o.wait !== null && typeof o.wait !== 'number') throw new InvalidError(`pool ${pool.name}: wait must be a number of ms, or null`)
+      if (typeof o.ttl !== 'number') throw new InvalidError(`pool ${pool.name}: ttl must be a number of ms (0: none)`)
+      const key = `${pool.name}\0${o.id}`
+      const controller = new AbortController()
+      // Asked again while the first call still waits (a retry): the first is let go, this one answers.
+      this.#claims.get(key)?.abort()
+      this.#claims.set(key, controller)
+      try {
+        const result = await pool.claim(n, {
+          id: o.id,
+          wait: o.wait === null ? Infinity : (o.wait as number),
+          signal: controller.signal,
+          ...(o.ttl === 0 ? {} : { ttl: o.ttl as number }),
+        })
+        return { ok: { claimed: result.claimed, remaining: result.remaining } }
+      } finally {
+        if (this.#claims.get(key) === controller) this.#claims.delete(key)
+      }
+    } catch (error) {
+      return errorAnswer(error)
+    }
+  }
+
+  /** The other pool operations of a Worker (see `PoolOp`). */
+  async poolOp(op: PoolOp, name: string, capacity: number, claim: string, value: number): Promise<PoolOpAnswer> {
+    try {
+      await this.#begin()
+      const pool = this.#pool(name, capacity)
+      switch (op) {
+        case 'release':
+          return { ok: (await pool.release(claim)) ? 1 : 0 }
+        case 'confirm':
+          await pool.confirm(claim)
+          return { ok: 0 }
+        case 'remaining':
+          return { ok: await pool.remaining() }
+        case 'resize':
+          await pool.resize(value)
+          return { ok: 0 }
+        case 'cancel':
+          this.#claims.get(`${pool.name}\0${claim}`)?.abort()
+          return { ok: 0 }
+        default:
+          throw new InvalidError(`pool ${pool.name}: op ${JSON.stringify(op)} must be release, confirm, remaining, resize or cancel`)
+      }
     } catch (error) {
       return errorAnswer(error)
     }

@@ -1,6 +1,6 @@
 /**
  * `workerStore(env.HOLDFAST, { shard })`: the lock and semaphore API of a store, in Worker code, over
- * Workers RPC to `HoldfastObject`s.
+ * Workers RPC to `HoldfastObject`s; and its pools (`pool(name, { capacity })`, worker-pools.ts).
  *
  * # Which object
  * Holds go to the object named by the lock's name (`idFromName(name)`): one object per lock or
@@ -44,6 +44,9 @@ import { TravellingHandle } from '../handle/travelling.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import { isClock, type Clock } from '../util/clock.js'
 import { Renewal, type Renewed } from '../remote/renewal.js'
+import type { Pool } from '../pool/pool.js'
+import type { PoolOptions } from '../pool/types.js'
+import { WorkerPools } from './worker-pools.js'
 
 /** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
 type Resource = SharedResource<Lease>
@@ -140,6 +143,10 @@ export class WorkerStore implements LeaseOwner {
   readonly #releases = new Map<number, Promise<void>>()
   readonly #resources = new ResourceNames()
   readonly #clock: Clock
+  readonly #pools = new WorkerPools({
+    stub: name => this.#namespace.get(this.#namespace.idFromName(name) as never) as HoldfastObjectRpc,
+    call: (place, call, wait) => this.#call(place, call, wait),
+  })
 
   /** @internal Use `workerStore()`. */
   constructor(namespace: DurableObjectNamespaceLike, shard: number | undefined, clock: Clock = workersClock) {
@@ -156,6 +163,14 @@ export class WorkerStore implements LeaseOwner {
   /** A semaphore: up to `limit` holders of a key at a time. */
   semaphore(name: string, options: SemaphoreOptions): WorkerLock {
     return this.#handle('semaphore', name, options)
+  }
+
+  /**
+   * A pool (issue #16): `capacity` units, claimed `n` at a time, kept by the object named `name`
+   * (see worker-pools.ts); claim, release, confirm, remaining and resize as on an in-process store.
+   */
+  pool(name: string, options: PoolOptions): Pool {
+    return this.#pools.pool(name, options)
   }
 
   #handle(kind: 'lock' | 'semaphore', name: unknown, options: unknown): WorkerLock {
