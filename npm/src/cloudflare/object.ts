@@ -20,6 +20,17 @@
  *   reconnects and asks again with its request id and gets the same lease and fence; one that ended
  *   answers `lost`.
  *
+ * # Pools (issue #16)
+ * - The store's pools are kept by the store itself in the object's storage (the pools' keys, each
+ *   value within 60 KiB, under the object's 128 KiB: see the engine's pool/log.rs): a claim is answered
+ *   only once its write resolved, and a restarted object reads them back (POOL-02).
+ * - Workers reach them over RPC (`poolClaim`, `poolOp`: `workerStore(...).pool()`, worker-pools.ts),
+ *   WebSocket clients with the frames of revision 4 (`connect(url).pool()`), as from `holdfast serve`.
+ * - A claim not yet answered lives in memory only: an RPC claim's call fails with the restart and is
+ *   asked again with its claim id; a WebSocket client with one is closed 1012 after a restart (as one
+ *   with holds in line), and asks again with its claim ids. Either way the first outcome if the claim
+ *   was kept, a claim anew if not: never units nobody was told of.
+ *
  * # WebSocket clients and hibernation
  * - `fetch` accepts an upgrade with `ctx.acceptWebSocket` (hibernatable) and answers 101; anything else
  *   426. Frames go through the same `Protocol` as `store.serve()`: hello with the token first, then
@@ -724,6 +735,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     if (typeof message === 'string') return session.refuse(0, 'protocol', 'server: text messages are not frames (send binary)')
     if (message.byteLength > MAX_FRAME) return session.refuse(0, 'protocol', `server: a frame of ${message.byteLength} bytes is over ${MAX_FRAME}`)
     this.#protocol.frame(session, new Uint8Array(message))
+    // A claim unanswered lives in memory only, as a hold in line does: the socket says so (see #attach).
+    if (attachmentOf(ws)?.waiting !== this.#waitingOf(session)) this.#attach(session)
   }
 
   /** A client's connection closed without goodbye: its waiting holds step aside, its leases live until their ttl (LOCK-05). */
@@ -755,7 +768,18 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   #attach(session: Session): void {
     this.#sockets
       .get(session)
-      ?.serializeAttachment({ conn: session.conn, authed: session.authed, waiting: session.waiting, revision: session.revision } satisfies Attachment)
+      ?.serializeAttachment({ conn: session.conn, authed: session.authed, waiting: this.#waitingOf(session), revision: session.revision } satisfies Attachment)
+  }
+
+  /**
+   * Whether a session has what a restart loses: holds in line, or pool claims not yet answered (in
+   * line, or being written). Such a client is closed 1012 after a restart, to ask again: a claim with
+   * its claim id, which answers the first outcome if it was kept (POOL-03). The flag is set after the
+   * frame that made a claim; it is cleared at a later frame, so a client may be closed once for
+   * nothing, which costs it a reconnect.
+   */
+  #waitingOf(session: Session): boolean {
+    return session.waiting || session.claims.size > 0
   }
 
   /** A client's session ended; with goodbye, the engine ended its leases, which are forgotten here too. */

@@ -18,10 +18,11 @@
  * resize by anyone does not make the handle's calls invalid.
  */
 
-import { CancelledError, InvalidError, errorOf } from '../errors.js'
+import { InvalidError, errorOf } from '../errors.js'
 import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
+import { cancellable } from './cancellable.js'
 import type { ErrorAnswer, HoldfastObjectRpc, PoolOp } from './types.js'
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
@@ -75,38 +76,23 @@ export class WorkerPools implements PoolStore {
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
     const stub = this.#caller.stub(pool.name)
     const options = { id, wait: request.wait === Infinity ? null : request.wait, ttl: request.ttl }
-    const signal = request.signal
-    let cancelled = false
-    let onAbort: (() => void) | undefined
-    const aborted = new Promise<never>((_, reject) => {
-      if (!signal) return
-      onAbort = () => {
-        cancelled = true
-        reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
-        stub.poolOp('cancel', pool.name, 0, id, 0).catch(() => {})
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-    })
-    aborted.catch(() => {})
     const answering = this.#caller.call(place, () => stub.poolClaim(pool.name, this.#capacity(pool), request.n, options), request.wait)
-    try {
-      const answer = ok(await (signal ? Promise.race([answering, aborted]) : answering))
-      this.#answered(pool)
-      return answer.claimed
-        ? { claimed: true, remaining: answer.remaining, claim: new Claim(pool, id, request.n) }
-        : { claimed: false, remaining: answer.remaining }
-    } finally {
-      if (onAbort) signal!.removeEventListener('abort', onAbort)
-      if (cancelled) {
+    const answer = ok(
+      await cancellable(
+        place,
+        request.signal,
+        answering,
+        () => stub.poolOp('cancel', pool.name, 0, id, 0),
         // A claim that raced the cancel is let go.
-        answering.then(
-          answer => {
-            if ('ok' in answer && answer.ok.claimed) stub.poolOp('release', pool.name, 0, id, 0).catch(() => {})
-          },
-          () => {},
-        )
-      }
-    }
+        answer => {
+          if ('ok' in answer && answer.ok.claimed) stub.poolOp('release', pool.name, 0, id, 0).catch(() => {})
+        },
+      ),
+    )
+    this.#answered(pool)
+    return answer.claimed
+      ? { claimed: true, remaining: answer.remaining, claim: new Claim(pool, id, request.n) }
+      : { claimed: false, remaining: answer.remaining }
   }
 
   async #op(pool: Pool, op: PoolOp, claim: string, value: number): Promise<number> {

@@ -29,7 +29,7 @@
  * error as its `cause`.
  */
 
-import { CancelledError, ClosedError, InvalidError, LimitError, type LostError, errorOf } from '../errors.js'
+import { ClosedError, InvalidError, LimitError, type LostError, errorOf } from '../errors.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'
@@ -47,6 +47,7 @@ import { Renewal, type Renewed } from '../remote/renewal.js'
 import type { Pool } from '../pool/pool.js'
 import type { PoolOptions } from '../pool/types.js'
 import { WorkerPools } from './worker-pools.js'
+import { cancellable } from './cancellable.js'
 
 /** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
 type Resource = SharedResource<Lease>
@@ -207,40 +208,24 @@ export class WorkerStore implements LeaseOwner {
     const stub = this.#stub(handle.name, key)
     const request = randomId()
     const options: AcquireOptions = { limit: handle.limit, ttl: handle.ttl, maxHold: handle._maxHold, wait: wait === Infinity ? null : wait, request }
-    let cancelled = false
-    let onAbort: (() => void) | undefined
-    const aborted = new Promise<never>((_, reject) => {
-      if (!signal) return
-      onAbort = () => {
-        cancelled = true
-        reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
-        stub.cancel(request).catch(() => {})
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-    })
-    aborted.catch(() => {})
     const answering = this.#call(
       place,
       () => (isTry ? stub.tryAcquire(handle.kind, handle.name, key, options) : stub.acquire(handle.kind, handle.name, key, options)),
       wait,
     )
-    try {
-      const answer = await (signal ? Promise.race([answering, aborted]) : answering)
-      if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
-      if (answer.ok === null) return undefined
-      return this.#granted(handle, key, stub, answer.ok)
-    } finally {
-      if (onAbort) signal!.removeEventListener('abort', onAbort)
-      if (cancelled) {
-        // A grant that raced the cancel is let go.
-        answering.then(
-          answer => {
-            if ('ok' in answer && answer.ok) stub.release(answer.ok.lease).catch(() => {})
-          },
-          () => {},
-        )
-      }
-    }
+    const answer = await cancellable(
+      place,
+      signal,
+      answering,
+      () => stub.cancel(request),
+      // A grant that raced the cancel is let go.
+      answer => {
+        if ('ok' in answer && answer.ok) stub.release(answer.ok.lease).catch(() => {})
+      },
+    )
+    if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
+    if (answer.ok === null) return undefined
+    return this.#granted(handle, key, stub, answer.ok)
   }
 
   /** Calls the object, asking again (same request id) after a retryable failure, within `wait`. */
