@@ -243,3 +243,73 @@ test('holdfast/cloudflare outside workerd (Node): importing is harmless, using i
   const where = await cf('object', { name: 'jobs', key: 'chat-42', shard: 16 })
   assert.equal(cloudflare.objectName('jobs', 'chat-42', { shard: 16 }), where.name)
 })
+
+// ---- pools (issue #16) in the Durable Object, from a Worker: workerStore(env.HOLDFAST).pool(name, { capacity }) ----
+
+/** One pool step (see src/cloudflare.js `pools`). */
+const pool = (name, step, params = {}) => cf('pool', { name, step, ...params })
+
+test('POOL-01 in the Durable Object: remaining never goes below zero nor above capacity, under concurrent claims from a Worker', async () => {
+  const many = await pool('pool-01', 'many', { capacity: 5, n: 1, count: 12 })
+  const claimed = many.results.filter(r => r.claimed)
+  // 12 claims of 1 on 5 units, the odd ones asked twice at once by id (6 ids): at most 5 units taken.
+  assert.equal(many.remaining, 0, JSON.stringify(many))
+  assert.ok(claimed.length >= 5, JSON.stringify(many))
+  assert.equal(new Set(claimed.map(r => r.id)).size, 5, `5 distinct claims took the 5 units: ${JSON.stringify(many)}`)
+  for (const r of many.results) assert.ok(r.remaining >= 0 && r.remaining <= 5, JSON.stringify(r))
+  assert.deepEqual(await pool('pool-01', 'claim', { capacity: 5, n: 1 }), { claimed: false, remaining: 0 })
+  for (const id of new Set(claimed.map(r => r.id))) assert.deepEqual(await pool('pool-01', 'release', { capacity: 5, id }), { released: true })
+  assert.deepEqual(await pool('pool-01', 'release', { capacity: 5, id: claimed[0].id }), { released: false }, 'released once')
+  assert.deepEqual(await pool('pool-01', 'remaining', { capacity: 5 }), { remaining: 5 }, 'never above capacity')
+  // Capacity is fixed by first use; a resize never goes below what is claimed.
+  const other = await pool('pool-01', 'remaining', { capacity: 6 })
+  assert.equal(other.error?.code, 'invalid', JSON.stringify(other))
+  assert.match(other.error.message, /5/)
+  assert.match(other.error.message, /6/)
+  const c = await pool('pool-01', 'claim', { capacity: 5, n: 4, id: 'four' })
+  assert.equal(c.claimed, true, JSON.stringify(c))
+  const shrink = await pool('pool-01', 'resize', { capacity: 5, to: 3 })
+  assert.equal(shrink.error?.code, 'invalid', JSON.stringify(shrink))
+  assert.deepEqual(await pool('pool-01', 'resize', { capacity: 5, to: 8 }), { remaining: 4 })
+  assert.deepEqual(await pool('pool-01', 'release', { capacity: 8, id: 'four' }), { released: true })
+})
+
+test('POOL-02 in the Durable Object: a claim answered claimed survives a restart of the object (its storage keeps it)', async () => {
+  const kept = await pool('pool-02', 'claim', { capacity: 10, n: 3, id: 'order-1' })
+  assert.deepEqual(kept, { claimed: true, remaining: 7, id: 'order-1', units: 3 })
+  const ttl = await pool('pool-02', 'claim', { capacity: 10, n: 2, id: 'cart', ttl: '1h' })
+  assert.equal(ttl.claimed, true, JSON.stringify(ttl))
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'pool-02' })
+  assert.deepEqual(await pool('pool-02', 'remaining', { capacity: 10 }), { remaining: 5 }, 'both claims read back')
+  // The id asked again after the restart answers the first outcome, and takes nothing.
+  assert.deepEqual(await pool('pool-02', 'claim', { capacity: 10, n: 3, id: 'order-1' }), { claimed: true, remaining: 7, id: 'order-1', units: 3 })
+  assert.deepEqual(await pool('pool-02', 'confirm', { capacity: 10, id: 'cart' }), { confirmed: true })
+  assert.deepEqual(await pool('pool-02', 'release', { capacity: 10, id: 'order-1' }), { released: true })
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'pool-02' })
+  assert.deepEqual(await pool('pool-02', 'remaining', { capacity: 10 }), { remaining: 8 }, 'the release and the confirm read back')
+  assert.deepEqual(await pool('pool-02', 'release', { capacity: 10, id: 'cart' }), { released: true })
+  assert.deepEqual(await pool('pool-02', 'remaining', { capacity: 10 }), { remaining: 10 })
+})
+
+test('POOL-03 in the Durable Object: a claim id asked again answers the first outcome and never takes units twice', async () => {
+  const first = await pool('pool-03', 'claim', { capacity: 4, n: 3, id: 'retry' })
+  assert.deepEqual(first, { claimed: true, remaining: 1, id: 'retry', units: 3 })
+  assert.deepEqual(await pool('pool-03', 'claim', { capacity: 4, n: 3, id: 'retry' }), first, 'the first outcome again')
+  assert.deepEqual(await pool('pool-03', 'remaining', { capacity: 4 }), { remaining: 1 }, 'units taken once')
+  const other = await pool('pool-03', 'claim', { capacity: 4, n: 2, id: 'retry' })
+  assert.equal(other.error?.code, 'invalid', `another n under the same id: ${JSON.stringify(other)}`)
+  assert.deepEqual(await pool('pool-03', 'release', { capacity: 4, id: 'retry' }), { released: true })
+  // Released, its id is still remembered: asked again, the first outcome, not a new claim.
+  assert.deepEqual(await pool('pool-03', 'claim', { capacity: 4, n: 3, id: 'retry' }), first)
+  assert.deepEqual(await pool('pool-03', 'remaining', { capacity: 4 }), { remaining: 4 })
+})
+
+test('POOL-04 in the Durable Object: waiting claims are served in order, the head is not overtaken, and an aborted wait leaves the line', async () => {
+  const line = await pool('pool-04', 'line', { capacity: 3 })
+  assert.deepEqual(line.before, { order: [], remaining: 1 }, `B (1 unit) fits but waits behind A: ${JSON.stringify(line)}`)
+  assert.deepEqual(line.order, ['a', 'b'], JSON.stringify(line))
+  assert.equal(line.first.claimed && line.second.claimed, true, JSON.stringify(line))
+  assert.equal(line.third.error?.name, 'CancelledError', JSON.stringify(line.third))
+  assert.equal(line.fourth.claimed, true, `a claim after the aborted one is not held up: ${JSON.stringify(line)}`)
+  assert.equal(line.after, 3, JSON.stringify(line))
+})

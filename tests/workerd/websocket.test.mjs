@@ -266,3 +266,40 @@ test('holds waiting over WebSocket when the object restarts are sent to ask agai
   await lease.release()
   assert.ok((await waited) > lease.fence)
 })
+
+test('#16: pools over WebSocket (revision 4) in the object: claim, release and remaining; a claim survives a restart of the object (POOL-02) and its id asked again answers the first outcome (POOL-03)', async t => {
+  const open = clients(t)
+  const [a, b] = await Promise.all([open('pools'), open('pools')])
+  const seats = a.pool('seats', { capacity: 5 })
+  const first = await seats.claim(3, { id: 'order-1' })
+  assert.equal(first.claimed, true)
+  assert.equal(first.remaining, 2)
+  assert.deepEqual(await b.pool('seats', { capacity: 5 }).claim(3), { claimed: false, remaining: 2 }, 'POOL-01: never below zero')
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'pools', webSockets: 'close' })
+  assert.equal(await until(() => b.pool('seats', { capacity: 5 }).remaining().catch(() => null), 10_000, 'the restarted object answers'), 2, 'read back')
+  const again = await seats.claim(3, { id: 'order-1' })
+  assert.deepEqual({ claimed: again.claimed, remaining: again.remaining }, { claimed: true, remaining: 2 }, 'the first outcome')
+  assert.equal(await first.claim.release(), true)
+  assert.equal(await seats.release('order-1'), false, 'released once')
+  assert.equal(await seats.remaining(), 5)
+})
+
+test('#16: a claim waiting over WebSocket when the object restarts asks again (closed 1012) and is served in its turn (POOL-04)', async t => {
+  const open = clients(t)
+  const [holder, waiter] = await Promise.all([open('pools-wait'), open('pools-wait')])
+  const held = await holder.pool('tickets', { capacity: 2 }).claim(2, { id: 'held' })
+  assert.equal(held.claimed, true)
+  const waiting = waiter.pool('tickets', { capacity: 2 }).claim(1, { id: 'w', wait: '30s' })
+  const line = async () => (await holder.inspect()).find(p => p.kind === 'pool' && p.name === 'tickets')?.waiting
+  await until(async () => (await line()) === 1, 5_000, 'the claim waits in line')
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'pools-wait', webSockets: 'hibernate' })
+  // The next frame wakes the object, which lost the claim in line: the waiter is sent to ask again.
+  assert.equal(await holder.pool('tickets').remaining(), 0)
+  await until(async () => (await line()) === 1, 10_000, 'the waiter back in line after the restart')
+  assert.equal(await held.claim.release(), true)
+  const served = await waiting
+  assert.equal(served.claimed, true, JSON.stringify(served))
+  assert.equal(served.remaining, 1)
+  assert.equal(await served.claim.release(), true)
+  assert.equal(await holder.pool('tickets').remaining(), 2)
+})

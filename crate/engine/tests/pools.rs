@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::{events, opened};
-use holdfast_engine::pool::{SLOTS, SNAPSHOT_KEY, TOMBSTONE_MS};
+use holdfast_engine::pool::{MAX_VALUE_BYTES, SLOTS, SNAPSHOT_KEY, TOMBSTONE_MS};
 use holdfast_engine::{Cancelled, Claim, Confirm, Engine, Event, Failure, Id, PoolId, PoolLoad};
 
 type Disk = HashMap<String, String>;
@@ -15,7 +15,7 @@ type Disk = HashMap<String, String>;
 /// Takes the pools' write, stores it and acknowledges it; answers the events that follow.
 fn flush(e: &mut Engine, disk: &mut Disk, now: u64) -> Vec<Event> {
     let w = e.poll_pool_write().expect("a write is wanted");
-    disk.insert(w.key, w.value);
+    disk.extend(w.sets);
     e.pool_written(w.seq, now);
     let evs = events(e);
     e.check();
@@ -219,7 +219,7 @@ fn pool_02_group_commit_one_write_keeps_every_claim_made_before_it_was_taken() {
         .map(|i| writing(claim(&mut e, p, 2, &format!("b{i}"), 1)))
         .collect();
     assert_eq!(e.poll_pool_write(), None);
-    disk.insert(w.key, w.value);
+    disk.extend(w.sets);
     e.pool_written(w.seq, 2);
     let evs = events(&mut e);
     assert_eq!(
@@ -251,8 +251,8 @@ fn pool_02_counts_and_open_claims_survive_a_restart() {
     e.claim(seats, 1, "cart", true, Some(0), Some(60_000), 2)
         .unwrap();
     let w = e.poll_pool_write().unwrap();
-    assert_ne!(w.key, SNAPSHOT_KEY, "a segment of the changes");
-    disk.insert(w.key, w.value);
+    assert!(!w.snapshot, "a segment of the changes");
+    disk.extend(w.sets);
     e.pool_written(w.seq, 3);
     // A change not yet written is lost with the process (kill -9); the written ones are not.
     writing(claim(&mut e, seats, 100, "lost", 4));
@@ -344,7 +344,7 @@ fn pool_02_a_failed_write_takes_its_claims_back_and_the_next_write_is_a_snapshot
     let a = writing(claim(&mut e, p, 2, "a", 1));
     let waiter = queued(e.claim(p, 2, "w", true, None, None, 1).unwrap());
     let w = e.poll_pool_write().unwrap();
-    assert_ne!(w.key, SNAPSHOT_KEY);
+    assert!(!w.snapshot);
     e.pool_write_failed(w.seq, 2);
     assert_eq!(
         events(&mut e),
@@ -357,8 +357,8 @@ fn pool_02_a_failed_write_takes_its_claims_back_and_the_next_write_is_a_snapshot
     // Its units came back, and the waiter took them: it waits for the next write, a snapshot.
     assert_eq!(e.pool_remaining(p, 2).unwrap(), 0);
     let w = e.poll_pool_write().unwrap();
-    assert_eq!(w.key, SNAPSHOT_KEY);
-    disk.insert(w.key, w.value);
+    assert!(w.snapshot);
+    disk.extend(w.sets);
     e.pool_written(w.seq, 3);
     assert_eq!(
         events(&mut e),
@@ -388,8 +388,8 @@ fn pool_02_segments_are_read_back_in_order_and_a_snapshot_comes_before_a_slot_is
             e.release_claim(p, &format!("c{}", i / 2), i).unwrap();
         }
         let w = e.poll_pool_write().unwrap();
-        snapshots += usize::from(w.key == SNAPSHOT_KEY);
-        disk.insert(w.key, w.value);
+        snapshots += usize::from(w.snapshot);
+        disk.extend(w.sets);
         e.pool_written(w.seq, i);
         events(&mut e);
         let mut back = reopen(&disk, i, i);
@@ -584,7 +584,7 @@ fn pool_04_a_claim_cancelled_before_its_write_is_answered_is_undone() {
     // `b`'s claim is written (and acknowledged) before it is cancelled: the undo is in the log.
     let b = writing(claim(&mut e, p, 1, "b", 0));
     let w = e.poll_pool_write().unwrap();
-    disk.insert(w.key, w.value);
+    disk.extend(w.sets);
     assert_eq!(e.cancel_claim(b, 0).unwrap(), Cancelled::Released);
     e.pool_written(w.seq, 0);
     assert_eq!(events(&mut e), vec![], "b is not answered");
@@ -673,4 +673,285 @@ fn a_store_keeps_at_most_max_pools_pools() {
     assert_eq!(err.code(), "limit");
     assert!(err.to_string().contains("100000"), "{err}");
     assert!(e.pool("p7", 1).is_ok(), "a pool it has is still named");
+}
+
+// ---- #16 part 1: no value longer than storage takes (chunked snapshots) --------------------------
+
+/// A uuid-like claim id of 36 characters.
+fn uuid(i: usize) -> String {
+    format!("{i:08x}-0000-4000-8000-{:012x}", i * 7919)
+}
+
+/// Every value of write `w` is within the bound (60 KiB: under Deno KV's 64 KiB and a Durable
+/// Object's 128 KiB); answers them.
+fn bounded(w: &holdfast_engine::PoolWrite) -> &[(String, String)] {
+    let bound = MAX_VALUE_BYTES.min(60 * 1024);
+    for (key, value) in &w.sets {
+        assert!(
+            value.len() <= bound,
+            "write {} sets {key} to {} bytes, over {bound}",
+            w.seq,
+            value.len()
+        );
+    }
+    &w.sets
+}
+
+/// Takes the pools' write, checks its values' lengths, stores and acknowledges it.
+fn flush_bounded(e: &mut Engine, disk: &mut Disk, now: u64) -> holdfast_engine::PoolWrite {
+    let w = e.poll_pool_write().expect("a write is wanted");
+    disk.extend(bounded(&w).iter().cloned());
+    e.pool_written(w.seq, now);
+    events(e);
+    e.check();
+    w
+}
+
+/// The claims (pool, id, n) asked of a store: the same answers from `a` and `b` (each id's first
+/// outcome and whether it is open, POOL-03) and the same pools mean they read back the same.
+fn same_state(a: &mut Engine, b: &mut Engine, claims: &[(String, String, u64)], now: u64) {
+    assert_eq!(a.inspect_pools().unwrap(), b.inspect_pools().unwrap());
+    for (pool, id, n) in claims {
+        let (pa, pb) = (a.find_pool(pool).unwrap(), b.find_pool(pool).unwrap());
+        let got = (
+            a.claim(pa, *n, id, true, Some(0), None, now).unwrap(),
+            b.claim(pb, *n, id, true, Some(0), None, now).unwrap(),
+        );
+        assert_eq!(got.0, got.1, "claim {id} of pool {pool}");
+        assert!(
+            matches!(got.0, Claim::Known { .. }),
+            "{id}: {:?} (the probe asks only known ids)",
+            got.0
+        );
+    }
+}
+
+/// A store with 20,000 open claims of 36-character ids and as many tombstones, in three pools,
+/// made in turns of every size: one turn of 12,000 claims, turns of a few, and turns releasing
+/// thousands (released ids stay 24 hours as tombstones), plus ids that escape to three times
+/// their length.
+fn busy_store(disk: &mut Disk) -> (Engine, Vec<(String, String, u64)>) {
+    let mut e = opened();
+    let mut known = Vec::new();
+    let pools: Vec<_> = (0..3)
+        .map(|i| e.pool(&format!("pool-{i}"), 1_000_000_000).unwrap())
+        .collect();
+    let take = |e: &mut Engine, known: &mut Vec<(String, String, u64)>, count: usize| {
+        for _ in 0..count {
+            let next = known.len();
+            let (p, id) = if next % 1000 == 999 {
+                // 128 bytes, each escaped to three.
+                let head = format!("{next}/");
+                (0, head.clone() + &"%".repeat(128 - head.len()))
+            } else {
+                (next % 3, uuid(next))
+            };
+            let n = 1 + (next % 5) as u64;
+            writing(e.claim(pools[p], n, &id, true, Some(0), None, 0).unwrap());
+            known.push((format!("pool-{p}"), id, n));
+        }
+    };
+    take(&mut e, &mut known, 12_000);
+    flush_bounded(&mut e, disk, 0);
+    for turn in 0..40 {
+        take(&mut e, &mut known, if turn % 2 == 0 { 3 } else { 700 });
+        flush_bounded(&mut e, disk, 0);
+    }
+    // 20,000 released (tombstones), in turns of 5,000: each turn's segment is far over the bound.
+    let left = 40_000 - known.len();
+    take(&mut e, &mut known, left);
+    flush_bounded(&mut e, disk, 0);
+    for turn in 0..4 {
+        for (pool, id, _) in &known[turn * 5_000..(turn + 1) * 5_000] {
+            let p = e.find_pool(pool).unwrap();
+            assert!(e.release_claim(p, id, 0).unwrap().is_some());
+        }
+        flush_bounded(&mut e, disk, 0);
+    }
+    let fp = e.footprint();
+    assert_eq!(
+        fp.claims, 40_000,
+        "20,000 open claims and 20,000 tombstones"
+    );
+    (e, known)
+}
+
+#[test]
+fn issue_16_part_1_no_value_handed_to_the_host_exceeds_the_bound_and_all_reads_back_exactly() {
+    let mut disk = Disk::new();
+    let (mut e, known) = busy_store(&mut disk);
+    let chunks = disk
+        .keys()
+        .filter(|k| k.starts_with("holdfast.pools.a.") || k.starts_with("holdfast.pools.b."))
+        .count();
+    assert!(
+        chunks >= 2 * 10,
+        "the snapshots took chunks in both generations: {chunks}"
+    );
+    // A snapshot now (as after a failed write) is bounded too.
+    let p = e.find_pool("pool-0").unwrap();
+    let w = e.poll_pool_write();
+    assert!(w.is_none());
+    writing(claim(&mut e, p, 1, "fails", 0));
+    let w = e.poll_pool_write().unwrap();
+    bounded(&w);
+    e.pool_write_failed(w.seq, 0);
+    events(&mut e);
+    let w = flush_bounded(&mut e, &mut disk, 0);
+    assert!(w.snapshot && w.sets.len() > 10, "{} sets", w.sets.len());
+    let mut back = reopen(&disk, 0, 0);
+    same_state(&mut e, &mut back, &known, 0);
+}
+
+#[test]
+fn issue_16_part_1_a_crash_after_any_prefix_of_a_chunked_snapshot_reads_back_the_state_before() {
+    let mut disk = Disk::new();
+    let (mut e, known) = busy_store(&mut disk);
+    let before = disk.clone();
+    // A turn too busy for a segment: a snapshot in chunks, which a crash cuts after each prefix.
+    let p = e.find_pool("pool-1").unwrap();
+    for (pool, id, _) in &known[20_000..25_000] {
+        let q = e.find_pool(pool).unwrap();
+        e.release_claim(q, id, 0).unwrap();
+    }
+    writing(claim(&mut e, p, 7, "after", 0));
+    let w = e.poll_pool_write().unwrap();
+    assert!(w.snapshot && w.sets.len() > 10, "{} sets", w.sets.len());
+    let sets = bounded(&w).to_vec();
+    let probe: Vec<_> = known.iter().step_by(97).cloned().collect();
+    for cut in (0..sets.len()).step_by(3).chain([sets.len() - 1]) {
+        let mut crashed = before.clone();
+        crashed.extend(sets[..cut].iter().cloned());
+        let (mut a, mut b) = (reopen(&before, 0, 0), reopen(&crashed, 0, 0));
+        same_state(&mut a, &mut b, &probe, 0);
+    }
+    // The write failed after landing whole (an unknown outcome), then the next snapshot (into the
+    // same generation: the acknowledged one is never written over) is cut after each prefix: what
+    // reads back is the acknowledged state or the landed one, whole, never a mix.
+    e.pool_write_failed(w.seq, 0);
+    events(&mut e);
+    let mut landed = before.clone();
+    landed.extend(sets.iter().cloned());
+    writing(claim(&mut e, p, 3, "later", 0));
+    let w2 = e.poll_pool_write().unwrap();
+    assert!(w2.snapshot);
+    let sets2 = bounded(&w2).to_vec();
+    let mut seen = (false, false);
+    for cut in (0..sets2.len()).step_by(3) {
+        let mut crashed = landed.clone();
+        crashed.extend(sets2[..cut].iter().cloned());
+        let mut b = reopen(&crashed, 0, 0);
+        let q = b.find_pool("pool-1").unwrap();
+        let after = b.claim(q, 7, "after", true, Some(0), None, 0).unwrap();
+        let mut a = if matches!(after, Claim::Known { .. }) {
+            seen.1 = true;
+            reopen(&landed, 0, 0)
+        } else {
+            seen.0 = true;
+            reopen(&before, 0, 0)
+        };
+        let mut b = reopen(&crashed, 0, 0);
+        same_state(&mut a, &mut b, &probe, 0);
+    }
+    assert_eq!(seen, (true, true), "both outcomes were read back");
+    let mut done = landed.clone();
+    done.extend(sets2.iter().cloned());
+    e.pool_written(w2.seq, 0);
+    events(&mut e);
+    let mut back = reopen(&done, 0, 0);
+    same_state(&mut e, &mut back, &probe, 0);
+}
+
+#[test]
+fn issue_16_part_1_a_store_written_by_version_1_still_opens() {
+    // Version 1's one key (as the code before #16 part 1 wrote it), and a segment after it.
+    fn seal(body: &str) -> String {
+        let sum = body.bytes().fold(0x811c_9dc5u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        format!("{body}#{sum:08x}")
+    }
+    let mut disk = Disk::new();
+    let wall = 1_700_000_000_000u64;
+    disk.insert(
+        SNAPSHOT_KEY.into(),
+        seal(&format!(
+            "holdfast.pools 1 snapshot 5\np seats 10\nc a%20b 2 {wall} - 1 8\nt gone 1 {wall} 7\n"
+        )),
+    );
+    disk.insert(
+        "holdfast.pools.6".into(),
+        seal(&format!(
+            "holdfast.pools 1 log 6\nc seats x 3 {wall} - 1 5\n"
+        )),
+    );
+    let mut e = reopen(&disk, 0, wall);
+    let p = e.find_pool("seats").unwrap();
+    assert_eq!(e.pool_remaining(p, 0).unwrap(), 5);
+    assert_eq!(
+        claim(&mut e, p, 1, "gone", 0),
+        Claim::Known {
+            remaining: 7,
+            open: false
+        }
+    );
+    // The next snapshot goes into generation 1: version 1's key stays whole until it is acknowledged.
+    e.release_claim(p, "x", 0).unwrap();
+    let w = e.poll_pool_write().unwrap();
+    assert!(!w.snapshot);
+    disk.extend(w.sets);
+    e.pool_written(w.seq, 0);
+    // A version this store does not know is refused, naming it.
+    disk.insert(SNAPSHOT_KEY.into(), seal("holdfast.pools 3 snapshot 9 0\n"));
+    let mut load = PoolLoad::new();
+    let err = load
+        .feed(disk.get(SNAPSHOT_KEY).map(String::as_str))
+        .unwrap_err();
+    assert!(
+        err.contains("version 3") && err.contains(SNAPSHOT_KEY),
+        "{err}"
+    );
+}
+
+#[test]
+fn issue_16_part_1_a_store_reopened_after_a_cut_snapshot_never_reads_back_a_mix() {
+    let mut disk = Disk::new();
+    let (mut e, known) = busy_store(&mut disk);
+    let before = disk.clone();
+    let probe: Vec<_> = known.iter().step_by(97).cloned().collect();
+    // Write X, a snapshot in chunks, lands whole but is answered failed; the next snapshot Y (into
+    // the same generation) is cut after its first chunk: X's head is there, its chunk 0 is Y's.
+    let p = e.find_pool("pool-2").unwrap();
+    for (pool, id, _) in &known[20_000..25_000] {
+        let q = e.find_pool(pool).unwrap();
+        e.release_claim(q, id, 0).unwrap();
+    }
+    let x = e.poll_pool_write().unwrap();
+    assert!(x.snapshot);
+    disk.extend(x.sets.iter().cloned());
+    e.pool_write_failed(x.seq, 0);
+    writing(claim(&mut e, p, 1, "y", 0));
+    let y = e.poll_pool_write().unwrap();
+    assert!(y.snapshot && y.sets.len() > 2);
+    disk.insert(y.sets[0].0.clone(), y.sets[0].1.clone());
+    drop(e);
+    // The next process reads the acknowledged state back; its first write is a snapshot of a busy
+    // turn, cut after its first chunk (into the generation X's head is in). Numbered as X, that
+    // chunk would make X's head look whole again, with a chunk not its own.
+    let mut e = reopen(&disk, 0, 0);
+    same_state(&mut e, &mut reopen(&before, 0, 0), &probe, 0);
+    for (pool, id, _) in &known[30_000..35_000] {
+        let q = e.find_pool(pool).unwrap();
+        e.release_claim(q, id, 0).unwrap();
+    }
+    let z = e.poll_pool_write().unwrap();
+    assert!(
+        z.snapshot && z.seq > y.seq,
+        "write {} after {}",
+        z.seq,
+        y.seq
+    );
+    disk.insert(z.sets[0].0.clone(), z.sets[0].1.clone());
+    let mut back = reopen(&disk, 0, 0);
+    same_state(&mut back, &mut reopen(&before, 0, 0), &probe, 0);
 }

@@ -100,9 +100,13 @@ pub enum Mark {
     PoolReadBack,
     /// A remembered claim id was forgotten 24 hours after its claim.
     PoolTombstoneForgotten,
+    /// A pools' snapshot did not fit one value and was written in chunks.
+    PoolSnapshotInChunks,
+    /// The process died after some of a snapshot's chunks were set, before its head.
+    PoolCrashMidChunks,
 }
 
-pub const MARKS: [Mark; 44] = [
+pub const MARKS: [Mark; 46] = [
     Mark::GrantRacedCancel,
     Mark::WriteFailedWhileWaitersQueue,
     Mark::SemaphoreHeadWaits,
@@ -147,6 +151,8 @@ pub const MARKS: [Mark; 44] = [
     Mark::PoolWriteFailedTookBack,
     Mark::PoolReadBack,
     Mark::PoolTombstoneForgotten,
+    Mark::PoolSnapshotInChunks,
+    Mark::PoolCrashMidChunks,
 ];
 
 impl Mark {
@@ -196,6 +202,8 @@ impl Mark {
             Mark::PoolWriteFailedTookBack => "pool: a failed write took its claims back",
             Mark::PoolReadBack => "pool: open claims read back after a restart",
             Mark::PoolTombstoneForgotten => "pool: an id forgotten after 24 hours",
+            Mark::PoolSnapshotInChunks => "pool: a snapshot written in chunks",
+            Mark::PoolCrashMidChunks => "pool: a crash between a snapshot's chunks",
         }
     }
 

@@ -73,19 +73,45 @@ impl Storage {
 }
 
 /// The simulated storage of pools: the values the engine wrote (what a new process reads back), the
-/// model's copy of the state they keep, and the one write under way (issue #16). A write settles as
-/// a fence write does: acknowledged, failed with nothing written, or failed after reaching the disk.
-#[derive(Clone, Debug, Default)]
+/// model's copy of the state each write that landed whole keeps, and the one write under way (issue
+/// #16). A write is a list of `set`s made in order; it settles as a fence write does: acknowledged,
+/// failed with nothing written, or failed after reaching the disk whole; or the process dies after
+/// any prefix of its sets (a crash in the middle of a snapshot's chunks).
+///
+/// # Invariants (checked here, on what the engine asks for)
+/// - At most one write is under way.
+/// - No value is longer than the limit the run set (`Engine::set_pool_value_limit`): a Durable
+///   Object or Deno KV would refuse it.
+/// - No write is numbered as one that landed whole before: a process that opens numbers its writes
+///   above every one it read.
+/// - A process that opens reads back the state of a write that landed whole, no older than the last
+///   one acknowledged (`PoolDisk::read_back`).
+#[derive(Clone, Debug)]
 pub struct PoolDisk {
     pub values: std::collections::BTreeMap<String, String>,
-    /// What a process that opens now reads back, as the model says it.
-    pub durable: Vec<crate::model::DPool>,
+    /// The state each write that landed whole keeps, by its number (0: the empty store).
+    pub landed: std::collections::BTreeMap<u64, Vec<crate::model::DPool>>,
+    /// The number of the last write acknowledged.
+    pub acked: u64,
     /// The write under way, and the state it keeps once it lands.
     pub in_flight: Option<(holdfast_engine::PoolWrite, Vec<crate::model::DPool>)>,
     pub writes: u64,
+    /// The longest value storage takes.
+    pub limit: usize,
 }
 
 impl PoolDisk {
+    pub fn new(limit: usize) -> PoolDisk {
+        PoolDisk {
+            values: Default::default(),
+            landed: [(0, Vec::new())].into_iter().collect(),
+            acked: 0,
+            in_flight: None,
+            writes: 0,
+            limit,
+        }
+    }
+
     /// The host took a write.
     pub fn ask(
         &mut self,
@@ -98,6 +124,20 @@ impl PoolDisk {
                 write.seq, w.seq
             ));
         }
+        if let Some((key, value)) = write.sets.iter().find(|(_, v)| v.len() > self.limit) {
+            return Err(format!(
+                "pool storage: write {} sets {key} to {} bytes, over the {} storage takes",
+                write.seq,
+                value.len(),
+                self.limit
+            ));
+        }
+        if self.landed.contains_key(&write.seq) {
+            return Err(format!(
+                "pool storage: write {} numbered as one that landed before",
+                write.seq
+            ));
+        }
         self.in_flight = Some((write, state));
         self.writes += 1;
         Ok(())
@@ -107,18 +147,42 @@ impl PoolDisk {
     pub fn settle(&mut self, outcome: Outcome) -> Option<u64> {
         let (write, state) = self.in_flight.take()?;
         if outcome != Outcome::FailLost {
-            self.values.insert(write.key, write.value);
-            self.durable = state;
+            self.values.extend(write.sets);
+            self.landed.insert(write.seq, state);
+        }
+        if outcome == Outcome::Ok {
+            self.acked = write.seq;
         }
         Some(write.seq)
     }
 
-    /// The process dies: the write under way reached the disk or not.
-    pub fn die(&mut self, landed: bool) {
-        self.settle(if landed {
-            Outcome::FailLanded
-        } else {
-            Outcome::FailLost
-        });
+    /// The process dies: the write under way reached the disk whole (`landed`), or only its first
+    /// `cut % sets` sets (none, for a write of one set). Answers whether that cut a write of several
+    /// sets in its middle.
+    pub fn die(&mut self, landed: bool, cut: u64) -> bool {
+        if landed {
+            self.settle(Outcome::FailLanded);
+            return false;
+        }
+        let Some((write, _)) = self.in_flight.take() else {
+            return false;
+        };
+        let cut = (cut % write.sets.len() as u64) as usize;
+        self.values.extend(write.sets.into_iter().take(cut));
+        cut > 0
+    }
+
+    /// What a process that opens reads back, as the write `seq` the engine read last: the state
+    /// that write kept, if it landed whole and is no older than the last acknowledged.
+    pub fn read_back(&self, seq: u64) -> Result<&[crate::model::DPool], String> {
+        if seq < self.acked {
+            return Err(format!(
+                "open: pools read back as of write {seq}, before write {} was acknowledged: acknowledged changes lost",
+                self.acked
+            ));
+        }
+        self.landed.get(&seq).map(Vec::as_slice).ok_or_else(|| {
+            format!("open: pools read back as of write {seq}, which never landed whole: a mix")
+        })
     }
 }

@@ -155,10 +155,11 @@ impl Core {
         let Some(write) = self.inner.borrow_mut().engine.poll_pool_write() else {
             return Ok(JsValue::UNDEFINED);
         };
+        let (keys, values) = write.sets.into_iter().unzip();
         let write = JsPoolWrite {
             seq: write.seq as f64,
-            keys: vec![write.key],
-            values: vec![write.value],
+            keys,
+            values,
         };
         serde_wasm_bindgen::to_value(&write).map_err(|e| js_error("invalid", &e.to_string(), None))
     }

@@ -20,6 +20,17 @@
  *   reconnects and asks again with its request id and gets the same lease and fence; one that ended
  *   answers `lost`.
  *
+ * # Pools (issue #16)
+ * - The store's pools are kept by the store itself in the object's storage (the pools' keys, each
+ *   value within 60 KiB, under the object's 128 KiB: see the engine's pool/log.rs): a claim is answered
+ *   only once its write resolved, and a restarted object reads them back (POOL-02).
+ * - Workers reach them over RPC (`poolClaim`, `poolOp`: `workerStore(...).pool()`, worker-pools.ts),
+ *   WebSocket clients with the frames of revision 4 (`connect(url).pool()`), as from `holdfast serve`.
+ * - A claim not yet answered lives in memory only: an RPC claim's call fails with the restart and is
+ *   asked again with its claim id; a WebSocket client with one is closed 1012 after a restart (as one
+ *   with holds in line), and asks again with its claim ids. Either way the first outcome if the claim
+ *   was kept, a claim anew if not: never units nobody was told of.
+ *
  * # WebSocket clients and hibernation
  * - `fetch` accepts an upgrade with `ctx.acceptWebSocket` (hibernatable) and answers 101; anything else
  *   426. Frames go through the same `Protocol` as `store.serve()`: hello with the token first, then
@@ -55,7 +66,7 @@ import { openStore } from '../entry/workerd.js'
 import { RemoteRequest, type RemoteSink } from '../remote/request.js'
 import { MAX_FRAME, Protocol, Session, refuseHello } from '../remote/session.js'
 import { MAX_ANSWER } from '../remote/inspect-pages.js'
-import { BATCHES } from '../remote/wire.js'
+import { REVISION } from '../remote/wire.js'
 import { attachmentOf, closeQuietly, socketOf, type Attachment } from './hibernatable-socket.js'
 import { checkMaxHold } from '../../wasm/holdfast_wasm.js'
 import { HoldfastError, InvalidError, fromEngine, type ErrorCode } from '../errors.js'
@@ -66,10 +77,15 @@ import type { Clock } from '../util/clock.js'
 import type { Storage } from '../storage/storage.js'
 import type { Store } from '../store/store.js'
 import type { KeyInfo } from '../types.js'
+import type { Pool } from '../pool/pool.js'
 import type {
   AcquireAnswer,
   AcquireOptions,
   DoneAnswer,
+  PoolClaimAnswer,
+  PoolClaimOptions,
+  PoolOp,
+  PoolOpAnswer,
   DurableObjectStateLike,
   DurableObjectStorageLike,
   ErrorAnswer,
@@ -303,6 +319,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** Restored leases not renewed since: the timer that ends them at their old deadline. */
   readonly #restored = new Map<string, unknown>()
   #conn = 0
+  /** Claims of RPC callers not yet answered, by pool and claim id: `poolOp('cancel')` aborts them. */
+  readonly #claims = new Map<string, AbortController>()
   /** While leases kept before a restart are taken back. */
   #restoring = false
   readonly #sink = {
@@ -328,8 +346,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       },
       NO_TOKEN,
       MAX_ANSWER,
-      // Pools (revision 4) are not kept in a Durable Object yet: its clients refuse them clearly.
-      BATCHES,
+      REVISION,
     )
     void this.#state.blockConcurrencyWhile(() => this.#open())
   }
@@ -590,6 +607,77 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     }
   }
 
+  // ---- pools (issue #16): kept by the store in the object's storage, as any store keeps them ----
+
+  /** The pool of a call: made with `capacity` if new (0: it must exist), as a served client's frame names it. */
+  #pool(name: unknown, capacity: unknown): Pool {
+    if (typeof name !== 'string') throw new InvalidError(`pool: name must be a string, not ${typeof name}`)
+    if (typeof capacity !== 'number' || !Number.isInteger(capacity) || capacity < 0)
+      throw new InvalidError(`pool ${name}: capacity ${String(capacity)} must be a whole number (0: the pool as it is)`)
+    return this.#store._servedPool(name, capacity)
+  }
+
+  /**
+   * Claims `n` units of pool `name` for a Worker (`workerStore(...).pool(name).claim()`): answered
+   * once the object's storage kept the claim. The claim id is always the caller's, so that a call
+   * asked again after a failure (the object restarted) answers the first claim's outcome.
+   */
+  async poolClaim(name: string, capacity: number, n: number, options: PoolClaimOptions): Promise<PoolClaimAnswer> {
+    try {
+      await this.#begin()
+      const pool = this.#pool(name, capacity)
+      const o = checkOptions(options, `pool ${pool.name}: claim`, ['id', 'wait', 'ttl'])
+      if (typeof o.id !== 'string') throw new InvalidError(`pool ${pool.name}: claim id must be a string`)
+      if (o.wait !== null && typeof o.wait !== 'number') throw new InvalidError(`pool ${pool.name}: wait must be a number of ms, or null`)
+      if (typeof o.ttl !== 'number') throw new InvalidError(`pool ${pool.name}: ttl must be a number of ms (0: none)`)
+      const key = `${pool.name}\0${o.id}`
+      const controller = new AbortController()
+      // Asked again while the first call still waits (a retry): the first is let go, this one answers.
+      this.#claims.get(key)?.abort()
+      this.#claims.set(key, controller)
+      try {
+        const result = await pool.claim(n, {
+          id: o.id,
+          wait: o.wait === null ? Infinity : (o.wait as number),
+          signal: controller.signal,
+          ...(o.ttl === 0 ? {} : { ttl: o.ttl as number }),
+        })
+        return { ok: { claimed: result.claimed, remaining: result.remaining } }
+      } finally {
+        if (this.#claims.get(key) === controller) this.#claims.delete(key)
+      }
+    } catch (error) {
+      return errorAnswer(error)
+    }
+  }
+
+  /** The other pool operations of a Worker (see `PoolOp`). */
+  async poolOp(op: PoolOp, name: string, capacity: number, claim: string, value: number): Promise<PoolOpAnswer> {
+    try {
+      await this.#begin()
+      const pool = this.#pool(name, capacity)
+      switch (op) {
+        case 'release':
+          return { ok: (await pool.release(claim)) ? 1 : 0 }
+        case 'confirm':
+          await pool.confirm(claim)
+          return { ok: 0 }
+        case 'remaining':
+          return { ok: await pool.remaining() }
+        case 'resize':
+          await pool.resize(value)
+          return { ok: 0 }
+        case 'cancel':
+          this.#claims.get(`${pool.name}\0${claim}`)?.abort()
+          return { ok: 0 }
+        default:
+          throw new InvalidError(`pool ${pool.name}: op ${JSON.stringify(op)} must be release, confirm, remaining, resize or cancel`)
+      }
+    } catch (error) {
+      return errorAnswer(error)
+    }
+  }
+
   /** The busy keys of this object's store (a restored lease shows the engine's new fence). */
   async inspect(): Promise<KeyInfo[]> {
     await this.#begin()
@@ -647,6 +735,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     if (typeof message === 'string') return session.refuse(0, 'protocol', 'server: text messages are not frames (send binary)')
     if (message.byteLength > MAX_FRAME) return session.refuse(0, 'protocol', `server: a frame of ${message.byteLength} bytes is over ${MAX_FRAME}`)
     this.#protocol.frame(session, new Uint8Array(message))
+    // A claim unanswered lives in memory only, as a hold in line does: the socket says so (see #attach).
+    if (attachmentOf(ws)?.waiting !== this.#waitingOf(session)) this.#attach(session)
   }
 
   /** A client's connection closed without goodbye: its waiting holds step aside, its leases live until their ttl (LOCK-05). */
@@ -678,7 +768,18 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   #attach(session: Session): void {
     this.#sockets
       .get(session)
-      ?.serializeAttachment({ conn: session.conn, authed: session.authed, waiting: session.waiting, revision: session.revision } satisfies Attachment)
+      ?.serializeAttachment({ conn: session.conn, authed: session.authed, waiting: this.#waitingOf(session), revision: session.revision } satisfies Attachment)
+  }
+
+  /**
+   * Whether a session has what a restart loses: holds in line, or pool claims not yet answered (in
+   * line, or being written). Such a client is closed 1012 after a restart, to ask again: a claim with
+   * its claim id, which answers the first outcome if it was kept (POOL-03). The flag is set after the
+   * frame that made a claim; it is cleared at a later frame, so a client may be closed once for
+   * nothing, which costs it a reconnect.
+   */
+  #waitingOf(session: Session): boolean {
+    return session.waiting || session.claims.size > 0
   }
 
   /** A client's session ended; with goodbye, the engine ended its leases, which are forgotten here too. */

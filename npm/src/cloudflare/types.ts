@@ -45,6 +45,22 @@ export type TryAcquireAnswer = { ok: LeaseGrant | null } | ErrorAnswer
 export type RenewAnswer = { ok: { ttl: number; revokeIn: number } } | ErrorAnswer
 export type DoneAnswer = { ok: true } | ErrorAnswer
 
+/** What `poolClaim` carries besides the pool's name, its capacity and the units. */
+export interface PoolClaimOptions {
+  /** The claim's id (always sent: a call asked again with it never takes units twice, POOL-03). */
+  id: string
+  /** ms to wait in line; `null` for no limit. */
+  wait: number | null
+  /** ms after which the units come back unless confirmed; 0 for none. */
+  ttl: number
+}
+
+/** A claim's outcome: `claimed` and the units left right after it (the first outcome, asked again). */
+export type PoolClaimAnswer = { ok: { claimed: boolean; remaining: number } } | ErrorAnswer
+/** The other pool operations; `ok` is a count: `release` 1 or 0 (whether it held units), `remaining` the units left, else 0. */
+export type PoolOp = 'release' | 'confirm' | 'remaining' | 'resize' | 'cancel'
+export type PoolOpAnswer = { ok: number } | ErrorAnswer
+
 /** The RPC methods of `HoldfastObject`, as a stub offers them. */
 export interface HoldfastObjectRpc {
   acquire(kind: 'lock' | 'semaphore', name: string, key: string, options: AcquireOptions): Promise<AcquireAnswer>
@@ -52,6 +68,13 @@ export interface HoldfastObjectRpc {
   renew(lease: string): Promise<RenewAnswer>
   release(lease: string): Promise<DoneAnswer>
   cancel(request: string): Promise<DoneAnswer>
+  /**
+   * Claims `n` units of pool `name` (made with `capacity` if new; 0: it must exist; another capacity
+   * than its own is `invalid`), answered once the object's storage kept the claim (POOL-02).
+   */
+  poolClaim(name: string, capacity: number, n: number, options: PoolClaimOptions): Promise<PoolClaimAnswer>
+  /** Releases, confirms or cancels (a waiting or unanswered claim) claim `claim`; reads what remains; resizes to `value`. */
+  poolOp(op: PoolOp, name: string, capacity: number, claim: string, value: number): Promise<PoolOpAnswer>
 }
 
 /** The part of a `DurableObjectNamespace` that `workerStore` uses. */

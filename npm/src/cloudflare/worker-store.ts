@@ -1,6 +1,6 @@
 /**
  * `workerStore(env.HOLDFAST, { shard })`: the lock and semaphore API of a store, in Worker code, over
- * Workers RPC to `HoldfastObject`s.
+ * Workers RPC to `HoldfastObject`s; and its pools (`pool(name, { capacity })`, worker-pools.ts).
  *
  * # Which object
  * Holds go to the object named by the lock's name (`idFromName(name)`): one object per lock or
@@ -29,7 +29,7 @@
  * error as its `cause`.
  */
 
-import { CancelledError, ClosedError, InvalidError, LimitError, type LostError, errorOf } from '../errors.js'
+import { ClosedError, InvalidError, LimitError, type LostError, errorOf } from '../errors.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'
@@ -44,6 +44,10 @@ import { TravellingHandle } from '../handle/travelling.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import { isClock, type Clock } from '../util/clock.js'
 import { Renewal, type Renewed } from '../remote/renewal.js'
+import type { Pool } from '../pool/pool.js'
+import type { PoolOptions } from '../pool/types.js'
+import { WorkerPools } from './worker-pools.js'
+import { cancellable } from './cancellable.js'
 
 /** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
 type Resource = SharedResource<Lease>
@@ -140,6 +144,10 @@ export class WorkerStore implements LeaseOwner {
   readonly #releases = new Map<number, Promise<void>>()
   readonly #resources = new ResourceNames()
   readonly #clock: Clock
+  readonly #pools = new WorkerPools({
+    stub: name => this.#namespace.get(this.#namespace.idFromName(name) as never) as HoldfastObjectRpc,
+    call: (place, call, wait) => this.#call(place, call, wait),
+  })
 
   /** @internal Use `workerStore()`. */
   constructor(namespace: DurableObjectNamespaceLike, shard: number | undefined, clock: Clock = workersClock) {
@@ -156,6 +164,14 @@ export class WorkerStore implements LeaseOwner {
   /** A semaphore: up to `limit` holders of a key at a time. */
   semaphore(name: string, options: SemaphoreOptions): WorkerLock {
     return this.#handle('semaphore', name, options)
+  }
+
+  /**
+   * A pool (issue #16): `capacity` units, claimed `n` at a time, kept by the object named `name`
+   * (see worker-pools.ts); claim, release, confirm, remaining and resize as on an in-process store.
+   */
+  pool(name: string, options: PoolOptions): Pool {
+    return this.#pools.pool(name, options)
   }
 
   #handle(kind: 'lock' | 'semaphore', name: unknown, options: unknown): WorkerLock {
@@ -192,40 +208,24 @@ export class WorkerStore implements LeaseOwner {
     const stub = this.#stub(handle.name, key)
     const request = randomId()
     const options: AcquireOptions = { limit: handle.limit, ttl: handle.ttl, maxHold: handle._maxHold, wait: wait === Infinity ? null : wait, request }
-    let cancelled = false
-    let onAbort: (() => void) | undefined
-    const aborted = new Promise<never>((_, reject) => {
-      if (!signal) return
-      onAbort = () => {
-        cancelled = true
-        reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
-        stub.cancel(request).catch(() => {})
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-    })
-    aborted.catch(() => {})
     const answering = this.#call(
       place,
       () => (isTry ? stub.tryAcquire(handle.kind, handle.name, key, options) : stub.acquire(handle.kind, handle.name, key, options)),
       wait,
     )
-    try {
-      const answer = await (signal ? Promise.race([answering, aborted]) : answering)
-      if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
-      if (answer.ok === null) return undefined
-      return this.#granted(handle, key, stub, answer.ok)
-    } finally {
-      if (onAbort) signal!.removeEventListener('abort', onAbort)
-      if (cancelled) {
-        // A grant that raced the cancel is let go.
-        answering.then(
-          answer => {
-            if ('ok' in answer && answer.ok) stub.release(answer.ok.lease).catch(() => {})
-          },
-          () => {},
-        )
-      }
-    }
+    const answer = await cancellable(
+      place,
+      signal,
+      answering,
+      () => stub.cancel(request),
+      // A grant that raced the cancel is let go.
+      answer => {
+        if ('ok' in answer && answer.ok) stub.release(answer.ok.lease).catch(() => {})
+      },
+    )
+    if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
+    if (answer.ok === null) return undefined
+    return this.#granted(handle, key, stub, answer.ok)
   }
 
   /** Calls the object, asking again (same request id) after a retryable failure, within `wait`. */

@@ -141,8 +141,69 @@ export async function cloudflare(op, q, env) {
       return await stub().alarms()
     case 'object':
       return { name: objectName(name, key, shard === undefined ? undefined : { shard }), hash: fnv1a(key) }
+    case 'pool':
+      return await pools(store, name, q)
     default:
       return { error: { code: null, name: 'NotFound', message: `no such operation ${op}` } }
+  }
+}
+
+/**
+ * Pools of workerStore (issue #16) kept in the object named by the pool: `step` is one operation, or a
+ * scenario run inside one Worker request (concurrent claims, a line of waiting claims).
+ */
+async function pools(store, name, q) {
+  const pool = store.pool(name, { capacity: Number(q.get('capacity') ?? 3) })
+  const n = Number(q.get('n') ?? 1)
+  const claimOptions = {}
+  if (q.has('id')) claimOptions.id = q.get('id')
+  if (q.has('wait')) claimOptions.wait = q.get('wait')
+  if (q.has('ttl')) claimOptions.ttl = q.get('ttl')
+  const outcome = r => ({ claimed: r.claimed, remaining: r.remaining, id: r.claim?.id, units: r.claim?.units })
+  switch (q.get('step')) {
+    case 'claim':
+      return outcome(await pool.claim(n, claimOptions))
+    case 'release':
+      return { released: await pool.release(q.get('id')) }
+    case 'confirm':
+      return { confirmed: await pool.confirm(q.get('id')).then(() => true) }
+    case 'remaining':
+      return { remaining: await pool.remaining() }
+    case 'resize':
+      await pool.resize(Number(q.get('to')))
+      return { remaining: await pool.remaining() }
+    case 'many': {
+      // `count` concurrent claims of n units each, some with ids asked twice at once.
+      const count = Number(q.get('count') ?? 10)
+      const claims = Array.from({ length: count }, (_, i) => pool.claim(n, i % 2 ? { id: `twice-${i >> 1}` } : {}))
+      const results = (await Promise.all(claims)).map(outcome)
+      return { results, remaining: await pool.remaining() }
+    }
+    case 'line': {
+      // Capacity 3: a holder takes 2; A (2 units) waits; B (1 unit, which would fit) waits behind A
+      // (head-of-line). The holder lets go: A is served first, then B. Then C waits with a signal that
+      // aborts: C leaves the line, and a claim after it is not held up by it.
+      const holder = await pool.claim(2)
+      const order = []
+      const a = pool.claim(2, { wait: '10s' }).then(r => (order.push('a'), outcome(r)))
+      await sleep(100)
+      const b = pool.claim(1, { wait: '10s' }).then(r => (order.push('b'), outcome(r)))
+      await sleep(200)
+      const before = { order: [...order], remaining: await pool.remaining() }
+      await holder.claim.release()
+      const [first, second] = await Promise.all([a, b])
+      const ac = new AbortController()
+      const c = pool.claim(1, { wait: '10s', signal: ac.signal }).then(outcome, errorInfo)
+      await sleep(100)
+      ac.abort('enough')
+      const third = await c
+      await pool.release(second.id)
+      const fourth = outcome(await pool.claim(1))
+      for (const id of [first.id, fourth.id]) await pool.release(id)
+      return { before, order, first, second, third, fourth, after: await pool.remaining() }
+    }
+    default:
+      return { error: { code: null, name: 'NotFound', message: `no such pool step ${q.get('step')}` } }
   }
 }
 

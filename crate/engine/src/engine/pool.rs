@@ -6,7 +6,7 @@
 //!
 //! # Storage
 //! Pools write to storage apart from the fence ceiling: [`Engine::poll_pool_write`] hands the host
-//! the next write (one key and its value), at most one under way, and the host answers
+//! the next write (keys and their values, set in order), at most one under way, and the host answers
 //! [`Engine::pool_written`] or [`Engine::pool_write_failed`]. The host takes it once a turn of its
 //! event loop, not after every call, so that one write keeps every claim of the turn (group
 //! commit); no claim is answered before the write that keeps it is acknowledged (POOL-02). A store
@@ -113,6 +113,14 @@ impl Engine {
         self.check_open()?;
         self.last_now = self.last_now.max(now);
         self.pools.open(load, now, wall)
+    }
+
+    /// Lowers the longest value a pools' write hands the host to `bytes` (from
+    /// [`crate::pool::MAX_VALUE_BYTES`]; at least [`crate::pool::MIN_VALUE_BYTES`], which holds any
+    /// one line of a snapshot or segment): for tests and simulations, so that snapshots of a few
+    /// claims already take chunks. `invalid` out of those bounds.
+    pub fn set_pool_value_limit(&mut self, bytes: usize) -> Result<(), Error> {
+        self.pools.set_value_limit(bytes)
     }
 
     /// The pools' next write, if one is wanted and none is under way (see the module docs). Also

@@ -43,7 +43,9 @@ mod claim;
 mod log;
 mod write;
 
-pub use log::{slot_key, PoolLoad, SLOTS, SNAPSHOT_KEY};
+pub use log::{
+    chunk_key, head_key, slot_key, PoolLoad, MAX_VALUE_BYTES, MIN_VALUE_BYTES, SLOTS, SNAPSHOT_KEY,
+};
 
 use std::collections::HashMap;
 
@@ -112,13 +114,17 @@ pub struct PoolView {
     pub waiting: u32,
 }
 
-/// One write of pools to storage: set `key` to `value`, then answer [`Pools::written`] or
-/// [`Pools::write_failed`] with `seq`.
+/// One write of pools to storage: set each key of `sets` to its value, in order (each set after
+/// the one before it was done), then answer [`Pools::written`] or [`Pools::write_failed`] with
+/// `seq`. No value is longer than [`MAX_VALUE_BYTES`]. A crash after any prefix of the sets, or a
+/// failure, loses no change acknowledged before (`log.rs`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolWrite {
     pub seq: u64,
-    pub key: String,
-    pub value: String,
+    /// A snapshot (its chunks, then its head), or else one segment.
+    pub snapshot: bool,
+    /// `(key, value)`, to set in order.
+    pub sets: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -174,7 +180,8 @@ enum PoolReq {
 #[derive(Debug)]
 struct Inflight {
     seq: u64,
-    snapshot: bool,
+    /// The generation of its snapshot (`None`: a segment).
+    gen: Option<u8>,
     records: u64,
     /// The requests it answers.
     reqs: Vec<Id>,
@@ -191,6 +198,9 @@ struct Writer {
     snapshot_due: bool,
     /// The number of the last write taken (or read back).
     seq: u64,
+    /// The generation of the last snapshot acknowledged (or read back): never written over until
+    /// another is acknowledged (`log.rs`).
+    acked_gen: Option<u8>,
     /// Segments and changes written since the last snapshot.
     segments: u64,
     records: u64,
@@ -210,6 +220,8 @@ pub struct Pools {
     clock: Clock,
     /// Whether [`Pools::open`] may still read storage back (only before any pool is named).
     fresh: bool,
+    /// The longest value a write hands the host ([`MAX_VALUE_BYTES`] unless a test lowered it).
+    value_limit: usize,
 }
 
 impl Default for Pools {
@@ -226,6 +238,7 @@ impl Default for Pools {
             },
             clock: Clock::default(),
             fresh: true,
+            value_limit: MAX_VALUE_BYTES,
         }
     }
 }

@@ -9,8 +9,8 @@
 use std::collections::VecDeque;
 
 use super::log::{
-    encode_segment, encode_snapshot, slot_key, Clock, PoolLoad, Stored, StoredPool, SLOTS,
-    SNAPSHOT_KEY,
+    encode_segment, encode_snapshot, slot_key, Clock, PoolLoad, Stored, StoredPool,
+    MAX_VALUE_BYTES, MIN_VALUE_BYTES, SLOTS,
 };
 use super::{ClaimRec, Inflight, PoolReq, PoolWrite, Pools, TOMBSTONE_MS};
 use crate::error::Error;
@@ -33,9 +33,10 @@ impl Pools {
     }
 
     /// The write to make now, if one is wanted: a segment of the changes since the last write, or a
-    /// snapshot of everything (the first write of a store, after a failed write, or when the log
-    /// since the last snapshot grew long: see `log.rs`). Every request waiting for the next write
-    /// now waits for this one.
+    /// snapshot of everything (the first write of a store, after a failed write, when the log
+    /// since the last snapshot grew long, or when the segment would be longer than a value may be:
+    /// see `log.rs`), into the generation the last acknowledged snapshot is not in. Every request
+    /// waiting for the next write now waits for this one.
     pub fn poll_write(&mut self) -> Option<PoolWrite> {
         if !self.write_wanted() {
             return None;
@@ -44,28 +45,48 @@ impl Pools {
         w.seq += 1;
         let seq = w.seq;
         let records = w.pending.len() as u64;
-        let snapshot = w.snapshot_due
+        let mut snapshot = w.snapshot_due
             || w.segments + 1 >= SLOTS
             || w.records + records > 2 * self.claims.len() as u64 + COMPACT_SLACK;
-        let (key, value) = if snapshot {
-            (
-                SNAPSHOT_KEY.to_owned(),
-                encode_snapshot(seq, &self.stored()),
-            )
-        } else {
-            (slot_key(seq), encode_segment(seq, &w.pending))
-        };
+        let mut sets = Vec::new();
+        if !snapshot {
+            let value = encode_segment(seq, &w.pending);
+            // A busy turn's changes may not fit one value: a snapshot (in chunks) keeps them.
+            snapshot = value.len() > self.value_limit;
+            if !snapshot {
+                sets.push((slot_key(seq), value));
+            }
+        }
+        let gen = snapshot.then(|| self.writer.acked_gen.map_or(0, |g| 1 - g));
+        if let Some(gen) = gen {
+            sets = encode_snapshot(seq, gen, &self.stored(), self.value_limit);
+        }
         let w = &mut self.writer;
         w.pending.clear();
         w.dirty = false;
         w.snapshot_due = false;
         w.inflight = Some(Inflight {
             seq,
-            snapshot,
+            gen,
             records,
             reqs: std::mem::take(&mut w.next),
         });
-        Some(PoolWrite { seq, key, value })
+        Some(PoolWrite {
+            seq,
+            snapshot,
+            sets,
+        })
+    }
+
+    /// See [`crate::Engine::set_pool_value_limit`].
+    pub fn set_value_limit(&mut self, bytes: usize) -> Result<(), Error> {
+        if !(MIN_VALUE_BYTES..=MAX_VALUE_BYTES).contains(&bytes) {
+            return Err(Error::invalid(format!(
+                "a pools' value limit of {bytes} bytes must be {MIN_VALUE_BYTES} to {MAX_VALUE_BYTES}"
+            )));
+        }
+        self.value_limit = bytes;
+        Ok(())
     }
 
     /// Every pool and its claims, as a snapshot keeps them: pools in the order they were made,
@@ -101,7 +122,8 @@ impl Pools {
             return;
         };
         let w = &mut self.writer;
-        if done.snapshot {
+        if let Some(gen) = done.gen {
+            w.acked_gen = Some(gen);
             w.segments = 0;
             w.records = 0;
         } else {
@@ -197,10 +219,12 @@ impl Pools {
             offset: i128::from(wall) - i128::from(now),
         };
         let w = &mut self.writer;
-        w.seq = load.seq;
+        // Numbered above every write seen (`log.rs`); past the log read, only a snapshot follows.
+        w.seq = load.seq.max(load.highest);
         w.segments = load.segments;
         w.records = load.records;
-        w.snapshot_due = !load.snapshot;
+        w.snapshot_due = load.gen.is_none() || load.highest > load.seq;
+        w.acked_gen = load.gen;
         let clock = self.clock;
         for stored in load.finish() {
             let damaged = |what: &str| {

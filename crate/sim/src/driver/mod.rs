@@ -236,7 +236,7 @@ impl Driver {
                 trace: Trace::default(),
                 stats: Stats::default(),
                 log: None,
-                pool_disk: PoolDisk::default(),
+                pool_disk: PoolDisk::new(pool::VALUE_LIMIT),
                 pool_ids: Vec::new(),
                 wall_offset: i128::from(pool::WALL0),
                 next_claim: 0,
@@ -397,7 +397,10 @@ impl Driver {
                     h.marks.hit(Mark::CrashWithWriteInFlight);
                 }
                 h.storage.die(landed);
-                h.pool_disk.die(landed);
+                // The clock the next process starts at is drawn at random: it picks the cut too.
+                if h.pool_disk.die(landed, clock) {
+                    h.marks.hit(Mark::PoolCrashMidChunks);
+                }
                 h.stats.restarts += 1;
                 return self.open(clock);
             }

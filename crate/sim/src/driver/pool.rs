@@ -8,8 +8,9 @@
 //! - POOL-01 (the engine's `check` and the model's), and the engine's pools equal to the model's.
 //! - POOL-02: at most one write under way (`PoolDisk::ask`), taken once a turn, carrying every claim
 //!   made before it: no claim answered before its write is acknowledged (the model answers a claim
-//!   only then, and events are compared exactly). A new process reads back exactly what the model
-//!   says the last write that reached the disk kept.
+//!   only then, and events are compared exactly). A new process reads back exactly the state of a
+//!   write that landed whole, no older than the last acknowledged (`PoolDisk::read_back`), also
+//!   after a crash in the middle of a snapshot's chunks; no value is over the storage's limit.
 //! - POOL-03 and POOL-04: the model's answers, compared exactly.
 
 use holdfast_engine::{Claim, Engine, PoolId, PoolLoad};
@@ -23,6 +24,16 @@ use crate::op::{Op, Outcome};
 /// The wall clock of the first process's start (any time after 1970 will do).
 pub(super) const WALL0: u64 = 1_700_000_000_000;
 
+/// The longest value the simulated storage takes: the least the engine allows, so that snapshots of
+/// a few claims already take chunks (and crashes cut them), as 20,000 claims do under the real bound.
+pub(super) const VALUE_LIMIT: usize = holdfast_engine::pool::MIN_VALUE_BYTES;
+
+/// A claim id of 100 characters (ids may have 128 bytes), so that a snapshot of a few claims
+/// outgrows [`VALUE_LIMIT`] and is written in chunks.
+fn claim_id(kind: char, k: u64) -> String {
+    format!("{kind}{k:0>99}")
+}
+
 impl Host {
     fn pool_place(&self, pool: u8) -> (usize, PoolId) {
         let p = pool as usize % self.mix.pools.len();
@@ -35,16 +46,20 @@ impl Host {
 
     /// A process opens its pools: reads them back, then names the mix's pools (made if new).
     pub(super) fn open_pools(&mut self, engine: &mut Engine) -> Result<PoolModel, String> {
+        engine
+            .set_pool_value_limit(VALUE_LIMIT)
+            .map_err(|e| format!("open: pools: {e}"))?;
         let mut load = PoolLoad::new();
         while let Some(key) = load.next_key() {
             load.feed(self.pool_disk.values.get(&key).map(String::as_str))
                 .map_err(|e| format!("open: pools: {e}"))?;
         }
         let wall = self.wall();
+        let read = self.pool_disk.read_back(load.seq())?.to_vec();
         engine
             .open_pools(load, self.now, wall)
             .map_err(|e| format!("open: pools: {e}"))?;
-        let mut model = PoolModel::open(&self.pool_disk.durable, self.now, self.wall_offset);
+        let mut model = PoolModel::open(&read, self.now, self.wall_offset);
         if model.pools.iter().any(|p| p.claims.iter().any(|c| c.open)) {
             self.marks.hit(Mark::PoolReadBack);
         }
@@ -83,8 +98,15 @@ impl Host {
         let w = engine
             .poll_pool_write()
             .ok_or("the engine wanted a pools' write and gave none")?;
-        self.trace.words(&[0xB00, w.seq, w.value.len() as u64]);
-        self.log(|| format!("pools' write {} to {}", w.seq, w.key));
+        let len: usize = w.sets.iter().map(|(_, v)| v.len()).sum();
+        self.trace.words(&[0xB00, w.seq, len as u64]);
+        if w.sets.len() > 1 {
+            self.marks.hit(Mark::PoolSnapshotInChunks);
+        }
+        self.log(|| {
+            let keys: Vec<_> = w.sets.iter().map(|(k, _)| k.as_str()).collect();
+            format!("pools' write {} to {}", w.seq, keys.join(" "))
+        });
         let m = &mut self.model().pools;
         m.poll_write();
         let state = m.inflight.as_ref().unwrap().1.clone();
@@ -108,10 +130,10 @@ impl Host {
             } => {
                 let (p, pid) = self.pool_place(pool);
                 let (id, remember) = match id {
-                    Some(k) => (format!("i{k}"), true),
+                    Some(k) => (claim_id('i', u64::from(k)), true),
                     None => {
                         self.next_claim += 1;
-                        (format!("h{}", self.next_claim), false)
+                        (claim_id('h', self.next_claim), false)
                     }
                 };
                 let m = &self.model.as_ref().unwrap().pools;
@@ -160,7 +182,7 @@ impl Host {
             }
             Op::PoolReleaseId { pool, id } => {
                 let (p, _) = self.pool_place(pool);
-                self.release_claim(engine, p, &format!("i{id}"), now)
+                self.release_claim(engine, p, &claim_id('i', u64::from(id)), now)
             }
             Op::PoolCancel { pick } => {
                 let live = self.model.as_ref().unwrap().pools.live();

@@ -1,0 +1,35 @@
+/**
+ * A Workers RPC call that a signal may cancel (a waiting `acquire`, a waiting pool claim): the caller
+ * is answered `CancelledError` as soon as the signal aborts, the object is told (`cancel`), and an
+ * answer that still comes and took something (a grant, a claim that raced the cancel) is let go
+ * (`letGo`), since nobody will be told of it.
+ */
+
+import { CancelledError } from '../errors.js'
+
+export async function cancellable<A>(
+  place: string,
+  signal: AbortSignal | undefined,
+  answering: Promise<A>,
+  cancel: () => Promise<unknown>,
+  letGo: (answer: A) => void,
+): Promise<A> {
+  if (!signal) return answering
+  let cancelled = false
+  let onAbort!: () => void
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => {
+      cancelled = true
+      reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
+      cancel().catch(() => {})
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  aborted.catch(() => {})
+  try {
+    return await Promise.race([answering, aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+    if (cancelled) answering.then(letGo, () => {})
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Pools in Worker code (`workerStore(env.HOLDFAST).pool(name, { capacity })`, issue #16): the same
+ * `Pool` and `Claim` handles as in process, whose operations are Workers RPC calls to the
+ * `HoldfastObject` named by the pool's name (`idFromName(name)`, as a lock of that name; `shard` does
+ * not apply: a pool is one count, in one object). The object's store keeps the pool in the object's
+ * storage and answers a claim only once that storage kept it (POOL-02).
+ *
+ * # Claims and failed calls
+ * Every claim travels with a claim id, the caller's or one drawn here, which the object remembers
+ * (POOL-03). A call that failed in a way Workers RPC marks retryable (the object restarted) is asked
+ * again with the same id: a claim that was kept before the failure answers its first outcome, one that
+ * was not is claimed anew. Never units nobody was told of, never twice. A claim whose signal aborts is
+ * cancelled on the object; a `claimed` answer that raced the cancel is released at once.
+ *
+ * # Capacity
+ * A handle's calls carry its capacity until one was answered (the object makes the pool with it, or
+ * refuses another than the pool's, as `store.pool()` does), then 0 (the pool as it is), so that a
+ * resize by anyone does not make the handle's calls invalid.
+ */
+
+import { InvalidError, errorOf } from '../errors.js'
+import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
+import { checkOptions } from '../util/options.js'
+import { randomId } from '../util/random.js'
+import { cancellable } from './cancellable.js'
+import type { ErrorAnswer, HoldfastObjectRpc, PoolOp } from './types.js'
+
+const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
+
+/** What the pools need of their `WorkerStore`. */
+export interface PoolCaller {
+  /** The object of pool `name`. */
+  stub(name: string): HoldfastObjectRpc
+  /** Calls it, asking again (the same arguments) after a retryable failure within `wait` ms. */
+  call<T>(place: string, call: () => Promise<T>, wait: number): Promise<T>
+}
+
+function ok<T>(answer: { ok: T } | ErrorAnswer): T {
+  if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
+  return answer.ok
+}
+
+export class WorkerPools implements PoolStore {
+  readonly #caller: PoolCaller
+  /** Per handle: the capacity its calls carry until one was answered. */
+  readonly #capacities = new WeakMap<Pool, { capacity: number; checked: boolean }>()
+
+  constructor(caller: PoolCaller) {
+    this.#caller = caller
+  }
+
+  /** `workerStore(...).pool(name, { capacity })`. */
+  pool(name: unknown, options?: unknown): Pool {
+    if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`pool: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    const place = `pool ${name}`
+    const o = checkOptions(options, place, ['capacity'])
+    if (o.capacity === undefined) throw new InvalidError(`${place}: option capacity is required (1 to 2^53-1)`)
+    const pool = new Pool(this, name, 0)
+    this.#capacities.set(pool, { capacity: checkUnits(o.capacity, `${place}: capacity`), checked: false })
+    return pool
+  }
+
+  #capacity(pool: Pool): number {
+    const c = this.#capacities.get(pool)
+    return c && !c.checked ? c.capacity : 0
+  }
+
+  #answered(pool: Pool): void {
+    const c = this.#capacities.get(pool)
+    if (c) c.checked = true
+  }
+
+  /** @internal */
+  async _claim(pool: Pool, request: ClaimRequest): Promise<ClaimResult> {
+    const id = request.id ?? randomId()
+    const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
+    const stub = this.#caller.stub(pool.name)
+    const options = { id, wait: request.wait === Infinity ? null : request.wait, ttl: request.ttl }
+    const answering = this.#caller.call(place, () => stub.poolClaim(pool.name, this.#capacity(pool), request.n, options), request.wait)
+    const answer = ok(
+      await cancellable(
+        place,
+        request.signal,
+        answering,
+        () => stub.poolOp('cancel', pool.name, 0, id, 0),
+        // A claim that raced the cancel is let go.
+        answer => {
+          if ('ok' in answer && answer.ok.claimed) stub.poolOp('release', pool.name, 0, id, 0).catch(() => {})
+        },
+      ),
+    )
+    this.#answered(pool)
+    return answer.claimed
+      ? { claimed: true, remaining: answer.remaining, claim: new Claim(pool, id, request.n) }
+      : { claimed: false, remaining: answer.remaining }
+  }
+
+  async #op(pool: Pool, op: PoolOp, claim: string, value: number): Promise<number> {
+    const place = claim ? `pool ${pool.name}: claim ${JSON.stringify(claim)}` : `pool ${pool.name}`
+    const stub = this.#caller.stub(pool.name)
+    // Each is the same when asked again: a second release finds nothing to release, as the first left it.
+    const answer = ok(await this.#caller.call(place, () => stub.poolOp(op, pool.name, this.#capacity(pool), claim, value), 0))
+    this.#answered(pool)
+    return answer
+  }
+
+  /** @internal */
+  async _releaseClaim(pool: Pool, id: string): Promise<boolean> {
+    return (await this.#op(pool, 'release', id, 0)) === 1
+  }
+
+  /** @internal */
+  async _confirmClaim(pool: Pool, id: string): Promise<void> {
+    await this.#op(pool, 'confirm', id, 0)
+  }
+
+  /** @internal */
+  _remaining(pool: Pool): Promise<number> {
+    return this.#op(pool, 'remaining', '', 0)
+  }
+
+  /** @internal */
+  async _resize(pool: Pool, capacity: number): Promise<void> {
+    await this.#op(pool, 'resize', '', capacity)
+  }
+}
