@@ -89,6 +89,32 @@ Deno.test('LOCK-02: fences grow across restarts on denoKvStorage over a KV file'
   }
 })
 
+Deno.test('#16: pools on denoKvStorage across restarts; a snapshot larger than a KV value (64 KiB) is kept in chunks', async () => {
+  const dir = await tempDir('holdfast-kv-')
+  try {
+    for (let run = 0; run < 2; run++) {
+      const kv = await Deno.openKv(`${dir}/pools.kv`) // a new handle each time: as a new process would
+      const store = await openStore({ storage: denoKvStorage(kv) })
+      const seats = store.pool('seats', { capacity: 5_000 })
+      // 1,500 claims of ids of 40 bytes: a snapshot of about 100 KiB.
+      const answers = await Promise.all(
+        Array.from({ length: 1_500 }, (_, i) => seats.claim(1, { id: `run-${run}-${String(i).padStart(40, '0')}` })),
+      )
+      assert.ok(answers.every(a => a.claimed))
+      assert.equal(await seats.remaining(), 5_000 - 1_500 * (run + 1))
+      await store.close()
+      kv.close()
+    }
+    const kv = await Deno.openKv(`${dir}/pools.kv`)
+    const store = await openStore({ storage: denoKvStorage(kv) })
+    assert.equal(await store.pool('seats', { capacity: 5_000 }).remaining(), 2_000)
+    await store.close()
+    kv.close()
+  } finally {
+    await Deno.remove(dir, { recursive: true })
+  }
+})
+
 Deno.test('LOCK-02: denoKvStorage hands out no fence before KV acknowledged the write (commit ok)', async () => {
   const real = await Deno.openKv(':memory:')
   try {

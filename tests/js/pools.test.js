@@ -335,6 +335,26 @@ test('POOL-02: a release is answered once storage kept it; close waits for the p
   await again.close()
 })
 
+test('#16: no value the pools write is larger than 60 KiB (Deno KV keeps 64 KiB a value, a Durable Object 128 KiB): a large snapshot goes in chunks, and reads back', async () => {
+  const kept = keptStorage()
+  const storage = {
+    get: kept.storage.get,
+    set: (key, value) => {
+      if (value.length > 64 * 1024) throw new Error(`a value of ${value.length} bytes at ${key}, more than this storage keeps`)
+      return kept.storage.set(key, value)
+    },
+  }
+  const store = await openStore({ storage, clock: manualClock() })
+  const seats = store.pool('seats', { capacity: 5_000 })
+  const answers = await Promise.all(Array.from({ length: 2_000 }, (_, i) => seats.claim(1, { id: `order-${String(i).padStart(40, '0')}` })))
+  assert.ok(answers.every(a => a.claimed))
+  assert.ok(kept.sets.some(key => /^holdfast\.pools\.[ab]\.\d+$/.test(key)), 'written in chunks')
+  await store.close()
+  const again = await openStore({ storage, clock: manualClock() })
+  assert.equal(await again.pool('seats', { capacity: 5_000 }).remaining(), 3_000)
+  await again.close()
+})
+
 test('POOL-04: a wasm trap answers every waiting claim ClosedError', async () => {
   const { store } = await openTestStore()
   const seats = store.pool('seats', { capacity: 1 })
