@@ -183,7 +183,8 @@ test('POOL-02: on fileStorage, claims survive closing and opening the directory 
 
 test('POOL-02: a failed write answers its claims StorageError (cause: the storage error) and gives their units back', async () => {
   const slow = slowStorage()
-  const store = await openStore({ storage: slow.storage, clock: manualClock() })
+  const clock = manualClock()
+  const store = await openStore({ storage: slow.storage, clock })
   const seats = store.pool('seats', { capacity: 2 })
   const claim = seats.claim(2)
   await settle()
@@ -193,11 +194,13 @@ test('POOL-02: a failed write answers its claims StorageError (cause: the storag
   assert.equal(await seats.remaining(), 2, 'it took nothing')
   const retried = seats.claim(2)
   await settle()
-  // After a failed write the next is a snapshot of everything, taken at once; the retry's comes after.
-  assert.equal(slow.pending, 1)
-  slow.land()
-  await settle()
+  // After a failed write the next (a snapshot of everything) waits 10 ms on the store's clock, and
+  // takes the claims made meanwhile.
+  assert.equal(slow.pending, 0)
   assert.equal(await isSettled(retried), false)
+  clock.advance(10)
+  await settle()
+  assert.equal(slow.pending, 1)
   slow.land()
   assert.equal((await retried).claimed, true)
   await store.close()
@@ -363,4 +366,53 @@ test('POOL-04: a wasm trap answers every waiting claim ClosedError', async () =>
   await settle()
   assert.throws(() => store._trapForTest(), ClosedError)
   await assert.rejects(waiting, e => e instanceof ClosedError && /internal error/.test(e.message))
+})
+
+test('#16: a storage that keeps failing the pools\' writes is tried again after a wait that doubles (10 ms, 20 ms, ...), never at once: timers still run, a claim made meanwhile goes in the next write, and close does not wait on the broken storage', async () => {
+  let failing = false
+  let poolSets = 0
+  const values = new Map()
+  const storage = {
+    get: key => values.get(key),
+    set(key, value) {
+      if (key.startsWith('holdfast.pools')) {
+        poolSets++
+        if (failing) return Promise.reject(new Error('disk full'))
+      }
+      values.set(key, value)
+    },
+  }
+  const { store, clock } = await openTestStore({ storage })
+  const seats = store.pool('seats', { capacity: 10 })
+  assert.equal((await seats.claim(1)).claimed, true)
+  failing = true
+  await assert.rejects(seats.claim(1), e => e.code === 'storage' && e.cause?.message === 'disk full')
+  const after = poolSets
+  // Before the fix the next write was made at once, again and again: this turn never came.
+  await settle()
+  await settle()
+  assert.equal(poolSets, after, 'no write at once after a failed one')
+  clock.advance(9)
+  await settle()
+  assert.equal(poolSets, after, 'nor before 10 ms')
+  clock.advance(1)
+  await settle()
+  assert.equal(poolSets, after + 1, 'one write at 10 ms')
+  clock.advance(19)
+  await settle()
+  assert.equal(poolSets, after + 1, 'the next after 20 ms more')
+  const waiting = assert.rejects(seats.claim(2), e => e.code === 'storage', 'a claim made meanwhile went in that write, which failed')
+  clock.advance(1)
+  await settle()
+  assert.equal(poolSets, after + 2)
+  await waiting
+  failing = false
+  clock.advance(40)
+  await settle()
+  assert.equal(poolSets, after + 3, 'the write after 40 ms more landed')
+  assert.equal((await seats.claim(3)).claimed, true)
+  assert.equal(await seats.remaining(), 6)
+  failing = true
+  await assert.rejects(seats.claim(1), e => e.code === 'storage')
+  await store.close() // a retry pending: made once, at once, and not again when it fails
 })

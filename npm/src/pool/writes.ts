@@ -18,6 +18,13 @@
  *   (`stop()`): then nothing more is asked of it.
  * - `landed()` resolves only when no flush is scheduled and no write is under way: a store closes its
  *   storage after the pools' last write (the engine's close leaves what changed before it to write).
+ * - A failed write is followed by the next (a snapshot: the failed one may or may not have landed)
+ *   only after a wait on the store's clock, doubling from `FIRST_RETRY` to `LAST_RETRY` while writes
+ *   keep failing, and back to none after one succeeds. Without it a storage that always fails (a full
+ *   disk, a refused value) would be written to again at once, forever: a loop of microtasks when it
+ *   fails synchronously or from a resolved promise, which starves every timer of the process. Changes
+ *   made during the wait go in that next write. Once the store closes (`landed()`), a pending retry
+ *   is made at once, and a write that fails then is not retried: close never waits on a broken storage.
  *
  * Who pokes: the pool calls (room.ts), and the host after its timer, its fence writes and its close.
  * A hold that acts on a pool's deadline (a ttl running out, a waiting claim then taking its units)
@@ -28,6 +35,11 @@ import { type Core, PoolReader } from '../../wasm/holdfast_wasm.js'
 import { StorageError, fromEngine } from '../errors.js'
 import type { Storage } from '../storage/storage.js'
 import type { Clock } from '../util/clock.js'
+
+/** The wait before the write that follows a failed one (ms), doubled while writes keep failing. */
+export const FIRST_RETRY = 10
+/** The longest such wait (ms). */
+export const LAST_RETRY = 5_000
 
 /** Reads the pools back from `storage` into `core`, before any pool is named (the store's open). */
 export async function readPools(core: Core, storage: Storage, clock: Clock): Promise<void> {
@@ -83,6 +95,11 @@ export class PoolWrites {
   #error: unknown = undefined
   /** Who waits for the writes to land (`landed`). */
   #landed: (() => void)[] = []
+  /** The timer of the write that follows a failed one, and the wait it had (see # Invariants). */
+  #retryTimer: unknown = undefined
+  #retryWait = 0
+  /** The store is closing: a write that fails now is not retried. */
+  #closing = false
 
   constructor(host: PoolWritesHost, storage: Storage) {
     this.#host = host
@@ -91,7 +108,7 @@ export class PoolWrites {
 
   /** After a call that may have changed a pool: schedules the flush if a write is wanted. */
   poke(): void {
-    if (this.#scheduled || this.#inFlight || this.#stopped) return
+    if (this.#scheduled || this.#inFlight || this.#stopped || this.#retryTimer !== undefined) return
     let wanted: boolean
     try {
       wanted = this.#host.core.poolWriteWanted()
@@ -111,11 +128,19 @@ export class PoolWrites {
 
   /** Resolves once no write is scheduled or under way. */
   async landed(): Promise<void> {
+    this.#closing = true
+    if (this.#retryTimer !== undefined) {
+      this.#host.clock.clearTimeout(this.#retryTimer)
+      this.#retryTimer = undefined
+      this.poke()
+    }
     while (this.#scheduled || this.#inFlight) await new Promise<void>(resolve => this.#landed.push(resolve))
   }
 
   /** The engine trapped: nothing more is asked of it, and whoever waits for the writes is let go. */
   stop(): void {
+    if (this.#retryTimer !== undefined) this.#host.clock.clearTimeout(this.#retryTimer)
+    this.#retryTimer = undefined
     this.#stopped = true
     this.#scheduled = false
     this.#inFlight = false
@@ -160,6 +185,16 @@ export class PoolWrites {
       return
     }
     this.#host.drain(n, now)
+    if (!ok) {
+      if (this.#closing) return this.#wakeLanded()
+      this.#retryWait = Math.min(this.#retryWait === 0 ? FIRST_RETRY : this.#retryWait * 2, LAST_RETRY)
+      this.#retryTimer = this.#host.clock.setTimeout(() => {
+        this.#retryTimer = undefined
+        this.poke()
+      }, this.#retryWait)
+      return this.#wakeLanded()
+    }
+    this.#retryWait = 0
     // The changes made while it was under way go in the next write.
     this.poke()
     if (!this.#scheduled && !this.#inFlight) this.#wakeLanded()
