@@ -61,6 +61,28 @@ Deno.test('denoKvStorage over an in-memory KV needs no permission flag', async (
   }
 })
 
+Deno.test('#16 part 1 on Deno KV (values of 64 KiB at most): a pool of 3,000 claims with 36-character ids claimed in one turn is kept, and reads back', async () => {
+  const kv = await Deno.openKv(':memory:')
+  try {
+    const ids = Array.from({ length: 3_000 }, (_, i) => `${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`)
+    const store = await openStore({ storage: denoKvStorage(kv) })
+    const seats = store.pool('seats', { capacity: 10_000 })
+    // One turn: one write keeps all 3,000 (about 200 KiB of claims), in chunks within Deno KV's limit.
+    const results = await Promise.all(ids.map(id => seats.claim(1, { id })))
+    assert.equal(results.filter(r => r.claimed).length, 3_000)
+    await store.close()
+    const again = await openStore({ storage: denoKvStorage(kv) })
+    const back = again.pool('seats', { capacity: 10_000 })
+    assert.equal(await back.remaining(), 7_000)
+    const asked = await back.claim(1, { id: ids[1_234] })
+    assert.equal(asked.claimed, true)
+    assert.equal(await back.remaining(), 7_000, 'an id read back answers its first outcome')
+    await again.close()
+  } finally {
+    kv.close()
+  }
+})
+
 Deno.test('fileStorage without --allow-read/--allow-write: a StorageError that names the flags', async () => {
   const dir = '/tmp/holdfast-deno-no-flags'
   const error = await openStore({ storage: fileStorage(dir) }).then(

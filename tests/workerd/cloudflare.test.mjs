@@ -313,3 +313,17 @@ test('POOL-04 in the Durable Object: waiting claims are served in order, the hea
   assert.equal(line.fourth.claimed, true, `a claim after the aborted one is not held up: ${JSON.stringify(line)}`)
   assert.equal(line.after, 3, JSON.stringify(line))
 })
+
+test('#16 part 1 in the Durable Object: a pool of 10,000 open claims with 36-character ids is kept in values within the object\'s 128 KiB, and reads back after a restart (POOL-02)', { timeout: 120_000 }, async () => {
+  // LimitedHoldfast: its storage refuses a value over 128 KiB, as a Durable Object's key-value storage does.
+  const limited = { capacity: 20_000, ns: 'limited' }
+  const bulk = await pool('pool-bulk', 'bulk', { ...limited, count: 5_000 })
+  assert.deepEqual(bulk, { claimed: 5_000, remaining: 15_000 }, JSON.stringify(bulk).slice(0, 500))
+  const more = await pool('pool-bulk', 'bulk', { ...limited, count: 5_000, tag: 'secondsecond' })
+  assert.deepEqual(more, { claimed: 5_000, remaining: 10_000 }, JSON.stringify(more).slice(0, 500))
+  await server.getWorker().evictDurableObject('LimitedHoldfast', { name: 'pool-bulk' })
+  assert.deepEqual(await pool('pool-bulk', 'remaining', limited), { remaining: 10_000 })
+  // The first 5,000 ids are remembered after the restart: asked again, nothing more is taken.
+  const again = await pool('pool-bulk', 'bulk', { ...limited, count: 5_000 })
+  assert.deepEqual(again, { claimed: 5_000, remaining: 10_000 }, JSON.stringify(again).slice(0, 500))
+})

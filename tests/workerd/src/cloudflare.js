@@ -29,6 +29,27 @@ export class CountingHoldfast extends HoldfastObject {
   }
 }
 
+/** The largest value a Durable Object's storage takes (its key-value storage: 128 KiB). */
+const MAX_VALUE = 128 * 1024
+
+/**
+ * HoldfastObject on a storage that refuses a value over 128 KiB, as a Durable Object's key-value
+ * storage does (the SQLite-backed storage of local workerd takes more): pools must keep within it.
+ */
+export class LimitedHoldfast extends HoldfastObject {
+  constructor(ctx, env) {
+    // The runtime's own state and storage objects (a proxy is refused): their put is wrapped in place.
+    const storage = ctx.storage
+    const put = storage.put.bind(storage)
+    storage.put = async (key, value) => {
+      const size = typeof value === 'string' ? new TextEncoder().encode(value).length : 0
+      if (size > MAX_VALUE) throw new Error(`storage.put(${key}): a value of ${size} bytes is over ${MAX_VALUE}`)
+      return await put(key, value)
+    }
+    super(ctx, env)
+  }
+}
+
 /** HoldfastObject in a worker whose secret HOLDFAST_TOKEN is not set: it refuses every WebSocket client. */
 export class TokenlessHoldfast extends HoldfastObject {
   constructor(ctx, env) {
@@ -56,7 +77,7 @@ export async function cloudflare(op, q, env) {
   const key = units ? String.fromCharCode(...units.split(',').map(Number)) : (q.get('key') ?? 'k')
   const ms = Number(q.get('ms') ?? 0)
   const shard = q.has('shard') ? Number(q.get('shard')) : undefined
-  const namespace = q.get('ns') === 'counting' ? env.COUNTING : env.HOLDFAST
+  const namespace = q.get('ns') === 'counting' ? env.COUNTING : q.get('ns') === 'limited' ? env.LIMITED : env.HOLDFAST
   const store = workerStore(namespace, shard === undefined ? undefined : { shard })
   const options = { wait: q.get('wait') ?? '10s' }
   if (q.has('ttl')) options.ttl = q.get('ttl')
@@ -178,6 +199,13 @@ async function pools(store, name, q) {
       const claims = Array.from({ length: count }, (_, i) => pool.claim(n, i % 2 ? { id: `twice-${i >> 1}` } : {}))
       const results = (await Promise.all(claims)).map(outcome)
       return { results, remaining: await pool.remaining() }
+    }
+    case 'bulk': {
+      // `count` claims of 1 with 36-character ids, made in one turn: one write keeps them all, far
+      // more than one value of the object's storage may hold (128 KiB).
+      const ids = Array.from({ length: Number(q.get('count')) }, (_, i) => `${String(i).padStart(8, '0')}-0000-4000-8000-${q.get('tag') ?? 'bulkbulkbulk'}`)
+      const results = await Promise.all(ids.map(id => pool.claim(1, { id }).then(r => r.claimed, e => errorInfo(e))))
+      return { claimed: results.filter(r => r === true).length, failed: results.find(r => r !== true), remaining: await pool.remaining() }
     }
     case 'line': {
       // Capacity 3: a holder takes 2; A (2 units) waits; B (1 unit, which would fit) waits behind A

@@ -17,7 +17,7 @@ import { cloudflareRoute } from './cloudflare.js'
 import { callersReport } from './callers.js'
 
 // holdfast/cloudflare: the store as a Durable Object, and its subclass for the alarm test.
-export { HoldfastObject, CountingHoldfast, TokenlessHoldfast } from './cloudflare.js'
+export { HoldfastObject, CountingHoldfast, TokenlessHoldfast, LimitedHoldfast } from './cloudflare.js'
 
 function errorInfo(e) {
   if (e instanceof HoldfastError) return { error: { code: e.code, name: e.name, message: e.message } }
