@@ -104,6 +104,20 @@ export const portOf = url => Number(new URL(url).port)
  * A raw WebSocket client speaking frames.js: for what the package's client never sends. Keeps every
  * decoded frame in `frames` and the close in `closed` ({ code, reason }).
  */
+/**
+ * Sends `frames` on a new raw connection to `url` and checks the server refuses them as an
+ * unauthenticated caller: an error `permission`, the connection closed 4401. Answers the client (its
+ * `frames`, to check nothing else came).
+ */
+export async function refusedUnauthenticated(url, frames) {
+  const raw = await rawClient(url)
+  for (const f of frames) raw.send(f)
+  const answer = await raw.answer(f => f.type === 'error')
+  assert.equal(answer.code, 'permission')
+  assert.equal((await raw.whenClosed).code, 4401)
+  return raw
+}
+
 export async function rawClient(url) {
   const target = url.startsWith('ws+unix://') ? `${url}:/` : url
   const ws = new WebSocket(target)

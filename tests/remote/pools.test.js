@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { WebSocketServer } from 'ws'
 import { openStore, connect, memoryStorage, InvalidError, CancelledError, ClosedError, LostError } from 'holdfast'
 import { encode, encodeServer, CLIENT } from './frames.js'
-import { TOKEN, rawClient, sleep } from './helpers.js'
+import { TOKEN, rawClient, refusedUnauthenticated, sleep } from './helpers.js'
 
 /** A store served on 127.0.0.1 in this process, and a client of it. */
 async function served(storage = memoryStorage()) {
@@ -228,11 +228,7 @@ test('#16: an unauthenticated caller is refused pools as it is locks: a claim, a
   const server = await store.serve({ port: 0, token: TOKEN })
   const seats = store.pool('seats', { capacity: 3 })
   const refused = async first => {
-    const raw = await rawClient(server.url)
-    for (const f of first) raw.send(f)
-    const answer = await raw.answer(f => f.type === 'error')
-    assert.equal(answer.code, 'permission')
-    assert.equal((await raw.whenClosed).code, 4401)
+    const raw = await refusedUnauthenticated(server.url, first)
     assert.deepEqual(raw.frames.filter(f => ['claimed', 'count', 'pools'].includes(f.type)), [], 'no pool answer')
   }
   const claim = id => encode.claim(id, { pool: 'seats', capacity: 3, n: 3, claim: 'stolen', wait: 0 })

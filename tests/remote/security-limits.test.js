@@ -6,7 +6,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { connect, PermissionError, LimitError, InvalidError } from 'holdfast'
-import { TOKEN, procs, startServer, serverInspect, untilServer, entryOf, rawClient, sleep, bystander, authed } from './helpers.js'
+import { TOKEN, procs, startServer, serverInspect, untilServer, entryOf, rawClient, refusedUnauthenticated, sleep, bystander, authed } from './helpers.js'
 import { encode, newId } from './frames.js'
 
 delete process.env.HOLDFAST_TOKEN
@@ -41,13 +41,7 @@ test('security: no token, a wrong token, or any frame before hello is refused be
   }
 
   // Raw: an empty token; a hold, an inspect, a goodbye as the first frame; a hold after a refused hello.
-  const refused = async first => {
-    const raw = await rawClient(server.url)
-    for (const f of first) raw.send(f)
-    const answer = await raw.answer(f => f.type === 'error')
-    assert.equal(answer.code, 'permission')
-    assert.equal((await raw.whenClosed).code, 4401)
-  }
+  const refused = first => refusedUnauthenticated(server.url, first)
   await refused([encode.hello(1, '')])
   await refused([encode.hold(1, { name: 'secret', key: 'k' })])
   await refused([encode.inspect(1)])
