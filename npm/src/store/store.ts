@@ -371,7 +371,7 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
   const writes = new FenceWrites(storage)
   let core: Core
   try {
-    core = await openCore_(storage, writes)
+    core = await openEngine(storage, writes)
     await readPools(core, storage, clock)
   } catch (error) {
     try {
@@ -388,7 +388,7 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
  * Reads the fence ceiling, opens the engine on it, and answers once storage kept the next ceiling
  * (nothing is granted before: a fence handed out under a ceiling that was never kept could repeat).
  */
-async function openCore_(storage: Storage, writes: FenceWrites): Promise<Core> {
+async function openEngine(storage: Storage, writes: FenceWrites): Promise<Core> {
   let stored: unknown
   try {
     stored = await storage.get(fenceKey())
