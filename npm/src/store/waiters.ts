@@ -31,6 +31,7 @@ import type { Lease } from '../handle/lease.js'
 import type { Lock } from '../handle/lock.js'
 import type { ContextStorage, Scope } from '../handle/context.js'
 import { runHandedOver } from '../handle/run-in-lease.js'
+import { keepShape } from '../util/shapes.js'
 
 /**
  * Where the executor of a waiter's promise leaves its resolve and reject, for the constructor to take
@@ -91,6 +92,9 @@ export class Waiter {
     if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort)
   }
 }
+
+// A waiter's shape, kept (util/shapes.ts): one of the store's own line (no request id yet, no time limit).
+keepShape(new Waiter({} as Lock, '', -1, Infinity, undefined, undefined, undefined))
 
 /** The waiters granted whose fns are still to run (see # Handing a key over). */
 export class HandOvers {

@@ -9,6 +9,9 @@
  *   `head` were emptied (no thing is kept alive by the line once it left it), and are dropped once
  *   they are at least half the array, so a long-lived line of a busy key stays as long as its waiters.
  */
+
+import { keepShape } from './shapes.js'
+
 export class Line<T> {
   readonly #items: (T | undefined)[] = []
   #head = 0
@@ -56,3 +59,6 @@ export class Line<T> {
     return things
   }
 }
+
+// A line's shape, kept (util/shapes.ts).
+keepShape(new Line<unknown>())

@@ -14,6 +14,7 @@ import type { Lease } from '../../handle/lease.js'
 import { fileStorage } from '../../storage/file.js'
 import { connectOn, type ConnectOptions, type RemoteStore } from '../../remote/client.js'
 import type { Transport } from '../transport.js'
+import { keepShape } from '../../util/shapes.js'
 
 export interface Runtime {
   openStore(options?: StoreOptions): Promise<Store>
@@ -52,6 +53,8 @@ const HAND_OVER = { requireManualDestroy: true }
 function contextStorage(): ContextStorage {
   const als = new AsyncLocalStorage<Lease>()
   const framed = typeof (als as unknown as { _enable?: unknown })._enable !== 'function' && typeof process.versions.bun !== 'string'
+  // A kept context's shape, kept (util/shapes.ts).
+  if (framed || typeof process.versions.bun === 'string') keepShape(new AsyncResource('holdfast', HAND_OVER))
   return {
     getStore: () => als.getStore(),
     run: framed
