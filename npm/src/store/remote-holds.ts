@@ -29,6 +29,8 @@ export class RemoteHolds implements RemoteEvents {
   readonly #byLease = new Map<string, RemoteRequest>()
   /** The most requests over connections at once, leases and waiting holds (`serve({ maxHolds })`). */
   #maxHolds = 100_000
+  /** The server's last handle (`store._serverHandle`), for the next hold of the same name. */
+  #lastHandle: Lock | undefined
 
   constructor(host: EngineHost) {
     this.#host = host
@@ -111,6 +113,28 @@ export class RemoteHolds implements RemoteEvents {
     if (answer === BUSY) return record.sink.busy(record)
     const message = `${record.place()}: ${host.core.lastError()}`
     record.sink.failed(record, answer === LIMIT ? 'limit' : answer === INVALID ? 'invalid' : 'closed', message)
+  }
+
+  /**
+   * The server's last handle if it serves a hold of `kind`, `name` and `limit`: a handle pins nothing
+   * and keeps nothing of a hold, so one serves every hold of its name while the name is in use (most
+   * holds over connections name one just used). Once the store forgot the name (its place in
+   * `names.byId` is no longer this resource: another `Resource` of it may be there since), or closed,
+   * it is made anew, checked as it always was.
+   */
+  lastHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock | undefined {
+    const last = this.#lastHandle
+    if (last === undefined) return undefined
+    const r = last._resource
+    if (r.name !== name || r.kind !== kind || (kind === 'semaphore' && r.limit !== limit)) return undefined
+    const host = this.#host
+    return host.names.byId[r.id >>> 0] === r && !host.closed ? last : undefined
+  }
+
+  /** Keeps the server's handle just made (see `lastHandle`). */
+  keepHandle(handle: Lock): Lock {
+    this.#lastHandle = handle
+    return handle
   }
 
   /** An event of the host's drain for a request over a connection: answered through its sink. */
