@@ -14,6 +14,7 @@ import {
   type ClientMessage,
   type ServerMessage,
 } from '../src/remote/wire.js'
+import { idWords } from '../src/remote/request.js'
 
 before(() => {
   initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })
@@ -165,4 +166,15 @@ test('#16 revision 4: pool frames travel in a batch beside others, their pools i
     { id: 3, type: 'pools', pools },
     { id: 4, type: 'count', value: 1 },
   ])
+})
+
+test('#17 idWords: an id of 32 hex digits as the four 32-bit words holdRemote takes, most significant first; anything else refused', () => {
+  const words = new Uint32Array(8)
+  assert.equal(idWords('0123456789abcdefFEDCBA9876543210', words, 4), true)
+  assert.deepEqual([...words.subarray(4)], [0x0123_4567, 0x89ab_cdef, 0xfedc_ba98, 0x7654_3210])
+  assert.equal(idWords('f'.repeat(32), words, 0), true)
+  assert.deepEqual([...words.subarray(0, 4)], [0xffff_ffff, 0xffff_ffff, 0xffff_ffff, 0xffff_ffff])
+  for (const bad of ['', 'g'.repeat(32), request.slice(1), `${request}0`, `é${request.slice(1)}`, ` ${request.slice(1)}`]) {
+    assert.equal(idWords(bad, words, 0), false, bad)
+  }
 })

@@ -54,6 +54,7 @@ import {
   wireSlots,
 } from '../../wasm/holdfast_wasm.js'
 import type { ErrorCode } from '../errors.js'
+import { hexDigit } from './request.js'
 
 /** One busy key, as `inspected` lists it. */
 export interface WireEntry {
@@ -400,10 +401,6 @@ const T_GRANTED = 0x82
 /** Where frames are written before they are copied out at their length (grown for a longer one). */
 let out = new Uint8Array(256)
 let outView = new DataView(out.buffer)
-/** The value of each ASCII code as a hex digit, or -1. */
-const HEX_VALUE = new Int8Array(128).fill(-1)
-for (let c = 0; c < 10; c++) HEX_VALUE[48 + c] = c
-for (let c = 0; c < 6; c++) HEX_VALUE[97 + c] = HEX_VALUE[65 + c] = 10 + c
 const utf8 = new TextEncoder()
 
 /** Makes `out` at least `size` bytes, keeping what was written. */
@@ -426,10 +423,8 @@ function header(type: number, id: number): void {
 function putId(at: number, hex: string): boolean {
   if (hex.length !== 32) return false
   for (let i = 0; i < 16; i++) {
-    const c1 = hex.charCodeAt(30 - 2 * i)
-    const c2 = hex.charCodeAt(31 - 2 * i)
-    const hi = c1 < 128 ? HEX_VALUE[c1]! : -1
-    const lo = c2 < 128 ? HEX_VALUE[c2]! : -1
+    const hi = hexDigit(hex, 30 - 2 * i)
+    const lo = hexDigit(hex, 31 - 2 * i)
     if ((hi | lo) < 0) return false
     out[at + i] = (hi << 4) | lo
   }

@@ -18,9 +18,12 @@
  */
 
 import type { Lock } from '../handle/lock.js'
-import { RemoteRequest } from '../remote/request.js'
+import { RemoteRequest, idWords } from '../remote/request.js'
 import { BUSY, ENDED, EXPIRED, FAILED, GRANTED, HOLD_EVENTS, INVALID, KEY, LIMIT, REQ, RESUMED, RESUMED_FENCE, REVOKE_IN, REVOKED, TIMED_OUT } from './abi.js'
 import type { EngineHost, RemoteEvents } from './engine-host.js'
+
+/** The words of a hold's request and lease ids, for `core.holdRemote`. */
+const WORDS = new Uint32Array(8)
 
 export class RemoteHolds implements RemoteEvents {
   readonly #host: EngineHost
@@ -54,6 +57,10 @@ export class RemoteHolds implements RemoteEvents {
     resource.remote = true
     let known = resource.keys.get(record.key)
     if (known !== undefined && typeof known !== 'number') known = host.adopt(resource, record.key, known)
+    // The ids cross into wasm as words (see crate/wasm/src/remote.rs); every caller checked them.
+    const w = WORDS
+    if (!idWords(record.request, w, 0)) return record.sink.failed(record, 'invalid', `${record.place()}: request must be 32 hex digits`)
+    if (!idWords(record.lease, w, 4)) return record.sink.failed(record, 'invalid', `${record.place()}: lease must be 32 hex digits`)
     const now = host.clock.now()
     let answer: number
     try {
@@ -63,14 +70,18 @@ export class RemoteHolds implements RemoteEvents {
         wait === Infinity ? -1 : wait,
         record.maxHold,
         record.conn,
-        record.request,
-        record.lease,
+        w[0]!,
+        w[1]!,
+        w[2]!,
+        w[3]!,
+        w[4]!,
+        w[5]!,
+        w[6]!,
+        w[7]!,
         record.ttl,
         now,
       )
     } catch (error) {
-      const e = error as { code?: unknown; message?: unknown }
-      if (typeof e?.code === 'string') return record.sink.failed(record, 'invalid', `${record.place()}: ${String(e.message)}`)
       throw host.trap(error)
     }
     const buf = host.view()
