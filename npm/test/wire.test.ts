@@ -1,7 +1,7 @@
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
-import { initSync, wireRevision } from '../wasm/holdfast_wasm.js'
+import { encodeGranted, encodeHold, encodeRelease, encodeRenew, initSync, wireRevision } from '../wasm/holdfast_wasm.js'
 import {
   REVISION,
   batchOf,
@@ -14,6 +14,7 @@ import {
   type ClientMessage,
   type ServerMessage,
 } from '../src/remote/wire.js'
+import { idWords } from '../src/remote/request.js'
 
 before(() => {
   initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })
@@ -62,6 +63,52 @@ test('every server message survives encode then decode', () => {
     const id = m.type === 'lost' ? 0 : i + 1
     assert.deepEqual(decodeServer(encodeServer(id, m)), { id, ...m }, m.type)
   })
+})
+
+test("#17 the frames of a hold, encoded in JavaScript, are the codec's byte for byte, and what they do not take goes to the codec", () => {
+  // Seeded, so that a failure repeats.
+  let seed = 17
+  const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31
+  const hex = () => Array.from({ length: 32 }, () => '0123456789abcdefABCDEF'[Math.floor(next() * 22)]).join('')
+  const texts = ['', 'k', 'a'.repeat(1024), 'chat é 😀', '\u{10ffff}x', 'lone \ud800 surrogate', 'ß'.repeat(300)]
+  const numbers = [0, 1, 0.5, 999.9, -1, -0.5, NaN, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 7, 2 ** 53 - 1]
+  const ids = [0, 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, -1, 3.7]
+  const same = (mine: Uint8Array, codec: Uint8Array, what: string) => assert.deepEqual([...mine], [...codec], what)
+  for (let i = 0; i < 500; i++) {
+    const pick = <T>(xs: T[]): T => xs[Math.floor(next() * xs.length)]!
+    const id = pick(ids)
+    const request = hex()
+    const lease = hex()
+    const hold = {
+      type: 'hold' as const,
+      semaphore: next() < 0.5,
+      limit: pick([1, 3, 2 ** 32 - 1, 2 ** 32 + 1]),
+      name: pick(texts),
+      key: pick(texts),
+      ttl: pick([1_000, 30_000, 3_600_000, 2 ** 32 + 5, 1.5]),
+      maxHold: pick(numbers),
+      wait: next() < 0.3 ? null : pick(numbers),
+      request,
+    }
+    same(
+      encodeClient(id, hold),
+      encodeHold(id, hold.semaphore, hold.limit, hold.name, hold.key, hold.ttl, hold.maxHold, hold.wait ?? -1, request),
+      `hold ${JSON.stringify(hold)}`,
+    )
+    same(encodeClient(id, { type: 'release', lease }), encodeRelease(id, lease), `release ${lease}`)
+    same(encodeClient(id, { type: 'renew', lease }), encodeRenew(id, lease), `renew ${lease}`)
+    const granted = { type: 'granted' as const, request, lease, fence: pick(numbers), ttl: pick([1_000, 30_000]), revokeIn: pick(numbers) }
+    same(encodeServer(id, granted), encodeGranted(id, request, lease, granted.fence, granted.ttl, granted.revokeIn), `granted ${JSON.stringify(granted)}`)
+  }
+  // Past what they take: the codec's answer, a frame or its refusal.
+  const long = 'é'.repeat(40_000)
+  const hold = { type: 'hold' as const, semaphore: false, limit: 1, name: long, key: 'k', ttl: 1_000, maxHold: 2 ** 60, wait: null, request }
+  same(encodeClient(1, hold), encodeHold(1, false, 1, long, 'k', 1_000, 2 ** 60, -1, request), 'a name past a u16 length, a maxHold past 2^53')
+  for (const bad of ['', 'g'.repeat(32), request.slice(1), `${request}0`, `é${request.slice(1)}`]) {
+    assert.throws(() => encodeClient(1, { type: 'release', lease: bad }), /lease must be 32 hex digits/, bad)
+    assert.throws(() => encodeClient(1, { ...hold, name: 'n', maxHold: 0, request: bad }), /request must be 32 hex digits/, bad)
+    assert.throws(() => encodeServer(1, { type: 'granted', request, lease: bad, fence: 1, ttl: 1_000, revokeIn: 0 }), /lease must be 32 hex digits/, bad)
+  }
 })
 
 test('a frame that does not decode is refused, never half read', () => {
@@ -119,4 +166,15 @@ test('#16 revision 4: pool frames travel in a batch beside others, their pools i
     { id: 3, type: 'pools', pools },
     { id: 4, type: 'count', value: 1 },
   ])
+})
+
+test('#17 idWords: an id of 32 hex digits as the four 32-bit words holdRemote takes, most significant first; anything else refused', () => {
+  const words = new Uint32Array(8)
+  assert.equal(idWords('0123456789abcdefFEDCBA9876543210', words, 4), true)
+  assert.deepEqual([...words.subarray(4)], [0x0123_4567, 0x89ab_cdef, 0xfedc_ba98, 0x7654_3210])
+  assert.equal(idWords('f'.repeat(32), words, 0), true)
+  assert.deepEqual([...words.subarray(0, 4)], [0xffff_ffff, 0xffff_ffff, 0xffff_ffff, 0xffff_ffff])
+  for (const bad of ['', 'g'.repeat(32), request.slice(1), `${request}0`, `é${request.slice(1)}`, ` ${request.slice(1)}`]) {
+    assert.equal(idWords(bad, words, 0), false, bad)
+  }
 })

@@ -415,3 +415,35 @@ test('#13 one meaning per key: a key with a lone surrogate is an InvalidError lo
   await a.release()
   await s.close()
 })
+
+test('#17: the server keeps its last handle for the next hold of its name, never for a name it forgot since, nor for a semaphore of another limit', async () => {
+  const s = await served()
+  const { client } = await s.client()
+  const namesInUse = () => s.store._footprint()[6]
+  try {
+    // One name in a row: served by one handle. Then the name is idle, and forgotten (a name only
+    // clients use pins nothing): the next hold of it registers it anew, and is granted.
+    for (let round = 0; round < 3; round++) {
+      const fences = []
+      for (let i = 0; i < 3; i++) fences.push(await client.lock('orders').hold(`k${i}`, lease => lease.fence))
+      assert.equal(fences.length, 3)
+      await until(() => namesInUse() === 0, `round ${round}: the idle name forgotten`)
+    }
+    // A semaphore held with limit 2: asked with limit 3 while in use, refused as ever.
+    let open
+    const gate = new Promise(resolve => (open = resolve))
+    const held = client.semaphore('uploads', { limit: 2 }).hold('u', () => gate)
+    await until(() => namesInUse() === 1, 'the semaphore held')
+    await assert.rejects(
+      client.semaphore('uploads', { limit: 3 }).hold('u', () => {}),
+      e => e instanceof InvalidError && /limit 3 differs from its limit 2/.test(e.message),
+    )
+    open()
+    await held
+    await until(() => namesInUse() === 0, 'the semaphore forgotten')
+    // Forgotten, any limit is its limit.
+    assert.equal(await client.semaphore('uploads', { limit: 3 }).hold('u', () => 'held'), 'held')
+  } finally {
+    await s.close()
+  }
+})

@@ -1,5 +1,8 @@
 //! The server side of leases over a connection, for JavaScript: the engine's remote operations with
-//! ids as hex and answers in numbers and the shared buffer, as on the in-process hot path.
+//! answers in numbers and the shared buffer, as on the in-process hot path. A hold takes its two ids
+//! as four 32-bit words each, most significant first (`request.ts` `idWords`): as hex strings each
+//! took an allocation in wasm, a copy and a parse, on every hold. The rarer operations (renew,
+//! release by lease, cancel by request) take them as 32 hex digits.
 
 use holdfast_engine::{Hold, Remote, Renewal};
 use wasm_bindgen::prelude::*;
@@ -9,9 +12,10 @@ use crate::{buffer, id_of, resource_of, status, Core};
 
 #[wasm_bindgen]
 impl Core {
-    /// A hold over connection `conn` (see `Engine::hold_remote`). Answers as `hold` (`now` must be
-    /// given), or [`status::RESUMED`] with the request's and key's ids in the buffer and its fence (0 while
-    /// it waits) at `buffer::RESUMED_FENCE`.
+    /// A hold over connection `conn` (see `Engine::hold_remote`), its request id and lease id given
+    /// as words (`r0` and `l0` the most significant). Answers as `hold` (`now` must be given), or
+    /// [`status::RESUMED`] with the request's and key's ids in the buffer and its fence (0 while it
+    /// waits) at `buffer::RESUMED_FENCE`.
     #[allow(clippy::too_many_arguments)]
     #[wasm_bindgen(js_name = holdRemote)]
     pub fn hold_remote(
@@ -21,16 +25,22 @@ impl Core {
         wait: f64,
         max_hold: f64,
         conn: u32,
-        request: &str,
-        lease: &str,
+        r0: u32,
+        r1: u32,
+        r2: u32,
+        r3: u32,
+        l0: u32,
+        l1: u32,
+        l2: u32,
+        l3: u32,
         ttl: f64,
         now: f64,
-    ) -> Result<f64, JsValue> {
+    ) -> f64 {
         self.reclaim();
         let remote = Remote {
             conn,
-            request: unhex(request, "request")?,
-            lease: unhex(lease, "lease")?,
+            request: id_of_words(r0, r1, r2, r3),
+            lease: id_of_words(l0, l1, l2, l3),
             ttl: ttl as u64,
         };
         let key = if key < 0.0 { None } else { id_of(key) };
@@ -59,7 +69,7 @@ impl Core {
         };
         self.persist_if_asked();
         self.buf[buffer::HOLD_EVENTS] = self.write_events();
-        Ok(answer)
+        answer
     }
 
     /// Renews a lease for its ttl from `now`: answers the ttl in ms (its `maxHold` remaining at
@@ -142,5 +152,29 @@ impl Core {
             .borrow_mut()
             .engine
             .set_connection_limit(limit as usize);
+    }
+}
+
+/// A 128-bit id from its four 32-bit words, the most significant first.
+fn id_of_words(w0: u32, w1: u32, w2: u32, w3: u32) -> u128 {
+    (u128::from(w0) << 96) | (u128::from(w1) << 64) | (u128::from(w2) << 32) | u128::from(w3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id_of_words;
+    use crate::hex::parse_hex;
+
+    #[test]
+    fn words_spell_the_id_of_their_hex_digits_in_order() {
+        let hex = b"0123456789abcdeffedcba9876543210";
+        assert_eq!(
+            id_of_words(0x0123_4567, 0x89ab_cdef, 0xfedc_ba98, 0x7654_3210),
+            parse_hex(hex).unwrap()
+        );
+        assert_eq!(
+            id_of_words(u32::MAX, 0, 0, 1),
+            (u128::from(u32::MAX) << 96) | 1
+        );
     }
 }

@@ -10,6 +10,13 @@
  * `crate/engine/src/wire` encodes it), from frames the codec encoded: it copies bytes and checks
  * nothing, and Rust decodes it.
  *
+ * The frames of every hold (`hold`, `release`, `renew`; the server's `granted`) are encoded here, in
+ * JavaScript, byte for byte as the codec encodes them (`npm/test/wire.test.ts` checks both against each
+ * other): through the codec, each took a crossing into wasm and an allocation there for each string
+ * (the ids, the name, the key) and for the frame, more than the rest of its encoding. Anything these
+ * encoders do not take as it comes (an id that is not 32 hex digits, a string longer than a `u16`
+ * length, a number past 2^53) goes to the codec, which encodes or refuses it as it always did.
+ *
  * Ids (request and lease) are 32 hex digits; a hold's `wait` of `null` is without limit. An inspection
  * page is asked for after the entry named by `kind`, `name` and `key` (`name` empty: the first page).
  * Pools (revision 4): `claim`, `pool` (an operation on a pool: release, confirm, remaining, resize,
@@ -47,6 +54,7 @@ import {
   wireSlots,
 } from '../../wasm/holdfast_wasm.js'
 import type { ErrorCode } from '../errors.js'
+import { hexDigit } from './request.js'
 
 /** One busy key, as `inspected` lists it. */
 export interface WireEntry {
@@ -262,11 +270,11 @@ function clientFrame(s: Float64Array, at: number, all: string): ClientFrame {
 export function encodeClient(id: number, m: ClientMessage): Uint8Array {
   switch (m.type) {
     case 'hold':
-      return encodeHold(id, m.semaphore, m.limit, m.name, m.key, m.ttl, m.maxHold, m.wait ?? -1, m.request)
+      return holdFrame(id, m) ?? encodeHold(id, m.semaphore, m.limit, m.name, m.key, m.ttl, m.maxHold, m.wait ?? -1, m.request)
     case 'release':
-      return encodeRelease(id, m.lease)
+      return idFrame(T_RELEASE, id, m.lease) ?? encodeRelease(id, m.lease)
     case 'renew':
-      return encodeRenew(id, m.lease)
+      return idFrame(T_RENEW, id, m.lease) ?? encodeRenew(id, m.lease)
     case 'cancel':
       return encodeCancel(id, m.request)
     case 'hello':
@@ -355,7 +363,7 @@ function serverFrame(s: Float64Array, at: number, all: string): ServerFrame {
 export function encodeServer(id: number, m: ServerMessage): Uint8Array {
   switch (m.type) {
     case 'granted':
-      return encodeGranted(id, m.request, m.lease, m.fence, m.ttl, m.revokeIn)
+      return grantedFrame(id, m) ?? encodeGranted(id, m.request, m.lease, m.fence, m.ttl, m.revokeIn)
     case 'renewed':
       return encodeRenewed(id, m.ttl, m.revokeIn)
     case 'done':
@@ -379,6 +387,109 @@ export function encodeServer(id: number, m: ServerMessage): Uint8Array {
     case 'pools':
       return encodePools(id, m.pools)
   }
+}
+
+// ---- the frames of every hold, encoded here (see the module doc) ----
+
+/** The wire's version byte and the type bytes of the frames encoded here (crate/engine/src/wire/codec.rs). */
+const WIRE_VERSION = 1
+const T_HOLD = 0x02
+const T_RENEW = 0x03
+const T_RELEASE = 0x04
+const T_GRANTED = 0x82
+
+/** Where frames are written before they are copied out at their length (grown for a longer one). */
+let out = new Uint8Array(256)
+let outView = new DataView(out.buffer)
+const utf8 = new TextEncoder()
+
+/** Makes `out` at least `size` bytes, keeping what was written. */
+function room(size: number): void {
+  if (out.length >= size) return
+  const grown = new Uint8Array(Math.max(size, 2 * out.length))
+  grown.set(out)
+  out = grown
+  outView = new DataView(out.buffer)
+}
+
+/** The header: version, type, correlation id (`u32`, as wasm takes a number: modulo 2^32). */
+function header(type: number, id: number): void {
+  out[0] = WIRE_VERSION
+  out[1] = type
+  outView.setUint32(2, id >>> 0, true)
+}
+
+/** Writes a 128-bit id given as 32 hex digits, as the codec does (`u128` little-endian); false if it is not one. */
+function putId(at: number, hex: string): boolean {
+  if (hex.length !== 32) return false
+  for (let i = 0; i < 16; i++) {
+    const hi = hexDigit(hex, 30 - 2 * i)
+    const lo = hexDigit(hex, 31 - 2 * i)
+    if ((hi | lo) < 0) return false
+    out[at + i] = (hi << 4) | lo
+  }
+  return true
+}
+
+/** Writes a count of ms as the codec's `u64` (negative and NaN are 0, fractions cut); false past 2^53. */
+function putMs(at: number, value: number): boolean {
+  const v = value > 0 ? Math.floor(value) : 0
+  if (v > Number.MAX_SAFE_INTEGER) return false
+  outView.setUint32(at, v % 0x1_0000_0000, true)
+  outView.setUint32(at + 4, Math.floor(v / 0x1_0000_0000), true)
+  return true
+}
+
+/** Writes a string after its `u16` byte length; answers where it ends, or -1 when it is longer than that. */
+function putString(at: number, s: string): number {
+  const n = s.length
+  room(at + 2 + 3 * n)
+  let i = 0
+  // ASCII byte by byte (names and keys mostly are), the rest by the platform's encoder.
+  for (; i < n; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 0x80) break
+    out[at + 2 + i] = c
+  }
+  let bytes = i
+  if (i < n) bytes += utf8.encodeInto(s.slice(i), out.subarray(at + 2 + i)).written
+  if (bytes > 0xffff) return -1
+  outView.setUint16(at, bytes, true)
+  return at + 2 + bytes
+}
+
+/** A `hold` frame, or `undefined` for the codec to encode (or refuse). */
+function holdFrame(id: number, m: Extract<ClientMessage, { type: 'hold' }>): Uint8Array | undefined {
+  header(T_HOLD, id)
+  out[6] = m.semaphore ? 1 : 0
+  outView.setUint32(7, m.limit >>> 0, true)
+  let at = putString(11, m.name)
+  if (at < 0) return undefined
+  at = putString(at, m.key)
+  if (at < 0) return undefined
+  room(at + 36)
+  outView.setUint32(at, m.ttl >>> 0, true)
+  if (!putMs(at + 4, m.maxHold)) return undefined
+  if (m.wait === null || m.wait < 0) {
+    outView.setUint32(at + 12, 0xffff_ffff, true)
+    outView.setUint32(at + 16, 0xffff_ffff, true)
+  } else if (!putMs(at + 12, m.wait)) return undefined
+  if (!putId(at + 20, m.request)) return undefined
+  return out.slice(0, at + 36)
+}
+
+/** A frame of one lease id (`release`, `renew`), or `undefined` for the codec. */
+function idFrame(type: number, id: number, lease: string): Uint8Array | undefined {
+  header(type, id)
+  return putId(6, lease) ? out.slice(0, 22) : undefined
+}
+
+/** A `granted` frame, or `undefined` for the codec. */
+function grantedFrame(id: number, m: Extract<ServerMessage, { type: 'granted' }>): Uint8Array | undefined {
+  header(T_GRANTED, id)
+  if (!putId(6, m.request) || !putId(22, m.lease) || !putMs(38, m.fence)) return undefined
+  outView.setUint32(46, m.ttl >>> 0, true)
+  return putMs(50, m.revokeIn) ? out.slice(0, 58) : undefined
 }
 
 /** The type bytes of a batch (revision 3): a client's and a server's. */

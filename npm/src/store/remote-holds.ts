@@ -18,9 +18,12 @@
  */
 
 import type { Lock } from '../handle/lock.js'
-import { RemoteRequest } from '../remote/request.js'
+import { RemoteRequest, idWords } from '../remote/request.js'
 import { BUSY, ENDED, EXPIRED, FAILED, GRANTED, HOLD_EVENTS, INVALID, KEY, LIMIT, REQ, RESUMED, RESUMED_FENCE, REVOKE_IN, REVOKED, TIMED_OUT } from './abi.js'
 import type { EngineHost, RemoteEvents } from './engine-host.js'
+
+/** The words of a hold's request and lease ids, for `core.holdRemote`. */
+const WORDS = new Uint32Array(8)
 
 export class RemoteHolds implements RemoteEvents {
   readonly #host: EngineHost
@@ -29,6 +32,8 @@ export class RemoteHolds implements RemoteEvents {
   readonly #byLease = new Map<string, RemoteRequest>()
   /** The most requests over connections at once, leases and waiting holds (`serve({ maxHolds })`). */
   #maxHolds = 100_000
+  /** The server's last handle (`store._serverHandle`), for the next hold of the same name. */
+  #lastHandle: Lock | undefined
 
   constructor(host: EngineHost) {
     this.#host = host
@@ -52,6 +57,10 @@ export class RemoteHolds implements RemoteEvents {
     resource.remote = true
     let known = resource.keys.get(record.key)
     if (known !== undefined && typeof known !== 'number') known = host.adopt(resource, record.key, known)
+    // The ids cross into wasm as words (see crate/wasm/src/remote.rs); every caller checked them.
+    const w = WORDS
+    if (!idWords(record.request, w, 0)) return record.sink.failed(record, 'invalid', `${record.place()}: request must be 32 hex digits`)
+    if (!idWords(record.lease, w, 4)) return record.sink.failed(record, 'invalid', `${record.place()}: lease must be 32 hex digits`)
     const now = host.clock.now()
     let answer: number
     try {
@@ -61,14 +70,18 @@ export class RemoteHolds implements RemoteEvents {
         wait === Infinity ? -1 : wait,
         record.maxHold,
         record.conn,
-        record.request,
-        record.lease,
+        w[0]!,
+        w[1]!,
+        w[2]!,
+        w[3]!,
+        w[4]!,
+        w[5]!,
+        w[6]!,
+        w[7]!,
         record.ttl,
         now,
       )
     } catch (error) {
-      const e = error as { code?: unknown; message?: unknown }
-      if (typeof e?.code === 'string') return record.sink.failed(record, 'invalid', `${record.place()}: ${String(e.message)}`)
       throw host.trap(error)
     }
     const buf = host.view()
@@ -111,6 +124,28 @@ export class RemoteHolds implements RemoteEvents {
     if (answer === BUSY) return record.sink.busy(record)
     const message = `${record.place()}: ${host.core.lastError()}`
     record.sink.failed(record, answer === LIMIT ? 'limit' : answer === INVALID ? 'invalid' : 'closed', message)
+  }
+
+  /**
+   * The server's last handle if it serves a hold of `kind`, `name` and `limit`: a handle pins nothing
+   * and keeps nothing of a hold, so one serves every hold of its name while the name is in use (most
+   * holds over connections name one just used). Once the store forgot the name (its place in
+   * `names.byId` is no longer this resource: another `Resource` of it may be there since), or closed,
+   * it is made anew, checked as it always was.
+   */
+  lastHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock | undefined {
+    const last = this.#lastHandle
+    if (last === undefined) return undefined
+    const r = last._resource
+    if (r.name !== name || r.kind !== kind || (kind === 'semaphore' && r.limit !== limit)) return undefined
+    const host = this.#host
+    return host.names.byId[r.id >>> 0] === r && !host.closed ? last : undefined
+  }
+
+  /** Keeps the server's handle just made (see `lastHandle`). */
+  keepHandle(handle: Lock): Lock {
+    this.#lastHandle = handle
+    return handle
   }
 
   /** An event of the host's drain for a request over a connection: answered through its sink. */

@@ -284,10 +284,12 @@ export class Store implements LockStore, ServedStore {
    * as soon as it is idle. The caller hands it to `_letGo` once the hold was asked.
    */
   _serverHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock {
+    const last = this.#remote.lastHandle(kind, name, limit)
+    if (last !== undefined) return last
     const semaphore = kind === 'semaphore'
     const o = handleOptions(semaphore ? { limit } : undefined, `${kind} ${String(name)}`, semaphore)
     const resource = this.#host.resource(kind, name, o.limit, o.ttl, undefined)
-    return new (semaphore ? Semaphore : Lock)(this, resource, o.ttl, o.maxHold, o.wait, undefined)
+    return this.#remote.keepHandle(new (semaphore ? Semaphore : Lock)(this, resource, o.ttl, o.maxHold, o.wait, undefined))
   }
 
   /** @internal The server's handle was used (see `_serverHandle`): its name is forgotten if nothing else uses it. */

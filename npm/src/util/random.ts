@@ -2,12 +2,23 @@
  * Random ids (16 bytes, as 32 hex digits) from the platform's cryptographic source, drawn 1,024 at a
  * time (16 KiB): a `getRandomValues` call costs about as much for 16 KiB as for 1 KiB (1.5–3 µs on
  * Node 24), so that an id costs 3 ns of it rather than 27.
+ *
+ * The id is made in one `String.fromCharCode` of its 32 digits: a flat string at once. Joined two
+ * digits at a time it was a rope of 16 pieces, which every later read (a map's hash, the encoder's
+ * digits) flattened first — together 0.2 µs more an id on Node 24 and Bun, and two ids a hold over a
+ * connection (its request id, its lease id).
  */
 
 const BATCH = 1024
 let pool = new Uint8Array(0)
 let at = 0
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
+/** The character codes of each byte's high and low hex digit. */
+const HIGH = new Uint8Array(256)
+const LOW = new Uint8Array(256)
+for (let b = 0; b < 256; b++) {
+  HIGH[b] = '0123456789abcdef'.charCodeAt(b >> 4)
+  LOW[b] = '0123456789abcdef'.charCodeAt(b & 15)
+}
 
 export function randomId(): string {
   if (at === pool.length) {
@@ -15,10 +26,17 @@ export function randomId(): string {
     crypto.getRandomValues(pool)
     at = 0
   }
-  let hex = ''
-  for (let i = at; i < at + 16; i++) hex += HEX[pool[i]!]
+  const p = pool
+  const i = at
+  // biome-ignore format: the 16 bytes, two digits each, in order
+  const hex = String.fromCharCode(
+    HIGH[p[i]!]!, LOW[p[i]!]!, HIGH[p[i + 1]!]!, LOW[p[i + 1]!]!, HIGH[p[i + 2]!]!, LOW[p[i + 2]!]!, HIGH[p[i + 3]!]!, LOW[p[i + 3]!]!,
+    HIGH[p[i + 4]!]!, LOW[p[i + 4]!]!, HIGH[p[i + 5]!]!, LOW[p[i + 5]!]!, HIGH[p[i + 6]!]!, LOW[p[i + 6]!]!, HIGH[p[i + 7]!]!, LOW[p[i + 7]!]!,
+    HIGH[p[i + 8]!]!, LOW[p[i + 8]!]!, HIGH[p[i + 9]!]!, LOW[p[i + 9]!]!, HIGH[p[i + 10]!]!, LOW[p[i + 10]!]!, HIGH[p[i + 11]!]!, LOW[p[i + 11]!]!,
+    HIGH[p[i + 12]!]!, LOW[p[i + 12]!]!, HIGH[p[i + 13]!]!, LOW[p[i + 13]!]!, HIGH[p[i + 14]!]!, LOW[p[i + 14]!]!, HIGH[p[i + 15]!]!, LOW[p[i + 15]!]!,
+  )
   // Zero what was used, so that an id never lingers in memory after it was handed out.
-  pool.fill(0, at, at + 16)
-  at += 16
+  pool.fill(0, i, i + 16)
+  at = i + 16
   return hex
 }

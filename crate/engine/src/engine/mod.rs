@@ -33,6 +33,7 @@
 mod deadlines;
 mod fences;
 mod hold;
+mod id_hash;
 mod pool;
 mod remote;
 mod request;

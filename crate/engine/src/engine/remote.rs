@@ -23,6 +23,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::deadlines::timer_is_live;
 use super::hold::{Cancelled, Hold};
+use super::id_hash::BuildIdHasher;
 use super::request::{Request, State};
 use super::resource::ResourceId;
 use super::Engine;
@@ -58,21 +59,22 @@ pub enum Renewal {
     Lost,
 }
 
-/// The indexes of requests over connections.
+/// The indexes of requests over connections, hashed by `id_hash.rs` (their keys are random ids and
+/// the host's numbers).
 #[derive(Debug)]
 pub(super) struct Remotes {
-    by_request: HashMap<u128, Id>,
-    by_lease: HashMap<u128, Id>,
-    by_conn: HashMap<u32, HashSet<Id>>,
+    by_request: HashMap<u128, Id, BuildIdHasher>,
+    by_lease: HashMap<u128, Id, BuildIdHasher>,
+    by_conn: HashMap<u32, HashSet<Id, BuildIdHasher>, BuildIdHasher>,
     limit: usize,
 }
 
 impl Default for Remotes {
     fn default() -> Self {
         Remotes {
-            by_request: HashMap::new(),
-            by_lease: HashMap::new(),
-            by_conn: HashMap::new(),
+            by_request: HashMap::default(),
+            by_lease: HashMap::default(),
+            by_conn: HashMap::default(),
             limit: CONNECTION_LIMIT,
         }
     }
