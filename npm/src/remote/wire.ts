@@ -296,6 +296,8 @@ export function encodeClient(id: number, m: ClientMessage): Uint8Array {
 
 /** Decodes a message a server sent: its frames, one or a batch's, in order. Throws a `protocol` error for a bad message. */
 export function decodeServerAll(bytes: Uint8Array): ServerFrame[] {
+  const granted = grantedOf(bytes)
+  if (granted !== undefined) return [granted]
   const answer = decodeServerFlat(bytes) as string | [string, ...(WireEntry[] | WirePool[])[]]
   const s = table()
   const count = s[COUNT]!
@@ -490,6 +492,45 @@ function grantedFrame(id: number, m: Extract<ServerMessage, { type: 'granted' }>
   if (!putId(6, m.request) || !putId(22, m.lease) || !putMs(38, m.fence)) return undefined
   outView.setUint32(46, m.ttl >>> 0, true)
   return putMs(50, m.revokeIn) ? out.slice(0, 58) : undefined
+}
+
+/** The size of a `granted` frame: header, request, lease, fence, ttl, revokeIn. */
+const GRANTED_SIZE = 58
+/** Lower-case hex digits by value (the codec's), as character codes. */
+const DIGIT_CODES = Array.from('0123456789abcdef', d => d.charCodeAt(0))
+/** The character codes of the two ids of a `granted` being read (one flat string is made of them). */
+const idCodes: number[] = new Array<number>(64).fill(0)
+
+/**
+ * A message of one `granted` frame (every hold's answer), read here as the codec reads it; or
+ * `undefined` for the codec to decode (a batch, another frame, a bad one, a count past 2^53): what
+ * it refuses stays refused as before.
+ */
+function grantedOf(bytes: Uint8Array): ServerFrame | undefined {
+  if (bytes.length !== GRANTED_SIZE || bytes[0] !== WIRE_VERSION || bytes[1] !== T_GRANTED) return undefined
+  const view = new DataView(bytes.buffer, bytes.byteOffset, GRANTED_SIZE)
+  const fenceHigh = view.getUint32(42, true)
+  const revokeHigh = view.getUint32(54, true)
+  // Past 2^53 the codec's number is rounded: left to it.
+  if (fenceHigh > 0x1f_ffff || revokeHigh > 0x1f_ffff) return undefined
+  // Each id is a u128 little-endian, its hex most significant digit first (the codec's `push_hex`).
+  for (let id = 0; id < 2; id++) {
+    for (let i = 0; i < 16; i++) {
+      const b = bytes[6 + 16 * id + 15 - i]!
+      idCodes[32 * id + 2 * i] = DIGIT_CODES[b >>> 4]!
+      idCodes[32 * id + 2 * i + 1] = DIGIT_CODES[b & 0xf]!
+    }
+  }
+  const text = String.fromCharCode.apply(null, idCodes)
+  return {
+    id: view.getUint32(2, true),
+    type: 'granted',
+    request: text.slice(0, 32),
+    lease: text.slice(32),
+    fence: fenceHigh * 0x1_0000_0000 + view.getUint32(38, true),
+    ttl: view.getUint32(46, true),
+    revokeIn: revokeHigh * 0x1_0000_0000 + view.getUint32(50, true),
+  }
 }
 
 /** The type bytes of a batch (revision 3): a client's and a server's. */
