@@ -17,10 +17,10 @@
  * encoders do not take as it comes (an id that is not 32 hex digits, a string longer than a `u16`
  * length, a number past 2^53) goes to the codec, which encodes or refuses it as it always did.
  *
- * They are read here too: a client's message of `hold`, `release` and `renew` frames only (alone or
- * batched; names and keys in ASCII), and a server's message of one `granted`, as the codec reads them
- * (the test reads each against the codec, bad frames among them). Any other message, or one these
- * readers do not take whole, goes to the codec, which reads or refuses it as it always did.
+ * They are read here too, as the codec reads them: a client's message of `hold`, `release` and
+ * `renew` frames only (names and keys in ASCII), and a server's message of `granted` frames only, each
+ * alone or batched (the test reads them against the codec, bad frames among them). Any other message,
+ * or one these readers do not take whole, goes to the codec, which reads or refuses it as always.
  *
  * Ids (request and lease) are 32 hex digits; a hold's `wait` of `null` is without limit. An inspection
  * page is asked for after the entry named by `kind`, `name` and `key` (`name` empty: the first page).
@@ -304,7 +304,7 @@ export function encodeClient(id: number, m: ClientMessage): Uint8Array {
 /** Decodes a message a server sent: its frames, one or a batch's, in order. Throws a `protocol` error for a bad message. */
 export function decodeServerAll(bytes: Uint8Array): ServerFrame[] {
   const granted = grantedOf(bytes)
-  if (granted !== undefined) return [granted]
+  if (granted !== undefined) return granted
   const answer = decodeServerFlat(bytes) as string | [string, ...(WireEntry[] | WirePool[])[]]
   const s = table()
   const count = s[COUNT]!
@@ -529,6 +529,7 @@ const oneId: number[] = new Array<number>(32).fill(0)
 
 /** The codec's bounds on what a client sends (crate/engine/src/wire/message.rs). */
 const MAX_CLIENT_FRAME = 64 * 1024
+const MAX_SERVER_FRAME = 16 * 1024 * 1024
 const MAX_NAME_WIRE = 64
 const MAX_KEY = 1024
 const ID_FRAME_SIZE = 22
@@ -540,22 +541,36 @@ const ID_FRAME_SIZE = 22
  * stays refused as before, and nothing of a message is answered before all of it is read.
  */
 function holdFramesOf(bytes: Uint8Array): ClientFrame[] | undefined {
+  return readAll(bytes, BATCH_CLIENT, MAX_CLIENT_FRAME, holdFrameAt)
+}
+
+/**
+ * The frames of a message (one, or a batch of type `batch`) when `read` reads every one of them,
+ * else `undefined`; a batch is read as the codec's `batch_of` reads it (id 0, each frame after its
+ * `u16` length, at least one).
+ */
+function readAll<F>(
+  bytes: Uint8Array,
+  batch: number,
+  max: number,
+  read: (bytes: Uint8Array, view: DataView, at: number, end: number) => F | undefined,
+): F[] | undefined {
   const length = bytes.length
-  if (length > MAX_CLIENT_FRAME || length < 6 || bytes[0] !== WIRE_VERSION) return undefined
+  if (length > max || length < 6 || bytes[0] !== WIRE_VERSION) return undefined
   const view = new DataView(bytes.buffer, bytes.byteOffset, length)
-  if (bytes[1] !== BATCH_CLIENT) {
-    const frame = holdFrameAt(bytes, view, 0, length)
-    return frame && [frame]
+  if (bytes[1] !== batch) {
+    const frame = read(bytes, view, 0, length)
+    return frame === undefined ? undefined : [frame]
   }
   if (view.getUint32(2, true) !== 0) return undefined
-  const frames: ClientFrame[] = []
+  const frames: F[] = []
   let at = 6
   while (at < length) {
     if (at + 2 > length) return undefined
     const size = view.getUint16(at, true)
     at += 2
     if (at + size > length) return undefined
-    const frame = holdFrameAt(bytes, view, at, at + size)
+    const frame = read(bytes, view, at, at + size)
     if (frame === undefined) return undefined
     frames.push(frame)
     at += size
@@ -618,24 +633,28 @@ function asciiOf(bytes: Uint8Array, from: number, to: number): string | undefine
 }
 
 /**
- * A message of one `granted` frame (every hold's answer), read here as the codec reads it; or
- * `undefined` for the codec to decode (a batch, another frame, a bad one): what
- * it refuses stays refused as before.
+ * A message of `granted` frames (every hold's answer), one or a batch, read here as the codec reads
+ * them; or `undefined` for the codec to decode (another frame among them, a bad one): what it refuses
+ * stays refused as before.
  */
-function grantedOf(bytes: Uint8Array): ServerFrame | undefined {
-  if (bytes.length !== GRANTED_SIZE || bytes[0] !== WIRE_VERSION || bytes[1] !== T_GRANTED) return undefined
-  const view = new DataView(bytes.buffer, bytes.byteOffset, GRANTED_SIZE)
-  hexCodes(bytes, 6, idCodes, 0)
-  hexCodes(bytes, 22, idCodes, 32)
+function grantedOf(bytes: Uint8Array): ServerFrame[] | undefined {
+  return readAll(bytes, BATCH_SERVER, MAX_SERVER_FRAME, grantedAt)
+}
+
+/** The frame in `bytes[at, end)` when it is a `granted`, else `undefined`. */
+function grantedAt(bytes: Uint8Array, view: DataView, at: number, end: number): ServerFrame | undefined {
+  if (end - at !== GRANTED_SIZE || bytes[at] !== WIRE_VERSION || bytes[at + 1] !== T_GRANTED) return undefined
+  hexCodes(bytes, at + 6, idCodes, 0)
+  hexCodes(bytes, at + 22, idCodes, 32)
   const text = String.fromCharCode.apply(null, idCodes)
   return {
-    id: view.getUint32(2, true),
+    id: view.getUint32(at + 2, true),
     type: 'granted',
     request: text.slice(0, 32),
     lease: text.slice(32),
-    fence: u64At(view, 38),
-    ttl: view.getUint32(46, true),
-    revokeIn: u64At(view, 50),
+    fence: u64At(view, at + 38),
+    ttl: view.getUint32(at + 46, true),
+    revokeIn: u64At(view, at + 50),
   }
 }
 
