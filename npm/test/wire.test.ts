@@ -111,6 +111,135 @@ test("#17 the frames of a hold, encoded in JavaScript, are the codec's byte for 
   }
 })
 
+test('#17 granted frames, alone or batched, are read in JavaScript as the codec reads them (it reads them beside a done); the rest goes to the codec', () => {
+  let seed = 58
+  const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31
+  const byte = () => Math.floor(next() * 256)
+  const done = encodeServer(9, { type: 'done' })
+  const read = (bytes: Uint8Array): unknown => {
+    try {
+      return decodeServerAll(bytes)
+    } catch (error) {
+      return (error as { code?: string }).code
+    }
+  }
+  for (let i = 0; i < 500; i++) {
+    const frames = Array.from({ length: 1 + Math.floor(next() * 3) }, () => {
+      const frame = Uint8Array.from({ length: 58 }, byte)
+      frame[0] = 1
+      frame[1] = 0x82
+      // Counts below 2^53 mostly, past it sometimes (rounded as the codec rounds them).
+      if (next() < 0.8) frame[45] = frame[44] = frame[43] = 0
+      if (next() < 0.8) frame[57] = frame[56] = frame[55] = 0
+      if (next() < 0.3) frame[42] = frame[54] = 0x1f
+      return frame
+    })
+    // Now and then a version or type byte changed, or a frame cut: refused, or read, as the codec does.
+    if (next() < 0.2) frames[0]![Math.floor(next() * 2)] = byte()
+    if (next() < 0.1) frames.push(frames.pop()!.subarray(0, -1))
+    const mine = read(frames.length === 1 ? frames[0]! : batchOf(frames, true))
+    const codecRead = read(batchOf([...frames, done], true))
+    assert.deepEqual(mine, Array.isArray(codecRead) ? codecRead.slice(0, -1) : codecRead, `granted ${frames.map(f => [...f].join(','))}`)
+  }
+  const granted = encodeServer(7, { type: 'granted', request, lease, fence: 2 ** 53 - 1, ttl: 30_000, revokeIn: 0 })
+  // A batch says id 0; another is refused, from a server as from a client.
+  for (const [batch, what] of [
+    [batchOf([granted, granted], true), 'server'],
+    [batchOf([encodeRelease(0, lease), encodeRelease(0, lease)], false), 'client'],
+  ] as const) {
+    const wrong = Uint8Array.from(batch, (b, i) => (i === 2 ? 1 : b))
+    assert.throws(
+      () => (what === 'server' ? decodeServerAll(wrong) : decodeClientAll(wrong)),
+      (e: { code?: string }) => e.code === 'protocol',
+      what,
+    )
+  }
+  assert.deepEqual(decodeServerAll(granted), [{ id: 7, type: 'granted', request, lease, fence: 2 ** 53 - 1, ttl: 30_000, revokeIn: 0 }])
+  // A byte more or less, or another version, is the codec's to refuse.
+  for (const bad of [granted.subarray(0, 57), Uint8Array.from([...granted, 0]), Uint8Array.from(granted, (b, i) => (i === 0 ? 2 : b))]) {
+    assert.throws(
+      () => decodeServerAll(bad),
+      (e: { code?: string }) => e.code === 'protocol',
+      `${bad.length} bytes, version ${bad[0]}`,
+    )
+  }
+})
+
+test('#17 the frames of a hold (hold, release, renew), alone or batched, are read in JavaScript as the codec reads them (it reads them beside an inspect); bad ones stay refused', () => {
+  let seed = 36
+  const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31
+  const pick = <T>(xs: T[]): T => xs[Math.floor(next() * xs.length)]!
+  const hex = () => Array.from({ length: 32 }, () => '0123456789abcdef'[Math.floor(next() * 16)]).join('')
+  const texts = ['', 'k', 'bench', 'a'.repeat(64), 'a'.repeat(65), 'b'.repeat(1024), 'chat é', '\u007f~ !']
+  const numbers = [0, 1, 999, 2 ** 32 - 1, 2 ** 32 + 7, 2 ** 53 - 1, 2 ** 60]
+  const inspect = encodeClient(9, { type: 'inspect' })
+  // The codec's reading: an inspect beside them is not read here.
+  const codec = (frames: Uint8Array[]): unknown => {
+    try {
+      return decodeClientAll(batchOf([...frames, inspect], false)).slice(0, -1)
+    } catch (error) {
+      return (error as { code?: string }).code
+    }
+  }
+  const mine = (bytes: Uint8Array): unknown => {
+    try {
+      return decodeClientAll(bytes)
+    } catch (error) {
+      return (error as { code?: string }).code
+    }
+  }
+  for (let i = 0; i < 500; i++) {
+    const frames = Array.from({ length: 1 + Math.floor(next() * 3) }, (_, j) => {
+      const id = pick([0, 1, 2 ** 31, 2 ** 32 - 1]) + j
+      const r = next()
+      if (r < 0.2) return encodeClient(id, { type: 'release', lease: hex() })
+      if (r < 0.3) return encodeClient(id, { type: 'renew', lease: hex() })
+      const name = pick(texts)
+      return encodeHold(
+        id,
+        next() < 0.5,
+        pick([1, 3, 2 ** 32 - 1]),
+        name.length > 64 ? 'n' : name,
+        pick(texts),
+        pick([1, 30_000, 2 ** 32 - 1]),
+        pick(numbers),
+        next() < 0.3 ? -1 : pick(numbers),
+        hex(),
+      )
+    })
+    // Now and then a byte changed: what the codec refuses must stay refused, and the same read.
+    if (next() < 0.3) {
+      const f = pick(frames)
+      f[Math.floor(next() * f.length)] = pick([0, 1, 2, 0x7f, 0x80, 0xff])
+    }
+    if (next() < 0.1) frames.push(frames.pop()!.subarray(0, -1))
+    assert.deepEqual(mine(frames.length === 1 ? frames[0]! : batchOf(frames, false)), codec(frames), `${frames.map(f => [...f].join(','))}`)
+  }
+  // A name past the codec's 64 bytes, or a bad version, is refused, read here or not.
+  const named = encodeHold(1, false, 1, 'n'.repeat(64), 'k', 1, 0, -1, request)
+  const long = Uint8Array.from([...named.subarray(0, 13), 110, ...named.subarray(13)])
+  long[11] = 65
+  assert.throws(
+    () => decodeClientAll(long),
+    (e: { code?: string }) => e.code === 'protocol',
+  )
+  assert.throws(
+    () => decodeClientAll(Uint8Array.from(encodeRelease(1, lease), (b, i) => (i === 0 ? 2 : b))),
+    (e: { code?: string }) => e.code === 'protocol',
+  )
+  const kind = Uint8Array.from(encodeHold(1, false, 1, 'n', 'k', 1, 0, -1, request))
+  kind[6] = 2
+  assert.throws(
+    () => decodeClientAll(kind),
+    (e: { code?: string }) => e.code === 'protocol',
+  )
+  // Counts past 2^53: the codec's rounding.
+  const big = decodeClientAll(encodeHold(1, false, 1, 'n', 'k', 1, 2 ** 60 + 2 ** 20, 2 ** 55 + 1, request))[0] as { maxHold: number; wait: number }
+  assert.deepEqual([big.maxHold, big.wait], [2 ** 60 + 2 ** 20, 2 ** 55])
+  const hold = decodeClientAll(encodeHold(5, true, 3, 'n', 'k', 30_000, 2 ** 53 - 1, -1, request))
+  assert.deepEqual(hold, [{ id: 5, type: 'hold', semaphore: true, limit: 3, name: 'n', key: 'k', ttl: 30_000, maxHold: 2 ** 53 - 1, wait: null, request }])
+})
+
 test('a frame that does not decode is refused, never half read', () => {
   const good = encodeClient(1, { type: 'renew', lease })
   for (const bad of [new Uint8Array(0), good.subarray(0, good.length - 1), Uint8Array.of(...good, 0), Uint8Array.of(255, 255, 255)]) {

@@ -17,6 +17,11 @@
  * encoders do not take as it comes (an id that is not 32 hex digits, a string longer than a `u16`
  * length, a number past 2^53) goes to the codec, which encodes or refuses it as it always did.
  *
+ * They are read here too, as the codec reads them: a client's message of `hold`, `release` and
+ * `renew` frames only (names and keys in ASCII), and a server's message of `granted` frames only, each
+ * alone or batched (the test reads them against the codec, bad frames among them). Any other message,
+ * or one these readers do not take whole, goes to the codec, which reads or refuses it as always.
+ *
  * Ids (request and lease) are 32 hex digits; a hold's `wait` of `null` is without limit. An inspection
  * page is asked for after the entry named by `kind`, `name` and `key` (`name` empty: the first page).
  * Pools (revision 4): `claim`, `pool` (an operation on a pool: release, confirm, remaining, resize,
@@ -179,6 +184,8 @@ function table(): Float64Array {
  * (from wasm) for a bad message: nothing of it is answered.
  */
 export function decodeClientAll(bytes: Uint8Array): ClientFrame[] {
+  const held = holdFramesOf(bytes)
+  if (held !== undefined) return held
   const text = decodeClientFlat(bytes)
   const s = table()
   const count = s[COUNT]!
@@ -296,6 +303,8 @@ export function encodeClient(id: number, m: ClientMessage): Uint8Array {
 
 /** Decodes a message a server sent: its frames, one or a batch's, in order. Throws a `protocol` error for a bad message. */
 export function decodeServerAll(bytes: Uint8Array): ServerFrame[] {
+  const granted = grantedOf(bytes)
+  if (granted !== undefined) return granted
   const answer = decodeServerFlat(bytes) as string | [string, ...(WireEntry[] | WirePool[])[]]
   const s = table()
   const count = s[COUNT]!
@@ -490,6 +499,163 @@ function grantedFrame(id: number, m: Extract<ServerMessage, { type: 'granted' }>
   if (!putId(6, m.request) || !putId(22, m.lease) || !putMs(38, m.fence)) return undefined
   outView.setUint32(46, m.ttl >>> 0, true)
   return putMs(50, m.revokeIn) ? out.slice(0, 58) : undefined
+}
+
+/** The size of a `granted` frame: header, request, lease, fence, ttl, revokeIn. */
+const GRANTED_SIZE = 58
+/** Lower-case hex digits by value (the codec's), as character codes. */
+const DIGIT_CODES = Array.from('0123456789abcdef', d => d.charCodeAt(0))
+/** The character codes of the two ids of a `granted` being read (one flat string is made of them). */
+const idCodes: number[] = new Array<number>(64).fill(0)
+
+/**
+ * Writes the 32 hex digits of the id at `bytes[at]` (a u128 little-endian, as the codec writes it)
+ * into `codes[to]` on, as character codes, most significant digit first (the codec's `push_hex`).
+ */
+function hexCodes(bytes: Uint8Array, at: number, codes: number[], to: number): void {
+  for (let i = 0; i < 16; i++) {
+    const b = bytes[at + 15 - i]!
+    codes[to + 2 * i] = DIGIT_CODES[b >>> 4]!
+    codes[to + 2 * i + 1] = DIGIT_CODES[b & 0xf]!
+  }
+}
+
+/** An id as 32 hex digits, one flat string. */
+function hexOf(bytes: Uint8Array, at: number): string {
+  hexCodes(bytes, at, oneId, 0)
+  return String.fromCharCode.apply(null, oneId)
+}
+const oneId: number[] = new Array<number>(32).fill(0)
+
+/** The codec's bounds on what a client sends (crate/engine/src/wire/message.rs). */
+const MAX_CLIENT_FRAME = 64 * 1024
+const MAX_SERVER_FRAME = 16 * 1024 * 1024
+const MAX_NAME_WIRE = 64
+const MAX_KEY = 1024
+const ID_FRAME_SIZE = 22
+
+/**
+ * A message a client sent of `hold`, `release` and `renew` frames only (the frames of every hold),
+ * alone or in a batch, read here as the codec reads them; or `undefined` for the codec to decode
+ * (another frame among them, a bad one, a name or key not ASCII): what it refuses
+ * stays refused as before, and nothing of a message is answered before all of it is read.
+ */
+function holdFramesOf(bytes: Uint8Array): ClientFrame[] | undefined {
+  return readAll(bytes, BATCH_CLIENT, MAX_CLIENT_FRAME, holdFrameAt)
+}
+
+/**
+ * The frames of a message (one, or a batch of type `batch`) when `read` reads every one of them,
+ * else `undefined`; a batch is read as the codec's `batch_of` reads it (id 0, each frame after its
+ * `u16` length, at least one).
+ */
+function readAll<F>(
+  bytes: Uint8Array,
+  batch: number,
+  max: number,
+  read: (bytes: Uint8Array, view: DataView, at: number, end: number) => F | undefined,
+): F[] | undefined {
+  const length = bytes.length
+  if (length > max || length < 6 || bytes[0] !== WIRE_VERSION) return undefined
+  const view = new DataView(bytes.buffer, bytes.byteOffset, length)
+  if (bytes[1] !== batch) {
+    const frame = read(bytes, view, 0, length)
+    return frame === undefined ? undefined : [frame]
+  }
+  if (view.getUint32(2, true) !== 0) return undefined
+  const frames: F[] = []
+  let at = 6
+  while (at < length) {
+    if (at + 2 > length) return undefined
+    const size = view.getUint16(at, true)
+    at += 2
+    if (at + size > length) return undefined
+    const frame = read(bytes, view, at, at + size)
+    if (frame === undefined) return undefined
+    frames.push(frame)
+    at += size
+  }
+  return frames.length === 0 ? undefined : frames
+}
+
+/** The frame in `bytes[at, end)` when it is a `hold`, `release` or `renew` this reads, else `undefined`. */
+function holdFrameAt(bytes: Uint8Array, view: DataView, at: number, end: number): ClientFrame | undefined {
+  if (end - at < 6 || bytes[at] !== WIRE_VERSION) return undefined
+  const type = bytes[at + 1]
+  const id = view.getUint32(at + 2, true)
+  if (type === T_RELEASE || type === T_RENEW) {
+    if (end - at !== ID_FRAME_SIZE) return undefined
+    return { id, type: type === T_RELEASE ? 'release' : 'renew', lease: hexOf(bytes, at + 6) }
+  }
+  if (type !== T_HOLD || end - at < 11) return undefined
+  const semaphore = bytes[at + 6]!
+  if (semaphore > 1) return undefined
+  const limit = view.getUint32(at + 7, true)
+  const nameAt = at + 13
+  if (nameAt > end) return undefined
+  const nameLength = view.getUint16(at + 11, true)
+  const keyLengthAt = nameAt + nameLength
+  if (nameLength > MAX_NAME_WIRE || keyLengthAt + 2 > end) return undefined
+  const keyLength = view.getUint16(keyLengthAt, true)
+  const keyAt = keyLengthAt + 2
+  const rest = keyAt + keyLength
+  if (keyLength > MAX_KEY || rest + 36 !== end) return undefined
+  const name = asciiOf(bytes, nameAt, keyLengthAt)
+  const key = asciiOf(bytes, keyAt, rest)
+  if (name === undefined || key === undefined) return undefined
+  const forever = view.getUint32(rest + 12, true) === 0xffff_ffff && view.getUint32(rest + 16, true) === 0xffff_ffff
+  return {
+    id,
+    type: 'hold',
+    semaphore: semaphore === 1,
+    limit,
+    name,
+    key,
+    ttl: view.getUint32(rest, true),
+    maxHold: u64At(view, rest + 4),
+    wait: forever ? null : u64At(view, rest + 12),
+    request: hexOf(bytes, rest + 20),
+  }
+}
+
+/**
+ * The `u64` (little-endian) at `at` as a number, rounded to the nearest (ties to even) past 2^53 as
+ * the codec's `as f64` rounds it: the product is exact, and the sum is rounded once.
+ */
+function u64At(view: DataView, at: number): number {
+  return view.getUint32(at + 4, true) * 0x1_0000_0000 + view.getUint32(at, true)
+}
+
+/** `bytes[from, to)` as a string when every byte is ASCII (valid UTF-8 as it is), else `undefined`. */
+function asciiOf(bytes: Uint8Array, from: number, to: number): string | undefined {
+  for (let i = from; i < to; i++) if (bytes[i]! >= 0x80) return undefined
+  return String.fromCharCode.apply(null, bytes.subarray(from, to) as unknown as number[])
+}
+
+/**
+ * A message of `granted` frames (every hold's answer), one or a batch, read here as the codec reads
+ * them; or `undefined` for the codec to decode (another frame among them, a bad one): what it refuses
+ * stays refused as before.
+ */
+function grantedOf(bytes: Uint8Array): ServerFrame[] | undefined {
+  return readAll(bytes, BATCH_SERVER, MAX_SERVER_FRAME, grantedAt)
+}
+
+/** The frame in `bytes[at, end)` when it is a `granted`, else `undefined`. */
+function grantedAt(bytes: Uint8Array, view: DataView, at: number, end: number): ServerFrame | undefined {
+  if (end - at !== GRANTED_SIZE || bytes[at] !== WIRE_VERSION || bytes[at + 1] !== T_GRANTED) return undefined
+  hexCodes(bytes, at + 6, idCodes, 0)
+  hexCodes(bytes, at + 22, idCodes, 32)
+  const text = String.fromCharCode.apply(null, idCodes)
+  return {
+    id: view.getUint32(at + 2, true),
+    type: 'granted',
+    request: text.slice(0, 32),
+    lease: text.slice(32),
+    fence: u64At(view, at + 38),
+    ttl: view.getUint32(at + 46, true),
+    revokeIn: u64At(view, at + 50),
+  }
 }
 
 /** The type bytes of a batch (revision 3): a client's and a server's. */

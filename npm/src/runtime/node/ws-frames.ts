@@ -9,6 +9,7 @@
  * - Each frame is whole and in order; the buffer holds nothing else.
  * - A client's frames are masked, each with its own 4-byte key from the platform's cryptographic
  *   source (drawn in blocks, as `ws` draws its own), as RFC 6455 §5.3 requires; a server's are not.
+ * - The buffer comes from Node's pool (`Buffer.allocUnsafe`) and every byte of it is written here.
  * - Only small messages are batched (`BATCHED_MAX`): a larger one goes through `ws` as before, after
  *   whatever was batched ahead of it.
  */
@@ -46,7 +47,10 @@ function frameSize(length: number, masked: boolean): number {
 export function framesOf(payloads: readonly Uint8Array[], masked: boolean): Uint8Array {
   let size = 0
   for (const p of payloads) size += frameSize(p.length, masked)
-  const out = new Uint8Array(size)
+  // From Node's pool of small buffers: every byte is written below. A `new Uint8Array` of 64 bytes or
+  // less (a granted, framed) lives in V8's heap, and the socket's write first moved it out of it (a
+  // backing store made and copied); a larger one is a backing store of its own each time.
+  const out = Buffer.allocUnsafe(size)
   let at = 0
   for (const p of payloads) {
     const length = p.length
