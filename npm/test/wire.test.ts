@@ -111,18 +111,21 @@ test("#17 the frames of a hold, encoded in JavaScript, are the codec's byte for 
   }
 })
 
+/** What a read answers, or the code of the error it throws: the two readers' outcomes, compared. */
+function outcomeOf(read: () => unknown): unknown {
+  try {
+    return read()
+  } catch (error) {
+    return (error as { code?: string }).code
+  }
+}
+
 test('#17 granted frames, alone or batched, are read in JavaScript as the codec reads them (it reads them beside a done); the rest goes to the codec', () => {
   let seed = 58
   const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31
   const byte = () => Math.floor(next() * 256)
   const done = encodeServer(9, { type: 'done' })
-  const read = (bytes: Uint8Array): unknown => {
-    try {
-      return decodeServerAll(bytes)
-    } catch (error) {
-      return (error as { code?: string }).code
-    }
-  }
+  const read = (bytes: Uint8Array): unknown => outcomeOf(() => decodeServerAll(bytes))
   for (let i = 0; i < 500; i++) {
     const frames = Array.from({ length: 1 + Math.floor(next() * 3) }, () => {
       const frame = Uint8Array.from({ length: 58 }, byte)
@@ -174,20 +177,8 @@ test('#17 the frames of a hold (hold, release, renew), alone or batched, are rea
   const numbers = [0, 1, 999, 2 ** 32 - 1, 2 ** 32 + 7, 2 ** 53 - 1, 2 ** 60]
   const inspect = encodeClient(9, { type: 'inspect' })
   // The codec's reading: an inspect beside them is not read here.
-  const codec = (frames: Uint8Array[]): unknown => {
-    try {
-      return decodeClientAll(batchOf([...frames, inspect], false)).slice(0, -1)
-    } catch (error) {
-      return (error as { code?: string }).code
-    }
-  }
-  const mine = (bytes: Uint8Array): unknown => {
-    try {
-      return decodeClientAll(bytes)
-    } catch (error) {
-      return (error as { code?: string }).code
-    }
-  }
+  const codec = (frames: Uint8Array[]): unknown => outcomeOf(() => decodeClientAll(batchOf([...frames, inspect], false)).slice(0, -1))
+  const mine = (bytes: Uint8Array): unknown => outcomeOf(() => decodeClientAll(bytes))
   for (let i = 0; i < 500; i++) {
     const frames = Array.from({ length: 1 + Math.floor(next() * 3) }, (_, j) => {
       const id = pick([0, 1, 2 ** 31, 2 ** 32 - 1]) + j
