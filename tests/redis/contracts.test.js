@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { openRedisStore, InvalidError, InUseError, LostError, ClosedError, CancelledError, StorageError } from 'holdfast/redis'
-import { startRedis, redisClient, commandStats, raw, sleep, later } from './helpers.js'
+import { startRedis, redisClient, commandStats, raw, sleep, later, CLIENT } from './helpers.js'
 
 async function twoStores(t, options = {}) {
   const server = await startRedis(t)
@@ -350,6 +350,30 @@ test('#15 wake-ups: after the subscriber connection is killed (CLIENT KILL TYPE 
   const releasedAt = Date.now()
   const grantedAt = await waiting
   assert.ok(grantedAt - releasedAt < 5_000, `granted ${grantedAt - releasedAt}ms after the release (a heartbeat comes every 10 s)`)
+})
+
+test('#15 wake-ups: a store closed while its subscriber connection subscribes again after a reconnect leaves no unhandled rejection (ioredis)', { skip: CLIENT !== 'ioredis' && 'ioredis only' }, async t => {
+  const server = await startRedis(t, { appendonly: 'no' })
+  // No ready check: a reconnected subscriber sends its SUBSCRIBE at once, which the pause below holds.
+  const { Redis } = await import('ioredis')
+  const client = new Redis(server.url, { enableReadyCheck: false })
+  client.on('error', () => {})
+  later(t, () => client.disconnect())
+  const store = await openRedisStore({ redis: client })
+  const unhandled = []
+  const onUnhandled = error => unhandled.push(error)
+  process.on('unhandledRejection', onUnhandled)
+  later(t, () => process.off('unhandledRejection', onUnhandled))
+  assert.ok((await raw(server.port, 'CLIENT', 'KILL', 'TYPE', 'pubsub')) >= 1)
+  assert.equal(await raw(server.port, 'CLIENT', 'PAUSE', '2000', 'ALL'), 'OK')
+  // The subscriber reconnects (ioredis waits 50 ms first) and subscribes again, held by the pause;
+  // then the store closes, and the pending SUBSCRIBE fails "Connection is closed.".
+  await sleep(400)
+  await store.close()
+  await sleep(50)
+  assert.equal(await raw(server.port, 'CLIENT', 'UNPAUSE'), 'OK')
+  await sleep(50)
+  assert.deepEqual(unhandled.map(e => String(e?.message ?? e)), [])
 })
 
 test('#15 Functions: a server that lost the library (FUNCTION FLUSH) is served at once by the same Lua as scripts, and the library is loaded again', async t => {

@@ -250,7 +250,10 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
     async subscriber(message, ready) {
       // A Cluster's duplicate takes (startup nodes, options); the one with sharded subscribers makes a
       // subscriber connection a primary and sends each SSUBSCRIBE to the node of the channel's slot.
-      const sub = sharded ? c.duplicate([], { shardedSubscribers: true }) : c.duplicate()
+      // A server's subscriber subscribes again after a reconnect through the store (wakeups.ts), not
+      // by itself: ioredis's own resubscription leaves its promise unhandled, and a close while it is
+      // under way made it an unhandled rejection ("Connection is closed.") in the application.
+      const sub = sharded ? c.duplicate([], { shardedSubscribers: true }) : cluster ? c.duplicate() : c.duplicate({ autoResubscribe: false })
       sub.on('error', noop)
       sub.on(sharded ? 'smessage' : 'message', ((channel: string, text: string) => message(channel, text)) as (...args: never[]) => void)
       sub.on('ready', afterFirst(ready))

@@ -90,8 +90,10 @@ export class Wakeups {
         if (wake) woken(wake)
       },
       () => {
-        // The client subscribes again by itself; ask once more (classic) to know when it is done,
-        // then let the store catch up on what may have been published meanwhile.
+        // Classic: subscribe again (an ioredis server's subscriber does not by itself, see adapter.ts;
+        // node-redis's and a Cluster's do, and asking once more tells when that is done). Sharded: the
+        // client subscribes again by itself. Then the store catches up on what may have been
+        // published meanwhile.
         if (this.sharded) resubscribed()
         else void this.#subscriber?.subscribe(this.#channel).then(resubscribed, resubscribed)
       },
