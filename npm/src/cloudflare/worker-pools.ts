@@ -19,6 +19,7 @@
  */
 
 import { InvalidError, errorOf } from '../errors.js'
+import { HandleCapacities } from '../pool/capacities.js'
 import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
@@ -43,7 +44,7 @@ function ok<T>(answer: { ok: T } | ErrorAnswer): T {
 export class WorkerPools implements PoolStore {
   readonly #caller: PoolCaller
   /** Per handle: the capacity its calls carry until one was answered. */
-  readonly #capacities = new WeakMap<Pool, { capacity: number; checked: boolean }>()
+  readonly #capacities = new HandleCapacities()
 
   constructor(caller: PoolCaller) {
     this.#caller = caller
@@ -56,18 +57,8 @@ export class WorkerPools implements PoolStore {
     const o = checkOptions(options, place, ['capacity'])
     if (o.capacity === undefined) throw new InvalidError(`${place}: option capacity is required (1 to 2^53-1)`)
     const pool = new Pool(this, name, 0)
-    this.#capacities.set(pool, { capacity: checkUnits(o.capacity, `${place}: capacity`), checked: false })
+    this.#capacities.made(pool, checkUnits(o.capacity, `${place}: capacity`))
     return pool
-  }
-
-  #capacity(pool: Pool): number {
-    const c = this.#capacities.get(pool)
-    return c && !c.checked ? c.capacity : 0
-  }
-
-  #answered(pool: Pool): void {
-    const c = this.#capacities.get(pool)
-    if (c) c.checked = true
   }
 
   /** @internal */
@@ -76,7 +67,7 @@ export class WorkerPools implements PoolStore {
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
     const stub = this.#caller.stub(pool.name)
     const options = { id, wait: request.wait === Infinity ? null : request.wait, ttl: request.ttl }
-    const answering = this.#caller.call(place, () => stub.poolClaim(pool.name, this.#capacity(pool), request.n, options), request.wait)
+    const answering = this.#caller.call(place, () => stub.poolClaim(pool.name, this.#capacities.carried(pool), request.n, options), request.wait)
     const answer = ok(
       await cancellable(
         place,
@@ -89,7 +80,7 @@ export class WorkerPools implements PoolStore {
         },
       ),
     )
-    this.#answered(pool)
+    this.#capacities.answered(pool)
     return answer.claimed
       ? { claimed: true, remaining: answer.remaining, claim: new Claim(pool, id, request.n) }
       : { claimed: false, remaining: answer.remaining }
@@ -99,8 +90,8 @@ export class WorkerPools implements PoolStore {
     const place = claim ? `pool ${pool.name}: claim ${JSON.stringify(claim)}` : `pool ${pool.name}`
     const stub = this.#caller.stub(pool.name)
     // Each is the same when asked again: a second release finds nothing to release, as the first left it.
-    const answer = ok(await this.#caller.call(place, () => stub.poolOp(op, pool.name, this.#capacity(pool), claim, value), 0))
-    this.#answered(pool)
+    const answer = ok(await this.#caller.call(place, () => stub.poolOp(op, pool.name, this.#capacities.carried(pool), claim, value), 0))
+    this.#capacities.answered(pool)
     return answer
   }
 

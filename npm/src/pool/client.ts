@@ -30,6 +30,7 @@ import { POOLS, type ClientMessage, type ServerMessage } from '../remote/wire.js
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
+import { HandleCapacities } from './capacities.js'
 import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from './pool.js'
 import type { PoolInfo } from './types.js'
 
@@ -82,8 +83,8 @@ class PendingClaim {
 
 export class RemotePools implements PoolStore {
   readonly #link: PoolLink
-  /** Per handle: the capacity its first frame carries, and whether a frame of it was answered. */
-  readonly #pools = new WeakMap<Pool, { capacity: number; checked: boolean }>()
+  /** Per handle: the capacity its frames carry (see # Capacity). */
+  readonly #capacities = new HandleCapacities()
   /** Claims sent and not yet answered, by pool and claim id. */
   readonly #pending = new Map<string, PendingClaim>()
 
@@ -100,19 +101,8 @@ export class RemotePools implements PoolStore {
     const o = checkOptions(options, place, ['capacity'])
     const capacity = o.capacity === undefined ? 0 : checkUnits(o.capacity, `${place}: capacity`)
     const pool = new Pool(this, name, 0)
-    this.#pools.set(pool, { capacity, checked: capacity === 0 })
+    this.#capacities.made(pool, capacity)
     return pool
-  }
-
-  /** The capacity a frame of `pool` carries now (see # Capacity). */
-  #capacity(pool: Pool): number {
-    const p = this.#pools.get(pool)
-    return p && !p.checked ? p.capacity : 0
-  }
-
-  #answered(pool: Pool): void {
-    const p = this.#pools.get(pool)
-    if (p) p.checked = true
   }
 
   /** Refused at once: the client is closed, or its server has no pools (see # Revisions). */
@@ -182,7 +172,7 @@ export class RemotePools implements PoolStore {
       {
         type: 'claim',
         pool: pool.name,
-        capacity: this.#capacity(pool),
+        capacity: this.#capacities.carried(pool),
         n: p.n,
         claim: p.id,
         wait: p.wait === Infinity ? null : p.wait,
@@ -197,7 +187,7 @@ export class RemotePools implements PoolStore {
         }
         this.#forget(key, p)
         if (answer.type === 'claimed') {
-          this.#answered(pool)
+          this.#capacities.answered(pool)
           return p.resolve(
             answer.claimed
               ? { claimed: true, remaining: answer.remaining, claim: new Claim(pool, p.id, p.n) }
@@ -237,14 +227,14 @@ export class RemotePools implements PoolStore {
       if (refused) throw refused
       const until = this.#link.clock.now() + PATIENCE
       const answer = await new Promise<LinkFrame>(resolve =>
-        this.#link.send({ type: 'pool', op, pool: pool.name, capacity: this.#capacity(pool), claim, value }, resolve),
+        this.#link.send({ type: 'pool', op, pool: pool.name, capacity: this.#capacities.carried(pool), claim, value }, resolve),
       )
       if (answer.type === 'dropped') {
         await this.#link.reconnected(until)
         continue
       }
       if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, answer.message)
-      this.#answered(pool)
+      this.#capacities.answered(pool)
       return read(answer)
     }
   }
