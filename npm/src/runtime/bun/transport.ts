@@ -162,7 +162,7 @@ export const bunTransport: Transport = {
 
   dial(url: string, options: { maxPayload: number; ca?: string | Uint8Array }): Promise<Socket> {
     if (url.startsWith('ws+unix://') || options.ca !== undefined) return wsTransport.dial(url, options)
-    return dialNative(url)
+    return dialNative(url, options.maxPayload)
   },
 }
 
@@ -172,19 +172,19 @@ export const bunTransport: Transport = {
  * through an emitter): here each message goes to the native `send`, each one received comes as a
  * `Buffer` (`binaryType = 'nodebuffer'`). On the wire nothing changes: one binary message per frame,
  * or a turn's frames packed into one for a peer that takes batches (`socket.pack`), sent in the
- * turn's check phase, as the server side above. Bun's client has no bound on a message's size
- * (`maxPayload`), as its port of `ws` had none.
+ * turn's check phase, as the server side above. Bun's client takes no bound on a message's size: a
+ * message past `maxPayload` closes the connection here (1009, as `ws` closes it), unread.
  */
-function dialNative(url: string): Promise<Socket> {
+function dialNative(url: string, maxPayload: number): Promise<Socket> {
   const ws = new WebSocket(url)
   ws.binaryType = 'nodebuffer'
   return new Promise<Socket>((resolve, reject) => {
-    ws.addEventListener('open', () => resolve(adaptClient(ws)), { once: true })
+    ws.addEventListener('open', () => resolve(adaptClient(ws, maxPayload)), { once: true })
     ws.addEventListener('error', event => reject(new Error(event.message ?? `WebSocket connection to ${url} failed`)), { once: true })
   })
 }
 
-function adaptClient(ws: BunClient): Socket {
+function adaptClient(ws: BunClient, maxPayload: number): Socket {
   let queue: Uint8Array[] = []
   const flush = (): void => {
     const frames = queue
@@ -205,12 +205,25 @@ function adaptClient(ws: BunClient): Socket {
       if (ws.readyState === 0 || ws.readyState === 1) ws.close(code ?? 1000, reason)
     },
   })
+  let refused = false
   ws.onmessage = event => {
     const data = event.data
-    if (data instanceof Uint8Array) message(data)
-    else if (data instanceof ArrayBuffer) message(new Uint8Array(data))
-    else socket.close(1003, 'holdfast speaks binary frames')
+    const bytes = data instanceof Uint8Array ? data : data instanceof ArrayBuffer ? new Uint8Array(data) : undefined
+    // Once one was refused, nothing more is read (as `ws` stops reading).
+    if (refused) return
+    if (bytes !== undefined && bytes.length <= maxPayload) return message(bytes)
+    refused = true
+    if (bytes === undefined) socket.close(1003, 'holdfast speaks binary frames')
+    else socket.close(1009, 'message too big')
+    // Ended for its user now, as `ws` ends it, not when the peer answers the close (if ever).
+    end()
   }
-  ws.onclose = closed
+  let ended = false
+  const end = (): void => {
+    if (ended) return
+    ended = true
+    closed()
+  }
+  ws.onclose = end
   return socket
 }
