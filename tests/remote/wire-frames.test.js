@@ -9,9 +9,9 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import net from 'node:net'
-import { connect, openStore, memoryStorage } from 'holdfast'
+import { ClosedError, connect, openStore, memoryStorage } from 'holdfast'
 import { TOKEN } from './helpers.js'
-import { CLIENT, decodeServer, encode, framesOf, masked, newId, wsStream } from './frames.js'
+import { CLIENT, decodeServer, encode, encodeServer, framesOf, masked, newId, wsStream } from './frames.js'
 
 delete process.env.HOLDFAST_TOKEN
 
@@ -216,5 +216,40 @@ test(`protocol, #17: a server answers a client of revision ${revision} ${revisio
     s.destroy()
     await served.close()
     await store.close()
+  }
+})
+
+test('protocol, #17: a client reads no message from the server past its bound (16 MiB): the connection closes (1009) with it unread, and an inspect() it would answer rejects ClosedError', async () => {
+  const closes = []
+  const server = await handServer((frame, s) => {
+    if (frame.opcode === 0x8) return void closes.push(frame.payload.length >= 2 ? frame.payload.readUInt16BE(0) : 0)
+    const type = frame.payload[1]
+    const id = frame.payload.readUInt32LE(2)
+    if (type === CLIENT.hello3) s.write(serverFrame(encodeServer.welcome(id, 3)))
+    if (type !== CLIENT.inspect) return
+    // A well-formed `inspected` of 80,000 busy keys: 17.3 MB, past the client's 16 MiB.
+    const entry = i => {
+      const key = Buffer.from(`k${i}-${'x'.repeat(200)}`)
+      const len = Buffer.alloc(2)
+      len.writeUInt16LE(key.length)
+      return Buffer.concat([Buffer.from([0, 3, 0]), Buffer.from('big'), len, key, u32(0), u32(0)])
+    }
+    const count = 80_000
+    const payload = answer(0x87, id, u32(count), ...Array.from({ length: count }, (_, i) => entry(i)))
+    assert.ok(payload.length > 16 * 1024 * 1024)
+    const head = Buffer.alloc(10)
+    head[0] = 0x82
+    head[1] = 127
+    head.writeBigUInt64BE(BigInt(payload.length), 2)
+    s.write(Buffer.concat([head, payload]))
+  })
+  const remote = await connect(server.url, { token: TOKEN, reconnect: false })
+  try {
+    await assert.rejects(remote.inspect(), ClosedError)
+    while (closes.length === 0) await new Promise(r => setTimeout(r, 5))
+    assert.deepEqual(closes, [1009], 'closed as too big, by the client')
+  } finally {
+    await remote.close().catch(() => {})
+    server.close()
   }
 })

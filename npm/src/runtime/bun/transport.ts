@@ -1,6 +1,8 @@
 /**
  * The transport of Bun's own server: `Bun.serve` with its WebSocket upgrade (on a port or a Unix
- * socket, with TLS when asked). Clients on Bun dial with the `ws` package, as on Node.
+ * socket, with TLS when asked), and of its clients: Bun's own `WebSocket` for `ws://` and `wss://`
+ * (`dialNative`), the `ws` package for a Unix socket or certificates of one's own (`ca`), which it
+ * does not take.
  *
  * Bun buffers what a peer does not read up to its `backpressureLimit` and then *drops* messages
  * (`send` answers 0): the limit is set past `maxBuffered`, and a connection is cut once its buffered
@@ -9,7 +11,7 @@
  * (after about 12 s, whatever `idleTimeout` says): `handshakeTimeout` is not used here.
  */
 
-import { CLOSE_GRACE, packed, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import { CLOSE_GRACE, packed, withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
 import { wsTransport } from '../node/transport.js'
 
 /** The part of Bun's API used here (Bun's own types are not a dependency of the package). */
@@ -46,6 +48,19 @@ interface BunServeOptions {
 }
 
 declare const Bun: { serve(options: BunServeOptions): BunServer }
+
+/** The part of Bun's `WebSocket` (the WHATWG client, with Bun's `nodebuffer`) used here. */
+interface BunClient {
+  binaryType: string
+  readonly readyState: number
+  send(data: Uint8Array): void
+  close(code?: number, reason?: string): void
+  addEventListener(type: 'open' | 'error', listener: (event: { message?: string }) => void, options?: { once?: boolean }): void
+  onmessage: ((event: { data: unknown }) => void) | null
+  onclose: (() => void) | null
+}
+
+declare const WebSocket: new (url: string) => BunClient
 
 /** The largest message the frames of a turn are packed into for a peer that takes batches. */
 const PACKED_MAX = 16 * 1024
@@ -145,5 +160,70 @@ export const bunTransport: Transport = {
     }
   },
 
-  dial: wsTransport.dial,
+  dial(url: string, options: { maxPayload: number; ca?: string | Uint8Array }): Promise<Socket> {
+    if (url.startsWith('ws+unix://') || options.ca !== undefined) return wsTransport.dial(url, options)
+    return dialNative(url, options.maxPayload)
+  },
+}
+
+/**
+ * A client's connection over Bun's own `WebSocket`. Through the `ws` package, Bun wraps the same
+ * native client in a port of `ws` (its `send` checks and converts every message, its events pass
+ * through an emitter): here each message goes to the native `send`, each one received comes as a
+ * `Buffer` (`binaryType = 'nodebuffer'`). On the wire nothing changes: one binary message per frame,
+ * or a turn's frames packed into one for a peer that takes batches (`socket.pack`), sent in the
+ * turn's check phase, as the server side above. Bun's client takes no bound on a message's size: a
+ * message past `maxPayload` closes the connection here (1009, as `ws` closes it), unread.
+ */
+function dialNative(url: string, maxPayload: number): Promise<Socket> {
+  const ws = new WebSocket(url)
+  ws.binaryType = 'nodebuffer'
+  return new Promise<Socket>((resolve, reject) => {
+    ws.addEventListener('open', () => resolve(adaptClient(ws, maxPayload)), { once: true })
+    ws.addEventListener('error', event => reject(new Error(event.message ?? `WebSocket connection to ${url} failed`)), { once: true })
+  })
+}
+
+function adaptClient(ws: BunClient, maxPayload: number): Socket {
+  let queue: Uint8Array[] = []
+  const flush = (): void => {
+    const frames = queue
+    queue = []
+    if (ws.readyState !== 1 || frames.length === 0) return
+    for (const message of frames.length > 1 ? packed(frames, socket.pack!, PACKED_MAX) : frames) ws.send(message)
+  }
+  const { socket, message, closed } = withHandlers({
+    send(frame) {
+      if (ws.readyState !== 1) return
+      if (socket.pack === undefined) return ws.send(frame)
+      if (queue.length === 0) setImmediate(flush)
+      queue.push(frame)
+    },
+    close(code, reason) {
+      // What was sent before the close leaves before it.
+      flush()
+      if (ws.readyState === 0 || ws.readyState === 1) ws.close(code ?? 1000, reason)
+    },
+  })
+  let refused = false
+  ws.onmessage = event => {
+    const data = event.data
+    const bytes = data instanceof Uint8Array ? data : data instanceof ArrayBuffer ? new Uint8Array(data) : undefined
+    // Once one was refused, nothing more is read (as `ws` stops reading).
+    if (refused) return
+    if (bytes !== undefined && bytes.length <= maxPayload) return message(bytes)
+    refused = true
+    if (bytes === undefined) socket.close(1003, 'holdfast speaks binary frames')
+    else socket.close(1009, 'message too big')
+    // Ended for its user now, as `ws` ends it, not when the peer answers the close (if ever).
+    end()
+  }
+  let ended = false
+  const end = (): void => {
+    if (ended) return
+    ended = true
+    closed()
+  }
+  ws.onclose = end
+  return socket
 }
