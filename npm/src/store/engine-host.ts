@@ -242,8 +242,9 @@ export class EngineHost implements LeaseOwner {
     fn: ((lease: Lease) => unknown) | undefined,
   ): Promise<unknown> | undefined {
     const context = this.#context
-    if (context !== undefined && this.#heldByCaller(resource, key)) throw selfHoldError(handle, key)
-    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : context!.capture!())
+    const parent = context?.getStore()
+    if (parent !== undefined && this.#heldByCaller(resource, key, parent)) throw selfHoldError(handle, key)
+    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : context!.capture!(), parent)
     return this.#selfGrants.wait(holder, waiter) ? waiter.promise : undefined
   }
 
@@ -275,7 +276,9 @@ export class EngineHost implements LeaseOwner {
     const events = buf[HOLD_EVENTS]!
     const req = buf[REQ]!
     if (buf[KEY] !== known) this.newKey(resource, key, buf[KEY]!)
-    const waiter = new Waiter(handle, key, req, wait, signal, fn, fn === undefined ? undefined : this.#context!.capture!())
+    // With fn, a context to keep (see `Store._hold`): fn runs in it, inside the hold the caller is in.
+    const context = fn === undefined ? undefined : this.#context
+    const waiter = new Waiter(handle, key, req, wait, signal, fn, context?.capture?.(), context?.getStore())
     this.#recordWaiter(waiter, req)
     if (wait !== Infinity && wait > 0) this.schedule(now + wait)
     if (events > 0) this.drain(events, now)
@@ -297,8 +300,8 @@ export class EngineHost implements LeaseOwner {
    * released or lost lease is no longer the record of its request (or, granted by the store itself,
    * of its key).
    */
-  #heldByCaller(resource: Resource, key: string): boolean {
-    for (let held = this.#context!.getStore(); held; held = held._parent) {
+  #heldByCaller(resource: Resource, key: string, inner: Lease | undefined = this.#context!.getStore()): boolean {
+    for (let held = inner; held; held = held._parent) {
       if (held._resource !== resource || held.key !== key) continue
       const req = held._req
       if (req < 0 ? resource.keys.get(key) === held : this.reqs[req >>> 0] === held) return true

@@ -56,6 +56,11 @@ export class Waiter {
   readonly signal: AbortSignal | undefined
   readonly fn: ((lease: Lease) => unknown) | undefined
   readonly scope: Scope | undefined
+  /**
+   * The hold the caller was inside of when it asked (its context's lease, read once as it joined the
+   * line): what its own lease's `_parent` will be, its fn running in that same context.
+   */
+  readonly parent: Lease | undefined
   readonly promise: Promise<unknown>
   readonly resolve: (value: unknown) => void
   readonly reject: (error: unknown) => void
@@ -69,6 +74,7 @@ export class Waiter {
     signal: AbortSignal | undefined,
     fn: ((lease: Lease) => unknown) | undefined,
     scope: Scope | undefined,
+    parent: Lease | undefined,
   ) {
     this.handle = handle
     this.key = key
@@ -77,6 +83,7 @@ export class Waiter {
     this.signal = signal
     this.fn = fn
     this.scope = scope
+    this.parent = parent
     this.promise = new Promise<unknown>(keepSettlers)
     this.resolve = settlers.resolve!
     this.reject = settlers.reject!
@@ -94,7 +101,7 @@ export class Waiter {
 }
 
 // A waiter's shape, kept (util/shapes.ts): one of the store's own line (no request id yet, no time limit).
-keepShape(new Waiter({} as Lock, '', -1, Infinity, undefined, undefined, undefined))
+keepShape(new Waiter({} as Lock, '', -1, Infinity, undefined, undefined, undefined, undefined))
 
 /** The waiters granted whose fns are still to run (see # Handing a key over). */
 export class HandOvers {
@@ -128,6 +135,18 @@ export class HandOvers {
       this.#soon = true
       queueMicrotask(this.#later)
     }
+  }
+
+  /**
+   * A grant within the release of a hold whose fn settled (`now`), while the queue is empty and not
+   * running — the commonest hand-over: runs its fn at once, then whatever joined the queue meanwhile,
+   * without going through the queue's array.
+   */
+  runNow(waiter: Waiter, lease: Lease): void {
+    this.running = true
+    waiter.scope!.runInAsyncScope(runHandedOver, waiter, lease, this.#context!)
+    if (this.end !== 0) this.#runAll()
+    this.running = false
   }
 
   readonly #later = (): void => {
