@@ -80,8 +80,6 @@ export interface PoolEvents {
 export interface SelfGrants {
   /** Ends every lease the store granted itself, as the store closes (the engine ends its own), and answers their lines. */
   loseAll(reason: ClosedError): void
-  /** A hold that waits without a time limit joins the line of `holder`'s key; false when that line is full. */
-  wait(holder: Lease, waiter: Waiter): boolean
 }
 
 /** A hold of a key inside its own hold, which would wait for itself (LOCK-04). */
@@ -195,7 +193,7 @@ export class EngineHost implements LeaseOwner {
       }
       if (typeof known !== 'number') {
         // Granted by the store itself: a request that would not wait changes nothing; one that waits
-        // goes in line behind the holder (and the line the store kept for the key: `waitBehind`), in
+        // goes in line behind the holder (and the line the store kept for the key: `LentFences.waitBehind`), in
         // the engine.
         if (isTry || wait === 0) return undefined
         known = this.adopt(resource, key, known)
@@ -227,25 +225,12 @@ export class EngineHost implements LeaseOwner {
   }
 
   /**
-   * A hold that waits without a time limit, from a handle without maxHold, for a lock's key the store
-   * granted itself (`holder`): joins the line the store keeps for the key (lent-fences.ts # Lines the
-   * store keeps itself) and answers the waiter's promise; `undefined` when that line is full (then
-   * `take` hands the key and the line to the engine). Refused, as `take` refuses it, inside its own
-   * hold (LOCK-04). Apart from `take` so that the hot path of a contended key stays small.
+   * Refuses a hold of `key` asked inside the hold `inner` (the caller's context's lease) when `inner`
+   * or a hold around it still holds that key (LOCK-04), as `take` refuses it: for the line the store
+   * keeps itself (`LentFences.waitBehind`).
    */
-  waitBehind(
-    handle: Lock,
-    resource: Resource,
-    key: string,
-    holder: Lease,
-    signal: AbortSignal | undefined,
-    fn: ((lease: Lease) => unknown) | undefined,
-  ): Promise<unknown> | undefined {
-    const context = this.#context
-    const parent = context?.getStore()
-    if (parent !== undefined && this.#heldByCaller(resource, key, parent)) throw selfHoldError(handle, key)
-    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : context!.capture!(), parent)
-    return this.#selfGrants.wait(holder, waiter) ? waiter.promise : undefined
+  refuseSelfHold(handle: Lock, resource: Resource, key: string, inner: Lease): void {
+    if (this.#heldByCaller(resource, key, inner)) throw selfHoldError(handle, key)
   }
 
   /** The engine granted a hold at once, with `fence`: its lease. */

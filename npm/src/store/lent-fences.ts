@@ -40,9 +40,10 @@ import { Lease, type LeaseOwner } from '../handle/lease.js'
 import type { Lock } from '../handle/lock.js'
 import { Line } from '../util/line.js'
 import { FENCE_END, FENCE_NEXT } from './abi.js'
+import type { ContextStorage } from '../handle/context.js'
 import type { EngineHost, SelfGrants } from './engine-host.js'
 import type { Resource } from './key-ids.js'
-import type { Waiter } from './waiters.js'
+import { Waiter } from './waiters.js'
 
 /** How many fences to borrow at once: one call into wasm per this many keys granted. */
 const LEND = 4096
@@ -55,10 +56,12 @@ export class LentFences implements SelfGrants, LeaseOwner {
   readonly #host: EngineHost
   /** The names in use by the place of their ids (`Names.byId`). */
   readonly #byId: (Resource | undefined)[]
+  readonly #context: ContextStorage | undefined
 
-  constructor(host: EngineHost) {
+  constructor(host: EngineHost, context: ContextStorage | undefined) {
     this.#host = host
     this.#byId = host.names.byId
+    this.#context = context
   }
 
   /**
@@ -97,18 +100,33 @@ export class LentFences implements SelfGrants, LeaseOwner {
   }
 
   /**
-   * A hold that waits without a time limit for `holder`'s key (see # Lines the store keeps itself):
-   * `waiter` joins its line. Answers false when the line is full (the engine's line answers then).
+   * A hold that waits without a time limit, from a handle without maxHold, for a lock's key the store
+   * granted itself (`holder`): joins its line (see # Lines the store keeps itself) and answers the
+   * waiter's promise; with fn (where the context can be kept), the waiter keeps its caller's context
+   * and runs fn in it when granted. `undefined` when the line is full (then the engine takes the key,
+   * its line and this hold: `EngineHost.take`). Refused inside its own hold (LOCK-04), as the engine's
+   * way refuses it. The contended hand-over's hold, in one function (the store calls it directly).
    */
-  wait(holder: Lease, waiter: Waiter): boolean {
+  waitBehind(
+    handle: Lock,
+    resource: Resource,
+    key: string,
+    holder: Lease,
+    signal: AbortSignal | undefined,
+    fn: ((lease: Lease) => unknown) | undefined,
+  ): Promise<unknown> | undefined {
+    const context = this.#context
+    const parent = context?.getStore()
+    if (parent !== undefined) this.#host.refuseSelfHold(handle, resource, key, parent)
     const line = (holder._line ??= new Line<unknown>())
-    if (line.size >= MAX_WAITERS) return false
+    if (line.size >= MAX_WAITERS) return undefined
+    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : context!.capture!(), parent)
     line.push(waiter)
-    if (waiter.signal) {
+    if (signal) {
       waiter.onAbort = () => this.#cancel(waiter)
-      waiter.signal.addEventListener('abort', waiter.onAbort, { once: true })
+      signal.addEventListener('abort', waiter.onAbort, { once: true })
     }
-    return true
+    return waiter.promise
   }
 
   /** A waiter's signal aborted while in this part's line: it leaves the line, answered `CancelledError`. */
