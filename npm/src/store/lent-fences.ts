@@ -47,6 +47,11 @@ import { Waiter } from './waiters.js'
 
 /** How many fences to borrow at once: one call into wasm per this many keys granted. */
 const LEND = 4096
+/**
+ * The first borrow's size, doubled at each borrow up to `LEND`: the first grants borrow often, so that
+ * V8 has seen the borrow run by the time it optimizes a grant (see `#fence`).
+ */
+const FIRST_LEND = 16
 /** The request id of a lease the store granted itself: `SELF_GRANTED - the place of its resource id`. */
 const SELF_GRANTED = -1
 /** The most holds one key may have waiting (the engine's `bounds::MAX_WAITERS`): past it, the engine's line answers. */
@@ -57,6 +62,8 @@ export class LentFences implements SelfGrants, LeaseOwner {
   /** The names in use by the place of their ids (`Names.byId`). */
   readonly #byId: (Resource | undefined)[]
   readonly #context: ContextStorage | undefined
+  /** How many fences the next borrow asks for (see `FIRST_LEND`). */
+  #lend = FIRST_LEND
 
   constructor(host: EngineHost, context: ContextStorage | undefined) {
     this.#host = host
@@ -69,10 +76,8 @@ export class LentFences implements SelfGrants, LeaseOwner {
    * the engine has no fence to lend (its grant waits for storage).
    */
   grant(handle: Lock, resource: Resource, key: string): Lease | undefined {
-    const buf = this.#host.view()
-    let fence = buf[FENCE_NEXT]!
-    if (fence < buf[FENCE_END]!) buf[FENCE_NEXT] = fence + 1
-    else if ((fence = this.#borrowOne()) < 0) return undefined
+    const fence = this.#fence()
+    if (fence < 0) return undefined
     const lease = new Lease(this, handle, key, fence, SELF_GRANTED - (resource.id >>> 0))
     lease._since = this.#host.turnStamp()
     resource.keys.set(key, lease)
@@ -80,15 +85,26 @@ export class LentFences implements SelfGrants, LeaseOwner {
   }
 
   /**
-   * Borrows the next block of fences and takes its first: the fence, or -1 when the engine lends none.
-   * Apart from the grants that call it (once in 4,096), so that their optimized code never meets a
-   * path it has not run: V8 deoptimizes a function at the first run of a path its feedback never saw
-   * (a read of the buffer after a borrow), and takes thousands of calls to optimize it again.
+   * The next lent fence, taken; a block borrowed when none is left; -1 when the engine lends none. One
+   * function for every grant, whose first borrows come within its first hundred calls (`FIRST_LEND`):
+   * so V8 has seen the borrow run before it optimizes a grant, and a grant's optimized code, into which
+   * this is inlined, never meets a path it has not seen run (at the first borrow after 4,096 grants it
+   * did: that deoptimizes a function, to be optimized again thousands of calls later).
    */
+  #fence(): number {
+    const buf = this.#host.view()
+    const fence = buf[FENCE_NEXT]!
+    if (!(fence < buf[FENCE_END]!)) return this.#borrowOne()
+    buf[FENCE_NEXT] = fence + 1
+    return fence
+  }
+
+  /** Borrows the next block of fences and takes its first: the fence, or -1 when the engine lends none. */
   #borrowOne(): number {
     let lent: number
     try {
-      lent = this.#host.core.lend(LEND)
+      lent = this.#host.core.lend(this.#lend)
+      if (this.#lend < LEND) this.#lend *= 2
     } catch (error) {
       throw this.#host.trap(error)
     }
@@ -157,10 +173,8 @@ export class LentFences implements SelfGrants, LeaseOwner {
   /** `lease` lets its key go to the first in its line, with the next lent fence. */
   #handOver(resource: Resource, lease: Lease, line: Line<unknown>, fromHold: boolean): void {
     const host = this.#host
-    const buf = host.view()
-    let fence = buf[FENCE_NEXT]!
-    if (fence < buf[FENCE_END]!) buf[FENCE_NEXT] = fence + 1
-    else if ((fence = this.#borrowOne()) < 0) {
+    const fence = this.#fence()
+    if (fence < 0) {
       // No fence to lend (the engine waits for storage): the engine takes the key and its line, and
       // grants the next once it may.
       host.adopt(resource, lease.key, lease)
