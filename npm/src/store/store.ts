@@ -273,19 +273,19 @@ export class Store implements LockStore, ServedStore {
     fn: (lease: Lease) => T | PromiseLike<T>,
   ): Promise<Awaited<T>> | undefined {
     const direct = this.#direct
-    if (direct && wait === Infinity) {
+    const resource = handle._resource
+    if (direct && wait === Infinity && resource.limit === 1 && handle._maxHold === 0) {
       // The contended hand-over's own path, without `_take`'s frame: a wait in the line the store
       // keeps for a lock's key it granted itself (see `_take`).
-      const resource = handle._resource
       const known = resource.keys.get(key)
-      if (typeof known === 'object' && resource.limit === 1 && handle._maxHold === 0 && !this.#host.closed) {
+      if (typeof known === 'object' && !this.#host.closed) {
         const waiting = this.#lent.waitBehind(handle, resource, key, known, signal, fn)
         if (waiting !== undefined) return waiting as Promise<Awaited<T>>
       }
     }
     const taken = this._take(handle, key, wait, signal, false, direct ? fn : undefined)
     if (taken === undefined) return undefined
-    if (taken instanceof Lease || !direct) return runInLease(this.#context, handle._resource, taken as Lease | Promise<Lease>, fn)
+    if (taken instanceof Lease || !direct) return runInLease(this.#context, resource, taken as Lease | Promise<Lease>, fn)
     return taken as Promise<Awaited<T>>
   }
 
