@@ -44,48 +44,70 @@ const LOST = 2
 const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')
 
 export class Lease {
+  // Every field is declared only (`declare`) and set by the constructor, and the internal ones are
+  // plain properties (hidden from the published types) rather than `#private` fields: a class with
+  // fields of its own, or private methods, initializes them in a function of their own, and defining
+  // private fields one by one is slow before V8 optimizes it: a cost in every hand-over of a
+  // contended key.
+
   /** Larger than every earlier lease's fence from this store, across restarts. */
-  readonly fence: number
+  declare readonly fence: number
   /** Whether it holds a key of a lock or a permit of a semaphore. */
-  readonly kind: 'lock' | 'semaphore'
+  declare readonly kind: 'lock' | 'semaphore'
   /** The lock's or semaphore's name. */
-  readonly name: string
+  declare readonly name: string
   /** The key, always as a string. */
-  readonly key: string
-  readonly #owner: LeaseOwner
-  /** The engine's request id, or (negative) a key the store granted itself (see store/lent-fences.ts). */
-  #req: number
-  #state = HOLDING
-  #reason: LostError | ClosedError | undefined
-  #controller: AbortController | undefined
-  /** When a lease the store granted itself was granted (its turn's time), for `inspect` and `adopt`. */
-  #since = 0
+  declare readonly key: string
+  /** @internal Whoever granted it, and lets its key go. */
+  declare readonly _owner: LeaseOwner
   /**
-   * When the lease is lost as its holder counts it, on its owner's clock; `undefined`: never by time.
-   * (Not a number then: V8 would box a number field in every lease, the hot path's included.)
+   * @internal The engine's request id, or (negative) a key the store granted itself (see
+   * store/lent-fences.ts); changed only by `_adopted`.
    */
-  #deadline: number | undefined = undefined
+  declare _req: number
+  /** @internal HOLDING, RELEASED or LOST; changed only by `_end` and `_lose`. */
+  declare _state: number
+  /** @internal Why it was lost. */
+  declare _reason: LostError | ClosedError | undefined
+  /** @internal Made when `signal` is first asked for. */
+  declare _controller: AbortController | undefined
+  /** @internal When a lease the store granted itself was granted (its turn's time), for `inspect` and `adopt`. */
+  declare _since: number
+  /**
+   * @internal When the lease is lost as its holder counts it, on its owner's clock; `undefined`: never
+   * by time. Set by the owner, moved by renewals. (Not a number then: V8 would box a number field in
+   * every lease, the hot path's included.)
+   */
+  declare _deadline: number | undefined
   /**
    * @internal What the async context holds while fn runs is the lease (see handle/context.ts): its
    * resource, and the hold its fn started inside of. Set once, as fn starts (`_enter`).
    */
-  _resource: Resource | undefined = undefined
+  declare _resource: Resource | undefined
   /** @internal See `_resource`. */
-  _parent: Lease | undefined = undefined
+  declare _parent: Lease | undefined
   /**
    * @internal The holds waiting for its key, in the line the store keeps itself for a key it granted
    * itself (store/lent-fences.ts # Lines the store keeps itself); passed on to the next holder.
    */
-  _line: Line<unknown> | undefined = undefined
+  declare _line: Line<unknown> | undefined
 
   /** @internal */
   constructor(owner: LeaseOwner, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, req: number) {
-    this.#owner = owner
+    this._owner = owner
     this.kind = handle.kind
     this.name = handle.name
     this.key = key
     this.fence = fence
-    this.#req = req
+    this._req = req
+    this._state = HOLDING
+    this._reason = undefined
+    this._controller = undefined
+    this._since = 0
+    this._deadline = undefined
+    this._resource = undefined
+    this._parent = undefined
+    this._line = undefined
   }
 
   /**
@@ -94,13 +116,13 @@ export class Lease {
    * # Reading checks the clock).
    */
   get signal(): AbortSignal {
-    if (this.#deadline !== undefined) this.#check()
-    if (!this.#controller) {
-      this.#controller = new AbortController()
-      if (this.#state === LOST) this.#controller.abort(this.#reason)
-      else if (this.#deadline !== undefined && this.#state === HOLDING) this.#watch(this.#controller.signal)
+    if (this._deadline !== undefined) check(this)
+    if (!this._controller) {
+      this._controller = new AbortController()
+      if (this._state === LOST) this._controller.abort(this._reason)
+      else if (this._deadline !== undefined && this._state === HOLDING) watch(this, this._controller.signal)
     }
-    return this.#controller.signal
+    return this._controller.signal
   }
 
   /**
@@ -108,42 +130,8 @@ export class Lease {
    * released. Past its deadline it is true when read, whether or not a timer ran yet.
    */
   get lost(): boolean {
-    if (this.#deadline !== undefined) this.#check()
-    return this.#state === LOST
-  }
-
-  /** Past its deadline, a lease still held is made lost now (see # Reading checks the clock). */
-  #check(): void {
-    if (this.#state === HOLDING && this.#owner._now() >= this.#deadline!) this.#owner._overdue(this)
-  }
-
-  /**
-   * Makes reads of `signal`'s state check the clock first: own properties over the prototype's
-   * `aborted`, `reason` and `throwIfAborted` (a native getter cannot be told to). Where the runtime
-   * refuses (a property not configurable), only reads through `lease.signal` check.
-   */
-  #watch(signal: AbortSignal): void {
-    const check = () => this.#check()
-    for (const name of ['aborted', 'reason', 'throwIfAborted'] as const) {
-      const inherited = describe(signal, name)
-      if (!inherited?.configurable) continue
-      try {
-        if (inherited.get) {
-          const get = inherited.get
-          Object.defineProperty(signal, name, { configurable: true, enumerable: inherited.enumerable, get: () => (check(), get.call(signal)) })
-        } else if (typeof inherited.value === 'function') {
-          const method = inherited.value as () => void
-          Object.defineProperty(signal, name, {
-            configurable: true,
-            enumerable: inherited.enumerable,
-            writable: true,
-            value: () => (check(), method.call(signal)),
-          })
-        }
-      } catch {
-        // the runtime keeps its own: reads through `lease.signal` still check
-      }
-    }
+    if (this._deadline !== undefined) check(this)
+    return this._state === LOST
   }
 
   /**
@@ -166,22 +154,22 @@ export class Lease {
    */
   _end(fromHold = false): boolean {
     // A lease past its deadline is lost, not released, even before its timer ran.
-    if (this.#deadline !== undefined) this.#check()
-    if (this.#state !== HOLDING) return false
+    if (this._deadline !== undefined) check(this)
+    if (this._state !== HOLDING) return false
     // The release may find the lease past its deadline (the store's timer had not fired yet): then
     // it is lost, not released, and `_lose` runs within this call.
-    this.#owner._release(this.#req, this, fromHold)
-    if (this.#state !== HOLDING) return false
-    this.#state = RELEASED
+    this._owner._release(this._req, this, fromHold)
+    if (this._state !== HOLDING) return false
+    this._state = RELEASED
     return true
   }
 
   /** @internal The store revoked the lease or closed: mark it lost and abort its signal. */
   _lose(reason: LostError | ClosedError): void {
-    if (this.#state !== HOLDING) return
-    this.#state = LOST
-    this.#reason = reason
-    this.#controller?.abort(reason)
+    if (this._state !== HOLDING) return
+    this._state = LOST
+    this._reason = reason
+    this._controller?.abort(reason)
   }
 
   /** @internal Its fn starts, in `resource`'s hold, inside the hold `parent` (if any): see `_resource`. */
@@ -190,37 +178,43 @@ export class Lease {
     this._parent = parent
   }
 
-  /** @internal Why it was lost. */
-  get _reason(): LostError | ClosedError | undefined {
-    return this.#reason
-  }
-
-  /** @internal */
-  get _req(): number {
-    return this.#req
-  }
-
-  /** @internal When the store granted it itself (see `#since`). */
-  get _since(): number {
-    return this.#since
-  }
-
-  set _since(at: number) {
-    this.#since = at
-  }
-
-  /** @internal The deadline as the holder counts it (see `#deadline`): set by the owner, moved by renewals. */
-  get _deadline(): number | undefined {
-    return this.#deadline
-  }
-
-  set _deadline(at: number | undefined) {
-    this.#deadline = at
-  }
-
   /** @internal The engine took over a holding the store granted itself: from now on it is request `req`. */
   _adopted(req: number): void {
-    this.#req = req
+    this._req = req
+  }
+}
+
+/** Past its deadline, a lease still held is made lost now (see # Reading checks the clock). */
+function check(lease: Lease): void {
+  if (lease._state === HOLDING && lease._owner._now() >= lease._deadline!) lease._owner._overdue(lease)
+}
+
+/**
+ * Makes reads of `signal`'s state check the clock first: own properties over the prototype's
+ * `aborted`, `reason` and `throwIfAborted` (a native getter cannot be told to). Where the runtime
+ * refuses (a property not configurable), only reads through `lease.signal` check.
+ */
+function watch(lease: Lease, signal: AbortSignal): void {
+  const checkIt = () => check(lease)
+  for (const name of ['aborted', 'reason', 'throwIfAborted'] as const) {
+    const inherited = describe(signal, name)
+    if (!inherited?.configurable) continue
+    try {
+      if (inherited.get) {
+        const get = inherited.get
+        Object.defineProperty(signal, name, { configurable: true, enumerable: inherited.enumerable, get: () => (checkIt(), get.call(signal)) })
+      } else if (typeof inherited.value === 'function') {
+        const method = inherited.value as () => void
+        Object.defineProperty(signal, name, {
+          configurable: true,
+          enumerable: inherited.enumerable,
+          writable: true,
+          value: () => (checkIt(), method.call(signal)),
+        })
+      }
+    } catch {
+      // the runtime keeps its own: reads through `lease.signal` still check
+    }
   }
 }
 

@@ -85,6 +85,8 @@ async function runWhenGranted<T>(
 export interface HandedOver {
   readonly handle: Lock
   readonly fn: ((lease: Lease) => unknown) | undefined
+  /** The hold its caller was inside of (the context it runs in holds it already: no lookup). */
+  readonly parent: Lease | undefined
   readonly resolve: (value: unknown) => void
   readonly reject: (error: unknown) => void
 }
@@ -101,7 +103,7 @@ export function runHandedOver(this: HandedOver, lease: Lease, context: ContextSt
   const reject = this.reject
   let result: unknown
   try {
-    lease._enter(this.handle._resource, context.getStore())
+    lease._enter(this.handle._resource, this.parent)
     context.enterInJob!(lease)
     result = this.fn!(lease)
   } catch (error) {

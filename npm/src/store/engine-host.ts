@@ -80,8 +80,6 @@ export interface PoolEvents {
 export interface SelfGrants {
   /** Ends every lease the store granted itself, as the store closes (the engine ends its own), and answers their lines. */
   loseAll(reason: ClosedError): void
-  /** A hold that waits without a time limit joins the line of `holder`'s key; false when that line is full. */
-  wait(holder: Lease, waiter: Waiter): boolean
 }
 
 /** A hold of a key inside its own hold, which would wait for itself (LOCK-04). */
@@ -195,7 +193,7 @@ export class EngineHost implements LeaseOwner {
       }
       if (typeof known !== 'number') {
         // Granted by the store itself: a request that would not wait changes nothing; one that waits
-        // goes in line behind the holder (and the line the store kept for the key: `waitBehind`), in
+        // goes in line behind the holder (and the line the store kept for the key: `LentFences.waitBehind`), in
         // the engine.
         if (isTry || wait === 0) return undefined
         known = this.adopt(resource, key, known)
@@ -227,24 +225,12 @@ export class EngineHost implements LeaseOwner {
   }
 
   /**
-   * A hold that waits without a time limit, from a handle without maxHold, for a lock's key the store
-   * granted itself (`holder`): joins the line the store keeps for the key (lent-fences.ts # Lines the
-   * store keeps itself) and answers the waiter's promise; `undefined` when that line is full (then
-   * `take` hands the key and the line to the engine). Refused, as `take` refuses it, inside its own
-   * hold (LOCK-04). Apart from `take` so that the hot path of a contended key stays small.
+   * Refuses a hold of `key` asked inside the hold `inner` (the caller's context's lease) when `inner`
+   * or a hold around it still holds that key (LOCK-04), as `take` refuses it: for the line the store
+   * keeps itself (`LentFences.waitBehind`).
    */
-  waitBehind(
-    handle: Lock,
-    resource: Resource,
-    key: string,
-    holder: Lease,
-    signal: AbortSignal | undefined,
-    fn: ((lease: Lease) => unknown) | undefined,
-  ): Promise<unknown> | undefined {
-    const context = this.#context
-    if (context !== undefined && this.#heldByCaller(resource, key)) throw selfHoldError(handle, key)
-    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : context!.capture!())
-    return this.#selfGrants.wait(holder, waiter) ? waiter.promise : undefined
+  refuseSelfHold(handle: Lock, resource: Resource, key: string, inner: Lease): void {
+    if (this.#heldByCaller(resource, key, inner)) throw selfHoldError(handle, key)
   }
 
   /** The engine granted a hold at once, with `fence`: its lease. */
@@ -275,7 +261,9 @@ export class EngineHost implements LeaseOwner {
     const events = buf[HOLD_EVENTS]!
     const req = buf[REQ]!
     if (buf[KEY] !== known) this.newKey(resource, key, buf[KEY]!)
-    const waiter = new Waiter(handle, key, req, wait, signal, fn, fn === undefined ? undefined : this.#context!.capture!())
+    // With fn, a context to keep (see `Store._hold`): fn runs in it, inside the hold the caller is in.
+    const context = fn === undefined ? undefined : this.#context
+    const waiter = new Waiter(handle, key, req, wait, signal, fn, context?.capture?.(), context?.getStore())
     this.#recordWaiter(waiter, req)
     if (wait !== Infinity && wait > 0) this.schedule(now + wait)
     if (events > 0) this.drain(events, now)
@@ -297,8 +285,8 @@ export class EngineHost implements LeaseOwner {
    * released or lost lease is no longer the record of its request (or, granted by the store itself,
    * of its key).
    */
-  #heldByCaller(resource: Resource, key: string): boolean {
-    for (let held = this.#context!.getStore(); held; held = held._parent) {
+  #heldByCaller(resource: Resource, key: string, inner: Lease | undefined = this.#context!.getStore()): boolean {
+    for (let held = inner; held; held = held._parent) {
       if (held._resource !== resource || held.key !== key) continue
       const req = held._req
       if (req < 0 ? resource.keys.get(key) === held : this.reqs[req >>> 0] === held) return true

@@ -40,12 +40,18 @@ import { Lease, type LeaseOwner } from '../handle/lease.js'
 import type { Lock } from '../handle/lock.js'
 import { Line } from '../util/line.js'
 import { FENCE_END, FENCE_NEXT } from './abi.js'
+import type { ContextStorage } from '../handle/context.js'
 import type { EngineHost, SelfGrants } from './engine-host.js'
 import type { Resource } from './key-ids.js'
-import type { Waiter } from './waiters.js'
+import { Waiter } from './waiters.js'
 
 /** How many fences to borrow at once: one call into wasm per this many keys granted. */
 const LEND = 4096
+/**
+ * The first borrow's size, doubled at each borrow up to `LEND`: the first grants borrow often, so that
+ * V8 has seen the borrow run by the time it optimizes a grant (see `#fence`).
+ */
+const FIRST_LEND = 16
 /** The request id of a lease the store granted itself: `SELF_GRANTED - the place of its resource id`. */
 const SELF_GRANTED = -1
 /** The most holds one key may have waiting (the engine's `bounds::MAX_WAITERS`): past it, the engine's line answers. */
@@ -55,10 +61,14 @@ export class LentFences implements SelfGrants, LeaseOwner {
   readonly #host: EngineHost
   /** The names in use by the place of their ids (`Names.byId`). */
   readonly #byId: (Resource | undefined)[]
+  readonly #context: ContextStorage | undefined
+  /** How many fences the next borrow asks for (see `FIRST_LEND`). */
+  #lend = FIRST_LEND
 
-  constructor(host: EngineHost) {
+  constructor(host: EngineHost, context: ContextStorage | undefined) {
     this.#host = host
     this.#byId = host.names.byId
+    this.#context = context
   }
 
   /**
@@ -66,44 +76,73 @@ export class LentFences implements SelfGrants, LeaseOwner {
    * the engine has no fence to lend (its grant waits for storage).
    */
   grant(handle: Lock, resource: Resource, key: string): Lease | undefined {
-    let buf: Float64Array | undefined = this.#host.view()
-    let fence = buf[FENCE_NEXT]!
-    if (!(fence < buf[FENCE_END]!)) {
-      buf = this.#borrow()
-      if (buf === undefined) return undefined
-      fence = buf[FENCE_NEXT]!
-    }
-    buf[FENCE_NEXT] = fence + 1
+    const fence = this.#fence()
+    if (fence < 0) return undefined
     const lease = new Lease(this, handle, key, fence, SELF_GRANTED - (resource.id >>> 0))
     lease._since = this.#host.turnStamp()
     resource.keys.set(key, lease)
     return lease
   }
 
-  /** Borrows the next block of fences: the buffer, or `undefined` when the engine lends none. */
-  #borrow(): Float64Array | undefined {
+  /**
+   * The next lent fence, taken; a block borrowed when none is left; -1 when the engine lends none. One
+   * function for every grant, whose first borrows come within its first hundred calls (`FIRST_LEND`):
+   * so V8 has seen the borrow run before it optimizes a grant, and a grant's optimized code, into which
+   * this is inlined, never meets a path it has not seen run (at the first borrow after 4,096 grants it
+   * did: that deoptimizes a function, to be optimized again thousands of calls later).
+   */
+  #fence(): number {
+    const buf = this.#host.view()
+    const fence = buf[FENCE_NEXT]!
+    if (!(fence < buf[FENCE_END]!)) return this.#borrowOne()
+    buf[FENCE_NEXT] = fence + 1
+    return fence
+  }
+
+  /** Borrows the next block of fences and takes its first: the fence, or -1 when the engine lends none. */
+  #borrowOne(): number {
     let lent: number
     try {
-      lent = this.#host.core.lend(LEND)
+      lent = this.#host.core.lend(this.#lend)
+      if (this.#lend < LEND) this.#lend *= 2
     } catch (error) {
       throw this.#host.trap(error)
     }
-    return lent > 0 ? this.#host.view() : undefined
+    if (!(lent > 0)) return -1
+    const buf = this.#host.view()
+    const fence = buf[FENCE_NEXT]!
+    buf[FENCE_NEXT] = fence + 1
+    return fence
   }
 
   /**
-   * A hold that waits without a time limit for `holder`'s key (see # Lines the store keeps itself):
-   * `waiter` joins its line. Answers false when the line is full (the engine's line answers then).
+   * A hold that waits without a time limit, from a handle without maxHold, for a lock's key the store
+   * granted itself (`holder`): joins its line (see # Lines the store keeps itself) and answers the
+   * waiter's promise; with fn (where the context can be kept), the waiter keeps its caller's context
+   * and runs fn in it when granted. `undefined` when the line is full (then the engine takes the key,
+   * its line and this hold: `EngineHost.take`). Refused inside its own hold (LOCK-04), as the engine's
+   * way refuses it. The contended hand-over's hold, in one function (the store calls it directly).
    */
-  wait(holder: Lease, waiter: Waiter): boolean {
+  waitBehind(
+    handle: Lock,
+    resource: Resource,
+    key: string,
+    holder: Lease,
+    signal: AbortSignal | undefined,
+    fn: ((lease: Lease) => unknown) | undefined,
+  ): Promise<unknown> | undefined {
+    const context = this.#context
+    const parent = context?.getStore()
+    if (parent !== undefined) this.#host.refuseSelfHold(handle, resource, key, parent)
     const line = (holder._line ??= new Line<unknown>())
-    if (line.size >= MAX_WAITERS) return false
+    if (line.size >= MAX_WAITERS) return undefined
+    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : context!.capture!(), parent)
     line.push(waiter)
-    if (waiter.signal) {
+    if (signal) {
       waiter.onAbort = () => this.#cancel(waiter)
-      waiter.signal.addEventListener('abort', waiter.onAbort, { once: true })
+      signal.addEventListener('abort', waiter.onAbort, { once: true })
     }
-    return true
+    return waiter.promise
   }
 
   /** A waiter's signal aborted while in this part's line: it leaves the line, answered `CancelledError`. */
@@ -134,20 +173,14 @@ export class LentFences implements SelfGrants, LeaseOwner {
   /** `lease` lets its key go to the first in its line, with the next lent fence. */
   #handOver(resource: Resource, lease: Lease, line: Line<unknown>, fromHold: boolean): void {
     const host = this.#host
-    let buf: Float64Array | undefined = host.view()
-    let fence = buf[FENCE_NEXT]!
-    if (!(fence < buf[FENCE_END]!)) {
-      buf = this.#borrow()
-      if (buf === undefined) {
-        // No fence to lend (the engine waits for storage): the engine takes the key and its line, and
-        // grants the next once it may.
-        host.adopt(resource, lease.key, lease)
-        host._release(lease._req, lease, fromHold)
-        return
-      }
-      fence = buf[FENCE_NEXT]!
+    const fence = this.#fence()
+    if (fence < 0) {
+      // No fence to lend (the engine waits for storage): the engine takes the key and its line, and
+      // grants the next once it may.
+      host.adopt(resource, lease.key, lease)
+      host._release(lease._req, lease, fromHold)
+      return
     }
-    buf[FENCE_NEXT] = fence + 1
     const waiter = line.shift() as Waiter
     lease._line = undefined
     const next = new Lease(this, waiter.handle, lease.key, fence, lease._req)
@@ -157,6 +190,7 @@ export class LentFences implements SelfGrants, LeaseOwner {
     waiter.unlisten()
     if (waiter.fn === undefined) return waiter.resolve(next)
     const handOvers = host.handOvers
+    if (fromHold && handOvers.end === 0 && !handOvers.running) return handOvers.runNow(waiter, next)
     handOvers.queue[handOvers.end++] = waiter
     handOvers.queue[handOvers.end++] = next
     if (handOvers.running) return

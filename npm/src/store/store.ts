@@ -16,7 +16,7 @@
  * or, for a hold that waits where the caller's context can be kept, hands fn to the waiter, which runs
  * it when granted (waiters.ts # Handing a key over). A lock's free key without maxHold is granted by
  * `LentFences.grant`, and a hold that waits for it without a time limit joins the line the store keeps
- * for it (`EngineHost.waitBehind`); any other goes through `EngineHost.take`. When fn settled the
+ * for it (`LentFences.waitBehind`); any other goes through `EngineHost.take`. When fn settled the
  * lease lets its key go through the part that granted it, its owner (`LeaseOwner._release`): a delete
  * (or a grant to the first of the store's own line) for a key the store granted itself
  * (`LentFences`), else the engine's release (`EngineHost`); not through the store.
@@ -73,6 +73,8 @@ export class Store implements LockStore, ServedStore {
   readonly #remote: RemoteHolds
   readonly #clock: Clock
   readonly #context: ContextStorage | undefined
+  /** Whether a hold that waits hands fn to its waiter, which runs it in the caller's kept context. */
+  readonly #direct: boolean
   readonly #transport: Transport | undefined
   readonly #servers = new Set<HoldfastServer>()
   readonly #pools: PoolRoom
@@ -89,7 +91,7 @@ export class Store implements LockStore, ServedStore {
     transport?: Transport,
   ) {
     this.#host = new EngineHost(core, memory, storage, writes, clock, context)
-    this.#lent = new LentFences(this.#host)
+    this.#lent = new LentFences(this.#host, context)
     this.#remote = new RemoteHolds(this.#host)
     const host = this.#host
     this.#poolWrites = new PoolWrites(host, storage)
@@ -119,6 +121,7 @@ export class Store implements LockStore, ServedStore {
     })
     this.#clock = clock
     this.#context = context
+    this.#direct = context?.capture !== undefined
     this.#transport = transport
   }
 
@@ -242,7 +245,7 @@ export class Store implements LockStore, ServedStore {
         if (lease !== undefined) return lease
       } else if (wait === Infinity && typeof known === 'object' && !isTry) {
         // Held by a lease the store granted itself: the line the store keeps for the key.
-        const waiting = host.waitBehind(handle, resource, key, known, signal, fn)
+        const waiting = this.#lent.waitBehind(handle, resource, key, known, signal, fn)
         if (waiting !== undefined) return waiting
       }
     }
@@ -269,10 +272,20 @@ export class Store implements LockStore, ServedStore {
     signal: AbortSignal | undefined,
     fn: (lease: Lease) => T | PromiseLike<T>,
   ): Promise<Awaited<T>> | undefined {
-    const direct = this.#context?.capture !== undefined
+    const direct = this.#direct
+    const resource = handle._resource
+    if (direct && wait === Infinity && resource.limit === 1 && handle._maxHold === 0) {
+      // The contended hand-over's own path, without `_take`'s frame: a wait in the line the store
+      // keeps for a lock's key it granted itself (see `_take`).
+      const known = resource.keys.get(key)
+      if (typeof known === 'object' && !this.#host.closed) {
+        const waiting = this.#lent.waitBehind(handle, resource, key, known, signal, fn)
+        if (waiting !== undefined) return waiting as Promise<Awaited<T>>
+      }
+    }
     const taken = this._take(handle, key, wait, signal, false, direct ? fn : undefined)
     if (taken === undefined) return undefined
-    if (taken instanceof Lease || !direct) return runInLease(this.#context, handle._resource, taken as Lease | Promise<Lease>, fn)
+    if (taken instanceof Lease || !direct) return runInLease(this.#context, resource, taken as Lease | Promise<Lease>, fn)
     return taken as Promise<Awaited<T>>
   }
 

@@ -48,18 +48,26 @@ const keepSettlers = (resolve: (value: unknown) => void, reject: (error: unknown
  * key directly, in `scope`), to what the hold answers.
  */
 export class Waiter {
-  readonly handle: Lock
-  readonly key: string
+  // Its fields are declared only (`declare`) and set by the constructor: a class with fields of its
+  // own initializes them in a function of their own, one more call for each of the thousands of
+  // waiters a busy key makes.
+  declare readonly handle: Lock
+  declare readonly key: string
   /** The engine's request id; -1 while it waits in a line the store keeps itself (lent-fences.ts). */
-  req: number
-  readonly wait: number
-  readonly signal: AbortSignal | undefined
-  readonly fn: ((lease: Lease) => unknown) | undefined
-  readonly scope: Scope | undefined
-  readonly promise: Promise<unknown>
-  readonly resolve: (value: unknown) => void
-  readonly reject: (error: unknown) => void
-  onAbort: (() => void) | undefined
+  declare req: number
+  declare readonly wait: number
+  declare readonly signal: AbortSignal | undefined
+  declare readonly fn: ((lease: Lease) => unknown) | undefined
+  declare readonly scope: Scope | undefined
+  /**
+   * The hold the caller was inside of when it asked (its context's lease, read once as it joined the
+   * line): what its own lease's `_parent` will be, its fn running in that same context.
+   */
+  declare readonly parent: Lease | undefined
+  declare readonly promise: Promise<unknown>
+  declare readonly resolve: (value: unknown) => void
+  declare readonly reject: (error: unknown) => void
+  declare onAbort: (() => void) | undefined
 
   constructor(
     handle: Lock,
@@ -69,6 +77,7 @@ export class Waiter {
     signal: AbortSignal | undefined,
     fn: ((lease: Lease) => unknown) | undefined,
     scope: Scope | undefined,
+    parent: Lease | undefined,
   ) {
     this.handle = handle
     this.key = key
@@ -77,10 +86,12 @@ export class Waiter {
     this.signal = signal
     this.fn = fn
     this.scope = scope
+    this.parent = parent
     this.promise = new Promise<unknown>(keepSettlers)
     this.resolve = settlers.resolve!
     this.reject = settlers.reject!
     settlers.resolve = settlers.reject = undefined
+    this.onAbort = undefined
   }
 
   place(): string {
@@ -94,7 +105,7 @@ export class Waiter {
 }
 
 // A waiter's shape, kept (util/shapes.ts): one of the store's own line (no request id yet, no time limit).
-keepShape(new Waiter({} as Lock, '', -1, Infinity, undefined, undefined, undefined))
+keepShape(new Waiter({} as Lock, '', -1, Infinity, undefined, undefined, undefined, undefined))
 
 /** The waiters granted whose fns are still to run (see # Handing a key over). */
 export class HandOvers {
@@ -128,6 +139,18 @@ export class HandOvers {
       this.#soon = true
       queueMicrotask(this.#later)
     }
+  }
+
+  /**
+   * A grant within the release of a hold whose fn settled (`now`), while the queue is empty and not
+   * running — the commonest hand-over: runs its fn at once, then whatever joined the queue meanwhile,
+   * without going through the queue's array.
+   */
+  runNow(waiter: Waiter, lease: Lease): void {
+    this.running = true
+    waiter.scope!.runInAsyncScope(runHandedOver, waiter, lease, this.#context!)
+    if (this.end !== 0) this.#runAll()
+    this.running = false
   }
 
   readonly #later = (): void => {

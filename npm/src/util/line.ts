@@ -13,7 +13,12 @@
 import { keepShape } from './shapes.js'
 
 export class Line<T> {
-  readonly #items: (T | undefined)[] = []
+  /**
+   * Made with an element and emptied, so that it holds any value from the start: a new empty array
+   * holds small integers only, and the first thing pushed into one would deoptimize a `push` that V8
+   * optimized for the lines before (each busy period of a key has a line of its own).
+   */
+  readonly #items: (T | undefined)[] = emptyLine<T>()
   #head = 0
 
   get size(): number {
@@ -58,6 +63,12 @@ export class Line<T> {
     this.#head = 0
     return things
   }
+}
+
+function emptyLine<T>(): (T | undefined)[] {
+  const items: (T | undefined)[] = [undefined]
+  items.length = 0
+  return items
 }
 
 // A line's shape, kept (util/shapes.ts).
