@@ -508,29 +508,30 @@ export function encodeGrantedFrame(id: number, request: string, lease: string, f
 
 /** The size of a `granted` frame: header, request, lease, fence, ttl, revokeIn. */
 const GRANTED_SIZE = 58
-/** Lower-case hex digits by value (the codec's), as character codes. */
-const DIGIT_CODES = Array.from('0123456789abcdef', d => d.charCodeAt(0))
-/** The character codes of the two ids of a `granted` being read (one flat string is made of them). */
-const idCodes: number[] = new Array<number>(64).fill(0)
+/** The character codes of each byte's high and low hex digit, lower case (the codec's `push_hex`). */
+const HIGH = new Uint8Array(256)
+const LOW = new Uint8Array(256)
+for (let b = 0; b < 256; b++) {
+  HIGH[b] = '0123456789abcdef'.charCodeAt(b >> 4)
+  LOW[b] = '0123456789abcdef'.charCodeAt(b & 15)
+}
 
 /**
- * Writes the 32 hex digits of the id at `bytes[at]` (a u128 little-endian, as the codec writes it)
- * into `codes[to]` on, as character codes, most significant digit first (the codec's `push_hex`).
+ * The id at `bytes[at]` (a u128 little-endian, as the codec writes it) as 32 hex digits, most
+ * significant first: one flat string, made in one `String.fromCharCode` of its 32 digits given one by
+ * one (as `randomId` makes one). Through `apply` over an array of the codes it cost about 40 ns more
+ * an id, on Node 24 and on Bun.
  */
-function hexCodes(bytes: Uint8Array, at: number, codes: number[], to: number): void {
-  for (let i = 0; i < 16; i++) {
-    const b = bytes[at + 15 - i]!
-    codes[to + 2 * i] = DIGIT_CODES[b >>> 4]!
-    codes[to + 2 * i + 1] = DIGIT_CODES[b & 0xf]!
-  }
+function hexOf(p: Uint8Array, at: number): string {
+  const i = at
+  // biome-ignore format: the 16 bytes from the last, two digits each
+  return String.fromCharCode(
+    HIGH[p[i + 15]!]!, LOW[p[i + 15]!]!, HIGH[p[i + 14]!]!, LOW[p[i + 14]!]!, HIGH[p[i + 13]!]!, LOW[p[i + 13]!]!, HIGH[p[i + 12]!]!, LOW[p[i + 12]!]!,
+    HIGH[p[i + 11]!]!, LOW[p[i + 11]!]!, HIGH[p[i + 10]!]!, LOW[p[i + 10]!]!, HIGH[p[i + 9]!]!, LOW[p[i + 9]!]!, HIGH[p[i + 8]!]!, LOW[p[i + 8]!]!,
+    HIGH[p[i + 7]!]!, LOW[p[i + 7]!]!, HIGH[p[i + 6]!]!, LOW[p[i + 6]!]!, HIGH[p[i + 5]!]!, LOW[p[i + 5]!]!, HIGH[p[i + 4]!]!, LOW[p[i + 4]!]!,
+    HIGH[p[i + 3]!]!, LOW[p[i + 3]!]!, HIGH[p[i + 2]!]!, LOW[p[i + 2]!]!, HIGH[p[i + 1]!]!, LOW[p[i + 1]!]!, HIGH[p[i]!]!, LOW[p[i]!]!,
+  )
 }
-
-/** An id as 32 hex digits, one flat string. */
-function hexOf(bytes: Uint8Array, at: number): string {
-  hexCodes(bytes, at, oneId, 0)
-  return String.fromCharCode.apply(null, oneId)
-}
-const oneId: number[] = new Array<number>(32).fill(0)
 
 /** The codec's bounds on what a client sends (crate/engine/src/wire/message.rs). */
 const MAX_CLIENT_FRAME = 64 * 1024
@@ -703,14 +704,11 @@ function grantedOf(bytes: Uint8Array): ServerFrame[] | undefined {
 /** The frame in `bytes[at, end)` when it is a `granted`, else `undefined`. */
 function grantedAt(bytes: Uint8Array, at: number, end: number): ServerFrame | undefined {
   if (end - at !== GRANTED_SIZE || bytes[at] !== WIRE_VERSION || bytes[at + 1] !== T_GRANTED) return undefined
-  hexCodes(bytes, at + 6, idCodes, 0)
-  hexCodes(bytes, at + 22, idCodes, 32)
-  const text = String.fromCharCode.apply(null, idCodes)
   return {
     id: u32At(bytes, at + 2),
     type: 'granted',
-    request: text.slice(0, 32),
-    lease: text.slice(32),
+    request: hexOf(bytes, at + 6),
+    lease: hexOf(bytes, at + 22),
     fence: u64At(bytes, at + 38),
     ttl: u32At(bytes, at + 46),
     revokeIn: u64At(bytes, at + 50),
