@@ -418,9 +418,9 @@ export class Protocol {
   }
 
   /**
-   * A handle of the current store for one hold (it checks the name, and a semaphore's limit). None is
-   * kept: a name only clients use costs nothing once idle (the store forgets it at `_letGo`, or when
-   * the hold leaves it idle).
+   * A handle of the current store for one hold (it checks the name, and a semaphore's limit). It pins
+   * nothing: a name only clients use costs nothing once idle (the store forgets it at the end of the
+   * turn that left it idle: see remote-holds.ts `#keep`).
    */
   handle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock {
     return this.#store()._serverHandle(kind, name, limit)
