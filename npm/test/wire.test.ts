@@ -173,7 +173,20 @@ test('#17 the frames of a hold (hold, release, renew), alone or batched, are rea
   const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31
   const pick = <T>(xs: T[]): T => xs[Math.floor(next() * xs.length)]!
   const hex = () => Array.from({ length: 32 }, () => '0123456789abcdef'[Math.floor(next() * 16)]).join('')
-  const texts = ['', 'k', 'bench', 'a'.repeat(64), 'a'.repeat(65), 'b'.repeat(1024), 'chat é', '\u007f~ !']
+  const texts = [
+    '',
+    'k',
+    'bench',
+    'twelve-chars',
+    'thirteen-char',
+    'fourteen é x!',
+    '\u007f'.repeat(13),
+    'a'.repeat(64),
+    'a'.repeat(65),
+    'b'.repeat(1024),
+    'chat é',
+    '\u007f~ !',
+  ]
   const numbers = [0, 1, 999, 2 ** 32 - 1, 2 ** 32 + 7, 2 ** 53 - 1, 2 ** 60]
   const inspect = encodeClient(9, { type: 'inspect' })
   // The codec's reading: an inspect beside them is not read here.
@@ -229,6 +242,21 @@ test('#17 the frames of a hold (hold, release, renew), alone or batched, are rea
   assert.deepEqual([big.maxHold, big.wait], [2 ** 60 + 2 ** 20, 2 ** 55])
   const hold = decodeClientAll(encodeHold(5, true, 3, 'n', 'k', 30_000, 2 ** 53 - 1, -1, request))
   assert.deepEqual(hold, [{ id: 5, type: 'hold', semaphore: true, limit: 3, name: 'n', key: 'k', ttl: 30_000, maxHold: 2 ** 53 - 1, wait: null, request }])
+})
+
+test('#17: a hold naming the name and key of the frame before gets them; one of the same length but other bytes is read anew', () => {
+  const names = ['bench', 'bench', 'bencg', 'bench', 'x', 'thirteen-char', 'thirteen-chaz', 'a\u007fb', 'a\u007fc']
+  for (const [i, name] of names.entries()) {
+    const key = names[names.length - 1 - i]!
+    const message = batchOf([encodeClient(0, { type: 'release', lease }), encodeHold(i, false, 1, name, key, 1_000, 0, -1, request)], false)
+    const [, hold] = decodeClientAll(message) as [unknown, { name: string; key: string }]
+    assert.deepEqual([hold.name, hold.key], [name, key], `frame ${i}`)
+  }
+  // A name not ASCII goes to the codec, and the one after it is read again, not taken from before it.
+  const odd = decodeClient(encodeHold(1, false, 1, 'benché', 'k', 1_000, 0, -1, request)) as { name: string }
+  assert.equal(odd.name, 'benché')
+  const after = decodeClient(encodeHold(1, false, 1, 'bencg', 'k', 1_000, 0, -1, request)) as { name: string }
+  assert.equal(after.name, 'bencg')
 })
 
 test('a frame that does not decode is refused, never half read', () => {

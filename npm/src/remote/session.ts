@@ -46,6 +46,7 @@ import {
   batchOf,
   decodeClient,
   decodeClientAll,
+  encodeGrantedFrame,
   encodeServer,
   isBatch,
   type ClientFrame,
@@ -131,7 +132,7 @@ export class Session implements RemoteSink {
     if (record.sink !== this) return
     this._leftLine(record.request)
     const told = this.protocol.hooks.granted?.(record, fence) ?? fence
-    this.send(record.frame, { type: 'granted', request: record.request, lease: record.lease, fence: told, ttl: record.ttl, revokeIn })
+    this.socket.send(encodeGrantedFrame(record.frame, record.request, record.lease, told, record.ttl, revokeIn))
   }
 
   busy(record: RemoteRequest): void {
@@ -166,7 +167,8 @@ export class Session implements RemoteSink {
 
   /** @internal A hold of this session is no longer in line here: answered, or asked again on another connection. */
   _leftLine(request: string): void {
-    if (this.#waiting.delete(request) && !this.waiting) this.protocol.hooks.waiting?.(this, false)
+    // Most holds are granted without waiting: nothing to look up then.
+    if (this.#waiting.size !== 0 && this.#waiting.delete(request) && !this.waiting) this.protocol.hooks.waiting?.(this, false)
   }
 }
 
@@ -416,9 +418,9 @@ export class Protocol {
   }
 
   /**
-   * A handle of the current store for one hold (it checks the name, and a semaphore's limit). None is
-   * kept: a name only clients use costs nothing once idle (the store forgets it at `_letGo`, or when
-   * the hold leaves it idle).
+   * A handle of the current store for one hold (it checks the name, and a semaphore's limit). It pins
+   * nothing: a name only clients use costs nothing once idle (the store forgets it at the end of the
+   * turn that left it idle: see remote-holds.ts `#keep`).
    */
   handle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock {
     return this.#store()._serverHandle(kind, name, limit)

@@ -18,12 +18,22 @@
  */
 
 import type { Lock } from '../handle/lock.js'
+import type { Resource } from './key-ids.js'
 import { RemoteRequest, idWords } from '../remote/request.js'
 import { BUSY, ENDED, EXPIRED, FAILED, GRANTED, HOLD_EVENTS, INVALID, KEY, LIMIT, REQ, RESUMED, RESUMED_FENCE, REVOKE_IN, REVOKED, TIMED_OUT } from './abi.js'
 import type { EngineHost, RemoteEvents } from './engine-host.js'
 
 /** The words of a hold's request and lease ids, for `core.holdRemote`. */
 const WORDS = new Uint32Array(8)
+
+/**
+ * The pin of a name the server keeps until the end of the turn that used it (see `#keep`): not a
+ * handle's pin, and no handle is ever given it — `deref()` answers nothing, so `Names.pin` makes a
+ * real pin for a new handle in its place, and `forgetIfUnused` does not count it as a handle alive.
+ * It works through the rule of names.ts that a key going idle (and `_letGo`) forgets a name only when
+ * its `pin` is `undefined`.
+ */
+const KEPT: { deref(): object | undefined } = { deref: () => undefined }
 
 export class RemoteHolds implements RemoteEvents {
   readonly #host: EngineHost
@@ -34,6 +44,8 @@ export class RemoteHolds implements RemoteEvents {
   #maxHolds = 100_000
   /** The server's last handle (`store._serverHandle`), for the next hold of the same name. */
   #lastHandle: Lock | undefined
+  /** The name kept (`KEPT`) until the end of this turn, if one is. */
+  #kept: Resource | undefined
 
   constructor(host: EngineHost) {
     this.#host = host
@@ -139,13 +151,46 @@ export class RemoteHolds implements RemoteEvents {
     const r = last._resource
     if (r.name !== name || r.kind !== kind || (kind === 'semaphore' && r.limit !== limit)) return undefined
     const host = this.#host
-    return host.names.byId[r.id >>> 0] === r && !host.closed ? last : undefined
+    if (host.names.byId[r.id >>> 0] !== r || host.closed) return undefined
+    this.#keep(r)
+    return last
   }
 
   /** Keeps the server's handle just made (see `lastHandle`). */
   keepHandle(handle: Lock): Lock {
     this.#lastHandle = handle
+    this.#keep(handle._resource)
     return handle
+  }
+
+  /**
+   * Keeps the name of a hold over a connection (or of a release of the last name served) until the
+   * end of the turn (a microtask), even if its keys go idle meanwhile: a client holding one key in
+   * sequence sends the release of one hold and the next hold in one message, and the name the
+   * release left unused would be forgotten by the engine and registered anew for the hold, on every
+   * hold (about a quarter of the server's own work of one, Node 24). A name nothing else pins (`pin` undefined: no handle of the store's user
+   * alive) is marked `KEPT`; at the end of the turn, if still so, it is unmarked and forgotten if
+   * unused, as it would have been — so a name only clients use still costs nothing once idle (#13
+   * item 5), from the end of the turn that let it go.
+   */
+  #keep(resource: Resource): void {
+    if (resource.pin === undefined) resource.pin = KEPT
+    if (resource.pin !== KEPT || this.#kept === resource) return
+    // Another name kept in this turn goes back at once: only the last one is kept.
+    if (this.#kept !== undefined) this.#unkeep()
+    else queueMicrotask(this.#endOfTurn)
+    this.#kept = resource
+  }
+
+  readonly #endOfTurn = (): void => this.#unkeep()
+
+  /** The kept name is no longer kept: forgotten if unused (and nothing pinned it since). */
+  #unkeep(): void {
+    const resource = this.#kept
+    this.#kept = undefined
+    if (resource === undefined || resource.pin !== KEPT) return
+    resource.pin = undefined
+    this.#host.names.forgetIfUnused(resource)
   }
 
   /** An event of the host's drain for a request over a connection: answered through its sink. */
@@ -197,6 +242,9 @@ export class RemoteHolds implements RemoteEvents {
   end(record: RemoteRequest): void {
     const host = this.#host
     if (host.closed || host.reqs[record.req >>> 0] !== record) return
+    // A release of the last name served: kept to the end of the turn, for a hold that may follow.
+    const last = this.#lastHandle?._resource
+    if (last !== undefined && last.name === record.name && last.kind === record.kind) this.#keep(last)
     host.reqs[record.req >>> 0] = undefined
     this.#byRequest.delete(record.request)
     this.#byLease.delete(record.lease)

@@ -1,0 +1,85 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { openStore } from '../src/entry/node.js'
+import { memoryStorage } from '../src/storage/storage.js'
+import { Protocol, Session } from '../src/remote/session.js'
+import { REVISION, batchOf, decodeServerAll, encodeClient } from '../src/remote/wire.js'
+import type { Socket } from '../src/runtime/transport.js'
+
+/**
+ * #17 and #13 item 5: the server keeps the name of the hold or release it served to the end of the
+ * turn (remote-holds.ts `#keep`), so that a release and the next hold in one message do not make the
+ * engine forget the name and register it anew; a name only clients use is still forgotten once idle,
+ * at the end of that turn, and never while a handle of the store's user holds it.
+ */
+
+/** `[engine resources, store names]` of the store's footprint (store.ts `_footprint`). */
+const names = (store: { _footprint(): number[] }) => store._footprint().slice(5)
+const turn = () => new Promise(resolve => setImmediate(resolve))
+const request = (i: number) => i.toString(16).padStart(32, '0')
+
+async function served() {
+  const store = await openStore({ storage: memoryStorage() })
+  const protocol = new Protocol(() => store as never, 'token', {})
+  const sent: Uint8Array[] = []
+  const socket = { send: (f: Uint8Array) => void sent.push(f), close() {}, onMessage() {}, onClose() {} } as unknown as Socket
+  const session = new Session(1, socket, protocol)
+  protocol.frame(session, encodeClient(1, { type: 'hello', revision: REVISION, token: 'token', client: 'test' }))
+  sent.length = 0
+  const hold = (i: number) =>
+    encodeClient(i, { type: 'hold', semaphore: false, limit: 1, name: 'x', key: 'k', ttl: 30_000, maxHold: 0, wait: 0, request: request(i) })
+  /** The frames sent since the last call. */
+  const frames = () => {
+    const all = sent.flatMap(m => decodeServerAll(m))
+    sent.length = 0
+    return all
+  }
+  /** The lease of the `granted` last sent. */
+  const lease = () => {
+    const all = frames()
+    const granted = all.find(f => f.type === 'granted') as { lease: string } | undefined
+    assert.ok(granted, `granted, not ${JSON.stringify(all)}`)
+    return granted.lease
+  }
+  const release = (l: string) => encodeClient(0, { type: 'release', lease: l })
+  return { store, send: (bytes: Uint8Array) => protocol.frame(session, bytes), hold, lease, release, frames }
+}
+
+test('#17, #13 item 5: a release and the next hold of a name in one message keep it; once idle, it is forgotten at the end of the turn', async () => {
+  const s = await served()
+  s.send(s.hold(1))
+  const first = s.lease()
+  await turn()
+  assert.deepEqual(names(s.store), [1, 1], 'the name held')
+  s.send(batchOf([s.release(first), s.hold(2)], false))
+  const second = s.lease()
+  await turn()
+  assert.deepEqual(names(s.store), [1, 1], 'the name held again')
+  s.send(s.release(second))
+  assert.deepEqual(names(s.store), [1, 1], 'kept to the end of the turn')
+  await turn()
+  assert.deepEqual(names(s.store), [0, 0], 'forgotten once idle, at the end of the turn')
+  await s.store.close()
+})
+
+test('#17, #13 item 5: a handle of the store made in the turn a release kept its name pins the name: it is not forgotten under it', async () => {
+  const s = await served()
+  s.send(s.hold(1))
+  const lease = s.lease()
+  await turn()
+  s.send(s.release(lease))
+  // In the same turn: a handle of the user's, which must pin the name as any handle does.
+  const local = s.store.lock('x')
+  await turn()
+  assert.deepEqual(names(s.store), [1, 1], 'kept for the handle alive')
+  // The name is the one the handle uses: a hold over the connection waits for the handle's lease.
+  const held = await local.acquire('k')
+  s.send(s.hold(2))
+  assert.deepEqual(
+    s.frames().map(f => f.type),
+    ['busy'],
+    'the key is the handle’s',
+  )
+  await held.release()
+  await s.store.close()
+})

@@ -1,0 +1,124 @@
+// The server's side of a served store without sockets: `Protocol.frame` (npm/src/remote/session.ts)
+// fed the messages a client sends in R1 or R3, in one process, with a socket that only keeps what the
+// server sends. It prints the time spent in `frame` per hold (decoding, dispatch, the store and engine,
+// encoding the answers), the part of the server's CPU that holdfast's own code decides, apart from the
+// event loop, `ws` and the kernel, which `ws-lock`'s server pays as well.
+//
+//   node tests/bench/protocol.mjs DIR [r1|r3] [holds per pass]
+//
+// DIR holds a build (`dist/` and `wasm/`): npm/ after npm/build.sh, or an unpacked .tgz's `package/`;
+// two builds are compared by running it on each in turn, interleaved. PASSES (default 40) passes are
+// run after a warm-up, and the least time of a pass is printed (the machine is shared: the least is
+// the pass least disturbed), with the CPU time of the whole loop (the client's side simulated here too).
+//
+//   r1: one session; each message is `[release of the last lease, hold]` on one key, as a client holding
+//       one key in sequence sends it (its release and next hold leave in one turn, one batch).
+//   r3: two sessions of 32 workers each on 100 keys; in turns, each session sends the releases of its
+//       workers holding and a hold for each free worker, as one batch; the grants are read back.
+import path from 'node:path'
+
+const dir = path.resolve(process.argv[2] ?? 'npm')
+const mode = process.argv[3] ?? 'r1'
+const N = Number(process.argv[4] ?? 8000)
+const PASSES = Number(process.env.PASSES ?? 40)
+const { openStore, memoryStorage } = await import(`${dir}/dist/entry/node.js`)
+const { Protocol, Session } = await import(`${dir}/dist/remote/session.js`)
+const wire = await import(`${dir}/dist/remote/wire.js`)
+
+const store = await openStore({ storage: memoryStorage() })
+const protocol = new Protocol(() => store, 'token', {})
+const hex = () => {
+  let s = ''
+  for (let i = 0; i < 32; i++) s += '0123456789abcdef'[(Math.random() * 16) | 0]
+  return s
+}
+let conn = 0
+function session() {
+  const out = []
+  const socket = { send: (f) => out.push(f), close() {}, pack: undefined, onMessage: undefined, onClose: undefined }
+  const s = new Session(++conn, socket, protocol)
+  protocol.frame(s, wire.encodeClient(1, { type: 'hello', revision: wire.REVISION, token: 'token', client: 'bench' }))
+  out.length = 0
+  return { s, out }
+}
+const hold = (id, key) => wire.encodeClient(id, { type: 'hold', semaphore: false, limit: 1, name: 'bench', key, ttl: 30_000, maxHold: 0, wait: null, request: hex() })
+const release = (lease) => wire.encodeClient(0, { type: 'release', lease })
+/** The leases granted in what a session was sent, by frame id. */
+function grants(msgs, into) {
+  for (const m of msgs) {
+    for (const f of wire.decodeServerAll(m)) {
+      if (f.type !== 'granted') throw new Error(`the server answered ${JSON.stringify(f)}`)
+      into.set(f.id, f.lease)
+    }
+  }
+}
+let ns = 0n
+/** One message, in a turn of its own (as a socket's messages come): what the server leaves to the turn's end runs after it. */
+const feed = async (s, bytes) => {
+  const t = process.hrtime.bigint()
+  protocol.frame(s, bytes)
+  ns += process.hrtime.bigint() - t
+  await undefined
+}
+const goodbye = (s) => protocol.frame(s, wire.encodeClient(99, { type: 'goodbye' }))
+
+async function r1(n) {
+  const { s, out } = session()
+  const got = new Map()
+  const holds = Array.from({ length: n }, (_, i) => hold(i + 1, 'k'))
+  let lease
+  for (let i = 0; i < n; i++) {
+    await feed(s, lease === undefined ? holds[i] : wire.batchOf([release(lease), holds[i]], false))
+    grants(out, got)
+    out.length = 0
+    lease = got.get(i + 1)
+    got.delete(i + 1)
+  }
+  await feed(s, release(lease))
+  goodbye(s)
+  return n
+}
+
+async function r3(n) {
+  const W = 32
+  const sessions = [session(), session()]
+  const state = sessions.map(() => ({ holding: new Map(), free: W }))
+  let id = 1
+  let done = 0
+  while (done < n) {
+    for (let k = 0; k < 2; k++) {
+      const { s } = sessions[k]
+      const st = state[k]
+      const frames = []
+      for (const lease of st.holding.values()) frames.push(release(lease))
+      done += st.holding.size
+      st.free += st.holding.size
+      st.holding.clear()
+      for (; st.free > 0; st.free--) frames.push(hold(id++, `k${(Math.random() * 100) | 0}`))
+      if (frames.length) await feed(s, frames.length === 1 ? frames[0] : wire.batchOf(frames, false))
+      for (let j = 0; j < 2; j++) {
+        const granted = new Map()
+        grants(sessions[j].out, granted)
+        sessions[j].out.length = 0
+        for (const [frame, lease] of granted) state[j].holding.set(frame, lease)
+      }
+    }
+  }
+  for (const { s } of sessions) goodbye(s)
+  return done
+}
+
+const run = mode === 'r3' ? r3 : r1
+await run(N)
+let best = Infinity
+let bestCpu = Infinity
+for (let pass = 0; pass < PASSES; pass++) {
+  ns = 0n
+  const c0 = process.cpuUsage()
+  const done = await run(N)
+  const c = process.cpuUsage(c0)
+  best = Math.min(best, Number(ns) / 1000 / done)
+  bestCpu = Math.min(bestCpu, (c.user + c.system) / done)
+}
+console.log(`${mode} ${dir}: Protocol.frame ${best.toFixed(2)} µs per hold (whole loop: ${bestCpu.toFixed(2)} µs CPU per hold), least of ${PASSES} passes of ${N}`)
+process.exit(0)
