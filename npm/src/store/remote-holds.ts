@@ -168,10 +168,10 @@ export class RemoteHolds implements RemoteEvents {
    * end of the turn (a microtask), even if its keys go idle meanwhile: a client holding one key in
    * sequence sends the release of one hold and the next hold in one message, and the name the
    * release left unused would be forgotten by the engine and registered anew for the hold, on every
-   * hold (about a quarter of the server's own work of one, Node 24). A name nothing else pins (`pin` undefined: no handle of the store's user
-   * alive) is marked `KEPT`; at the end of the turn, if still so, it is unmarked and forgotten if
-   * unused, as it would have been — so a name only clients use still costs nothing once idle (#13
-   * item 5), from the end of the turn that let it go.
+   * hold (about a quarter of the server's own work of one, Node 24). A name nothing else pins (`pin`
+   * undefined: no handle of the store's user alive) is marked `KEPT`; at the end of the turn, if
+   * still so, it is unmarked and forgotten if unused, as it would have been — so a name only clients
+   * use still costs nothing once idle (#13 item 5), from the end of the turn that let it go.
    */
   #keep(resource: Resource): void {
     if (resource.pin === undefined) resource.pin = KEPT
