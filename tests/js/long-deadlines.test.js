@@ -87,20 +87,26 @@ test('#13 item 9: a Workers lease with a maxHold of 30 days is not lost at once,
 test('#13 item 9: on the real clock, a process holding a 30-day lease and waiting 25 days, in-process and over a connection, stays quiet: no TimeoutOverflowWarning, no CPU spent', async () => {
   const { stdout, stderr, code } = await runChild(3)
   assert.equal(code, 0, `child exited ${code}: ${stderr.slice(-1_000)}`)
+  // The same process holding nothing, for the CPU an idle process spends on this machine: about 60 ms
+  // in 3 s on the project's shared machine (Node 20), without holdfast.
+  const idle = await runChild(3, 'bare')
+  assert.equal(idle.code, 0, `idle child exited ${idle.code}: ${idle.stderr.slice(-1_000)}`)
+  const idleMs = JSON.parse(idle.stdout.trim().split('\n').pop()).cpuMs
   assert.ok(!/TimeoutOverflowWarning/.test(stderr), `the runtime warned: ${stderr.slice(0, 600)}`)
   const report = JSON.parse(stdout.trim().split('\n').pop())
   assert.deepEqual(report.errors, [])
   assert.deepEqual(report.lost, [false, false], 'neither lease was lost')
   assert.deepEqual(report.settled, [], 'neither wait ended')
   // Re-arming a deadline every millisecond costs 100–300 ms of CPU in 3 s on this project's machine
-  // (Node 20 and 24, Bun); an idle process a few. The bound is far from both, for a noisy machine.
-  assert.ok(report.cpuMs < 60, `${report.cpuMs} ms of CPU in ${Math.round(report.wallMs)} ms while idle`)
+  // (Node 20 and 24, Bun), over what an idle process spends. The bound is far from both, for a noisy machine.
+  assert.ok(report.cpuMs < idleMs + 50, `${report.cpuMs} ms of CPU in ${Math.round(report.wallMs)} ms while idle (a process holding nothing: ${idleMs} ms)`)
 })
 
-/** Runs long-deadlines-child.js on this runtime for `seconds`. */
-function runChild(seconds) {
+/** Runs long-deadlines-child.js on this runtime for `seconds` (`mode`: see the child). */
+function runChild(seconds, mode) {
   const script = path.join(here, 'long-deadlines-child.js')
-  const args = typeof Deno === 'undefined' ? [script, String(seconds)] : ['run', '--allow-all', script, String(seconds)]
+  const childArgs = mode === undefined ? [script, String(seconds)] : [script, String(seconds), mode]
+  const args = typeof Deno === 'undefined' ? childArgs : ['run', '--allow-all', ...childArgs]
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: here, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
