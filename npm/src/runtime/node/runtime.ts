@@ -55,15 +55,15 @@ function contextStorage(): ContextStorage {
   const framed = typeof (als as unknown as { _enable?: unknown })._enable !== 'function' && typeof process.versions.bun !== 'string'
   // A kept context's shape, kept (util/shapes.ts).
   if (framed || typeof process.versions.bun === 'string') keepShape(new AsyncResource('holdfast', HAND_OVER))
+  // What `run` calls inside the `AsyncResource`, fn passed as `this`: one function for every hold, so
+  // that a hold makes no closure (and no context for it) to enter its lease.
+  function enterAndRun<A, R>(this: (arg: A) => R, store: Lease, arg: A): R {
+    als.enterWith(store)
+    return this(arg)
+  }
   return {
     getStore: () => als.getStore(),
-    run: framed
-      ? (store, fn, arg) =>
-          new AsyncResource('holdfast').runInAsyncScope(() => {
-            als.enterWith(store)
-            return fn(arg)
-          })
-      : (store, fn, arg) => als.run(store, fn, arg),
+    run: framed ? (store, fn, arg) => new AsyncResource('holdfast').runInAsyncScope(enterAndRun, fn, store, arg) : (store, fn, arg) => als.run(store, fn, arg),
     enterInJob: store => als.enterWith(store),
     // A waiter's context, for its fn to run in when handed the key. (No destroy hook: none is used.)
     capture: framed || typeof process.versions.bun === 'string' ? () => new AsyncResource('holdfast', HAND_OVER) : undefined,
