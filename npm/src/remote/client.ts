@@ -134,7 +134,10 @@ class Pending {
   /** When it was asked for, and whether it is in `RemoteStore.#waits` (a wait the server may not answer). */
   askedAt = 0
   guarded = false
-  /** When its hold was last sent (a grant asked again counts its ttl from there). */
+  /**
+   * When its hold was last sent again after a reconnect (a grant asked again counts its ttl from
+   * there; a first grant counts from its arrival, and reads no clock at the ask).
+   */
   sentAt = 0
   cancelled = false
 
@@ -407,7 +410,11 @@ export class RemoteStore implements LeaseOwner {
           continue
         }
         // Ask again for every hold, waiting or held, with its request id; and every claim unanswered.
-        for (const p of this.#pending.values()) this.#askHold(p)
+        const now = this.#clock.now()
+        for (const p of this.#pending.values()) {
+          p.sentAt = now
+          this.#send(p, p)
+        }
         this.#pools.reconnected()
       }
     })().finally(() => (this.#reconnecting = undefined))
@@ -487,7 +494,8 @@ export class RemoteStore implements LeaseOwner {
         () => signal.removeEventListener('abort', onAbort),
       )
     }
-    this.#askHold(p)
+    // Sent as its hold frame; its answer comes to `#holdAnswered` (or `#grantAnswered`).
+    this.#send(p, p)
     if (p.wait !== null && p.wait > 0) {
       // The server answers a wait that ran out; but if it cannot be reached, this side must: past
       // the wait and a grace for the server's own answer, a hold still unanswered gives up. Until its
@@ -517,12 +525,6 @@ export class RemoteStore implements LeaseOwner {
     if (!p.guarded) return
     p.guarded = false
     this.#waits.delete(p, p.wait! + WAIT_GRACE)
-  }
-
-  /** Sends (or sends again, after a reconnect) a hold, and acts on its answer. */
-  #askHold(p: Pending): void {
-    p.sentAt = this.#clock.now()
-    this.#send(p, p)
   }
 
   #holdAnswered(p: Pending, answer: ServerFrame): void {
