@@ -11,6 +11,19 @@
  * after fn settles. A failed renewal is retried until the deadline, never after it; nothing in the
  * renewal machinery ever throws into the program.
  *
+ * # A hold's fn
+ * Where the caller's async context can be kept (`ContextStorage.capture`: Node 24 and later, Bun), a
+ * `hold` keeps fn and that context, and runs fn from the call that reads its grant — as the in-process
+ * store hands a key over (store/waiters.ts), with no promise of the lease between the two. The first
+ * deadline of every grant of one message counts from the message's arrival, so that a long fn of one
+ * grant does not move the deadline of the next. Elsewhere (Node 20, Deno), and for `acquire` and
+ * `tryHold`, the hold's promise resolves to the lease and fn runs in the job that resumes it.
+ *
+ * # Ids
+ * A hold's request id (128 random bits) and its lease's id are kept as four 32-bit words and written
+ * into frames from them (wire.ts `encodeHoldOf`, `encodeReleaseOf`, `eachGranted`): hex is made only
+ * for a cancel, a renewal and a `lost` frame.
+ *
  * # Connections drop
  * The client reconnects by itself, with backoff, and asks again for every hold it has (the same
  * request id): a held key answers with the same lease and fence, a waiting hold keeps its place.
@@ -205,6 +218,8 @@ export class RemoteStore implements LeaseOwner {
     else p({ id, type: 'granted', request: '', lease: hexOfWords(l0, l1, l2, l3), fence, ttl, revokeIn })
   }
   #closed: ClosedError | undefined
+  /** When the message being read arrived (what a grant's first deadline counts from). */
+  #receivedAt = 0
   /** An error the server sent unasked (id 0) on the current connection: why it closes, if it does. */
   #refusal: Extract<WireFrame, { type: 'error' }> | undefined
   /** Whether the current connection was welcomed. */
@@ -310,6 +325,9 @@ export class RemoteStore implements LeaseOwner {
   }
 
   #receive(bytes: Uint8Array): void {
+    // Every grant of the message counts from its arrival, even one read after the fn of a grant
+    // before it ran (a hold's fn runs as its grant is read, and may take long).
+    this.#receivedAt = this.#clock.now()
     if (eachGranted(bytes, this.#onGranted)) return
     let frames: ServerFrame[]
     try {
@@ -565,7 +583,7 @@ export class RemoteStore implements LeaseOwner {
       // The first deadline counts from the grant's arrival. Most leases are let go before their first
       // renewal: until it is due they wait in #first, with no timer of their own, the deadline set
       // here as their Renewal would set it; one whose maxHold comes first gets its Renewal now.
-      const now = this.#clock.now()
+      const now = this.#receivedAt
       p.grantedAt = now
       p.ttl = ttl
       p.revokeIn = revokeIn
