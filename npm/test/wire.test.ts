@@ -9,8 +9,12 @@ import {
   decodeClientAll,
   decodeServer,
   decodeServerAll,
+  eachGranted,
   encodeClient,
+  encodeHoldOf,
+  encodeReleaseOf,
   encodeServer,
+  hexOfWords,
   type ClientMessage,
   type ServerMessage,
 } from '../src/remote/wire.js'
@@ -324,5 +328,60 @@ test('#17 idWords: an id of 32 hex digits as the four 32-bit words holdRemote ta
   assert.deepEqual([...words.subarray(0, 4)], [0xffff_ffff, 0xffff_ffff, 0xffff_ffff, 0xffff_ffff])
   for (const bad of ['', 'g'.repeat(32), request.slice(1), `${request}0`, `é${request.slice(1)}`, ` ${request.slice(1)}`]) {
     assert.equal(idWords(bad, words, 0), false, bad)
+  }
+})
+
+/** `hex` as the four words, most significant first and signed, that a client keeps an id as. */
+function wordsOf(hex: string): [number, number, number, number] {
+  const words = new Uint32Array(4)
+  assert.ok(idWords(hex, words, 0))
+  return [words[0]! | 0, words[1]! | 0, words[2]! | 0, words[3]! | 0]
+}
+
+test("#17 a client's ids as four words: its hold and release frames are the codec's byte for byte, and back to hex", () => {
+  let seed = 17
+  const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31
+  const hexOf = () => Array.from({ length: 32 }, () => '0123456789abcdef'[Math.floor(next() * 16)]).join('')
+  for (const id of [request, lease, 'f'.repeat(32), '0'.repeat(32), '80000000000000000000000000000001', ...Array.from({ length: 200 }, hexOf)]) {
+    const w = wordsOf(id)
+    assert.equal(hexOfWords(...w), id)
+    assert.deepEqual(encodeReleaseOf(0, ...w), encodeRelease(0, id), `release ${id}`)
+    for (const [name, key, wait] of [
+      ['bench', 'r3:7', null],
+      ['summaries', 'chat é 😀', 10_000],
+      ['a', 'k'.repeat(70_000), 0], // a key too long for a u16: the codec's to refuse
+    ] as const) {
+      const codec = outcomeOf(() => encodeHold(5, true, 3, name, key, 30_000, 120_000, wait ?? -1, id))
+      assert.deepEqual(
+        outcomeOf(() => encodeHoldOf(5, true, 3, name, key, 30_000, 120_000, wait, ...w)),
+        codec,
+        `hold ${name} ${key.slice(0, 9)} ${id}`,
+      )
+    }
+  }
+})
+
+test('#17 a client reads a message of granted frames with nothing made, as the codec reads it; any other message is not its to read', () => {
+  const told: unknown[] = []
+  const on = (id: number, fence: number, ttl: number, revokeIn: number, l0: number, l1: number, l2: number, l3: number) =>
+    told.push({ id, type: 'granted', lease: hexOfWords(l0, l1, l2, l3), fence, ttl, revokeIn })
+  const granted = [
+    encodeServer(7, { type: 'granted', request, lease, fence: 2 ** 53 - 1, ttl: 30_000, revokeIn: 0 }),
+    encodeServer(2 ** 32 - 2, { type: 'granted', request: lease, lease: request, fence: 1, ttl: 1_000, revokeIn: 2 ** 40 }),
+  ]
+  for (const message of [granted[0]!, batchOf(granted, true)]) {
+    told.length = 0
+    assert.ok(eachGranted(message, on))
+    const codec = decodeServerAll(message) as Extract<ServerMessage, { type: 'granted' }>[]
+    assert.deepEqual(
+      told,
+      codec.map(({ request: _, ...f }) => f),
+    )
+  }
+  const done = encodeServer(9, { type: 'done' })
+  for (const other of [done, batchOf([granted[0]!, done], true), granted[0]!.subarray(0, 57), Uint8Array.from(granted[0]!, (b, i) => (i === 0 ? 2 : b))]) {
+    told.length = 0
+    assert.equal(eachGranted(other, on), false)
+    assert.deepEqual(told, [], 'nothing told of a message not read whole')
   }
 })

@@ -83,7 +83,7 @@ async function runWhenGranted<T>(
 
 /** What `runHandedOver` reads of a waiter (store/waiters.ts), declared here by the side that reads it. */
 export interface HandedOver {
-  readonly handle: Lock
+  readonly handle: Pick<Lock, '_resource'>
   readonly fn: ((lease: Lease) => unknown) | undefined
   /** The hold its caller was inside of (the context it runs in holds it already: no lookup). */
   readonly parent: Lease | undefined

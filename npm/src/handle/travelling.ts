@@ -83,6 +83,11 @@ export interface TravellingStore<H, L extends Lease> {
   _take(handle: H, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<L | undefined>
   /** @internal */
   _run<T>(handle: H, lease: L, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+  /**
+   * @internal Where set: the whole of a `hold` (its arguments checked), the store running fn itself when
+   * the key comes, with no promise of the lease (a connection's, where a context can be kept).
+   */
+  readonly _hold?: <T>(handle: H, key: string, wait: number, signal: AbortSignal | undefined, fn: (lease: Lease) => T | PromiseLike<T>) => Promise<Awaited<T>>
 }
 
 /** `hold`, `tryHold` and `acquire` of a handle whose holds travel; see the module doc. */
@@ -129,7 +134,9 @@ export abstract class TravellingHandle<L extends Lease> {
       if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: hold needs a function to run`)
       const { wait, signal } =
         typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait)
-      taken = this._to._take(this, k, wait, signal, false)
+      const to = this._to
+      if (to._hold !== undefined) return to._hold(this, k, wait, signal, fn)
+      taken = to._take(this, k, wait, signal, false)
     } catch (error) {
       return Promise.reject(error)
     }

@@ -11,6 +11,19 @@
  * after fn settles. A failed renewal is retried until the deadline, never after it; nothing in the
  * renewal machinery ever throws into the program.
  *
+ * # A hold's fn
+ * Where the caller's async context can be kept (`ContextStorage.capture`: Node 24 and later, Bun), a
+ * `hold` keeps fn and that context, and runs fn from the call that reads its grant — as the in-process
+ * store hands a key over (store/waiters.ts), with no promise of the lease between the two. The first
+ * deadline of every grant of one message counts from the message's arrival, so that a long fn of one
+ * grant does not move the deadline of the next. Elsewhere (Node 20, Deno), and for `acquire` and
+ * `tryHold`, the hold's promise resolves to the lease and fn runs in the job that resumes it.
+ *
+ * # Ids
+ * A hold's request id (128 random bits) and its lease's id are kept as four 32-bit words and written
+ * into frames from them (wire.ts `encodeHoldOf`, `encodeReleaseOf`, `eachGranted`): hex is made only
+ * for a cancel, a renewal and a `lost` frame.
+ *
  * # Connections drop
  * The client reconnects by itself, with backoff, and asks again for every hold it has (the same
  * request id): a held key answers with the same lease and fence, a waiting hold keeps its place.
@@ -29,7 +42,21 @@ import { checkTtl, checkMaxHold } from '../../wasm/holdfast_wasm.js'
 import { RemotePools } from '../pool/client.js'
 import type { Pool } from '../pool/pool.js'
 import type { PoolInfo } from '../pool/types.js'
-import { BATCHES, REVISION, batchOf, decodeServerAll, encodeClient, type ClientMessage, type ServerFrame as WireFrame } from './wire.js'
+import {
+  BATCHES,
+  REVISION,
+  batchOf,
+  decodeServerAll,
+  eachGranted,
+  encodeClient,
+  encodeHoldOf,
+  encodeReleaseOf,
+  hexOfWords,
+  type ClientMessage,
+  type OnGranted,
+  type ServerFrame as WireFrame,
+} from './wire.js'
+import { idWords } from './request.js'
 import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'
@@ -38,10 +65,10 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 import { systemClock, type Clock } from '../util/clock.js'
 import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
 import { Dues } from '../util/dues.js'
-import { randomId } from '../util/random.js'
-import { runInLease } from '../handle/run-in-lease.js'
-import { TravellingHandle } from '../handle/travelling.js'
-import type { ContextStorage } from '../handle/context.js'
+import { randomWord } from '../util/random.js'
+import { runHandedOver, runInLease } from '../handle/run-in-lease.js'
+import { TravellingHandle, placeOf, type TravellingStore } from '../handle/travelling.js'
+import type { ContextStorage, Scope } from '../handle/context.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import type { Socket, Transport } from '../runtime/transport.js'
 
@@ -68,19 +95,47 @@ const WAIT_GRACE = 1_000
 /** How long `inspect()` waits for a server that cannot be reached. */
 const INSPECT_PATIENCE = 10_000
 
-/** A hold in flight or held, as the client tracks it across reconnects. */
+/**
+ * Where the executor of a hold's promise leaves its resolve and reject, for `Pending`'s constructor to
+ * take at once (the executor runs synchronously): one executor for every hold, not a closure each.
+ */
+const settlers: { resolve: ((value: unknown) => void) | undefined; reject: ((error: unknown) => void) | undefined } = { resolve: undefined, reject: undefined }
+const keepSettlers = (resolve: (value: unknown) => void, reject: (error: unknown) => void): void => {
+  settlers.resolve = resolve
+  settlers.reject = reject
+}
+
+/**
+ * A hold in flight or held, as the client tracks it across reconnects. Without `fn` (`acquire`,
+ * `tryHold`, or where no context can be kept) its promise resolves to the lease, or `undefined` when
+ * the key was busy and the hold would not wait; with one (a `hold`, see `RemoteStore._hold`), to what
+ * the hold answers, fn run in `scope` when the grant arrives.
+ */
 class Pending {
   lease: Lease | undefined
-  leaseId = ''
-  frame = 0
-  /** Our local number for the lease (what `Lease` passes back to release). */
+  /**
+   * Once granted: the lease id as four words, most significant first (see wire.ts `eachGranted`): no
+   * string is made of it but for a renewal (`leaseId`).
+   */
+  l0 = 0
+  l1 = 0
+  l2 = 0
+  l3 = 0
+  /** The next lease in `RemoteStore.#byLease` whose id's first word is this one's. */
+  sameWord: Pending | undefined = undefined
+  /** Our local number for the hold, and its lease (what `Lease` passes back to release). */
   readonly local: number
-  resolve!: (lease: Lease | undefined) => void
-  reject!: (error: Error) => void
-  readonly promise: Promise<Lease | undefined>
+  /** The request id: 128 random bits as four words, most significant first (`request`: as hex). */
+  readonly r0: number
+  readonly r1: number
+  readonly r2: number
+  readonly r3: number
+  readonly resolve: (value: unknown) => void
+  readonly reject: (error: unknown) => void
+  readonly promise: Promise<unknown>
   /**
    * Once granted: the lease's renewal (stopped when it is forgotten), made when its first renewal is
-   * due while the lease waits in `RemoteStore.#first` (see `#granted`).
+   * due while the lease waits in `RemoteStore.#first` (see `#grantAnswered`).
    */
   renewal: Renewal | undefined
   /** Once granted: when the grant arrived, the ttl it answered, and ms to its maxHold (0: none). */
@@ -92,26 +147,45 @@ class Pending {
   /** When it was asked for, and whether it is in `RemoteStore.#waits` (a wait the server may not answer). */
   askedAt = 0
   guarded = false
-  /** When its hold was last sent (a grant asked again counts its ttl from there). */
+  /**
+   * When its hold was last sent again after a reconnect (a grant asked again counts its ttl from
+   * there; a first grant counts from its arrival, and reads no clock at the ask).
+   */
   sentAt = 0
   cancelled = false
 
   constructor(
     readonly handle: RemoteLock,
     readonly key: string,
-    readonly request: string,
     readonly wait: number | null,
     local: number,
+    /** A `hold`'s fn, its caller's context and the hold its caller was inside of (see `HandedOver`). */
+    readonly fn: ((lease: Lease) => unknown) | undefined,
+    readonly scope: Scope | undefined,
+    readonly parent: Lease | undefined,
   ) {
     this.local = local
-    this.promise = new Promise((resolve, reject) => {
-      this.resolve = resolve
-      this.reject = reject
-    })
+    this.r0 = randomWord()
+    this.r1 = randomWord()
+    this.r2 = randomWord()
+    this.r3 = randomWord()
+    this.promise = new Promise(keepSettlers)
+    this.resolve = settlers.resolve!
+    this.reject = settlers.reject!
   }
 
   place(): string {
     return `${this.handle.kind} ${this.handle.name}: key ${JSON.stringify(this.key)}`
+  }
+
+  /** The request id as 32 hex digits (for a `cancel`). */
+  get request(): string {
+    return hexOfWords(this.r0, this.r1, this.r2, this.r3)
+  }
+
+  /** The lease id as 32 hex digits (for a `renew`). */
+  get leaseId(): string {
+    return hexOfWords(this.l0, this.l1, this.l2, this.l3)
   }
 }
 
@@ -128,11 +202,24 @@ export class RemoteStore implements LeaseOwner {
   #nextLocal = 1
   /** Answers awaited, by frame id: a hold's (its `Pending`, answered by `#holdAnswered`), or a callback. */
   readonly #answers = new Map<number, Pending | ((frame: ServerFrame) => void)>()
-  /** Holds waiting or held, by request id; and held ones by local lease number and lease id. */
-  readonly #pending = new Map<string, Pending>()
-  readonly #byLocal = new Map<number, Pending>()
-  readonly #byLease = new Map<string, Pending>()
+  /** Holds waiting or held, by local number. */
+  readonly #pending = new Map<number, Pending>()
+  /**
+   * Held ones by the first word of their lease id (random: ids that share it are rare, and chained
+   * through `Pending.sameWord`), for the server's `lost` frames.
+   */
+  readonly #byLease = new Map<number, Pending>()
+  /** Every `granted` frame of a message of them only, read with nothing made (wire.ts `eachGranted`). */
+  readonly #onGranted: OnGranted = (id, fence, ttl, revokeIn, l0, l1, l2, l3) => {
+    const p = this.#answers.get(id)
+    if (p === undefined) return
+    this.#answers.delete(id)
+    if (p instanceof Pending) this.#grantAnswered(p, fence, ttl, revokeIn, l0, l1, l2, l3)
+    else p({ id, type: 'granted', request: '', lease: hexOfWords(l0, l1, l2, l3), fence, ttl, revokeIn })
+  }
   #closed: ClosedError | undefined
+  /** When the message being read arrived (what a grant's first deadline counts from). */
+  #receivedAt = 0
   /** An error the server sent unasked (id 0) on the current connection: why it closes, if it does. */
   #refusal: Extract<WireFrame, { type: 'error' }> | undefined
   /** Whether the current connection was welcomed. */
@@ -169,6 +256,7 @@ export class RemoteStore implements LeaseOwner {
     this.#reconnect = reconnect
     this.#clock = clock
     this.#context = context
+    this._hold = context?.capture !== undefined && context.enterInJob !== undefined ? (h, k, w, s, fn) => this.#holdDirect(h, k, w, s, fn) : undefined
     this.#first = new Dues<Pending>(
       clock,
       p => p.grantedAt,
@@ -237,6 +325,10 @@ export class RemoteStore implements LeaseOwner {
   }
 
   #receive(bytes: Uint8Array): void {
+    // Every grant of the message counts from its arrival, even one read after the fn of a grant
+    // before it ran (a hold's fn runs as its grant is read, and may take long).
+    this.#receivedAt = this.#clock.now()
+    if (eachGranted(bytes, this.#onGranted)) return
     let frames: ServerFrame[]
     try {
       frames = decodeServerAll(bytes)
@@ -249,7 +341,7 @@ export class RemoteStore implements LeaseOwner {
 
   #answer(frame: ServerFrame): void {
     if (frame.type === 'lost') {
-      const p = this.#byLease.get(frame.lease)
+      const p = this.#leaseOf(frame.lease)
       if (p)
         this.#lose(
           p,
@@ -268,6 +360,16 @@ export class RemoteStore implements LeaseOwner {
     }
   }
 
+  /** The lease held of id `hex` (a `lost` frame's). */
+  #leaseOf(hex: string): Pending | undefined {
+    if (!idWords(hex, scratch, 0)) return undefined
+    const w1 = scratch[1]! | 0
+    const w2 = scratch[2]! | 0
+    const w3 = scratch[3]! | 0
+    for (let p = this.#byLease.get(scratch[0]! | 0); p; p = p.sameWord) if (p.l1 === w1 && p.l2 === w2 && p.l3 === w3) return p
+    return undefined
+  }
+
   /** Sends a frame and waits for its answer (or for the connection to drop: `{ type: 'dropped' }`). */
   #ask(message: ClientMessage): Promise<ServerFrame> {
     return new Promise(resolve => this.#send(message, resolve))
@@ -278,14 +380,14 @@ export class RemoteStore implements LeaseOwner {
    * or an `invalid` error when the frame cannot be encoded. (A hold's answer is taken this way, in
    * the call that delivers it: no promise of its own.)
    */
-  #send(message: ClientMessage, answered: Pending | ((frame: ServerFrame) => void)): void {
+  #send(message: ClientMessage | Pending, answered: Pending | ((frame: ServerFrame) => void)): void {
     const id = this.#nextFrame
     this.#nextFrame = (this.#nextFrame % 0xffff_fffe) + 1
     const socket = this.#socket
     if (!socket) return this.#answered(answered, { id, type: 'dropped' })
     this.#answers.set(id, answered)
     try {
-      socket.send(encodeClient(id, message))
+      socket.send(message instanceof Pending ? holdFrameOf(id, message) : encodeClient(id, message))
     } catch (error) {
       this.#answers.delete(id)
       this.#answered(answered, { id, type: 'error', code: 'invalid', message: String((error as Error)?.message ?? error) })
@@ -326,7 +428,11 @@ export class RemoteStore implements LeaseOwner {
           continue
         }
         // Ask again for every hold, waiting or held, with its request id; and every claim unanswered.
-        for (const p of this.#pending.values()) this.#askHold(p)
+        const now = this.#clock.now()
+        for (const p of this.#pending.values()) {
+          p.sentAt = now
+          this.#send(p, p)
+        }
         this.#pools.reconnected()
       }
     })().finally(() => (this.#reconnecting = undefined))
@@ -350,20 +456,51 @@ export class RemoteStore implements LeaseOwner {
 
   /** @internal Asks for a key; resolves to the lease, or `undefined` when busy and `wait` is 0. */
   _take(handle: RemoteLock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<Lease | undefined> {
-    if (this.#closed) return Promise.reject(new ClosedError(`${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${this.#closed.message}`))
+    const refused = this.#refused(handle, key, isTry)
+    if (refused !== undefined) return refused as Promise<undefined>
+    const p = new Pending(handle, key, wait === Infinity ? null : wait, this.#nextLocal++, undefined, undefined, undefined)
+    return this.#request(p, signal) as Promise<Lease | undefined>
+  }
+
+  /**
+   * @internal The whole of a `hold` where the caller's context can be kept (see TravellingStore._hold):
+   * fn runs in that context as the grant arrives, from the call that reads it, and the hold's promise
+   * is fn's outcome — no promise of the lease, no job between the grant and fn.
+   */
+  readonly _hold: TravellingStore<RemoteLock, Lease>['_hold']
+
+  #holdDirect<T>(
+    handle: RemoteLock,
+    key: string,
+    wait: number,
+    signal: AbortSignal | undefined,
+    fn: (lease: Lease) => T | PromiseLike<T>,
+  ): Promise<Awaited<T>> {
+    const refused = this.#refused(handle, key, false)
+    if (refused !== undefined) return refused as Promise<never>
+    const context = this.#context!
+    const p = new Pending(handle, key, wait === Infinity ? null : wait, this.#nextLocal++, fn, context.capture!(), context.getStore())
+    return this.#request(p, signal) as Promise<Awaited<T>>
+  }
+
+  /** A hold refused before it is asked: the client closed, or the caller holds the key (LOCK-04). */
+  #refused(handle: RemoteLock, key: string, isTry: boolean): Promise<undefined> | undefined {
+    if (this.#closed) return Promise.reject(new ClosedError(`${placeOf(handle.kind, handle.name, key)}: ${this.#closed.message}`))
     if (this.#context && this.#heldByCaller(handle, key)) {
       if (isTry) return Promise.resolve(undefined)
       return Promise.reject(
-        new InvalidError(
-          `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: held by this very hold (a hold inside its own hold would wait for itself)`,
-        ),
+        new InvalidError(`${placeOf(handle.kind, handle.name, key)}: held by this very hold (a hold inside its own hold would wait for itself)`),
       )
     }
-    const p = new Pending(handle, key, randomId(), wait === Infinity ? null : wait, this.#nextLocal++)
-    this.#pending.set(p.request, p)
+    return undefined
+  }
+
+  /** Asks the server for `p`'s key (see `_take`, `_hold`); answers `p`'s promise. */
+  #request(p: Pending, signal: AbortSignal | undefined): Promise<unknown> {
+    this.#pending.set(p.local, p)
     if (signal) {
       const onAbort = () => {
-        if (p.lease || p.cancelled || !this.#pending.has(p.request)) return
+        if (p.lease || p.cancelled || !this.#pending.has(p.local)) return
         p.cancelled = true
         this.#forget(p)
         p.reject(new CancelledError(`${p.place()}: cancelled while waiting`, { cause: signal.reason }))
@@ -375,7 +512,8 @@ export class RemoteStore implements LeaseOwner {
         () => signal.removeEventListener('abort', onAbort),
       )
     }
-    this.#askHold(p)
+    // Sent as its hold frame; its answer comes to `#holdAnswered` (or `#grantAnswered`).
+    this.#send(p, p)
     if (p.wait !== null && p.wait > 0) {
       // The server answers a wait that ran out; but if it cannot be reached, this side must: past
       // the wait and a grace for the server's own answer, a hold still unanswered gives up. Until its
@@ -390,7 +528,7 @@ export class RemoteStore implements LeaseOwner {
   /** A hold's wait and its grace passed with no answer from the server. */
   #waitRanOut(p: Pending): void {
     p.guarded = false
-    if (p.lease || this.#pending.get(p.request) !== p) return
+    if (p.lease || this.#pending.get(p.local) !== p) return
     this.#forget(p)
     if (this.#socket) {
       void this.#ask({ type: 'cancel', request: p.request })
@@ -407,37 +545,16 @@ export class RemoteStore implements LeaseOwner {
     this.#waits.delete(p, p.wait! + WAIT_GRACE)
   }
 
-  /** Sends (or sends again, after a reconnect) a hold, and acts on its answer. */
-  #askHold(p: Pending): void {
-    p.sentAt = this.#clock.now()
-    const h = p.handle
-    this.#send(
-      {
-        type: 'hold',
-        semaphore: h.kind === 'semaphore',
-        limit: h.limit,
-        name: h.name,
-        key: p.key,
-        ttl: h.ttl,
-        maxHold: h._maxHold,
-        wait: p.wait,
-        request: p.request,
-      },
-      p,
-    )
-  }
-
   #holdAnswered(p: Pending, answer: ServerFrame): void {
-    if (this.#pending.get(p.request) !== p) {
-      // Cancelled (or lost) meanwhile: a grant that raced it is let go.
-      if (answer.type === 'granted') void this.#ask({ type: 'release', lease: answer.lease })
-      return
+    if (answer.type === 'granted') {
+      if (!idWords(answer.lease, scratch, 0)) return
+      return this.#grantAnswered(p, answer.fence, answer.ttl, answer.revokeIn, scratch[0]! | 0, scratch[1]! | 0, scratch[2]! | 0, scratch[3]! | 0)
     }
+    if (this.#pending.get(p.local) !== p) return
     switch (answer.type) {
-      case 'granted':
-        return this.#granted(p, answer, p.sentAt)
       case 'busy':
         this.#forget(p)
+        if (p.fn) return p.reject(new InUseError(`${p.place()}: held by another (wait 0)`))
         return p.resolve(undefined)
       case 'dropped':
         return // asked again on reconnect
@@ -448,36 +565,46 @@ export class RemoteStore implements LeaseOwner {
     }
   }
 
-  #granted(p: Pending, answer: Extract<ServerFrame, { type: 'granted' }>, sentAt: number): void {
+  /** `p`'s hold was granted the lease of id `l0`-`l3` (most significant first). */
+  #grantAnswered(p: Pending, fence: number, ttl: number, revokeIn: number, l0: number, l1: number, l2: number, l3: number): void {
+    if (this.#pending.get(p.local) !== p) {
+      // Cancelled (or lost) meanwhile: a grant that raced it is let go.
+      return this.#releaseLease(l0, l1, l2, l3)
+    }
     if (!p.lease) {
       this.#unguard(p)
-      p.leaseId = answer.lease
-      const lease = (p.lease = new Lease(this, p.handle, p.key, answer.fence, p.local))
-      this.#byLocal.set(p.local, p)
-      this.#byLease.set(p.leaseId, p)
+      p.l0 = l0
+      p.l1 = l1
+      p.l2 = l2
+      p.l3 = l3
+      const lease = (p.lease = new Lease(this, p.handle, p.key, fence, p.local))
+      p.sameWord = this.#byLease.get(l0)
+      this.#byLease.set(l0, p)
       // The first deadline counts from the grant's arrival. Most leases are let go before their first
       // renewal: until it is due they wait in #first, with no timer of their own, the deadline set
       // here as their Renewal would set it; one whose maxHold comes first gets its Renewal now.
-      const now = this.#clock.now()
+      const now = this.#receivedAt
       p.grantedAt = now
-      p.ttl = answer.ttl
-      p.revokeIn = answer.revokeIn
-      const every = renewInterval(answer.ttl)
-      if (answer.revokeIn > 0 && answer.revokeIn <= every) this.#renewal(p)
+      p.ttl = ttl
+      p.revokeIn = revokeIn
+      const every = renewInterval(ttl)
+      if (revokeIn > 0 && revokeIn <= every) this.#renewal(p)
       else {
-        lease._deadline = now + answer.ttl - margin(answer.ttl)
+        lease._deadline = now + ttl - margin(ttl)
         p.fresh = true
         this.#first.add(p, every)
       }
-      p.resolve(lease)
-    } else if (answer.lease !== p.leaseId) {
+      // A hold's fn runs now, in its caller's context; it lets the key go and answers the hold.
+      if (p.fn) p.scope!.runInAsyncScope(runHandedOver, p, lease, this.#context!)
+      else p.resolve(lease)
+    } else if (l0 !== p.l0 || l1 !== p.l1 || l2 !== p.l2 || l3 !== p.l3) {
       // Asked again, the server granted a *new* lease: it no longer knew ours (it restarted). Ours is
       // lost — someone may have held the key meanwhile — and the new one, which nobody holds, goes.
       this.#lose(p, new LostError(`${p.place()}: lease lost: the server no longer knew it (it restarted)`))
-      void this.#ask({ type: 'release', lease: answer.lease })
+      this.#releaseLease(l0, l1, l2, l3)
     } else {
       // Asked again after a reconnect: the same lease, its ttl counted from this answer.
-      this.#renewal(p).extend(sentAt, answer.ttl)
+      this.#renewal(p).extend(p.sentAt, ttl)
     }
   }
 
@@ -513,15 +640,37 @@ export class RemoteStore implements LeaseOwner {
   }
 
   #forget(p: Pending): void {
-    this.#pending.delete(p.request)
-    this.#byLocal.delete(p.local)
-    if (p.leaseId) this.#byLease.delete(p.leaseId)
+    this.#pending.delete(p.local)
+    if (p.lease) this.#unlistLease(p)
     this.#unguard(p)
     if (p.fresh) {
       p.fresh = false
       this.#first.delete(p, renewInterval(p.ttl))
     }
     p.renewal?.stop()
+  }
+
+  /** Takes `p` out of `#byLease` (see there). */
+  #unlistLease(p: Pending): void {
+    const first = this.#byLease.get(p.l0)
+    if (first === p) {
+      if (p.sameWord) this.#byLease.set(p.l0, p.sameWord)
+      else this.#byLease.delete(p.l0)
+    } else for (let q = first; q; q = q.sameWord) if (q.sameWord === p) q.sameWord = p.sameWord
+    p.sameWord = undefined
+  }
+
+  /**
+   * Lets a lease go on the server. Frame id 0: no answer wanted. Frames of one connection arrive in
+   * order, so a hold sent after this release finds the key released. A release lost with a dropped
+   * connection ends at its ttl.
+   */
+  #releaseLease(l0: number, l1: number, l2: number, l3: number): void {
+    try {
+      this.#socket?.send(encodeReleaseOf(0, l0, l1, l2, l3))
+    } catch {
+      // the connection is gone; the lease ends at its ttl
+    }
   }
 
   /** @internal The clock a lease's deadline is counted on. */
@@ -531,22 +680,16 @@ export class RemoteStore implements LeaseOwner {
 
   /** @internal A lease read past its deadline (see lease.ts # Reading checks the clock). */
   _overdue(lease: Lease): void {
-    const p = this.#byLocal.get(lease._req)
+    const p = this.#pending.get(lease._req)
     if (p?.lease === lease && (p.renewal || p.fresh)) this.#renewal(p).overdue()
   }
 
   /** @internal Called by a `Lease` once: lets the key go on the server. */
-  _release(local: number, _lease?: Lease): void {
-    const p = this.#byLocal.get(local)
-    if (!p) return
+  _release(local: number, lease: Lease): void {
+    const p = this.#pending.get(local)
+    if (p === undefined || p.lease !== lease) return
     this.#forget(p)
-    // Frame id 0: no answer wanted. Frames of one connection arrive in order, so a hold sent after
-    // this release finds the key released. A release lost with a dropped connection ends at its ttl.
-    try {
-      this.#socket?.send(encodeClient(0, { type: 'release', lease: p.leaseId }))
-    } catch {
-      // the connection is gone; the lease ends at its ttl
-    }
+    this.#releaseLease(p.l0, p.l1, p.l2, p.l3)
   }
 
   /** @internal Runs fn inside the lease (as a store's `_run` does). */
@@ -556,7 +699,7 @@ export class RemoteStore implements LeaseOwner {
 
   #heldByCaller(handle: RemoteLock, key: string): boolean {
     for (let held: Lease | undefined = this.#context!.getStore(); held; held = held._parent) {
-      if (held._resource === handle._resource && held.key === key && !held.lost && this.#byLocal.get(held._req)?.lease === held) return true
+      if (held._resource === handle._resource && held.key === key && !held.lost && this.#pending.get(held._req)?.lease === held) return true
     }
     return false
   }
@@ -655,6 +798,15 @@ export class RemoteStore implements LeaseOwner {
     socket?.close(1000, 'goodbye')
     this.#socket = undefined
   }
+}
+
+/** Where a `lost` frame's lease id is read into (see `#leaseOf`). */
+const scratch = new Uint32Array(4)
+
+/** `p`'s `hold` frame, under correlation id `id`. */
+function holdFrameOf(id: number, p: Pending): Uint8Array {
+  const h = p.handle
+  return encodeHoldOf(id, h.kind === 'semaphore', h.limit, h.name, p.key, h.ttl, h._maxHold, p.wait, p.r0, p.r1, p.r2, p.r3)
 }
 
 /** A client's batch of `frames` (for `Socket.pack`). */

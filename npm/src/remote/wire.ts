@@ -469,22 +469,73 @@ function putString(at: number, s: string): number {
 
 /** A `hold` frame, or `undefined` for the codec to encode (or refuse). */
 function holdFrame(id: number, m: Extract<ClientMessage, { type: 'hold' }>): Uint8Array | undefined {
+  const at = holdFields(id, m.semaphore, m.limit, m.name, m.key, m.ttl, m.maxHold, m.wait)
+  return at >= 0 && putId(at, m.request) ? out.slice(0, at + 16) : undefined
+}
+
+/** Writes a `hold` frame up to its request id; answers where the id goes, or -1 for the codec. */
+function holdFields(id: number, semaphore: boolean, limit: number, name: string, key: string, ttl: number, maxHold: number, wait: number | null): number {
   header(T_HOLD, id)
-  out[6] = m.semaphore ? 1 : 0
-  outView.setUint32(7, m.limit >>> 0, true)
-  let at = putString(11, m.name)
-  if (at < 0) return undefined
-  at = putString(at, m.key)
-  if (at < 0) return undefined
+  out[6] = semaphore ? 1 : 0
+  outView.setUint32(7, limit >>> 0, true)
+  let at = putString(11, name)
+  if (at < 0) return -1
+  at = putString(at, key)
+  if (at < 0) return -1
   room(at + 36)
-  outView.setUint32(at, m.ttl >>> 0, true)
-  if (!putMs(at + 4, m.maxHold)) return undefined
-  if (m.wait === null || m.wait < 0) {
+  outView.setUint32(at, ttl >>> 0, true)
+  if (!putMs(at + 4, maxHold)) return -1
+  if (wait === null || wait < 0) {
     outView.setUint32(at + 12, 0xffff_ffff, true)
     outView.setUint32(at + 16, 0xffff_ffff, true)
-  } else if (!putMs(at + 12, m.wait)) return undefined
-  if (!putId(at + 20, m.request)) return undefined
-  return out.slice(0, at + 36)
+  } else if (!putMs(at + 12, wait)) return -1
+  return at + 20
+}
+
+/**
+ * A client's `hold` frame, its request id given as four 32-bit words, most significant first (as
+ * `idWords` reads one from hex, and `eachGranted` gives a lease id): a client keeps its ids so, and
+ * makes no string of them for its every hold.
+ */
+export function encodeHoldOf(
+  id: number,
+  semaphore: boolean,
+  limit: number,
+  name: string,
+  key: string,
+  ttl: number,
+  maxHold: number,
+  wait: number | null,
+  w0: number,
+  w1: number,
+  w2: number,
+  w3: number,
+): Uint8Array {
+  const at = holdFields(id, semaphore, limit, name, key, ttl, maxHold, wait)
+  if (at < 0) return encodeHold(id, semaphore, limit, name, key, ttl, maxHold, wait ?? -1, hexOfWords(w0, w1, w2, w3))
+  putWords(at, w0, w1, w2, w3)
+  return out.slice(0, at + 16)
+}
+
+/** A client's `release` frame of the lease id given as four words (see `encodeHoldOf`). */
+export function encodeReleaseOf(id: number, w0: number, w1: number, w2: number, w3: number): Uint8Array {
+  header(T_RELEASE, id)
+  putWords(6, w0, w1, w2, w3)
+  return out.slice(0, ID_FRAME_SIZE)
+}
+
+/** Writes an id given as four words, most significant first, as the codec writes it (`u128` little-endian). */
+function putWords(at: number, w0: number, w1: number, w2: number, w3: number): void {
+  outView.setInt32(at, w3, true)
+  outView.setInt32(at + 4, w2, true)
+  outView.setInt32(at + 8, w1, true)
+  outView.setInt32(at + 12, w0, true)
+}
+
+/** An id given as four words (most significant first) as its 32 hex digits. */
+export function hexOfWords(w0: number, w1: number, w2: number, w3: number): string {
+  const hex8 = (w: number) => (w >>> 0).toString(16).padStart(8, '0')
+  return hex8(w0) + hex8(w1) + hex8(w2) + hex8(w3)
 }
 
 /** A frame of one lease id (`release`, `renew`), or `undefined` for the codec. */
@@ -703,7 +754,7 @@ function grantedOf(bytes: Uint8Array): ServerFrame[] | undefined {
 
 /** The frame in `bytes[at, end)` when it is a `granted`, else `undefined`. */
 function grantedAt(bytes: Uint8Array, at: number, end: number): ServerFrame | undefined {
-  if (end - at !== GRANTED_SIZE || bytes[at] !== WIRE_VERSION || bytes[at + 1] !== T_GRANTED) return undefined
+  if (grantedStart(bytes, at, end) === undefined) return undefined
   return {
     id: u32At(bytes, at + 2),
     type: 'granted',
@@ -713,6 +764,43 @@ function grantedAt(bytes: Uint8Array, at: number, end: number): ServerFrame | un
     ttl: u32At(bytes, at + 46),
     revokeIn: u64At(bytes, at + 50),
   }
+}
+
+/** `at` when `bytes[at, end)` is a `granted` frame, else `undefined`. */
+function grantedStart(bytes: Uint8Array, at: number, end: number): number | undefined {
+  return end - at === GRANTED_SIZE && bytes[at] === WIRE_VERSION && bytes[at + 1] === T_GRANTED ? at : undefined
+}
+
+/** What a client is told of each `granted` frame: the lease id as four words, most significant first. */
+export type OnGranted = (id: number, fence: number, ttl: number, revokeIn: number, l0: number, l1: number, l2: number, l3: number) => void
+
+/**
+ * A client's reading of a server's message of `granted` frames only, one or a batch (as
+ * `decodeServerAll` reads it first): each frame's fields go to `on`, in order, with no object made
+ * and no string (its request id is not read: a client knows its holds by frame id). False, and
+ * nothing told, for any other message (for `decodeServerAll`): all of a message is checked first.
+ */
+export function eachGranted(bytes: Uint8Array, on: OnGranted): boolean {
+  const starts = readAll(bytes, BATCH_SERVER, MAX_SERVER_FRAME, grantedStart)
+  if (starts === undefined) return false
+  for (const at of starts) {
+    on(
+      u32At(bytes, at + 2),
+      u64At(bytes, at + 38),
+      u32At(bytes, at + 46),
+      u64At(bytes, at + 50),
+      i32At(bytes, at + 34),
+      i32At(bytes, at + 30),
+      i32At(bytes, at + 26),
+      i32At(bytes, at + 22),
+    )
+  }
+  return true
+}
+
+/** The little-endian `u32` at `bytes[at]`, as a signed 32-bit number (a word of an id). */
+function i32At(bytes: Uint8Array, at: number): number {
+  return bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)
 }
 
 /** The type bytes of a batch (revision 3): a client's and a server's. */

@@ -20,12 +20,16 @@ for (let b = 0; b < 256; b++) {
   LOW[b] = '0123456789abcdef'.charCodeAt(b & 15)
 }
 
+/** Makes the pool hold at least `n` bytes not handed out yet. */
+function draw(n: number): void {
+  if (at + n <= pool.length) return
+  pool = new Uint8Array(16 * BATCH)
+  crypto.getRandomValues(pool)
+  at = 0
+}
+
 export function randomId(): string {
-  if (at === pool.length) {
-    pool = new Uint8Array(16 * BATCH)
-    crypto.getRandomValues(pool)
-    at = 0
-  }
+  draw(16)
   const p = pool
   const i = at
   // biome-ignore format: the 16 bytes, two digits each, in order
@@ -39,4 +43,18 @@ export function randomId(): string {
   pool.fill(0, i, i + 16)
   at = i + 16
   return hex
+}
+
+/**
+ * A random 32-bit word, as a signed number (a small integer to V8, in any field), from the same pool:
+ * a client keeps its request ids as four (remote/client.ts), and makes no string for one.
+ */
+export function randomWord(): number {
+  draw(4)
+  const p = pool
+  const i = at
+  const word = p[i]! | (p[i + 1]! << 8) | (p[i + 2]! << 16) | (p[i + 3]! << 24)
+  p[i] = p[i + 1] = p[i + 2] = p[i + 3] = 0
+  at = i + 4
+  return word
 }
