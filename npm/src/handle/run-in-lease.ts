@@ -38,11 +38,7 @@ export function runInLease<T>(
   const lease = taken
   let result: T | PromiseLike<T>
   try {
-    if (context === undefined) result = fn(lease)
-    else {
-      lease._enter(resource, context.getStore())
-      result = context.run(lease, fn, lease)
-    }
+    result = start(context, resource, lease, fn)
   } catch (error) {
     return endAndAnswerAsPromise(lease, end, true, error)
   }
@@ -53,6 +49,54 @@ export function runInLease<T>(
     ) as Promise<Awaited<T>>
   }
   return endAndAnswerAsPromise(lease, end, false, result)
+}
+
+/**
+ * `runInLease` for a lease granted at once whose key is let go by `Lease._end` (which answers a
+ * boolean: nothing to await), as the in-process store grants them: the uncontended hold's path (W1),
+ * called by the store straight from its grant. Small and of one shape, so that it is optimized early
+ * (see store/store.ts # The path of a hold).
+ */
+export function runLease<T>(
+  context: ContextStorage | undefined,
+  resource: Resource,
+  lease: Lease,
+  fn: (lease: Lease) => T | PromiseLike<T>,
+): Promise<Awaited<T>> {
+  let result: T | PromiseLike<T>
+  try {
+    result = start(context, resource, lease, fn)
+  } catch (error) {
+    return answerAsPromise(lease, true, error)
+  }
+  if (isThenable(result)) {
+    return Promise.resolve(result).then(
+      value => answerEnded(lease, false, value),
+      error => answerEnded(lease, true, error),
+    ) as Promise<Awaited<T>>
+  }
+  return answerAsPromise(lease, false, result)
+}
+
+/** Lets the key go (`Lease._end`) once fn settled, then answers as `hold` does: `endAndAnswer` with `endLease`. */
+function answerEnded(lease: Lease, failed: boolean, outcome: unknown): unknown {
+  return answer(lease, lease._end(true), failed, outcome)
+}
+
+/** Runs fn in `lease` (tracked in the async context, LOCK-04): what it answers, or throws. */
+function start<T>(context: ContextStorage | undefined, resource: Resource, lease: Lease, fn: (lease: Lease) => T | PromiseLike<T>): T | PromiseLike<T> {
+  if (context === undefined) return fn(lease)
+  lease._enter(resource, context.getStore())
+  return context.run(lease, fn, lease)
+}
+
+/** `answerEnded` as a promise. */
+function answerAsPromise<T>(lease: Lease, failed: boolean, outcome: unknown): Promise<T> {
+  try {
+    return Promise.resolve(answerEnded(lease, failed, outcome)) as Promise<T>
+  } catch (error) {
+    return Promise.reject(error)
+  }
 }
 
 async function runWhenGranted<T>(

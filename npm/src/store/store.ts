@@ -14,7 +14,9 @@
  * # The path of a hold
  * `_hold` (from `Lock.hold`) takes the key (`_take`) and runs fn in its lease (handle/run-in-lease.ts),
  * or, for a hold that waits where the caller's context can be kept, hands fn to the waiter, which runs
- * it when granted (waiters.ts # Handing a key over). A lock's free key without maxHold is granted by
+ * it when granted (waiters.ts # Handing a key over). A lock's key without maxHold, free or granted by
+ * the store itself, is taken by `_hold` without `_take` (the uncontended hold and the contended
+ * hand-over, the two hot paths). A lock's free key without maxHold is granted by
  * `LentFences.grant`, and a hold that waits for it without a time limit joins the line the store keeps
  * for it (`LentFences.waitBehind`); any other goes through `EngineHost.take`. When fn settled the
  * lease lets its key go through the part that granted it, its owner (`LeaseOwner._release`): a delete
@@ -27,7 +29,7 @@
 
 import { type Core, fenceKey, openCore } from '../../wasm/holdfast_wasm.js'
 import type { RemoteRequest } from '../remote/request.js'
-import { runInLease } from '../handle/run-in-lease.js'
+import { runInLease, runLease } from '../handle/run-in-lease.js'
 import { ClosedError, InvalidError, StorageError, fromEngine } from '../errors.js'
 import { Lease } from '../handle/lease.js'
 import { Lock, Semaphore, handleOptions, type LockStore } from '../handle/lock.js'
@@ -274,13 +276,17 @@ export class Store implements LockStore, ServedStore {
   ): Promise<Awaited<T>> | undefined {
     const direct = this.#direct
     const resource = handle._resource
-    if (direct && wait === Infinity && resource.limit === 1 && handle._maxHold === 0) {
-      // The contended hand-over's own path, without `_take`'s frame: a wait in the line the store
-      // keeps for a lock's key it granted itself (see `_take`).
+    if (resource.limit === 1 && handle._maxHold === 0) {
+      // A lock's key without maxHold, without `_take`'s frame (see `_take`): a wait in the line the
+      // store keeps for a key it granted itself (the contended hand-over, W3), or a free key granted by
+      // the store itself and fn run in its lease (the uncontended hold, W1).
       const known = resource.keys.get(key)
-      if (typeof known === 'object' && !this.#host.closed) {
+      if (direct && wait === Infinity && typeof known === 'object' && !this.#host.closed) {
         const waiting = this.#lent.waitBehind(handle, resource, key, known, signal, fn)
         if (waiting !== undefined) return waiting as Promise<Awaited<T>>
+      } else if (known === undefined && !this.#host.closed) {
+        const lease = this.#lent.grant(handle, resource, key)
+        if (lease !== undefined) return runLease(this.#context, resource, lease, fn)
       }
     }
     const taken = this._take(handle, key, wait, signal, false, direct ? fn : undefined)
