@@ -5,8 +5,8 @@
  * A hold over a connection is a request of the same engine as a local one (`core.holdRemote`), with a
  * ttl, so local and remote holds share keys, lines and fences (LOCK-05). Its record is a
  * `RemoteRequest`, kept in the host's `reqs` like any other, and here by the client's request id and
- * by its lease id, so that a request asked again (after a reconnection) resumes instead of queueing
- * twice. Every answer goes through the record's sink: at once (granted, busy, an error), or from an
+ * by its lease id (in an `IdTable`, not a `Map`: id-table.ts), so that a request asked again (after a
+ * reconnection) resumes instead of queueing twice. Every answer goes through the record's sink: at once (granted, busy, an error), or from an
  * event the host's drain hands to `event`.
  *
  * Invariants:
@@ -22,6 +22,7 @@ import type { Resource } from './key-ids.js'
 import { RemoteRequest, idWords } from '../remote/request.js'
 import { BUSY, ENDED, EXPIRED, FAILED, GRANTED, HOLD_EVENTS, INVALID, KEY, LIMIT, REQ, RESUMED, RESUMED_FENCE, REVOKE_IN, REVOKED, TIMED_OUT } from './abi.js'
 import type { EngineHost, RemoteEvents } from './engine-host.js'
+import { IdTable } from './id-table.js'
 
 /** The words of a hold's request and lease ids, for `core.holdRemote`. */
 const WORDS = new Uint32Array(8)
@@ -37,9 +38,12 @@ const KEPT: { deref(): object | undefined } = { deref: () => undefined }
 
 export class RemoteHolds implements RemoteEvents {
   readonly #host: EngineHost
-  /** The live requests over connections by the client's request id, and by lease id. */
-  readonly #byRequest = new Map<string, RemoteRequest>()
-  readonly #byLease = new Map<string, RemoteRequest>()
+  /**
+   * The live requests over connections by the client's request id, and by lease id: an entry in and
+   * out of each on every hold, so not in a `Map` (see id-table.ts).
+   */
+  readonly #byRequest = new IdTable<RemoteRequest>()
+  readonly #byLease = new IdTable<RemoteRequest>()
   /** The most requests over connections at once, leases and waiting holds (`serve({ maxHolds })`). */
   #maxHolds = 100_000
   /** The server's last handle (`store._serverHandle`), for the next hold of the same name. */
