@@ -263,6 +263,20 @@ test('#17: a hold naming the name and key of the frame before gets them; one of 
   assert.equal(after.name, 'bencg')
 })
 
+test('#17: names and keys read lately are reused by their bytes, never for other bytes: many keys in turn, colliding in the table, each read as sent', () => {
+  // More keys than the table has slots (1,024), of every length up to past the longest kept (64
+  // bytes), in turn and again: any two that share a slot replace each other, and each is read as sent.
+  const keys = Array.from({ length: 3_000 }, (_, i) => `${'k'.repeat(i % 70)}${i % 1_500}`)
+  for (let round = 0; round < 2; round++) {
+    for (const [i, key] of keys.entries()) {
+      const name = i % 3 === 0 ? 'bench' : `n${i % 7}`
+      const hold = decodeClient(encodeHold(i, false, 1, name, key, 1_000, 0, -1, request)) as { name: string; key: string }
+      assert.equal(hold.key, key, `key ${i}, round ${round}`)
+      assert.equal(hold.name, name, `name ${i}, round ${round}`)
+    }
+  }
+})
+
 test('a frame that does not decode is refused, never half read', () => {
   const good = encodeClient(1, { type: 'renew', lease })
   for (const bad of [new Uint8Array(0), good.subarray(0, good.length - 1), Uint8Array.of(...good, 0), Uint8Array.of(255, 255, 255)]) {

@@ -47,6 +47,10 @@
 //                  their profiles there, named WORKLOAD-ADAPTER-ROUND-ROLE.cpuprofile (ROLE: server, A, B);
 //                  BENCH_CPU_PROF_INTERVAL sets the sampling interval in µs (node's default: 1000).
 //                  `node cpuprofile.mjs FILE...` summarizes them.
+//   BENCH_CHILD_FLAGS  runtime flags for every process of a remote measurement, e.g. "--trace-gc" or
+//                  "--trace-gc --min-semi-space-size=1 --max-semi-space-size=1" (scavenges then count
+//                  the bytes allocated: one per MB); BENCH_CHILD_LOG a directory where what each prints
+//                  that is not an event goes, as WORKLOAD-ADAPTER-ROUND-ROLE.log (ROLE: server, A, B).
 //   BENCH_REDIS_SERVER  the redis-server binary (default: redis-server on PATH, installed by redis.sh)
 //   HOLDFAST_SKIP  set by run.sh when holdfast is not built: holdfast is listed as not run, with the reason
 //   HOLDFAST_PKG_B (run.sh) a second build, installed as holdfast-b and measured beside holdfast in the

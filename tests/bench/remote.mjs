@@ -26,7 +26,7 @@
 // split: the kernel may sample it per tick.)
 
 import { spawn, spawnSync } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -215,13 +215,15 @@ export async function measureRemote(w, a, ctx) {
   const procs = []
   const label = `${w}-${a}-${ctx.round}`
   const prof = (role) => ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_CPU_PROF)}`, `--cpu-prof-name=${label}-${role}.cpuprofile`, ...(env.BENCH_CPU_PROF_INTERVAL ? [`--cpu-prof-interval=${env.BENCH_CPU_PROF_INTERVAL}`] : [])]
-  const flags = (role) => [...ctx.runtimeFlags, ...(env.BENCH_CPU_PROF ? prof(role) : [])]
+  const extra = (env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean)
+  const flags = (role) => [...ctx.runtimeFlags, ...extra, ...(env.BENCH_CPU_PROF ? prof(role) : [])]
+  const log = (role) => (env.BENCH_CHILD_LOG ? path.join(path.resolve(env.BENCH_CHILD_LOG), `${label}-${role}.log`) : undefined)
   const deadline = Date.now() + ctx.timeoutMs
   let server
   try {
     const childEnv = { ...env, BENCH_TOKEN: ctx.token, BENCH_REDIS_URL: ctx.redisUrl ?? '' }
     if (a === 'holdfast' || a === 'holdfast-b' || a === 'ws-echo' || a === 'ws-lock') {
-      server = new Child([...flags('server'), script, '--serve', a], childEnv, 'server', deadline)
+      server = new Child([...flags('server'), script, '--serve', a], childEnv, 'server', deadline, log('server'))
       procs.push(server)
       childEnv.BENCH_HOLDFAST_URL = (await server.next('listening')).url
     } else {
@@ -234,7 +236,7 @@ export async function measureRemote(w, a, ctx) {
       fifo: a === 'holdfast' || a === 'holdfast-b' || a === 'ws-lock' || a.startsWith('holdfast-redis') || a === 'redis-fifo-floor',
       file: (name) => path.join(dir, name),
       client: async (role) => {
-        const c = new Child([...flags(role), script, '--remote-child', a], childEnv, `client ${role}`, deadline)
+        const c = new Child([...flags(role), script, '--remote-child', a], childEnv, `client ${role}`, deadline, log(role))
         procs.push(c)
         clients.push(c)
         await c.next('ready')
@@ -312,7 +314,8 @@ async function exitedOrKilled(procs) {
 
 /** A process of one measurement that speaks JSON lines; `request` sends a command and waits for an event. */
 class Child {
-  constructor(args, childEnv, name, deadline) {
+  /** `log`: a file that lines the child prints which are not events (a runtime's traces) are appended to. */
+  constructor(args, childEnv, name, deadline, log) {
     this.name = name
     this.deadline = deadline
     this.events = []
@@ -329,7 +332,7 @@ class Child {
     this.child.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)))
     this.child.stdin.on('error', () => {})
     createInterface({ input: this.child.stdout }).on('line', (line) => {
-      if (line[0] !== '{') return
+      if (line[0] !== '{') return void (log && appendFileSync(log, `${line}\n`))
       this.events.push(JSON.parse(line))
       for (const w of [...this.waiters]) w.check()
     })

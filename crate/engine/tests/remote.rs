@@ -472,3 +472,36 @@ fn lock_05_goodbye_ends_its_waiters_before_its_leases_so_the_key_never_goes_to_o
     );
     e.check();
 }
+
+#[test]
+fn issue_17_a_remote_request_is_found_by_its_request_and_lease_ids_while_it_lives() {
+    let (mut e, l) = opened();
+    let (held, key, _) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
+            .unwrap(),
+    );
+    let waiting = queued(
+        e.hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 0)
+            .unwrap(),
+    );
+    assert_eq!(e.remote_request(1), Some(held));
+    assert_eq!(e.remote_lease(1_001), Some(held));
+    assert_eq!(e.remote_request(2), Some(waiting));
+    assert_eq!(e.remote_lease(1_002), Some(waiting));
+    // Neither id names the other kind, and an unknown id names nothing.
+    assert_eq!(e.remote_lease(1), None);
+    assert_eq!(e.remote_request(1_001), None);
+    assert_eq!(e.remote_request(3), None);
+    // A waiter away (its connection dropped) is still found: it may be asked again.
+    e.connection_closed(2, 1);
+    assert_eq!(e.remote_request(2), Some(waiting));
+    // Released, the lease is gone; the waiter away, cancelled, leaves the line and is gone too.
+    assert!(e.release_lease(1_001, 2).unwrap());
+    events(&mut e);
+    assert_eq!(e.remote_request(1), None);
+    assert_eq!(e.remote_lease(1_001), None);
+    assert_eq!(e.cancel_request(2, 3).unwrap(), Cancelled::Left);
+    assert_eq!(e.remote_request(2), None);
+    assert_eq!(e.remote_lease(1_002), None);
+    e.check();
+}

@@ -144,6 +144,21 @@ impl Core {
             .map_or(-1.0, |at| at.saturating_sub(now as u64) as f64)
     }
 
+    /// The id of the live request over a connection with this request id (`by_lease` false) or
+    /// lease id (`by_lease` true), given as words as in `holdRemote`; -1 when there is none. The host
+    /// finds its record by it, rather than keeping the ids a second time (remote-holds.ts).
+    #[wasm_bindgen(js_name = remoteReq)]
+    pub fn remote_req(&self, by_lease: bool, w0: u32, w1: u32, w2: u32, w3: u32) -> f64 {
+        let id = id_of_words(w0, w1, w2, w3);
+        let inner = self.inner.borrow();
+        let req = if by_lease {
+            inner.engine.remote_lease(id)
+        } else {
+            inner.engine.remote_request(id)
+        };
+        req.map_or(-1.0, |req| req.to_u64() as f64)
+    }
+
     /// How many requests one connection may have, leases and waiting together.
     #[wasm_bindgen(js_name = setConnectionLimit)]
     pub fn set_connection_limit(&mut self, limit: u32) {

@@ -98,7 +98,7 @@ export class Session implements RemoteSink {
   closing = false
   /** The revision of the conversation, once welcomed: 2 for a client that said the old hello. */
   revision = 2
-  /** Request ids of this session's holds that wait in line. */
+  /** Request ids of this session's holds that wait in line (kept only when the host listens: `hooks.waiting`). */
   readonly #waiting = new Set<string>()
   /** This session's claims not yet answered, by pool and claim id: aborting one cancels it. */
   readonly claims = new Map<string, AbortController>()
@@ -110,6 +110,7 @@ export class Session implements RemoteSink {
     readonly protocol: Protocol,
   ) {}
 
+  /** Whether a hold of this session waits in line (known only to a host with `hooks.waiting`; else false). */
   get waiting(): boolean {
     return this.#waiting.size > 0
   }
@@ -160,9 +161,13 @@ export class Session implements RemoteSink {
 
   /** @internal A hold of this session went into line. */
   _wait(request: string): void {
+    // Kept only for a host that listens: a `Set` gaining and losing an entry a hold costs the
+    // garbage collector as a `Map` does (see store/id-table.ts).
+    const hook = this.protocol.hooks.waiting
+    if (hook === undefined) return
     const was = this.waiting
     this.#waiting.add(request)
-    if (!was) this.protocol.hooks.waiting?.(this, true)
+    if (!was) hook(this, true)
   }
 
   /** @internal A hold of this session is no longer in line here: answered, or asked again on another connection. */
@@ -295,11 +300,14 @@ export class Protocol {
           handle._resource.limit,
         )
         const wait = frame.wait ?? Infinity
+        // Which session has holds in line is kept only for a host that listens (see `_wait`).
+        const listens = hooks.waiting !== undefined
         // Asked again on this connection while the one it was asked on is still open: it moves here.
-        const earlier = store._remoteRequest(request)
+        const earlier = listens ? store._remoteRequest(request) : undefined
         if (earlier && earlier.sink instanceof Session && earlier.sink !== session) earlier.sink._leftLine(request)
         store._remoteHold(handle, record, wait)
         store._letGo(handle)
+        if (!listens) return
         // Still in line (new, or asked again and back in its place): the session has a hold waiting.
         const live = store._remoteRequest(request)
         if (live && live.sink === session && !live.holding) session._wait(request)

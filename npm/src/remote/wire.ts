@@ -663,8 +663,8 @@ function holdFrameAt(bytes: Uint8Array, at: number, end: number): ClientFrame | 
   const keyAt = keyLengthAt + 2
   const rest = keyAt + keyLength
   if (keyLength > MAX_KEY || rest + 36 !== end) return undefined
-  const name = lastName.read(bytes, nameAt, keyLengthAt)
-  const key = lastKey.read(bytes, keyAt, rest)
+  const name = recent.read(bytes, nameAt, keyLengthAt)
+  const key = recent.read(bytes, keyAt, rest)
   if (name === undefined || key === undefined) return undefined
   const forever = u32At(bytes, rest + 12) === 0xffff_ffff && u32At(bytes, rest + 16) === 0xffff_ffff
   return {
@@ -690,34 +690,44 @@ function u64At(bytes: Uint8Array, at: number): number {
 }
 
 /**
- * The last name (or key) read, with its bytes: the next frame that names the same one gets the same
- * string, made and hashed once (most holds name the name, often the key, of the hold before), for
- * the cost of comparing its bytes.
+ * Names and keys read lately, with their bytes: a frame that names one of them gets the same string,
+ * made and hashed once (most holds name the name of the hold before, and keys come back: R3 of the
+ * benchmark holds 100 keys in turn), for the cost of hashing and comparing its bytes. A string kept
+ * is a flat one whose hash V8 already computed, so the store's lookups by key do not compute it again.
+ *
+ * Direct-mapped: a name or key goes in the slot its bytes hash to, in place of whatever was there, so
+ * the table never holds more than `SLOTS` strings of at most `MAX_NAME_WIRE` bytes, and bytes that
+ * collide (by chance or on purpose) only cost a string made anew, as every one was before.
  */
-class LastString {
-  #text = ''
-  #bytes = new Uint8Array(0)
+class RecentStrings {
+  readonly #texts: (string | undefined)[] = new Array<string | undefined>(SLOTS).fill(undefined)
+  readonly #bytes: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(SLOTS).fill(undefined)
 
   read(bytes: Uint8Array, from: number, to: number): string | undefined {
-    const last = this.#bytes
     const n = to - from
-    if (n === last.length) {
+    // A long one is rarely named twice, and copying it costs.
+    if (n > MAX_NAME_WIRE) return asciiOf(bytes, from, to)
+    let h = n
+    for (let i = from; i < to; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193)
+    const slot = (h ^ (h >>> 15)) & (SLOTS - 1)
+    const kept = this.#bytes[slot]
+    if (kept !== undefined && kept.length === n) {
       let i = 0
-      while (i < n && bytes[from + i] === last[i]) i++
-      if (i === n) return this.#text
+      while (i < n && bytes[from + i] === kept[i]) i++
+      if (i === n) return this.#texts[slot]
     }
     const text = asciiOf(bytes, from, to)
-    // Kept only when short: a long one is rarely named twice in a row, and copying it costs.
-    if (text !== undefined && n <= MAX_NAME_WIRE) {
-      this.#text = text
+    if (text !== undefined) {
+      this.#texts[slot] = text
       // A copy: a Buffer's slice would be a view of the message, keeping all of it.
-      this.#bytes = new Uint8Array(bytes.subarray(from, to))
+      this.#bytes[slot] = new Uint8Array(bytes.subarray(from, to))
     }
     return text
   }
 }
-const lastName = new LastString()
-const lastKey = new LastString()
+/** The slots of `RecentStrings` (a power of two). */
+const SLOTS = 1024
+const recent = new RecentStrings()
 
 /** Strings this long or shorter are made a character at a time (see `asciiOf`). */
 const SHORT = 12

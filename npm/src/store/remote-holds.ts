@@ -4,9 +4,9 @@
  *
  * A hold over a connection is a request of the same engine as a local one (`core.holdRemote`), with a
  * ttl, so local and remote holds share keys, lines and fences (LOCK-05). Its record is a
- * `RemoteRequest`, kept in the host's `reqs` like any other, and here by the client's request id and
- * by its lease id, so that a request asked again (after a reconnection) resumes instead of queueing
- * twice. Every answer goes through the record's sink: at once (granted, busy, an error), or from an
+ * `RemoteRequest`, kept in the host's `reqs` like any other, and found by the client's request id or
+ * by its lease id through the engine, which indexes both (`core.remoteReq`), so that a request asked
+ * again (after a reconnection) resumes instead of queueing twice. Every answer goes through the record's sink: at once (granted, busy, an error), or from an
  * event the host's drain hands to `event`.
  *
  * Invariants:
@@ -23,8 +23,9 @@ import { RemoteRequest, idWords } from '../remote/request.js'
 import { BUSY, ENDED, EXPIRED, FAILED, GRANTED, HOLD_EVENTS, INVALID, KEY, LIMIT, REQ, RESUMED, RESUMED_FENCE, REVOKE_IN, REVOKED, TIMED_OUT } from './abi.js'
 import type { EngineHost, RemoteEvents } from './engine-host.js'
 
-/** The words of a hold's request and lease ids, for `core.holdRemote`. */
+/** The words of a hold's request and lease ids, for `core.holdRemote`; of an id looked up. */
 const WORDS = new Uint32Array(8)
+const LOOKUP = new Uint32Array(4)
 
 /**
  * The pin of a name the server keeps until the end of the turn that used it (see `#keep`): not a
@@ -37,9 +38,16 @@ const KEPT: { deref(): object | undefined } = { deref: () => undefined }
 
 export class RemoteHolds implements RemoteEvents {
   readonly #host: EngineHost
-  /** The live requests over connections by the client's request id, and by lease id. */
-  readonly #byRequest = new Map<string, RemoteRequest>()
-  readonly #byLease = new Map<string, RemoteRequest>()
+  /**
+   * How many requests over connections live (in `reqs`). They are not kept here by id as well: the
+   * engine indexes them by request id and by lease id, and a `Map` gaining and losing an entry on
+   * every hold cost more than the rest of this file's work of a hold. On V8 such a `Map` rehashes its
+   * table every few dozen operations, and each table it leaves points to the next (for iterators):
+   * once one is in the old generation (every mark-compact puts it there), the scavenger keeps every
+   * later table and what they held until the next mark-compact — megabytes promoted per scavenge on
+   * the benchmark's R3 server, Node 24.
+   */
+  #live = 0
   /** The most requests over connections at once, leases and waiting holds (`serve({ maxHolds })`). */
   #maxHolds = 100_000
   /** The server's last handle (`store._serverHandle`), for the next hold of the same name. */
@@ -58,7 +66,7 @@ export class RemoteHolds implements RemoteEvents {
   hold(handle: Lock, record: RemoteRequest, wait: number): void {
     const host = this.#host
     if (host.closed) return record.sink.failed(record, 'closed', `${record.place()}: the store is closed`)
-    if (this.#byRequest.size >= this.#maxHolds && !this.#byRequest.has(record.request)) {
+    if (this.#live >= this.#maxHolds && this.byRequest(record.request) === undefined) {
       return record.sink.failed(
         record,
         'limit',
@@ -119,8 +127,7 @@ export class RemoteHolds implements RemoteEvents {
       if (buf[KEY] !== known) host.newKey(resource, record.key, buf[KEY]!)
       record.req = req
       host.reqs[req >>> 0] = record
-      this.#byRequest.set(record.request, record)
-      this.#byLease.set(record.lease, record)
+      this.#live++
       if (answer > 0) {
         record.holding = true
         if (record.maxHold > 0) host.schedule(now + record.maxHold)
@@ -204,8 +211,7 @@ export class RemoteHolds implements RemoteEvents {
       return
     }
     host.reqs[index] = undefined
-    this.#byRequest.delete(record.request)
-    this.#byLease.delete(record.lease)
+    this.#live--
     if (kind === TIMED_OUT) record.sink.failed(record, 'in_use', `${record.place()}: still held after waiting`)
     else if (kind === FAILED)
       record.sink.failed(record, a === 1 ? 'storage' : 'limit', `${record.place()}: ${a === 1 ? 'storage failed to keep the fence ceiling' : 'fences used up'}`)
@@ -246,8 +252,7 @@ export class RemoteHolds implements RemoteEvents {
     const last = this.#lastHandle?._resource
     if (last !== undefined && last.name === record.name && last.kind === record.kind) this.#keep(last)
     host.reqs[record.req >>> 0] = undefined
-    this.#byRequest.delete(record.request)
-    this.#byLease.delete(record.lease)
+    this.#live--
     const now = host.clock.now()
     let n: number
     try {
@@ -260,12 +265,28 @@ export class RemoteHolds implements RemoteEvents {
 
   /** The live request of a connection with this request id. */
   byRequest(request: string): RemoteRequest | undefined {
-    return this.#byRequest.get(request)
+    return this.#find(request, false)
   }
 
   /** The live request of a connection with this lease id. */
   byLease(lease: string): RemoteRequest | undefined {
-    return this.#byLease.get(lease)
+    return this.#find(lease, true)
+  }
+
+  /** The record of the engine's live request over a connection with this id (`byLease`: a lease id). */
+  #find(id: string, byLease: boolean): RemoteRequest | undefined {
+    const host = this.#host
+    const w = LOOKUP
+    if (host.closed || !idWords(id, w, 0)) return undefined
+    let req: number
+    try {
+      req = host.core.remoteReq(byLease, w[0]!, w[1]!, w[2]!, w[3]!)
+    } catch (error) {
+      throw host.trap(error)
+    }
+    if (req < 0) return undefined
+    const record = host.reqs[req >>> 0]
+    return record instanceof RemoteRequest ? record : undefined
   }
 
   /** A connection ended: its waiters leave their lines; with `goodbye`, its leases end too. */

@@ -141,6 +141,7 @@ pub struct Footprint {
 /// Taking `&self`, changing nothing: [`inspect`](Engine::inspect),
 /// [`resource_info`](Engine::resource_info), [`fence_of`](Engine::fence_of),
 /// [`remote_of`](Engine::remote_of), [`connection_requests`](Engine::connection_requests),
+/// [`remote_request`](Engine::remote_request), [`remote_lease`](Engine::remote_lease),
 /// [`last_fence`](Engine::last_fence), [`fences_lent`](Engine::fences_lent),
 /// [`persist_pending`](Engine::persist_pending), [`is_closed`](Engine::is_closed),
 /// [`footprint`](Engine::footprint), and [`check`](Engine::check) for tests.

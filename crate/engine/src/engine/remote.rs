@@ -384,4 +384,15 @@ impl Engine {
     pub fn connection_requests(&self, conn: u32) -> usize {
         self.remotes.count(conn)
     }
+
+    /// The live request over a connection with this request id (the client's), if any: waiting,
+    /// holding, or away after its connection dropped.
+    pub fn remote_request(&self, request: u128) -> Option<Id> {
+        self.remotes.by_request.get(&request).copied()
+    }
+
+    /// The live request over a connection that holds (or waits for) this lease id, if any.
+    pub fn remote_lease(&self, lease: u128) -> Option<Id> {
+        self.remotes.by_lease.get(&lease).copied()
+    }
 }
