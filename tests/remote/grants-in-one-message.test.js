@@ -179,9 +179,12 @@ test('#17 LOCK-06: a fn that closes the client synchronously, its message\'s lat
     const slow = new Promise(resolve => (finish = resolve))
     const keys = ['a', 'b', 'c', 'd', 'e']
     const ran = []
+    let afterClose
     const holds = holdAll(lock, keys, key => {
       ran.push(key)
       if (key === 'b') closing = s.remote.close()
+      // A hold asked after close() was called, before it is done: the server hears it after goodbye.
+      if (key === 'c') afterClose = lock.hold('z', { wait: '30s' }, () => 'z')
       if (key === 'd') return slow // still running when the client closes
       return key
     })
@@ -195,16 +198,17 @@ test('#17 LOCK-06: a fn that closes the client synchronously, its message\'s lat
       'close() from inside a fn',
     )
     finish('d')
-    const results = await within(Promise.allSettled([...holds, waiter]), 10_000, 'the holds after close()')
+    const results = await within(Promise.allSettled([...holds, waiter, afterClose]), 10_000, 'the holds after close()')
     assert.equal(s.relay.most(), keys.length, 'the five grants came in one message')
     assert.deepEqual(ran, keys, 'the grants read after the close still ran their fn')
     for (const [i, r] of results.entries()) {
-      const what = i < keys.length ? `hold of ${keys[i]}` : 'the waiting hold'
+      const what = i < keys.length ? `hold of ${keys[i]}` : 'the waiting hold, or the one asked during close()'
       if (r.status === 'fulfilled') assert.equal(r.value, keys[i], what)
       else assert.ok(r.reason instanceof ClosedError, `${what}: ${r.reason}`)
     }
     assert.ok(results[3].reason instanceof ClosedError, 'a fn still running at close: ClosedError when it settles')
     assert.ok(results[keys.length].reason instanceof ClosedError, 'a hold waiting at close: ClosedError')
+    assert.ok(results[keys.length + 1].reason instanceof ClosedError, `a hold asked during close(): ClosedError, got ${results[keys.length + 1].reason}`)
     await blocker.release()
     assert.deepEqual(await s.other.inspect(), [], 'no busy key left on the server')
     await new Promise(r => setImmediate(r))
