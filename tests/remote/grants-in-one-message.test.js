@@ -314,6 +314,16 @@ test('#17 LOCK-06: a signal aborted by the fn of an earlier grant of the same me
     } else assert.deepEqual(ranB, ['b'])
     await allFree(s.remote, lock, ['a', 'b'])
 
+    // (c) Aborted in the turn it was asked: the cancel goes right after the hold, and the grant of
+    // the free key comes back to a hold that is gone.
+    for (const key of ['c1', 'c2', 'c3']) {
+      const abort = new AbortController()
+      const mine = lock.hold(key, { wait: '5s', signal: abort.signal }, () => 'ran')
+      abort.abort()
+      await assert.rejects(within(mine, 10_000, 'the hold aborted at once'), CancelledError)
+    }
+    await allFree(s.remote, lock, ['c1', 'c2', 'c3'])
+
     // (b) Another client hands the key over while this one's signal aborts, in one turn: whichever
     // the server reads first (the release, so a grant; or the cancel), the key ends free.
     const theirs = s.other.lock('batch', { ttl: '30s' })
