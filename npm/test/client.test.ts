@@ -99,7 +99,9 @@ function grantAll(server: ReturnType<typeof fakeServer>, base: number): string[]
   return leases
 }
 
-test('#17 LOCK-06: of grants read in one message, a fn that throws synchronously and one that aborts a later hold\'s signal: each hold settles, the later fns run, and every lease granted is released, the cancelled hold\'s too', { timeout: 10_000 }, async () => {
+test("#17 LOCK-06: of grants read in one message, a fn that throws synchronously and one that aborts a later hold's signal: each hold settles, the later fns run, and every lease granted is released, the cancelled hold's too", {
+  timeout: 10_000,
+}, async () => {
   const server = fakeServer()
   const remote = await connectOn(server.transport, keptContext(), 'ws://fake', { token: 't', clock: manualClock(0) })
   const lock = remote.lock('l', { ttl: '30s', wait: Infinity })
@@ -133,7 +135,9 @@ test('#17 LOCK-06: of grants read in one message, a fn that throws synchronously
   await remote.close()
 })
 
-test('#17 LOCK-06: a fn that closes the client as its grant is read: the later grants of its message run, a hold asked meanwhile and one waiting reject ClosedError, nothing hangs', { timeout: 10_000 }, async () => {
+test('#17 LOCK-06: a fn that closes the client as its grant is read: the later grants of its message run, a hold asked meanwhile and one waiting reject ClosedError, nothing hangs', {
+  timeout: 10_000,
+}, async () => {
   const server = fakeServer()
   const remote = await connectOn(server.transport, keptContext(), 'ws://fake', { token: 't', clock: manualClock(0) })
   const lock = remote.lock('l', { ttl: '30s', wait: Infinity })
@@ -159,5 +163,8 @@ test('#17 LOCK-06: a fn that closes the client as its grant is read: the later g
     results.map(r => (r.status === 'fulfilled' ? r.value : r.reason?.name)),
     ['a', 'b', 'c', 'ClosedError', 'ClosedError'],
   )
-  assert.ok(server.frames.some(f => f.type === 'goodbye'), 'the goodbye was sent')
+  assert.ok(
+    server.frames.some(f => f.type === 'goodbye'),
+    'the goodbye was sent',
+  )
 })
