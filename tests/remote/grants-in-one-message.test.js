@@ -291,6 +291,26 @@ test("#17 LOCK-04: callers whose grants come in one message each see their own A
     }
     assert.equal(outside, undefined, 'no caller value outside the holds')
     await allFree(s.remote, lock, keys)
+
+    // An acquire and a tryHold whose grants come in one message with holds' (their leases resolve a
+    // promise, the holds' fns run as read): each caller still sees its own value.
+    const seen = []
+    const mixed = [
+      als.run('hold 1', () => lock.hold('m1', () => seen.push(['hold 1', als.getStore()]))),
+      als.run('acquire', async () => {
+        const lease = await lock.acquire('m2', { wait: '5s' })
+        seen.push(['acquire', als.getStore()])
+        lease.release()
+      }),
+      als.run('tryHold', () => lock.tryHold('m3', () => seen.push(['tryHold', als.getStore()]))),
+      lock.hold('m4', () => seen.push(['none', als.getStore()])),
+      als.run('hold 2', () => lock.hold('m5', () => seen.push(['hold 2', als.getStore()]))),
+    ]
+    await within(Promise.all(mixed), 10_000, 'the mixed holds')
+    assert.ok(s.relay.grants.some(types => types.length === mixed.length), 'the five grants came in one message')
+    assert.equal(seen.length, mixed.length)
+    for (const [who, value] of seen) assert.equal(value, who === 'none' ? undefined : who, who)
+    await allFree(s.remote, lock, ['m1', 'm2', 'm3', 'm4', 'm5'])
   } finally {
     await s.close()
   }
