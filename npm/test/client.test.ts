@@ -28,6 +28,8 @@ function keptContext(): ContextStorage {
 /** A server in this process: welcomes, keeps the holds it is sent, and answers only what the test says. */
 function fakeServer() {
   const holds: { id: number; request: string }[] = []
+  /** Every frame the client sent, as the server reads it. */
+  const frames: ReturnType<typeof decodeClientAll> = []
   let socket: Socket | undefined
   const transport: Transport = {
     listen: () => Promise.reject(new Error('no')),
@@ -35,6 +37,7 @@ function fakeServer() {
       const s: Socket = {
         send(frame) {
           for (const f of decodeClientAll(frame)) {
+            frames.push(f)
             if (f.type === 'hello')
               queueMicrotask(() => s.onMessage(encodeServer(f.id, { type: 'welcome', revision: 4, maxFrame: 65_536, connectionLimit: 100 })))
             if (f.type === 'hold') holds.push({ id: f.id, request: f.request })
@@ -49,7 +52,7 @@ function fakeServer() {
       return s
     },
   }
-  return { transport, holds, deliver: (message: Uint8Array) => socket!.onMessage(message) }
+  return { transport, holds, frames, deliver: (message: Uint8Array) => socket!.onMessage(message) }
 }
 
 test('#17 LOCK-05: grants read in one message count from its arrival, even one read after a long fn of the grant before it', async () => {
@@ -81,4 +84,87 @@ test('#17 LOCK-05: grants read in one message count from its arrival, even one r
   release()
   await assert.rejects(held, { name: 'LostError' })
   await remote.close()
+})
+
+/** One message granting every hold the server has not answered yet, lease ids `${base + i}`. */
+function grantAll(server: ReturnType<typeof fakeServer>, base: number): string[] {
+  const leases = server.holds.map((_, i) => `${base + i}`.padStart(32, '0'))
+  server.deliver(
+    batchOf(
+      server.holds.map((h, i) => encodeServer(h.id, { type: 'granted', request: h.request, lease: leases[i]!, fence: base + i, ttl: 30_000, revokeIn: 0 })),
+      true,
+    ),
+  )
+  server.holds.length = 0
+  return leases
+}
+
+test("#17 LOCK-06: of grants read in one message, a fn that throws synchronously and one that aborts a later hold's signal: each hold settles, the later fns run, and every lease granted is released, the cancelled hold's too", {
+  timeout: 10_000,
+}, async () => {
+  const server = fakeServer()
+  const remote = await connectOn(server.transport, keptContext(), 'ws://fake', { token: 't', clock: manualClock(0) })
+  const lock = remote.lock('l', { ttl: '30s', wait: Infinity })
+  const boom = new Error('boom')
+  const controller = new AbortController()
+  const ran: string[] = []
+  const holds = [
+    lock.hold('a', () => {
+      ran.push('a')
+      throw boom
+    }),
+    lock.hold('b', () => {
+      ran.push('b')
+      controller.abort()
+      return 'b'
+    }),
+    lock.hold('c', { signal: controller.signal }, () => ran.push('c')),
+    lock.hold('d', () => (ran.push('d'), 'd')),
+  ]
+  await new Promise(r => setImmediate(r))
+  const leases = grantAll(server, 1)
+  const results = await Promise.allSettled(holds)
+  assert.deepEqual(ran, ['a', 'b', 'd'], "fns run as their grants are read; the cancelled hold's does not")
+  assert.equal((results[0] as PromiseRejectedResult).reason, boom)
+  assert.deepEqual(results[1], { status: 'fulfilled', value: 'b' })
+  assert.equal((results[2] as PromiseRejectedResult).reason?.name, 'CancelledError')
+  assert.deepEqual(results[3], { status: 'fulfilled', value: 'd' })
+  await new Promise(r => setImmediate(r))
+  const released = server.frames.flatMap(f => (f.type === 'release' ? [f.lease] : [])).sort()
+  assert.deepEqual(released, leases, 'every lease granted is released, the one granted to the cancelled hold too')
+  await remote.close()
+})
+
+test('#17 LOCK-06: a fn that closes the client as its grant is read: the later grants of its message run, a hold asked meanwhile and one waiting reject ClosedError, nothing hangs', {
+  timeout: 10_000,
+}, async () => {
+  const server = fakeServer()
+  const remote = await connectOn(server.transport, keptContext(), 'ws://fake', { token: 't', clock: manualClock(0) })
+  const lock = remote.lock('l', { ttl: '30s', wait: Infinity })
+  let closing: Promise<void> | undefined
+  let asked: Promise<unknown> | undefined
+  const ran: string[] = []
+  const holds = ['a', 'b', 'c'].map(key =>
+    lock.hold(key, () => {
+      ran.push(key)
+      if (key === 'a') closing = remote.close()
+      if (key === 'b') asked = lock.hold('z', () => 'z')
+      return key
+    }),
+  )
+  await new Promise(r => setImmediate(r))
+  grantAll(server, 1)
+  const waiting = lock.hold('w', () => 'w') // asked after the grants: never granted
+  assert.ok(closing && asked)
+  await closing
+  const results = await Promise.allSettled([...holds, asked, waiting])
+  assert.deepEqual(ran, ['a', 'b', 'c'])
+  assert.deepEqual(
+    results.map(r => (r.status === 'fulfilled' ? r.value : r.reason?.name)),
+    ['a', 'b', 'c', 'ClosedError', 'ClosedError'],
+  )
+  assert.ok(
+    server.frames.some(f => f.type === 'goodbye'),
+    'the goodbye was sent',
+  )
 })
