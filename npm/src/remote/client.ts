@@ -64,7 +64,8 @@ import { handleOptions } from '../handle/lock.js'
 import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
 import { systemClock, type Clock } from '../util/clock.js'
 import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
-import { Dues } from '../util/dues.js'
+import { DueLines, type DueLine } from '../util/due-lines.js'
+import { IntTable } from '../util/int-table.js'
 import { randomWord } from '../util/random.js'
 import { runHandedOver, runInLease } from '../handle/run-in-lease.js'
 import { TravellingHandle, placeOf, type TravellingStore } from '../handle/travelling.js'
@@ -90,6 +91,8 @@ export interface ConnectOptions {
 type ServerFrame = WireFrame | { id: number; type: 'dropped' }
 
 const MAX_FRAME = 16 * 1024 * 1024
+/** The last frame id: ids count 1, 2, ... LAST_FRAME, then 1 again (0 asks for no answer). */
+const LAST_FRAME = 0xffff_fffe
 /** How long past its wait a client waits for the server's own answer to a hold. */
 const WAIT_GRACE = 1_000
 /** How long `inspect()` waits for a server that cannot be reached. */
@@ -148,6 +151,13 @@ class Pending {
   askedAt = 0
   guarded = false
   /**
+   * Its place in `#first` (while `fresh`) or `#waits` (while `guarded`; never both: a hold leaves
+   * `#waits` when answered, before its lease joins `#first`), kept by util/due-lines.ts.
+   */
+  dueLine: DueLine<Pending> | undefined = undefined
+  duePrev: Pending | undefined = undefined
+  dueNext: Pending | undefined = undefined
+  /**
    * When its hold was last sent again after a reconnect (a grant asked again counts its ttl from
    * there; a first grant counts from its arrival, and reads no clock at the ask).
    */
@@ -200,20 +210,22 @@ export class RemoteStore implements LeaseOwner {
   #socket: Socket | undefined
   #nextFrame = 1
   #nextLocal = 1
-  /** Answers awaited, by frame id: a hold's (its `Pending`, answered by `#holdAnswered`), or a callback. */
-  readonly #answers = new Map<number, Pending | ((frame: ServerFrame) => void)>()
+  /**
+   * Answers awaited, by frame id: a hold's (its `Pending`, answered by `#holdAnswered`), or a callback.
+   * These three gain and lose an entry on every hold: `IntTable`s, not `Map`s (see util/int-table.ts).
+   */
+  readonly #answers = new IntTable<Pending | ((frame: ServerFrame) => void)>()
   /** Holds waiting or held, by local number. */
-  readonly #pending = new Map<number, Pending>()
+  readonly #pending = new IntTable<Pending>()
   /**
    * Held ones by the first word of their lease id (random: ids that share it are rare, and chained
    * through `Pending.sameWord`), for the server's `lost` frames.
    */
-  readonly #byLease = new Map<number, Pending>()
+  readonly #byLease = new IntTable<Pending>()
   /** Every `granted` frame of a message of them only, read with nothing made (wire.ts `eachGranted`). */
   readonly #onGranted: OnGranted = (id, fence, ttl, revokeIn, l0, l1, l2, l3) => {
-    const p = this.#answers.get(id)
+    const p = this.#answers.take(id)
     if (p === undefined) return
-    this.#answers.delete(id)
     if (p instanceof Pending) this.#grantAnswered(p, fence, ttl, revokeIn, l0, l1, l2, l3)
     else p({ id, type: 'granted', request: '', lease: hexOfWords(l0, l1, l2, l3), fence, ttl, revokeIn })
   }
@@ -234,10 +246,10 @@ export class RemoteStore implements LeaseOwner {
   readonly #pools: RemotePools
   /**
    * Leases not yet due for their first renewal, and holds whose wait (and a grace) may pass without
-   * the server's answer: one timer for each kind, for all of them (util/dues.ts).
+   * the server's answer: one timer for each kind, for all of them (util/due-lines.ts).
    */
-  readonly #first: Dues<Pending>
-  readonly #waits: Dues<Pending>
+  readonly #first: DueLines<Pending>
+  readonly #waits: DueLines<Pending>
 
   /** @internal Use `connect()`. */
   constructor(
@@ -257,12 +269,12 @@ export class RemoteStore implements LeaseOwner {
     this.#clock = clock
     this.#context = context
     this._hold = context?.capture !== undefined && context.enterInJob !== undefined ? (h, k, w, s, fn) => this.#holdDirect(h, k, w, s, fn) : undefined
-    this.#first = new Dues<Pending>(
+    this.#first = new DueLines<Pending>(
       clock,
       p => p.grantedAt,
       p => this.#renewal(p).renewNow(),
     )
-    this.#waits = new Dues<Pending>(
+    this.#waits = new DueLines<Pending>(
       clock,
       p => p.askedAt,
       p => this.#waitRanOut(p),
@@ -352,9 +364,8 @@ export class RemoteStore implements LeaseOwner {
       return
     }
     if (frame.id === 0 && frame.type === 'error') this.#refusal = frame
-    const answer = this.#answers.get(frame.id)
+    const answer = this.#answers.take(frame.id)
     if (answer) {
-      this.#answers.delete(frame.id)
       if (answer instanceof Pending) this.#holdAnswered(answer, frame)
       else answer(frame)
     }
@@ -382,14 +393,14 @@ export class RemoteStore implements LeaseOwner {
    */
   #send(message: ClientMessage | Pending, answered: Pending | ((frame: ServerFrame) => void)): void {
     const id = this.#nextFrame
-    this.#nextFrame = (this.#nextFrame % 0xffff_fffe) + 1
+    this.#nextFrame = (this.#nextFrame % LAST_FRAME) + 1
     const socket = this.#socket
     if (!socket) return this.#answered(answered, { id, type: 'dropped' })
     this.#answers.set(id, answered)
     try {
       socket.send(message instanceof Pending ? holdFrameOf(id, message) : encodeClient(id, message))
     } catch (error) {
-      this.#answers.delete(id)
+      this.#answers.take(id)
       this.#answered(answered, { id, type: 'error', code: 'invalid', message: String((error as Error)?.message ?? error) })
     }
   }
@@ -403,9 +414,11 @@ export class RemoteStore implements LeaseOwner {
     if (this.#socket !== socket) return
     this.#socket = undefined
     // Every answer awaited on this connection is lost with it; their askers ask again.
-    const answers = [...this.#answers.entries()]
-    this.#answers.clear()
-    for (const [id, answer] of answers) this.#answered(answer, { id, type: 'dropped' })
+    // (In the order they were asked: frame ids count up from the oldest, wrapping past LAST_FRAME.)
+    const { keys, values } = this.#answers.drain()
+    const next = this.#nextFrame
+    const order = keys.map((_, i) => i).sort((a, b) => ((keys[a]! - next + LAST_FRAME) % LAST_FRAME) - ((keys[b]! - next + LAST_FRAME) % LAST_FRAME))
+    for (const i of order) this.#answered(values[i]!, { id: keys[i]!, type: 'dropped' })
     // Closed before its welcome (refused at once): `_open` answers for it, and whoever called it
     // decides what comes next — a refused connect() leaves nothing behind that reconnects.
     if (!this.#welcomed) return
@@ -429,7 +442,7 @@ export class RemoteStore implements LeaseOwner {
         }
         // Ask again for every hold, waiting or held, with its request id; and every claim unanswered.
         const now = this.#clock.now()
-        for (const p of this.#pending.values()) {
+        for (const p of this.#pendingInOrder()) {
           p.sentAt = now
           this.#send(p, p)
         }
@@ -439,11 +452,16 @@ export class RemoteStore implements LeaseOwner {
     return this.#reconnecting
   }
 
+  /** Every hold waiting or held, in the order they were asked (a copy). */
+  #pendingInOrder(): Pending[] {
+    return this.#pending.values().sort((a, b) => a.local - b.local)
+  }
+
   /** Ends everything: every waiting hold rejects, every lease is lost, with `error`. */
   #fail(error: ClosedError | PermissionError): void {
     if (!this.#closed) this.#closed = error instanceof ClosedError ? error : new ClosedError(error.message, { cause: error })
     this.#pools.fail(this.#closed)
-    for (const p of [...this.#pending.values()]) {
+    for (const p of this.#pendingInOrder()) {
       if (p.lease) this.#lose(p, this.#closed)
       else {
         this.#forget(p)
@@ -542,7 +560,7 @@ export class RemoteStore implements LeaseOwner {
   #unguard(p: Pending): void {
     if (!p.guarded) return
     p.guarded = false
-    this.#waits.delete(p, p.wait! + WAIT_GRACE)
+    this.#waits.delete(p)
   }
 
   #holdAnswered(p: Pending, answer: ServerFrame): void {
@@ -613,7 +631,7 @@ export class RemoteStore implements LeaseOwner {
     if (p.renewal) return p.renewal
     if (p.fresh) {
       p.fresh = false
-      this.#first.delete(p, renewInterval(p.ttl))
+      this.#first.delete(p)
     }
     return (p.renewal = new Renewal(
       this.#clock,
@@ -640,12 +658,12 @@ export class RemoteStore implements LeaseOwner {
   }
 
   #forget(p: Pending): void {
-    this.#pending.delete(p.local)
+    this.#pending.take(p.local)
     if (p.lease) this.#unlistLease(p)
     this.#unguard(p)
     if (p.fresh) {
       p.fresh = false
-      this.#first.delete(p, renewInterval(p.ttl))
+      this.#first.delete(p)
     }
     p.renewal?.stop()
   }
@@ -655,7 +673,7 @@ export class RemoteStore implements LeaseOwner {
     const first = this.#byLease.get(p.l0)
     if (first === p) {
       if (p.sameWord) this.#byLease.set(p.l0, p.sameWord)
-      else this.#byLease.delete(p.l0)
+      else this.#byLease.take(p.l0)
     } else for (let q = first; q; q = q.sameWord) if (q.sameWord === p) q.sameWord = p.sameWord
     p.sameWord = undefined
   }
