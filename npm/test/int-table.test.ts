@@ -1,16 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { IntTable } from '../src/util/int-table.js'
+import { seeded } from './seeded.js'
 
-function random(seed: number): (n: number) => number {
-  let x = seed | 0 || 1
-  return n => {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    return (x >>> 0) % n
-  }
-}
 
 /** Checks `table` against `model` entry by entry, and for keys that are not in it. */
 function same(table: IntTable<string>, model: Map<number, string>, absent: number[]): void {
@@ -22,7 +14,7 @@ function same(table: IntTable<string>, model: Map<number, string>, absent: numbe
 
 test('#17: an IntTable keeps what a Map would through long runs of sequential keys, some kept long (frame ids, holds), growing and shrinking', () => {
   for (const seed of [1, 7, 42]) {
-    const pick = random(seed)
+    const pick = seeded(seed)
     const table = new IntTable<string>()
     const model = new Map<number, string>()
     let next = 1
@@ -50,7 +42,7 @@ test('#17: an IntTable keeps what a Map would through long runs of sequential ke
 })
 
 test('#17: an IntTable keeps random and negative keys (lease words), ones that share their low bits, and keys past 2^32', () => {
-  const pick = random(3)
+  const pick = seeded(3)
   const table = new IntTable<string>()
   const model = new Map<number, string>()
   const keys: number[] = []

@@ -1,21 +1,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Line } from '../src/util/line.js'
-
-/** A model of the line: a plain array. */
-function random(seed: number): (n: number) => number {
-  let x = seed | 0 || 1
-  return n => {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    return (x >>> 0) % n
-  }
-}
+import { seeded } from './seeded.js'
 
 test('#17: a Line answers its things first in, first out, less those removed, through long runs (its front dropped as it grows)', () => {
   for (const seed of [1, 7, 42]) {
-    const pick = random(seed)
+    const pick = seeded(seed)
     const line = new Line<number>()
     const model: number[] = []
     let next = 0

@@ -47,7 +47,7 @@ type Resource = SharedResource<Lease>
 import { adapterForUrl, adapterOf, asReply, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
 import { constants, keysOf, parseMetaKey, parsePoolKey, poolKeysOf, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
 import { Renewal, margin, renewInterval, type Renewed } from '../remote/renewal.js'
-import { Dues } from '../util/dues.js'
+import { DueLines, type DueLine } from '../util/due-lines.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import { Wakeups, type PoolWake, type Wake } from './wakeups.js'
 import { BEAT, RedisPools } from './pool.js'
@@ -121,6 +121,10 @@ class Request {
    * clock, and the lease ms and the revoke ms (0: none) Redis answered, counted from then.
    */
   fresh = false
+  /** Its place in `#first` while it waits there (util/due-lines.ts). */
+  dueLine: DueLine<Request> | undefined = undefined
+  duePrev: Request | undefined = undefined
+  dueNext: Request | undefined = undefined
   grantedAt = 0
   leaseMs = 0
   revokeIn = 0
@@ -205,7 +209,7 @@ export class RedisStore implements LeaseOwner {
   readonly #waited = new Set<Waited>()
   #sweepTimer: unknown = undefined
   /** Leases not yet due for their first renewal (see `Request.fresh`), one timer for all. */
-  readonly #first: Dues<Request>
+  readonly #first: DueLines<Request>
   #nextLocal = 1
   #closed: ClosedError | undefined
   /** The pools (issue #16): `pool.ts`. */
@@ -221,7 +225,7 @@ export class RedisStore implements LeaseOwner {
     this.#context = context
     this.#scripts = scriptsFor(Number(server.version.split('.')[0]) >= 7)
     this.#wakeups = new Wakeups(prefix, randomId(), server.pubsub === 'sharded', clock)
-    this.#first = new Dues<Request>(
+    this.#first = new DueLines<Request>(
       clock,
       p => p.grantedAt,
       p => this.#renewal(p).renewNow(),
@@ -617,7 +621,7 @@ export class RedisStore implements LeaseOwner {
   #unfresh(p: Request): void {
     if (!p.fresh) return
     p.fresh = false
-    this.#first.delete(p, renewInterval(p.handle.ttl))
+    this.#first.delete(p)
   }
 
   async #renew(p: Request): Promise<Renewed> {

@@ -1,11 +1,12 @@
 /**
- * Things each due a fixed interval after its own start, with one timer for them all (as `Dues`,
- * dues.ts), for things that come and go on every operation: a client's leases waiting for their first
- * renewal, and its holds waiting for the server's answer past their wait (remote/client.ts). A line
- * is a list linked through the things themselves (`Due`), so that adding and removing one writes a
- * few fields and makes nothing: `Dues` keeps its lines in `Set`s, and on V8 a `Set` that gains and
- * loses an entry on every hold leaves a chain of its old tables that the scavenges keep alive (#17;
- * see util/int-table.ts).
+ * Things each due a fixed interval after its own start, with one timer for them all, for things that
+ * come and go on every operation: a client's leases waiting for their first renewal, and its holds
+ * waiting for the server's answer past their wait (remote/client.ts); the leases of `holdfast/redis`
+ * waiting for their first renewal (redis/store.ts). Most are removed before they are due, so they
+ * cost no timer of their own. A line is a list linked through the things themselves (`Due`), so that
+ * adding and removing one writes a few fields and makes nothing: on V8 a `Set` (as these lines once
+ * were) that gains and loses an entry on every hold leaves a chain of its old tables that the
+ * scavenges keep alive (#17; see util/int-table.ts).
  *
  * Invariants:
  * - A thing is in at most one `DueLines` at a time, and then in the line of its interval, in the order
