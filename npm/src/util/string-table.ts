@@ -17,9 +17,13 @@
 
 const MIN_CAPACITY = 8
 
-/** FNV-1a over the UTF-16 code units, then a final mix so nearby keys ("k1", "k2") spread over the low bits. */
-function hashOf(key: string): number {
-  let h = 0x811c9dc5
+/**
+ * FNV-1a over the UTF-16 code units from a table's own random start, then a final mix so nearby keys
+ * ("k1", "k2") spread over the low bits. The random start: keys come from clients over a connection,
+ * and keys made to share a home slot under a hash known in advance would make every probe walk them.
+ */
+function hashOf(key: string, seed: number): number {
+  let h = seed
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
   h ^= h >>> 16
   h = Math.imul(h, 0x85ebca6b)
@@ -32,6 +36,8 @@ export class StringTable<V> {
   #hashes: Int32Array
   #mask: number
   #size = 0
+  // Drawn when the table is made (not at module load: workerd refuses random values outside a request).
+  readonly #seed = (Math.random() * 2 ** 32) | 0
 
   constructor(capacity = MIN_CAPACITY) {
     const n = StringTable.#fit(capacity)
@@ -52,16 +58,16 @@ export class StringTable<V> {
 
   get(key: string): V | undefined {
     if (this.#size === 0) return undefined
-    const i = this.#find(key, hashOf(key))
+    const i = this.#find(key, hashOf(key, this.#seed))
     return i < 0 ? undefined : this.#values[i]
   }
 
   has(key: string): boolean {
-    return this.#size !== 0 && this.#find(key, hashOf(key)) >= 0
+    return this.#size !== 0 && this.#find(key, hashOf(key, this.#seed)) >= 0
   }
 
   set(key: string, value: V): this {
-    const h = hashOf(key)
+    const h = hashOf(key, this.#seed)
     const keys = this.#keys
     const mask = this.#mask
     let i = h & mask
@@ -81,7 +87,7 @@ export class StringTable<V> {
 
   delete(key: string): boolean {
     if (this.#size === 0) return false
-    let i = this.#find(key, hashOf(key))
+    let i = this.#find(key, hashOf(key, this.#seed))
     if (i < 0) return false
     const keys = this.#keys
     const values = this.#values
