@@ -6,41 +6,45 @@
 
 import type { Lease } from '../handle/lease.js'
 import type { KeyIds as SharedKeyIds, Resource as SharedResource } from '../types.js'
+import { StringTable } from '../util/string-table.js'
 
 /** A resource as the store keeps it: a key the store granted itself stands as its lease. */
 export type Resource = SharedResource<Lease>
 export type KeyIds = SharedKeyIds<Lease>
 
 /**
- * A store's busy keys of one resource: the first in a slot of its own, any others in a `Map`. A key
- * that is held, let go and held again (or many keys, one after another) then costs no `Map` insert
- * and delete per hold, which on V8 rehash the table every few operations.
+ * A store's busy keys of one resource: the first in a slot of its own, any others in a `StringTable`
+ * (made at the first). A key that is held, let go and held again (or many keys, one after another)
+ * then costs no table work at all; and keys that go busy and idle beside others (many workers on a
+ * few keys) cost no `Map` insert and delete, which on V8 rebuild its table every few operations and
+ * leave the scavenges a chain of old tables to keep (see string-table.ts). `values()` lists the slot's
+ * key first, then the others in the table's order.
  */
 export class SlotKeyIds implements KeyIds {
   #key: string | undefined = undefined
   #id: number | Lease = 0
-  readonly #more = new Map<string, number | Lease>()
+  #more: StringTable<number | Lease> | undefined = undefined
 
   get size(): number {
-    return (this.#key === undefined ? 0 : 1) + this.#more.size
+    return (this.#key === undefined ? 0 : 1) + (this.#more?.size ?? 0)
   }
 
   get(key: string): number | Lease | undefined {
     if (key === this.#key) return this.#id
-    return this.#more.size === 0 ? undefined : this.#more.get(key)
+    return this.#more?.get(key)
   }
 
   has(key: string): boolean {
-    return key === this.#key || (this.#more.size !== 0 && this.#more.has(key))
+    return key === this.#key || this.#more?.has(key) === true
   }
 
   set(key: string, id: number | Lease): this {
-    // `size` first: a `Map` lookup hashes the key string (flattening it, if it was built by
-    // concatenation), which on Node 26 cost a quarter of a hold of a new key (W2).
-    if (key === this.#key || (this.#key === undefined && (this.#more.size === 0 || !this.#more.has(key)))) {
+    // The table's `has` looks at its size first: hashing the key string (flattening it, if it was
+    // built by concatenation) cost a quarter of a hold of a new key on Node 26 (W2).
+    if (key === this.#key || (this.#key === undefined && (this.#more === undefined || !this.#more.has(key)))) {
       this.#key = key
       this.#id = id
-    } else this.#more.set(key, id)
+    } else (this.#more ??= new StringTable()).set(key, id)
     return this
   }
 
@@ -50,17 +54,17 @@ export class SlotKeyIds implements KeyIds {
       this.#id = 0
       return true
     }
-    return this.#more.delete(key)
+    return this.#more?.delete(key) === true
   }
 
   clear(): void {
     this.#key = undefined
     this.#id = 0
-    this.#more.clear()
+    this.#more?.clear()
   }
 
   *values(): IterableIterator<number | Lease> {
     if (this.#key !== undefined) yield this.#id
-    yield* this.#more.values()
+    if (this.#more !== undefined) yield* this.#more.values()
   }
 }
