@@ -3,7 +3,6 @@ import assert from 'node:assert/strict'
 import { IntTable } from '../src/util/int-table.js'
 import { seeded } from './seeded.js'
 
-
 /** Checks `table` against `model` entry by entry, and for keys that are not in it. */
 function same(table: IntTable<string>, model: Map<number, string>, absent: number[]): void {
   assert.equal(table.size, model.size)
