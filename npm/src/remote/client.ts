@@ -65,7 +65,7 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 import { systemClock, type Clock } from '../util/clock.js'
 import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
-import { IntTable } from '../util/int-table.js'
+import { type HashTable, intTable } from '../util/hash-table.js'
 import { randomWord } from '../util/random.js'
 import { runHandedOver, runInLease } from '../handle/run-in-lease.js'
 import { TravellingHandle, placeOf, type TravellingStore } from '../handle/travelling.js'
@@ -212,16 +212,16 @@ export class RemoteStore implements LeaseOwner {
   #nextLocal = 1
   /**
    * Answers awaited, by frame id: a hold's (its `Pending`, answered by `#holdAnswered`), or a callback.
-   * These three gain and lose an entry on every hold: `IntTable`s, not `Map`s (see util/int-table.ts).
+   * These three gain and lose an entry on every hold: hash tables, not `Map`s (see util/hash-table.ts).
    */
-  readonly #answers = new IntTable<Pending | ((frame: ServerFrame) => void)>()
+  readonly #answers: HashTable<number, Pending | ((frame: ServerFrame) => void)> = intTable()
   /** Holds waiting or held, by local number. */
-  readonly #pending = new IntTable<Pending>()
+  readonly #pending: HashTable<number, Pending> = intTable()
   /**
    * Held ones by the first word of their lease id (random: ids that share it are rare, and chained
    * through `Pending.sameWord`), for the server's `lost` frames.
    */
-  readonly #byLease = new IntTable<Pending>()
+  readonly #byLease: HashTable<number, Pending> = intTable()
   /** Every `granted` frame of a message of them only, read with nothing made (wire.ts `eachGranted`). */
   readonly #onGranted: OnGranted = (id, fence, ttl, revokeIn, l0, l1, l2, l3) => {
     const p = this.#answers.take(id)

@@ -6,24 +6,24 @@
 
 import type { Lease } from '../handle/lease.js'
 import type { KeyIds as SharedKeyIds, Resource as SharedResource } from '../types.js'
-import { StringTable } from '../util/string-table.js'
+import { type HashTable, stringTable } from '../util/hash-table.js'
 
 /** A resource as the store keeps it: a key the store granted itself stands as its lease. */
 export type Resource = SharedResource<Lease>
 export type KeyIds = SharedKeyIds<Lease>
 
 /**
- * A store's busy keys of one resource: the first in a slot of its own, any others in a `StringTable`
+ * A store's busy keys of one resource: the first in a slot of its own, any others in a string `HashTable`
  * (made at the first). A key that is held, let go and held again (or many keys, one after another)
  * then costs no table work at all; and keys that go busy and idle beside others (many workers on a
  * few keys) cost no `Map` insert and delete, which on V8 rebuild its table every few operations and
- * leave the scavenges a chain of old tables to keep (see string-table.ts). `values()` lists the slot's
+ * leave the scavenges a chain of old tables to keep (see util/hash-table.ts). `values()` lists the slot's
  * key first, then the others in the table's order.
  */
 export class SlotKeyIds implements KeyIds {
   #key: string | undefined = undefined
   #id: number | Lease = 0
-  #more: StringTable<number | Lease> | undefined = undefined
+  #more: HashTable<string, number | Lease> | undefined = undefined
 
   get size(): number {
     return (this.#key === undefined ? 0 : 1) + (this.#more?.size ?? 0)
@@ -44,7 +44,7 @@ export class SlotKeyIds implements KeyIds {
     if (key === this.#key || (this.#key === undefined && (this.#more === undefined || !this.#more.has(key)))) {
       this.#key = key
       this.#id = id
-    } else (this.#more ??= new StringTable()).set(key, id)
+    } else (this.#more ??= stringTable()).set(key, id)
     return this
   }
 

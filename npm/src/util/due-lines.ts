@@ -6,7 +6,7 @@
  * cost no timer of their own. A line is a list linked through the things themselves (`Due`), so that
  * adding and removing one writes a few fields and makes nothing: on V8 a `Set` (as these lines once
  * were) that gains and loses an entry on every hold leaves a chain of its old tables that the
- * scavenges keep alive (#17; see util/int-table.ts).
+ * scavenges keep alive (#17; see util/hash-table.ts).
  *
  * Invariants:
  * - A thing is in at most one `DueLines` at a time, and then in the line of its interval, in the order
