@@ -11,6 +11,7 @@ import {
   decodeServerAll,
   eachGranted,
   encodeClient,
+  encodeGrantedOf,
   encodeHoldOf,
   encodeReleaseOf,
   encodeServer,
@@ -18,7 +19,7 @@ import {
   type ClientMessage,
   type ServerMessage,
 } from '../src/remote/wire.js'
-import { idWords } from '../src/remote/request.js'
+import { RemoteRequest, idWords, type RemoteSink } from '../src/remote/request.js'
 
 before(() => {
   initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })
@@ -398,4 +399,51 @@ test('#17 a client reads a message of granted frames with nothing made, as the c
     assert.equal(eachGranted(other, on), false)
     assert.deepEqual(told, [], 'nothing told of a message not read whole')
   }
+})
+
+test("#17 the server's ids as words: a request's lease drawn as words, its granted frame the codec's byte for byte, its hex made when asked", () => {
+  const sink = {} as RemoteSink
+  let seed = 23
+  const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31
+  const hexOf = () => Array.from({ length: 32 }, () => '0123456789abcdef'[Math.floor(next() * 16)]).join('')
+  const ids = [request, lease, 'f'.repeat(32), '0'.repeat(32), '80000000000000000000000000000001', ...Array.from({ length: 100 }, hexOf)]
+  for (const [i, id] of ids.entries()) {
+    // A lease kept by a host (given as hex), and one drawn by the server (none given).
+    for (const given of [ids[(i + 1) % ids.length]!, undefined]) {
+      const r = new RemoteRequest('lock', 'n', 'k', id, given, 30_000, 0, 1, 9, sink)
+      assert.equal(r.idsOk, 0)
+      assert.match(r.lease, /^[0-9a-f]{32}$/)
+      if (given !== undefined) assert.equal(r.lease, given)
+      assert.deepEqual([r.l0, r.l1, r.l2, r.l3], wordsOf(r.lease))
+      assert.deepEqual([r.r0, r.r1, r.r2, r.r3], wordsOf(id))
+      for (const [fence, revokeIn] of [
+        [1, 0],
+        [2 ** 53 - 1, 2 ** 40],
+        [2 ** 60, 5], // past 2^53: the codec's to encode
+      ]) {
+        assert.deepEqual(encodeGrantedOf(9, r, fence!, 30_000, revokeIn!), encodeGranted(9, id, r.lease, fence!, 30_000, revokeIn!), `${id} ${fence}`)
+      }
+    }
+  }
+  const drawn = new Set(Array.from({ length: 1_000 }, () => new RemoteRequest('lock', 'n', 'k', request, undefined, 1, 0, 1, 1, sink).lease))
+  assert.equal(drawn.size, 1_000, 'every lease drawn is new')
+  assert.equal(new RemoteRequest('lock', 'n', 'k', request.slice(1), lease, 1, 0, 1, 1, sink).idsOk, 1)
+  assert.equal(new RemoteRequest('lock', 'n', 'k', request, 'g'.repeat(32), 1, 0, 1, 1, sink).idsOk, 2)
+})
+
+test('#17 batches past 64 bytes, cut from one block, each carry their own frames only, in any number', () => {
+  const release = encodeReleaseOf(0, ...wordsOf(lease))
+  const made: [Uint8Array, Uint8Array[]][] = []
+  for (let i = 0; i < 600; i++) {
+    // Every size, up to batches larger than a block's eighth (made whole).
+    const frames = Array.from({ length: 1 + (i % 40) }, (_, j) => encodeHoldOf(i, false, 1, 'bench', `k${i}.${j}`, 30_000, 0, null, i, j, -1, 7))
+    frames.unshift(release)
+    made.push([batchOf(frames, false), frames])
+  }
+  // Read only once all are made: none was written over by a later one.
+  for (const [batch, frames] of made)
+    assert.deepEqual(
+      decodeClientAll(batch),
+      frames.map(f => decodeClient(f)),
+    )
 })

@@ -35,7 +35,6 @@ import { InvalidError, type ErrorCode } from '../errors.js'
 import { MAX_ANSWER, answerSize, pageAfter, sizeText } from './inspect-pages.js'
 import type { Lock } from '../handle/lock.js'
 import { RemoteRequest, type RemoteSink } from './request.js'
-import { randomId } from '../util/random.js'
 import type { ServedStore } from './host.js'
 import type { KeyInfo } from '../types.js'
 import type { Socket } from '../runtime/transport.js'
@@ -46,7 +45,7 @@ import {
   batchOf,
   decodeClient,
   decodeClientAll,
-  encodeGrantedFrame,
+  encodeGrantedOf,
   encodeServer,
   isBatch,
   type ClientFrame,
@@ -133,7 +132,7 @@ export class Session implements RemoteSink {
     if (record.sink !== this) return
     this._leftLine(record.request)
     const told = this.protocol.hooks.granted?.(record, fence) ?? fence
-    this.socket.send(encodeGrantedFrame(record.frame, record.request, record.lease, told, record.ttl, revokeIn))
+    this.socket.send(encodeGrantedOf(record.frame, record, told, record.ttl, revokeIn))
   }
 
   busy(record: RemoteRequest): void {
@@ -286,19 +285,7 @@ export class Protocol {
         if (key.length === 0) throw new InvalidError(`${kind} ${name}: key "" must be 1 to 1024 bytes`)
         const handle = this.handle(kind, name, frame.limit)
         const request = frame.request
-        const record = new RemoteRequest(
-          kind,
-          name,
-          key,
-          request,
-          randomId(),
-          frame.ttl,
-          frame.maxHold,
-          session.conn,
-          frame.id,
-          session,
-          handle._resource.limit,
-        )
+        const record = new RemoteRequest(kind, name, key, request, undefined, frame.ttl, frame.maxHold, session.conn, frame.id, session, handle._resource.limit)
         const wait = frame.wait ?? Infinity
         // Which session has holds in line is kept only for a host that listens (see `_wait`).
         const listens = hooks.waiting !== undefined

@@ -23,8 +23,7 @@ import { RemoteRequest, idWords } from '../remote/request.js'
 import { BUSY, ENDED, EXPIRED, FAILED, GRANTED, HOLD_EVENTS, INVALID, KEY, LIMIT, REQ, RESUMED, RESUMED_FENCE, REVOKE_IN, REVOKED, TIMED_OUT } from './abi.js'
 import type { EngineHost, RemoteEvents } from './engine-host.js'
 
-/** The words of a hold's request and lease ids, for `core.holdRemote`; of an id looked up. */
-const WORDS = new Uint32Array(8)
+/** The words of an id looked up. */
 const LOOKUP = new Uint32Array(4)
 
 /**
@@ -77,10 +76,8 @@ export class RemoteHolds implements RemoteEvents {
     resource.remote = true
     let known = resource.keys.get(record.key)
     if (known !== undefined && typeof known !== 'number') known = host.adopt(resource, record.key, known)
-    // The ids cross into wasm as words (see crate/wasm/src/remote.rs); every caller checked them.
-    const w = WORDS
-    if (!idWords(record.request, w, 0)) return record.sink.failed(record, 'invalid', `${record.place()}: request must be 32 hex digits`)
-    if (!idWords(record.lease, w, 4)) return record.sink.failed(record, 'invalid', `${record.place()}: lease must be 32 hex digits`)
+    // The ids cross into wasm as words (see crate/wasm/src/remote.rs, request.ts # Ids as words).
+    if (record.idsOk !== 0) return record.sink.failed(record, 'invalid', `${record.place()}: ${record.idsOk === 1 ? 'request' : 'lease'} must be 32 hex digits`)
     const now = host.clock.now()
     let answer: number
     try {
@@ -90,14 +87,14 @@ export class RemoteHolds implements RemoteEvents {
         wait === Infinity ? -1 : wait,
         record.maxHold,
         record.conn,
-        w[0]!,
-        w[1]!,
-        w[2]!,
-        w[3]!,
-        w[4]!,
-        w[5]!,
-        w[6]!,
-        w[7]!,
+        record.r0,
+        record.r1,
+        record.r2,
+        record.r3,
+        record.l0,
+        record.l1,
+        record.l2,
+        record.l3,
         record.ttl,
         now,
       )
