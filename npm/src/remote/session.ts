@@ -161,7 +161,7 @@ export class Session implements RemoteSink {
   /** @internal A hold of this session went into line. */
   _wait(request: string): void {
     // Kept only for a host that listens: a `Set` gaining and losing an entry a hold costs the
-    // garbage collector as a `Map` does (see util/int-table.ts).
+    // garbage collector as a `Map` does (see util/hash-table.ts).
     const hook = this.protocol.hooks.waiting
     if (hook === undefined) return
     const was = this.waiting
