@@ -568,10 +568,10 @@ export interface IdWords {
 }
 
 /**
- * A `granted` frame from its fields, as `encodeServer` encodes one (the server's answer to every
- * hold, sent without making the message object first).
+ * A `granted` frame from its fields, ids as hex (`encodeServer`'s; the server's answer to a hold is
+ * made from the ids' words, by `encodeGrantedOf`).
  */
-export function encodeGrantedFrame(id: number, request: string, lease: string, fence: number, ttl: number, revokeIn: number): Uint8Array {
+function encodeGrantedFrame(id: number, request: string, lease: string, fence: number, ttl: number, revokeIn: number): Uint8Array {
   header(T_GRANTED, id)
   if (putId(6, request) && putId(22, lease) && putMs(38, fence)) {
     outView.setUint32(46, ttl >>> 0, true)
