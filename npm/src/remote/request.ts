@@ -5,6 +5,7 @@
  */
 
 import type { ErrorCode } from '../errors.js'
+import { hexOfWords } from '../util/hex.js'
 import { randomWord } from '../util/random.js'
 
 /** The value of each ASCII code as a hex digit, or -1. */
@@ -35,12 +36,6 @@ export function idWords(hex: string, words: Uint32Array, at: number): boolean {
     words[at + w] = word
   }
   return true
-}
-
-/** An id given as four words (most significant first) as its 32 hex digits. */
-export function hexOfWords(w0: number, w1: number, w2: number, w3: number): string {
-  const hex8 = (w: number) => (w >>> 0).toString(16).padStart(8, '0')
-  return hex8(w0) + hex8(w1) + hex8(w2) + hex8(w3)
 }
 
 /** Where `RemoteRequest`'s constructor reads an id's words into. */

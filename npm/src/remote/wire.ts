@@ -59,7 +59,8 @@ import {
   wireSlots,
 } from '../../wasm/holdfast_wasm.js'
 import type { ErrorCode } from '../errors.js'
-import { hexDigit, hexOfWords } from './request.js'
+import { hexDigit } from './request.js'
+import { HEX_HIGH as HIGH, HEX_LOW as LOW, hexOfWords } from '../util/hex.js'
 
 export { hexOfWords }
 
@@ -582,13 +583,6 @@ function encodeGrantedFrame(id: number, request: string, lease: string, fence: n
 
 /** The size of a `granted` frame: header, request, lease, fence, ttl, revokeIn. */
 const GRANTED_SIZE = 58
-/** The character codes of each byte's high and low hex digit, lower case (the codec's `push_hex`). */
-const HIGH = new Uint8Array(256)
-const LOW = new Uint8Array(256)
-for (let b = 0; b < 256; b++) {
-  HIGH[b] = '0123456789abcdef'.charCodeAt(b >> 4)
-  LOW[b] = '0123456789abcdef'.charCodeAt(b & 15)
-}
 
 /**
  * The id at `bytes[at]` (a u128 little-endian, as the codec writes it) as 32 hex digits, most

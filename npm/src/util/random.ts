@@ -9,16 +9,11 @@
  * connection (its request id, its lease id).
  */
 
+import { HEX_HIGH as HIGH, HEX_LOW as LOW } from './hex.js'
+
 const BATCH = 1024
 let pool = new Uint8Array(0)
 let at = 0
-/** The character codes of each byte's high and low hex digit. */
-const HIGH = new Uint8Array(256)
-const LOW = new Uint8Array(256)
-for (let b = 0; b < 256; b++) {
-  HIGH[b] = '0123456789abcdef'.charCodeAt(b >> 4)
-  LOW[b] = '0123456789abcdef'.charCodeAt(b & 15)
-}
 
 /** Makes the pool hold at least `n` bytes not handed out yet. */
 function draw(n: number): void {
