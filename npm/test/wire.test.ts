@@ -15,11 +15,11 @@ import {
   encodeHoldOf,
   encodeReleaseOf,
   encodeServer,
-  hexOfWords,
   type ClientMessage,
   type ServerMessage,
 } from '../src/remote/wire.js'
-import { RemoteRequest, idWords, type RemoteSink } from '../src/remote/request.js'
+import { RemoteRequest, type RemoteSink } from '../src/remote/request.js'
+import { hexOfWords, idWords } from '../src/util/hex.js'
 
 before(() => {
   initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })

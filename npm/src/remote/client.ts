@@ -51,12 +51,11 @@ import {
   encodeClient,
   encodeHoldOf,
   encodeReleaseOf,
-  hexOfWords,
   type ClientMessage,
   type OnGranted,
   type ServerFrame as WireFrame,
 } from './wire.js'
-import { idWords } from './request.js'
+import { hexOfWords, idWords } from '../util/hex.js'
 import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'

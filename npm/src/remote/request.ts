@@ -5,38 +5,8 @@
  */
 
 import type { ErrorCode } from '../errors.js'
-import { hexOfWords } from '../util/hex.js'
+import { hexOfWords, idWords } from '../util/hex.js'
 import { randomWord } from '../util/random.js'
-
-/** The value of each ASCII code as a hex digit, or -1. */
-const HEX_VALUE = new Int8Array(128).fill(-1)
-for (let c = 0; c < 10; c++) HEX_VALUE[48 + c] = c
-for (let c = 0; c < 6; c++) HEX_VALUE[97 + c] = HEX_VALUE[65 + c] = 10 + c
-
-/** The value of the hex digit at `i` of `hex`, or -1 (any other character). */
-export function hexDigit(hex: string, i: number): number {
-  const c = hex.charCodeAt(i)
-  return c < 128 ? HEX_VALUE[c]! : -1
-}
-
-/**
- * Writes an id of 32 hex digits into `words[at]` to `words[at + 3]` as four 32-bit words, the most
- * significant first (as `core.holdRemote` takes it: crate/wasm/src/remote.rs). False, and nothing
- * to rely on written, when `hex` is not 32 hex digits.
- */
-export function idWords(hex: string, words: Uint32Array, at: number): boolean {
-  if (hex.length !== 32) return false
-  for (let w = 0; w < 4; w++) {
-    let word = 0
-    for (let i = 8 * w; i < 8 * w + 8; i++) {
-      const d = hexDigit(hex, i)
-      if (d < 0) return false
-      word = (word << 4) | d
-    }
-    words[at + w] = word
-  }
-  return true
-}
 
 /** Where `RemoteRequest`'s constructor reads an id's words into. */
 const WORDS = new Uint32Array(4)

@@ -59,10 +59,7 @@ import {
   wireSlots,
 } from '../../wasm/holdfast_wasm.js'
 import type { ErrorCode } from '../errors.js'
-import { hexDigit } from './request.js'
-import { HEX_HIGH as HIGH, HEX_LOW as LOW, hexOfWords } from '../util/hex.js'
-
-export { hexOfWords }
+import { HEX_HIGH as HIGH, HEX_LOW as LOW, hexDigit, hexOfWords } from '../util/hex.js'
 
 /** One busy key, as `inspected` lists it. */
 export interface WireEntry {

@@ -19,7 +19,8 @@
 
 import type { Lock } from '../handle/lock.js'
 import type { Resource } from './key-ids.js'
-import { RemoteRequest, idWords } from '../remote/request.js'
+import { RemoteRequest } from '../remote/request.js'
+import { idWords } from '../util/hex.js'
 import { BUSY, ENDED, EXPIRED, FAILED, GRANTED, HOLD_EVENTS, INVALID, KEY, LIMIT, REQ, RESUMED, RESUMED_FENCE, REVOKE_IN, REVOKED, TIMED_OUT } from './abi.js'
 import type { EngineHost, RemoteEvents } from './engine-host.js'
 
