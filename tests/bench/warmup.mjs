@@ -1,0 +1,71 @@
+// W3 pass by pass from a fresh process: how a library's contended hand-over gets faster as the JIT
+// tiers its code up. The benchmark's W3 times 20 batches of 1,000 holders after 2 of warm-up; here
+// each pass is 2 batches, so pass 1 is the benchmark's warm-up and passes 2-11 its timed part.
+//
+//   bun tests/bench/warmup.mjs holdfast async-lock     (after run.sh installed the packages)
+//   K=10 fresh processes per library, interleaved; PASSES=11
+//
+// It prints the mean µs per hold of each pass over the K processes, and of passes 2-11 (what the
+// benchmark's W3 measures at its default size). Run it under the runtime to measure; JSC's and V8's
+// options (BUN_JSC_useFTLJIT=0, BUN_JSC_reportCompileTimes=1, node --trace-opt) pass to the children.
+// Nothing is asserted.
+
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+const H = 1000
+const PER_PASS = 2
+const PASSES = Number(process.env.PASSES ?? 11)
+
+/** A child: one library's passes, printed as one line of µs per hold. */
+async function child(name) {
+  let hold
+  if (name === 'async-lock') {
+    const { default: AsyncLock } = await import('async-lock')
+    const lock = new AsyncLock({ maxPending: Infinity })
+    hold = (fn) => lock.acquire('k', fn)
+  } else if (name === 'holdfast') {
+    const { openStore, memoryStorage } = await import('holdfast')
+    const l = (await openStore({ storage: memoryStorage() })).lock('bench')
+    const wait = { wait: Infinity }
+    hold = (fn) => l.hold('k', wait, fn)
+  } else throw new Error(`warmup.mjs: holdfast or async-lock, not ${name}`)
+  const fn = async () => {
+    await undefined // one microtask inside the hold, as W3's fn
+  }
+  const passes = []
+  for (let p = 0; p < PASSES; p++) {
+    const t0 = performance.now()
+    for (let b = 0; b < PER_PASS; b++) {
+      const all = new Array(H)
+      for (let i = 0; i < H; i++) all[i] = hold(fn)
+      await Promise.all(all)
+    }
+    passes.push(((performance.now() - t0) * 1000) / (PER_PASS * H))
+  }
+  console.log(JSON.stringify(passes))
+}
+
+if (process.argv[2] === '--child') {
+  await child(process.argv[3])
+  process.exit(0)
+}
+
+const names = process.argv.slice(2)
+if (names.length === 0) throw new Error('usage: warmup.mjs holdfast|async-lock [...]')
+const K = Number(process.env.K ?? 10)
+const sums = new Map(names.map((n) => [n, new Array(PASSES).fill(0)]))
+for (let k = 0; k < K; k++) {
+  for (const name of k % 2 ? [...names].reverse() : names) {
+    const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+    if (run.status !== 0) throw new Error(`warmup.mjs: the child of ${name} exited with ${run.status}`)
+    const passes = JSON.parse(run.stdout.trim().split('\n').pop())
+    passes.forEach((us, i) => (sums.get(name)[i] += us))
+  }
+}
+console.log(`µs per hold, mean of ${K} fresh processes, pass by pass (${PER_PASS * H} holds a pass); then passes 2-${PASSES}`)
+for (const [name, sum] of sums) {
+  const mean = sum.map((s) => s / K)
+  const timed = mean.slice(1).reduce((a, b) => a + b, 0) / (PASSES - 1)
+  console.log(`${name.padEnd(10)} ${mean.map((x) => x.toFixed(2).padStart(5)).join(' ')}   ${timed.toFixed(3)}`)
+}
