@@ -9,11 +9,10 @@
 // Run it under the runtime to measure (`tests/runtimes/node_modules/node26/bin/node`, `bun`): the
 // server runs under the same one. Nothing is asserted; it prints one line a measurement.
 
-import { spawn } from 'node:child_process'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { makeRemoteAdapter } from './adapters.mjs'
+import { Child } from './remote.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const N = Number(process.env.N ?? 20_000)
@@ -21,20 +20,10 @@ const ROUNDS = Number(process.env.ROUNDS ?? 3)
 const TOKEN = 'latency'
 
 async function measure(kind) {
-  const server = spawn(process.execPath, [path.join(here, 'bench.mjs'), '--serve', kind], {
-    cwd: here,
-    env: { ...process.env, BENCH_TOKEN: TOKEN },
-    stdio: ['pipe', 'pipe', 'inherit'],
-  })
+  // The benchmark's own server process and its protocol of JSON events (remote.mjs `Child`).
+  const server = new Child([path.join(here, 'bench.mjs'), '--serve', kind], { ...process.env, BENCH_TOKEN: TOKEN }, `${kind} server`, Date.now() + 60_000)
   try {
-    const url = await new Promise((resolve, reject) => {
-      server.once('exit', (code) => reject(new Error(`the ${kind} server exited (${code}) before listening`)))
-      createInterface({ input: server.stdout }).on('line', (line) => {
-        if (line[0] !== '{') return
-        const event = JSON.parse(line)
-        if (event.ev === 'listening') resolve(event.url)
-      })
-    })
+    const { url } = await server.next('listening')
     const a = await makeRemoteAdapter(kind, { url, token: TOKEN })
     const fn = async () => {}
     for (let i = 0; i < 2_000; i++) await a.hold('r1', fn)

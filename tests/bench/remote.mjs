@@ -313,7 +313,7 @@ async function exitedOrKilled(procs) {
 }
 
 /** A process of one measurement that speaks JSON lines; `request` sends a command and waits for an event. */
-class Child {
+export class Child {
   /** `log`: a file that lines the child prints which are not events (a runtime's traces) are appended to. */
   constructor(args, childEnv, name, deadline, log) {
     this.name = name

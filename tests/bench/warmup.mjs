@@ -2,7 +2,8 @@
 // tiers its code up. The benchmark's W3 times 20 batches of 1,000 holders after 2 of warm-up; here
 // each pass is 2 batches, so pass 1 is the benchmark's warm-up and passes 2-11 its timed part.
 //
-//   bun tests/bench/warmup.mjs holdfast async-lock     (after run.sh installed the packages)
+//   bun tests/bench/warmup.mjs holdfast async-lock     (after run.sh installed the packages; any
+//   in-process adapter of adapters.mjs)
 //   K=10 fresh processes per library, interleaved; PASSES=11
 //
 // It prints the mean µs per hold of each pass over the K processes, and of passes 2-11 (what the
@@ -12,24 +13,15 @@
 
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { makeAdapter } from './adapters.mjs'
 
 const H = 1000
 const PER_PASS = 2
 const PASSES = Number(process.env.PASSES ?? 11)
 
-/** A child: one library's passes, printed as one line of µs per hold. */
+/** A child: one library's passes (the benchmark's adapter, its `holdWait`), printed as one line of µs per hold. */
 async function child(name) {
-  let hold
-  if (name === 'async-lock') {
-    const { default: AsyncLock } = await import('async-lock')
-    const lock = new AsyncLock({ maxPending: Infinity })
-    hold = (fn) => lock.acquire('k', fn)
-  } else if (name === 'holdfast') {
-    const { openStore, memoryStorage } = await import('holdfast')
-    const l = (await openStore({ storage: memoryStorage() })).lock('bench')
-    const wait = { wait: Infinity }
-    hold = (fn) => l.hold('k', wait, fn)
-  } else throw new Error(`warmup.mjs: holdfast or async-lock, not ${name}`)
+  const adapter = await makeAdapter(name)
   const fn = async () => {
     await undefined // one microtask inside the hold, as W3's fn
   }
@@ -38,7 +30,7 @@ async function child(name) {
     const t0 = performance.now()
     for (let b = 0; b < PER_PASS; b++) {
       const all = new Array(H)
-      for (let i = 0; i < H; i++) all[i] = hold(fn)
+      for (let i = 0; i < H; i++) all[i] = adapter.holdWait('k', fn)
       await Promise.all(all)
     }
     passes.push(((performance.now() - t0) * 1000) / (PER_PASS * H))
@@ -52,7 +44,7 @@ if (process.argv[2] === '--child') {
 }
 
 const names = process.argv.slice(2)
-if (names.length === 0) throw new Error('usage: warmup.mjs holdfast|async-lock [...]')
+if (names.length === 0) throw new Error('usage: warmup.mjs ADAPTER [...] (holdfast, async-lock, ...)')
 const K = Number(process.env.K ?? 10)
 const sums = new Map(names.map((n) => [n, new Array(PASSES).fill(0)]))
 for (let k = 0; k < K; k++) {
