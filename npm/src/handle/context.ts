@@ -22,12 +22,22 @@ export interface ContextStorage {
   /**
    * Where set (Node and Bun, with `enterInJob`): the caller's whole async context, kept by a hold that
    * waits so that its fn can run in it when the key is handed over, from within the release that hands
-   * it over (see `store/waiters.ts` # Handing a key over).
+   * it over (see `store/waiters.ts` # Handing a key over, and `handOverIn` in run-in-lease.ts).
    */
   readonly capture?: () => Scope
 }
 
-/** An async context kept for later (an `AsyncResource`). */
-export interface Scope {
+/**
+ * An async context kept for later: an `AsyncResource` (Node), or the function
+ * `AsyncLocalStorage.snapshot()` answers (Bun, where it is the cheaper of the two to make: it reads the
+ * context once, where Bun's `AsyncResource` also checks its arguments and turns on the async hooks).
+ */
+export type Scope = KeptResource | Snapshot
+
+/** An `AsyncResource`: runs `fn` with `thisArg` and `args` in the context it was made in. */
+export interface KeptResource {
   runInAsyncScope<A extends unknown[], R>(fn: (...args: A) => R, thisArg: unknown, ...args: A): R
 }
+
+/** What `AsyncLocalStorage.snapshot()` answers: runs `fn(...args)` in the context it was made in. */
+export type Snapshot = <A extends unknown[], R>(fn: (...args: A) => R, ...args: A) => R

@@ -8,7 +8,7 @@
 import { ClosedError, LostError } from '../errors.js'
 import { Lease } from './lease.js'
 import type { Lock } from './lock.js'
-import type { ContextStorage } from './context.js'
+import type { ContextStorage, Scope } from './context.js'
 import type { Resource as SharedResource } from '../types.js'
 
 /** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
@@ -136,13 +136,28 @@ export interface HandedOver {
 }
 
 /**
- * The fn of a waiter (`this`) handed its key (see store/waiters.ts # Handing a key over), called
- * inside the waiter's own async context: enters its lease there (the scope ends it), runs fn, lets the
- * key go when fn settles and answers the hold through `resolve` / `reject` — the waiter's own promise,
- * so the hold costs no promise of the lease and no async function. Throws nothing. (The waiter is
- * `this` and the arguments are two: `runInAsyncScope` gathers them into an array.)
+ * Runs the fn of `waiter`, handed `lease`, inside the waiter's kept context (`scope`, see
+ * handle/context.ts): `runHandedOver` there. Throws nothing.
  */
-export function runHandedOver(this: HandedOver, lease: Lease, context: ContextStorage): void {
+export function handOverIn(scope: Scope, waiter: HandedOver, lease: Lease, context: ContextStorage): void {
+  if (typeof scope === 'function') scope(runHandedOverTo, waiter, lease, context)
+  else scope.runInAsyncScope(runHandedOver, waiter, lease, context)
+}
+
+/** `runHandedOver` from a snapshot, which passes no `this`. */
+function runHandedOverTo(waiter: HandedOver, lease: Lease, context: ContextStorage): void {
+  runHandedOver.call(waiter, lease, context)
+}
+
+/**
+ * The fn of a waiter (`this`) handed its key (see store/waiters.ts # Handing a key over), called
+ * inside the waiter's own async context (`handOverIn`): enters its lease there (the scope ends it),
+ * runs fn, lets the key go when fn settles and answers the hold through `resolve` / `reject` — the
+ * waiter's own promise, so the hold costs no promise of the lease and no async function. Throws
+ * nothing. (The waiter is `this` and the arguments are two: an `AsyncResource`'s `runInAsyncScope`
+ * gathers them into an array.)
+ */
+function runHandedOver(this: HandedOver, lease: Lease, context: ContextStorage): void {
   const resolve = this.resolve
   const reject = this.reject
   let result: unknown

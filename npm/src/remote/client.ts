@@ -66,7 +66,7 @@ import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
 import { type HashTable, intTable } from '../util/hash-table.js'
 import { randomWord } from '../util/random.js'
-import { runHandedOver, runInLease } from '../handle/run-in-lease.js'
+import { handOverIn, runInLease } from '../handle/run-in-lease.js'
 import { TravellingHandle, placeOf, type TravellingStore } from '../handle/travelling.js'
 import type { ContextStorage, Scope } from '../handle/context.js'
 import { ResourceNames } from '../handle/resource-names.js'
@@ -612,7 +612,7 @@ export class RemoteStore implements LeaseOwner {
         this.#first.add(p, every)
       }
       // A hold's fn runs now, in its caller's context; it lets the key go and answers the hold.
-      if (p.fn) p.scope!.runInAsyncScope(runHandedOver, p, lease, this.#context!)
+      if (p.fn) handOverIn(p.scope!, p, lease, this.#context!)
       else p.resolve(lease)
     } else if (l0 !== p.l0 || l1 !== p.l1 || l2 !== p.l2 || l3 !== p.l3) {
       // Asked again, the server granted a *new* lease: it no longer knew ours (it restarted). Ours is

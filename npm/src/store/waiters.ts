@@ -30,7 +30,7 @@
 import type { Lease } from '../handle/lease.js'
 import type { Lock } from '../handle/lock.js'
 import type { ContextStorage, Scope } from '../handle/context.js'
-import { runHandedOver } from '../handle/run-in-lease.js'
+import { handOverIn } from '../handle/run-in-lease.js'
 import { keepShape } from '../util/shapes.js'
 
 /**
@@ -148,7 +148,7 @@ export class HandOvers {
    */
   runNow(waiter: Waiter, lease: Lease): void {
     this.running = true
-    waiter.scope!.runInAsyncScope(runHandedOver, waiter, lease, this.#context!)
+    handOverIn(waiter.scope!, waiter, lease, this.#context!)
     if (this.end !== 0) this.#runAll()
     this.running = false
   }
@@ -171,7 +171,7 @@ export class HandOvers {
       const waiter = queue[i] as Waiter
       const lease = queue[i + 1] as Lease
       queue[i] = queue[i + 1] = undefined
-      waiter.scope!.runInAsyncScope(runHandedOver, waiter, lease, context)
+      handOverIn(waiter.scope!, waiter, lease, context)
     }
     this.end = 0
     this.running = false

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks'
 import { initSync } from '../../../wasm/holdfast_wasm.js'
 import { openStoreOn, type Platform, type Store, type StoreOptions } from '../../store/store.js'
-import type { ContextStorage } from '../../handle/context.js'
+import type { ContextStorage, Snapshot } from '../../handle/context.js'
 import type { Lease } from '../../handle/lease.js'
 import { fileStorage } from '../../storage/file.js'
 import { connectOn, type ConnectOptions, type RemoteStore } from '../../remote/client.js'
@@ -42,9 +42,10 @@ function init(): WebAssembly.Memory {
  * here enters inside one and leaves by it: one copy. (Node 20 and Bun track contexts with hooks, where
  * `run` copies nothing and an `AsyncResource` costs more.)
  *
- * Where keeping a context is cheap (Node 24's `AsyncContextFrame`, Bun), a hold that waits keeps its caller's context
- * in an `AsyncResource` (`capture`); when handed the key, its fn runs in `runInAsyncScope`, which
- * enters the hold there (`enterInJob`) and puts the releaser's context back after. On Node 20 an
+ * Where keeping a context is cheap (Node 24's `AsyncContextFrame`, Bun), a hold that waits keeps its
+ * caller's context (`capture`: an `AsyncResource` on Node, a snapshot on Bun); when handed the key, its
+ * fn runs in that context, which enters the hold there (`enterInJob`) and puts the releaser's context
+ * back after. On Node 20 an
  * `AsyncResource` runs the async hooks (1 µs a waiter in the 1,000-holder benchmark, more than the
  * microtask it saves), so there a waiter resumes from a promise instead.
  */
@@ -52,9 +53,10 @@ const HAND_OVER = { requireManualDestroy: true }
 
 function contextStorage(): ContextStorage {
   const als = new AsyncLocalStorage<Lease>()
-  const framed = typeof (als as unknown as { _enable?: unknown })._enable !== 'function' && typeof process.versions.bun !== 'string'
+  const bun = typeof process.versions.bun === 'string'
+  const framed = typeof (als as unknown as { _enable?: unknown })._enable !== 'function' && !bun
   // A kept context's shape, kept (util/shapes.ts).
-  if (framed || typeof process.versions.bun === 'string') keepShape(new AsyncResource('holdfast', HAND_OVER))
+  if (framed) keepShape(new AsyncResource('holdfast', HAND_OVER))
   // What `run` calls inside the `AsyncResource`, fn passed as `this`: one function for every hold, so
   // that a hold makes no closure (and no context for it) to enter its lease.
   function enterAndRun<A, R>(this: (arg: A) => R, store: Lease, arg: A): R {
@@ -65,8 +67,10 @@ function contextStorage(): ContextStorage {
     getStore: () => als.getStore(),
     run: framed ? (store, fn, arg) => new AsyncResource('holdfast').runInAsyncScope(enterAndRun, fn, store, arg) : (store, fn, arg) => als.run(store, fn, arg),
     enterInJob: store => als.enterWith(store),
-    // A waiter's context, for its fn to run in when handed the key. (No destroy hook: none is used.)
-    capture: framed || typeof process.versions.bun === 'string' ? () => new AsyncResource('holdfast', HAND_OVER) : undefined,
+    // A waiter's context, for its fn to run in when handed the key (handle/context.ts `Scope`): on Bun
+    // a snapshot, which only reads the context; on Node 24 an AsyncResource (its snapshot makes one,
+    // and a bound function besides). No destroy hook: none is used.
+    capture: bun ? (AsyncLocalStorage.snapshot as () => Snapshot) : framed ? () => new AsyncResource('holdfast', HAND_OVER) : undefined,
   }
 }
 
