@@ -7,8 +7,10 @@
 //   K=10 fresh processes per library, interleaved; PASSES=11
 //
 // It prints the mean µs per hold of each pass over the K processes, and of passes 2-11 (what the
-// benchmark's W3 measures at its default size). Run it under the runtime to measure; JSC's and V8's
-// options (BUN_JSC_useFTLJIT=0, BUN_JSC_reportCompileTimes=1, node --trace-opt) pass to the children.
+// benchmark's W3 measures at its default size): their mean, and the median over the processes of
+// each one's mean (which a slow process, a neighbour on the machine, moves less). Run it under the
+// runtime to measure; JSC's and V8's options (BUN_JSC_useFTLJIT=0, BUN_JSC_reportCompileTimes=1,
+// node --trace-opt) pass to the children.
 // Nothing is asserted.
 
 import { spawnSync } from 'node:child_process'
@@ -47,17 +49,25 @@ const names = process.argv.slice(2)
 if (names.length === 0) throw new Error('usage: warmup.mjs ADAPTER [...] (holdfast, async-lock, ...)')
 const K = Number(process.env.K ?? 10)
 const sums = new Map(names.map((n) => [n, new Array(PASSES).fill(0)]))
+// Each process's mean of passes 2-PASSES, for the median over processes: one slow process (a
+// neighbour on the machine) moves the mean, not the median.
+const timedOf = new Map(names.map((n) => [n, []]))
 for (let k = 0; k < K; k++) {
   for (const name of k % 2 ? [...names].reverse() : names) {
     const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
     if (run.status !== 0) throw new Error(`warmup.mjs: the child of ${name} exited with ${run.status}`)
     const passes = JSON.parse(run.stdout.trim().split('\n').pop())
     passes.forEach((us, i) => (sums.get(name)[i] += us))
+    timedOf.get(name).push(passes.slice(1).reduce((a, b) => a + b, 0) / (PASSES - 1))
   }
 }
-console.log(`µs per hold, mean of ${K} fresh processes, pass by pass (${PER_PASS * H} holds a pass); then passes 2-${PASSES}`)
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+console.log(`µs per hold, mean of ${K} fresh processes, pass by pass (${PER_PASS * H} holds a pass); then passes 2-${PASSES}: their mean, and the median of the processes' means`)
 for (const [name, sum] of sums) {
   const mean = sum.map((s) => s / K)
   const timed = mean.slice(1).reduce((a, b) => a + b, 0) / (PASSES - 1)
-  console.log(`${name.padEnd(10)} ${mean.map((x) => x.toFixed(2).padStart(5)).join(' ')}   ${timed.toFixed(3)}`)
+  console.log(`${name.padEnd(10)} ${mean.map((x) => x.toFixed(2).padStart(5)).join(' ')}   ${timed.toFixed(3)}  ${median(timedOf.get(name)).toFixed(3)}`)
 }
