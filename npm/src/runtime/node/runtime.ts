@@ -55,8 +55,9 @@ function contextStorage(): ContextStorage {
   const als = new AsyncLocalStorage<Lease>()
   const bun = typeof process.versions.bun === 'string'
   const framed = typeof (als as unknown as { _enable?: unknown })._enable !== 'function' && !bun
+  const snapshot = typeof AsyncLocalStorage.snapshot === 'function' ? (AsyncLocalStorage.snapshot as () => Snapshot) : undefined
   // A kept context's shape, kept (util/shapes.ts).
-  if (framed) keepShape(new AsyncResource('holdfast', HAND_OVER))
+  if (framed || (bun && snapshot === undefined)) keepShape(new AsyncResource('holdfast', HAND_OVER))
   // What `run` calls inside the `AsyncResource`, fn passed as `this`: one function for every hold, so
   // that a hold makes no closure (and no context for it) to enter its lease.
   function enterAndRun<A, R>(this: (arg: A) => R, store: Lease, arg: A): R {
@@ -68,9 +69,9 @@ function contextStorage(): ContextStorage {
     run: framed ? (store, fn, arg) => new AsyncResource('holdfast').runInAsyncScope(enterAndRun, fn, store, arg) : (store, fn, arg) => als.run(store, fn, arg),
     enterInJob: store => als.enterWith(store),
     // A waiter's context, for its fn to run in when handed the key (handle/context.ts `Scope`): on Bun
-    // a snapshot, which only reads the context; on Node 24 an AsyncResource (its snapshot makes one,
-    // and a bound function besides). No destroy hook: none is used.
-    capture: bun ? (AsyncLocalStorage.snapshot as () => Snapshot) : framed ? () => new AsyncResource('holdfast', HAND_OVER) : undefined,
+    // a snapshot, which only reads the context (an AsyncResource on a Bun without one); on Node 24 an
+    // AsyncResource (its snapshot makes one, and a bound function besides). No destroy hook: none is used.
+    capture: bun && snapshot !== undefined ? snapshot : framed || bun ? () => new AsyncResource('holdfast', HAND_OVER) : undefined,
   }
 }
 
