@@ -45,9 +45,8 @@ function init(): WebAssembly.Memory {
  * Where keeping a context is cheap (Node 24's `AsyncContextFrame`, Bun), a hold that waits keeps its
  * caller's context (`capture`: an `AsyncResource` on Node, a snapshot on Bun); when handed the key, its
  * fn runs in that context, which enters the hold there (`enterInJob`) and puts the releaser's context
- * back after. On Node 20 an
- * `AsyncResource` runs the async hooks (1 µs a waiter in the 1,000-holder benchmark, more than the
- * microtask it saves), so there a waiter resumes from a promise instead.
+ * back after. On Node 20 an `AsyncResource` runs the async hooks (1 µs a waiter in the 1,000-holder
+ * benchmark, more than the microtask it saves), so there a waiter resumes from a promise instead.
  */
 const HAND_OVER = { requireManualDestroy: true }
 
