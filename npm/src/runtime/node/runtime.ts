@@ -54,9 +54,11 @@ function contextStorage(): ContextStorage {
   const als = new AsyncLocalStorage<Lease>()
   const bun = typeof process.versions.bun === 'string'
   const framed = typeof (als as unknown as { _enable?: unknown })._enable !== 'function' && !bun
-  const snapshot = typeof AsyncLocalStorage.snapshot === 'function' ? (AsyncLocalStorage.snapshot as () => Snapshot) : undefined
+  const snapshot = bun && typeof AsyncLocalStorage.snapshot === 'function' ? (AsyncLocalStorage.snapshot as () => Snapshot) : undefined
+  // Where a waiter's context is kept in an AsyncResource: Node 24 and later, and a Bun without snapshot.
+  const inResource = framed || (bun && snapshot === undefined)
   // A kept context's shape, kept (util/shapes.ts).
-  if (framed || (bun && snapshot === undefined)) keepShape(new AsyncResource('holdfast', HAND_OVER))
+  if (inResource) keepShape(new AsyncResource('holdfast', HAND_OVER))
   // What `run` calls inside the `AsyncResource`, fn passed as `this`: one function for every hold, so
   // that a hold makes no closure (and no context for it) to enter its lease.
   function enterAndRun<A, R>(this: (arg: A) => R, store: Lease, arg: A): R {
@@ -70,7 +72,7 @@ function contextStorage(): ContextStorage {
     // A waiter's context, for its fn to run in when handed the key (handle/context.ts `Scope`): on Bun
     // a snapshot, which only reads the context (an AsyncResource on a Bun without one); on Node 24 an
     // AsyncResource (its snapshot makes one, and a bound function besides). No destroy hook: none is used.
-    capture: bun && snapshot !== undefined ? snapshot : framed || bun ? () => new AsyncResource('holdfast', HAND_OVER) : undefined,
+    capture: snapshot ?? (inResource ? () => new AsyncResource('holdfast', HAND_OVER) : undefined),
   }
 }
 
