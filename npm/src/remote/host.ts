@@ -13,6 +13,7 @@ import type { Lock } from '../handle/lock.js'
 import type { Pool } from '../pool/pool.js'
 import type { PoolInfo } from '../pool/types.js'
 import type { KeyInfo } from '../types.js'
+import type { Id } from '../util/hex.js'
 import type { RemoteRequest } from './request.js'
 
 export interface ServedStore {
@@ -33,9 +34,9 @@ export interface ServedStore {
   /** @internal Ends a client's request: releases its lease, or takes it out of the line. */
   _endRemote(record: RemoteRequest): void
   /** @internal The request of a client's request id, if the store has it. */
-  _remoteRequest(request: string): RemoteRequest | undefined
+  _remoteRequest(request: Id): RemoteRequest | undefined
   /** @internal The request holding a lease id, if the store has it. */
-  _remoteLease(lease: string): RemoteRequest | undefined
+  _remoteLease(lease: Id): RemoteRequest | undefined
   /** @internal A connection ended: with `goodbye` its requests end at once, else they live their ttl. */
   _connectionEnded(conn: number, goodbye: boolean): void
   /** @internal The most leases and waiting holds one connection may have. */

@@ -5,7 +5,7 @@
  */
 
 import type { ErrorCode } from '../errors.js'
-import { hexOfWords, idWords } from '../util/hex.js'
+import { type Id, hexOfWords, idWords, idWordsOf } from '../util/hex.js'
 import { randomWord } from '../util/random.js'
 
 /** Where `RemoteRequest`'s constructor reads an id's words into. */
@@ -30,7 +30,9 @@ export interface RemoteSink {
  * (wire.ts `encodeGrantedOf`): a lease made by the server is drawn as four random words, and its 32
  * hex digits are made only when asked for (`lease`: a `lost` frame, a host's hooks). Through hex, every
  * hold over a connection made one id as a string and read both ids back from hex twice (about 0.3 µs
- * of the server's 2 µs of a hold, Node 24). `idsOk` is 0 when both ids are 32 hex digits, else which
+ * of the server's 2 µs of a hold, Node 24). A request's id read by hand from its frame comes as
+ * words too, and its hex is made only when asked for (`request`: a host that listens for waiting
+ * sessions, an inspection). `idsOk` is 0 when both ids are 32 hex digits, else which
  * is not (1: the request's, 2: the lease's): the store refuses such a hold `invalid`.
  */
 export class RemoteRequest {
@@ -46,14 +48,15 @@ export class RemoteRequest {
   l2 = 0
   l3 = 0
   readonly idsOk: 0 | 1 | 2
+  #request: string | undefined
   #lease: string | undefined
 
   constructor(
     readonly kind: 'lock' | 'semaphore',
     readonly name: string,
     readonly key: string,
-    /** The client's request id, as 32 hex digits. */
-    readonly request: string,
+    /** The client's request id, as 32 hex digits or as words. */
+    request: Id,
     /** The lease's secret id as 32 hex digits, or `undefined` for a new one drawn at random. */
     lease: string | undefined,
     readonly ttl: number,
@@ -68,7 +71,7 @@ export class RemoteRequest {
   ) {
     const w = WORDS
     let ok: 0 | 1 | 2 = 0
-    if (idWords(request, w, 0)) {
+    if (idWordsOf(request, w, 0)) {
       this.r0 = w[0]! | 0
       this.r1 = w[1]! | 0
       this.r2 = w[2]! | 0
@@ -86,7 +89,13 @@ export class RemoteRequest {
       this.l3 = w[3]! | 0
     } else if (ok === 0) ok = 2
     this.idsOk = ok
+    this.#request = typeof request === 'string' ? request : undefined
     this.#lease = lease
+  }
+
+  /** The client's request id, as 32 hex digits. */
+  get request(): string {
+    return (this.#request ??= hexOfWords(this.r0, this.r1, this.r2, this.r3))
   }
 
   /** The lease's secret id, as 32 hex digits. */

@@ -35,6 +35,7 @@ import { InvalidError, type ErrorCode } from '../errors.js'
 import { MAX_ANSWER, answerSize, pageAfter, sizeText } from './inspect-pages.js'
 import type { Lock } from '../handle/lock.js'
 import { RemoteRequest, type RemoteSink } from './request.js'
+import { hexOfId } from '../util/hex.js'
 import type { ServedStore } from './host.js'
 import type { KeyInfo } from '../types.js'
 import type { Socket } from '../runtime/transport.js'
@@ -48,7 +49,9 @@ import {
   encodeGrantedOf,
   encodeServer,
   isBatch,
+  readHeld,
   type ClientFrame,
+  type HeldFrame,
   type ServerMessage,
   type WireEntry,
 } from './wire.js'
@@ -130,18 +133,18 @@ export class Session implements RemoteSink {
 
   granted(record: RemoteRequest, fence: number, revokeIn: number): void {
     if (record.sink !== this) return
-    this._leftLine(record.request)
+    this._leftLine(record)
     const told = this.protocol.hooks.granted?.(record, fence) ?? fence
     this.socket.send(encodeGrantedOf(record.frame, record, told, record.ttl, revokeIn))
   }
 
   busy(record: RemoteRequest): void {
-    this._leftLine(record.request)
+    this._leftLine(record)
     this.send(record.frame, { type: 'busy' })
   }
 
   failed(record: RemoteRequest, code: ErrorCode, message: string): void {
-    this._leftLine(record.request)
+    this._leftLine(record)
     this.send(record.frame, { type: 'error', code, message })
   }
 
@@ -170,9 +173,9 @@ export class Session implements RemoteSink {
   }
 
   /** @internal A hold of this session is no longer in line here: answered, or asked again on another connection. */
-  _leftLine(request: string): void {
-    // Most holds are granted without waiting: nothing to look up then.
-    if (this.#waiting.size !== 0 && this.#waiting.delete(request) && !this.waiting) this.protocol.hooks.waiting?.(this, false)
+  _leftLine(record: RemoteRequest): void {
+    // Most holds are granted without waiting: nothing to look up then (nor a request id to spell).
+    if (this.#waiting.size !== 0 && this.#waiting.delete(record.request) && !this.waiting) this.protocol.hooks.waiting?.(this, false)
   }
 }
 
@@ -216,9 +219,10 @@ export class Protocol {
   /** A message from `session`'s connection: one frame, or a batch of them (revision 3). */
   frame(session: Session, bytes: Uint8Array): void {
     if (session.ended || session.closing) return
-    let frames: ClientFrame[]
+    let frames: (ClientFrame | HeldFrame)[]
     try {
-      frames = decodeClientAll(bytes)
+      // A hold's frames are read by hand, their ids kept as words; any other by the codec.
+      frames = readHeld(bytes) ?? decodeClientAll(bytes)
     } catch (error) {
       return session.refuse(0, 'protocol', String((error as Error).message))
     }
@@ -274,7 +278,7 @@ export class Protocol {
     this.hooks.closed?.(session, goodbye)
   }
 
-  #dispatch(session: Session, frame: ClientFrame): void {
+  #dispatch(session: Session, frame: ClientFrame | HeldFrame): void {
     const store = this.#store()
     const hooks = this.hooks
     switch (frame.type) {
@@ -284,24 +288,24 @@ export class Protocol {
         const kind = frame.semaphore ? 'semaphore' : 'lock'
         if (key.length === 0) throw new InvalidError(`${kind} ${name}: key "" must be 1 to 1024 bytes`)
         const handle = this.handle(kind, name, frame.limit)
-        const request = frame.request
+        const request = 'w0' in frame ? frame : frame.request
         const record = new RemoteRequest(kind, name, key, request, undefined, frame.ttl, frame.maxHold, session.conn, frame.id, session, handle._resource.limit)
         const wait = frame.wait ?? Infinity
         // Which session has holds in line is kept only for a host that listens (see `_wait`).
         const listens = hooks.waiting !== undefined
         // Asked again on this connection while the one it was asked on is still open: it moves here.
         const earlier = listens ? store._remoteRequest(request) : undefined
-        if (earlier && earlier.sink instanceof Session && earlier.sink !== session) earlier.sink._leftLine(request)
+        if (earlier && earlier.sink instanceof Session && earlier.sink !== session) earlier.sink._leftLine(earlier)
         store._remoteHold(handle, record, wait)
         store._letGo(handle)
         if (!listens) return
         // Still in line (new, or asked again and back in its place): the session has a hold waiting.
         const live = store._remoteRequest(request)
-        if (live && live.sink === session && !live.holding) session._wait(request)
+        if (live && live.sink === session && !live.holding) session._wait(live.request)
         return
       }
       case 'renew': {
-        const lease = frame.lease
+        const lease = 'w0' in frame ? hexOfId(frame) : frame.lease
         const renewed = store._renew(lease)
         if (renewed) {
           hooks.renewed?.(lease, renewed.ttl)
@@ -311,10 +315,11 @@ export class Protocol {
         return session.send(frame.id, { type: 'error', code: 'lost', message: 'lease lost: past its ttl, revoked, released, or never granted' })
       }
       case 'release': {
-        const lease = frame.lease
+        const lease = 'w0' in frame ? frame : frame.lease
         const record = store._remoteLease(lease)
         if (record) store._endRemote(record)
-        hooks.ended?.(lease)
+        // Spelt only for a host that listens (a call through `?.` reads no argument when it has none).
+        hooks.ended?.(hexOfId(lease))
         // Id 0 asks for no answer: a hold's release need not cost a second frame.
         if (frame.id !== 0) session.send(frame.id, { type: 'done' })
         return

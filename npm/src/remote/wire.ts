@@ -606,13 +606,47 @@ const MAX_KEY = 1024
 const ID_FRAME_SIZE = 22
 
 /**
+ * A `hold`, `release` or `renew` frame read by hand (`readHeld`): as the codec's, but its id (the
+ * request's, or the lease's) as four words, most significant first, where the codec's has 32 hex
+ * digits. The server acts on these without making a string of either id (see util/hex.ts `Id`).
+ */
+export type HeldFrame =
+  | {
+      id: number
+      type: 'hold'
+      semaphore: boolean
+      limit: number
+      name: string
+      key: string
+      ttl: number
+      maxHold: number
+      wait: number | null
+      w0: number
+      w1: number
+      w2: number
+      w3: number
+    }
+  | { id: number; type: 'release' | 'renew'; w0: number; w1: number; w2: number; w3: number }
+
+/**
  * A message a client sent of `hold`, `release` and `renew` frames only (the frames of every hold),
  * alone or in a batch, read here as the codec reads them; or `undefined` for the codec to decode
  * (another frame among them, a bad one, a name or key not ASCII): what it refuses
  * stays refused as before, and nothing of a message is answered before all of it is read.
  */
+export function readHeld(bytes: Uint8Array): HeldFrame[] | undefined {
+  return readAll(bytes, BATCH_CLIENT, MAX_CLIENT_FRAME, heldFrameAt)
+}
+
+/** `readHeld`'s frames as the codec's, ids in hex (for `decodeClientAll`). */
 function holdFramesOf(bytes: Uint8Array): ClientFrame[] | undefined {
-  return readAll(bytes, BATCH_CLIENT, MAX_CLIENT_FRAME, holdFrameAt)
+  return readHeld(bytes)?.map(clientFrameOf)
+}
+
+function clientFrameOf(frame: HeldFrame): ClientFrame {
+  const { w0, w1, w2, w3, ...rest } = frame
+  const hex = hexOfWords(w0, w1, w2, w3)
+  return rest.type === 'hold' ? { ...rest, request: hex } : { id: rest.id, type: rest.type, lease: hex }
 }
 
 /**
@@ -656,13 +690,21 @@ function u32At(bytes: Uint8Array, at: number): number {
 }
 
 /** The frame in `bytes[at, end)` when it is a `hold`, `release` or `renew` this reads, else `undefined`. */
-function holdFrameAt(bytes: Uint8Array, at: number, end: number): ClientFrame | undefined {
+function heldFrameAt(bytes: Uint8Array, at: number, end: number): HeldFrame | undefined {
   if (end - at < 6 || bytes[at] !== WIRE_VERSION) return undefined
   const type = bytes[at + 1]
   const id = u32At(bytes, at + 2)
   if (type === T_RELEASE || type === T_RENEW) {
     if (end - at !== ID_FRAME_SIZE) return undefined
-    return { id, type: type === T_RELEASE ? 'release' : 'renew', lease: hexOf(bytes, at + 6) }
+    const w = at + 6
+    return {
+      id,
+      type: type === T_RELEASE ? 'release' : 'renew',
+      w0: u32At(bytes, w + 12),
+      w1: u32At(bytes, w + 8),
+      w2: u32At(bytes, w + 4),
+      w3: u32At(bytes, w),
+    }
   }
   if (type !== T_HOLD || end - at < 11) return undefined
   const semaphore = bytes[at + 6]!
@@ -691,7 +733,11 @@ function holdFrameAt(bytes: Uint8Array, at: number, end: number): ClientFrame | 
     ttl: u32At(bytes, rest),
     maxHold: u64At(bytes, rest + 4),
     wait: forever ? null : u64At(bytes, rest + 12),
-    request: hexOf(bytes, rest + 20),
+    // The request id, a u128 little-endian: its most significant word last.
+    w0: u32At(bytes, rest + 32),
+    w1: u32At(bytes, rest + 28),
+    w2: u32At(bytes, rest + 24),
+    w3: u32At(bytes, rest + 20),
   }
 }
 

@@ -20,7 +20,7 @@
 import type { Lock } from '../handle/lock.js'
 import type { Resource } from './key-ids.js'
 import { RemoteRequest } from '../remote/request.js'
-import { idWords } from '../util/hex.js'
+import { type Id, idWordsOf } from '../util/hex.js'
 import { BUSY, ENDED, EXPIRED, FAILED, GRANTED, HOLD_EVENTS, INVALID, KEY, LIMIT, REQ, RESUMED, RESUMED_FENCE, REVOKE_IN, REVOKED, TIMED_OUT } from './abi.js'
 import type { EngineHost, RemoteEvents } from './engine-host.js'
 
@@ -262,20 +262,20 @@ export class RemoteHolds implements RemoteEvents {
   }
 
   /** The live request of a connection with this request id. */
-  byRequest(request: string): RemoteRequest | undefined {
+  byRequest(request: Id): RemoteRequest | undefined {
     return this.#find(request, false)
   }
 
   /** The live request of a connection with this lease id. */
-  byLease(lease: string): RemoteRequest | undefined {
+  byLease(lease: Id): RemoteRequest | undefined {
     return this.#find(lease, true)
   }
 
   /** The record of the engine's live request over a connection with this id (`byLease`: a lease id). */
-  #find(id: string, byLease: boolean): RemoteRequest | undefined {
+  #find(id: Id, byLease: boolean): RemoteRequest | undefined {
     const host = this.#host
     const w = LOOKUP
-    if (host.closed || !idWords(id, w, 0)) return undefined
+    if (host.closed || !idWordsOf(id, w, 0)) return undefined
     let req: number
     try {
       req = host.core.remoteReq(byLease, w[0]!, w[1]!, w[2]!, w[3]!)

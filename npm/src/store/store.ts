@@ -39,6 +39,7 @@ import type { KeyInfo, LockOptions, SemaphoreOptions } from '../types.js'
 import { checkOptions } from '../util/options.js'
 import { isStorage, type Storage } from '../storage/storage.js'
 import { isClock, systemClock, type Clock } from '../util/clock.js'
+import type { Id } from '../util/hex.js'
 import { serveOn, type HoldfastServer, type ServeOptions, type Server } from '../remote/server.js'
 import type { Transport } from '../runtime/transport.js'
 import { EngineHost } from './engine-host.js'
@@ -332,12 +333,12 @@ export class Store implements LockStore, ServedStore {
   }
 
   /** @internal The live request of a connection with this request id. */
-  _remoteRequest(request: string): RemoteRequest | undefined {
+  _remoteRequest(request: Id): RemoteRequest | undefined {
     return this.#remote.byRequest(request)
   }
 
   /** @internal The live request of a connection with this lease id. */
-  _remoteLease(lease: string): RemoteRequest | undefined {
+  _remoteLease(lease: Id): RemoteRequest | undefined {
     return this.#remote.byLease(lease)
   }
 

@@ -1,7 +1,9 @@
 /**
  * Hex text of ids (32 digits, most significant first; written lower case, as the codec's `push_hex`
  * writes them, and read in either case): the tables that spell a byte, an id given as four 32-bit
- * words, and an id read back into words.
+ * words, and an id read back into words. An id a frame carried (`Id`) is one or the other: hex when
+ * the codec read the frame, words when wire.ts read it by hand (`readHeld`), so that a hold's frames
+ * make no string of their ids on the server.
  */
 
 /** The character codes of each byte's high and low hex digit, lower case. */
@@ -45,5 +47,31 @@ export function idWords(hex: string, words: Uint32Array, at: number): boolean {
     }
     words[at + w] = word
   }
+  return true
+}
+
+/** An id as four 32-bit words, most significant first (as the engine takes it). */
+export interface WordId {
+  readonly w0: number
+  readonly w1: number
+  readonly w2: number
+  readonly w3: number
+}
+
+/** An id as a frame carried it: 32 hex digits, or its words (see the module doc). */
+export type Id = string | WordId
+
+/** An id as its 32 hex digits (made, for one given as words). */
+export function hexOfId(id: Id): string {
+  return typeof id === 'string' ? id : hexOfWords(id.w0, id.w1, id.w2, id.w3)
+}
+
+/** `idWords` of an id either way: one given as words is always well formed. */
+export function idWordsOf(id: Id, words: Uint32Array, at: number): boolean {
+  if (typeof id === 'string') return idWords(id, words, at)
+  words[at] = id.w0
+  words[at + 1] = id.w1
+  words[at + 2] = id.w2
+  words[at + 3] = id.w3
   return true
 }
