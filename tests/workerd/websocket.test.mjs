@@ -16,10 +16,12 @@ const { createTestHarness } = await import(process.env.WRANGLER_MODULE ? pathToF
 const TOKEN = 'workerd-test-token'
 let server
 let base
+let http
 before(async () => {
   server = createTestHarness({ root: process.cwd(), workers: [{ configPath: 'wrangler.jsonc', secrets: { HOLDFAST_TOKEN: TOKEN } }] })
   const { url } = await server.listen()
   base = `ws://${url.host}`
+  http = `http://${url.host}`
 })
 after(async () => {
   await server?.close()
@@ -223,6 +225,15 @@ test('LOCK-05: goodbye (client close()) releases at once', async t => {
   const after = await other.lock('jobs').tryHold('k', l => l.fence)
   assert.equal(after.acquired, true, 'free at once, not after its ttl of 1 h')
   assert.ok(after.value > lease.fence)
+})
+
+test('LOCK-05: a lease held over WebSocket is kept in the object\'s storage while held and let go of at its release (the release read with its id as numbers, spelt for the object)', async t => {
+  const open = clients(t)
+  const client = await open('kept?ns=counting')
+  const kept = async () => (await (await fetch(`${http}/cf/alarms?ns=counting&name=kept`)).json()).leases
+  const inside = await client.lock('jobs', { ttl: '1h' }).hold('k', async () => kept())
+  assert.equal(inside, 1, 'the object keeps the lease while it is held')
+  await until(async () => (await kept()) === 0, 5_000, 'the released lease is no longer kept')
 })
 
 test('LOCK-02/LOCK-05: a lease taken over WebSocket survives object restarts (sockets kept, then closed); it renews and keeps its fence, and fences keep growing', async t => {

@@ -8,7 +8,8 @@
 // - /local/...: a store opened inside the request, on memoryStorage(), in the stateless worker.
 // - /cf/...: holdfast/cloudflare — HoldfastObject and workerStore(env.HOLDFAST) (see cloudflare.js).
 // - /ws/NAME: a WebSocket upgrade forwarded to the HoldfastObject named NAME, where clients of the
-//   wire protocol (connect('ws://…/ws/NAME')) hold its keys; ?ns=tokenless: one with no token set.
+//   wire protocol (connect('ws://…/ws/NAME')) hold its keys; ?ns=tokenless: one with no token set;
+//   ?ns=counting: one that answers how many leases it keeps (/cf/alarms?ns=counting&name=NAME).
 // Every answer is JSON; a holdfast error crosses the boundary as { error: { code, name, message } }.
 import { DurableObject } from 'cloudflare:workers'
 import { openStore, memoryStorage, fileStorage, HoldfastError } from 'holdfast'
@@ -104,7 +105,8 @@ export default {
       body = op === 'stored' ? { stored: await stub.stored() } : await stub.run(op, url.search)
     } else if (where === 'ws') {
       // As a user's Worker forwards clients to the object: the request itself, upgrade and all.
-      const namespace = url.searchParams.get('ns') === 'tokenless' ? env.TOKENLESS : env.HOLDFAST
+      const ns = url.searchParams.get('ns')
+      const namespace = ns === 'tokenless' ? env.TOKENLESS : ns === 'counting' ? env.COUNTING : env.HOLDFAST
       return namespace.get(namespace.idFromName(op || 'ws')).fetch(request)
     } else if (where === 'cf') {
       body = await cloudflareRoute(op, url.searchParams, env)
