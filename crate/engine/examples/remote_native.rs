@@ -1,8 +1,8 @@
 //! The engine's own cost of a hold over a connection, natively: R3 of `tests/bench/` without a host
-//! or a network. 64 workers on two connections hold 100 keys in turn: each round, every worker
-//! releases the lease it holds (found by its lease id, as the server finds it) and asks for its next
-//! key, with fresh request and lease ids, as a served store's clients do; a release grants the next
-//! in line. What is left of a hold's cost on the benchmark's server is the host's: the calls into
+//! or a network. 64 workers on two connections hold 100 keys in turn: each round, every worker ends
+//! its request — releases its lease, or leaves the line if it still waits — found by its lease id as
+//! the server finds a release's, and asks for its next key with fresh request and lease ids, as a
+//! served store's clients do; a release grants the next in line. What is left of a hold's cost on the benchmark's server is the host's: the calls into
 //! wasm, the frames, the socket.
 //!
 //! `cargo run --release -p holdfast-engine --example remote_native`
