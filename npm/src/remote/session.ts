@@ -45,7 +45,7 @@ import {
   REVISION,
   batchOf,
   decodeClient,
-  decodeClientAll,
+  decodeClientByCodec,
   encodeGrantedOf,
   encodeServer,
   isBatch,
@@ -222,7 +222,7 @@ export class Protocol {
     let frames: (ClientFrame | HeldFrame)[]
     try {
       // A hold's frames are read by hand, their ids kept as words; any other by the codec.
-      frames = readHeld(bytes) ?? decodeClientAll(bytes)
+      frames = readHeld(bytes) ?? decodeClientByCodec(bytes)
     } catch (error) {
       return session.refuse(0, 'protocol', String((error as Error).message))
     }

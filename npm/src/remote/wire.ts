@@ -184,8 +184,14 @@ function table(): Float64Array {
  * (from wasm) for a bad message: nothing of it is answered.
  */
 export function decodeClientAll(bytes: Uint8Array): ClientFrame[] {
-  const held = holdFramesOf(bytes)
-  if (held !== undefined) return held
+  return holdFramesOf(bytes) ?? decodeClientByCodec(bytes)
+}
+
+/**
+ * `decodeClientAll` through the codec only: for a message `readHeld` already refused (the server's
+ * reading), which the hand reader would only refuse again.
+ */
+export function decodeClientByCodec(bytes: Uint8Array): ClientFrame[] {
   const text = decodeClientFlat(bytes)
   const s = table()
   const count = s[COUNT]!
