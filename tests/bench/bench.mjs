@@ -47,6 +47,10 @@
 //                  their profiles there, named WORKLOAD-ADAPTER-ROUND-ROLE.cpuprofile (ROLE: server, A, B);
 //                  BENCH_CPU_PROF_INTERVAL sets the sampling interval in µs (node's default: 1000).
 //                  `node cpuprofile.mjs FILE...` summarizes them.
+//   BENCH_CPU_PROF_TIMED a directory: the same, of the timed parts only (Node): each process starts
+//                  V8's profiler at the first CPU reading of a timed part and writes the profile at the
+//                  next, as WORKLOAD-ADAPTER-ROUND-ROLE-K.cpuprofile (K: the part, from 0; R2's 0 and 1
+//                  are its warm-up batches). BENCH_CPU_PROF_INTERVAL applies.
 //   BENCH_CHILD_FLAGS  runtime flags for every process of a remote measurement, e.g. "--trace-gc" or
 //                  "--trace-gc --min-semi-space-size=1 --max-semi-space-size=1" (scavenges then count
 //                  the bytes allocated: one per MB); BENCH_CHILD_LOG a directory where what each prints

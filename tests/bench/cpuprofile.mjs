@@ -5,6 +5,7 @@
 //   TOP=30        rows per list
 //   MATCH=regex   only these functions in the list of total times
 //   OPS=N         also show µs per op (N = holds the process handled over the whole profile, warm-up included)
+//   SUM=1         the files summed into one (the timed parts of BENCH_CPU_PROF_TIMED: OPS = their holds)
 //
 // "self" is time sampled in the function itself; "total" includes what it called. Times are ms of the
 // profile and % of its whole (idle included: a process waiting on the network is "(idle)"). "by layer"
@@ -24,8 +25,34 @@ const OPS = Number(process.env.OPS ?? 0)
 const CODEC = /^(encodeClient|decodeClient|encodeServer|decodeServer)$/
 const SYSCALL = /^(writev|writeBuffer|writeUtf8String|writeString|writeLatin1String|writeAsciiString)$/
 
-for (const file of process.argv.slice(2)) {
-  const p = JSON.parse(readFileSync(file, 'utf8'))
+/**
+ * SUM=1: the profiles as one (BENCH_CPU_PROF_TIMED writes one a timed part): their trees under one
+ * root, their samples one after another, their lengths added.
+ */
+function merged(files) {
+  const root = { id: 0, callFrame: { functionName: '(root)', url: '', lineNumber: -1 }, children: [] }
+  const out = { nodes: [root], samples: [], timeDeltas: [], startTime: 0, endTime: 0 }
+  let offset = 1
+  for (const file of files) {
+    const p = JSON.parse(readFileSync(file, 'utf8'))
+    let top = 0
+    for (const n of p.nodes) {
+      out.nodes.push({ ...n, id: n.id + offset, children: (n.children ?? []).map((c) => c + offset) })
+      top = Math.max(top, n.id)
+    }
+    root.children.push(p.nodes[0].id + offset)
+    for (const id of p.samples) out.samples.push(id + offset)
+    out.timeDeltas.push(...p.timeDeltas)
+    out.endTime += p.endTime - p.startTime
+    offset += top + 1
+  }
+  return out
+}
+
+const inputs = process.argv.slice(2)
+const profiles = process.env.SUM ? [[`${inputs.length} profiles summed`, merged(inputs)]] : inputs.map((file) => [file, null])
+for (const [file, summed] of profiles) {
+  const p = summed ?? JSON.parse(readFileSync(file, 'utf8'))
   const byId = new Map(p.nodes.map((n) => [n.id, n]))
   // A sample stands for the time since the one before. A gap much longer than the sampling interval is
   // time the thread did not run (preempted, or waiting for a CPU): it is counted apart, as "(gaps)",

@@ -21,12 +21,15 @@
 //
 // Each result's notes end with `cpu/op`: the CPU time (user + system) that the clients and the lock
 // service (holdfast's server, or redis-server) used over the timed part, per hold, and the system
-// (kernel: sockets) share of it. On a shared machine ops/s moves with the neighbours' load; CPU per
+// (kernel: sockets) share of it; `main` is what the processes' main threads used of it (the rest is
+// their other threads': V8's compilers and the garbage collector's helpers), where the runtime tells
+// (process.threadCpuUsage). On a shared machine ops/s moves with the neighbours' load; CPU per
 // op moves much less, and says which side does the work. (Short parts, R2's, have a coarse user/system
 // split: the kernel may sample it per tick.)
 
 import { spawn, spawnSync } from 'node:child_process'
-import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
+import inspector from 'node:inspector'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -222,8 +225,10 @@ export async function measureRemote(w, a, ctx) {
   let server
   try {
     const childEnv = { ...env, BENCH_TOKEN: ctx.token, BENCH_REDIS_URL: ctx.redisUrl ?? '' }
+    // BENCH_CPU_PROF_TIMED: each process names its profiles of the timed parts after its label and role.
+    const roleEnv = (role) => (env.BENCH_CPU_PROF_TIMED ? { ...childEnv, BENCH_PROFILE_NAME: `${label}-${role}` } : childEnv)
     if (a === 'holdfast' || a === 'holdfast-b' || a === 'ws-echo' || a === 'ws-lock') {
-      server = new Child([...flags('server'), script, '--serve', a], childEnv, 'server', deadline, log('server'))
+      server = new Child([...flags('server'), script, '--serve', a], roleEnv('server'), 'server', deadline, log('server'))
       procs.push(server)
       childEnv.BENCH_HOLDFAST_URL = (await server.next('listening')).url
     } else {
@@ -236,7 +241,7 @@ export async function measureRemote(w, a, ctx) {
       fifo: a === 'holdfast' || a === 'holdfast-b' || a === 'ws-lock' || a.startsWith('holdfast-redis') || a === 'redis-fifo-floor',
       file: (name) => path.join(dir, name),
       client: async (role) => {
-        const c = new Child([...flags(role), script, '--remote-child', a], childEnv, `client ${role}`, deadline, log(role))
+        const c = new Child([...flags(role), script, '--remote-child', a], roleEnv(role), `client ${role}`, deadline, log(role))
         procs.push(c)
         clients.push(c)
         await c.next('ready')
@@ -247,15 +252,17 @@ export async function measureRemote(w, a, ctx) {
       // the work is, whatever else the machine runs; the note gives the sum per op and the kernel's part.
       cpu: async () => {
         const [used, service] = await Promise.all([
-          Promise.all(clients.map((c) => c.request({ op: 'cpu' }, 'cpu'))).then((cs) => cs.reduce((s, c) => ({ user: s.user + c.user, sys: s.sys + c.sys }), { user: 0, sys: 0 })),
+          Promise.all(clients.map((c) => c.request({ op: 'cpu' }, 'cpu'))).then((cs) =>
+            cs.reduce((s, c) => ({ user: s.user + c.user, sys: s.sys + c.sys, main: s.main + (c.main ?? NaN) }), { user: 0, sys: 0, main: 0 }),
+          ),
           server ? server.request({ op: 'cpu' }, 'cpu') : redisCpu(ctx.redisPort),
         ])
-        return { cu: used.user, cs: used.sys, su: service.user, ss: service.sys }
+        return { cu: used.user, cs: used.sys, cm: used.main, su: service.user, ss: service.sys, sm: service.main ?? NaN }
       },
       cpuNote: (before, after, count) => {
         const d = cpuAdd(after, before, -1)
-        const side = (user, sys) => `${fmtUs((user + sys) / count)} (sys ${(sys / (user + sys) * 100).toFixed(0)}%)`
-        return `cpu/op: clients ${side(d.cu, d.cs)}, ${server ? 'server' : 'redis-server'} ${side(d.su, d.ss)}`
+        const side = (user, sys, main) => `${fmtUs((user + sys) / count)} (sys ${(sys / (user + sys) * 100).toFixed(0)}%${Number.isNaN(main) ? '' : `, main ${fmtUs(main / count)}`})`
+        return `cpu/op: clients ${side(d.cu, d.cs, d.cm)}, ${server ? 'server' : 'redis-server'} ${side(d.su, d.ss, d.sm)}`
       },
       closeClients: async () => {
         await Promise.all(clients.map((c) => c.request({ op: 'close' }, 'closed')))
@@ -442,9 +449,9 @@ async function redisCpu(port) {
   return { user: field('used_cpu_user'), sys: field('used_cpu_sys') }
 }
 
-const CPU0 = { cu: 0, cs: 0, su: 0, ss: 0 }
+const CPU0 = { cu: 0, cs: 0, cm: 0, su: 0, ss: 0, sm: 0 }
 function cpuAdd(x, y, sign = 1) {
-  return { cu: x.cu + sign * y.cu, cs: x.cs + sign * y.cs, su: x.su + sign * y.su, ss: x.ss + sign * y.ss }
+  return { cu: x.cu + sign * y.cu, cs: x.cs + sign * y.cs, cm: x.cm + sign * y.cm, su: x.su + sign * y.su, ss: x.ss + sign * y.ss, sm: x.sm + sign * y.sm }
 }
 
 function fmtUs(us) {
@@ -746,9 +753,50 @@ export async function remoteChild(name) {
   say({ ev: 'ready' })
 }
 
+/**
+ * The CPU time this process used so far, in µs: user and system (all its threads), and its main
+ * thread's (user + system), where the runtime tells. Read at the bounds of every timed part, so that
+ * with BENCH_CPU_PROF_TIMED it also starts a profile at one bound and writes it at the next.
+ */
 function cpuUsed() {
+  timedProfile()
   const u = process.cpuUsage()
-  return { user: u.user, sys: u.system }
+  const main = typeof process.threadCpuUsage === 'function' ? process.threadCpuUsage() : undefined
+  return { user: u.user, sys: u.system, main: main ? main.user + main.system : undefined }
+}
+
+/**
+ * BENCH_CPU_PROF_TIMED: profiles of the timed parts only (V8's profiler through node:inspector),
+ * started at one reading of `cpuUsed` and written at the next, as DIR/NAME-K.cpuprofile (NAME: the
+ * measurement's label and the process's role; K counts the parts: R2's first two are its warm-up
+ * batches). Node only: elsewhere it says so once and profiles nothing.
+ */
+let profiling
+function timedProfile() {
+  const dir = env.BENCH_CPU_PROF_TIMED
+  if (!dir || profiling === null) return
+  if (profiling === undefined) {
+    try {
+      if (typeof process.versions.bun === 'string') throw new Error('not on Bun')
+      const session = new inspector.Session()
+      session.connect()
+      session.post('Profiler.enable')
+      if (env.BENCH_CPU_PROF_INTERVAL) session.post('Profiler.setSamplingInterval', { interval: Number(env.BENCH_CPU_PROF_INTERVAL) })
+      profiling = { session, on: false, k: 0 }
+    } catch (error) {
+      process.stderr.write(`BENCH_CPU_PROF_TIMED: no profiles (${error.message})\n`)
+      profiling = null
+      return
+    }
+  }
+  const p = profiling
+  p.on = !p.on
+  if (p.on) return p.session.post('Profiler.start')
+  const file = path.join(path.resolve(dir), `${env.BENCH_PROFILE_NAME ?? process.pid}-${p.k++}.cpuprofile`)
+  p.session.post('Profiler.stop', (error, answer) => {
+    if (error) process.stderr.write(`BENCH_CPU_PROF_TIMED: ${error.message}\n`)
+    else writeFileSync(file, JSON.stringify(answer.profile))
+  })
 }
 
 /** After fn threw, the key must be free again: a tryHold takes it and runs its fn once. */
