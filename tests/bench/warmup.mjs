@@ -1,10 +1,11 @@
-// W3 pass by pass from a fresh process: how a library's contended hand-over gets faster as the JIT
-// tiers its code up. The benchmark's W3 times 20 batches of 1,000 holders after 2 of warm-up; here
-// each pass is 2 batches, so pass 1 is the benchmark's warm-up and passes 2-11 its timed part.
+// W3 (or W1) pass by pass from a fresh process: how a library's hold gets faster as the JIT tiers its
+// code up. The benchmark's W3 times 20 batches of 1,000 holders after 2 of warm-up; here each pass is
+// 2 batches, so pass 1 is the benchmark's warm-up and passes 2-11 its timed part. With W=W1, a pass is
+// 20,000 holds of one key in sequence: pass 1 is W1's warm-up, passes 2-11 its 200,000 timed holds.
 //
 //   bun tests/bench/warmup.mjs holdfast async-lock     (after run.sh installed the packages; any
 //   in-process adapter of adapters.mjs)
-//   K=10 fresh processes per library, interleaved; PASSES=11
+//   K=10 fresh processes per library, interleaved; PASSES=11; W=W3 (or W1)
 //
 // It prints the mean µs per hold of each pass over the K processes, and of passes 2-11 (what the
 // benchmark's W3 measures at its default size): their mean, and the median over the processes of
@@ -17,20 +18,28 @@ import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { makeAdapter } from './adapters.mjs'
 
-const H = 1000
-const PER_PASS = 2
+const W1 = process.env.W === 'W1'
+if (!W1 && (process.env.W ?? 'W3') !== 'W3') throw new Error(`warmup.mjs: W=${process.env.W}: W1 or W3`)
+const H = W1 ? 20_000 : 1000
+const PER_PASS = W1 ? 1 : 2
 const PASSES = Number(process.env.PASSES ?? 11)
 
-/** A child: one library's passes (the benchmark's adapter, its `holdWait`), printed as one line of µs per hold. */
+/** A child: one library's passes (the benchmark's adapter, its `holdWait`, or `hold` for W1), printed as one line of µs per hold. */
 async function child(name) {
   const adapter = await makeAdapter(name)
-  const fn = async () => {
-    await undefined // one microtask inside the hold, as W3's fn
-  }
+  const fn = W1
+    ? async () => {}
+    : async () => {
+        await undefined // one microtask inside the hold, as W3's fn
+      }
   const passes = []
   for (let p = 0; p < PASSES; p++) {
     const t0 = performance.now()
     for (let b = 0; b < PER_PASS; b++) {
+      if (W1) {
+        for (let i = 0; i < H; i++) await adapter.hold('k', fn)
+        continue
+      }
       const all = new Array(H)
       for (let i = 0; i < H; i++) all[i] = adapter.holdWait('k', fn)
       await Promise.all(all)
