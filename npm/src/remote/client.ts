@@ -66,6 +66,7 @@ import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
 import { type HashTable, intTable } from '../util/hash-table.js'
 import { randomWord } from '../util/random.js'
+import { keepSettlers, settlers } from '../util/settlers.js'
 import { handOverIn, runInLease } from '../handle/run-in-lease.js'
 import { TravellingHandle, placeOf, type TravellingStore } from '../handle/travelling.js'
 import type { ContextStorage, Scope } from '../handle/context.js'
@@ -96,16 +97,6 @@ const LAST_FRAME = 0xffff_fffe
 const WAIT_GRACE = 1_000
 /** How long `inspect()` waits for a server that cannot be reached. */
 const INSPECT_PATIENCE = 10_000
-
-/**
- * Where the executor of a hold's promise leaves its resolve and reject, for `Pending`'s constructor to
- * take at once (the executor runs synchronously): one executor for every hold, not a closure each.
- */
-const settlers: { resolve: ((value: unknown) => void) | undefined; reject: ((error: unknown) => void) | undefined } = { resolve: undefined, reject: undefined }
-const keepSettlers = (resolve: (value: unknown) => void, reject: (error: unknown) => void): void => {
-  settlers.resolve = resolve
-  settlers.reject = reject
-}
 
 /**
  * A hold in flight or held, as the client tracks it across reconnects. Without `fn` (`acquire`,
@@ -181,6 +172,7 @@ class Pending {
     this.promise = new Promise(keepSettlers)
     this.resolve = settlers.resolve!
     this.reject = settlers.reject!
+    settlers.resolve = settlers.reject = undefined
   }
 
   place(): string {

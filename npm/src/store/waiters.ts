@@ -32,16 +32,7 @@ import type { Lock } from '../handle/lock.js'
 import type { ContextStorage, Scope } from '../handle/context.js'
 import { handOverIn } from '../handle/run-in-lease.js'
 import { keepShape } from '../util/shapes.js'
-
-/**
- * Where the executor of a waiter's promise leaves its resolve and reject, for the constructor to take
- * at once (the executor runs synchronously): one executor for every waiter, not a closure each.
- */
-const settlers: { resolve: ((value: unknown) => void) | undefined; reject: ((error: unknown) => void) | undefined } = { resolve: undefined, reject: undefined }
-const keepSettlers = (resolve: (value: unknown) => void, reject: (error: unknown) => void): void => {
-  settlers.resolve = resolve
-  settlers.reject = reject
-}
+import { keepSettlers, settlers } from '../util/settlers.js'
 
 /**
  * A hold waiting in line. Without `fn`, its promise resolves to the lease; with one (a `hold` handed its
