@@ -47,8 +47,13 @@ function init(): WebAssembly.Memory {
  * fn runs in that context, which enters the hold there (`enterInJob`) and puts the releaser's context
  * back after. On Node 20 an `AsyncResource` runs the async hooks (1 µs a waiter in the 1,000-holder
  * benchmark, more than the microtask it saves), so there a waiter resumes from a promise instead.
+ *
+ * Every `AsyncResource` made here is destroyed as Node destroys its own: when it is collected, where a
+ * destroy hook listens (`async_hooks.createHook`, as APM tools use), and at no cost where none does.
+ * Made with `requireManualDestroy` and never destroyed by hand, a waiter's resource was told to the
+ * hooks' `init` and never to `destroy`: a tool that tracks resources kept one for every hold that
+ * waited, for the life of the process.
  */
-const HAND_OVER = { requireManualDestroy: true }
 
 function contextStorage(): ContextStorage {
   const als = new AsyncLocalStorage<Lease>()
@@ -58,7 +63,7 @@ function contextStorage(): ContextStorage {
   // Where a waiter's context is kept in an AsyncResource: Node 24 and later, and a Bun without snapshot.
   const inResource = framed || (bun && snapshot === undefined)
   // A kept context's shape, kept (util/shapes.ts).
-  if (inResource) keepShape(new AsyncResource('holdfast', HAND_OVER))
+  if (inResource) keepShape(new AsyncResource('holdfast'))
   // What `run` calls inside the `AsyncResource`, fn passed as `this`: one function for every hold, so
   // that a hold makes no closure (and no context for it) to enter its lease.
   function enterAndRun<A, R>(this: (arg: A) => R, store: Lease, arg: A): R {
@@ -71,8 +76,8 @@ function contextStorage(): ContextStorage {
     enterInJob: store => als.enterWith(store),
     // A waiter's context, for its fn to run in when handed the key (handle/context.ts `Scope`): on Bun
     // a snapshot, which only reads the context (an AsyncResource on a Bun without one); on Node 24 an
-    // AsyncResource (its snapshot makes one, and a bound function besides). No destroy hook: none is used.
-    capture: snapshot ?? (inResource ? () => new AsyncResource('holdfast', HAND_OVER) : undefined),
+    // AsyncResource (its snapshot makes one, and a bound function besides).
+    capture: snapshot ?? (inResource ? () => new AsyncResource('holdfast') : undefined),
   }
 }
 
