@@ -32,18 +32,20 @@ async function child(name) {
     : async () => {
         await undefined // one microtask inside the hold, as W3's fn
       }
+  // W1: H holds in sequence; W3: H holders at once, handed the key in turn.
+  const batch = W1
+    ? async () => {
+        for (let i = 0; i < H; i++) await adapter.hold('k', fn)
+      }
+    : async () => {
+        const all = new Array(H)
+        for (let i = 0; i < H; i++) all[i] = adapter.holdWait('k', fn)
+        await Promise.all(all)
+      }
   const passes = []
   for (let p = 0; p < PASSES; p++) {
     const t0 = performance.now()
-    for (let b = 0; b < PER_PASS; b++) {
-      if (W1) {
-        for (let i = 0; i < H; i++) await adapter.hold('k', fn)
-        continue
-      }
-      const all = new Array(H)
-      for (let i = 0; i < H; i++) all[i] = adapter.holdWait('k', fn)
-      await Promise.all(all)
-    }
+    for (let b = 0; b < PER_PASS; b++) await batch()
     passes.push(((performance.now() - t0) * 1000) / (PER_PASS * H))
   }
   console.log(JSON.stringify(passes))
