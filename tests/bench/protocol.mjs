@@ -4,7 +4,7 @@
 // encoding the answers), the part of the server's CPU that holdfast's own code decides, apart from the
 // event loop, `ws` and the kernel, which `ws-lock`'s server pays as well.
 //
-//   node tests/bench/protocol.mjs DIR [r1|r2|r3] [holds per pass]
+//   node tests/bench/protocol.mjs DIR [r1|r2|r3|floor] [holds per pass]     (SLEEP_US=100, THRASH=2: below)
 //
 // DIR holds a build (`dist/` and `wasm/`): npm/ after npm/build.sh, or an unpacked .tgz's `package/`;
 // two builds are compared by running it on each in turn, interleaved. PASSES (default 40) passes are
@@ -21,7 +21,18 @@
 //       release (id 0, a message of its own), which hands the key to the next in line. Only the
 //       hand-overs are timed (from the gate's release on), as in the benchmark's R2; the whole loop's
 //       CPU includes the issue phase.
+//   floor: r1's messages as `ws-lock` sends them (a release and a hold, two messages of one read) to
+//       `ws-lock`'s own handler (remote.mjs `wsLockMessages`): what the floor's server does of a hold,
+//       timed as `frame` is (DIR is still read, and unused).
+//
+// SLEEP_US=N: before each message the thread sleeps N µs (Atomics.wait), as a server's main thread
+// sleeps in epoll between two messages of R1 (most of its 110-180 µs round trip): the message's work
+// then starts on a CPU that was idle (its caches and branch predictors used by others), as it does in
+// the benchmark. The time of `frame` (or the floor's handler) is then measured after each wake-up; the
+// whole loop's CPU includes the sleeps' system calls.
 import path from 'node:path'
+import { WS_LOCK } from './adapters.mjs'
+import { wsLockMessages } from './remote.mjs'
 
 const dir = path.resolve(process.argv[2] ?? 'npm')
 const mode = process.argv[3] ?? 'r1'
@@ -68,9 +79,17 @@ let timed = true
  */
 const thrash = new Uint8Array(Number(process.env.THRASH ?? 0) * 1024 * 1024)
 let spoil = 0
+/** SLEEP_US: the thread sleeps before each message, on a word nobody wakes (see the top). */
+const sleepMs = Number(process.env.SLEEP_US ?? 0) / 1000
+const asleep = new Int32Array(new SharedArrayBuffer(4))
+/** Before a message: the caches spoiled (THRASH) or the thread asleep (SLEEP_US), if asked. */
+function between() {
+  if (thrash.length) thrash.fill(++spoil & 255)
+  if (sleepMs > 0) Atomics.wait(asleep, 0, 0, sleepMs)
+}
 /** One message, in a turn of its own (as a socket's messages come): what the server leaves to the turn's end runs after it. */
 const feed = async (s, bytes) => {
-  if (thrash.length) thrash.fill(++spoil & 255)
+  between()
   const t = process.hrtime.bigint()
   protocol.frame(s, bytes)
   if (timed) ns += process.hrtime.bigint() - t
@@ -159,7 +178,34 @@ async function r2(n) {
   return done
 }
 
-const run = mode === 'r3' ? r3 : mode === 'r2' ? r2 : r1
+/** `ws-lock`'s server fed r1's messages: per hold a release and a hold, two messages of one read. */
+async function floor(n) {
+  const out = []
+  const handler = wsLockMessages(new Map(), (m) => out.push(m))
+  const message = (op, id) => {
+    const m = Buffer.allocUnsafe(6)
+    m[0] = op
+    m.writeUInt32LE(id, 1)
+    m[5] = 0x6b // 'k'
+    return m
+  }
+  const holds = Array.from({ length: n }, (_, i) => message(WS_LOCK.hold, i + 1))
+  const release = message(WS_LOCK.release, 0)
+  for (let i = 0; i < n; i++) {
+    between()
+    const t = process.hrtime.bigint()
+    if (i > 0) handler(release)
+    handler(holds[i])
+    ns += process.hrtime.bigint() - t
+    if (out.length !== 1 || out[0][4] !== 1) throw new Error(`floor: hold ${i + 1} was not granted`)
+    out.length = 0
+    await undefined
+  }
+  handler(release)
+  return n
+}
+
+const run = mode === 'r3' ? r3 : mode === 'r2' ? r2 : mode === 'floor' ? floor : r1
 await run(N)
 const perHold = []
 const cpuPerHold = []
@@ -174,6 +220,6 @@ for (let pass = 0; pass < PASSES; pass++) {
 const least = (xs) => Math.min(...xs)
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 console.log(
-  `${mode} ${dir}: Protocol.frame ${least(perHold).toFixed(2)} µs per hold, median ${median(perHold).toFixed(2)} (whole loop: ${least(cpuPerHold).toFixed(2)} µs CPU per hold), least of ${PASSES} passes of ${N}${thrash.length ? `, THRASH=${process.env.THRASH}` : ''}`,
+  `${mode} ${mode === 'floor' ? '(ws-lock)' : dir}: ${mode === 'floor' ? "ws-lock's handler" : 'Protocol.frame'} ${least(perHold).toFixed(2)} µs per hold, median ${median(perHold).toFixed(2)} (whole loop: ${least(cpuPerHold).toFixed(2)} µs CPU per hold), least of ${PASSES} passes of ${N}${thrash.length ? `, THRASH=${process.env.THRASH}` : ''}${sleepMs > 0 ? `, SLEEP_US=${process.env.SLEEP_US}` : ''}`,
 )
 process.exit(0)

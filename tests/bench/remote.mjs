@@ -555,34 +555,7 @@ async function wsLockChild(say) {
   const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' })
   await new Promise((resolve) => wss.once('listening', resolve))
   const held = new Map() // key -> [answer, id, answer, id, ...] of the holds in line
-  wss.on('connection', (ws) => {
-    const send = corkedSend(ws)
-    const answer = (id, granted) => {
-      const m = Buffer.allocUnsafe(5)
-      m.writeUInt32LE(id, 0)
-      m[4] = granted ? 1 : 0
-      send(m)
-    }
-    ws.on('message', (data) => {
-      const op = data[0]
-      const id = data.readUInt32LE(1)
-      const key = data.toString('utf8', 5)
-      const line = held.get(key)
-      if (op === WS_LOCK.hold) {
-        if (line === undefined) {
-          held.set(key, [])
-          answer(id, true)
-        } else line.push(answer, id)
-      } else if (op === WS_LOCK.try) {
-        if (line === undefined) held.set(key, [])
-        answer(id, line === undefined)
-      } else if (op === WS_LOCK.release) {
-        if (line === undefined) return
-        if (line.length === 0) held.delete(key)
-        else line.shift()(line.shift(), true)
-      } else if (op === WS_LOCK.sync) answer(id, true)
-    })
-  })
+  wss.on('connection', (ws) => ws.on('message', wsLockMessages(held, corkedSend(ws))))
   say({ ev: 'listening', url: `ws://127.0.0.1:${wss.address().port}` })
   createInterface({ input: process.stdin }).on('line', (line) => {
     const cmd = JSON.parse(line)
@@ -594,6 +567,38 @@ async function wsLockChild(say) {
       process.exit(0)
     }
   })
+}
+
+/**
+ * The ws-lock server's handler of one connection's messages (`data`: a Buffer), answering through
+ * `send`; `held` is the server's (see `wsLockChild`). Also what `protocol.mjs floor` times.
+ */
+export function wsLockMessages(held, send) {
+  const answer = (id, granted) => {
+    const m = Buffer.allocUnsafe(5)
+    m.writeUInt32LE(id, 0)
+    m[4] = granted ? 1 : 0
+    send(m)
+  }
+  return (data) => {
+    const op = data[0]
+    const id = data.readUInt32LE(1)
+    const key = data.toString('utf8', 5)
+    const line = held.get(key)
+    if (op === WS_LOCK.hold) {
+      if (line === undefined) {
+        held.set(key, [])
+        answer(id, true)
+      } else line.push(answer, id)
+    } else if (op === WS_LOCK.try) {
+      if (line === undefined) held.set(key, [])
+      answer(id, line === undefined)
+    } else if (op === WS_LOCK.release) {
+      if (line === undefined) return
+      if (line.length === 0) held.delete(key)
+      else line.shift()(line.shift(), true)
+    } else if (op === WS_LOCK.sync) answer(id, true)
+  }
 }
 
 // ---------------------------------------------------------------- a client process
