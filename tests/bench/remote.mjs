@@ -339,8 +339,13 @@ export class Child {
     this.child.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)))
     this.child.stdin.on('error', () => {})
     createInterface({ input: this.child.stdout }).on('line', (line) => {
-      if (line[0] !== '{') return void (log && appendFileSync(log, `${line}\n`))
-      this.events.push(JSON.parse(line))
+      // An event is one write of its own, but a runtime's traces (BENCH_CHILD_FLAGS=--trace-opt) are
+      // written by C's stdio in blocks, which may end mid-line: an event can then follow part of a
+      // trace's line. The part before it is the trace's.
+      const at = line[0] === '{' ? 0 : line.indexOf('{"ev":')
+      if (at !== 0 && log) appendFileSync(log, `${at < 0 ? line : line.slice(0, at)}\n`)
+      if (at < 0) return
+      this.events.push(JSON.parse(at === 0 ? line : line.slice(at)))
       for (const w of [...this.waiters]) w.check()
     })
   }
