@@ -276,6 +276,52 @@ function wsLockMessage(op, id, key) {
   return m
 }
 
+/**
+ * `ws-lock`'s client over `send` (a connection's sender): one round trip a hold, the server answering
+ * it (by its id) once the key is this holder's; a release is one message without an answer. `message`
+ * takes the server's messages (Buffers). Also what `client.mjs floor` times.
+ */
+export function wsLockClient(send) {
+  const answers = new Map() // id -> resolve(granted)
+  let next = 1
+  const ask = (op, key) =>
+    new Promise((resolve) => {
+      const id = next++
+      answers.set(id, resolve)
+      send(wsLockMessage(op, id, key))
+    })
+  const release = (key) => send(wsLockMessage(WS_LOCK.release, 0, key))
+  return {
+    fifo: true,
+    message: (data) => {
+      const id = data.readUInt32LE(0)
+      const resolve = answers.get(id)
+      answers.delete(id)
+      resolve(data[4] === 1)
+    },
+    hold: async (key, fn) => {
+      await ask(WS_LOCK.hold, key)
+      try {
+        return await fn()
+      } finally {
+        release(key)
+      }
+    },
+    tryHold: async (key, fn) => {
+      if (!(await ask(WS_LOCK.try, key))) return NOT
+      try {
+        return { acquired: true, value: await fn() }
+      } finally {
+        release(key)
+      }
+    },
+    sync: async (key) => {
+      await ask(WS_LOCK.sync, key)
+      return undefined
+    },
+  }
+}
+
 /** Version text of a remote adapter's packages, or null when one is not installed. */
 export function remoteVersion(name) {
   if (name === 'holdfast' || name === B) return packageInfo(name)?.version ?? null
@@ -341,50 +387,10 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
     }
 
     case 'ws-lock': {
-      // One round trip a hold: the server answers it (by its id) once the key is this holder's.
       const ws = await openWebSocket(url)
-      const answers = new Map() // id -> resolve(granted)
-      let next = 1
-      ws.on('message', (data) => {
-        const id = data.readUInt32LE(0)
-        const resolve = answers.get(id)
-        answers.delete(id)
-        resolve(data[4] === 1)
-      })
-      const send = corkedSend(ws)
-      const ask = (op, key) =>
-        new Promise((resolve) => {
-          const id = next++
-          answers.set(id, resolve)
-          send(wsLockMessage(op, id, key))
-        })
-      const release = (key) => send(wsLockMessage(WS_LOCK.release, 0, key))
-      return {
-        fifo: true,
-        hold: async (key, fn) => {
-          await ask(WS_LOCK.hold, key)
-          try {
-            return await fn()
-          } finally {
-            release(key)
-          }
-        },
-        tryHold: async (key, fn) => {
-          if (!(await ask(WS_LOCK.try, key))) return NOT
-          try {
-            return { acquired: true, value: await fn() }
-          } finally {
-            release(key)
-          }
-        },
-        sync: async (key) => {
-          await ask(WS_LOCK.sync, key)
-          return undefined
-        },
-        close: async () => {
-          ws.close()
-        },
-      }
+      const client = wsLockClient(corkedSend(ws))
+      ws.on('message', client.message)
+      return { ...client, close: async () => ws.close() }
     }
 
     case 'holdfast':

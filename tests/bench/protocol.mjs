@@ -33,11 +33,11 @@
 import path from 'node:path'
 import { WS_LOCK } from './adapters.mjs'
 import { wsLockMessages } from './remote.mjs'
+import { passes, sleep } from './passes.mjs'
 
 const dir = path.resolve(process.argv[2] ?? 'npm')
 const mode = process.argv[3] ?? 'r1'
 const N = Number(process.argv[4] ?? 8000)
-const PASSES = Number(process.env.PASSES ?? 40)
 const { openStore, memoryStorage } = await import(`${dir}/dist/entry/node.js`)
 const { Protocol, Session } = await import(`${dir}/dist/remote/session.js`)
 const wire = await import(`${dir}/dist/remote/wire.js`)
@@ -79,13 +79,10 @@ let timed = true
  */
 const thrash = new Uint8Array(Number(process.env.THRASH ?? 0) * 1024 * 1024)
 let spoil = 0
-/** SLEEP_US: the thread sleeps before each message, on a word nobody wakes (see the top). */
-const sleepMs = Number(process.env.SLEEP_US ?? 0) / 1000
-const asleep = new Int32Array(new SharedArrayBuffer(4))
-/** Before a message: the caches spoiled (THRASH) or the thread asleep (SLEEP_US), if asked. */
+/** Before a message: the caches spoiled (THRASH) or the thread asleep (SLEEP_US, see the top), if asked. */
 function between() {
   if (thrash.length) thrash.fill(++spoil & 255)
-  if (sleepMs > 0) Atomics.wait(asleep, 0, 0, sleepMs)
+  sleep()
 }
 /** One message, in a turn of its own (as a socket's messages come): what the server leaves to the turn's end runs after it. */
 const feed = async (s, bytes) => {
@@ -206,20 +203,11 @@ async function floor(n) {
 }
 
 const run = mode === 'r3' ? r3 : mode === 'r2' ? r2 : mode === 'floor' ? floor : r1
-await run(N)
-const perHold = []
-const cpuPerHold = []
-for (let pass = 0; pass < PASSES; pass++) {
+const taken = () => {
+  const t = ns
   ns = 0n
-  const c0 = process.cpuUsage()
-  const done = await run(N)
-  const c = process.cpuUsage(c0)
-  perHold.push(Number(ns) / 1000 / done)
-  cpuPerHold.push((c.user + c.system) / done)
+  return t
 }
-const least = (xs) => Math.min(...xs)
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
-console.log(
-  `${mode} ${mode === 'floor' ? '(ws-lock)' : dir}: ${mode === 'floor' ? "ws-lock's handler" : 'Protocol.frame'} ${least(perHold).toFixed(2)} µs per hold, median ${median(perHold).toFixed(2)} (whole loop: ${least(cpuPerHold).toFixed(2)} µs CPU per hold), least of ${PASSES} passes of ${N}${thrash.length ? `, THRASH=${process.env.THRASH}` : ''}${sleepMs > 0 ? `, SLEEP_US=${process.env.SLEEP_US}` : ''}`,
-)
+const what = mode === 'floor' ? "floor (ws-lock): ws-lock's handler" : `${mode} ${dir}: Protocol.frame`
+await passes(run, N, taken, what, thrash.length ? `, THRASH=${process.env.THRASH}` : '')
 process.exit(0)
