@@ -19,7 +19,7 @@
 import type { LostError, ClosedError } from '../errors.js'
 import type { Resource } from '../types.js'
 import type { Line } from '../util/line.js'
-import { keepShape } from '../util/shapes.js'
+import { keepShapes } from '../util/shapes.js'
 
 /**
  * What a lease needs of whoever granted it: a store, or in the in-process store the part that granted
@@ -219,11 +219,14 @@ function watch(lease: Lease, signal: AbortSignal): void {
 }
 
 // A lease's shape, kept (util/shapes.ts): granted by the store itself (a negative request id, a double
-// fence and grant time), inside a hold, with a line.
+// fence and grant time), inside a hold, with a line. Moved along where a client's leases end (remote/
+// client.ts `#forget`), whose fields take values of other kinds (a deadline).
 const shaped = new Lease({ _release() {}, _now: () => 0, _overdue() {} }, { kind: 'lock', name: '' }, '', 0.5, -1)
 shaped._since = 0.5
 shaped._enter({} as Resource, shaped)
-keepShape(shaped)
+export const followLeaseShape = keepShapes([shaped], lease => {
+  lease._since = 0.5
+})
 
 /** The property `name` of `object` where it is found: on the object, or up its prototype chain. */
 function describe(object: object, name: string): PropertyDescriptor | undefined {

@@ -7,6 +7,7 @@
 import type { ErrorCode } from '../errors.js'
 import { type Id, hexOfWords, idWords, idWordsOf } from '../util/hex.js'
 import { randomWord } from '../util/random.js'
+import { keepShapes } from '../util/shapes.js'
 
 /** Where `RemoteRequest`'s constructor reads an id's words into. */
 const WORDS = new Uint32Array(4)
@@ -107,3 +108,15 @@ export class RemoteRequest {
     return `${this.kind} ${this.name}: key ${JSON.stringify(this.key)}`
   }
 }
+
+/**
+ * A request's shape, kept (util/shapes.ts): a server's records all die when its clients have no hold,
+ * and a full collection would then free their shape, and with it the code of a hold's path optimized
+ * for it. Moved along where records end (store/remote-holds.ts), as the client's holds are.
+ */
+export const followRequestShape = keepShapes(
+  [new RemoteRequest('lock', '', '', '0'.repeat(32), undefined, 1_000, 0, 0, 0, { granted() {}, busy() {}, failed() {}, lost() {} })],
+  shaped => {
+    shaped.holding = false
+  },
+)

@@ -19,7 +19,7 @@
 
 import type { Lock } from '../handle/lock.js'
 import type { Resource } from './key-ids.js'
-import { RemoteRequest } from '../remote/request.js'
+import { RemoteRequest, followRequestShape } from '../remote/request.js'
 import { type Id, idWordsOf } from '../util/hex.js'
 import { BUSY, ENDED, EXPIRED, FAILED, GRANTED, HOLD_EVENTS, INVALID, KEY, LIMIT, REQ, RESUMED, RESUMED_FENCE, REVOKE_IN, REVOKED, TIMED_OUT } from './abi.js'
 import type { EngineHost, RemoteEvents } from './engine-host.js'
@@ -210,6 +210,7 @@ export class RemoteHolds implements RemoteEvents {
     }
     host.reqs[index] = undefined
     this.#live--
+    followRequestShape()
     if (kind === TIMED_OUT) record.sink.failed(record, 'in_use', `${record.place()}: still held after waiting`)
     else if (kind === FAILED)
       record.sink.failed(record, a === 1 ? 'storage' : 'limit', `${record.place()}: ${a === 1 ? 'storage failed to keep the fence ceiling' : 'fences used up'}`)
@@ -251,6 +252,7 @@ export class RemoteHolds implements RemoteEvents {
     if (last !== undefined && last.name === record.name && last.kind === record.kind) this.#keep(last)
     host.reqs[record.req >>> 0] = undefined
     this.#live--
+    followRequestShape()
     const now = host.clock.now()
     let n: number
     try {

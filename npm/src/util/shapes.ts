@@ -13,6 +13,13 @@
  * A kept object is made by the same constructor as the real ones, and is given values of the same
  * kinds (a double where real ones hold doubles: a field that goes from a small integer to a double
  * changes shape), so that it has the shape they end up with.
+ *
+ * Where that cannot be foreseen, the kept object is moved along (`keepShapes`): when a real object's
+ * field takes a value of a kind its shape did not allow, V8 deprecates the shape and moves each object
+ * to the new one when it is next touched. A kept object nobody touches stays on the deprecated shape,
+ * which it alone keeps alive, while the new one, which the real objects and the optimized code use,
+ * dies at the next full collection. The remote client's holds did so (R1's client, Node 26: its hold's
+ * path ran unoptimized for most of the timed part, after the collection before it).
  */
 
 const kept: unknown[] = []
@@ -20,4 +27,16 @@ const kept: unknown[] = []
 /** Keeps `object` (and so its shape) for as long as the package is loaded. */
 export function keepShape(object: unknown): void {
   kept.push(object)
+}
+
+/**
+ * Keeps `objects` and answers what moves them to their shape's current version, by `touch` (a write
+ * of a field, which V8 does on the current shape): call it where real objects of theirs end, so that
+ * a shape deprecated meanwhile is left behind at once.
+ */
+export function keepShapes<T>(objects: T[], touch: (object: T) => void): () => void {
+  for (const object of objects) keepShape(object)
+  return () => {
+    for (const object of objects) touch(object)
+  }
 }
