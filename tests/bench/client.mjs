@@ -101,8 +101,9 @@ function floor() {
 }
 
 const hold = mode === 'floor' ? floor() : await holdfast()
-const fn = async () => {}
 async function run(n) {
+  // A new fn for each pass, as R1's client makes one for each of its runs.
+  const fn = async () => {}
   for (let i = 0; i < n; i++) await hold(fn)
   // The last hold's release leaves in the next turn.
   await new Promise((resolve) => setImmediate(resolve))

@@ -11,13 +11,16 @@ export function sleep() {
 }
 
 /**
- * `run(n)` once as a warm-up, then PASSES (default 40) times; `taken()` answers the ns a pass counted
+ * `run(n)` once as a warm-up (then, with GC_AFTER_WARM=1 and --expose-gc, a full collection), then
+ * PASSES (default 40) times (EACH=1 prints every pass's figure); `taken()` answers the ns a pass counted
  * and starts the count again. Prints `what` with the least µs a hold of the passes (the machine is
  * shared: the least is the pass least disturbed), their median, and the whole loop's CPU a hold.
  */
 export async function passes(run, n, taken, what, extra = '') {
   const count = Number(process.env.PASSES ?? 40)
   await run(n)
+  // As R1's and R2's processes collect before their timed part.
+  if (process.env.GC_AFTER_WARM && globalThis.gc) globalThis.gc()
   taken()
   const perHold = []
   const cpuPerHold = []
@@ -28,6 +31,7 @@ export async function passes(run, n, taken, what, extra = '') {
     perHold.push(Number(taken()) / 1000 / done)
     cpuPerHold.push((c.user + c.system) / done)
   }
+  if (process.env.EACH) console.log(`each pass, µs a hold: ${perHold.map((x) => x.toFixed(2)).join(' ')}`)
   const least = (xs) => Math.min(...xs)
   const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
   console.log(

@@ -253,16 +253,33 @@ export async function measureRemote(w, a, ctx) {
       cpu: async () => {
         const [used, service] = await Promise.all([
           Promise.all(clients.map((c) => c.request({ op: 'cpu' }, 'cpu'))).then((cs) =>
-            cs.reduce((s, c) => ({ user: s.user + c.user, sys: s.sys + c.sys, main: s.main + (c.main ?? NaN) }), { user: 0, sys: 0, main: 0 }),
+            cs.reduce(
+              (s, c) => ({ user: s.user + c.user, sys: s.sys + c.sys, main: s.main + (c.main ?? NaN), vcs: s.vcs + (c.vcs ?? NaN), ics: s.ics + (c.ics ?? NaN) }),
+              { user: 0, sys: 0, main: 0, vcs: 0, ics: 0 },
+            ),
           ),
           server ? server.request({ op: 'cpu' }, 'cpu') : redisCpu(ctx.redisPort),
         ])
-        return { cu: used.user, cs: used.sys, cm: used.main, su: service.user, ss: service.sys, sm: service.main ?? NaN }
+        return {
+          cu: used.user,
+          cs: used.sys,
+          cm: used.main,
+          cv: used.vcs,
+          ci: used.ics,
+          su: service.user,
+          ss: service.sys,
+          sm: service.main ?? NaN,
+          sv: service.vcs ?? NaN,
+          si: service.ics ?? NaN,
+        }
       },
       cpuNote: (before, after, count) => {
         const d = cpuAdd(after, before, -1)
         const side = (user, sys, main) => `${fmtUs((user + sys) / count)} (sys ${(sys / (user + sys) * 100).toFixed(0)}%${Number.isNaN(main) ? '' : `, main ${fmtUs(main / count)}`})`
-        return `cpu/op: clients ${side(d.cu, d.cs, d.cm)}, ${server ? 'server' : 'redis-server'} ${side(d.su, d.ss, d.sm)}`
+        // Context switches a hold, of all the process's threads: voluntary (a thread went to sleep, to be
+        // woken later: each is a wake-up paid in latency) and involuntary (a thread was preempted).
+        const csw = (v, i) => (Number.isNaN(v) ? '' : ` csw ${(v / count).toFixed(2)}+${(i / count).toFixed(2)}`)
+        return `cpu/op: clients ${side(d.cu, d.cs, d.cm)}${csw(d.cv, d.ci)}, ${server ? 'server' : 'redis-server'} ${side(d.su, d.ss, d.sm)}${csw(d.sv, d.si)}`
       },
       closeClients: async () => {
         await Promise.all(clients.map((c) => c.request({ op: 'close' }, 'closed')))
@@ -325,6 +342,7 @@ export class Child {
   constructor(args, childEnv, name, deadline, log) {
     this.name = name
     this.deadline = deadline
+    this.log = log
     this.events = []
     this.waiters = []
     this.stderr = ''
@@ -345,12 +363,16 @@ export class Child {
       const at = line[0] === '{' ? 0 : line.indexOf('{"ev":')
       if (at !== 0 && log) appendFileSync(log, `${at < 0 ? line : line.slice(0, at)}\n`)
       if (at < 0) return
+      // The events go to the log too, so that a trace can be placed among them (roughly: C's stdio
+      // writes its traces a block at a time).
+      if (log) appendFileSync(log, `>> ${line.slice(at)}\n`)
       this.events.push(JSON.parse(at === 0 ? line : line.slice(at)))
       for (const w of [...this.waiters]) w.check()
     })
   }
 
   request(cmd, ev, ms) {
+    if (this.log) appendFileSync(this.log, `<< ${JSON.stringify(cmd)}\n`)
     this.child.stdin.write(JSON.stringify(cmd) + '\n')
     return this.next(ev, ms)
   }
@@ -454,9 +476,11 @@ async function redisCpu(port) {
   return { user: field('used_cpu_user'), sys: field('used_cpu_sys') }
 }
 
-const CPU0 = { cu: 0, cs: 0, cm: 0, su: 0, ss: 0, sm: 0 }
+const CPU0 = { cu: 0, cs: 0, cm: 0, cv: 0, ci: 0, su: 0, ss: 0, sm: 0, sv: 0, si: 0 }
 function cpuAdd(x, y, sign = 1) {
-  return { cu: x.cu + sign * y.cu, cs: x.cs + sign * y.cs, cm: x.cm + sign * y.cm, su: x.su + sign * y.su, ss: x.ss + sign * y.ss, sm: x.sm + sign * y.sm }
+  const sum = {}
+  for (const k of Object.keys(CPU0)) sum[k] = x[k] + sign * y[k]
+  return sum
 }
 
 function fmtUs(us) {
@@ -622,7 +646,8 @@ export async function remoteChild(name) {
 
   const ops = {
     gc: async () => {
-      gc()
+      // BENCH_NO_GC=1: none (to tell what the collection costs the timed part after it: see the README's session 18).
+      if (!env.BENCH_NO_GC) gc()
       return { ev: 'gc' }
     },
 
@@ -772,7 +797,8 @@ function cpuUsed() {
   timedProfile()
   const u = process.cpuUsage()
   const main = typeof process.threadCpuUsage === 'function' ? process.threadCpuUsage() : undefined
-  return { user: u.user, sys: u.system, main: main ? main.user + main.system : undefined }
+  const r = process.resourceUsage()
+  return { user: u.user, sys: u.system, main: main ? main.user + main.system : undefined, vcs: r.voluntaryContextSwitches, ics: r.involuntaryContextSwitches }
 }
 
 /**
