@@ -191,23 +191,34 @@ class Pending {
   }
 }
 
+/** Moves the kept holds along (see `keepHoldShapes`): nothing until the first client made them. */
+let followHoldShape = (): void => {}
+let holdShapesKept = false
+
 /**
- * A hold's shape, kept (util/shapes.ts): both kinds of wait (none, and a time), and the times of a grant
- * as doubles, as a clock gives them; moved along as holds end (`#forget`), since a hold's fields take
- * kinds of values this cannot all foresee. Without it, a full collection while the client had no hold
- * in flight freed the shape, and R1's client ran its hold's path unoptimized for most of its timed
- * part (Node 26: its collection comes between its warm-up and the timed part).
+ * A hold's shape, kept (util/shapes.ts): both kinds of wait (none, and a time), and as doubles the times
+ * a clock gives and the `revokeIn` a grant's frame gives (a u64 read as a double, 0 included: a small
+ * integer there first was the shape V8 left behind, `--trace-generalization`); moved along as holds
+ * end (`#forget`), for the kinds of values this does not foresee. Without it, a full collection while
+ * the client had no hold in flight freed the shape, and R1's client ran its hold's path unoptimized for
+ * most of its timed part (Node 26: its collection comes between its warm-up and the timed part). Made
+ * by the first client, not when the module loads: a hold draws its random id, which a Worker may not
+ * do in its global scope.
  */
-const followHoldShape = keepShapes(
-  [null, 1_000].map(wait => {
-    const shaped = new Pending({} as RemoteLock, '', wait, 0, undefined, undefined, undefined)
-    shaped.grantedAt = shaped.askedAt = shaped.sentAt = 0.5
-    return shaped
-  }),
-  shaped => {
-    shaped.cancelled = false
-  },
-)
+function keepHoldShapes(): void {
+  if (holdShapesKept) return
+  holdShapesKept = true
+  followHoldShape = keepShapes(
+    [null, 1_000].map(wait => {
+      const shaped = new Pending({} as RemoteLock, '', wait, 0, undefined, undefined, undefined)
+      shaped.grantedAt = shaped.askedAt = shaped.sentAt = shaped.revokeIn = 0.5
+      return shaped
+    }),
+    shaped => {
+      shaped.cancelled = false
+    },
+  )
+}
 
 export class RemoteStore implements LeaseOwner {
   readonly url: string
@@ -278,6 +289,7 @@ export class RemoteStore implements LeaseOwner {
     this.#reconnect = reconnect
     this.#clock = clock
     this.#context = context
+    keepHoldShapes()
     this._hold = context?.capture !== undefined && context.enterInJob !== undefined ? (h, k, w, s, fn) => this.#holdDirect(h, k, w, s, fn) : undefined
     this.#first = new DueLines<Pending>(
       clock,

@@ -112,11 +112,13 @@ export class RemoteRequest {
 /**
  * A request's shape, kept (util/shapes.ts): a server's records all die when its clients have no hold,
  * and a full collection would then free their shape, and with it the code of a hold's path optimized
- * for it. Moved along where records end (store/remote-holds.ts), as the client's holds are.
+ * for it. Its `req` is a double, as the engine's view gives it (a small integer there first was the
+ * shape V8 left behind); moved along where records end (store/remote-holds.ts), as the client's holds.
  */
-export const followRequestShape = keepShapes(
-  [new RemoteRequest('lock', '', '', '0'.repeat(32), undefined, 1_000, 0, 0, 0, { granted() {}, busy() {}, failed() {}, lost() {} })],
-  shaped => {
-    shaped.holding = false
-  },
-)
+// (Its lease id is given, not drawn: a Worker may not draw random numbers in its global scope.)
+const zeros = '0'.repeat(32)
+const shaped = new RemoteRequest('lock', '', '', zeros, zeros, 1_000, 0, 0, 0, { granted() {}, busy() {}, failed() {}, lost() {} })
+shaped.req = 0.5
+export const followRequestShape = keepShapes([shaped], request => {
+  request.holding = false
+})
