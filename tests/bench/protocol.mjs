@@ -29,7 +29,8 @@
 // sleeps in epoll between two messages of R1 (most of its 110-180 µs round trip): the message's work
 // then starts on a CPU that was idle (its caches and branch predictors used by others), as it does in
 // the benchmark. The time of `frame` (or the floor's handler) is then measured after each wake-up; the
-// whole loop's CPU includes the sleeps' system calls.
+// whole loop's CPU includes the sleeps' system calls. WITH_TURN=1: each message's time runs to the end
+// of its turn (see there).
 import path from 'node:path'
 import { WS_LOCK } from './adapters.mjs'
 import { wsLockMessages } from './remote.mjs'
@@ -73,6 +74,11 @@ let ns = 0n
 /** Whether `feed` counts its time (r2 counts only the hand-overs). */
 let timed = true
 /**
+ * WITH_TURN=1: the time of a message runs to the end of its turn: `frame`, and what the server left
+ * to the turn's end (its microtasks; and one `await`, the same for every build).
+ */
+const WITH_TURN = process.env.WITH_TURN === '1'
+/**
  * THRASH=MB: before each message, write a buffer of that size, as the other processes of the machine
  * do to the caches between two messages of a real server (which sleeps between them): the work of a
  * message from cold caches, what its code and data's footprint costs.
@@ -89,8 +95,9 @@ const feed = async (s, bytes) => {
   between()
   const t = process.hrtime.bigint()
   protocol.frame(s, bytes)
-  if (timed) ns += process.hrtime.bigint() - t
+  if (timed && !WITH_TURN) ns += process.hrtime.bigint() - t
   await undefined
+  if (timed && WITH_TURN) ns += process.hrtime.bigint() - t
 }
 const goodbye = (s) => protocol.frame(s, wire.encodeClient(99, { type: 'goodbye' }))
 
