@@ -1,10 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { openStore } from '../src/entry/node.js'
-import { memoryStorage } from '../src/storage/storage.js'
-import { Protocol, Session } from '../src/remote/session.js'
-import { REVISION, batchOf, decodeServerAll, encodeClient } from '../src/remote/wire.js'
-import type { Socket } from '../src/runtime/transport.js'
+import { batchOf, encodeClient } from '../src/remote/wire.js'
+import { servedSession } from './served.js'
 
 /**
  * #17 and #13 item 5: the server keeps the name of the hold or release it served to the end of the
@@ -19,21 +16,9 @@ const turn = () => new Promise(resolve => setImmediate(resolve))
 const request = (i: number) => i.toString(16).padStart(32, '0')
 
 async function served() {
-  const store = await openStore({ storage: memoryStorage() })
-  const protocol = new Protocol(() => store as never, 'token', {})
-  const sent: Uint8Array[] = []
-  const socket = { send: (f: Uint8Array) => void sent.push(f), close() {}, onMessage() {}, onClose() {} } as unknown as Socket
-  const session = new Session(1, socket, protocol)
-  protocol.frame(session, encodeClient(1, { type: 'hello', revision: REVISION, token: 'token', client: 'test' }))
-  sent.length = 0
+  const { store, send, frames } = await servedSession()
   const hold = (i: number) =>
     encodeClient(i, { type: 'hold', semaphore: false, limit: 1, name: 'x', key: 'k', ttl: 30_000, maxHold: 0, wait: 0, request: request(i) })
-  /** The frames sent since the last call. */
-  const frames = () => {
-    const all = sent.flatMap(m => decodeServerAll(m))
-    sent.length = 0
-    return all
-  }
   /** The lease of the `granted` last sent. */
   const lease = () => {
     const all = frames()
@@ -42,7 +27,7 @@ async function served() {
     return granted.lease
   }
   const release = (l: string) => encodeClient(0, { type: 'release', lease: l })
-  return { store, send: (bytes: Uint8Array) => protocol.frame(session, bytes), hold, lease, release, frames }
+  return { store, send, hold, lease, release, frames }
 }
 
 test('#17, #13 item 5: a release and the next hold of a name in one message keep it; once idle, it is forgotten at the end of the turn', async () => {

@@ -48,6 +48,9 @@ pub const FENCE_KEY: &str = "holdfast.fences";
 pub mod buffer {
     /// The id of the request a `hold` made.
     pub const REQ: usize = 0;
+    /// `releaseRemote`: the id of the request it ended, or -1 when no live request had that lease.
+    /// Shares its slot with [`REQ`]: no call writes both.
+    pub const RELEASED: usize = 0;
     /// The id of the key it holds or waits for.
     pub const KEY: usize = 1;
     /// How many events the `hold` wrote (rarely any: a grant that failed for want of fences); also

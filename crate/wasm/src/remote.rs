@@ -105,6 +105,28 @@ impl Core {
         Ok(self.after(answer.map(drop)))
     }
 
+    /// Releases (or, still waiting, cancels) the live request over a connection whose lease id is
+    /// `w0`-`w3` (words as in `holdRemote`), found and ended in one call: a release is every other
+    /// message of a client holding keys in turn, and the lookup and the cancel were a call each. The
+    /// request's id goes to `buffer::RELEASED`, or -1 when no live request has that lease (nothing is
+    /// done then). Answers the events written, as `release`.
+    #[wasm_bindgen(js_name = releaseRemote)]
+    pub fn release_remote(&mut self, w0: u32, w1: u32, w2: u32, w3: u32, now: f64) -> f64 {
+        self.reclaim();
+        let found = self
+            .inner
+            .borrow()
+            .engine
+            .remote_lease(id_of_words(w0, w1, w2, w3));
+        let Some(req) = found else {
+            self.buf[buffer::RELEASED] = -1.0;
+            return 0.0;
+        };
+        self.buf[buffer::RELEASED] = req.to_u64() as f64;
+        let answer = self.inner.borrow_mut().engine.cancel(req, now as u64);
+        self.after(answer.map(drop))
+    }
+
     /// Cancels a request named by its request id. Answers the events written, as `release`.
     #[wasm_bindgen(js_name = cancelRequest)]
     pub fn cancel_request(&mut self, request: &str, now: f64) -> Result<f64, JsValue> {

@@ -16,6 +16,7 @@ macro_rules! table {
 
 const RUST: &[(&str, f64)] = table![
     buffer::REQ,
+    buffer::RELEASED,
     buffer::KEY,
     buffer::HOLD_EVENTS,
     buffer::RESUMED_FENCE,

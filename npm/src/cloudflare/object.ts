@@ -500,8 +500,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
 
   #expireRestored(lease: string): void {
     if (!this.#restored.delete(lease)) return
-    const record = this.#store._remoteLease(lease)
-    if (record) this.#store._endRemote(record)
+    this.#store._releaseRemote(lease)
     this.#ended(lease)
   }
 
@@ -580,8 +579,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     try {
       await this.#begin()
       if (typeof lease !== 'string' || !HEX32.test(lease)) throw new InvalidError('release: lease must be 32 hex digits')
-      const record = this.#store._remoteLease(lease)
-      if (record) this.#store._endRemote(record)
+      this.#store._releaseRemote(lease)
       this.#ended(lease)
       return { ok: true }
     } catch (error) {

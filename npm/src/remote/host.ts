@@ -33,6 +33,8 @@ export interface ServedStore {
   _renew(lease: string): { ttl: number; revokeIn: number } | undefined
   /** @internal Ends a client's request: releases its lease, or takes it out of the line. */
   _endRemote(record: RemoteRequest): void
+  /** @internal Ends the request holding a lease id, if the store has it (as `_remoteLease`, then `_endRemote`). */
+  _releaseRemote(lease: Id): void
   /** @internal The request of a client's request id, if the store has it. */
   _remoteRequest(request: Id): RemoteRequest | undefined
   /** @internal The request holding a lease id, if the store has it. */

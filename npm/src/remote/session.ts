@@ -316,8 +316,7 @@ export class Protocol {
       }
       case 'release': {
         const lease = 'w0' in frame ? frame : frame.lease
-        const record = store._remoteLease(lease)
-        if (record) store._endRemote(record)
+        store._releaseRemote(lease)
         // Spelt only for a host that listens (a call through `?.` reads no argument when it has none).
         hooks.ended?.(hexOfId(lease))
         // Id 0 asks for no answer: a hold's release need not cost a second frame.

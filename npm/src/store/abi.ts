@@ -9,6 +9,8 @@
 // The buffer (indices of f64s).
 /** The id of the request a hold made. */
 export const REQ = 0
+/** releaseRemote: the id of the request it ended, or -1 when no live request had that lease. Shares slot 0 with REQ. */
+export const RELEASED = 0
 /** The id of the key it holds or waits for. */
 export const KEY = 1
 /** How many events a hold, holdRemote or renew wrote. */

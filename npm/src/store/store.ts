@@ -332,6 +332,11 @@ export class Store implements LockStore, ServedStore {
     this.#remote.end(record)
   }
 
+  /** @internal Releases (or, if still waiting, cancels) the request over a connection holding this lease id, if any. */
+  _releaseRemote(lease: Id): void {
+    this.#remote.release(lease)
+  }
+
   /** @internal The live request of a connection with this request id. */
   _remoteRequest(request: Id): RemoteRequest | undefined {
     return this.#remote.byRequest(request)

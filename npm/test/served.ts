@@ -1,0 +1,27 @@
+import { openStore } from '../src/entry/node.js'
+import { memoryStorage } from '../src/storage/storage.js'
+import { Protocol, Session } from '../src/remote/session.js'
+import { REVISION, decodeServerAll, encodeClient, type ServerFrame } from '../src/remote/wire.js'
+import type { Socket } from '../src/runtime/transport.js'
+
+/**
+ * A store served to one session of a `Protocol`, without a socket: `send` hands the session a
+ * client's message, as its connection would, and `frames` answers what the server sent it since the
+ * last call. The session has said hello.
+ */
+export async function servedSession() {
+  const store = await openStore({ storage: memoryStorage() })
+  const protocol = new Protocol(() => store as never, 'token', {})
+  const sent: Uint8Array[] = []
+  const socket = { send: (f: Uint8Array) => void sent.push(f), close() {}, onMessage() {}, onClose() {} } as unknown as Socket
+  const session = new Session(1, socket, protocol)
+  protocol.frame(session, encodeClient(1, { type: 'hello', revision: REVISION, token: 'token', client: 'test' }))
+  sent.length = 0
+  /** The frames sent since the last call. */
+  const frames = (): ServerFrame[] => {
+    const all = sent.flatMap(m => decodeServerAll(m))
+    sent.length = 0
+    return all
+  }
+  return { store, send: (bytes: Uint8Array) => protocol.frame(session, bytes), frames }
+}
