@@ -191,9 +191,8 @@ class Pending {
   }
 }
 
-/** Moves the kept holds along (see `keepHoldShapes`): nothing until the first client made them. */
-let followHoldShape = (): void => {}
-let holdShapesKept = false
+/** Moves the kept holds along (see `keepHoldShapes`): made by the first client. */
+let followHoldShape: (() => void) | undefined
 
 /**
  * A hold's shape, kept (util/shapes.ts): both kinds of wait (none, and a time), and as doubles the times
@@ -206,9 +205,7 @@ let holdShapesKept = false
  * do in its global scope.
  */
 function keepHoldShapes(): void {
-  if (holdShapesKept) return
-  holdShapesKept = true
-  followHoldShape = keepShapes(
+  followHoldShape ??= keepShapes(
     [null, 1_000].map(wait => {
       const shaped = new Pending({} as RemoteLock, '', wait, 0, undefined, undefined, undefined)
       shaped.grantedAt = shaped.askedAt = shaped.sentAt = shaped.revokeIn = 0.5
@@ -680,7 +677,7 @@ export class RemoteStore implements LeaseOwner {
   }
 
   #forget(p: Pending): void {
-    followHoldShape()
+    followHoldShape?.()
     followLeaseShape()
     this.#pending.take(p.local)
     if (p.lease) this.#unlistLease(p)
