@@ -272,12 +272,7 @@ export class RemoteHolds implements RemoteEvents {
   end(record: RemoteRequest): void {
     const host = this.#host
     if (host.closed || host.reqs[record.req >>> 0] !== record) return
-    // A release of the last name served: kept to the end of the turn, for a hold that may follow.
-    const last = this.#lastHandle?._resource
-    if (last !== undefined && last.name === record.name && last.kind === record.kind) this.#keep(last)
-    host.reqs[record.req >>> 0] = undefined
-    this.#live--
-    followRequestShape()
+    this.#ended(record)
     const now = host.clock.now()
     let n: number
     try {
@@ -308,13 +303,20 @@ export class RemoteHolds implements RemoteEvents {
     if (req < 0) return
     const record = host.reqs[req >>> 0]
     if (!(record instanceof RemoteRequest)) throw host.trap(new Error(`the engine released request ${req}, which has no record over a connection`))
-    // As `end`, before the events: the name the release may leave unused is kept for a hold that follows.
+    this.#ended(record)
+    if (n > 0) host.drain(n, now)
+  }
+
+  /**
+   * A request `end` or `release` ends: forgotten here, before its events are drained. A release of the
+   * last name served keeps the name to the end of the turn, for a hold that may follow.
+   */
+  #ended(record: RemoteRequest): void {
     const last = this.#lastHandle?._resource
     if (last !== undefined && last.name === record.name && last.kind === record.kind) this.#keep(last)
-    host.reqs[req >>> 0] = undefined
+    this.#host.reqs[record.req >>> 0] = undefined
     this.#live--
     followRequestShape()
-    if (n > 0) host.drain(n, now)
   }
 
   /** The live request of a connection with this request id. */
