@@ -16,6 +16,7 @@ type WsSocket = import('ws').WebSocket
 interface RawSocket {
   cork?: unknown
   write(bytes: Uint8Array): boolean
+  on(event: 'data', listener: () => void): unknown
 }
 
 /**
@@ -27,10 +28,15 @@ function adapt(ws: WsSocket, masked: boolean, maxBuffered = Infinity): Socket {
   // Frames sent in one turn of the event loop (a server answering every hold of a read, a client's
   // workers asking at once) leave in one write, flushed in the turn's check phase (setImmediate),
   // after the callbacks of its I/O, their ticks and microtasks; a tick (process.nextTick) would flush
-  // between the immediates of one turn, which is where holders resume after a yield. Where `ws` runs
-  // on a Node socket without extensions (no compression), the frames are built here, all into one
-  // buffer (ws-frames.ts): through `ws`, each message cost a header, a stream write and two chunks of
-  // a writev. Once the peer takes batches (protocol revision 3: `socket.pack` set), the frames of a
+  // between the immediates of one turn, which is where holders resume after a yield. A server's
+  // frames to the connection it just read from (its answers to the messages read, with whatever that
+  // connection was sent before in the turn) leave as soon as the read is done: they do not wait for
+  // the rest of the turn (its other reads, its microtasks, the way to its check phase), while frames
+  // to other connections (grants that a release handed over) still gather until the turn's end, with
+  // what those connections' own reads, later in the turn, are answered. Where `ws` runs on a Node
+  // socket without extensions (no compression), the frames are built here, all into one buffer
+  // (ws-frames.ts): through `ws`, each message cost a header, a stream write and two chunks of a
+  // writev. Once the peer takes batches (protocol revision 3: `socket.pack` set), the frames of a
   // turn go as one WebSocket message (or a few, `packed`), which the peer reads and decodes at once.
   // Elsewhere (Bun's sockets under ws have no cork) each message is `ws.send` as it comes, or, to a
   // peer that takes batches, the turn's packed messages at its end.
@@ -62,6 +68,14 @@ function adapt(ws: WsSocket, masked: boolean, maxBuffered = Infinity): Socket {
     if (direct) direct.write(framesOf(messages, masked))
     else for (const m of messages) ws.send(m)
     bounded()
+  }
+  // A server's answers to what it read leave once the read is done: this listener comes after the one
+  // of `ws`, which emits the messages of the bytes read, all of them, before it returns. (The turn's
+  // immediate then finds nothing to send.)
+  if (!masked && direct) {
+    direct.on('data', () => {
+      if (queue.length > 0) flush()
+    })
   }
   const { socket, message, closed } = withHandlers({
     send(frame) {
