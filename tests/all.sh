@@ -12,7 +12,8 @@
 #   4. holdfast/redis against real redis-servers the tests start (Debian's redis-server), with ioredis
 #      and node-redis, under Node 20, Node 24 and Bun
 #   5. crash-restart torture of fences (200 kill -9 restarts; TORTURE_KILLS=1000 for the full run)
-#   6. a short benchmark run, for its correctness checks (FIFO, exclusion); speeds are printed, not judged
+#   6. a short benchmark run, for its correctness checks (FIFO, exclusion); speeds are printed, not judged;
+#      and the unit tests of the benchmark's ratio intervals (tests/bench/interval.test.mjs)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -56,7 +57,8 @@ bash tests/deno/run.sh
 say "the packed package in Cloudflare workerd (wrangler, Node 24)"
 bash tests/workerd/run.sh
 
-say "benchmark smoke run (correctness checks only)"
+say "benchmark smoke run (correctness checks only), and the benchmark's ratio intervals"
+node --test tests/bench/interval.test.mjs
 BENCH_ROUNDS=1 BENCH_SCALE=0.1 HOLDFAST_PKG="$root/npm" bash tests/bench/run.sh >/tmp/holdfast-bench-smoke.txt 2>&1 || {
   cat /tmp/holdfast-bench-smoke.txt
   exit 1

@@ -11,7 +11,9 @@
 //     adapter order is reversed every other round, so drift on the machine spreads over all of them.
 //   - ops/s is the median over rounds, with [min..max]; ns/op = 1e9 / median; "vs X" = ops/s ÷ X's
 //     ops/s (> 1 means faster than X). The closing "ratios" list holdfast ÷ async-lock (W1, W2, W3, W5, W6)
-//     and holdfast ÷ async-mutex (W4; async-lock has no semaphore).
+//     and holdfast ÷ async-mutex (W4; async-lock has no semaphore). With 5 rounds or more, each ratio
+//     of the list is followed by its 90% interval (interval.mjs: the run's rounds drawn again, in the
+//     pairs they ran in): a ratio whose interval spans its line is not told apart from it by the run.
 //   - Checks (FIFO entry order, mutual exclusion, semaphore limit, keys released) are reported PASS or
 //     FAIL. A FAIL in any round, or a child that crashed, hung or exited without a result (a hold that
 //     never settled), makes this process exit 1. Speed never fails anything: there are no timed
@@ -65,6 +67,7 @@ import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { ADAPTERS, B, DESCRIPTIONS, ON_REQUEST, REMOTE_ADAPTERS, REMOTE_DESCRIPTIONS, makeAdapter, packageInfo, remoteVersion, usesRedis } from './adapters.mjs'
+import { ratioInterval } from './interval.mjs'
 import { REMOTE_WORKLOADS, measureRemote, remoteChild, serveChild, startRedis } from './remote.mjs'
 import { WORKLOADS as LOCAL_WORKLOADS } from './workloads.mjs'
 
@@ -226,7 +229,13 @@ async function parent() {
   }
 
   say()
-  say('## ratios (holdfast ops/s ÷ competitor ops/s; >1 = holdfast faster)')
+  say(`## ratios (holdfast ops/s ÷ competitor ops/s; >1 = holdfast faster${rounds >= 5 ? '; 90%: the interval of the ratio over the rounds, interval.mjs' : ''})`)
+  // The interval of `mine` ÷ `other` in workload w, from the speeds of their rounds ('' with fewer than 5).
+  const spread = (w, mine, other) => {
+    const ops = (a) => (results[w][a] ?? []).map((r) => r.ops)
+    const interval = ratioInterval(ops(mine), ops(other))
+    return interval === undefined ? '' : `   90%: ${interval[0].toFixed(2)}-${interval[1].toFixed(2)}x`
+  }
   const ran = (w) => (isRemote(w) ? remoteAdapters : adapters).includes('holdfast')
   if (anyLocal && !adapters.includes('holdfast')) say(`holdfast not run: ${skipped.holdfast ?? 'not selected (BENCH_ADAPTERS)'}`)
   if (anyRemote && !remoteAdapters.includes('holdfast')) say(`holdfast (remote) not run: ${remoteSkipped.holdfast ?? 'not selected (BENCH_ADAPTERS)'}`)
@@ -238,7 +247,7 @@ async function parent() {
       if (!isRemote(w) || r === undefined) continue
       for (const other of ['redis-semaphore', 'redlock', 'holdfast', 'holdfast-redis', 'redis-fifo-floor']) {
         const o = medians[w][other]
-        if (o !== undefined && other !== mine) say(`${pad(w, 4)}${mine} ÷ ${pad(other, 17)}${ratio(r / o)}   (${mine} ${fmtOps(r)}, ${other} ${fmtOps(o)})`)
+        if (o !== undefined && other !== mine) say(`${pad(w, 4)}${mine} ÷ ${pad(other, 17)}${ratio(r / o)}   (${mine} ${fmtOps(r)}, ${other} ${fmtOps(o)})${spread(w, mine, other)}`)
       }
     }
   }
@@ -249,18 +258,18 @@ async function parent() {
     for (const other of others) {
       const h = medians[w].holdfast
       const o = medians[w][other]
-      const text = h === undefined || o === undefined ? '—' : `${ratio(h / o)}   (holdfast ${fmtOps(h)}, ${other} ${fmtOps(o)})`
+      const text = h === undefined || o === undefined ? '—' : `${ratio(h / o)}   (holdfast ${fmtOps(h)}, ${other} ${fmtOps(o)})${spread(w, 'holdfast', other)}`
       say(`${pad(w, 4)}holdfast ÷ ${pad(other, isRemote(w) ? 17 : 13)}${text}`)
       // The most any lock keeping LOCK-04 could reach here: no lock at all, only the context.
       const c = medians[w]['bare-context']
-      if (!isRemote(w) && c !== undefined && o !== undefined) say(`${pad('', 4)}bare-context ÷ ${pad(other, 12)}${ratio(c / o)}   (the ceiling with LOCK-04's context: no lock, only a context entered per hold)`)
+      if (!isRemote(w) && c !== undefined && o !== undefined) say(`${pad('', 4)}bare-context ÷ ${pad(other, 12)}${ratio(c / o)}   (the ceiling with LOCK-04's context: no lock, only a context entered per hold)${spread(w, 'bare-context', other)}`)
     }
     // The A/B: the second build against the first, and against the floor.
     const hb = medians[w][B]
     if (hb !== undefined) {
       for (const other of ['holdfast', ...(isRemote(w) ? ['ws-lock'] : [w === 'W4' ? 'async-mutex' : 'async-lock'])]) {
         const o = medians[w][other]
-        if (o !== undefined) say(`${pad(w, 4)}holdfast-b ÷ ${pad(other, isRemote(w) ? 19 : 15)}${ratio(hb / o)}   (holdfast-b ${fmtOps(hb)}, ${other} ${fmtOps(o)})`)
+        if (o !== undefined) say(`${pad(w, 4)}holdfast-b ÷ ${pad(other, isRemote(w) ? 19 : 15)}${ratio(hb / o)}   (holdfast-b ${fmtOps(hb)}, ${other} ${fmtOps(o)})${spread(w, B, other)}`)
       }
     }
   }

@@ -9,6 +9,7 @@ import { createServer, connect as tcp } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Proc as SharedProc } from './proc.js'
+import { mulberry32 } from './random.js'
 
 export const CLIENT = process.env.HOLDFAST_REDIS_CLIENT || 'ioredis'
 export const REDIS_SERVER = process.env.HOLDFAST_REDIS_SERVER || 'redis-server'
@@ -18,16 +19,6 @@ export const RUNTIMES = {
   bun: process.env.HOLDFAST_BUN || process.execPath,
 }
 export const sleep = ms => new Promise(r => setTimeout(r, ms))
-
-/** A seeded random number generator (the model tests': a seed replays exactly). */
-export function mulberry32(seed) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** A model test's seed: its random numbers, `pick` from a list, the log of its ops, and `fail`, which names the seed and replays its ops. */
 export function seeded(seed) {

@@ -30,7 +30,7 @@ else
   echo "no built package at $pkg (run: bash npm/build.sh)" >&2
   exit 1
 fi
-cp "$here"/*.mjs "$work/"
+cp "$here"/*.mjs "$root/tests/shared/random.js" "$work/"
 printf '{ "name": "holdfast-torture", "private": true, "type": "module" }\n' > "$work/package.json"
 cd "$work"
 

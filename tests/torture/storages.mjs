@@ -5,18 +5,10 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { fileStorage } from 'holdfast'
+import { mulberry32 } from './random.js'
 
-/** A small deterministic generator (mulberry32), so that a child's faults follow its seed. */
-export function random(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+/** A small deterministic generator (tests/shared/random.js), so that a child's faults follow its seed. */
+export { mulberry32 as random }
 
 function fileOf(dir, key) {
   return path.join(dir, `${encodeURIComponent(key)}.value`)
@@ -59,7 +51,7 @@ const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
  * `lying` (the control: it acknowledges every write and keeps none, so fences must repeat).
  */
 export function makeStorage(mode, dir, seed) {
-  const rand = random(seed)
+  const rand = mulberry32(seed)
   fs.mkdirSync(dir, { recursive: true })
   switch (mode) {
     case 'file':
