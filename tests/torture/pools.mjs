@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { random } from './storages.mjs'
+import { mulberry32 } from './random.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const CAPACITY = 40
@@ -28,7 +28,7 @@ const CAPACITY = 40
 const IN_FLIGHT = 24
 const kills = Number(process.env.TORTURE_KILLS ?? 50)
 const runtime = process.env.TORTURE_RUNTIME || process.execPath
-const rand = random(Number(process.env.TORTURE_SEED ?? 1))
+const rand = mulberry32(Number(process.env.TORTURE_SEED ?? 1))
 
 /** The client's view: claims it holds (id -> units), commands in doubt, and its counts. */
 const held = new Map()

@@ -7,9 +7,6 @@ import * as path from 'node:path'
 import { fileStorage } from 'holdfast'
 import { mulberry32 } from './random.js'
 
-/** A small deterministic generator (tests/shared/random.js), so that a child's faults follow its seed. */
-export { mulberry32 as random }
-
 function fileOf(dir, key) {
   return path.join(dir, `${encodeURIComponent(key)}.value`)
 }

@@ -21,14 +21,15 @@ import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { openStore } from 'holdfast'
-import { makeStorage, random } from './storages.mjs'
+import { mulberry32 } from './random.js'
+import { makeStorage } from './storages.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const BLOCK = 1_000_000
 const modes = (process.env.TORTURE_MODES ?? 'file slow flaky lying').split(/\s+/).filter(Boolean)
 const defaults = { file: 100, slow: 50, flaky: 50, lying: 10 }
 const runtime = process.env.TORTURE_RUNTIME || process.execPath
-const rand = random(Number(process.env.TORTURE_SEED ?? 1))
+const rand = mulberry32(Number(process.env.TORTURE_SEED ?? 1))
 
 /** When to kill: a child takes about 200 ms to start, open its store and write its first ceiling;
  * a third of the kills land in that time, most of the rest while it grants, and some late enough for
