@@ -178,9 +178,10 @@ export async function makeAdapter(name) {
 //
 //   hold(key, fn)          waits for key as long as it takes, runs fn, lets go; resolves to fn's result
 //   tryHold(key, fn)       never waits: { acquired: false } or { acquired: true, value }
-//   sync(key)              resolves once everything this client sent before has reached the server
-//                          (a round trip on the same connection, answered in order); for holdfast, to
-//                          the number of holds waiting in line for key as the server then saw it
+//   sync(key, count)       resolves once everything this client sent before has reached the server
+//                          (a round trip on the same connection, answered in order, through the
+//                          client's hold path where it can); with `count`, for holdfast, to the number
+//                          of holds waiting in line for key as the server then saw it
 //   fifo                   whether the library promises first-come, first-served (a FIFO violation
 //                          fails only such a library; for the others it is reported)
 //   close()                async; ends the client (holdfast: says goodbye, which lets its leases go)
@@ -402,9 +403,17 @@ export async function makeRemoteAdapter(name, { url, token, redis }) {
         fifo: true,
         hold: (key, fn) => l.hold(key, fn),
         tryHold: (key, fn) => l.tryHold(key, fn),
-        // inspect() travels on the same connection as the holds sent before it, and the server
-        // answers frames of one connection in order: its answer comes after theirs were handled.
-        sync: async (key) => {
+        // Both round trips travel on the same connection as the holds sent before them, and the
+        // server answers the frames of one connection in order: the answer comes after theirs were
+        // handled. The plain one is a tryHold of another key, so that, as `ws-lock`'s sync runs its
+        // client's hold path, this one runs holdfast's: an inspect() after every holder (until
+        // session 22) left the hold path to be compiled inside R2's timed batches, 1.1x slower on
+        // Bun (tests/bench/README.md, session 22). With `count`, an inspect() reads the line too.
+        sync: async (key, count) => {
+          if (!count) {
+            await l.tryHold(`sync:${key}`, () => {})
+            return undefined
+          }
           const entries = await remote.inspect()
           return entries.find((e) => e.name === 'bench' && e.key === key)?.waiting ?? 0
         },
