@@ -57,6 +57,8 @@
 //                  "--trace-gc --min-semi-space-size=1 --max-semi-space-size=1" (scavenges then count
 //                  the bytes allocated: one per MB); BENCH_CHILD_LOG a directory where what each prints
 //                  that is not an event goes, as WORKLOAD-ADAPTER-ROUND-ROLE.log (ROLE: server, A, B).
+//                  "--import ./calls.mjs" (Node): each process counts the functions it calls in its
+//                  timed parts (see calls.mjs).
 //   BENCH_REDIS_SERVER  the redis-server binary (default: redis-server on PATH, installed by redis.sh)
 //   HOLDFAST_SKIP  set by run.sh when holdfast is not built: holdfast is listed as not run, with the reason
 //   HOLDFAST_PKG_B (run.sh) a second build, installed as holdfast-b and measured beside holdfast in the
