@@ -168,3 +168,46 @@ test('#17 LOCK-06: a fn that closes the client as its grant is read: the later g
     'the goodbye was sent',
   )
 })
+
+test("LOCK-05: a server's `lost` frame loses the lease it names and no other: ids that share their first word, one granted after a first `lost`, one already released, one unknown", async () => {
+  const server = fakeServer()
+  const remote = await connectOn(server.transport, keptContext(), 'ws://fake', { token: 't', clock: manualClock(0) })
+  const lock = remote.lock('l', { ttl: '30s' })
+  const lost = (lease: string, code: 'lost' | 'closed' = 'lost') => server.deliver(encodeServer(0, { type: 'lost', lease, code }))
+  // Lease ids that share their first 32 bits (and their last), told apart by the words between.
+  const ids = ['aaaaaaaa000000000000000000000001', 'aaaaaaaa000000010000000000000001', 'aaaaaaaa000000000000000100000001']
+  const asked = ids.map((_, i) => lock.acquire(`k${i}`))
+  await new Promise(r => setImmediate(r))
+  server.deliver(
+    batchOf(
+      server.holds.map((h, i) => encodeServer(h.id, { type: 'granted', request: h.request, lease: ids[i]!, fence: i + 1, ttl: 30_000, revokeIn: 0 })),
+      true,
+    ),
+  )
+  server.holds.length = 0
+  const [a, b, c] = (await Promise.all(asked)) as Lease[]
+  lost(ids[1]!.toUpperCase())
+  assert.deepEqual([a!.lost, b!.lost, c!.lost], [false, true, false], 'only the named lease is lost (its id read whatever its case)')
+  assert.throws(() => b!.signal.throwIfAborted(), { name: 'LostError' })
+
+  // A lease granted after that `lost` is found by the next one.
+  const later = lock.acquire('k3')
+  await new Promise(r => setImmediate(r))
+  const [h] = server.holds.splice(0)
+  server.deliver(encodeServer(h!.id, { type: 'granted', request: h!.request, lease: 'bbbbbbbb000000000000000000000000', fence: 4, ttl: 30_000, revokeIn: 0 }))
+  const d = (await later) as Lease
+  lost('bbbbbbbb000000000000000000000000', 'closed')
+  assert.equal(d.lost, true)
+  assert.throws(() => d.signal.throwIfAborted(), { name: 'ClosedError' })
+
+  // Released since the last `lost` (still in what that frame looked it up in): nothing to lose.
+  await a!.release()
+  lost(ids[0]!)
+  assert.equal(a!.lost, false, 'a released lease is not made lost')
+  // Unknown: nothing happens, and the other lease still holds.
+  lost('cccccccc000000000000000000000000')
+  assert.equal(c!.lost, false)
+  lost(ids[2]!)
+  assert.equal(c!.lost, true)
+  await remote.close()
+})

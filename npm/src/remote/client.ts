@@ -115,8 +115,11 @@ class Pending {
   l1 = 0
   l2 = 0
   l3 = 0
-  /** The next lease in `RemoteStore.#byLease` whose id's first word is this one's. */
-  sameWord: Pending | undefined = undefined
+  /**
+   * Taken out of `RemoteStore.#pending` (`#forget`): released, lost, cancelled, refused, or its wait
+   * ran out. A grant that finds it so was raced by that end, and is let go.
+   */
+  forgotten = false
   /** Our local number for the hold, and its lease (what `Lease` passes back to release). */
   readonly local: number
   /** The request id: 128 random bits as four words, most significant first (`request`: as hex). */
@@ -230,16 +233,18 @@ export class RemoteStore implements LeaseOwner {
   #nextLocal = 1
   /**
    * Answers awaited, by frame id: a hold's (its `Pending`, answered by `#holdAnswered`), or a callback.
-   * These three gain and lose an entry on every hold: hash tables, not `Map`s (see util/hash-table.ts).
+   * These two gain and lose an entry on every hold: hash tables, not `Map`s (see util/hash-table.ts).
    */
   readonly #answers: HashTable<number, Pending | ((frame: ServerFrame) => void)> = intTable()
   /** Holds waiting or held, by local number. */
   readonly #pending: HashTable<number, Pending> = intTable()
   /**
-   * Held ones by the first word of their lease id (random: ids that share it are rare, and chained
-   * through `Pending.sameWord`), for the server's `lost` frames.
+   * Held ones by their lease id (as hex), for the server's `lost` frames: made by the first `lost`
+   * frame after a grant, from `#pending`, and dropped by the next grant. A hold's path pays one write
+   * for it, not four operations on a hash table; a storm of `lost` frames (the server's store closed)
+   * makes it once. An entry of a hold forgotten since is stale, and not taken (see `#leaseOf`).
    */
-  readonly #byLease: HashTable<number, Pending> = intTable()
+  #byLease: Map<string, Pending> | undefined
   /** Every `granted` frame of a message of them only, read with nothing made (wire.ts `eachGranted`). */
   readonly #onGranted: OnGranted = (id, fence, ttl, revokeIn, l0, l1, l2, l3) => {
     const p = this.#answers.take(id)
@@ -393,11 +398,13 @@ export class RemoteStore implements LeaseOwner {
   /** The lease held of id `hex` (a `lost` frame's). */
   #leaseOf(hex: string): Pending | undefined {
     if (!idWords(hex, scratch, 0)) return undefined
-    const w1 = scratch[1]! | 0
-    const w2 = scratch[2]! | 0
-    const w3 = scratch[3]! | 0
-    for (let p = this.#byLease.get(scratch[0]! | 0); p; p = p.sameWord) if (p.l1 === w1 && p.l2 === w2 && p.l3 === w3) return p
-    return undefined
+    let byLease = this.#byLease
+    if (byLease === undefined) {
+      byLease = this.#byLease = new Map()
+      for (const p of this.#pending.values()) if (p.lease) byLease.set(p.leaseId, p)
+    }
+    const p = byLease.get(hexOfWords(scratch[0]! | 0, scratch[1]! | 0, scratch[2]! | 0, scratch[3]! | 0))
+    return p && !p.forgotten ? p : undefined
   }
 
   /** Sends a frame and waits for its answer (or for the connection to drop: `{ type: 'dropped' }`). */
@@ -537,7 +544,7 @@ export class RemoteStore implements LeaseOwner {
     this.#pending.set(p.local, p)
     if (signal) {
       const onAbort = () => {
-        if (p.lease || p.cancelled || !this.#pending.has(p.local)) return
+        if (p.lease || p.cancelled || p.forgotten) return
         p.cancelled = true
         this.#forget(p)
         p.reject(new CancelledError(`${p.place()}: cancelled while waiting`, { cause: signal.reason }))
@@ -565,7 +572,7 @@ export class RemoteStore implements LeaseOwner {
   /** A hold's wait and its grace passed with no answer from the server. */
   #waitRanOut(p: Pending): void {
     p.guarded = false
-    if (p.lease || this.#pending.get(p.local) !== p) return
+    if (p.lease || p.forgotten) return
     this.#forget(p)
     if (this.#socket) {
       void this.#ask({ type: 'cancel', request: p.request })
@@ -587,7 +594,7 @@ export class RemoteStore implements LeaseOwner {
       if (!idWords(answer.lease, scratch, 0)) return
       return this.#grantAnswered(p, answer.fence, answer.ttl, answer.revokeIn, scratch[0]! | 0, scratch[1]! | 0, scratch[2]! | 0, scratch[3]! | 0)
     }
-    if (this.#pending.get(p.local) !== p) return
+    if (p.forgotten) return
     switch (answer.type) {
       case 'busy':
         this.#forget(p)
@@ -604,7 +611,7 @@ export class RemoteStore implements LeaseOwner {
 
   /** `p`'s hold was granted the lease of id `l0`-`l3` (most significant first). */
   #grantAnswered(p: Pending, fence: number, ttl: number, revokeIn: number, l0: number, l1: number, l2: number, l3: number): void {
-    if (this.#pending.get(p.local) !== p) {
+    if (p.forgotten) {
       // Cancelled (or lost) meanwhile: a grant that raced it is let go.
       return this.#releaseLease(l0, l1, l2, l3)
     }
@@ -615,8 +622,7 @@ export class RemoteStore implements LeaseOwner {
       p.l2 = l2
       p.l3 = l3
       const lease = (p.lease = new Lease(this, p.handle, p.key, fence, p.local))
-      p.sameWord = this.#byLease.get(l0)
-      this.#byLease.set(l0, p)
+      this.#byLease = undefined
       // The first deadline counts from the grant's arrival. Most leases are let go before their first
       // renewal: until it is due they wait in #first, with no timer of their own, the deadline set
       // here as their Renewal would set it; one whose maxHold comes first gets its Renewal now.
@@ -680,23 +686,13 @@ export class RemoteStore implements LeaseOwner {
     followHoldShape?.()
     followLeaseShape()
     this.#pending.take(p.local)
-    if (p.lease) this.#unlistLease(p)
+    p.forgotten = true
     this.#unguard(p)
     if (p.fresh) {
       p.fresh = false
       this.#first.delete(p)
     }
     p.renewal?.stop()
-  }
-
-  /** Takes `p` out of `#byLease` (see there). */
-  #unlistLease(p: Pending): void {
-    const first = this.#byLease.get(p.l0)
-    if (first === p) {
-      if (p.sameWord) this.#byLease.set(p.l0, p.sameWord)
-      else this.#byLease.take(p.l0)
-    } else for (let q = first; q; q = q.sameWord) if (q.sameWord === p) q.sameWord = p.sameWord
-    p.sameWord = undefined
   }
 
   /**
