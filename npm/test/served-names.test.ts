@@ -17,8 +17,8 @@ const request = (i: number) => i.toString(16).padStart(32, '0')
 
 async function served() {
   const { store, send, frames } = await servedSession()
-  const hold = (i: number) =>
-    encodeClient(i, { type: 'hold', semaphore: false, limit: 1, name: 'x', key: 'k', ttl: 30_000, maxHold: 0, wait: 0, request: request(i) })
+  const hold = (i: number, wait: number | null = 0) =>
+    encodeClient(i, { type: 'hold', semaphore: false, limit: 1, name: 'x', key: 'k', ttl: 30_000, maxHold: 0, wait, request: request(i) })
   /** The lease of the `granted` last sent. */
   const lease = () => {
     const all = frames()
@@ -66,5 +66,49 @@ test('#17, #13 item 5: a handle of the store made in the turn a release kept its
     'the key is the handle’s',
   )
   await held.release()
+  await s.store.close()
+})
+
+test('#17, #13 item 5: a release that hands the key down its line leaves the name in use, kept by nothing; the last release forgets it at the end of its turn', async () => {
+  const s = await served()
+  s.send(s.hold(1, null))
+  const first = s.lease()
+  s.send(s.hold(2, null))
+  s.send(s.hold(3, null))
+  assert.deepEqual(s.frames(), [], 'two in line')
+  await turn()
+  // Each release grants the next in line: the key never goes idle, so the name is neither kept nor
+  // forgotten (remote-holds.ts `idled`).
+  s.send(s.release(first))
+  const second = s.lease()
+  await turn()
+  assert.deepEqual(names(s.store), [1, 1], 'the name in use by the second holder')
+  s.send(s.release(second))
+  const third = s.lease()
+  await turn()
+  assert.deepEqual(names(s.store), [1, 1], 'the name in use by the third holder')
+  s.send(s.release(third))
+  assert.deepEqual(names(s.store), [1, 1], 'kept to the end of the turn that left the key idle')
+  await turn()
+  assert.deepEqual(names(s.store), [0, 0], 'forgotten once idle, at the end of the turn')
+  await s.store.close()
+})
+
+test('#13 item 5: a name that only a refused hold over a connection asked for is forgotten', async () => {
+  const s = await served()
+  s.store._setMaxHolds(1)
+  s.send(s.hold(1))
+  s.lease()
+  // The store's one hold over a connection is taken: a hold of another name is refused `limit`, once
+  // the server made the name's handle for it.
+  s.send(encodeClient(2, { type: 'hold', semaphore: false, limit: 1, name: 'y', key: 'k', ttl: 30_000, maxHold: 0, wait: 0, request: request(2) }))
+  assert.deepEqual(
+    s.frames().map(f => (f.type === 'error' ? f.code : f.type)),
+    ['limit'],
+    'refused at the limit',
+  )
+  assert.deepEqual(names(s.store), [1, 1], 'only the held name is left')
+  await turn()
+  assert.deepEqual(names(s.store), [1, 1], 'only the held name is left at the end of the turn')
   await s.store.close()
 })

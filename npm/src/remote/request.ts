@@ -113,7 +113,8 @@ export class RemoteRequest {
  * A request's shape, kept (util/shapes.ts): a server's records all die when its clients have no hold,
  * and a full collection would then free their shape, and with it the code of a hold's path optimized
  * for it. Its `req` is a double, as the engine's view gives it (a small integer there first was the
- * shape V8 left behind); moved along where records end (store/remote-holds.ts), as the client's holds.
+ * shape V8 left behind); moved along where the last live record ends (store/remote-holds.ts), as the
+ * client's holds.
  */
 // (Its lease id is given, not drawn: a Worker may not draw random numbers in its global scope.)
 const zeros = '0'.repeat(32)

@@ -133,7 +133,8 @@ export class Session implements RemoteSink {
 
   granted(record: RemoteRequest, fence: number, revokeIn: number): void {
     if (record.sink !== this) return
-    this._leftLine(record)
+    // (Most sessions have no hold in line kept: see `_leftLine`.)
+    if (this.#waiting.size !== 0) this._leftLine(record)
     const told = this.protocol.hooks.granted?.(record, fence) ?? fence
     this.socket.send(encodeGrantedOf(record.frame, record, told, record.ttl, revokeIn))
   }

@@ -64,6 +64,8 @@ import { HandOvers, Waiter } from './waiters.js'
 /** What the host's drain answers a request over a connection through (remote-holds.ts). */
 export interface RemoteEvents {
   event(record: RemoteRequest, index: number, kind: number, a: number, now: number): void
+  /** A key of `resource`, a name no handle pins, went idle: the name is forgotten if unused (or kept to the end of the turn). */
+  idled(resource: Resource): void
 }
 
 /** What the host's drain, timer, close and trap tell the pools (pool/room.ts, pool/writes.ts). */
@@ -441,8 +443,9 @@ export class EngineHost implements LeaseOwner {
     resource.keys.delete(name)
     this.#keyName[index] = undefined
     this.#keyResource[index] = undefined
-    // Its name may be unused now (see names.ts).
-    if (resource.pin === undefined) this.names.forgetIfUnused(resource)
+    // Its name may be unused now (see names.ts); the server may keep the name it serves to the end of
+    // the turn (remote-holds.ts `#keep`).
+    if (resource.pin === undefined) this.#remote.idled(resource)
   }
 
   // ---- time ----

@@ -182,26 +182,35 @@ export class RemoteHolds implements RemoteEvents {
     if (r.name !== name || r.kind !== kind || (kind === 'semaphore' && r.limit !== limit)) return undefined
     const host = this.#host
     if (host.names.byId[r.id >>> 0] !== r || host.closed) return undefined
-    this.#keep(r)
     return last
   }
 
   /** Keeps the server's handle just made (see `lastHandle`). */
   keepHandle(handle: Lock): Lock {
     this.#lastHandle = handle
-    this.#keep(handle._resource)
     return handle
   }
 
   /**
-   * Keeps the name of a hold over a connection (or of a release of the last name served) until the
-   * end of the turn (a microtask), even if its keys go idle meanwhile: a client holding one key in
-   * sequence sends the release of one hold and the next hold in one message, and the name the
-   * release left unused would be forgotten by the engine and registered anew for the hold, on every
-   * hold (about a quarter of the server's own work of one, Node 24). A name nothing else pins (`pin`
-   * undefined: no handle of the store's user alive) is marked `KEPT`; at the end of the turn, if
-   * still so, it is unmarked and forgotten if unused, as it would have been — so a name only clients
-   * use still costs nothing once idle (#13 item 5), from the end of the turn that let it go.
+   * A key of `resource` went idle and no handle pins its name (engine-host.ts `idle`): the last name
+   * served is kept to the end of the turn (`#keep`), any other forgotten if unused, as names.ts would.
+   */
+  idled(resource: Resource): void {
+    if (resource === this.#lastHandle?._resource) this.#keep(resource)
+    else this.#host.names.forgetIfUnused(resource)
+  }
+
+  /**
+   * Keeps the last name served until the end of the turn (a microtask) once one of its keys went
+   * idle: a client holding one key in sequence sends the release of one hold and the next hold in one
+   * message, and the name the release left unused would be forgotten by the engine and registered
+   * anew for the hold, on every hold (about a quarter of the server's own work of one, Node 24). A
+   * name nothing else pins (`pin` undefined: no handle of the store's user alive) is marked `KEPT`; at
+   * the end of the turn, if still so, it is unmarked and forgotten if unused, as it would have been —
+   * so a name only clients use still costs nothing once idle (#13 item 5), from the end of the turn
+   * that let it go. Kept only when a key goes idle (`idled`), not at every hold and release: a
+   * release that hands its key to the next holder, as in a contended line, leaves the name in use,
+   * and queues nothing.
    */
   #keep(resource: Resource): void {
     if (resource.pin === undefined) resource.pin = KEPT
@@ -234,8 +243,7 @@ export class RemoteHolds implements RemoteEvents {
       return
     }
     host.reqs[index] = undefined
-    this.#live--
-    followRequestShape()
+    if (--this.#live === 0) followRequestShape()
     if (kind === TIMED_OUT) record.sink.failed(record, 'in_use', `${record.place()}: still held after waiting`)
     else if (kind === FAILED)
       record.sink.failed(record, a === 1 ? 'storage' : 'limit', `${record.place()}: ${a === 1 ? 'storage failed to keep the fence ceiling' : 'fences used up'}`)
@@ -308,15 +316,14 @@ export class RemoteHolds implements RemoteEvents {
   }
 
   /**
-   * A request `end` or `release` ends: forgotten here, before its events are drained. A release of the
-   * last name served keeps the name to the end of the turn, for a hold that may follow.
+   * A request `end` or `release` ends: forgotten here, before its events are drained (a key it leaves
+   * idle keeps its name to the end of the turn if it is the last served: `idled`).
    */
   #ended(record: RemoteRequest): void {
-    const last = this.#lastHandle?._resource
-    if (last !== undefined && last.name === record.name && last.kind === record.kind) this.#keep(last)
     this.#host.reqs[record.req >>> 0] = undefined
-    this.#live--
-    followRequestShape()
+    // The kept record is moved along once none is left, as a full collection would then free the
+    // shape (request.ts); while records live, they keep it.
+    if (--this.#live === 0) followRequestShape()
   }
 
   /** The live request of a connection with this request id. */
