@@ -200,8 +200,8 @@ let followHoldShape: (() => void) | undefined
 /**
  * A hold's shape, kept (util/shapes.ts): both kinds of wait (none, and a time), and as doubles the times
  * a clock gives and the `revokeIn` a grant's frame gives (a u64 read as a double, 0 included: a small
- * integer there first was the shape V8 left behind, `--trace-generalization`); moved along as holds
- * end (`#forget`), for the kinds of values this does not foresee. Without it, a full collection while
+ * integer there first was the shape V8 left behind, `--trace-generalization`); moved along as the last hold
+ * of a client ends (`#forget`), for the kinds of values this does not foresee. Without it, a full collection while
  * the client had no hold in flight freed the shape, and R1's client ran its hold's path unoptimized for
  * most of its timed part (Node 26: its collection comes between its warm-up and the timed part). Made
  * by the first client, not when the module loads: a hold draws its random id, which a Worker may not
@@ -253,6 +253,10 @@ export class RemoteStore implements LeaseOwner {
     else p({ id, type: 'granted', request: '', lease: hexOfWords(l0, l1, l2, l3), fence, ttl, revokeIn })
   }
   #closed: ClosedError | undefined
+  /** The ttl of the last grant, its renewal interval and how long from the grant to its first deadline. */
+  #grantTtl = -1
+  #grantEvery = 0
+  #grantSpan = 0
   /** When the message being read arrived (what a grant's first deadline counts from). */
   #receivedAt = 0
   /** An error the server sent unasked (id 0) on the current connection: why it closes, if it does. */
@@ -616,7 +620,7 @@ export class RemoteStore implements LeaseOwner {
       return this.#releaseLease(l0, l1, l2, l3)
     }
     if (!p.lease) {
-      this.#unguard(p)
+      if (p.guarded) this.#unguard(p)
       p.l0 = l0
       p.l1 = l1
       p.l2 = l2
@@ -630,10 +634,16 @@ export class RemoteStore implements LeaseOwner {
       p.grantedAt = now
       p.ttl = ttl
       p.revokeIn = revokeIn
-      const every = renewInterval(ttl)
+      // Grants of one handle answer its ttl: the intervals of the last one are kept.
+      if (ttl !== this.#grantTtl) {
+        this.#grantTtl = ttl
+        this.#grantEvery = renewInterval(ttl)
+        this.#grantSpan = ttl - margin(ttl)
+      }
+      const every = this.#grantEvery
       if (revokeIn > 0 && revokeIn <= every) this.#renewal(p)
       else {
-        lease._deadline = now + ttl - margin(ttl)
+        lease._deadline = now + this.#grantSpan
         p.fresh = true
         this.#first.add(p, every)
       }
@@ -683,16 +693,21 @@ export class RemoteStore implements LeaseOwner {
   }
 
   #forget(p: Pending): void {
-    followHoldShape?.()
-    followLeaseShape()
-    this.#pending.take(p.local)
+    const pending = this.#pending
+    pending.take(p.local)
     p.forgotten = true
-    this.#unguard(p)
+    if (p.guarded) this.#unguard(p)
     if (p.fresh) {
       p.fresh = false
       this.#first.delete(p)
     }
     p.renewal?.stop()
+    // The kept hold and lease are moved along once this client has none left, when a full collection
+    // would free their shapes (see `keepHoldShapes`); while holds live, they keep them.
+    if (pending.size === 0) {
+      followHoldShape?.()
+      followLeaseShape()
+    }
   }
 
   /**
