@@ -253,10 +253,6 @@ export class RemoteStore implements LeaseOwner {
     else p({ id, type: 'granted', request: '', lease: hexOfWords(l0, l1, l2, l3), fence, ttl, revokeIn })
   }
   #closed: ClosedError | undefined
-  /** The ttl of the last grant, its renewal interval and how long from the grant to its first deadline. */
-  #grantTtl = -1
-  #grantEvery = 0
-  #grantSpan = 0
   /** When the message being read arrived (what a grant's first deadline counts from). */
   #receivedAt = 0
   /** An error the server sent unasked (id 0) on the current connection: why it closes, if it does. */
@@ -634,16 +630,10 @@ export class RemoteStore implements LeaseOwner {
       p.grantedAt = now
       p.ttl = ttl
       p.revokeIn = revokeIn
-      // Grants of one handle answer its ttl: the intervals of the last one are kept.
-      if (ttl !== this.#grantTtl) {
-        this.#grantTtl = ttl
-        this.#grantEvery = renewInterval(ttl)
-        this.#grantSpan = ttl - margin(ttl)
-      }
-      const every = this.#grantEvery
+      const every = renewInterval(ttl)
       if (revokeIn > 0 && revokeIn <= every) this.#renewal(p)
       else {
-        lease._deadline = now + this.#grantSpan
+        lease._deadline = now + ttl - margin(ttl)
         p.fresh = true
         this.#first.add(p, every)
       }

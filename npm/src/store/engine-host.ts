@@ -63,7 +63,7 @@ import { HandOvers, Waiter } from './waiters.js'
 
 /** What the host's drain answers a request over a connection through (remote-holds.ts). */
 export interface RemoteEvents {
-  event(record: RemoteRequest, index: number, kind: number, a: number, now: number): void
+  event(record: RemoteRequest, kind: number, a: number, now: number): void
   /** A key of `resource`, a name no handle pins, went idle: the name is forgotten if unused (or kept to the end of the turn). */
   idled(resource: Resource): void
 }
@@ -593,7 +593,7 @@ export class EngineHost implements LeaseOwner {
       return undefined
     }
     if (record instanceof RemoteRequest) {
-      this.#remote.event(record, index, kind, a, now)
+      this.#remote.event(record, kind, a, now)
       return undefined
     }
     if (kind === GRANTED) throw this.trap(new Error(`the engine granted request ${id}, which does not wait on this side`))

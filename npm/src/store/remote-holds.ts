@@ -233,7 +233,7 @@ export class RemoteHolds implements RemoteEvents {
   }
 
   /** An event of the host's drain for a request over a connection: answered through its sink. */
-  event(record: RemoteRequest, index: number, kind: number, a: number, now: number): void {
+  event(record: RemoteRequest, kind: number, a: number, now: number): void {
     const host = this.#host
     if (kind === GRANTED) {
       record.holding = true
@@ -242,8 +242,7 @@ export class RemoteHolds implements RemoteEvents {
       record.sink.granted(record, a, record.maxHold)
       return
     }
-    host.reqs[index] = undefined
-    if (--this.#live === 0) followRequestShape()
+    this.#ended(record)
     if (kind === TIMED_OUT) record.sink.failed(record, 'in_use', `${record.place()}: still held after waiting`)
     else if (kind === FAILED)
       record.sink.failed(record, a === 1 ? 'storage' : 'limit', `${record.place()}: ${a === 1 ? 'storage failed to keep the fence ceiling' : 'fences used up'}`)
@@ -316,8 +315,9 @@ export class RemoteHolds implements RemoteEvents {
   }
 
   /**
-   * A request `end` or `release` ends: forgotten here, before its events are drained (a key it leaves
-   * idle keeps its name to the end of the turn if it is the last served: `idled`).
+   * A request ends (`end`, `release`, or an engine's event of its end): forgotten here, before the
+   * events of its end are drained (a key it leaves idle keeps its name to the end of the turn if it
+   * is the last served: `idled`).
    */
   #ended(record: RemoteRequest): void {
     this.#host.reqs[record.req >>> 0] = undefined
