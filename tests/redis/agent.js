@@ -20,7 +20,8 @@
 //   { op: 'claims', pool, capacity, workers, count | ms, n?, wait?, holdMs?, prefix } -> `workers`
 //        tasks claim `n` units under ids PREFIX-WORKER-I, `count` each or for `ms`; with holdMs, each
 //        claimed one is released after holdMs -> claimed { kept: [[claimId, n]...] (answered claimed
-//        and not released), released, refused, errors: { code: n } }
+//        and not released), unknown: [[claimId, n]...] (without holdMs: failed with an error, so
+//        kept or not), released, refused, errors: { code: n } }
 //   { op: 'remaining', pool, capacity } -> remaining { remaining }
 //   { op: 'close' } -> closed;  { op: 'exit' } -> exits at once
 import { openRedisStore } from 'holdfast/redis'
@@ -142,6 +143,7 @@ async function claims(cmd) {
   const pool = store.pool(cmd.pool, { capacity: cmd.capacity })
   const until = cmd.ms === undefined ? Infinity : Date.now() + cmd.ms
   const kept = []
+  const unknown = []
   let released = 0
   let refused = 0
   const errors = {}
@@ -164,11 +166,14 @@ async function claims(cmd) {
           else errors.notReleased = (errors.notReleased ?? 0) + 1
         } catch (error) {
           errors[error.code ?? 'other'] = (errors[error.code ?? 'other'] ?? 0) + 1
+          // Its outcome is unknown (Redis may have kept it and died before answering): asked again
+          // by id later, it answers its first outcome (POOL-03).
+          if (cmd.holdMs === undefined) unknown.push([id, cmd.n ?? 1])
         }
       }
     }),
   )
-  say({ ev: 'claimed', kept, released, refused, errors })
+  say({ ev: 'claimed', kept, unknown, released, refused, errors })
 }
 
 const dbs = new Map()
