@@ -1,14 +1,15 @@
 // W3 (or W1) pass by pass from a fresh process: how a library's hold gets faster as the JIT tiers its
 // code up. The benchmark's W3 times 20 batches of 1,000 holders after 2 of warm-up; here each pass is
 // 2 batches, so pass 1 is the benchmark's warm-up and passes 2-11 its timed part. With W=W1, a pass is
-// 20,000 holds of one key in sequence: pass 1 is W1's warm-up, passes 2-11 its 200,000 timed holds.
+// 20,000 holds of one key in sequence: pass 1 is W1's warm-up, passes 2-11 its 200,000 timed holds
+// (HOLDS=5000: passes of 5,000, the first 4 W1's warm-up, for a finer curve; PASSES=44 then).
 //
 //   bun tests/bench/warmup.mjs holdfast async-lock     (after run.sh installed the packages; any
 //   in-process adapter of adapters.mjs)
 //   K=10 fresh processes per library, interleaved; PASSES=11; W=W3 (or W1)
 //
-// It prints the mean µs per hold of each pass over the K processes, and of passes 2-11 (what the
-// benchmark's W3 measures at its default size): their mean, and the median over the processes of
+// It prints the mean µs per hold of each pass over the K processes, and of the passes after the
+// warm-up's (passes 2-11 at the default sizes: what the benchmark's W1 or W3 times): their mean, and the median over the processes of
 // each one's mean (which a slow process, a neighbour on the machine, moves less). Run it under the
 // runtime to measure; JSC's and V8's options (BUN_JSC_useFTLJIT=0, BUN_JSC_reportCompileTimes=1,
 // node --trace-opt) pass to the children.
@@ -20,15 +21,20 @@ import { makeAdapter } from './adapters.mjs'
 
 const W1 = process.env.W === 'W1'
 if (!W1 && (process.env.W ?? 'W3') !== 'W3') throw new Error(`warmup.mjs: W=${process.env.W}: W1 or W3`)
-const H = W1 ? 20_000 : 1000
+const H = W1 ? Number(process.env.HOLDS ?? 20_000) : 1000
 const PER_PASS = W1 ? 1 : 2
 const PASSES = Number(process.env.PASSES ?? 11)
+// The passes of the benchmark's warm-up: W1 warms up with 20,000 holds, W3 with 2 batches.
+const WARM = W1 ? Math.max(1, Math.round(20_000 / H)) : 1
 
 /** A child: one library's passes (the benchmark's adapter, its `holdWait`, or `hold` for W1), printed as one line of µs per hold. */
 async function child(name) {
   const adapter = await makeAdapter(name)
+  let runs = 0
   const fn = W1
-    ? async () => {}
+    ? async () => {
+        runs++ // as the benchmark's W1
+      }
     : async () => {
         await undefined // one microtask inside the hold, as W3's fn
       }
@@ -60,7 +66,7 @@ const names = process.argv.slice(2)
 if (names.length === 0) throw new Error('usage: warmup.mjs ADAPTER [...] (holdfast, async-lock, ...)')
 const K = Number(process.env.K ?? 10)
 const sums = new Map(names.map((n) => [n, new Array(PASSES).fill(0)]))
-// Each process's mean of passes 2-PASSES, for the median over processes: one slow process (a
+// Each process's mean of its passes after WARM, for the median over processes: one slow process (a
 // neighbour on the machine) moves the mean, not the median.
 const timedOf = new Map(names.map((n) => [n, []]))
 for (let k = 0; k < K; k++) {
@@ -69,16 +75,16 @@ for (let k = 0; k < K; k++) {
     if (run.status !== 0) throw new Error(`warmup.mjs: the child of ${name} exited with ${run.status}`)
     const passes = JSON.parse(run.stdout.trim().split('\n').pop())
     passes.forEach((us, i) => (sums.get(name)[i] += us))
-    timedOf.get(name).push(passes.slice(1).reduce((a, b) => a + b, 0) / (PASSES - 1))
+    timedOf.get(name).push(passes.slice(WARM).reduce((a, b) => a + b, 0) / (PASSES - WARM))
   }
 }
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b)
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
-console.log(`µs per hold, mean of ${K} fresh processes, pass by pass (${PER_PASS * H} holds a pass); then passes 2-${PASSES}: their mean, and the median of the processes' means`)
+console.log(`µs per hold, mean of ${K} fresh processes, pass by pass (${PER_PASS * H} holds a pass); then passes ${WARM + 1}-${PASSES}: their mean, and the median of the processes' means`)
 for (const [name, sum] of sums) {
   const mean = sum.map((s) => s / K)
-  const timed = mean.slice(1).reduce((a, b) => a + b, 0) / (PASSES - 1)
+  const timed = mean.slice(WARM).reduce((a, b) => a + b, 0) / (PASSES - WARM)
   console.log(`${name.padEnd(10)} ${mean.map((x) => x.toFixed(2).padStart(5)).join(' ')}   ${timed.toFixed(3)}  ${median(timedOf.get(name)).toFixed(3)}`)
 }
