@@ -6,13 +6,13 @@
 //
 //   bun tests/bench/warmup.mjs holdfast async-lock     (after run.sh installed the packages; any
 //   in-process adapter of adapters.mjs)
-//   K=10 fresh processes per library, interleaved; PASSES=11; W=W3 (or W1)
+//   K=10 fresh processes per library, interleaved; PASSES=11; W=W3 (or W1); HOLDS=20000 (W1's pass)
 //
 // It prints the mean µs per hold of each pass over the K processes, and of the passes after the
-// warm-up's (passes 2-11 at the default sizes: what the benchmark's W1 or W3 times): their mean, and the median over the processes of
-// each one's mean (which a slow process, a neighbour on the machine, moves less). Run it under the
-// runtime to measure; JSC's and V8's options (BUN_JSC_useFTLJIT=0, BUN_JSC_reportCompileTimes=1,
-// node --trace-opt) pass to the children.
+// warm-up's (passes 2-11 at the default sizes: what the benchmark's W1 or W3 times): their mean, and
+// the median over the processes of each one's mean (which a slow process, a neighbour on the machine,
+// moves less). Run it under the runtime to measure; JSC's and V8's options (BUN_JSC_useFTLJIT=0,
+// BUN_JSC_reportCompileTimes=1, BUN_JSC_verboseOSR=1, node --trace-opt) pass to the children.
 // Nothing is asserted.
 
 import { spawnSync } from 'node:child_process'
@@ -22,6 +22,7 @@ import { makeAdapter } from './adapters.mjs'
 const W1 = process.env.W === 'W1'
 if (!W1 && (process.env.W ?? 'W3') !== 'W3') throw new Error(`warmup.mjs: W=${process.env.W}: W1 or W3`)
 const H = W1 ? Number(process.env.HOLDS ?? 20_000) : 1000
+if (!Number.isInteger(H) || H < 1) throw new Error(`warmup.mjs: HOLDS=${process.env.HOLDS}: a whole number of holds, 1 or more`)
 const PER_PASS = W1 ? 1 : 2
 const PASSES = Number(process.env.PASSES ?? 11)
 // The passes of the benchmark's warm-up: W1 warms up with 20,000 holds, W3 with 2 batches.
