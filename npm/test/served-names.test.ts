@@ -30,6 +30,15 @@ async function served() {
   return { store, send, hold, lease, release, frames }
 }
 
+/** Releases the last lease of the name: kept to the end of that turn, forgotten after it; closes the store. */
+async function releaseLast(s: Awaited<ReturnType<typeof served>>, lease: string, kept: string) {
+  s.send(s.release(lease))
+  assert.deepEqual(names(s.store), [1, 1], kept)
+  await turn()
+  assert.deepEqual(names(s.store), [0, 0], 'forgotten once idle, at the end of the turn')
+  await s.store.close()
+}
+
 test('#17, #13 item 5: a release and the next hold of a name in one message keep it; once idle, it is forgotten at the end of the turn', async () => {
   const s = await served()
   s.send(s.hold(1))
@@ -40,11 +49,7 @@ test('#17, #13 item 5: a release and the next hold of a name in one message keep
   const second = s.lease()
   await turn()
   assert.deepEqual(names(s.store), [1, 1], 'the name held again')
-  s.send(s.release(second))
-  assert.deepEqual(names(s.store), [1, 1], 'kept to the end of the turn')
-  await turn()
-  assert.deepEqual(names(s.store), [0, 0], 'forgotten once idle, at the end of the turn')
-  await s.store.close()
+  await releaseLast(s, second, 'kept to the end of the turn')
 })
 
 test('#17, #13 item 5: a handle of the store made in the turn a release kept its name pins the name: it is not forgotten under it', async () => {
@@ -87,11 +92,7 @@ test('#17, #13 item 5: a release that hands the key down its line leaves the nam
   const third = s.lease()
   await turn()
   assert.deepEqual(names(s.store), [1, 1], 'the name in use by the third holder')
-  s.send(s.release(third))
-  assert.deepEqual(names(s.store), [1, 1], 'kept to the end of the turn that left the key idle')
-  await turn()
-  assert.deepEqual(names(s.store), [0, 0], 'forgotten once idle, at the end of the turn')
-  await s.store.close()
+  await releaseLast(s, third, 'kept to the end of the turn that left the key idle')
 })
 
 test('#13 item 5: a name that only a refused hold over a connection asked for is forgotten', async () => {

@@ -198,14 +198,14 @@ class Pending {
 let followHoldShape: (() => void) | undefined
 
 /**
- * A hold's shape, kept (util/shapes.ts): both kinds of wait (none, and a time), and as doubles the times
- * a clock gives and the `revokeIn` a grant's frame gives (a u64 read as a double, 0 included: a small
- * integer there first was the shape V8 left behind, `--trace-generalization`); moved along as the last hold
- * of a client ends (`#forget`), for the kinds of values this does not foresee. Without it, a full collection while
- * the client had no hold in flight freed the shape, and R1's client ran its hold's path unoptimized for
- * most of its timed part (Node 26: its collection comes between its warm-up and the timed part). Made
- * by the first client, not when the module loads: a hold draws its random id, which a Worker may not
- * do in its global scope.
+ * A hold's shape, kept (util/shapes.ts): both kinds of wait (none, and a time), and as doubles the
+ * times a clock gives and the `revokeIn` a grant's frame gives (a u64 read as a double, 0 included:
+ * a small integer there first was the shape V8 left behind, `--trace-generalization`); moved along
+ * as the last hold of a client ends (`#forget`), for the kinds of values this does not foresee.
+ * Without it, a full collection while the client had no hold in flight freed the shape, and R1's
+ * client ran its hold's path unoptimized for most of its timed part (Node 26: its collection comes
+ * between its warm-up and the timed part). Made by the first client, not when the module loads: a
+ * hold draws its random id, which a Worker may not do in its global scope.
  */
 function keepHoldShapes(): void {
   followHoldShape ??= keepShapes(
@@ -582,9 +582,11 @@ export class RemoteStore implements LeaseOwner {
     }
   }
 
-  /** `p` was answered: its wait is the server's to end. */
+  /**
+   * `p`, a guarded hold, was answered: its wait is the server's to end. Its callers check `p.guarded`
+   * (a hold without a time limit never is).
+   */
   #unguard(p: Pending): void {
-    if (!p.guarded) return
     p.guarded = false
     this.#waits.delete(p)
   }
