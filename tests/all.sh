@@ -59,9 +59,17 @@ bash tests/workerd/run.sh
 
 say "benchmark smoke run (correctness checks only), and the benchmark's ratio intervals"
 node --test tests/bench/interval.test.mjs
-BENCH_ROUNDS=1 BENCH_SCALE=0.1 HOLDFAST_PKG="$root/npm" bash tests/bench/run.sh >/tmp/holdfast-bench-smoke.txt 2>&1 || {
+BENCH_ROUNDS=1 BENCH_SCALE=0.1 BENCH_ROUNDS_OUT=/tmp/holdfast-bench-rounds.json HOLDFAST_PKG="$root/npm" \
+  bash tests/bench/run.sh >/tmp/holdfast-bench-smoke.txt 2>&1 || {
   cat /tmp/holdfast-bench-smoke.txt
   exit 1
 }
+# Every round's speeds, as BENCH_ROUNDS_OUT writes them: one round of each workload for each adapter.
+node -e '
+const { rounds } = JSON.parse(require("fs").readFileSync("/tmp/holdfast-bench-rounds.json", "utf8"))
+const bad = ["W1", "W2", "W3", "W4", "W5"].filter(w => !(rounds[w]?.holdfast?.length === 1 && rounds[w].holdfast[0] > 0))
+if (bad.length) throw new Error(`BENCH_ROUNDS_OUT: no speed of holdfast in one round of ${bad.join(", ")}`)
+'
+node tests/bench/rounds.mjs /tmp/holdfast-bench-rounds.json W1
 grep -E '^(result|W[1-5] )' /tmp/holdfast-bench-smoke.txt || true
 say "all passed"

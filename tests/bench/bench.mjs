@@ -60,11 +60,15 @@
 //                  "--import ./calls.mjs" (Node): each process counts the functions it calls in its
 //                  timed parts (see calls.mjs).
 //   BENCH_REDIS_SERVER  the redis-server binary (default: redis-server on PATH, installed by redis.sh)
+//   BENCH_ROUNDS_OUT  a file: every round's ops/s written there as JSON, { runtime, scale, rounds:
+//                  { W1: { holdfast: [ops/s of round 1, …], … }, … } } (a round without a speed, failed
+//                  or n/a, as null): how the rounds spread, which the median and its interval sum up
 //   HOLDFAST_SKIP  set by run.sh when holdfast is not built: holdfast is listed as not run, with the reason
 //   HOLDFAST_PKG_B (run.sh) a second build, installed as holdfast-b and measured beside holdfast in the
 //                  same run (an A/B under the same load): the ratios add holdfast-b ÷ holdfast
 
 import { spawnSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
@@ -201,6 +205,10 @@ async function parent() {
     await redis?.stop?.()
   }
   if (process.stderr.isTTY) process.stderr.write('\r' + ' '.repeat(48) + '\r')
+  if (env.BENCH_ROUNDS_OUT) {
+    const perRound = Object.fromEntries(workloads.map((w) => [w, Object.fromEntries(Object.entries(results[w]).map(([a, rs]) => [a, rs.map((r) => r.ops ?? null)]))]))
+    writeFileSync(env.BENCH_ROUNDS_OUT, `${JSON.stringify({ runtime, scale, rounds: perRound })}\n`)
+  }
 
   // Report.
   const failures = []
