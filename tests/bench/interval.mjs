@@ -22,6 +22,11 @@ function medianOf(xs) {
   return n % 2 ? xs[(n - 1) / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2
 }
 
+/** The median of the numbers `xs` (left as they are). */
+export function median(xs) {
+  return medianOf(Float64Array.from(xs))
+}
+
 /**
  * The `level` (default 90%) interval of median(a) ÷ median(b), where a[i] and b[i] are the speeds of
  * round i (ops/s, every one a positive number), or `undefined` with fewer than 5 rounds or rounds that

@@ -8,16 +8,12 @@
 // Nothing is asserted.
 
 import { readFileSync } from 'node:fs'
+import { median } from './interval.mjs'
 
 const [file, only] = process.argv.slice(2)
 if (!file) throw new Error('rounds.mjs: FILE.json (what BENCH_ROUNDS_OUT wrote) [workloads, e.g. W1,W3]')
 const { runtime, scale, rounds } = JSON.parse(readFileSync(file, 'utf8'))
 const mean = (v) => v.reduce((s, x) => s + x, 0) / v.length
-const median = (v) => {
-  const s = [...v].sort((a, b) => a - b)
-  const n = s.length
-  return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2
-}
 const ns = (x) => x.toFixed(0).padStart(7)
 
 console.log(`${runtime}, scale ${scale}: ns a hold over the rounds (median, mean, geometric mean, least)`)

@@ -18,6 +18,7 @@
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { makeAdapter } from './adapters.mjs'
+import { median } from './interval.mjs'
 
 const W1 = process.env.W === 'W1'
 if (!W1 && (process.env.W ?? 'W3') !== 'W3') throw new Error(`warmup.mjs: W=${process.env.W}: W1 or W3`)
@@ -78,10 +79,6 @@ for (let k = 0; k < K; k++) {
     passes.forEach((us, i) => (sums.get(name)[i] += us))
     timedOf.get(name).push(passes.slice(WARM).reduce((a, b) => a + b, 0) / (PASSES - WARM))
   }
-}
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 console.log(`µs per hold, mean of ${K} fresh processes, pass by pass (${PER_PASS * H} holds a pass); then passes ${WARM + 1}-${PASSES}: their mean, and the median of the processes' means`)
 for (const [name, sum] of sums) {
