@@ -17,16 +17,17 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const NOT = Object.freeze({ acquired: false })
 
-export const ADAPTERS = ['bare', 'bare-context', 'async-lock', 'async-mutex', 'holdfast', 'holdfast-b', 'holdfast-slim']
+export const ADAPTERS = ['bare', 'bare-context', 'plain-context-lock', 'async-lock', 'async-mutex', 'holdfast', 'holdfast-b', 'holdfast-slim']
 /**
  * Run only when named in BENCH_ADAPTERS. `holdfast-slim` is holdfast without LOCK-04's async context
  * (the `holdfast/slim` entry: the same wrapper and engine, no AsyncLocalStorage): not a way to use the
  * library with every guarantee, but the measure of what the context costs, side by side.
  * `holdfast-redis-b` is holdfast/redis from another build (HOLDFAST_PKG_B, installed by run.sh as
  * `holdfast-b`): an A/B of two builds in one run. `redis-fifo-floor` is the least a FIFO lock with
- * fences costs on Redis (see its description).
+ * fences costs on Redis; `plain-context-lock` is a lock that keeps LOCK-04's context and nothing else,
+ * written plainly (see their descriptions).
  */
-export const ON_REQUEST = ['holdfast-slim', 'holdfast-redis-b', 'redis-fifo-floor']
+export const ON_REQUEST = ['holdfast-slim', 'plain-context-lock', 'holdfast-redis-b', 'redis-fifo-floor']
 
 /**
  * `holdfast-b`: the package of HOLDFAST_PKG_B (run.sh installs it under that name), measured as
@@ -38,6 +39,7 @@ export const B = 'holdfast-b'
 export const DESCRIPTIONS = {
   'bare': 'no lock: `async (k, fn) => await fn()` (promise round-trip floor; its checks are expected to fail)',
   'bare-context': 'no lock, but each hold runs fn in a context of its own, as LOCK-04 asks: `await als.run({ key }, fn)` with an AsyncLocalStorage (on Node 24, an AsyncResource with enterWith inside, which copies the context once where run copies it twice) — the floor of any lock that detects reentrancy that way; its checks are expected to fail',
+  'plain-context-lock': 'a lock that keeps LOCK-04 and nothing else, written plainly (not tuned for the JIT as holdfast is): a Map of held keys, fn run in a context of its own entered as bare-context enters it, holding a lease {key, parent, held} (parent: the context\'s lease before, read as fn starts), the key let go when fn settles; a hold of a key its own caller holds refused; waiters in a FIFO array, each resumed by a promise (a free key\'s hold is the floor: W1, W2, W5). No fences, ttl, maxHold, signal, store or errors of its own',
   'async-lock': 'new AsyncLock({ maxPending: Infinity }).acquire(key, fn); try = isBusy(key) check',
   'async-mutex': 'Map<key,{Mutex,refs}> deleted when idle; Mutex.runExclusive; try = isLocked() check; Semaphore(limit).runExclusive',
   'holdfast': 'openStore({ storage: memoryStorage() }); lock(\'bench\').hold(key, fn) / hold(key, { wait: Infinity }, fn); tryHold(key, fn); semaphore(\'bench\', { limit }).hold(\'k\', { wait: Infinity }, fn)',
@@ -98,6 +100,9 @@ export async function makeAdapter(name) {
         : async (key, fn) => await als.run({ key }, fn)
       return floor(hold)
     }
+
+    case 'plain-context-lock':
+      return plainContextLock()
 
     case 'async-lock': {
       const { default: AsyncLock } = await import('async-lock')
@@ -169,6 +174,75 @@ export async function makeAdapter(name) {
 
     default:
       throw new Error(`unknown adapter ${JSON.stringify(name)} (known: ${ADAPTERS.join(', ')})`)
+  }
+}
+
+/**
+ * `plain-context-lock`: a lock that keeps what LOCK-04 asks of a hold — fn in a context of its own,
+ * which knows the hold around it, so that a hold of a key inside its own hold can be refused — and
+ * nothing else: no fences, ttl, maxHold, signal, store, wasm or errors of its own. A free key's hold
+ * (W1, W2, W5) is what such a lock needs at least, written plainly: a Map entry, a lease object, the
+ * context entered as `bare-context` enters it, one `then` on fn's promise. Not tuned for the JIT's
+ * warm-up as holdfast is (its shapes kept, its path split where V8 and JSC tier up), so it measures
+ * what the work costs written the obvious way, not a floor. A waiter waits on a promise of its own.
+ */
+async function plainContextLock() {
+  const { AsyncLocalStorage, AsyncResource } = await import('node:async_hooks')
+  const als = new AsyncLocalStorage()
+  const framed = typeof als._enable !== 'function' && typeof process.versions.bun !== 'string'
+  function enterAndRun(lease) {
+    als.enterWith(lease)
+    return this(lease)
+  }
+  const inContext = framed
+    ? (lease, fn) => new AsyncResource('plain-context-lock').runInAsyncScope(enterAndRun, fn, lease)
+    : (lease, fn) => als.run(lease, fn, lease)
+  // A held key's line: the resolvers of the holds waiting for it, first first.
+  const lines = new Map()
+  const release = (lease) => {
+    lease.held = false
+    const line = lines.get(lease.key)
+    if (line.length === 0) lines.delete(lease.key)
+    else line.shift()()
+  }
+  const runHeld = (key, fn) => {
+    const lease = { key, parent: als.getStore(), held: true }
+    let result
+    try {
+      result = inContext(lease, fn)
+    } catch (error) {
+      release(lease)
+      return Promise.reject(error)
+    }
+    return Promise.resolve(result).then(
+      (value) => {
+        release(lease)
+        return value
+      },
+      (error) => {
+        release(lease)
+        throw error
+      },
+    )
+  }
+  const hold = (key, fn) => {
+    const line = lines.get(key)
+    if (line === undefined) {
+      lines.set(key, [])
+      return runHeld(key, fn)
+    }
+    for (let l = als.getStore(); l !== undefined; l = l.parent) {
+      if (l.key === key && l.held) return Promise.reject(new Error(`key ${key} is held by its own caller`))
+    }
+    return new Promise((resolve) => line.push(resolve)).then(() => runHeld(key, fn))
+  }
+  return {
+    hold,
+    holdWait: hold,
+    semaphore: () => null,
+    tryHold: async (key, fn) => (lines.has(key) ? NOT : { acquired: true, value: await hold(key, fn) }),
+    live: () => lines.size,
+    close: async () => {},
   }
 }
 

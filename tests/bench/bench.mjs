@@ -38,7 +38,8 @@
 //   BENCH_ONLY     workloads, e.g. W1,W3 or R1,R2,R3 (default: W1-W6, the in-process ones)
 //   BENCH_REMOTE   1: the remote workloads R1-R3 alone (as BENCH_ONLY=R1,R2,R3)
 //   BENCH_ADAPTERS adapters, e.g. async-lock,holdfast,redlock (holdfast-slim, holdfast without its async
-//                  context for LOCK-04, runs only when named: what the context costs)
+//                  context for LOCK-04, runs only when named: what the context costs; so does
+//                  plain-context-lock, a lock keeping that context and nothing else, written plainly)
 //   BENCH_TIMEOUT  seconds before a child is killed as hung (default 300; for R, per measurement)
 //   BENCH_CLOCK    cpu: the in-process workloads time their pass in the CPU time of the child's main
 //                  thread (process.threadCpuUsage: Node 23.9+, Bun), not in wall time: ops/s per CPU
@@ -134,7 +135,7 @@ async function parent() {
   const info = {}
   const skipped = {}
   for (const a of wanted) {
-    if (a === 'bare' || a === 'bare-context') info[a] = { version: '-' }
+    if (a === 'bare' || a === 'bare-context' || a === 'plain-context-lock') info[a] = { version: '-' }
     else if (a.startsWith('holdfast') && env.HOLDFAST_SKIP) skipped[a] = env.HOLDFAST_SKIP
     else if (!(info[a] = packageInfo(a === 'holdfast-slim' ? 'holdfast' : a))) skipped[a] = `not installed (run tests/bench/run.sh)`
   }
@@ -273,6 +274,9 @@ async function parent() {
       // The most any lock keeping LOCK-04 could reach here: no lock at all, only the context.
       const c = medians[w]['bare-context']
       if (!isRemote(w) && c !== undefined && o !== undefined) say(`${pad('', 4)}bare-context ÷ ${pad(other, 12)}${ratio(c / o)}   (the ceiling with LOCK-04's context: no lock, only a context entered per hold)${spread(w, 'bare-context', other)}`)
+      // Where run (on request): a plain lock keeping LOCK-04's context, against the same library.
+      const f = medians[w]['plain-context-lock']
+      if (!isRemote(w) && f !== undefined && o !== undefined) say(`${pad('', 4)}plain-context-lock ÷ ${pad(other, 12)}${ratio(f / o)}   (a lock keeping LOCK-04's context and nothing else, written plainly)${spread(w, 'plain-context-lock', other)}`)
     }
     // The A/B: the second build against the first, and against the floor.
     const hb = medians[w][B]
