@@ -35,7 +35,7 @@ import type { Lock } from '../handle/lock.js'
 import type { ContextStorage } from '../handle/context.js'
 import type { Kind, KeyInfo } from '../types.js'
 import type { Storage } from '../storage/storage.js'
-import type { FenceWrites } from './fence-writes.js'
+import { settledWeakly, type FenceWrites } from './fence-writes.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import {
   BUSY,
@@ -117,6 +117,8 @@ export class EngineHost implements LeaseOwner {
   #turnRead = false
   #turnTime = 0
   readonly #writes: FenceWrites
+  /** Whether the core was freed (`free`). */
+  #freed = false
   #remote!: RemoteEvents
   #selfGrants!: SelfGrants
   #pools!: PoolEvents
@@ -124,7 +126,7 @@ export class EngineHost implements LeaseOwner {
   constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, writes: FenceWrites, clock: Clock, context: ContextStorage | undefined) {
     this.core = core
     this.#writes = writes
-    writes.settled = (ceiling, ok) => this.ceilingWritten(ceiling, ok)
+    writes.settled = settledWeakly(this)
     this.#memory = memory
     this.#ptr = core.bufferPtr()
     this.#bufLen = core.bufferLen()
@@ -645,6 +647,21 @@ export class EngineHost implements LeaseOwner {
     await this.#writes.landed()
   }
 
+  /**
+   * Frees the engine's memory, once the store closed and nothing it started is under way (its fence and
+   * pool writes landed, its servers closed). Without it the core's memory went back only when the
+   * store was collected (`settledWeakly`). A call into the freed core throws (wasm-bindgen: a null
+   * pointer), which every call site takes as it takes a trap — after the close, as `ClosedError`; and
+   * the buffer this host reads and writes is from then on a copy of its own, so that nothing touches
+   * the memory a core opened later is given. Not after a trap: that core is left to the finalizer.
+   */
+  free(): void {
+    if (this.#freed) return
+    this.#freed = true
+    this.#buf = new Float64Array(this.#bufLen)
+    this.core.free()
+  }
+
   async closeStorage(): Promise<void> {
     try {
       await this.#storage.close?.()
@@ -731,6 +748,7 @@ export class EngineHost implements LeaseOwner {
 
   /** How much the engine keeps (`[keys, requests, key places, request places, timers, resources]`), and the names the store keeps. */
   footprint(): number[] {
+    this.checkOpen('_footprint')
     return [...this.core.footprint(), this.names.count()]
   }
 

@@ -12,6 +12,8 @@
  * - Every write started settles exactly once, through `settled`, in the order storage answers.
  * - `pending` counts the writes started and not yet settled; a store lets its storage go only once it
  *   is 0, so a late write never lands over a larger ceiling kept by the next store on the same storage.
+ * - Nothing reachable from `persist` holds the store strongly (see `settledWeakly`): the core keeps
+ *   `persist` for as long as it lives.
  */
 import type { Storage } from '../storage/storage.js'
 
@@ -62,4 +64,31 @@ export class FenceWrites {
     if (this.#pending === 0) for (const resolve of this.#idle.splice(0)) resolve()
     this.settled(ceiling, ok)
   }
+}
+
+/** Who applies a settled write: the store's engine host. */
+export interface SettledHost {
+  ceilingWritten(ceiling: number, ok: boolean): void
+}
+
+/**
+ * `settled` for `host`, held weakly. The core keeps `persist` (a JS function in wasm-bindgen's table,
+ * which is a root) until the core is freed, and with it these writes; were they to hold the host
+ * strongly, the host and the core it holds would be kept alive by the core itself: a store closed, or
+ * dropped unclosed (a Durable Object's, evicted), would never be collected, nor its wasm memory freed
+ * by wasm-bindgen's finalizer (about 14 KB a store, more with its names and keys). A write that
+ * settles after its host was collected goes unanswered: nobody can call that store any more. Where
+ * the runtime has no `WeakRef`, held strongly.
+ */
+export function settledWeakly(host: SettledHost): Settled {
+  if (typeof WeakRef !== 'function') return (ceiling, ok) => host.ceilingWritten(ceiling, ok)
+  return settledThrough(new WeakRef(host))
+}
+
+/**
+ * The weak `settled`, made where `host` is not in scope: closures of one function share the
+ * variables any of them uses, and one made beside the strong fallback above would hold `host` too.
+ */
+function settledThrough(ref: WeakRef<SettledHost>): Settled {
+  return (ceiling, ok) => ref.deref()?.ceilingWritten(ceiling, ok)
 }

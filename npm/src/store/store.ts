@@ -205,7 +205,8 @@ export class Store implements LockStore, ServedStore {
   async close(): Promise<void> {
     const host = this.#host
     if (host.closed) return
-    if (host.close()) {
+    const closed = host.close()
+    if (closed) {
       this.#lent.loseAll(host.closed!)
       // Remote holders and waiters were answered by the drain; now their connections can go.
       await Promise.all([...this.#servers].map(server => server.close().catch(() => {})))
@@ -214,7 +215,12 @@ export class Store implements LockStore, ServedStore {
       await this.#poolWrites.landed()
       await host.writesLanded()
     }
-    return host.closeStorage()
+    try {
+      await host.closeStorage()
+    } finally {
+      // Nothing asks the engine anything more: its memory goes back now, not when the store is collected.
+      if (closed) host.free()
+    }
   }
 
   /** Whether the store was closed (by `close()`, or after an internal error). */
