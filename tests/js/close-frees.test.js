@@ -6,7 +6,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ClosedError, memoryStorage, openStore } from 'holdfast'
-import { collectUntil } from './helpers.js'
+import { collectUntil, isSettled, settle } from './helpers.js'
 
 /**
  * Holds keys every way a store grants them: by itself, handed over, a semaphore's (by the engine), and
@@ -70,4 +70,42 @@ test('LOCK-06: a store nobody refers to any more is collected with its engine, c
   }
   const grown = (await memory()) - after20
   assert.ok(grown <= 2 * 65536, `wasm memory grew ${grown} bytes over 280 stores dropped`)
+})
+
+test('LOCK-06: a hold waiting for a fence write keeps its store, even once nobody else refers to it, and is answered when the write lands', { timeout: 120_000 }, async () => {
+  // Storage whose writes after the open's land only when the test says so.
+  const values = new Map()
+  let opened = false
+  let land
+  const landed = new Promise(resolve => (land = resolve))
+  const storage = {
+    get: key => values.get(key),
+    set: (key, value) => {
+      if (!opened) return void values.set(key, value)
+      return landed.then(() => void values.set(key, value))
+    },
+  }
+  // In a call of its own, so that only the waiting hold's promise is left: the store, its handle and
+  // every lease are dropped.
+  const waitForWrite = async () => {
+    const store = await openStore({ storage })
+    opened = true
+    const lock = store.lock('fences')
+    // A ceiling covers a million fences and the next is asked for at half of it: past the first
+    // million, a grant waits for that write.
+    let fence = await lock.hold('k', lease => lease.fence)
+    const last = fence + 1_000_000 - 1
+    while (fence < last) fence = await lock.hold('k', lease => lease.fence)
+    // Without a time limit: a wait's timer would keep the store alive by itself.
+    const waiting = lock.hold('k', { wait: Infinity }, lease => lease.fence)
+    assert.equal(await isSettled(waiting), false, 'a hold past the ceiling waits for the write')
+    return { waiting, last }
+  }
+  const { waiting, last } = await waitForWrite()
+  // Collections, and their finalizers run: a store held only weakly would be gone with its waiter.
+  await collectUntil(() => false, 10)
+  land()
+  for (let i = 0; i < 5 && !(await isSettled(waiting)); i++) await settle()
+  assert.equal(await isSettled(waiting), true, 'the hold that waited for the fence write was answered once it landed')
+  assert.equal(await waiting, last + 1)
 })

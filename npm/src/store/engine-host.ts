@@ -35,7 +35,7 @@ import type { Lock } from '../handle/lock.js'
 import type { ContextStorage } from '../handle/context.js'
 import type { Kind, KeyInfo } from '../types.js'
 import type { Storage } from '../storage/storage.js'
-import { settledWeakly, type FenceWrites } from './fence-writes.js'
+import type { FenceWrites } from './fence-writes.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import {
   BUSY,
@@ -126,7 +126,7 @@ export class EngineHost implements LeaseOwner {
   constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, writes: FenceWrites, clock: Clock, context: ContextStorage | undefined) {
     this.core = core
     this.#writes = writes
-    writes.settled = settledWeakly(this)
+    writes.answerTo(this)
     this.#memory = memory
     this.#ptr = core.bufferPtr()
     this.#bufLen = core.bufferLen()
@@ -650,7 +650,7 @@ export class EngineHost implements LeaseOwner {
   /**
    * Frees the engine's memory, once the store closed and nothing it started is under way (its fence and
    * pool writes landed, its servers closed). Without it the core's memory went back only when the
-   * store was collected (`settledWeakly`). A call into the freed core throws (wasm-bindgen: a null
+   * store was collected (fence-writes.ts # Held weakly). A call into the freed core throws (wasm-bindgen: a null
    * pointer), which every call site takes as it takes a trap — after the close, as `ClosedError`; and
    * the buffer this host reads and writes is from then on a copy of its own, so that nothing touches
    * the memory a core opened later is given. Not after a trap: that core is left to the finalizer.

@@ -12,8 +12,8 @@
  * - Every write started settles exactly once, through `settled`, in the order storage answers.
  * - `pending` counts the writes started and not yet settled; a store lets its storage go only once it
  *   is 0, so a late write never lands over a larger ceiling kept by the next store on the same storage.
- * - Nothing reachable from `persist` holds the store strongly (see `settledWeakly`): the core keeps
- *   `persist` for as long as it lives.
+ * - Nothing reachable from `persist` holds the store strongly while no write is under way (see
+ *   # Held weakly): the core keeps `persist` for as long as it lives.
  */
 import type { Storage } from '../storage/storage.js'
 
@@ -24,8 +24,12 @@ export class FenceWrites {
   readonly #storage: Storage
   #pending = 0
   #idle: (() => void)[] = []
-  /** Who learns each outcome: the open first, then the engine host. */
+  /** Who learns each outcome while the store opens; then the engine host (`answerTo`). */
   settled: Settled = () => {}
+  /** The engine host, held weakly (see # Held weakly). */
+  #host: WeakRef<SettledHost> | undefined
+  /** The engine host, held strongly while a write is under way (see # Held weakly). */
+  #writing: SettledHost | undefined
   /** What storage threw or rejected with, the last time a write failed. */
   lastError: unknown
 
@@ -38,9 +42,34 @@ export class FenceWrites {
     return this.#pending
   }
 
+  /**
+   * From now on each outcome goes to `host`.
+   *
+   * # Held weakly
+   * The core keeps `persist` (a JS function in wasm-bindgen's table, which is a root) until the core
+   * is freed, and with it these writes: were they to hold the host, the host and the core it holds
+   * would keep each other alive, and a store closed, or dropped unclosed (a Durable Object's, evicted),
+   * would never be collected, nor its wasm memory freed by wasm-bindgen's finalizer (about 14 KB a
+   * store, more with its names and keys). So the host is held weakly while no write is under way, and
+   * strongly while one is: a hold waiting for the write to land keeps its store, whoever else let it
+   * go, and is answered. (Where the runtime has no `WeakRef`, held strongly.)
+   */
+  answerTo(host: SettledHost): void {
+    if (typeof WeakRef !== 'function') this.#writing = host
+    else this.#host = new WeakRef(host)
+    this.settled = this.#toHost
+  }
+
+  readonly #toHost = (ceiling: number, ok: boolean): void => {
+    const host = this.#writing ?? this.#host?.deref()
+    if (this.#pending === 0 && this.#host !== undefined) this.#writing = undefined
+    host?.ceilingWritten(ceiling, ok)
+  }
+
   /** The core's callback: starts writing `value` at `key`. */
   readonly persist = (key: string, value: string, ceiling: number): void => {
-    this.#pending++
+    // Called from inside one of the host's calls into the core: the host is alive.
+    if (this.#pending++ === 0 && this.#host !== undefined) this.#writing = this.#host.deref()
     let answer: unknown
     try {
       answer = this.#storage.set(key, value)
@@ -69,26 +98,4 @@ export class FenceWrites {
 /** Who applies a settled write: the store's engine host. */
 export interface SettledHost {
   ceilingWritten(ceiling: number, ok: boolean): void
-}
-
-/**
- * `settled` for `host`, held weakly. The core keeps `persist` (a JS function in wasm-bindgen's table,
- * which is a root) until the core is freed, and with it these writes; were they to hold the host
- * strongly, the host and the core it holds would be kept alive by the core itself: a store closed, or
- * dropped unclosed (a Durable Object's, evicted), would never be collected, nor its wasm memory freed
- * by wasm-bindgen's finalizer (about 14 KB a store, more with its names and keys). A write that
- * settles after its host was collected goes unanswered: nobody can call that store any more. Where
- * the runtime has no `WeakRef`, held strongly.
- */
-export function settledWeakly(host: SettledHost): Settled {
-  if (typeof WeakRef !== 'function') return (ceiling, ok) => host.ceilingWritten(ceiling, ok)
-  return settledThrough(new WeakRef(host))
-}
-
-/**
- * The weak `settled`, made where `host` is not in scope: closures of one function share the
- * variables any of them uses, and one made beside the strong fallback above would hold `host` too.
- */
-function settledThrough(ref: WeakRef<SettledHost>): Settled {
-  return (ceiling, ok) => ref.deref()?.ceilingWritten(ceiling, ok)
 }
