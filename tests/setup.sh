@@ -10,6 +10,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 say() { printf '== %s\n' "$*"; }
+# `npm ci` in a folder, its errors shown, tried once more after a failure (a registry's hiccup on a
+# fresh machine once failed a whole run here, silently).
+npm_ci() {
+  (cd "$1" && npm ci --no-audit --no-fund --loglevel=error) && return 0
+  echo "npm ci in $1 failed; trying once more in 10 s" >&2
+  sleep 10
+  (cd "$1" && npm ci --no-audit --no-fund --loglevel=error)
+}
 
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "adding the wasm32-unknown-unknown target"
@@ -26,7 +34,7 @@ fi
 
 if [ ! -x npm/node_modules/.bin/tsc ]; then
   say "installing the package's dev dependencies"
-  (cd npm && npm ci --no-audit --no-fund --silent)
+  npm_ci npm
 fi
 
 missing=0
@@ -37,7 +45,7 @@ for tool in bun deno wrangler workerd; do [ -x "tests/runtimes/node_modules/.bin
 [ -x tests/runtimes/node_modules/node26/bin/node ] || missing=1
 if [ "$missing" = 1 ]; then
   say "installing Node 24, Node 26, Bun, Deno, wrangler and workerd from npm"
-  (cd tests/runtimes && npm ci --no-audit --no-fund --silent)
+  npm_ci tests/runtimes
 fi
 
 bash tests/redis/install.sh   # redis-server, redis-sentinel, redis-cli for the Redis tests (Debian's), when missing
