@@ -63,6 +63,13 @@ export function packageInfo(name) {
   }
 }
 
+/**
+ * Whether `als` keeps its context in an AsyncContextFrame (Node 24 and later: no `_enable`), where
+ * `run()` copies the context twice and an AsyncResource with `enterWith()` inside once; elsewhere
+ * (Node 20's hooks, Bun) `run()` copies nothing.
+ */
+const isFramed = (als) => typeof als._enable !== 'function' && typeof process.versions.bun !== 'string'
+
 /** A no-lock floor: every hold is `hold`, a try never takes the key, nothing is kept. */
 function floor(hold) {
   return {
@@ -90,7 +97,7 @@ export async function makeAdapter(name) {
       // on promise hooks for the whole process.
       const { AsyncLocalStorage, AsyncResource } = await import('node:async_hooks')
       const als = new AsyncLocalStorage()
-      const framed = typeof als._enable !== 'function' && typeof process.versions.bun !== 'string'
+      const framed = isFramed(als)
       const hold = framed
         ? async (key, fn) =>
             await new AsyncResource('bare-context').runInAsyncScope(() => {
@@ -189,7 +196,7 @@ export async function makeAdapter(name) {
 async function plainContextLock() {
   const { AsyncLocalStorage, AsyncResource } = await import('node:async_hooks')
   const als = new AsyncLocalStorage()
-  const framed = typeof als._enable !== 'function' && typeof process.versions.bun !== 'string'
+  const framed = isFramed(als)
   function enterAndRun(lease) {
     als.enterWith(lease)
     return this(lease)

@@ -117,8 +117,6 @@ export class EngineHost implements LeaseOwner {
   #turnRead = false
   #turnTime = 0
   readonly #writes: FenceWrites
-  /** Whether the core was freed (`free`). */
-  #freed = false
   #remote!: RemoteEvents
   #selfGrants!: SelfGrants
   #pools!: PoolEvents
@@ -653,11 +651,10 @@ export class EngineHost implements LeaseOwner {
    * store was collected (fence-writes.ts # Held weakly). A call into the freed core throws (wasm-bindgen: a null
    * pointer), which every call site takes as it takes a trap — after the close, as `ClosedError`; and
    * the buffer this host reads and writes is from then on a copy of its own, so that nothing touches
-   * the memory a core opened later is given. Not after a trap: that core is left to the finalizer.
+   * the memory a core opened later is given. Called once, by the close that closed the engine; not
+   * after a trap: that core is left to the finalizer.
    */
   free(): void {
-    if (this.#freed) return
-    this.#freed = true
     this.#buf = new Float64Array(this.#bufLen)
     this.core.free()
   }
