@@ -5,8 +5,9 @@
 // store kept the store and its engine alive for the life of the process, ~14 KB a store.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ClosedError, memoryStorage, openStore } from 'holdfast'
+import { ClosedError, connect, memoryStorage, openStore } from 'holdfast'
 import { collectUntil, isSettled, settle } from './helpers.js'
+import { useEveryWayAndEnd } from './every-use.js'
 
 /**
  * Holds keys every way a store grants them: by itself, handed over, a semaphore's (by the engine), and
@@ -109,3 +110,31 @@ test('LOCK-06: a hold waiting for a fence write keeps its store, even once nobod
   assert.equal(await isSettled(waiting), true, 'the hold that waited for the fence write was answered once it landed')
   assert.equal(await waiting, last + 1)
 })
+
+for (const [how, end] of [
+  ['closed', remote => remote.close()],
+  // A client that does not reconnect ends with its connection.
+  ['whose connection dropped', remote => remote._dropConnectionForTest()],
+]) {
+  test(`LOCK-06: a remote client ${how} is collected at once, whatever it did: holds free, handed over, a semaphore, a pool claim, a lease and waiters at its end`, async t => {
+    const token = 'test-token-0123456789'
+    const store = await openStore({ storage: memoryStorage() })
+    const server = await store.serve({ port: 0, host: '127.0.0.1', token })
+    t.after(async () => {
+      await server.close()
+      await store.close()
+    })
+    const collected = []
+    const registry = new FinalizationRegistry(i => collected.push(i))
+    // Each client made, used and ended in a call of its own, so that no frame of this test holds one.
+    const useAndEnd = async i => {
+      const remote = await connect(server.url, { token, reconnect: false })
+      await useEveryWayAndEnd(remote, i, () => end(remote))
+      registry.register(remote, i)
+    }
+    for (let i = 0; i < 40; i++) await useAndEnd(i)
+    // Timers left set at its end (a first renewal, a wait's end, the goodbye's patience) kept each
+    // client until they fired, up to 30 s later.
+    assert.ok(await collectUntil(() => collected.length === 40, 200), `clients collected right after their end: ${collected.length} of 40`)
+  })
+}

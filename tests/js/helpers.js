@@ -30,22 +30,7 @@ export async function isSettled(promise) {
   return done
 }
 
-import { fullGc } from './gc.js'
-
-export { fullGc }
-
-/**
- * Collects garbage and lets finalizers run (they come in a later turn) until `done()` holds, at most
- * `rounds` times; answers whether it held.
- */
-export async function collectUntil(done, rounds = 50) {
-  for (let i = 0; i < rounds && !done(); i++) {
-    fullGc()
-    await settle()
-    await new Promise(resolve => setTimeout(resolve, 1))
-  }
-  return done()
-}
+export { collectUntil, fullGc } from './gc.js'
 
 /**
  * A manual clock whose time can also move without running its timers, as for a process that was

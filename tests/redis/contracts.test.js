@@ -7,6 +7,8 @@ import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { openRedisStore, InvalidError, InUseError, LostError, ClosedError, CancelledError, StorageError } from 'holdfast/redis'
 import { startRedis, redisClient, commandStats, raw, sleep, later, CLIENT } from './helpers.js'
+import { collectUntil } from './gc.js'
+import { useEveryWayAndEnd } from './every-use.js'
 
 async function twoStores(t, options = {}) {
   const server = await startRedis(t)
@@ -239,6 +241,22 @@ test('LOCK-06: close() releases its leases in Redis (the other store is served a
   assert.throws(() => a.lock('c'), ClosedError)
   await assert.rejects(a.inspect(), ClosedError)
   other.release()
+})
+
+test('LOCK-06: a closed store is collected as soon as it closed, whatever it did: holds free and handed over, a semaphore, a pool claim, a lease and waiters at its close', async t => {
+  const server = await startRedis(t)
+  const collected = []
+  const registry = new FinalizationRegistry(i => collected.push(i))
+  // Each store made, used and closed in a call of its own, so that no frame of this test holds one.
+  // Its Redis client is the test's (a store does not close what it was given), kept till the end.
+  const useAndClose = async i => {
+    const store = await openRedisStore({ redis: await redisClient(t, server.url) })
+    await useEveryWayAndEnd(store, i)
+    registry.register(store, i)
+  }
+  for (let i = 0; i < 10; i++) await useAndClose(i)
+  // A lease's first renewal, set at its grant, kept its store until it fired, ~10 s after the close.
+  assert.ok(await collectUntil(() => collected.length === 10, 200), `stores collected right after their close: ${collected.length} of 10`)
 })
 
 test('#15: an uncontended hold is two commands to Redis (acquire, release); bad input sends none', async t => {

@@ -18,3 +18,16 @@ export function fullGc() {
   collect()
   collect()
 }
+
+/**
+ * Collects garbage and lets finalizers run (they come in a later turn) until `done()` holds, at most
+ * `rounds` times; answers whether it held.
+ */
+export async function collectUntil(done, rounds = 50) {
+  for (let i = 0; i < rounds && !done(); i++) {
+    fullGc()
+    await new Promise(resolve => setImmediate(resolve))
+    await new Promise(resolve => setTimeout(resolve, 1))
+  }
+  return done()
+}

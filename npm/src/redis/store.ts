@@ -799,9 +799,16 @@ export class RedisStore implements LeaseOwner {
       else p.reject(new ClosedError(`${p.place()}: the store closed`))
     }
     ends.push(this.#pools.close(this.#closed))
+    // Every request was answered above; a timer left set would keep this store alive until it fired.
+    this.#first.clear()
     await Promise.all(ends)
     await this.#wakeups.close()
     await this.#adapter.close()
+    // Nothing is sent any more: the sweep's timer would only keep this store alive until it fired.
+    if (this.#waited.size === 0 && this.#sweepTimer !== undefined) {
+      clearTimer(this.#clock, this.#sweepTimer)
+      this.#sweepTimer = undefined
+    }
   }
 }
 

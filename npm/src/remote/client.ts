@@ -61,7 +61,7 @@ import { checkOptions } from '../util/options.js'
 import { Lease, followLeaseShape, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
 import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
-import { systemClock, type Clock } from '../util/clock.js'
+import { settledWithin, systemClock, type Clock } from '../util/clock.js'
 import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
 import { type HashTable, intTable } from '../util/hash-table.js'
@@ -261,6 +261,8 @@ export class RemoteStore implements LeaseOwner {
   #welcomed = false
   #backoff = 50
   #reconnecting: Promise<void> | undefined
+  /** Ends the reconnect loop's backoff at once (set while it sleeps). */
+  #wakeReconnect: (() => void) | undefined
   /** The server refused the hello of revision 3 (it is older): say the old one. */
   #oldServer = false
   /** The revision of the conversation on the last connection, as its welcome said (2 for the old welcome). */
@@ -316,7 +318,7 @@ export class RemoteStore implements LeaseOwner {
   /** Resolves once a connection is back (reconnecting if needed); `ClosedError` when none is by `until`. */
   async #back(until: number): Promise<void> {
     if (!this.#closed && this.#reconnect && !this.#socket) {
-      await Promise.race([this.#reconnectLoop(), new Promise<void>(r => this.#clock.setTimeout(() => r(), Math.max(0, until - this.#clock.now())))])
+      await settledWithin(this.#clock, this.#reconnectLoop(), until - this.#clock.now())
     }
     if (this.#closed) throw new ClosedError(`${this.url}: ${this.#closed.message}`)
     if (!this.#socket) throw new ClosedError(`${this.url}: connection closed`)
@@ -456,7 +458,15 @@ export class RemoteStore implements LeaseOwner {
     if (this.#reconnecting) return this.#reconnecting
     this.#reconnecting = (async () => {
       while (!this.#closed && !this.#socket) {
-        await new Promise<void>(resolve => this.#clock.setTimeout(() => resolve(), this.#backoff * (0.5 + Math.random() / 2)))
+        // A close wakes it at once (see close()), rather than keep this client until the backoff ends.
+        await new Promise<void>(resolve => {
+          const timer = this.#clock.setTimeout(resolve, this.#backoff * (0.5 + Math.random() / 2))
+          this.#wakeReconnect = () => {
+            this.#clock.clearTimeout(timer)
+            resolve()
+          }
+        })
+        this.#wakeReconnect = undefined
         this.#backoff = Math.min(this.#backoff * 2, 5_000)
         if (this.#closed) return
         try {
@@ -494,6 +504,10 @@ export class RemoteStore implements LeaseOwner {
         p.reject(this.#closed)
       }
     }
+    // Every hold was answered: timers left set would keep this client alive until they fired.
+    this.#first.clear()
+    this.#waits.clear()
+    this.#wakeReconnect?.()
   }
 
   // ---- holds ----
@@ -817,7 +831,7 @@ export class RemoteStore implements LeaseOwner {
       if (answer.type === 'error') throw errorOf(answer.code, `inspect: ${answer.message}`)
       if (answer.type !== 'dropped') throw new ClosedError(`inspect: ${this.url}: unexpected answer ${answer.type}`)
       if (this.#closed || !this.#reconnect || this.#clock.now() >= until) throw new ClosedError(`inspect: ${this.url}: connection closed`)
-      await Promise.race([this.#reconnectLoop(), new Promise<void>(r => this.#clock.setTimeout(() => r(), Math.max(0, until - this.#clock.now())))])
+      await settledWithin(this.#clock, this.#reconnectLoop(), until - this.#clock.now())
     }
   }
 
@@ -835,7 +849,7 @@ export class RemoteStore implements LeaseOwner {
   async close(): Promise<void> {
     if (this.#closed) return
     const socket = this.#socket
-    if (socket) await Promise.race([this.#ask({ type: 'goodbye' }), new Promise<void>(r => this.#clock.setTimeout(() => r(), 1_000))])
+    if (socket) await settledWithin(this.#clock, this.#ask({ type: 'goodbye' }), 1_000)
     this.#fail(new ClosedError(`${this.url}: the client closed`))
     socket?.close(1000, 'goodbye')
     this.#socket = undefined

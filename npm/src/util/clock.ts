@@ -76,6 +76,18 @@ class ChainedTimer {
   }
 }
 
+/**
+ * Resolves as `promise` does, or after `ms` on `clock` if that comes first; the timer is cleared once
+ * either happened, so that it keeps nothing alive (a closed client) for the rest of `ms`.
+ */
+export function settledWithin<T>(clock: Clock, promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: unknown
+  const lapse = new Promise<undefined>(resolve => {
+    timer = setTimer(clock, () => resolve(undefined), Math.max(0, ms))
+  })
+  return Promise.race([promise, lapse]).finally(() => clearTimer(clock, timer))
+}
+
 export function isClock(value: unknown): value is Clock {
   const c = value as Clock | null
   return typeof c === 'object' && c !== null && typeof c.now === 'function' && typeof c.setTimeout === 'function' && typeof c.clearTimeout === 'function'

@@ -80,6 +80,19 @@ export class DueLines<T extends Due<T>> {
     return true
   }
 
+  /**
+   * Forgets every thing and clears the timer: for a closing owner, whose things were all answered
+   * already. A timer left set would keep the owner (its `due`) alive until it fired, up to a hold's
+   * wait after its close.
+   */
+  clear(): void {
+    for (const line of this.#lines.values()) while (line.first !== undefined) this.delete(line.first)
+    this.#lines.clear()
+    if (this.#timer !== undefined) clearTimer(this.#clock, this.#timer)
+    this.#timer = undefined
+    this.#timerAt = Infinity
+  }
+
   #arm(at: number): void {
     if (this.#timer !== undefined) clearTimer(this.#clock, this.#timer)
     this.#timerAt = at
