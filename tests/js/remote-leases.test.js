@@ -4,6 +4,7 @@
 // the sockets are real (and given a few real milliseconds to deliver).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import net from 'node:net'
 import { openStore, memoryStorage, connect, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 import { isSettled, stallClock } from './helpers.js'
@@ -280,6 +281,45 @@ test('LOCK-05: close() says goodbye, and the server releases its leases at once'
   assert.equal(s.store.inspect().length, 1)
   await a.client.close()
   await until(() => s.store.inspect().length === 0, 'released at once, not at the ttl')
+  await s.close()
+})
+
+test('LOCK-06: a client closed while it reconnects leaves no connection behind, though its dial completes after the close', async t => {
+  const s = await served()
+  // A TCP proxy before the server, whose new connections wait, not passed on, while `parking`.
+  const serverPort = Number(new URL(s.server.url).port)
+  let parking = false
+  const parked = []
+  const passed = []
+  const proxy = net.createServer(socket => {
+    const pass = () => {
+      const up = net.connect(serverPort, '127.0.0.1')
+      const link = { closed: false }
+      socket.on('close', () => ((link.closed = true), up.destroy()))
+      up.on('close', () => socket.destroy())
+      socket.on('error', () => {})
+      up.on('error', () => {})
+      socket.pipe(up).pipe(socket)
+      passed.push(link)
+    }
+    if (parking) parked.push(pass)
+    else pass()
+  })
+  await new Promise(resolve => proxy.listen(0, '127.0.0.1', resolve))
+  t.after(() => proxy.close())
+  const clock = manualClock(5_000)
+  const client = await connect(`ws://127.0.0.1:${proxy.address().port}`, { token: TOKEN, clock })
+  assert.equal(s.server.connections, 1)
+  parking = true
+  client._dropConnectionForTest()
+  await until(() => s.server.connections === 0, 'the connection dropped')
+  clock.advance(100) // past the first backoff: the client dials again, and its dial waits in the proxy
+  await until(() => parked.length === 1, 'the client dials again')
+  await client.close()
+  parking = false
+  parked[0]()
+  await until(() => passed[1]?.closed, 'the connection dialed before the close, opened after it, is closed')
+  assert.equal(s.server.connections, 0)
   await s.close()
 })
 

@@ -332,6 +332,11 @@ export class RemoteStore implements LeaseOwner {
     } catch (error) {
       throw new ClosedError(`connect ${this.url}: cannot reach the server: ${(error as Error)?.message ?? error}`, { cause: error })
     }
+    // Closed while it dialed (a reconnect under way): the connection would outlive the client.
+    if (this.#closed) {
+      socket.close(1000, 'goodbye')
+      throw new ClosedError(`connect ${this.url}: ${this.#closed.message}`)
+    }
     this.#refusal = undefined
     this.#welcomed = false
     this.#attach(socket)
@@ -458,7 +463,7 @@ export class RemoteStore implements LeaseOwner {
     if (this.#reconnecting) return this.#reconnecting
     this.#reconnecting = (async () => {
       while (!this.#closed && !this.#socket) {
-        // A close wakes it at once (see close()), rather than keep this client until the backoff ends.
+        // The client ending wakes it at once (see #fail), rather than keep the client until the backoff ends.
         await new Promise<void>(resolve => {
           const timer = this.#clock.setTimeout(resolve, this.#backoff * (0.5 + Math.random() / 2))
           this.#wakeReconnect = () => {
