@@ -5,6 +5,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
+import { createHash } from 'node:crypto'
 import { openStore, memoryStorage, connect, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 import { isSettled, stallClock } from './helpers.js'
@@ -284,42 +285,152 @@ test('LOCK-05: close() says goodbye, and the server releases its leases at once'
   await s.close()
 })
 
-test('LOCK-06: a client closed while it reconnects leaves no connection behind, though its dial completes after the close', async t => {
-  const s = await served()
-  // A TCP proxy before the server, whose new connections wait, not passed on, while `parking`.
-  const serverPort = Number(new URL(s.server.url).port)
-  let parking = false
-  const parked = []
-  const passed = []
-  const proxy = net.createServer(socket => {
+/** A TCP server on 127.0.0.1 running `onSocket`, closed after the test with every connection it took cut. */
+async function tcpServer(t, onSocket) {
+  const sockets = new Set()
+  const server = net.createServer(socket => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    socket.on('error', () => {})
+    onSocket(socket)
+  })
+  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => {
+    for (const socket of sockets) socket.destroy()
+    return new Promise(resolve => server.close(resolve))
+  })
+  return server.address().port
+}
+
+/**
+ * A TCP proxy before `port` whose new connections wait, not passed on, while `parking` is set:
+ * `parked[i]()` passes one on. Each connection is `{ closed }` (its client side), in `all`.
+ */
+async function parkingProxy(t, port) {
+  const proxy = { parking: false, parked: [], all: [], port: 0 }
+  proxy.port = await tcpServer(t, socket => {
+    const link = { closed: false }
+    proxy.all.push(link)
+    socket.on('close', () => (link.closed = true))
+    // Read while parked (else its end is never seen), kept for the server.
+    const early = []
+    const keep = chunk => early.push(chunk)
+    socket.on('data', keep)
     const pass = () => {
-      const up = net.connect(serverPort, '127.0.0.1')
-      const link = { closed: false }
-      socket.on('close', () => ((link.closed = true), up.destroy()))
-      up.on('close', () => socket.destroy())
-      socket.on('error', () => {})
+      socket.off('data', keep)
+      const up = net.connect(port, '127.0.0.1')
       up.on('error', () => {})
+      for (const chunk of early) up.write(chunk)
+      socket.on('close', () => up.destroy())
+      up.on('close', () => socket.destroy())
       socket.pipe(up).pipe(socket)
-      passed.push(link)
     }
-    if (parking) parked.push(pass)
+    if (proxy.parking) proxy.parked.push(pass)
     else pass()
   })
-  await new Promise(resolve => proxy.listen(0, '127.0.0.1', resolve))
-  t.after(() => proxy.close())
+  return proxy
+}
+
+test('LOCK-06: a client closed while it reconnects leaves no connection behind, though its dial completes after the close', { timeout: 20_000 }, async t => {
+  const s = await served()
+  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
   const clock = manualClock(5_000)
-  const client = await connect(`ws://127.0.0.1:${proxy.address().port}`, { token: TOKEN, clock })
+  const client = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock })
   assert.equal(s.server.connections, 1)
-  parking = true
+  proxy.parking = true
   client._dropConnectionForTest()
   await until(() => s.server.connections === 0, 'the connection dropped')
   clock.advance(100) // past the first backoff: the client dials again, and its dial waits in the proxy
-  await until(() => parked.length === 1, 'the client dials again')
+  await until(() => proxy.parked.length === 1, 'the client dials again')
   await client.close()
-  parking = false
-  parked[0]()
-  await until(() => passed[1]?.closed, 'the connection dialed before the close, opened after it, is closed')
+  proxy.parked[0]()
+  await until(() => proxy.all[1].closed, 'the connection dialed before the close, opened after it, is closed')
   assert.equal(s.server.connections, 0)
+  await s.close()
+})
+
+test('connect(): an address that takes the connection and never answers the upgrade is given up after 10 s (test clock): ClosedError, the connection cut', { timeout: 20_000 }, async t => {
+  const taken = []
+  const port = await tcpServer(t, socket => {
+    const link = { closed: false }
+    socket.on('close', () => (link.closed = true))
+    socket.resume() // read (and drop) what comes, so that its end is seen
+    taken.push(link)
+  })
+  const clock = manualClock(0)
+  const connecting = connect(`ws://127.0.0.1:${port}`, { token: TOKEN, clock })
+  connecting.catch(() => {})
+  await until(() => taken.length === 1, 'the client dials')
+  clock.advance(9_999)
+  assert.equal(await isSettled(connecting), false, 'still dialing at 9,999 ms')
+  clock.advance(1)
+  await assert.rejects(connecting, e => e instanceof ClosedError && /no answer to the WebSocket upgrade within 10000ms/.test(e.message))
+  await until(() => taken[0].closed, 'the connection is cut')
+})
+
+test('connect(): a server that takes the upgrade and never answers the hello is given up 10 s after the dial (test clock): ClosedError, the connection closed', { timeout: 20_000 }, async t => {
+  // Answers the upgrade by hand, then reads frames and answers none: `opcodes` are the client's.
+  const opcodes = []
+  const port = await tcpServer(t, socket => {
+    let head = ''
+    let frames = Buffer.alloc(0)
+    socket.on('data', chunk => {
+      if (head !== null) {
+        head += chunk.toString('latin1')
+        const end = head.indexOf('\r\n\r\n')
+        if (end < 0) return
+        const key = /sec-websocket-key:\s*(\S+)/i.exec(head)[1]
+        const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64')
+        socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`)
+        chunk = Buffer.from(head.slice(end + 4), 'latin1')
+        head = null
+      }
+      frames = Buffer.concat([frames, chunk])
+      // Client frames are masked: header, extended length, 4-byte mask, payload.
+      for (;;) {
+        if (frames.length < 2) return
+        let length = frames[1] & 0x7f
+        let at = 2
+        if (length === 126) [length, at] = [frames.length >= 4 ? frames.readUInt16BE(2) : Infinity, 4]
+        else if (length === 127) [length, at] = [frames.length >= 10 ? Number(frames.readBigUInt64BE(2)) : Infinity, 10]
+        if (frames.length < at + 4 + length) return
+        opcodes.push(frames[0] & 0x0f)
+        frames = frames.subarray(at + 4 + length)
+      }
+    })
+  })
+  const clock = manualClock(0)
+  const connecting = connect(`ws://127.0.0.1:${port}`, { token: TOKEN, clock })
+  connecting.catch(() => {})
+  await until(() => opcodes.length === 1, 'the hello arrives')
+  assert.deepEqual(opcodes, [2], 'a binary frame: the hello')
+  clock.advance(9_999)
+  assert.equal(await isSettled(connecting), false, 'still waiting for the welcome at 9,999 ms')
+  clock.advance(1)
+  await assert.rejects(connecting, e => e instanceof ClosedError && /no welcome within 10000ms/.test(e.message))
+  await until(() => opcodes.includes(8), 'the client closes the connection (a close frame)')
+})
+
+test('LOCK-05: a reconnect whose dial is never answered is given up after 10 s and dialed again; the next one gets through', { timeout: 20_000 }, async t => {
+  const s = await served()
+  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
+  const clock = manualClock(5_000)
+  const client = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock })
+  proxy.parking = true
+  client._dropConnectionForTest()
+  await until(() => s.server.connections === 0, 'the connection dropped')
+  clock.advance(100) // the first backoff
+  await until(() => proxy.parked.length === 1, 'the client dials again')
+  clock.advance(9_999)
+  await delivered()
+  assert.equal(proxy.all[1].closed, false, 'its dial still waits at 9,999 ms')
+  clock.advance(1)
+  await until(() => proxy.all[1].closed, 'the unanswered dial is cut')
+  proxy.parking = false
+  clock.advance(200) // the second backoff
+  await until(() => s.server.connections === 1, 'the next dial gets through')
+  assert.equal(await client.lock('jobs').hold('k', lease => lease.fence > 0), true)
+  await client.close()
   await s.close()
 })
 

@@ -27,7 +27,8 @@
  * # Connections drop
  * The client reconnects by itself, with backoff, and asks again for every hold it has (the same
  * request id): a held key answers with the same lease and fence, a waiting hold keeps its place.
- * `close()` says goodbye, which releases its leases at once.
+ * `close()` says goodbye, which releases its leases at once. A connection not open and welcomed
+ * within `CONNECT_PATIENCE` is cut: `connect()` rejects `ClosedError`, a reconnect dials again.
  *
  * # Revisions
  * The client says the highest revision it speaks in its hello (3: batches); the server's welcome says
@@ -98,6 +99,13 @@ const LAST_FRAME = 0xffff_fffe
 const WAIT_GRACE = 1_000
 /** How long `inspect()` waits for a server that cannot be reached. */
 const INSPECT_PATIENCE = 10_000
+/**
+ * How long a connection may take to open and be welcomed (the WebSocket upgrade, then the hello):
+ * past it the connection is cut and `connect()` rejects, or a reconnect dials again. Without it, an
+ * address that takes the TCP connection and never answers (a stopped server's backlog, a balancer
+ * without a backend) would keep `connect()`, or every reconnect after, waiting for good.
+ */
+const CONNECT_PATIENCE = 10_000
 
 /**
  * A hold in flight or held, as the client tracks it across reconnects. Without `fn` (`acquire`,
@@ -326,11 +334,28 @@ export class RemoteStore implements LeaseOwner {
 
   /** @internal Dials and says hello; rejects when the server cannot be reached or refuses the token. */
   async _open(): Promise<void> {
-    let socket: Socket
+    const deadline = this.#clock.now() + CONNECT_PATIENCE
+    const abandon = new AbortController()
+    let dialing: Promise<Socket>
     try {
-      socket = await this.#transport.dial(this.url, { maxPayload: MAX_FRAME, ...(this.#ca ? { ca: this.#ca } : {}) })
+      dialing = this.#transport.dial(this.url, { maxPayload: MAX_FRAME, signal: abandon.signal, ...(this.#ca ? { ca: this.#ca } : {}) })
+    } catch (error) {
+      dialing = Promise.reject(error)
+    }
+    let socket: Socket | undefined
+    try {
+      socket = await settledWithin(this.#clock, dialing, CONNECT_PATIENCE)
     } catch (error) {
       throw new ClosedError(`connect ${this.url}: cannot reach the server: ${(error as Error)?.message ?? error}`, { cause: error })
+    }
+    if (socket === undefined) {
+      abandon.abort()
+      // Opened all the same, in the turn the patience ran out: nobody will use it.
+      dialing.then(
+        late => late.close(1000, 'goodbye'),
+        () => {},
+      )
+      throw new ClosedError(`connect ${this.url}: no answer to the WebSocket upgrade within ${CONNECT_PATIENCE}ms`)
     }
     // Closed while it dialed (a reconnect under way): the connection would outlive the client.
     if (this.#closed) {
@@ -341,7 +366,17 @@ export class RemoteStore implements LeaseOwner {
     this.#welcomed = false
     this.#attach(socket)
     const revision = this.#oldServer ? 2 : REVISION
-    const welcome = await this.#ask({ type: 'hello', revision, token: this.#token, client: 'holdfast-js' })
+    const welcome = await settledWithin(
+      this.#clock,
+      this.#ask({ type: 'hello', revision, token: this.#token, client: 'holdfast-js' }),
+      deadline - this.#clock.now(),
+    )
+    if (welcome === undefined) {
+      // Let go of it now, as a drop does (its hello answered `dropped`, to nobody), then cut it.
+      this.#dropped(socket)
+      socket.close(4408, 'no welcome')
+      throw new ClosedError(`connect ${this.url}: no welcome within ${CONNECT_PATIENCE}ms of dialing`)
+    }
     if (welcome.type !== 'welcome') {
       socket.close()
       this.#socket = undefined

@@ -55,8 +55,22 @@ export interface Listener {
 export interface Transport {
   listen(options: ListenOptions, onSocket: (socket: Socket) => void): Promise<Listener>
   /** Connects to `url` (`ws://`, `wss://`, `ws+unix://PATH`); rejects when it cannot. `ca`: PEM
-   * certificates to trust for `wss://`, besides the system's. */
-  dial(url: string, options: { maxPayload: number; ca?: string | Uint8Array }): Promise<Socket>
+   * certificates to trust for `wss://`, besides the system's. `signal`, once aborted, abandons a dial
+   * not open yet: its connection is cut and it rejects. */
+  dial(url: string, options: DialOptions): Promise<Socket>
+}
+
+export interface DialOptions {
+  maxPayload: number
+  ca?: string | Uint8Array
+  signal?: AbortSignal
+}
+
+/** Calls `abandon` when `signal` aborts (at once if it did already). */
+export function onAbandon(signal: AbortSignal | undefined, abandon: () => void): void {
+  if (signal === undefined) return
+  if (signal.aborted) abandon()
+  else signal.addEventListener('abort', abandon, { once: true })
 }
 
 /**

@@ -11,7 +11,7 @@
  * (after about 12 s, whatever `idleTimeout` says): `handshakeTimeout` is not used here.
  */
 
-import { CLOSE_GRACE, packed, withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import { CLOSE_GRACE, onAbandon, packed, withHandlers, type DialOptions, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
 import { wsTransport } from '../node/transport.js'
 
 /** The part of Bun's API used here (Bun's own types are not a dependency of the package). */
@@ -160,9 +160,9 @@ export const bunTransport: Transport = {
     }
   },
 
-  dial(url: string, options: { maxPayload: number; ca?: string | Uint8Array }): Promise<Socket> {
+  dial(url: string, options: DialOptions): Promise<Socket> {
     if (url.startsWith('ws+unix://') || options.ca !== undefined) return wsTransport.dial(url, options)
-    return dialNative(url, options.maxPayload)
+    return dialNative(url, options.maxPayload, options.signal)
   },
 }
 
@@ -175,12 +175,17 @@ export const bunTransport: Transport = {
  * turn's check phase, as the server side above. Bun's client takes no bound on a message's size: a
  * message past `maxPayload` closes the connection here (1009, as `ws` closes it), unread.
  */
-function dialNative(url: string, maxPayload: number): Promise<Socket> {
+function dialNative(url: string, maxPayload: number, signal: AbortSignal | undefined): Promise<Socket> {
   const ws = new WebSocket(url)
   ws.binaryType = 'nodebuffer'
   return new Promise<Socket>((resolve, reject) => {
     ws.addEventListener('open', () => resolve(adaptClient(ws, maxPayload)), { once: true })
     ws.addEventListener('error', event => reject(new Error(event.message ?? `WebSocket connection to ${url} failed`)), { once: true })
+    onAbandon(signal, () => {
+      if (ws.readyState !== 0) return // open, or closed already: not a dial any more
+      reject(new Error('no answer to the WebSocket upgrade'))
+      ws.close()
+    })
   })
 }
 

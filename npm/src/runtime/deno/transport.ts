@@ -17,7 +17,7 @@
  * at once). A Unix socket is given its mode right after `Deno.serve` made it (Deno's umask is unstable).
  */
 
-import { withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import { onAbandon, withHandlers, type DialOptions, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
 
 /** The parts of the `Deno` namespace this transport uses (the package is typed without Deno's types). */
 interface DenoServer {
@@ -142,7 +142,7 @@ export const denoTransport: Transport = {
     }
   },
 
-  async dial(url: string, options: { maxPayload: number; ca?: string | Uint8Array }): Promise<Socket> {
+  async dial(url: string, options: DialOptions): Promise<Socket> {
     const t = target(url)
     let client: DenoHttpClient | undefined
     let ws: WebSocket
@@ -164,6 +164,11 @@ export const denoTransport: Transport = {
         ws.onopen = () => resolve(adapt(ws, options.maxPayload, done))
         ws.onerror = event => reject(new Error((event as ErrorEvent).message || 'WebSocket error'))
         ws.onclose = event => reject(new Error(`connection closed (${event.code})`))
+        onAbandon(options.signal, () => {
+          if (ws.readyState !== 0) return // open, or closed already: not a dial any more
+          reject(new Error('no answer to the WebSocket upgrade'))
+          ws.close()
+        })
       })
     } catch (error) {
       done()

@@ -4,7 +4,7 @@
  * `node:https`; a reverse proxy that ends TLS works as well.
  */
 
-import { CLOSE_GRACE, packed, withHandlers, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import { CLOSE_GRACE, onAbandon, packed, withHandlers, type DialOptions, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
 import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
 type WsSocket = import('ws').WebSocket
@@ -178,7 +178,7 @@ export const wsTransport: Transport = {
     }
   },
 
-  async dial(url: string, options: { maxPayload: number; ca?: string | Uint8Array }): Promise<Socket> {
+  async dial(url: string, options: DialOptions): Promise<Socket> {
     const { WebSocket } = await import('ws')
     const ws = new WebSocket(wsTarget(url), { maxPayload: options.maxPayload, ...(options.ca ? { ca: pem(options.ca) } : {}) })
     return new Promise<Socket>((resolve, reject) => {
@@ -186,6 +186,11 @@ export const wsTransport: Transport = {
       // right after it, in the same read, and must find its listeners (withHandlers keeps them).
       ws.once('open', () => resolve(adapt(ws, true)))
       ws.once('error', reject)
+      onAbandon(options.signal, () => {
+        if (ws.readyState !== WebSocket.CONNECTING) return
+        reject(new Error('no answer to the WebSocket upgrade'))
+        ws.terminate()
+      })
     })
   },
 }
