@@ -349,7 +349,7 @@ test('LOCK-06: a client closed while it reconnects leaves no connection behind, 
   await s.close()
 })
 
-test('connect(): an address that takes the connection and never answers the upgrade is given up after 10 s (test clock): ClosedError, the connection cut', { timeout: 20_000 }, async t => {
+test('remote: connect() to an address that takes the connection and never answers the upgrade is given up after 10 s (test clock): ClosedError, the connection cut', { timeout: 20_000 }, async t => {
   const taken = []
   const port = await tcpServer(t, socket => {
     const link = { closed: false }
@@ -368,7 +368,7 @@ test('connect(): an address that takes the connection and never answers the upgr
   await until(() => taken[0].closed, 'the connection is cut')
 })
 
-test('connect(): a server that takes the upgrade and never answers the hello is given up 10 s after the dial (test clock): ClosedError, the connection closed', { timeout: 20_000 }, async t => {
+test('remote: connect() to a server that takes the upgrade and never answers the hello is given up 10 s after the dial (test clock): ClosedError, the connection closed', { timeout: 20_000 }, async t => {
   // Answers the upgrade by hand, then reads frames and answers none: `opcodes` are the client's.
   const opcodes = []
   const port = await tcpServer(t, socket => {
