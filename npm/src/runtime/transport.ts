@@ -66,9 +66,17 @@ export interface DialOptions {
   signal?: AbortSignal
 }
 
-/** Calls `abandon` when `signal` aborts (at once if it did already). */
-export function onAbandon(signal: AbortSignal | undefined, abandon: () => void): void {
+/**
+ * Once `signal` aborts, a dial whose WebSocket `ws` is still connecting rejects and is cut (`cut`);
+ * one open or closed already is left as it is.
+ */
+export function onAbandon(signal: AbortSignal | undefined, ws: { readonly readyState: number }, reject: (error: Error) => void, cut: () => void): void {
   if (signal === undefined) return
+  const abandon = (): void => {
+    if (ws.readyState !== 0) return // CONNECTING is 0 in every WebSocket
+    reject(new Error('no answer to the WebSocket upgrade'))
+    cut()
+  }
   if (signal.aborted) abandon()
   else signal.addEventListener('abort', abandon, { once: true })
 }

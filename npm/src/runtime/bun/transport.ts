@@ -181,11 +181,7 @@ function dialNative(url: string, maxPayload: number, signal: AbortSignal | undef
   return new Promise<Socket>((resolve, reject) => {
     ws.addEventListener('open', () => resolve(adaptClient(ws, maxPayload)), { once: true })
     ws.addEventListener('error', event => reject(new Error(event.message ?? `WebSocket connection to ${url} failed`)), { once: true })
-    onAbandon(signal, () => {
-      if (ws.readyState !== 0) return // open, or closed already: not a dial any more
-      reject(new Error('no answer to the WebSocket upgrade'))
-      ws.close()
-    })
+    onAbandon(signal, ws, reject, () => ws.close())
   })
 }
 

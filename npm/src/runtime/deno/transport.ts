@@ -164,11 +164,7 @@ export const denoTransport: Transport = {
         ws.onopen = () => resolve(adapt(ws, options.maxPayload, done))
         ws.onerror = event => reject(new Error((event as ErrorEvent).message || 'WebSocket error'))
         ws.onclose = event => reject(new Error(`connection closed (${event.code})`))
-        onAbandon(options.signal, () => {
-          if (ws.readyState !== 0) return // open, or closed already: not a dial any more
-          reject(new Error('no answer to the WebSocket upgrade'))
-          ws.close()
-        })
+        onAbandon(options.signal, ws, reject, () => ws.close())
       })
     } catch (error) {
       done()

@@ -186,11 +186,7 @@ export const wsTransport: Transport = {
       // right after it, in the same read, and must find its listeners (withHandlers keeps them).
       ws.once('open', () => resolve(adapt(ws, true)))
       ws.once('error', reject)
-      onAbandon(options.signal, () => {
-        if (ws.readyState !== WebSocket.CONNECTING) return
-        reject(new Error('no answer to the WebSocket upgrade'))
-        ws.terminate()
-      })
+      onAbandon(options.signal, ws, reject, () => ws.terminate())
     })
   },
 }
