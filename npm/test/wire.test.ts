@@ -44,6 +44,7 @@ test('every client message survives encode then decode', () => {
     { type: 'pool', op: 'resize', pool: 'seats', capacity: 180, claim: '', value: 200 },
     { type: 'pool', op: 'cancel', pool: 'seats', capacity: 180, claim: 'order-7', value: 0 },
     { type: 'inspectPools' },
+    { type: 'ping' },
   ]
   for (const [id, m] of messages.entries()) assert.deepEqual(decodeClient(encodeClient(id, m)), { id, ...m }, m.type)
 })

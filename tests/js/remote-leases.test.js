@@ -304,12 +304,14 @@ async function tcpServer(t, onSocket) {
 
 /**
  * A TCP proxy before `port` whose new connections wait, not passed on, while `parking` is set:
- * `parked[i]()` passes one on. Each connection is `{ closed }` (its client side), in `all`.
+ * `parked[i]()` passes one on. Each connection is `{ closed, frozen, unheard }` (its client side), in
+ * `all`: once `frozen` is set it passes nothing on either way, as a server stopped with its
+ * connections open (`unheard` counts the bytes its client sent since).
  */
 async function parkingProxy(t, port) {
   const proxy = { parking: false, parked: [], all: [], port: 0 }
   proxy.port = await tcpServer(t, socket => {
-    const link = { closed: false }
+    const link = { closed: false, frozen: false, unheard: 0 }
     proxy.all.push(link)
     socket.on('close', () => (link.closed = true))
     // Read while parked (else its end is never seen), kept for the server.
@@ -323,7 +325,8 @@ async function parkingProxy(t, port) {
       for (const chunk of early) up.write(chunk)
       socket.on('close', () => up.destroy())
       up.on('close', () => socket.destroy())
-      socket.pipe(up).pipe(socket)
+      socket.on('data', chunk => (link.frozen ? (link.unheard += chunk.length) : up.write(chunk)))
+      up.on('data', chunk => link.frozen || socket.write(chunk))
     }
     if (proxy.parking) proxy.parked.push(pass)
     else pass()
@@ -368,12 +371,24 @@ test('remote: connect() to an address that takes the connection and never answer
   await until(() => taken[0].closed, 'the connection is cut')
 })
 
-test('remote: connect() to a server that takes the upgrade and never answers the hello is given up 10 s after the dial (test clock): ClosedError, the connection closed', { timeout: 20_000 }, async t => {
-  // Answers the upgrade by hand, then reads frames and answers none: `opcodes` are the client's.
-  const opcodes = []
+/**
+ * A WebSocket server written by hand, as one that is not holdfast's (or is of another revision)
+ * answers: it takes the upgrade, reads the client's frames into its connection's `frames`
+ * (`{ opcode, payload }`, the payload unmasked) and sends only what the test sends (`send(payload)`:
+ * one binary message of under 126 bytes). Its connections are in `conns`, each with `closed`.
+ */
+async function handMadeServer(t) {
+  const conns = []
   const port = await tcpServer(t, socket => {
+    const conn = {
+      frames: [],
+      closed: false,
+      send: payload => socket.write(Buffer.concat([Buffer.from([0x82, payload.length]), payload])),
+    }
+    conns.push(conn)
+    socket.on('close', () => (conn.closed = true))
     let head = ''
-    let frames = Buffer.alloc(0)
+    let bytes = Buffer.alloc(0)
     socket.on('data', chunk => {
       if (head !== null) {
         head += chunk.toString('latin1')
@@ -385,30 +400,49 @@ test('remote: connect() to a server that takes the upgrade and never answers the
         chunk = Buffer.from(head.slice(end + 4), 'latin1')
         head = null
       }
-      frames = Buffer.concat([frames, chunk])
+      bytes = Buffer.concat([bytes, chunk])
       // Client frames are masked: header, extended length, 4-byte mask, payload.
       for (;;) {
-        if (frames.length < 2) return
-        let length = frames[1] & 0x7f
+        if (bytes.length < 2) return
+        let length = bytes[1] & 0x7f
         let at = 2
-        if (length === 126) [length, at] = [frames.length >= 4 ? frames.readUInt16BE(2) : Infinity, 4]
-        else if (length === 127) [length, at] = [frames.length >= 10 ? Number(frames.readBigUInt64BE(2)) : Infinity, 10]
-        if (frames.length < at + 4 + length) return
-        opcodes.push(frames[0] & 0x0f)
-        frames = frames.subarray(at + 4 + length)
+        if (length === 126) [length, at] = [bytes.length >= 4 ? bytes.readUInt16BE(2) : Infinity, 4]
+        else if (length === 127) [length, at] = [bytes.length >= 10 ? Number(bytes.readBigUInt64BE(2)) : Infinity, 10]
+        if (bytes.length < at + 4 + length) return
+        const mask = bytes.subarray(at, at + 4)
+        const payload = Buffer.from(bytes.subarray(at + 4, at + 4 + length)).map((b, i) => b ^ mask[i % 4])
+        conn.frames.push({ opcode: bytes[0] & 0x0f, payload })
+        bytes = bytes.subarray(at + 4 + length)
       }
     })
   })
+  return { port, conns }
+}
+
+/** A `welcome` of `revision` (3 or more: the new one, 0x8a) answering frame `id`. */
+const welcomeFrame = (id, revision) => {
+  const frame = Buffer.alloc(15)
+  frame[0] = 1
+  frame[1] = 0x8a
+  frame.writeUInt32LE(id, 2)
+  frame[6] = revision
+  frame.writeUInt32LE(65_536, 7)
+  return frame
+}
+
+test('remote: connect() to a server that takes the upgrade and never answers the hello is given up 10 s after the dial (test clock): ClosedError, the connection closed', { timeout: 20_000 }, async t => {
+  const server = await handMadeServer(t)
   const clock = manualClock(0)
-  const connecting = connect(`ws://127.0.0.1:${port}`, { token: TOKEN, clock })
+  const connecting = connect(`ws://127.0.0.1:${server.port}`, { token: TOKEN, clock })
   connecting.catch(() => {})
-  await until(() => opcodes.length === 1, 'the hello arrives')
-  assert.deepEqual(opcodes, [2], 'a binary frame: the hello')
+  await until(() => server.conns[0]?.frames.length === 1, 'the hello arrives')
+  const opcodes = () => server.conns[0].frames.map(f => f.opcode)
+  assert.deepEqual(opcodes(), [2], 'a binary frame: the hello')
   clock.advance(9_999)
   assert.equal(await isSettled(connecting), false, 'still waiting for the welcome at 9,999 ms')
   clock.advance(1)
   await assert.rejects(connecting, e => e instanceof ClosedError && /no welcome within 10000ms/.test(e.message))
-  await until(() => opcodes.includes(8), 'the client closes the connection (a close frame)')
+  await until(() => opcodes().includes(8), 'the client closes the connection (a close frame)')
 })
 
 test('LOCK-05: a reconnect whose dial is never answered is given up after 10 s and dialed again; the next one gets through', { timeout: 20_000 }, async t => {
@@ -431,6 +465,134 @@ test('LOCK-05: a reconnect whose dial is never answered is given up after 10 s a
   await until(() => s.server.connections === 1, 'the next dial gets through')
   assert.equal(await client.lock('jobs').hold('k', lease => lease.fence > 0), true)
   await client.close()
+  await s.close()
+})
+
+test('remote: awaiting an answer on a connection its server (revision 5) keeps silent, the client pings after 5 s of quiet and drops it at 15 s, then dials again; to a server of revision 4 it sends no ping and keeps the connection (test clock)', { timeout: 20_000 }, async t => {
+  for (const revision of [5, 4]) {
+    const server = await handMadeServer(t)
+    const clock = manualClock(0)
+    const connecting = connect(`ws://127.0.0.1:${server.port}`, { token: TOKEN, clock })
+    await until(() => server.conns[0]?.frames.length === 1, 'the hello')
+    const first = server.conns[0]
+    const hello = first.frames[0].payload
+    assert.equal(hello[1], 0x09, 'the hello that says the revision')
+    first.send(welcomeFrame(hello.readUInt32LE(2), revision))
+    const client = await connecting
+    const inspecting = client.inspect()
+    inspecting.catch(() => {})
+    await until(() => first.frames.length === 2, 'the inspection is asked')
+    clock.advance(4_999)
+    await delivered()
+    assert.equal(first.frames.length, 2, `revision ${revision}: quiet for 4,999 ms, nothing more is sent`)
+    clock.advance(1)
+    if (revision >= 5) {
+      await until(() => first.frames.length === 3, 'a ping at 5,000 ms')
+      const ping = first.frames[2].payload
+      assert.deepEqual([ping.length, ping[0], ping[1]], [6, 1, 0x0e], 'a ping frame: version 1, type 0x0e, no body')
+      assert.notEqual(ping.readUInt32LE(2), 0, 'asking for an answer')
+      clock.advance(9_999)
+      await delivered()
+      assert.equal(first.frames.length, 3, 'one ping, no close yet at 14,999 ms')
+      assert.equal(server.conns.length, 1)
+      clock.advance(1)
+      await until(() => first.frames.some(f => f.opcode === 8), 'the client closes the silent connection at 15,000 ms')
+      clock.advance(100) // the first backoff
+      await until(() => server.conns.length === 2, 'and dials again')
+    } else {
+      for (let i = 0; i < 12; i++) {
+        clock.advance(5_000)
+        await delivered()
+      }
+      assert.equal(first.frames.length, 2, 'no ping to a server of revision 4 in a minute')
+      assert.equal(first.closed, false, 'and the connection is kept')
+      assert.equal(server.conns.length, 1)
+    }
+    const closing = client.close()
+    clock.advance(1_000) // the goodbye's patience: nobody answers it here
+    await closing
+    await assert.rejects(inspecting, ClosedError)
+  }
+})
+
+test('LOCK-05: answers awaited on a connection that went silent with its server (the connection open, nothing passed either way) are asked again on a new one once it is dropped at 15 s: an inspection, a pool release, a waiting hold (test clock)', { timeout: 20_000 }, async t => {
+  const s = await served()
+  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
+  const clock = manualClock(5_000)
+  const client = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock })
+  const held = await s.store.lock('jobs').acquire('busy')
+  const got = await client.pool('seats', { capacity: 3 }).claim(2)
+  assert.equal(got.claimed, true)
+  const silent = proxy.all[0]
+  silent.frozen = true
+  const inspecting = client.inspect()
+  const releasing = got.claim.release()
+  const waiting = client.lock('jobs').hold('busy', { wait: '1m' }, lease => lease.fence)
+  await until(() => silent.unheard > 0, 'the requests are sent')
+  await delivered(20)
+  const asked = silent.unheard
+  clock.advance(14_999)
+  await until(() => silent.unheard > asked, 'a ping while it waited')
+  assert.equal(proxy.all.length, 1, 'the silent connection is kept until 15,000 ms')
+  for (const [what, p] of [['inspect', inspecting], ['release', releasing], ['hold', waiting]]) {
+    assert.equal(await isSettled(p), false, `${what}: still awaited at 14,999 ms`)
+  }
+  clock.advance(1)
+  clock.advance(100) // the first backoff
+  await until(() => proxy.all.length === 2, 'the client dials again')
+  const keys = await inspecting
+  assert.ok(
+    keys.some(k => k.name === 'jobs' && k.key === 'busy' && k.holders.length === 1),
+    'the inspection, asked again, is answered',
+  )
+  assert.equal(await releasing, true, 'the release, asked again, went through once')
+  assert.equal(await client.pool('seats').remaining(), 3)
+  held.release()
+  assert.ok((await waiting) > held.fence, 'the waiting hold, asked again, is granted when the key is let go')
+  await client.close()
+  await s.close()
+})
+
+test('LOCK-05: a server that stays silent: an inspection and a pool operation awaited on its connection reject ClosedError 10 s after it is dropped at 15 s, no connection back by then; an idle client sends nothing and keeps its connection (test clock)', { timeout: 20_000 }, async t => {
+  const s = await served()
+  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
+  const clock = manualClock(5_000)
+  const client = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock })
+  const pool = client.pool('seats', { capacity: 3 })
+  assert.equal(await pool.remaining(), 3)
+  assert.equal(await client.lock('jobs').hold('k', lease => lease.fence > 0), true)
+  await delivered(20) // its release (which asks for no answer) on its way
+  const silent = proxy.all[0]
+  silent.frozen = true
+  // Nothing awaited: a minute passes with nothing sent, the connection kept.
+  for (let i = 0; i < 12; i++) {
+    clock.advance(5_000)
+    await delivered()
+  }
+  assert.equal(silent.unheard, 0, 'an idle client sends nothing')
+  assert.equal(proxy.all.length, 1)
+  proxy.parking = true // and the server cannot be reached again
+  const inspecting = client.inspect()
+  const remaining = pool.remaining()
+  await until(() => silent.unheard > 0, 'the requests are sent')
+  clock.advance(14_999)
+  await delivered()
+  assert.equal(await isSettled(inspecting), false, 'inspect: still awaited at 14,999 ms')
+  assert.equal(await isSettled(remaining), false, 'remaining: still awaited at 14,999 ms')
+  clock.advance(1)
+  await delivered() // dropped at 15,000 ms: each waits for a connection back until 25,000 ms
+  clock.advance(100) // the first backoff
+  await until(() => proxy.all.length === 2, 'the silent connection is dropped, and the client dials again (its dial parked)')
+  clock.advance(9_899)
+  await delivered()
+  assert.equal(await isSettled(inspecting), false, 'inspect: waits for a connection back until 10 s after the drop')
+  assert.equal(await isSettled(remaining), false, 'remaining: waits for a connection back until 10 s after the drop')
+  clock.advance(1)
+  await assert.rejects(inspecting, ClosedError)
+  await assert.rejects(remaining, ClosedError)
+  const closing = client.close()
+  clock.advance(1_000)
+  await closing
   await s.close()
 })
 

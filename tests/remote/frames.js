@@ -4,7 +4,7 @@
 // is 16 raw bytes; every frame starts with version (1), type, and a u32 correlation id.
 import { randomBytes } from 'node:crypto'
 
-export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07, inspectPage: 0x08, hello3: 0x09, batch: 0x0a, claim: 0x0b, pool: 0x0c, inspectPools: 0x0d }
+export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07, inspectPage: 0x08, hello3: 0x09, batch: 0x0a, claim: 0x0b, pool: 0x0c, inspectPools: 0x0d, ping: 0x0e }
 const SERVER = { 0x81: 'welcome', 0x82: 'granted', 0x83: 'busy', 0x84: 'renewed', 0x85: 'done', 0x86: 'error', 0x87: 'inspected', 0x88: 'lost', 0x89: 'inspectedPage', 0x8a: 'welcome', 0x8b: 'batch', 0x8c: 'claimed', 0x8d: 'count', 0x8e: 'pools' }
 const CODES = [undefined, 'in_use', 'lost', 'closed', 'invalid', 'limit', 'cancelled', 'storage', 'permission', 'protocol']
 
@@ -49,6 +49,8 @@ export const encode = {
   pool: (id, { op, pool, capacity = 0, claim = '', value = 0 }) =>
     header(CLIENT.pool, id).u8({ release: 1, confirm: 2, remaining: 3, resize: 4, cancel: 5 }[op]).str(pool).u64(capacity).str(claim).u64(value).bytes(),
   inspectPools: id => header(CLIENT.inspectPools, id).bytes(),
+  // Revision 5: the client's heartbeat.
+  ping: id => header(CLIENT.ping, id).bytes(),
 }
 
 /** A server's frames (for a fake server of an older revision): `welcome` (of `revision` 3 or more: the new one), an empty `inspected`. */

@@ -36,14 +36,14 @@ test('#17 revision 3: a client of revision 2 (the old hello) gets the old welcom
   assert.ok(!inspected.entries.some(e => e.key === 'old-batch'), 'nothing of the refused batch was held')
 })
 
-test('#17 revision 3: a client saying a later revision than the server speaks is answered the server’s (4, #16); the new welcome says it', async t => {
+test('#17 revision 3: a client saying a later revision than the server speaks is answered the server’s (5: the heartbeat’s ping); the new welcome says it', async t => {
   const own = procs(t)
   const server = await startServer(own)
   const raw = await rawClient(server.url)
   t.after(() => raw.close())
   raw.send(encode.hello3(1, TOKEN, 9))
   const welcome = await raw.answer(1)
-  assert.deepEqual([welcome.type, welcome.revision], ['welcome', 4])
+  assert.deepEqual([welcome.type, welcome.revision], ['welcome', 5])
   // And it is taken at its word: a batch is answered.
   raw.send(encode.batch([hold(2, 'later', { wait: 0 })]))
   assert.equal((await raw.answer(2)).type, 'granted')
@@ -94,4 +94,27 @@ test('#17 revision 3: the frames of a batch are acted on in order — a release 
   assert.equal(second.type, 'granted', 'the key was free: the release before it went first')
   assert.ok(second.fence > first.fence)
   assert.equal((await raw.answer(4)).count, 1, 'and the inspection after both sees one holder')
+})
+
+test('revision 5: a ping is answered done, with its id, at once, while a hold of its connection waits in line; from a client that said the old hello or revision 3 too, since done is a type every client knows', async t => {
+  const own = procs(t)
+  const server = await startServer(own)
+  const holder = await rawClient(server.url)
+  t.after(() => holder.close())
+  holder.send(encode.hello3(1, TOKEN, 5))
+  assert.deepEqual([(await holder.answer(1)).revision], [5], 'the welcome says revision 5')
+  holder.send(hold(2, 'pinged', { wait: 0 }))
+  assert.equal((await holder.answer(2)).type, 'granted')
+  for (const hello of [encode.hello3(1, TOKEN, 5), encode.hello3(1, TOKEN, 3), encode.hello(1, TOKEN)]) {
+    const raw = await rawClient(server.url)
+    t.after(() => raw.close())
+    raw.send(hello)
+    await raw.answer(1)
+    raw.send(hold(2, 'pinged')) // waits in line behind the holder
+    raw.send(encode.ping(3))
+    const pong = await raw.answer(3)
+    assert.deepEqual([pong.type, pong.id], ['done', 3], 'answered while the hold waits')
+    assert.ok(!raw.frames.some(f => f.id === 2), 'the hold still waits: the ping ended nothing')
+    assert.equal(raw.closed, undefined, 'and the connection stays open')
+  }
 })

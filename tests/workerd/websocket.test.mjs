@@ -52,7 +52,7 @@ async function until(check, ms, what) {
 }
 
 /** A raw client of the wire protocol: frames in, decoded frames out, nothing done on its own. */
-async function raw(t, name) {
+async function raw(t, name, { revision } = {}) {
   const ws = new WebSocket(`${base}/ws/${name}`)
   ws.binaryType = 'nodebuffer'
   const frames = []
@@ -88,8 +88,10 @@ async function raw(t, name) {
       ws.terminate()
     },
   }
-  const welcome = await client.ask(id => encode.hello(id, TOKEN))
+  // The old hello (revision 2), unless a revision is given: the new one, saying it.
+  const welcome = await client.ask(id => (revision ? encode.hello3(id, TOKEN, revision) : encode.hello(id, TOKEN)))
   assert.equal(welcome.type, 'welcome', JSON.stringify(welcome))
+  client.revision = welcome.revision
   return client
 }
 
@@ -160,6 +162,20 @@ test('a request to the object that is not a WebSocket upgrade is answered 426', 
   const response = await server.fetch('/ws/plain')
   assert.equal(response.status, 426)
   assert.match(await response.text(), /WebSocket upgrades/)
+})
+
+test('revision 5: the object answers a ping done, with its id, while a hold of the connection waits in line; to a client that said the old hello too', async t => {
+  const holder = await raw(t, 'pinged', { revision: 5 })
+  assert.equal(holder.revision, 5, 'the welcome says revision 5')
+  assert.equal((await holder.ask(id => encode.hold(id, { name: 'jobs', key: 'k', wait: 0 }))).type, 'granted')
+  for (const revision of [5, undefined]) {
+    const client = await raw(t, 'pinged', { revision })
+    const waiting = client.ask(id => encode.hold(id, { name: 'jobs', key: 'k' }))
+    waiting.catch(() => {})
+    const pong = await client.ask(id => encode.ping(id))
+    assert.equal(pong.type, 'done', JSON.stringify(pong))
+    assert.equal(client.closed, null, 'the connection stays open')
+  }
 })
 
 test('LOCK-05: a dropped connection (no goodbye) keeps its lease until its ttl; asked again with its request id, the same lease and fence', async t => {

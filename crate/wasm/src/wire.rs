@@ -64,6 +64,7 @@ pub mod kind {
     pub const CLAIM: f64 = 9.0;
     pub const POOL: f64 = 10.0;
     pub const INSPECT_POOLS: f64 = 20.0;
+    pub const PING: f64 = 24.0;
     pub const WELCOME: f64 = 11.0;
     pub const GRANTED: f64 = 12.0;
     pub const BUSY: f64 = 13.0;
@@ -227,7 +228,7 @@ fn ms(value: f64) -> u64 {
 /// - hold: A semaphore (0/1), B limit, C ttl, D maxHold (0 none), E wait (-1 none);
 ///   strings name, key, request; CUT1 = end of name, CUT2 = end of key;
 /// - renew, release: string lease; cancel: string request;
-/// - inspect, goodbye, inspect pools: no string;
+/// - inspect, goodbye, inspect pools, ping: no string;
 /// - inspect page: A semaphore (0/1); strings name, key; CUT1 = end of name;
 /// - claim: A capacity, B n, C wait (-1 none), D ttl (0 none); strings pool, claim; CUT1 = end of
 ///   pool (revision 4);
@@ -341,6 +342,7 @@ fn flat_client(flat: &mut Flat, id: u32, message: ClientMessage<'_>) {
             flat.cuts(pool_end, 0);
         }
         ClientMessage::InspectPools => flat.put(kind::INSPECT_POOLS, id, &[]),
+        ClientMessage::Ping => flat.put(kind::PING, id, &[]),
     }
 }
 
@@ -475,6 +477,12 @@ pub fn encode_pool(
 #[wasm_bindgen(js_name = encodeInspectPools)]
 pub fn encode_inspect_pools(id: u32) -> Vec<u8> {
     wire::encode_client(id, &ClientMessage::InspectPools)
+}
+
+/// (Revision 5.)
+#[wasm_bindgen(js_name = encodePing)]
+pub fn encode_ping(id: u32) -> Vec<u8> {
+    wire::encode_client(id, &ClientMessage::Ping)
 }
 
 // ---------------------------------------------------------------- server → client

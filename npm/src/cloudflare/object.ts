@@ -34,7 +34,7 @@
  * # WebSocket clients and hibernation
  * - `fetch` accepts an upgrade with `ctx.acceptWebSocket` (hibernatable) and answers 101; anything else
  *   426. Frames go through the same `Protocol` as `store.serve()`: hello with the token first, then
- *   hold, renew, release, cancel, inspect, goodbye.
+ *   hold, renew, release, cancel, inspect, goodbye, the pool frames and ping.
  * - The token is `env.HOLDFAST_TOKEN` (a secret of the Worker). Without it every client is refused at
  *   its hello (`closed`, saying so); a wrong one is refused `permission` and closed 4401, as by serve().
  * - What a connection must keep while the object is out of memory lives in its socket's attachment:

@@ -212,7 +212,8 @@ export class RemotePools implements PoolStore {
 
   /**
    * A pool operation: asked again after a dropped connection, once the client is back (within the
-   * patience, counted from the last attempt); its answer mapped by `read`, or its error thrown.
+   * patience, counted from the drop: a connection dropped for its silence, heartbeat.ts, is dropped
+   * past any patience counted from the ask); its answer mapped by `read`, or its error thrown.
    */
   async #operation<T>(
     pool: Pool,
@@ -225,12 +226,11 @@ export class RemotePools implements PoolStore {
     for (;;) {
       const refused = this.#refusal(place)
       if (refused) throw refused
-      const until = this.#link.clock.now() + PATIENCE
       const answer = await new Promise<LinkFrame>(resolve =>
         this.#link.send({ type: 'pool', op, pool: pool.name, capacity: this.#capacities.carried(pool), claim, value }, resolve),
       )
       if (answer.type === 'dropped') {
-        await this.#link.reconnected(until)
+        await this.#link.reconnected(this.#link.clock.now() + PATIENCE)
         continue
       }
       if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, answer.message)

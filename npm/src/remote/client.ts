@@ -28,7 +28,10 @@
  * The client reconnects by itself, with backoff, and asks again for every hold it has (the same
  * request id): a held key answers with the same lease and fence, a waiting hold keeps its place.
  * `close()` says goodbye, which releases its leases at once. A connection not open and welcomed
- * within `CONNECT_PATIENCE` is cut: `connect()` rejects `ClosedError`, a reconnect dials again.
+ * within `CONNECT_PATIENCE` is cut: `connect()` rejects `ClosedError`, a reconnect dials again. A
+ * connection that goes silent while an answer is awaited on it (a server stopped, a connection that
+ * died without a close) is pinged, and dropped after `SILENCE_LIMIT` (heartbeat.ts; a server of
+ * revision 5 or later), and so reconnected as any drop.
  *
  * # Revisions
  * The client says the highest revision it speaks in its hello (3: batches); the server's welcome says
@@ -37,6 +40,7 @@
  * (`protocol`): the client then connects again at once and says the old hello, and keeps saying it to
  * that server (revision 2, a frame a message). Pools need revision 4 (`POOLS`): to an older server
  * every pool operation is refused at once with an `InvalidError` naming its revision (pool/client.ts).
+ * The heartbeat's `ping` needs revision 5 (`HEARTBEAT`): a connection to an older server has none.
  */
 
 import { checkTtl, checkMaxHold } from '../../wasm/holdfast_wasm.js'
@@ -45,6 +49,7 @@ import type { Pool } from '../pool/pool.js'
 import type { PoolInfo } from '../pool/types.js'
 import {
   BATCHES,
+  HEARTBEAT,
   REVISION,
   batchOf,
   decodeServerAll,
@@ -65,6 +70,7 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 import { settledWithin, systemClock, type Clock } from '../util/clock.js'
 import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
+import { Heartbeat } from './heartbeat.js'
 import { type HashTable, intTable } from '../util/hash-table.js'
 import { randomWord } from '../util/random.js'
 import { keepSettlers, settlers } from '../util/settlers.js'
@@ -97,7 +103,7 @@ const MAX_FRAME = 16 * 1024 * 1024
 const LAST_FRAME = 0xffff_fffe
 /** How long past its wait a client waits for the server's own answer to a hold. */
 const WAIT_GRACE = 1_000
-/** How long `inspect()` waits for a server that cannot be reached. */
+/** How long `inspect()` waits for a connection back, once the one it asked on dropped. */
 const INSPECT_PATIENCE = 10_000
 /**
  * How long a connection may take to open and be welcomed (the WebSocket upgrade, then the hello):
@@ -283,6 +289,8 @@ export class RemoteStore implements LeaseOwner {
    */
   readonly #first: DueLines<Pending>
   readonly #waits: DueLines<Pending>
+  /** Pings a connection quiet while an answer is awaited, and drops one that stays silent. */
+  readonly #heartbeat: Heartbeat
 
   /** @internal Use `connect()`. */
   constructor(
@@ -313,6 +321,17 @@ export class RemoteStore implements LeaseOwner {
       p => p.askedAt,
       p => this.#waitRanOut(p),
     )
+    this.#heartbeat = new Heartbeat(clock, {
+      heard: () => this.#receivedAt,
+      awaiting: () => this.#welcomed && this.#socket !== undefined && this.#revision >= HEARTBEAT && this.#answers.size > 0,
+      ping: () => this.#send({ type: 'ping' }, () => {}),
+      silent: () => {
+        const socket = this.#socket!
+        // Let go of it as a drop does (every answer awaited on it asked again), then cut it.
+        this.#dropped(socket)
+        socket.close(4408, 'server silent')
+      },
+    })
     this.#pools = new RemotePools({
       url,
       clock,
@@ -323,13 +342,16 @@ export class RemoteStore implements LeaseOwner {
     })
   }
 
-  /** Resolves once a connection is back (reconnecting if needed); `ClosedError` when none is by `until`. */
-  async #back(until: number): Promise<void> {
+  /**
+   * Resolves once a connection is back (reconnecting if needed); `ClosedError` when none is by
+   * `until`, its message after `prefix`.
+   */
+  async #back(until: number, prefix = ''): Promise<void> {
     if (!this.#closed && this.#reconnect && !this.#socket) {
       await settledWithin(this.#clock, this.#reconnectLoop(), until - this.#clock.now())
     }
-    if (this.#closed) throw new ClosedError(`${this.url}: ${this.#closed.message}`)
-    if (!this.#socket) throw new ClosedError(`${this.url}: connection closed`)
+    if (this.#closed) throw new ClosedError(`${prefix}${this.url}: ${this.#closed.message}`)
+    if (!this.#socket) throw new ClosedError(`${prefix}${this.url}: connection closed`)
   }
 
   /** @internal Dials and says hello; rejects when the server cannot be reached or refuses the token. */
@@ -465,6 +487,7 @@ export class RemoteStore implements LeaseOwner {
     const socket = this.#socket
     if (!socket) return this.#answered(answered, { id, type: 'dropped' })
     this.#answers.set(id, answered)
+    this.#heartbeat.awaited()
     try {
       socket.send(message instanceof Pending ? holdFrameOf(id, message) : encodeClient(id, message))
     } catch (error) {
@@ -481,6 +504,8 @@ export class RemoteStore implements LeaseOwner {
   #dropped(socket: Socket): void {
     if (this.#socket !== socket) return
     this.#socket = undefined
+    // A new connection's silence counts from its own first frame.
+    this.#heartbeat.stop()
     // Every answer awaited on this connection is lost with it; their askers ask again.
     // (In the order they were asked: frame ids count up from the oldest, wrapping past LAST_FRAME.)
     const { keys, values } = this.#answers.drain()
@@ -547,6 +572,7 @@ export class RemoteStore implements LeaseOwner {
     // Every hold was answered: timers left set would keep this client alive until they fired.
     this.#first.clear()
     this.#waits.clear()
+    this.#heartbeat.stop()
     this.#wakeReconnect?.()
   }
 
@@ -844,12 +870,12 @@ export class RemoteStore implements LeaseOwner {
   /**
    * The busy keys of the server's store. Asked whole first (what every server answers); a server
    * whose answer would be too large for one frame refuses it `limit`, and is then asked page by page
-   * (protocol revision 2), each page after the last key of the one before. The patience for a server
-   * that cannot be reached counts from the last answer.
+   * (protocol revision 2), each page after the last key of the one before. An ask whose connection
+   * drops is asked again once the client is back, within `INSPECT_PATIENCE` of the drop (a connection
+   * dropped for its silence is dropped 15 s into it: see heartbeat.ts).
    */
   async #inspectKeys(): Promise<KeyInfo[]> {
     if (this.#closed) throw new ClosedError(`inspect: ${this.#closed.message}`)
-    let until = this.#clock.now() + INSPECT_PATIENCE
     let paged = false
     const entries: KeyInfo[] = []
     for (;;) {
@@ -861,7 +887,6 @@ export class RemoteStore implements LeaseOwner {
       if (answer.type === 'inspectedPage') {
         for (const e of answer.entries) entries.push(e as KeyInfo)
         if (!answer.more) return entries
-        until = this.#clock.now() + INSPECT_PATIENCE
         continue
       }
       if (answer.type === 'error' && answer.code === 'limit' && !paged) {
@@ -870,8 +895,7 @@ export class RemoteStore implements LeaseOwner {
       }
       if (answer.type === 'error') throw errorOf(answer.code, `inspect: ${answer.message}`)
       if (answer.type !== 'dropped') throw new ClosedError(`inspect: ${this.url}: unexpected answer ${answer.type}`)
-      if (this.#closed || !this.#reconnect || this.#clock.now() >= until) throw new ClosedError(`inspect: ${this.url}: connection closed`)
-      await settledWithin(this.#clock, this.#reconnectLoop(), until - this.#clock.now())
+      await this.#back(this.#clock.now() + INSPECT_PATIENCE, 'inspect: ')
     }
   }
 
@@ -891,8 +915,12 @@ export class RemoteStore implements LeaseOwner {
     const socket = this.#socket
     if (socket) await settledWithin(this.#clock, this.#ask({ type: 'goodbye' }), 1_000)
     this.#fail(new ClosedError(`${this.url}: the client closed`))
-    socket?.close(1000, 'goodbye')
-    this.#socket = undefined
+    const current = this.#socket
+    if (current === undefined) return
+    // Whatever is still awaited on it (a server that did not answer the goodbye either) is answered
+    // `dropped` now, and finds the client closed: its close event would come too late, ignored.
+    this.#dropped(current)
+    current.close(1000, 'goodbye')
   }
 }
 

@@ -29,6 +29,7 @@
  *   of a connection still unanswered when it ends are cancelled — a claim that took its units is
  *   undone as if it never was — so that its client, asking again with the same claim id after
  *   reconnecting, gets either the claim it was answered or a new one, never units it was not told of.
+ * - A `ping` (revision 5, the client's heartbeat) is answered `done` at once, whatever the client said.
  */
 
 import { InvalidError, type ErrorCode } from '../errors.js'
@@ -347,6 +348,9 @@ export class Protocol {
         const page = pageAfter(wireEntries(store.inspectKeys()), frame, this.maxAnswer)
         return session.send(frame.id, { type: 'inspectedPage', more: page.more, entries: page.entries })
       }
+      case 'ping':
+        // The client's heartbeat (revision 5): any client's is answered, with a type every client knows.
+        return session.send(frame.id, { type: 'done' })
       case 'goodbye': {
         this.#end(session, true)
         session.send(frame.id, { type: 'done' })

@@ -26,7 +26,8 @@
  * page is asked for after the entry named by `kind`, `name` and `key` (`name` empty: the first page).
  * Pools (revision 4): `claim`, `pool` (an operation on a pool: release, confirm, remaining, resize,
  * cancel) and `inspectPools`, answered `claimed`, `count`, `done` or `pools`; sent only between peers
- * whose `hello` and `welcome` both said revision 4 (`POOLS`).
+ * whose `hello` and `welcome` both said revision 4 (`POOLS`). `ping` (revision 5, `HEARTBEAT`) is answered
+ * `done`.
  */
 
 import {
@@ -38,6 +39,7 @@ import {
   encodeClaimed,
   encodeCount,
   encodeInspectPools,
+  encodePing,
   encodePool,
   encodePools,
   encodeDone,
@@ -95,6 +97,7 @@ export type ClientMessage =
   | { type: 'claim'; pool: string; capacity: number; n: number; claim: string; wait: number | null; ttl: number }
   | { type: 'pool'; op: PoolOp; pool: string; capacity: number; claim: string; value: number }
   | { type: 'inspectPools' }
+  | { type: 'ping' }
 
 export type ServerMessage =
   | { type: 'welcome'; revision: number; maxFrame: number; connectionLimit: number }
@@ -140,6 +143,7 @@ const INSPECT_PAGE = 8
 const CLAIM = 9
 const POOL = 10
 const INSPECT_POOLS = 20
+const PING = 24
 const WELCOME = 11
 const GRANTED = 12
 const BUSY = 13
@@ -154,11 +158,13 @@ const COUNT_FRAME = 22
 const POOLS_FRAME = 23
 
 /** The revision of the protocol this build speaks (`docs/protocol.md` # Revisions; the codec's `wireRevision()`). */
-export const REVISION = 4
+export const REVISION = 5
 /** The first revision with batches, and with the revision in `hello` and `welcome`. */
 export const BATCHES = 3
 /** The first revision with pools. */
 export const POOLS = 4
+/** The first revision with `ping` (the client's heartbeat). */
+export const HEARTBEAT = 5
 /** The largest frame a batch carries (its length is a `u16`); a larger one is sent alone. */
 export const BATCHED_FRAME = 0xffff
 
@@ -274,6 +280,8 @@ function clientFrame(s: Float64Array, at: number, all: string): ClientFrame {
       }
     case INSPECT_POOLS:
       return { id, type: 'inspectPools' }
+    case PING:
+      return { id, type: 'ping' }
     default:
       throw new Error(`wire: unknown client message type ${s[at + TYPE]} from the codec`)
   }
@@ -304,6 +312,8 @@ export function encodeClient(id: number, m: ClientMessage): Uint8Array {
       return encodePool(id, POOL_OPS.indexOf(m.op) + 1, m.pool, m.capacity, m.claim, m.value)
     case 'inspectPools':
       return encodeInspectPools(id)
+    case 'ping':
+      return encodePing(id)
   }
 }
 

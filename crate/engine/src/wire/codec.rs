@@ -132,6 +132,7 @@ const BATCH_CLIENT: u8 = 0x0a;
 const CLAIM: u8 = 0x0b;
 const POOL: u8 = 0x0c;
 const INSPECT_POOLS: u8 = 0x0d;
+const PING: u8 = 0x0e;
 
 const WELCOME: u8 = 0x81;
 const GRANTED: u8 = 0x82;
@@ -208,6 +209,7 @@ pub fn decode_client(bytes: &[u8]) -> Result<(u32, ClientMessage<'_>), WireError
             }
         }
         INSPECT_POOLS => ClientMessage::InspectPools,
+        PING => ClientMessage::Ping,
         other => return Err(bad(format!("unknown client message type {other:#04x}"))),
     };
     r.end()?;
@@ -569,6 +571,7 @@ pub fn encode_client(id: u32, message: &ClientMessage<'_>) -> Vec<u8> {
             w
         }
         ClientMessage::InspectPools => Writer::new(INSPECT_POOLS, id),
+        ClientMessage::Ping => Writer::new(PING, id),
     };
     w.0
 }
@@ -732,6 +735,7 @@ mod tests {
                 value: 0,
             },
             ClientMessage::InspectPools,
+            ClientMessage::Ping,
         ];
         for (i, m) in clients.iter().enumerate() {
             let bytes = encode_client(i as u32, m);

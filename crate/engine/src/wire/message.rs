@@ -18,15 +18,23 @@
 //! one (it would refuse it as an unknown type, `protocol`) and the client refuses pools there with a
 //! clear error instead; a server answers pool frames only to a client that said [`POOLS`], so an
 //! older client is never sent a type it does not know.
+//!
+//! Revision 5 adds `Ping`, answered `Done`: a client that waits for an answer and hears nothing
+//! pings, and drops a connection that stays silent (a server stopped, or a connection that died
+//! without a close), so that what it waits for is asked again on a new one. A client pings only when
+//! the `welcome` said [`HEARTBEAT`] or later; a server answers any client's ping (`Done` is a type
+//! every client knows).
 
 /// The protocol version this build speaks; the first byte of every frame.
 pub const VERSION: u8 = 1;
 /// The revision of version 1 this build speaks (new message types only; see the module docs).
-pub const REVISION: u8 = 4;
+pub const REVISION: u8 = 5;
 /// The first revision with batches and with the revision in `hello` and `welcome`.
 pub const BATCHES: u8 = 3;
 /// The first revision with pools.
 pub const POOLS: u8 = 4;
+/// The first revision with `Ping`.
+pub const HEARTBEAT: u8 = 5;
 /// The longest claim id, in bytes of UTF-8.
 pub const MAX_CLAIM_ID: usize = 128;
 /// The revision of a peer that says the old `hello` or `welcome`, which carry none: 2 or older, taken
@@ -111,6 +119,8 @@ pub enum ClientMessage<'a> {
     },
     /// Asks for every pool. (Revision 4.)
     InspectPools,
+    /// Asks for an answer (`Done`) and nothing else: is the server there? (Revision 5.)
+    Ping,
 }
 
 /// The operations of `ClientMessage::Pool`.

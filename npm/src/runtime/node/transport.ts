@@ -104,8 +104,9 @@ function adapt(ws: WsSocket, masked: boolean, maxBuffered = Infinity): Socket {
       flush()
       if (ws.readyState !== 0 && ws.readyState !== 1) return
       ws.close(code ?? 1000, reason)
-      // A server does not wait the 30 s of ws for a peer that never answers the close.
-      if (!masked) setTimeout(() => ws.terminate(), CLOSE_GRACE).unref()
+      // Neither side waits the 30 s of ws for a peer that never answers the close (a client's silent
+      // server, heartbeat.ts, is one).
+      setTimeout(() => ws.terminate(), CLOSE_GRACE).unref()
     },
   })
   ws.binaryType = 'nodebuffer'
