@@ -42,6 +42,9 @@ function gatedKv(kv: Deno.Kv) {
   const control = {
     commits: 0,
     refuseNext: false,
+    /** Commits to throw, before committing anything, as SQLite's lock refuses them: `throwing` each. */
+    throws: 0,
+    throwing: 'database is locked',
     hold() {
       gate = new Promise(resolve => (open = resolve))
     },
@@ -56,6 +59,10 @@ function gatedKv(kv: Deno.Kv) {
     async commit() {
       control.commits++
       if (gate) await gate
+      if (control.throws > 0) {
+        control.throws--
+        throw new TypeError(control.throwing)
+      }
       if (control.refuseNext) {
         control.refuseNext = false
         return { ok: false }
@@ -136,6 +143,42 @@ Deno.test('LOCK-02: denoKvStorage hands out no fence before KV acknowledged the 
     )
     assert.ok(refused instanceof StorageError && refused instanceof HoldfastError, String(refused))
     assert.match(refused.message, /denoKvStorage \["holdfast"\].*changed since this store read it/)
+  } finally {
+    real.close()
+  }
+})
+
+Deno.test('LOCK-02: denoKvStorage tries a write again that SQLite refused at once "database is locked" (a handle on the file opening or writing just then: it committed nothing), for up to a second; another error, or a lock that lasts, fails StorageError', async () => {
+  const real = await Deno.openKv(':memory:')
+  try {
+    const { kv, control } = gatedKv(real)
+    const storage = denoKvStorage(kv)
+    assert.equal(await storage.get('holdfast.fences'), undefined)
+    control.throws = 3
+    await storage.set('holdfast.fences', '100')
+    assert.deepEqual([control.commits, control.throws], [4, 0], 'three refused, the fourth committed')
+    assert.equal((await real.get(FENCES)).value, '100')
+    // Checked against the versionstamp of the write that went through: the next one goes through too.
+    await storage.set('holdfast.fences', '200')
+    assert.equal((await real.get(FENCES)).value, '200')
+
+    // Any other error: whether it committed is unknown, so it is not tried again.
+    control.commits = 0
+    control.throws = 1
+    control.throwing = 'connection reset'
+    const other = await Promise.resolve(storage.set('holdfast.fences', '300')).then(() => assert.fail('acknowledged'), e => e)
+    assert.ok(other instanceof StorageError && /connection reset/.test(other.message), String(other))
+    assert.equal(control.commits, 1, 'tried once')
+
+    // Locked for good: tried again for about a second, then a StorageError naming the lock.
+    control.commits = 0
+    control.throws = Number.POSITIVE_INFINITY
+    control.throwing = 'database is locked'
+    const locked = await Promise.resolve(storage.set('holdfast.fences', '400')).then(() => assert.fail('acknowledged'), e => e)
+    assert.ok(locked instanceof StorageError && /writing "holdfast.fences" failed: database is locked/.test(locked.message), String(locked))
+    assert.ok(control.commits > 1, 'tried again')
+    assert.equal((await real.get(FENCES)).value, '200', 'nothing refused was written')
+    storage.close?.()
   } finally {
     real.close()
   }

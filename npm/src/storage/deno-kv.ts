@@ -9,6 +9,11 @@
  *   `check`), so a second store counting fences from the same KV key, in this process or another,
  *   makes the next reservation of the first fail with a `StorageError` instead of repeating fences. In
  *   one process, a second open store on the same `kv` and prefix is refused at once.
+ * - A write refused at once by SQLite's lock ("database is locked" within `BUSY_AGAIN` of its try: a
+ *   handle on the same file, in this process or another, opening or writing just then; seen in about
+ *   one write in thirty made while a second handle opens) committed nothing, and is tried again after
+ *   a short wait, for up to `BUSY_AGAIN` in all. One refused after Deno's own wait for the lock (5 s)
+ *   is not: the file is held, and the write fails.
  * - `kv` stays the caller's: closing the store does not close it.
  */
 
@@ -36,6 +41,11 @@ export interface DenoKvStorageOptions {
   /** The KV key prefix under which the store's values are kept (default `['holdfast']`). */
   prefix?: readonly DenoKvKeyPart[]
 }
+
+/** SQLite's `SQLITE_BUSY`, as Deno's KV reports it. */
+const BUSY = /database is locked/
+/** How long after its first try a write refused `BUSY` is tried again (waiting 10 ms, then twice that, ...). */
+const BUSY_AGAIN = 1_000
 
 /** Prefixes of each `kv` that an open store of this process uses. */
 const inUse = new WeakMap<object, Set<string>>()
@@ -91,16 +101,26 @@ export function denoKvStorage(kv: DenoKvLike, options?: DenoKvStorageOptions): S
     async set(key, value) {
       claim()
       const kvKey = [...prefix, key]
-      let op = kv.atomic()
-      // Unless this storage read the key first, the write cannot know what it replaces.
-      if (stamps.has(key)) op = op.check({ key: kvKey, versionstamp: stamps.get(key)! })
       let result: { ok: boolean; versionstamp?: string }
-      try {
-        result = await op.set(kvKey, value).commit()
-      } catch (error) {
-        // Whether it committed is unknown. The next write still checks the old versionstamp: if this
-        // one did commit, that check fails, and the store reserves nothing more rather than guess.
-        throw new StorageError(`${place}: writing ${JSON.stringify(key)} failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+      const started = performance.now()
+      for (let pause = 10; ; pause *= 2) {
+        let op = kv.atomic()
+        // Unless this storage read the key first, the write cannot know what it replaces.
+        if (stamps.has(key)) op = op.check({ key: kvKey, versionstamp: stamps.get(key)! })
+        try {
+          result = await op.set(kvKey, value).commit()
+          break
+        } catch (error) {
+          const message = (error as Error)?.message ?? String(error)
+          // The file was locked: nothing committed, and the same write (its check too) is tried again.
+          if (BUSY.test(message) && performance.now() - started < BUSY_AGAIN) {
+            await new Promise(resolve => setTimeout(resolve, pause))
+            continue
+          }
+          // Whether it committed is unknown. The next write still checks the old versionstamp: if this
+          // one did commit, that check fails, and the store reserves nothing more rather than guess.
+          throw new StorageError(`${place}: writing ${JSON.stringify(key)} failed: ${message}`, { cause: error })
+        }
       }
       if (result?.ok !== true) {
         throw new StorageError(
