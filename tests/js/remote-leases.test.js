@@ -515,6 +515,42 @@ test('remote: awaiting an answer on a connection its server (revision 5) keeps s
   }
 })
 
+test('remote: a hold whose wait and grace pass unanswered rejects ClosedError (unreachable) when the server said nothing since it was asked, InUseError when it answered a ping meanwhile (its answer late); a cancel is sent either way (test clock)', { timeout: 20_000 }, async t => {
+  for (const answersPings of [false, true]) {
+    const server = await handMadeServer(t)
+    const clock = manualClock(0)
+    const connecting = connect(`ws://127.0.0.1:${server.port}`, { token: TOKEN, clock })
+    await until(() => server.conns[0]?.frames.length === 1, 'the hello')
+    const conn = server.conns[0]
+    conn.send(welcomeFrame(conn.frames[0].payload.readUInt32LE(2), 5))
+    const client = await connecting
+    const holding = client.lock('jobs').hold('k', { wait: '6s' }, () => 'ran')
+    holding.catch(() => {})
+    await until(() => conn.frames.length === 2, 'the hold is asked')
+    clock.advance(5_000)
+    await until(() => conn.frames.length === 3, 'a ping at 5 s')
+    const ping = conn.frames[2].payload
+    assert.equal(ping[1], 0x0e)
+    if (answersPings) {
+      const done = Buffer.alloc(6)
+      done[0] = 1
+      done[1] = 0x85
+      done.writeUInt32LE(ping.readUInt32LE(2), 2)
+      conn.send(done)
+      await delivered(20)
+    }
+    clock.advance(1_999)
+    assert.equal(await isSettled(holding), false, 'still waiting at 6,999 ms (its wait and a grace of 1 s)')
+    clock.advance(1)
+    if (answersPings) await assert.rejects(holding, e => e instanceof InUseError && /still held after waiting 6000ms/.test(e.message))
+    else await assert.rejects(holding, e => e instanceof ClosedError && /no answer from the server within the wait/.test(e.message))
+    await until(() => conn.frames.some(f => f.payload[1] === 0x05), 'a cancel of the hold is sent')
+    const closing = client.close()
+    clock.advance(1_000)
+    await closing
+  }
+})
+
 test('LOCK-05: answers awaited on a connection that went silent with its server (the connection open, nothing passed either way) are asked again on a new one once it is dropped at 15 s: an inspection, a pool release, a waiting hold (test clock)', { timeout: 20_000 }, async t => {
   const s = await served()
   const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))

@@ -649,13 +649,18 @@ export class RemoteStore implements LeaseOwner {
     return p.promise
   }
 
-  /** A hold's wait and its grace passed with no answer from the server. */
+  /**
+   * A hold's wait and its grace passed with no answer from the server. Heard from since the hold was
+   * asked, the server is there and its answer is late (its clock is behind this one's): the key was
+   * held. Heard from not once since, it is unreachable — stopped, or its connection died without a
+   * close — and nothing says who holds the key.
+   */
   #waitRanOut(p: Pending): void {
     p.guarded = false
     if (p.lease || p.forgotten) return
     this.#forget(p)
-    if (this.#socket) {
-      void this.#ask({ type: 'cancel', request: p.request })
+    if (this.#socket) void this.#ask({ type: 'cancel', request: p.request })
+    if (this.#socket && this.#receivedAt > p.askedAt) {
       p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
     } else {
       p.reject(new ClosedError(`${p.place()}: no answer from the server within the wait (${this.url} unreachable)`))

@@ -11,8 +11,9 @@
  *
  * Invariants:
  * - It beats only while an answer is awaited (`HeartbeatHost.awaiting`): an idle client sends
- *   nothing and keeps no timer, so that it neither wakes a server that sleeps (a Durable Object) nor
- *   outlives its last use.
+ *   nothing, so that it does not wake a server that sleeps (a Durable Object), and its timer ends at
+ *   the first beat that finds nothing awaited (at most 15 s on; at once when the client ends or its
+ *   connection drops: `stop`).
  * - Silence counts from the later of the last message heard and the moment the heartbeat began: an
  *   answer asked of a connection idle for an hour is given `PING_AFTER` like any other.
  * - One ping per silence: another only once something was heard since. A beat falls 5 s into a
@@ -67,7 +68,7 @@ export class Heartbeat {
     }
   }
 
-  /** Stops beating (the client ended: its timer must not keep it). */
+  /** Stops beating: the connection dropped (a new one's silence counts from its own start), or the client ended. */
   stop(): void {
     if (this.#timer === undefined) return
     this.#clock.clearTimeout(this.#timer)
