@@ -419,15 +419,29 @@ async function handMadeServer(t) {
   return { port, conns }
 }
 
-/** A `welcome` of `revision` (3 or more: the new one, 0x8a) answering frame `id`. */
-const welcomeFrame = (id, revision) => {
-  const frame = Buffer.alloc(15)
-  frame[0] = 1
-  frame[1] = 0x8a
-  frame.writeUInt32LE(id, 2)
-  frame[6] = revision
-  frame.writeUInt32LE(65_536, 7)
-  return frame
+/** A server's frame of `type` answering frame `id`, its body `body` (version 1). */
+const serverFrame = (type, id, body = Buffer.alloc(0)) => {
+  const head = Buffer.alloc(6)
+  head[0] = 1
+  head[1] = type
+  head.writeUInt32LE(id, 2)
+  return Buffer.concat([head, body])
+}
+
+/**
+ * A client connected to `server` (a `handMadeServer`) on `clock`, welcomed at `revision` (the new
+ * welcome, 0x8a: maxFrame 65,536): `{ client, conn, hello }`, the hello's payload as it came.
+ */
+async function welcomedBy(server, revision, clock) {
+  const connecting = connect(`ws://127.0.0.1:${server.port}`, { token: TOKEN, clock })
+  await until(() => server.conns[0]?.frames.length === 1, 'the hello')
+  const conn = server.conns[0]
+  const hello = conn.frames[0].payload
+  const body = Buffer.alloc(9)
+  body[0] = revision
+  body.writeUInt32LE(65_536, 1)
+  conn.send(serverFrame(0x8a, hello.readUInt32LE(2), body))
+  return { client: await connecting, conn, hello }
 }
 
 test('remote: connect() to a server that takes the upgrade and never answers the hello is given up 10 s after the dial (test clock): ClosedError, the connection closed', { timeout: 20_000 }, async t => {
@@ -472,13 +486,8 @@ test('remote: awaiting an answer on a connection its server (revision 5) keeps s
   for (const revision of [5, 4]) {
     const server = await handMadeServer(t)
     const clock = manualClock(0)
-    const connecting = connect(`ws://127.0.0.1:${server.port}`, { token: TOKEN, clock })
-    await until(() => server.conns[0]?.frames.length === 1, 'the hello')
-    const first = server.conns[0]
-    const hello = first.frames[0].payload
+    const { client, conn: first, hello } = await welcomedBy(server, revision, clock)
     assert.equal(hello[1], 0x09, 'the hello that says the revision')
-    first.send(welcomeFrame(hello.readUInt32LE(2), revision))
-    const client = await connecting
     const inspecting = client.inspect()
     inspecting.catch(() => {})
     await until(() => first.frames.length === 2, 'the inspection is asked')
@@ -519,11 +528,7 @@ test('remote: a hold whose wait and grace pass unanswered rejects ClosedError (u
   for (const answersPings of [false, true]) {
     const server = await handMadeServer(t)
     const clock = manualClock(0)
-    const connecting = connect(`ws://127.0.0.1:${server.port}`, { token: TOKEN, clock })
-    await until(() => server.conns[0]?.frames.length === 1, 'the hello')
-    const conn = server.conns[0]
-    conn.send(welcomeFrame(conn.frames[0].payload.readUInt32LE(2), 5))
-    const client = await connecting
+    const { client, conn } = await welcomedBy(server, 5, clock)
     const holding = client.lock('jobs').hold('k', { wait: '6s' }, () => 'ran')
     holding.catch(() => {})
     await until(() => conn.frames.length === 2, 'the hold is asked')
@@ -532,11 +537,7 @@ test('remote: a hold whose wait and grace pass unanswered rejects ClosedError (u
     const ping = conn.frames[2].payload
     assert.equal(ping[1], 0x0e)
     if (answersPings) {
-      const done = Buffer.alloc(6)
-      done[0] = 1
-      done[1] = 0x85
-      done.writeUInt32LE(ping.readUInt32LE(2), 2)
-      conn.send(done)
+      conn.send(serverFrame(0x85, ping.readUInt32LE(2))) // done
       await delivered(20)
     }
     clock.advance(1_999)
