@@ -633,6 +633,43 @@ test('LOCK-05: a server that stays silent: an inspection and a pool operation aw
   await s.close()
 })
 
+test('LOCK-05: a client whose connection goes silent (its host gone without a close) while its hold waits in line is dropped by the server at 40 s: the key goes past its hold to the next in line, and the client, its host back, reconnects and is in its place again (test clock)', { timeout: 20_000 }, async t => {
+  const s = await served()
+  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
+  // The gone client's clock does not move until it is back: it sends nothing, not even a ping.
+  const goneClock = manualClock(5_000)
+  const gone = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock: goneClock })
+  const held = await s.store.lock('jobs').acquire('busy')
+  const goneHold = gone.lock('jobs').hold('busy', { wait: Infinity }, lease => lease.fence)
+  await until(() => s.store.inspect()[0]?.waiting === 1, 'the gone client waits in line')
+  const next = s.store.lock('jobs').hold('busy', { wait: Infinity }, lease => lease.fence)
+  await until(() => s.store.inspect()[0]?.waiting === 2, 'a local hold waits behind it')
+  proxy.all[0].frozen = true
+  s.serverClock.advance(39_999)
+  await delivered(20)
+  assert.equal(s.server.connections, 1, 'kept until its sweep at 40 s')
+  s.serverClock.advance(1)
+  assert.equal(s.server.connections, 0, 'dropped at the sweep that found it silent a third time')
+  assert.equal(s.store.inspect()[0].waiting, 1, 'its hold stands aside (away, keeping its place for its ttl)')
+  held.release()
+  await until(() => isSettled(next), 'the key goes past the gone hold, at once, to the next in line')
+  const fence = await next
+  assert.ok(fence > held.fence)
+  assert.equal(await isSettled(goneHold), false)
+  // Its host back (its clock moves again): it hears nothing on the old connection (the server's close
+  // went nowhere), pings, drops it at 15 s, dials again and asks again, within the hold's ttl.
+  goneClock.advance(14_999)
+  await delivered(20)
+  assert.equal(proxy.all.length, 1)
+  goneClock.advance(1)
+  await delivered()
+  goneClock.advance(100) // the first backoff
+  await until(() => proxy.all.length === 2, 'the client dials again')
+  assert.ok((await goneHold) > fence, 'asked again within its ttl, the hold is back in its place and granted')
+  await gone.close()
+  await s.close()
+})
+
 test('remote: tryHold, wait 0, wait that runs out, cancel, maxHold and LOCK-04 behave as in-process', async () => {
   const s = await served()
   const { client } = await s.client()

@@ -1,5 +1,6 @@
 // A store's server in its own process, for the remote tests: `RUNTIME server.js '<json options>'`.
-// Options: { dir (fileStorage; else memoryStorage), and any of serve()'s: port, host, path, socketMode,
+// Options: { dir (fileStorage; else memoryStorage), manualClock (a start time: the store and server
+// run on a manual clock, moved only by `advance`), and any of serve()'s: port, host, path, socketMode,
 // token, maxConnections, maxUnauthenticated, helloTimeout, maxBuffered, connectionLimit, maxHolds }.
 // Prints one JSON line `{ "ev": "listening", "url", "pid" }` when it listens, then answers commands on
 // stdin (one JSON object a line):
@@ -12,17 +13,21 @@
 //   { "op": "fill", "lock", "count", "keyBytes" }
 //                            -> holds `count` keys of `keyBytes` bytes of the lock here (never let go);
 //                               { "ev": "filled", "count" }
+//   { "op": "advance", "ms" } -> moves the manual clock (option manualClock) by `ms`, running the
+//                               timers due; { "ev": "advanced", "connections" }
 //   { "op": "close" }        -> closes the store (which answers its remote waiters and holders), then
 //                               the server; prints { "ev": "closed" } and exits
 // SIGTERM closes cleanly too. Every line it prints carries `t` (Date.now()).
 import { openStore, fileStorage, memoryStorage } from 'holdfast'
+import { manualClock } from 'holdfast/testing'
 import { createInterface } from 'node:readline'
 import { fullGc } from './helpers.js'
 
 const o = JSON.parse(process.argv[2] ?? '{}')
 const say = event => process.stdout.write(JSON.stringify({ ...event, t: Date.now() }) + '\n')
 
-const store = await openStore({ storage: o.dir ? fileStorage(o.dir) : memoryStorage() })
+const clock = o.manualClock === undefined ? undefined : manualClock(o.manualClock)
+const store = await openStore({ storage: o.dir ? fileStorage(o.dir) : memoryStorage(), ...(clock ? { clock } : {}) })
 const options = { token: o.token }
 const passed = ['port', 'host', 'path', 'socketMode', 'maxConnections', 'maxUnauthenticated', 'helloTimeout', 'maxBuffered', 'connectionLimit', 'maxHolds']
 for (const k of passed) if (o[k] !== undefined) options[k] = o[k]
@@ -55,6 +60,10 @@ createInterface({ input: process.stdin }).on('line', line => {
   else if (cmd.op === 'gc') {
     fullGc()
     say({ ev: 'gced' })
+  }
+  else if (cmd.op === 'advance') {
+    clock.advance(cmd.ms)
+    say({ ev: 'advanced', connections: server.connections })
   }
   else if (cmd.op === 'close') void close()
 })

@@ -245,6 +245,53 @@ fn lock_05_a_connection_that_ends_puts_its_waiters_out_of_the_way_and_goodbye_re
 }
 
 #[test]
+fn lock_05_connection_waiting_counts_a_connections_requests_in_line_not_its_leases_nor_those_away()
+{
+    // What a server asks of a client gone silent (session 32): does anyone wait on this connection?
+    let (mut e, l) = opened();
+    let (_, key, _) = granted(
+        e.hold_remote(l, None, None, None, remote(1, 1, 10_000), 0)
+            .unwrap(),
+    );
+    assert_eq!(e.connection_waiting(1), 0, "a lease is not a hold in line");
+    let first = queued(
+        e.hold_remote(l, Some(key), None, None, remote(2, 2, 10_000), 0)
+            .unwrap(),
+    );
+    queued(
+        e.hold_remote(l, Some(key), None, None, remote(2, 3, 10_000), 0)
+            .unwrap(),
+    );
+    queued(
+        e.hold_remote(l, Some(key), None, None, remote(3, 4, 10_000), 0)
+            .unwrap(),
+    );
+    assert_eq!(
+        (
+            e.connection_waiting(1),
+            e.connection_waiting(2),
+            e.connection_waiting(3)
+        ),
+        (0, 2, 1)
+    );
+    assert_eq!(e.cancel(first, 1).unwrap(), Cancelled::Left);
+    assert_eq!(
+        e.connection_waiting(2),
+        1,
+        "a cancelled hold no longer waits"
+    );
+    e.connection_closed(3, 2);
+    assert_eq!(
+        e.connection_waiting(3),
+        0,
+        "a hold away waits on nobody's connection"
+    );
+    assert_eq!(e.connection_requests(3), 1, "though it keeps its place");
+    assert_eq!(e.connection_waiting(9), 0, "a connection never seen");
+    e.check();
+}
+
+#[test]
 fn lock_05_a_waiter_whose_connection_dropped_and_came_back_in_time_is_back_in_its_place() {
     let (mut e, l) = opened();
     let (held, key, _) = granted(

@@ -156,6 +156,12 @@ impl Core {
         self.after(Ok(()))
     }
 
+    /// How many of a connection's requests wait in line (not away): asked of a silent connection only.
+    #[wasm_bindgen(js_name = connectionWaiting)]
+    pub fn connection_waiting(&self, conn: u32) -> u32 {
+        self.inner.borrow().engine.connection_waiting(conn) as u32
+    }
+
     /// How long until a request's `maxHold` revokes it, from `now`; -1 for none (or not holding).
     #[wasm_bindgen(js_name = revokeIn)]
     pub fn revoke_in(&self, req: f64, now: f64) -> f64 {

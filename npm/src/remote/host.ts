@@ -41,6 +41,8 @@ export interface ServedStore {
   _remoteLease(lease: Id): RemoteRequest | undefined
   /** @internal A connection ended: with `goodbye` its requests end at once, else they live their ttl. */
   _connectionEnded(conn: number, goodbye: boolean): void
+  /** @internal How many holds of a connection wait in line (not away). */
+  _connectionWaiting(conn: number): number
   /** @internal The most leases and waiting holds one connection may have. */
   _setConnectionLimit(limit: number): void
   /** @internal The most leases and waiting holds over connections in the whole store. */

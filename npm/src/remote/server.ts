@@ -18,6 +18,8 @@
  *   whose hello finds the server full.
  * - Bytes not yet written to one connection never stay above `maxBuffered`: the transport closes a
  *   connection that does not read what it asked for (transport.ts), and its buffers go with it.
+ * - A client of revision 5 or more silent for 30 s with holds in line (its host gone without a close)
+ *   is dropped, so that its holds step aside rather than be granted to nobody (silent-clients.ts).
  * - Leases and waiting holds over connections are bounded per connection (`connectionLimit`, in the
  *   engine) and in the whole store (`maxHolds`, in store/remote-holds.ts), those of dropped connections included
  *   until they end, so that reconnecting does not get around the first.
@@ -27,6 +29,7 @@ import { InvalidError } from '../errors.js'
 import { toMs } from '../util/duration.js'
 import { MAX_ANSWER } from './inspect-pages.js'
 import { MAX_FRAME, Protocol, Session } from './session.js'
+import { SilentClients } from './silent-clients.js'
 import type { Clock } from '../util/clock.js'
 import type { ServedStore } from './host.js'
 import type { Listener, Socket, Transport } from '../runtime/transport.js'
@@ -81,6 +84,8 @@ export class HoldfastServer implements Server {
   readonly #sessions = new Set<Session>()
   /** Connections not yet past hello, oldest first, with the timer of their hello deadline. */
   readonly #pending = new Map<Session, unknown>()
+  /** Drops clients of revision 5 gone silent with holds in line (silent-clients.ts). */
+  readonly #silent: SilentClients
   #listener: Listener | undefined
   #next = 0
   #closed = false
@@ -104,6 +109,7 @@ export class HoldfastServer implements Server {
       undefined,
       maxAnswer,
     )
+    this.#silent = new SilentClients(clock, this.#sessions, this.#protocol, store)
     if (options.connectionLimit !== undefined) store._setConnectionLimit(options.connectionLimit)
     if (options.maxHolds !== undefined) store._setMaxHolds(options.maxHolds)
   }
@@ -161,6 +167,7 @@ export class HoldfastServer implements Server {
     if (this.#sessions.size >= this.#maxConnections) return this.#full()
     this.#unpend(session)
     this.#sessions.add(session)
+    this.#silent.watch()
     return undefined
   }
 
@@ -177,6 +184,7 @@ export class HoldfastServer implements Server {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.#silent.stop()
     for (const session of [...this.#pending.keys()]) {
       this.#unpend(session)
       session.socket.close(1001, 'server closing')

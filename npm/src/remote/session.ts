@@ -30,6 +30,8 @@
  *   undone as if it never was — so that its client, asking again with the same claim id after
  *   reconnecting, gets either the claim it was answered or a new one, never units it was not told of.
  * - A `ping` (revision 5, the client's heartbeat) is answered `done` at once, whatever the client said.
+ *   Every message marks its session `heard`: `serve()` drops a session of revision 5 silent for 30 s
+ *   with holds in line (silent-clients.ts).
  */
 
 import { InvalidError, type ErrorCode } from '../errors.js'
@@ -101,6 +103,10 @@ export class Session implements RemoteSink {
   closing = false
   /** The revision of the conversation, once welcomed: 2 for a client that said the old hello. */
   revision = 2
+  /** A message came since the last sweep for silent clients (silent-clients.ts). */
+  heard = true
+  /** Sweeps in a row that found nothing heard since the one before. */
+  unheard = 0
   /** Request ids of this session's holds that wait in line (kept only when the host listens: `hooks.waiting`). */
   readonly #waiting = new Set<string>()
   /** This session's claims not yet answered, by pool and claim id: aborting one cancels it. */
@@ -221,6 +227,7 @@ export class Protocol {
   /** A message from `session`'s connection: one frame, or a batch of them (revision 3). */
   frame(session: Session, bytes: Uint8Array): void {
     if (session.ended || session.closing) return
+    session.heard = true
     let frames: (ClientFrame | HeldFrame)[]
     try {
       // A hold's frames are read by hand, their ids kept as words; any other by the codec.

@@ -370,6 +370,17 @@ export class RemoteHolds implements RemoteEvents {
     if (next >= 0) host.schedule(next)
   }
 
+  /** How many holds of a connection wait in line (asked of a silent connection only: see server.ts). */
+  connectionWaiting(conn: number): number {
+    const host = this.#host
+    if (host.closed) return 0
+    try {
+      return host.core.connectionWaiting(conn)
+    } catch (error) {
+      throw host.trap(error)
+    }
+  }
+
   /** How many requests one connection may have. */
   setConnectionLimit(limit: number): void {
     this.#host.core.setConnectionLimit(limit)

@@ -358,6 +358,11 @@ export class Store implements LockStore, ServedStore {
     this.#remote.connectionEnded(conn, goodbye)
   }
 
+  /** @internal How many holds of a connection wait in line (not away). */
+  _connectionWaiting(conn: number): number {
+    return this.#remote.connectionWaiting(conn)
+  }
+
   /** @internal How many requests one connection may have. */
   _setConnectionLimit(limit: number): void {
     this.#remote.setConnectionLimit(limit)

@@ -385,6 +385,22 @@ impl Engine {
         self.remotes.count(conn)
     }
 
+    /// How many of a connection's requests wait in line (not away): what a host asks of a connection
+    /// that has gone silent, to know whether anyone waits on it. It walks that connection's requests
+    /// only, so it costs nothing on a hold's path.
+    pub fn connection_waiting(&self, conn: u32) -> usize {
+        self.remotes.by_conn.get(&conn).map_or(0, |set| {
+            set.iter()
+                .filter(|&&req| {
+                    matches!(
+                        self.reqs.get(req).map(|r| r.state),
+                        Some(State::Waiting { away: None, .. })
+                    )
+                })
+                .count()
+        })
+    }
+
     /// The live request over a connection with this request id (the client's), if any: waiting,
     /// holding, or away after its connection dropped.
     pub fn remote_request(&self, request: u128) -> Option<Id> {

@@ -62,6 +62,15 @@ impl Host {
                         "connection {conn}: the engine counts {got} requests, the model {want}"
                     ));
                 }
+                let (got, want) = (
+                    engine.connection_waiting(conn),
+                    m.waiting_on_connection(conn),
+                );
+                if got != want {
+                    return Err(format!(
+                        "connection {conn}: the engine counts {got} requests in line, the model {want}"
+                    ));
+                }
             }
             self.next_deadline(engine)?;
         }

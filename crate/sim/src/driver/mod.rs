@@ -40,7 +40,7 @@
 //!   renewal or by asking again, nor a waiter away past its ttl taken back; a renewal at or after the
 //!   deadline is refused; asked again, a live request is never granted twice; waiters away block
 //!   nobody; the engine's view of every such request (`remote_of`) and of every connection
-//!   (`connection_requests`) equals the model's.
+//!   (`connection_requests`, and those in line: `connection_waiting`) equals the model's.
 //!
 //! A host that lies about storage ([`HostFault`]) is there for the tests that show the checks bite.
 //!

@@ -31,6 +31,17 @@ impl Model {
             .count()
     }
 
+    /// What `Engine::connection_waiting(conn)` must answer: its requests in line, not away.
+    pub fn waiting_on_connection(&self, conn: u32) -> usize {
+        self.reqs
+            .values()
+            .filter(|r| {
+                r.remote.is_some_and(|x| x.conn == conn)
+                    && matches!(r.state, State::Waiting { away: None, .. })
+            })
+            .count()
+    }
+
     /// What `Engine::remote_of(req)` must answer.
     pub fn remote_view(&self, req: Id) -> Option<RemoteView> {
         let r = self.reqs.get(&req)?;
