@@ -47,8 +47,8 @@ export interface PoolLink {
   revision(): number
   /** Why the client is closed, if it is. */
   closed(): ClosedError | undefined
-  /** Resolves once a connection is back; rejects `ClosedError` when none will be by `until`. */
-  reconnected(until: number): Promise<void>
+  /** Resolves once a connection is back; rejects `ClosedError` (its message after `prefix`) when none will be by `until`. */
+  reconnected(until: number, prefix: string): Promise<void>
 }
 
 /** How long past its wait a claim waits for the server's own answer. */
@@ -230,7 +230,7 @@ export class RemotePools implements PoolStore {
         this.#link.send({ type: 'pool', op, pool: pool.name, capacity: this.#capacities.carried(pool), claim, value }, resolve),
       )
       if (answer.type === 'dropped') {
-        await this.#link.reconnected(this.#link.clock.now() + PATIENCE)
+        await this.#link.reconnected(this.#link.clock.now() + PATIENCE, `${place}: `)
         continue
       }
       if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, answer.message)

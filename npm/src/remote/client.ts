@@ -338,7 +338,7 @@ export class RemoteStore implements LeaseOwner {
       send: (message, answered) => this.#send(message, answered),
       revision: () => this.#revision,
       closed: () => this.#closed,
-      reconnected: until => this.#back(until),
+      reconnected: (until, prefix) => this.#back(until, prefix),
     })
   }
 
@@ -350,7 +350,8 @@ export class RemoteStore implements LeaseOwner {
     if (!this.#closed && this.#reconnect && !this.#socket) {
       await settledWithin(this.#clock, this.#reconnectLoop(), until - this.#clock.now())
     }
-    if (this.#closed) throw new ClosedError(`${prefix}${this.url}: ${this.#closed.message}`)
+    // (The error the client ended with names its URL already.)
+    if (this.#closed) throw new ClosedError(`${prefix}${this.#closed.message}`)
     if (!this.#socket) throw new ClosedError(`${prefix}${this.url}: connection closed`)
   }
 
