@@ -76,7 +76,7 @@ export class SilentClients {
       this.protocol.dropped(session)
       session.closing = true
       try {
-        session.socket.close(CLOSE_SILENT, `server: silent for ${seconds} s with holds in line`)
+        session.socket.close(CLOSE_SILENT, `server: silent for ${seconds} s with a hold in line or a claim awaited`)
       } catch {
         // the socket went away meanwhile
       }
