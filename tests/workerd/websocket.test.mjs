@@ -178,6 +178,32 @@ test('revision 5: the object answers a ping done, with its id, while a hold of t
   }
 })
 
+test('LOCK-05: a client of revision 5 silent for 30 s with a hold in line (its host gone without a close) is closed 4408 by the object, at a frame that comes 10 s or more after its last look; its hold steps aside and the key goes to the next in line (real time, about 40 s)', { timeout: 90_000 }, async t => {
+  const holder = await raw(t, 'silent', { revision: 5 })
+  const lease = await holder.ask(id => encode.hold(id, { name: 'jobs', key: 'k', wait: 0, ttl: 60_000 }))
+  assert.equal(lease.type, 'granted', JSON.stringify(lease))
+  const silentFrom = Date.now()
+  const gone = await raw(t, 'silent', { revision: 5 })
+  gone.ws.send(encode.hold(100, { name: 'jobs', key: 'k', ttl: 60_000 }))
+  const next = await raw(t, 'silent', { revision: 5 })
+  const granted = new Promise(resolve => next.ws.on('message', data => decodeServer(data).id === 100 && resolve(decodeServer(data))))
+  next.ws.send(encode.hold(100, { name: 'jobs', key: 'k', ttl: 60_000 }))
+  // The next in line pings every 2 s, as a live client waiting does (every 5 to 15 s): the object's
+  // events. (A gap of 10 s would let the object leave memory, which closes both, 1012, on its return.)
+  await until(async () => {
+    assert.equal((await next.ask(id => encode.ping(id))).type, 'done')
+    await sleep(2_000)
+    return gone.closed !== null
+  }, 70_000, 'the silent client is closed')
+  assert.equal(gone.closed, 4408)
+  assert.ok(Date.now() - silentFrom >= 30_000, `closed after ${Date.now() - silentFrom} ms of silence, not before 30 s`)
+  assert.deepEqual([holder.closed, next.closed], [null, null], 'the holder (a lease, nothing in line) and the client that pings are kept')
+  assert.equal((await holder.ask(id => encode.release(id, lease.lease))).type, 'done')
+  const answer = await granted
+  assert.equal(answer.type, 'granted', JSON.stringify(answer))
+  assert.ok(answer.fence > lease.fence, 'the key went past the hold of the silent client to the next in line')
+})
+
 test('LOCK-05: a dropped connection (no goodbye) keeps its lease until its ttl; asked again with its request id, the same lease and fence', async t => {
   const open = clients(t)
   const other = await open('dropped')

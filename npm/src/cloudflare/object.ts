@@ -48,6 +48,10 @@
  *   their ttl, as the engine does); its leases live until their ttl (LOCK-05). Goodbye ends all at once.
  * - Deadlines of WebSocket clients come from the alarm like any other; a client's frame, like an RPC
  *   call, first acts on the deadlines that came.
+ * - A client of revision 5 silent for 30 s with a hold in line or a claim awaited (its host gone
+ *   without a close) is closed 4408 and ended as a dropped connection, as by `serve()`; the object
+ *   looks when a call, a frame or the alarm comes, 10 s or more after it last looked, before acting
+ *   on it, never on a timer of its own (silent-clients.ts).
  *
  * # Time
  * The store runs on a clock of `Date.now()` whose deadlines (ttls, waits, maxHold) are driven by the
@@ -67,6 +71,7 @@ import { RemoteRequest, type RemoteSink } from '../remote/request.js'
 import { MAX_FRAME, Protocol, Session, refuseHello } from '../remote/session.js'
 import { MAX_ANSWER } from '../remote/inspect-pages.js'
 import { REVISION } from '../remote/wire.js'
+import { SilentClients } from '../remote/silent-clients.js'
 import { attachmentOf, closeQuietly, socketOf, type Attachment } from './hibernatable-socket.js'
 import { checkMaxHold } from '../../wasm/holdfast_wasm.js'
 import { HoldfastError, InvalidError, fromEngine, type ErrorCode } from '../errors.js'
@@ -314,6 +319,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** WebSocket clients' sessions by connection number (kept in each socket's attachment). */
   readonly #sessions = new Map<number, Session>()
   readonly #sockets = new WeakMap<Session, HibernatableWebSocketLike>()
+  /** Closes clients gone silent with holds in line, swept as events come (no timer: see silent-clients.ts). */
+  readonly #silent: SilentClients
   /** Granted leases by lease id. */
   readonly #leases = new Map<string, KeptLease>()
   /** Restored leases not renewed since: the timer that ends them at their old deadline. */
@@ -347,6 +354,12 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       NO_TOKEN,
       MAX_ANSWER,
       REVISION,
+    )
+    this.#silent = new SilentClients(
+      this.#clock,
+      () => this.#sessions.values(),
+      this.#protocol,
+      () => this.#store,
     )
     void this.#state.blockConcurrencyWhile(() => this.#open())
   }
@@ -436,9 +449,18 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     return this.#conn
   }
 
-  /** Before every call: reopen after an internal error, and act on deadlines that came. */
-  async #begin(): Promise<void> {
+  /**
+   * Before every call: reopen after an internal error, look for clients gone silent, and act on
+   * deadlines that came. The look comes first, so that neither the call nor a deadline hands a key
+   * to a client gone (silent-clients.ts); `from`, the socket whose frame this is, is heard before it,
+   * so that a client is never closed at its own frame.
+   */
+  async #begin(from?: HibernatableWebSocketLike): Promise<void> {
     if (this.#store.closed) await this.#state.blockConcurrencyWhile(() => this.#open())
+    const conn = from === undefined ? undefined : attachmentOf(from)?.conn
+    const sender = conn === undefined ? undefined : this.#sessions.get(conn)
+    if (sender) sender.heard = true
+    this.#silent.poke()
     this.#clock.fireDue()
   }
 
@@ -685,6 +707,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** The alarm: the backstop for deadlines whose timers an eviction took away. */
   async alarm(): Promise<void> {
     if (this.#store.closed) await this.#state.blockConcurrencyWhile(() => this.#open())
+    this.#silent.poke()
     this.#clock.alarmed()
   }
 
@@ -717,7 +740,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
 
   /** A frame from a WebSocket client (also the first event after a wake from hibernation). */
   async webSocketMessage(ws: HibernatableWebSocketLike, message: ArrayBuffer | string): Promise<void> {
-    await this.#begin()
+    await this.#begin(ws)
     const attached = attachmentOf(ws)
     if (attached?.refused) {
       const bytes = typeof message === 'string' ? new Uint8Array(0) : new Uint8Array(message)

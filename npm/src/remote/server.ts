@@ -109,7 +109,12 @@ export class HoldfastServer implements Server {
       undefined,
       maxAnswer,
     )
-    this.#silent = new SilentClients(clock, this.#sessions, this.#protocol, store)
+    this.#silent = new SilentClients(
+      clock,
+      () => this.#sessions,
+      this.#protocol,
+      () => store,
+    )
     if (options.connectionLimit !== undefined) store._setConnectionLimit(options.connectionLimit)
     if (options.maxHolds !== undefined) store._setMaxHolds(options.maxHolds)
   }

@@ -24,7 +24,12 @@
  * - A session of a revision below 5 is never dropped for silence: its client does not ping.
  * - An idle session (nothing in line, no claim awaited) is never dropped, however long it is silent:
  *   its client awaits nothing, so it pings nothing; its leases are renewed on their own schedule.
- * - One timer a server, set only while it has sessions past hello.
+ * - `serve()` sweeps on a timer of its own (`watch`), set only while it has sessions past hello. The
+ *   Durable Object host sets none (a pending timer keeps an object from hibernating, and bills it):
+ *   it sweeps when an event comes at least `SWEEP` after the last sweep (`poke`). While a client has
+ *   a hold in line the object's events come at least every 15 s (that client's pings), so the silent
+ *   one goes after 30 s and some. An object quiet for about 10 s leaves memory, and on its return
+ *   closes every client that had holds in line (1012, cloudflare/object.ts), the silent one with them.
  */
 
 import type { Clock } from '../util/clock.js'
@@ -41,17 +46,30 @@ export const CLOSE_SILENT = 4408
 
 export class SilentClients {
   #timer: unknown = undefined
+  /** When the last sweep ran (`poke`). */
+  #swept: number
 
   constructor(
     readonly clock: Clock,
-    readonly sessions: ReadonlySet<Session>,
+    /** The sessions past hello. */
+    readonly sessions: () => Iterable<Session>,
     readonly protocol: Protocol,
-    readonly store: ServedStore,
-  ) {}
+    readonly store: () => ServedStore,
+  ) {
+    this.#swept = clock.now()
+  }
 
-  /** A session was welcomed: the sweep runs while the server has any. */
+  /** A session was welcomed: the sweep runs, on a timer, while the server has any. */
   watch(): void {
     if (this.#timer === undefined) this.#timer = this.clock.setTimeout(this.#sweep, SWEEP)
+  }
+
+  /** An event came to a host without a timer of this: sweeps if the last sweep was `SWEEP` ago or more. */
+  poke(): void {
+    const now = this.clock.now()
+    if (now - this.#swept < SWEEP) return
+    this.#swept = now
+    this.#sweepOnce()
   }
 
   /** The server closes: no more sweeps. */
@@ -62,8 +80,15 @@ export class SilentClients {
 
   readonly #sweep = (): void => {
     this.#timer = undefined
+    if (this.#sweepOnce() > 0) this.watch()
+  }
+
+  /** Answers how many sessions were left (not dropped). */
+  #sweepOnce(): number {
     // Dropping a session takes it out of `sessions` (its `closed` hook): walk a copy.
-    for (const session of [...this.sessions]) {
+    const sessions = [...this.sessions()]
+    let left = sessions.length
+    for (const session of sessions) {
       if (session.revision < HEARTBEAT || session.ended) continue
       if (session.heard) {
         session.heard = false
@@ -73,6 +98,7 @@ export class SilentClients {
       if (++session.unheard < SILENT_SWEEPS) continue
       if (session.claims.size === 0 && !this.#waitsOn(session)) continue
       const seconds = (SILENT_SWEEPS * SWEEP) / 1000
+      left--
       this.protocol.dropped(session)
       session.closing = true
       try {
@@ -81,12 +107,12 @@ export class SilentClients {
         // the socket went away meanwhile
       }
     }
-    if (this.sessions.size > 0) this.watch()
+    return left
   }
 
   #waitsOn(session: Session): boolean {
     try {
-      return this.store._connectionWaiting(session.conn) > 0
+      return this.store()._connectionWaiting(session.conn) > 0
     } catch {
       // A store that failed (its engine trapped) has answered its waiters already: none waits here.
       return false
