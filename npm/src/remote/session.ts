@@ -30,8 +30,8 @@
  *   undone as if it never was — so that its client, asking again with the same claim id after
  *   reconnecting, gets either the claim it was answered or a new one, never units it was not told of.
  * - A `ping` (revision 5, the client's heartbeat) is answered `done` at once, whatever the client said.
- *   Every message marks its session `heard`: `serve()` drops a session of revision 5 silent for 30 s
- *   with holds in line (silent-clients.ts).
+ *   Every message marks its session `heard`: a host (`serve()`, the Durable Object) drops a session of
+ *   revision 5 silent for 30 s with a hold in line or a claim awaited (silent-clients.ts).
  */
 
 import { InvalidError, type ErrorCode } from '../errors.js'

@@ -10,7 +10,8 @@
  *
  * A client of revision 5 or more pings while it awaits an answer and hears nothing (heartbeat.ts),
  * and a hold in line awaits its grant: such a client sends something at least every 15 s while it
- * has a hold in line. So the server sweeps its sessions every `SWEEP`: one heard from since the last
+ * has a hold in line. So the server sweeps its sessions every `SWEEP` (see below for the Durable
+ * Object's, which sweeps as events come): one heard from since the last
  * sweep is marked unheard; one still unheard `SILENT_SWEEPS` sweeps in a row (silent for 30 to 40 s)
  * that has a hold in line or a claim unanswered is dropped — closed with `CLOSE_SILENT` and ended as
  * a connection that dropped (LOCK-05): its holds in line step aside (away, keeping their place for
