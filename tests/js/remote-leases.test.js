@@ -334,11 +334,17 @@ async function parkingProxy(t, port) {
   return proxy
 }
 
-test('LOCK-06: a client closed while it reconnects leaves no connection behind, though its dial completes after the close', { timeout: 20_000 }, async t => {
-  const s = await served()
+/** A client of the served store `s` connected through a `parkingProxy`, on a manual clock of its own. */
+async function behindProxy(t, s) {
   const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
   const clock = manualClock(5_000)
   const client = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock })
+  return { proxy, clock, client }
+}
+
+test('LOCK-06: a client closed while it reconnects leaves no connection behind, though its dial completes after the close', { timeout: 20_000 }, async t => {
+  const s = await served()
+  const { proxy, clock, client } = await behindProxy(t, s)
   assert.equal(s.server.connections, 1)
   proxy.parking = true
   client._dropConnectionForTest()
@@ -461,9 +467,7 @@ test('remote: connect() to a server that takes the upgrade and never answers the
 
 test('LOCK-05: a reconnect whose dial is never answered is given up after 10 s and dialed again; the next one gets through', { timeout: 20_000 }, async t => {
   const s = await served()
-  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
-  const clock = manualClock(5_000)
-  const client = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock })
+  const { proxy, clock, client } = await behindProxy(t, s)
   proxy.parking = true
   client._dropConnectionForTest()
   await until(() => s.server.connections === 0, 'the connection dropped')
@@ -554,9 +558,7 @@ test('remote: a hold whose wait and grace pass unanswered rejects ClosedError (u
 
 test('LOCK-05: answers awaited on a connection that went silent with its server (the connection open, nothing passed either way) are asked again on a new one once it is dropped at 15 s: an inspection, a pool release, a waiting hold (test clock)', { timeout: 20_000 }, async t => {
   const s = await served()
-  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
-  const clock = manualClock(5_000)
-  const client = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock })
+  const { proxy, clock, client } = await behindProxy(t, s)
   const held = await s.store.lock('jobs').acquire('busy')
   const got = await client.pool('seats', { capacity: 3 }).claim(2)
   assert.equal(got.claimed, true)
@@ -592,9 +594,7 @@ test('LOCK-05: answers awaited on a connection that went silent with its server 
 
 test('LOCK-05: a server that stays silent: an inspection and a pool operation awaited on its connection reject ClosedError 10 s after it is dropped at 15 s, no connection back by then; an idle client sends nothing and keeps its connection (test clock)', { timeout: 20_000 }, async t => {
   const s = await served()
-  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
-  const clock = manualClock(5_000)
-  const client = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock })
+  const { proxy, clock, client } = await behindProxy(t, s)
   const pool = client.pool('seats', { capacity: 3 })
   assert.equal(await pool.remaining(), 3)
   assert.equal(await client.lock('jobs').hold('k', lease => lease.fence > 0), true)
@@ -635,10 +635,8 @@ test('LOCK-05: a server that stays silent: an inspection and a pool operation aw
 
 test('LOCK-05: a client whose connection goes silent (its host gone without a close) while its hold waits in line is dropped by the server at 40 s: the key goes past its hold to the next in line, and the client, its host back, reconnects and is in its place again (test clock)', { timeout: 20_000 }, async t => {
   const s = await served()
-  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
   // The gone client's clock does not move until it is back: it sends nothing, not even a ping.
-  const goneClock = manualClock(5_000)
-  const gone = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock: goneClock })
+  const { proxy, clock: goneClock, client: gone } = await behindProxy(t, s)
   const held = await s.store.lock('jobs').acquire('busy')
   const goneHold = gone.lock('jobs').hold('busy', { wait: Infinity }, lease => lease.fence)
   await until(() => s.store.inspect()[0]?.waiting === 1, 'the gone client waits in line')

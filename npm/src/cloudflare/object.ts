@@ -452,13 +452,12 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /**
    * Before every call: reopen after an internal error, look for clients gone silent, and act on
    * deadlines that came. The look comes first, so that neither the call nor a deadline hands a key
-   * to a client gone (silent-clients.ts); `from`, the socket whose frame this is, is heard before it,
-   * so that a client is never closed at its own frame.
+   * to a client gone (silent-clients.ts); `from`, the connection whose frame this is, is heard before
+   * it, so that a client is never closed at its own frame.
    */
-  async #begin(from?: HibernatableWebSocketLike): Promise<void> {
+  async #begin(from?: number): Promise<void> {
     if (this.#store.closed) await this.#state.blockConcurrencyWhile(() => this.#open())
-    const conn = from === undefined ? undefined : attachmentOf(from)?.conn
-    const sender = conn === undefined ? undefined : this.#sessions.get(conn)
+    const sender = from === undefined ? undefined : this.#sessions.get(from)
     if (sender) sender.heard = true
     this.#silent.poke()
     this.#clock.fireDue()
@@ -740,8 +739,9 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
 
   /** A frame from a WebSocket client (also the first event after a wake from hibernation). */
   async webSocketMessage(ws: HibernatableWebSocketLike, message: ArrayBuffer | string): Promise<void> {
-    await this.#begin(ws)
+    // Read once: the attachment is a copy made anew at each read.
     const attached = attachmentOf(ws)
+    await this.#begin(attached?.conn)
     if (attached?.refused) {
       const bytes = typeof message === 'string' ? new Uint8Array(0) : new Uint8Array(message)
       return refuseHello(
