@@ -19,9 +19,11 @@
 //!    clock in milliseconds, and never goes back from one call to the next. Every command and
 //!    handler that takes `now` first acts on each deadline at or before it, earliest first, as
 //!    [`Engine::advance`] does: a waiter whose wait ran out has left its line, a lease past its
-//!    `maxHold` or ttl no longer holds, and each key went on at its deadline. So a timer that fires
-//!    late changes when things happen, never what: no grant after a wait ran out, no renewal of a
-//!    lease past its deadline. The untimed twins ([`Engine::hold_untimed`],
+//!    `maxHold` or ttl no longer holds, and each key went on at its deadline to whoever was first in
+//!    its line then. So a timer that fires late changes when things happen, never who gets a key:
+//!    no grant after a wait ran out, no renewal of a lease past its deadline. A grant is stamped with
+//!    the `now` it is made at, so its ttl and maxHold start then: no lease is granted already past
+//!    its end. The untimed twins ([`Engine::hold_untimed`],
 //!    [`Engine::release_untimed`]) serve a host that has not read its clock: they answer `None`,
 //!    changing nothing, whenever a deadline could have fallen due for the call or would be set, and
 //!    the host calls the timed one.

@@ -83,6 +83,57 @@ fn lock_05_its_key_goes_to_the_next_in_line_at_the_deadline_though_nobody_asks()
 }
 
 #[test]
+fn lock_05_a_key_handed_on_by_a_late_timer_goes_to_the_head_of_its_line_then_with_a_lease_counted_from_now(
+) {
+    // The host acts on a lease's deadline 7 s late (a paused server, a blocked event loop, a late
+    // alarm). The key goes to whoever was first in line at the deadline, but the grant's ttl counts
+    // from when it is made: stamped at the deadline, it would be handed out already past its end
+    // (here each of the next two in line would be granted and expired in the same call), or told a
+    // full ttl while it had less, so that a client counting from the grant gives up after the server.
+    let (mut e, l) = opened();
+    let (first, key, _) = granted(
+        e.hold_remote(l, None, Some(0), None, remote(1, 1, 2_000), 0)
+            .unwrap(),
+    );
+    let line: Vec<_> = (2..=4)
+        .map(|n| {
+            queued(
+                e.hold_remote(l, Some(key), None, None, remote(n, n.into(), 2_000), 100)
+                    .unwrap(),
+            )
+        })
+        .collect();
+    // A waiter whose wait ran out between the deadline and now was still in line at the deadline.
+    let capped = queued(
+        e.hold_remote(l, Some(key), Some(2_500), None, remote(5, 5, 2_000), 100)
+            .unwrap(),
+    );
+    e.advance(9_000);
+    let evs = events(&mut e);
+    assert_eq!(evs[0], Event::Expired { req: first });
+    assert!(matches!(evs[1], Event::Granted { req, .. } if req == line[0]));
+    assert_eq!(
+        evs[2..],
+        [Event::TimedOut { req: capped }],
+        "the others wait on; the next's grant did not run out at once"
+    );
+    assert_eq!(e.remote_of(line[0]).unwrap().expires_at, Some(11_000));
+    assert_eq!(e.next_deadline(), Some(11_000));
+    e.check();
+    // The same for a maxHold: counted from the grant as made.
+    let (mut e, m) = opened();
+    let (holder, key, _) = granted(e.hold(m, None, Some(0), Some(100), 0).unwrap());
+    let next = queued(e.hold(m, Some(key), None, Some(100), 0).unwrap());
+    e.advance(5_000);
+    let evs = events(&mut e);
+    assert_eq!(evs[0], Event::Revoked { req: holder });
+    assert!(matches!(evs[1], Event::Granted { req, .. } if req == next));
+    assert_eq!(evs.len(), 2, "not revoked in the call that granted it");
+    assert_eq!(e.next_deadline(), Some(5_100));
+    e.check();
+}
+
+#[test]
 fn lock_05_asked_again_a_held_request_answers_its_lease_and_fence_with_ttl_from_the_answer() {
     let (mut e, l) = opened();
     let (req, key, fence) = granted(

@@ -3,8 +3,10 @@
 //!
 //! Each deadline of a request's state has an entry in the timers (`timers.rs`, lazily deleted): an
 //! entry is live while its request is still in the state that set it, at the same instant
-//! ([`timer_is_live`]). [`Engine::advance`] acts on the live ones in the order they fell due, and
-//! hands each key on at its deadline, not at the (perhaps later) time the host's timer fired.
+//! ([`timer_is_live`]). [`Engine::advance`] acts on the live ones in the order they fell due: each key
+//! goes on to whoever was first in its line at the deadline, and the grant is stamped with the time
+//! the host acted (`now`, perhaps later than the deadline), so that no lease is handed out already
+//! past its ttl or maxHold.
 
 use super::request::{Request, State};
 use super::Engine;
@@ -90,10 +92,14 @@ impl Engine {
                 },
                 Due::Forget => unreachable!("tombstones are the pools' timers' (never live here)"),
             });
-            // The key went on at the deadline, not at `now` (later, when the host's timer is late):
-            // its next holder's grant is stamped then, and a waiter whose wait ran out between the
-            // two instants was still in line at the deadline.
-            self.pump(key, entry.at());
+            // The key goes on to whoever was first in line at the deadline: a waiter whose wait ran
+            // out between the deadline and `now` (later, when the host's timer is late) still gets
+            // it, as entries are acted on in the order they fell due. But its grant is stamped
+            // `now`: stamped at the deadline, a lease granted after a stall (a blocked event loop, a
+            // paused server, a late alarm) would start its ttl and maxHold in the past — handed out
+            // already lost, or told a full ttl by the grant while it had less here, so that a client
+            // counting its deadline from the grant's arrival would give up *after* this side did.
+            self.pump(key, now);
         }
         self.pools.advance(now, &mut self.events);
     }

@@ -86,8 +86,8 @@ impl Model {
             return acted;
         }
         self.last_now = self.last_now.max(now);
-        // Acting on a deadline may make another at or before `now` (a grant at the deadline's instant
-        // starts its own maxHold and ttl): the earliest is found again after each.
+        // Acting on a deadline may change the others (a grant starts its own maxHold and ttl, from
+        // `now`, not from the deadline): the earliest is found again after each.
         while let Some((at, id, due)) = self.deadlines().into_iter().next().filter(|d| d.0 <= now) {
             let Some(r) = self.reqs.get(&id) else {
                 continue;
@@ -119,7 +119,7 @@ impl Model {
                 },
             });
             let before = self.events.len();
-            self.pump(res, key, at);
+            self.pump_at(res, key, at, now);
             let handed_on = self.events[before..]
                 .iter()
                 .any(|e| matches!(e, Event::Granted { .. }));

@@ -306,6 +306,14 @@ impl Model {
     /// Hands the key to the head of its line while it has room and a fence is covered; forgets it
     /// when it is idle.
     pub(super) fn pump(&mut self, res: usize, key: usize, now: u64) {
+        self.pump_at(res, key, now, now)
+    }
+
+    /// `pump` for a key that went on at `at` (a deadline), acted on at `now` (perhaps later): the
+    /// head of its line at `at` is granted, stamped `now`. A grant to a waiter whose wait ran out
+    /// before the key went on is overdue (a broken rule 1 of the engine's calling rules).
+    pub(super) fn pump_at(&mut self, res: usize, key: usize, at: u64, now: u64) {
+        let went_on = at;
         let limit = self.limits[res] as usize;
         loop {
             let k = self.keys[res][key].as_ref().unwrap();
@@ -342,9 +350,9 @@ impl Model {
             else {
                 unreachable!("a line holds waiting requests")
             };
-            if let Some(d) = deadline.filter(|&d| d < now) {
+            if let Some(d) = deadline.filter(|&d| d < went_on) {
                 self.overdue.get_or_insert(format!(
-                    "request {head:?} granted at {now}, after its wait ran out at {d}"
+                    "request {head:?} granted as of {went_on}, after its wait ran out at {d}"
                 ));
             }
             r.state = State::Holding {
