@@ -154,3 +154,26 @@ test('LOCK-03, #13 item 10: a lease read past its maxHold is lost on the read, b
   await took.release()
   await store.close()
 })
+
+test('LOCK-03: a lease revoked at maxHold while the event loop was busy is told so, and the hold asked in the call that found it revoked is a lease of its own', async () => {
+  // The hold of `b` makes the engine act first on `a`'s maxHold, which fell due while nothing ran
+  // (`stall`): `a` is revoked, its key and request go, and `b` may take their slots in the engine.
+  // Each event must reach its own record: before the fix, `a`'s revocation was told to `b`'s lease
+  // (so `a` never heard it, and `b`'s key stayed held by nobody after its release).
+  const clock = stallClock(1_000)
+  const { store } = await openTestStore({ clock })
+  const l = store.lock('x', { maxHold: 10, wait: 0 })
+  const a = await l.acquire('a')
+  clock.stall(20)
+  const b = await l.acquire('b')
+  assert.equal(a.lost, true, 'a, revoked, is told')
+  assert.ok(a.signal.reason instanceof LostError && /maxHold/.test(a.signal.reason.message), String(a.signal.reason))
+  assert.equal(b.lost, false, 'b holds its own lease')
+  assert.ok(b.fence > a.fence)
+  await b.release()
+  assert.deepEqual(store.inspect(), [], 'b let go: no key is held')
+  const again = await l.acquire('b')
+  assert.ok(again.fence > b.fence)
+  await again.release()
+  await store.close()
+})

@@ -4,7 +4,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { InUseError, CancelledError, ClosedError, LostError, HoldfastError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
-import { openTestStore, settle, gate, isSettled } from './helpers.js'
+import { openTestStore, settle, gate, isSettled, stallClock } from './helpers.js'
 
 async function assertFree(lock, key) {
   const tried = await lock.tryHold(key, () => 'free')
@@ -220,4 +220,45 @@ test('LOCK-06: lease.signal stays quiet when the lease is released normally', as
   await store.close()
   assert.equal(signal.aborted, false, 'closing later does not abort a released lease')
   assert.ok(!(signal.reason instanceof LostError))
+})
+
+test('LOCK-06: a wait that ran out while the event loop was busy rejects InUseError, and the hold asked in the call that ended it gets its own answer', async () => {
+  // `b`'s wait falls due while nothing runs (`stall`); the next hold makes the engine act on it
+  // first, and that hold may take `b`'s slot in the engine. Before the fix `b` was never answered,
+  // and its timeout went to the new hold (`c` rejected "still held after waiting Infinityms", or the
+  // store closed on an internal error).
+  const clock = stallClock(1_000)
+  const { store } = await openTestStore({ clock })
+  const l = store.lock('x', { maxHold: '1m' })
+  const a = await l.acquire('k')
+  const b = l.hold('k', { wait: 5 }, () => 'b ran')
+  clock.stall(20)
+  const c = l.hold('k', { wait: Infinity }, lease => `c ran with ${lease.fence}`)
+  const d = l.hold('other', () => 'd ran')
+  await assert.rejects(b, e => e instanceof InUseError && /still held after waiting 5ms/.test(e.message))
+  assert.equal(await d, 'd ran', 'a hold of a free key made then is answered its own outcome')
+  assert.equal(await isSettled(c), false, 'c waits for a')
+  await a.release()
+  assert.match(await c, /^c ran with \d+$/)
+  assert.equal(store.closed, false)
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
+test('LOCK-06: a waiter whose wait ran out while the event loop was busy is answered once, when a later waiter\'s signal aborts', async () => {
+  const clock = stallClock(1_000)
+  const { store } = await openTestStore({ clock })
+  const l = store.lock('x', { maxHold: '1m' })
+  const a = await l.acquire('k')
+  const b = l.hold('k', { wait: 5 }, () => 'b ran')
+  clock.stall(20)
+  const controller = new AbortController()
+  const c = l.hold('k', { wait: Infinity, signal: controller.signal }, () => 'c ran')
+  controller.abort('enough')
+  await assert.rejects(b, InUseError)
+  await assert.rejects(c, e => e instanceof CancelledError && e.cause === 'enough')
+  await a.release()
+  assert.equal(store.closed, false)
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
 })

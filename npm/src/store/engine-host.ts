@@ -61,6 +61,9 @@ import type { Resource } from './key-ids.js'
 import { Names } from './names.js'
 import { HandOvers, Waiter } from './waiters.js'
 
+/** The leases a drain found ended, with their reasons, to be told once it read every event. */
+type Lost = [Lease, LostError | ClosedError][]
+
 /** What the host's drain answers a request over a connection through (remote-holds.ts). */
 export interface RemoteEvents {
   event(record: RemoteRequest, kind: number, a: number, now: number): void
@@ -214,7 +217,7 @@ export class EngineHost implements LeaseOwner {
       throw this.trap(error)
     }
     // Deadlines that fell due were acted on first by the engine: their events come before this
-    // hold's own, and are answered once this hold is recorded.
+    // hold's own, and are answered before this hold is recorded (see `#granted`).
     if (answer === 0) return this.#queued(handle, resource, key, known, wait, signal, fn, now)
     if (answer > 0) return this.#granted(handle, resource, key, known, answer, now)
     const events = this.view()[HOLD_EVENTS]!
@@ -235,16 +238,24 @@ export class EngineHost implements LeaseOwner {
     if (this.#heldByCaller(resource, key, inner)) throw selfHoldError(handle, key)
   }
 
-  /** The engine granted a hold at once, with `fence`: its lease. */
+  /**
+   * The engine granted a hold at once, with `fence`: its lease. The events of the deadlines the
+   * engine acted on first are answered before the lease is recorded: a request that ended then (a
+   * waiter whose wait ran out while the event loop was busy) freed its slot, which this request may
+   * have taken, and its event must find its own record there. The leases they ended are told after
+   * (their signals' listeners may call the store, which must know this key and request by then).
+   */
   #granted(handle: Lock, resource: Resource, key: string, known: number | undefined, fence: number, now: number): Lease {
     const buf = this.view()
     const events = buf[HOLD_EVENTS]!
     const req = buf[REQ]!
-    if (buf[KEY] !== known) this.newKey(resource, key, buf[KEY]!)
+    const keyId = buf[KEY]!
+    const lost = events > 0 ? this.answer(events, now) : undefined
+    if (keyId !== known) this.newKey(resource, key, keyId)
     const lease = new Lease(this, handle, key, fence, req)
     this.reqs[req >>> 0] = lease
     if (handle._maxHold > 0) this.schedule((lease._deadline = now + handle._maxHold))
-    if (events > 0) this.drain(events, now)
+    if (events > 0) this.settle(lost)
     return lease
   }
 
@@ -262,13 +273,15 @@ export class EngineHost implements LeaseOwner {
     const buf = this.view()
     const events = buf[HOLD_EVENTS]!
     const req = buf[REQ]!
-    if (buf[KEY] !== known) this.newKey(resource, key, buf[KEY]!)
+    const keyId = buf[KEY]!
+    const lost = events > 0 ? this.answer(events, now) : undefined
+    if (keyId !== known) this.newKey(resource, key, keyId)
     // With fn, a context to keep (see `Store._hold`): fn runs in it, inside the hold the caller is in.
     const context = fn === undefined ? undefined : this.#context
     const waiter = new Waiter(handle, key, req, wait, signal, fn, context?.capture?.(), context?.getStore())
     this.#recordWaiter(waiter, req)
     if (wait !== Infinity && wait > 0) this.schedule(now + wait)
-    if (events > 0) this.drain(events, now)
+    if (events > 0) this.settle(lost)
     return waiter.promise
   }
 
@@ -391,13 +404,15 @@ export class EngineHost implements LeaseOwner {
     }
     const buf = this.view()
     const events = buf[HOLD_EVENTS]!
-    if (answer === 0) this.#recordWaiter(waiter, buf[REQ]!)
-    else if (answer > 0) throw this.trap(new Error(`the engine granted a held key to request ${buf[REQ]!}`))
+    const req = buf[REQ]!
+    const lost = events > 0 ? this.answer(events, now) : undefined
+    if (answer === 0) this.#recordWaiter(waiter, req)
+    else if (answer > 0) throw this.trap(new Error(`the engine granted a held key to request ${req}`))
     else {
       const message = `${waiter.place()}: ${this.core.lastError()}`
       waiter.reject(answer === LIMIT ? new LimitError(message) : answer === INVALID ? new InvalidError(message) : this.closedError(waiter.handle, waiter.key))
     }
-    if (events > 0) this.drain(events, now)
+    if (events > 0) this.settle(lost)
   }
 
   /** The busy keys the engine knows, with their holders and how many wait (`inspect`). */
@@ -542,9 +557,19 @@ export class EngineHost implements LeaseOwner {
    * the engine asks for the time before a grant that starts a deadline).
    */
   drain(n: number, now: number): void {
+    this.settle(this.answer(n, now))
+  }
+
+  /**
+   * `drain` but for what may run the program's code at once (a lost lease's signal listeners, the
+   * fns handed their keys): answers `n` events and more, and answers the leases they ended, for
+   * `settle`. A call that made a request reads its events with this *before* it records the request
+   * (see `#granted`), then settles them.
+   */
+  answer(n: number, now: number): Lost | undefined {
     // Aborting a lease's signal runs user listeners at once, and they may call into the store, which
     // would overwrite the buffer: abort only after the whole drain.
-    let lost: [Lease, LostError | ClosedError][] | undefined
+    let lost: Lost | undefined
     const handOvers = this.handOvers
     for (;;) {
       const buf = this.view()
@@ -576,7 +601,13 @@ export class EngineHost implements LeaseOwner {
       n = this.core.drain()
       if (n === 0) break
     }
+    return lost
+  }
+
+  /** Tells the leases `answer` found ended, and hands the keys it granted over (now or soon, see waiters.ts). */
+  settle(lost: Lost | undefined): void {
     if (lost) for (const [lease, reason] of lost) lease._lose(reason)
+    const handOvers = this.handOvers
     if (handOvers.end !== 0 && !handOvers.running) handOvers.start()
   }
 

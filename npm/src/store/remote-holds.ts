@@ -147,7 +147,12 @@ export class RemoteHolds implements RemoteEvents {
     }
     if (answer >= 0) {
       const req = buf[REQ]!
-      if (buf[KEY] !== known) host.newKey(resource, record.key, buf[KEY]!)
+      const keyId = buf[KEY]!
+      // The events of deadlines acted on first are read before this request is recorded: one may be
+      // of the request whose slot it took (see engine-host.ts `#granted`).
+      const events = buf[HOLD_EVENTS]!
+      const lost = events > 0 ? host.answer(events, now) : undefined
+      if (keyId !== known) host.newKey(resource, record.key, keyId)
       record.req = req
       host.reqs[req >>> 0] = record
       this.#live++
@@ -157,8 +162,7 @@ export class RemoteHolds implements RemoteEvents {
       }
       host.schedule(now + (answer > 0 ? record.ttl : wait === Infinity ? Infinity : wait))
       if (answer > 0) record.sink.granted(record, answer, record.maxHold)
-      const events = buf[HOLD_EVENTS]!
-      if (events > 0) host.drain(events, now)
+      if (events > 0) host.settle(lost)
       return
     }
     const events = buf[HOLD_EVENTS]!
