@@ -256,6 +256,46 @@ test('LOCK-05: a dropped and re-established connection keeps its lease and its p
   await s.close()
 })
 
+test('LOCK-05: a lease taken with wait 0 that its server no longer knew on reconnecting, its key held by another by then, is lost and says so (acquire, tryHold, hold)', async t => {
+  // As after a server restart: the connection drops, the server's lease runs out meanwhile (only the
+  // server's clock moves) and a local holder takes each key; the client, back, asks again with its
+  // wait of 0 and is answered "busy". Before the fix the client forgot the lease silently: `lost`
+  // false, the signal never aborted, renewals stopped, and `hold` rejected InUseError while fn ran.
+  const s = await served()
+  const release = []
+  t.after(() => {
+    for (const r of release) r()
+    return s.close()
+  })
+  const { client, clock } = await s.client()
+  const l = client.lock('jobs', { ttl: '2s', wait: 0 })
+  const acquired = await l.acquire('a')
+  let tried
+  let held
+  const tryHold = l.tryHold('t', lease => ((tried = lease), new Promise(r => release.push(r))))
+  const hold = l.hold('h', lease => ((held = lease), new Promise(r => release.push(r)))).then(
+    () => 'resolved',
+    e => e,
+  )
+  await until(() => tried && held, 'both granted')
+  client._dropConnectionForTest()
+  await s.advance(2_100, { skip: [clock] }) // the server's leases run out; the client is away
+  const local = s.store.lock('jobs', { wait: 0 })
+  const others = await Promise.all(['a', 't', 'h'].map(k => local.acquire(k)))
+  await s.advance(500) // the client reconnects and asks again
+  await until(() => s.server.connections === 1, 'reconnected')
+  for (const [name, lease] of [['acquire', acquired], ['tryHold', tried], ['hold', held]]) {
+    await until(() => lease.lost, `${name}: its lease is lost`)
+    assert.ok(lease.signal.aborted && lease.signal.reason instanceof LostError, `${name}: ${String(lease.signal.reason)}`)
+    assert.match(lease.signal.reason.message, /no longer knew it/)
+  }
+  for (const r of release) r()
+  const answer = await hold
+  assert.ok(answer instanceof LostError, `hold answers the loss: ${String(answer)}`)
+  await assert.rejects(tryHold, LostError)
+  for (const o of others) await o.release()
+})
+
 test('LOCK-05: a connection that ends cancels its waiting holds at once; its leases live until their ttl', async () => {
   const s = await served()
   const a = await s.client({ reconnect: false })

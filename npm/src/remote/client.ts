@@ -685,6 +685,9 @@ export class RemoteStore implements LeaseOwner {
     if (p.forgotten) return
     switch (answer.type) {
       case 'busy':
+        // Asked again after a reconnect, a lease held with wait 0 finds its key busy: the server no
+        // longer knew it (it restarted) and another took the key. The lease is lost, and says so.
+        if (p.lease) return this.#lose(p, new LostError(`${p.place()}: lease lost: the server no longer knew it (it restarted) and another holds the key`))
         this.#forget(p)
         if (p.fn) return p.reject(new InUseError(`${p.place()}: held by another (wait 0)`))
         return p.resolve(undefined)
