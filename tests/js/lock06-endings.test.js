@@ -67,6 +67,30 @@ test('LOCK-06: fn answering a thenable (not a promise) keeps the key until it se
   await assert.rejects(closing, ClosedError)
 })
 
+test('LOCK-06: fn answering an object whose `then` throws when read rejects with that error and lets the key go: a free key, a key granted by the engine, one handed over, a try', async () => {
+  const { store } = await openTestStore()
+  const boom = new Error('then getter boom')
+  const evil = () => ({
+    get then() {
+      throw boom
+    },
+  })
+  for (const l of [store.lock('free'), store.lock('engine', { maxHold: '1m' })]) {
+    await assert.rejects(l.hold('k', evil), e => e === boom, `${l.name}: held at once`)
+    await assertFree(l, 'k')
+    await assert.rejects(l.tryHold('k', evil), e => e === boom, `${l.name}: tried`)
+    await assertFree(l, 'k')
+    const first = await l.acquire('k')
+    const waited = l.hold('k', { wait: Infinity }, evil)
+    await settle()
+    await first.release()
+    await assert.rejects(waited, e => e === boom, `${l.name}: handed over`)
+    await assertFree(l, 'k')
+  }
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
 test('LOCK-06: a waiter whose signal aborts is answered CancelledError (cause: the reason) and the next in line moves up', async () => {
   const { store } = await openTestStore()
   const l = store.lock('x', { wait: Infinity })

@@ -37,12 +37,15 @@ export function runInLease<T>(
   if (!(taken instanceof Lease)) return runWhenGranted(context, resource, taken, fn, end)
   const lease = taken
   let result: T | PromiseLike<T>
+  let thenable: boolean
   try {
     result = start(context, resource, lease, fn)
+    // Inside the try: a `then` that throws when read is fn's error, and the key still goes.
+    thenable = isThenable(result)
   } catch (error) {
     return endAndAnswerAsPromise(lease, end, true, error)
   }
-  if (isThenable(result)) {
+  if (thenable) {
     return Promise.resolve(result).then(
       value => endAndAnswer(lease, end, false, value),
       error => endAndAnswer(lease, end, true, error),
@@ -64,12 +67,14 @@ export function runLease<T>(
   fn: (lease: Lease) => T | PromiseLike<T>,
 ): Promise<Awaited<T>> {
   let result: T | PromiseLike<T>
+  let thenable: boolean
   try {
     result = start(context, resource, lease, fn)
+    thenable = isThenable(result)
   } catch (error) {
     return answerAsPromise(lease, true, error)
   }
-  if (isThenable(result)) {
+  if (thenable) {
     return Promise.resolve(result).then(
       value => answerEnded(lease, false, value),
       error => answerEnded(lease, true, error),
@@ -161,14 +166,16 @@ function runHandedOver(this: HandedOver, lease: Lease, context: ContextStorage):
   const resolve = this.resolve
   const reject = this.reject
   let result: unknown
+  let thenable: boolean
   try {
     lease._enter(this.handle._resource, this.parent)
     context.enterInJob!(lease)
     result = this.fn!(lease)
+    thenable = isThenable(result)
   } catch (error) {
     return answerInto(lease, true, error, resolve, reject)
   }
-  if (isThenable(result)) {
+  if (thenable) {
     Promise.resolve(result).then(
       value => answerInto(lease, false, value, resolve, reject),
       error => answerInto(lease, true, error, resolve, reject),
