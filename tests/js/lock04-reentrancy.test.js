@@ -4,8 +4,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { spawn } from 'node:child_process'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { InvalidError } from 'holdfast'
 import { openTestStore, settle, gate } from './helpers.js'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
 
 test('LOCK-04: a hold of a key inside its own hold is refused at once with InvalidError', async () => {
   const { store } = await openTestStore()
@@ -161,4 +166,18 @@ test('LOCK-04: the holds around a hold are all known, however deep: an outer hol
   assert.deepEqual(await waited, ['invalid', 'invalid'])
   assert.deepEqual(store.inspect(), [])
   await store.close()
+})
+
+test('LOCK-04: in a process whose first hold waited, its lease stays in its own fn: top-level code holds the key after it, not refused as a hold inside its own hold', async () => {
+  // On Node 20 the AsyncLocalStorage was enabled only at the first hold that ran fn: a waiter
+  // resuming before that entered its lease into the top-level context, for good, so that code in no
+  // hold was refused InvalidError while that key was held. A fresh process, as it needs one.
+  const child = spawn(process.execPath, [...(globalThis.Deno ? ['run', '-A'] : []), path.join(here, 'first-hold-waits-child.js')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let out = ''
+  child.stdout.on('data', chunk => (out += chunk))
+  const code = await new Promise(resolve => child.once('exit', resolve))
+  assert.equal(code, 0)
+  assert.deepEqual(JSON.parse(out), { main: 'main ran', worker: 'worker done' })
 })

@@ -55,6 +55,9 @@ function init(): WebAssembly.Memory {
  * waited, for the life of the process.
  */
 
+/** What `contextStorage` enters once, to enable its storage: no lease. */
+const ENABLED = Object.freeze({}) as Lease
+
 function contextStorage(): ContextStorage {
   const als = new AsyncLocalStorage<Lease>()
   const bun = typeof process.versions.bun === 'string'
@@ -64,6 +67,12 @@ function contextStorage(): ContextStorage {
   const inResource = framed || (bun && snapshot === undefined)
   // A kept context's shape, kept (util/shapes.ts).
   if (inResource) keepShape(new AsyncResource('holdfast'))
+  // Enabled now, not at the first hold that runs fn. Where contexts are tracked by hooks (Node 20),
+  // a promise made before the storage was enabled is not tracked: a hold that waited resumes on such
+  // a promise, and its `enterWith` (`enterInJob`) would enter its lease into the top-level context
+  // for good — every later hold of that key, anywhere, refused as a hold inside its own hold. (A
+  // store of its own is entered and left: `run` skips enabling when the store is the current one.)
+  als.run(ENABLED, () => {})
   // What `run` calls inside the `AsyncResource`, fn passed as `this`: one function for every hold, so
   // that a hold makes no closure (and no context for it) to enter its lease.
   function enterAndRun<A, R>(this: (arg: A) => R, store: Lease, arg: A): R {
