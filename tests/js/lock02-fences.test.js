@@ -50,11 +50,13 @@ test('LOCK-02: fences grow with every lease, semaphore permits included, and are
 })
 
 test('LOCK-02: fences grow across restarts on a callback storage, even when the clock went backwards', async () => {
-  const storage = countingStorage()
+  const values = new Map() // what the storage keeps across the "processes"
   let last = 0
   for (let restart = 0; restart < 4; restart++) {
     const clock = manualClock(1_000_000 - restart * 300_000) // each process's clock starts earlier
-    const store = await openStore({ storage, clock })
+    // Each process has a storage object of its own over the same values (one object serves one open
+    // store at a time, and the stores that "crash" are never closed).
+    const store = await openStore({ storage: countingStorage(values), clock })
     const l = store.lock('invoices')
     for (let i = 0; i < 5; i++) {
       const fence = await l.hold('inv-1', lease => lease.fence)
@@ -105,6 +107,45 @@ test('LOCK-02: openStore rejects StorageError when the storage fails, with its e
     openStore({ storage: { get: async () => { throw broken }, set: () => {} } }),
     e => e instanceof StorageError && e.cause === broken,
   )
+})
+
+test('LOCK-02: one storage object serves one open store at a time: a second openStore on it is refused StorageError until the first closes (memory, file and custom storage)', async () => {
+  // Before, both opened and handed out the same fences (a fileStorage object lends its directory's
+  // claim to every store it is given; the others have no claim at all).
+  const dir = mkdtempSync(join(tmpdir(), 'holdfast-one-store-'))
+  try {
+    const values = new Map()
+    const custom = { get: k => values.get(k), set: (k, v) => void values.set(k, v) }
+    for (const [what, storage] of [['memory', memoryStorage()], ['file', fileStorage(dir)], ['custom', custom]]) {
+      const first = await openStore({ storage })
+      await assert.rejects(
+        openStore({ storage }),
+        e => e instanceof StorageError && e.code === 'storage' && /serves an open store already/.test(e.message),
+        what,
+      )
+      const lease = await first.lock('l').acquire('k')
+      await lease.release()
+      await first.close()
+      const second = await openStore({ storage })
+      const next = await second.lock('l').acquire('k')
+      assert.ok(next.fence > lease.fence, `${what}: the store opened after the close goes on from the fences before`)
+      await second.close()
+    }
+    // A storage whose open failed serves nothing: the next open on it is not refused for it.
+    let fail = true
+    const flaky = {
+      get: k => values.get(`flaky:${k}`),
+      set: (k, v) => {
+        if (fail) throw new Error('not yet')
+        values.set(`flaky:${k}`, v)
+      },
+    }
+    await assert.rejects(openStore({ storage: flaky }), e => e instanceof StorageError && /not yet/.test(e.message))
+    fail = false
+    await (await openStore({ storage: flaky })).close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test('LOCK-02: a damaged stored value is refused rather than fences restarted', async () => {

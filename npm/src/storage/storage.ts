@@ -8,6 +8,30 @@
  * hand out the same fences.
  */
 
+import { StorageError } from '../errors.js'
+
+/**
+ * The storages that serve an open store (or one opening), so that a second `openStore` on one of them
+ * is refused: a `fileStorage` object claims its directory once and lends that claim to every store it
+ * is given, and a `memoryStorage()` or a custom storage has no claim at all.
+ */
+const serving = new WeakSet<Storage>()
+
+/** Marks `storage` as serving a store; throws `StorageError` if one already does. */
+export function claimStorage(storage: Storage, place: string): void {
+  if (serving.has(storage)) {
+    throw new StorageError(
+      `${place}: this storage serves an open store already (one storage serves one open store at a time: close that store first, or give this one a storage of its own)`,
+    )
+  }
+  serving.add(storage)
+}
+
+/** `storage` serves no store any more (its store closed, or did not open). */
+export function releaseStorage(storage: Storage): void {
+  serving.delete(storage)
+}
+
 export interface Storage {
   get(key: string): string | undefined | Promise<string | undefined>
   set(key: string, value: string): void | Promise<void>

@@ -34,7 +34,7 @@ import { Lease, type LeaseOwner } from '../handle/lease.js'
 import type { Lock } from '../handle/lock.js'
 import type { ContextStorage } from '../handle/context.js'
 import type { Kind, KeyInfo } from '../types.js'
-import type { Storage } from '../storage/storage.js'
+import { releaseStorage, type Storage } from '../storage/storage.js'
 import type { FenceWrites } from './fence-writes.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import {
@@ -695,6 +695,8 @@ export class EngineHost implements LeaseOwner {
       await this.#storage.close?.()
     } catch (error) {
       throw new StorageError(`close: storage.close failed: ${(error as Error)?.message}`, { cause: error })
+    } finally {
+      releaseStorage(this.#storage)
     }
   }
 

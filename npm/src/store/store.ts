@@ -37,7 +37,7 @@ import type { ContextStorage } from '../handle/context.js'
 import type { ServedStore } from '../remote/host.js'
 import type { KeyInfo, LockOptions, SemaphoreOptions } from '../types.js'
 import { checkOptions } from '../util/options.js'
-import { isStorage, type Storage } from '../storage/storage.js'
+import { claimStorage, isStorage, releaseStorage, type Storage } from '../storage/storage.js'
 import { isClock, systemClock, type Clock } from '../util/clock.js'
 import type { Id } from '../util/hex.js'
 import { serveOn, type HoldfastServer, type ServeOptions, type Server } from '../remote/server.js'
@@ -406,6 +406,7 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
   const storage = (o.storage as Storage | undefined) ?? platform.defaultStorage()
   const clock = (o.clock as Clock | undefined) ?? systemClock
   const memory = platform.init()
+  claimStorage(storage, 'openStore')
   const writes = new FenceWrites(storage)
   let core: Core
   try {
@@ -417,6 +418,7 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
     } catch {
       // the open's own error says more
     }
+    releaseStorage(storage)
     throw fromEngine(error, 'openStore')
   }
   return new Store(core, memory, storage, writes, clock, platform.context, platform.transport)
