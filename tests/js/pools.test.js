@@ -229,6 +229,26 @@ test('POOL-03: a claim id asked again answers the first claim and never takes un
   await store.close()
 })
 
+test('POOL-03: a claim id must be well-formed Unicode: one with a lone surrogate is InvalidError (claim, release, confirm), so two ids never name one claim', async () => {
+  // Encoded as UTF-8 a lone surrogate becomes U+FFFD: before, '\ud800', '\udc00' and '\ufffd' were one
+  // id, three buyers each told `claimed: true` for one unit, and one's release gave back another's.
+  const { store } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 3 })
+  for (const id of ['\ud800', 'order-\udc00', '\ud83d']) {
+    for (const [what, call] of [
+      ['claim', () => seats.claim(1, { id })],
+      ['release', () => seats.release(id)],
+      ['confirm', () => seats.confirm(id)],
+    ]) {
+      await assert.rejects(call(), e => e instanceof InvalidError && /not well-formed Unicode/.test(e.message) && e.message.includes('pool seats'), `${what} ${JSON.stringify(id)}`)
+    }
+  }
+  const fine = await seats.claim(1, { id: '\ufffd' })
+  assert.equal(fine.claimed, true)
+  assert.equal(await seats.remaining(), 2)
+  await store.close()
+})
+
 test('POOL-03: an id is remembered for 24 hours after its claim, then it is new again', async () => {
   const { store, clock } = await openTestStore()
   const seats = store.pool('seats', { capacity: 1 })

@@ -16,6 +16,7 @@
 
 import { CancelledError, InvalidError } from '../errors.js'
 import { toMs } from '../util/duration.js'
+import { loneSurrogate } from '../util/key.js'
 import { checkOptions, checkSignal } from '../util/options.js'
 import type { ClaimOptions } from './types.js'
 
@@ -139,7 +140,14 @@ export class Pool {
 
 /** A claim id: a string of 1 to 128 bytes (the store checks the bytes). */
 function checkId(id: unknown, place: string): string {
-  if (typeof id === 'string' && id.length > 0) return id
+  if (typeof id === 'string' && id.length > 0) {
+    // As a key must (util/key.ts): encoded as UTF-8, in wasm, on the wire or in Redis, a lone
+    // surrogate becomes U+FFFD, and two different ids would name one claim.
+    if (id.isWellFormed()) return id
+    throw new InvalidError(
+      `${place}: claim id ${JSON.stringify(id)} is not well-formed Unicode (a lone surrogate at index ${loneSurrogate(id)}): an id must be text that UTF-8 can carry`,
+    )
+  }
   throw new InvalidError(`${place}: claim id must be a non-empty string, not ${typeof id === 'string' ? '""' : typeof id}`)
 }
 

@@ -35,7 +35,7 @@ export function toKey(key: unknown, place: string): string {
 }
 
 /** The index of the first lone surrogate in `text`, or -1. */
-function loneSurrogate(text: string): number {
+export function loneSurrogate(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (c < 0xd800 || c > 0xdfff) continue
