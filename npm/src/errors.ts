@@ -97,5 +97,10 @@ export function fromEngine(error: unknown, place?: string): Error {
   let message = String(e.message)
   const cause = e.cause as { message?: unknown } | undefined
   if (e.code === 'storage' && cause !== undefined) message += `: ${cause && typeof cause === 'object' ? String(cause.message) : String(cause)}`
-  return new Class(place ? `${place}: ${message}` : message, cause === undefined ? undefined : { cause })
+  return new Class(place ? placed(place, message) : message, cause === undefined ? undefined : { cause })
+}
+
+/** `message` after `place`, unless it names that place first already (the engine's messages often do). */
+export function placed(place: string, message: string): string {
+  return message.startsWith(`${place}: `) ? message : `${place}: ${message}`
 }

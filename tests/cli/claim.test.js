@@ -21,6 +21,10 @@ test('claim takes units once per id (a retry answers the first claim), exits 1 w
   const other = await claim('1', '--capacity', '5')
   assert.equal(other.code, 2)
   assert.match(other.stderr, /^holdfast: .*capacity 5 differs from its capacity 3/)
+  // The pool named once (it said "holdfast: pool seats: pool seats: a claim takes ...").
+  const over = await claim('4')
+  assert.equal(over.code, 2)
+  assert.equal(over.stderr, 'holdfast: pool seats: a claim takes 1 to 3 units (its capacity), not 4\n')
   const r = await run(['inspect', server.url, '--token-file', server.tokenFile])
   assert.equal(r.code, 0, r.stderr)
   assert.equal(r.stdout, 'no busy keys\n\nPOOL   CAPACITY  LEFT  CLAIMS  WAITING\nseats  3         1     1       0\n')

@@ -62,12 +62,23 @@ test('durations: numbers are ms; text is whole numbers with units, largest first
   await store.close()
 })
 
-test('bounds of options: ttl 1s to 1h, maxHold more than 0 up to 30 days, limit 1 to 10000', async () => {
+test('bounds of options: ttl 1s to 1h, maxHold 1ms to 30 days, limit 1 to 10000', async () => {
   const { store } = await openTestStore()
   store.lock('ok', { ttl: '1s', maxHold: '30d', wait: Infinity })
   store.lock('ok', { ttl: '1h', maxHold: 1 })
   for (const bad of [{ ttl: 999 }, { ttl: '1h1s' }, { maxHold: 0 }, { maxHold: '30d1ms' }]) {
     assert.throws(() => store.lock('b', bad), e => e instanceof InvalidError, JSON.stringify(bad))
+  }
+  // The value named as given: not what it became as whole milliseconds ("ttl 0ms", "maxHold
+  // 18446744073709551615ms"), nor "more than 0" of a maxHold of 0.5 ms.
+  for (const [bad, message] of [
+    [{ ttl: 0.5 }, 'lock b: ttl 0.5ms must be 1s to 1h'],
+    [{ ttl: 1e300 }, 'lock b: ttl 1e+300ms must be 1s to 1h'],
+    [{ ttl: 999 }, 'lock b: ttl 999ms must be 1s to 1h'],
+    [{ maxHold: 0.5 }, 'lock b: maxHold 0.5ms must be 1ms to 30 days'],
+    [{ maxHold: 1e300 }, 'lock b: maxHold 1e+300ms must be 1ms to 30 days'],
+  ]) {
+    assert.throws(() => store.lock('b', bad), e => e instanceof InvalidError && e.message === message, JSON.stringify(bad))
   }
   store.semaphore('s1', { limit: 1 })
   store.semaphore('s2', { limit: 10_000 })

@@ -87,6 +87,10 @@ test('POOL-01: the capacity is fixed by first use (another is InvalidError namin
     e => e instanceof InvalidError && e.message.includes('200') && e.message.includes('180'),
   )
   const held = await seats.claim(150)
+  // The whole messages, the pool named once (they said "pool flight-aa123: pool flight-aa123: ...").
+  await assert.rejects(seats.claim(181), e => e instanceof InvalidError && e.message === 'pool flight-aa123: a claim takes 1 to 180 units (its capacity), not 181')
+  await assert.rejects(seats.claim(3, { id: 'o1' }).then(() => seats.claim(2, { id: 'o1' })), e => e instanceof InvalidError && e.message === 'pool flight-aa123: claim id "o1" took 3 units; asked again for 2')
+  await seats.release('o1')
   await assert.rejects(seats.resize(149), e => e instanceof InvalidError && e.message.includes('149') && e.message.includes('150'))
   await seats.resize(160)
   assert.equal(await seats.remaining(), 10)

@@ -56,17 +56,20 @@ pub fn check_max_hold(ms: u64) -> Result<(), Error> {
     if (1..=MAX_HOLD_MS).contains(&ms) {
         Ok(())
     } else {
-        Err(Error::invalid(format!(
-            "maxHold {ms}ms must be more than 0 and at most 30 days"
-        )))
+        Err(out_of_range("maxHold", &ms.to_string(), "1ms to 30 days"))
     }
+}
+
+/// The error of a duration out of its range, `given` as the caller wrote it.
+pub fn out_of_range(what: &str, given: &str, range: &str) -> Error {
+    Error::invalid(format!("{what} {given}ms must be {range}"))
 }
 
 pub fn check_ttl(ms: u64) -> Result<(), Error> {
     if (TTL_MS.0..=TTL_MS.1).contains(&ms) {
         Ok(())
     } else {
-        Err(Error::invalid(format!("ttl {ms}ms must be 1s to 1h")))
+        Err(out_of_range("ttl", &ms.to_string(), "1s to 1h"))
     }
 }
 

@@ -649,16 +649,34 @@ struct KeySnapshot {
     waiting: u32,
 }
 
-/// Checks a `ttl` in ms (1 s to 1 h); throws an `invalid` error naming it.
+/// Checks a `ttl` in ms (1 s to 1 h); throws an `invalid` error naming it as given.
 #[wasm_bindgen(js_name = checkTtl)]
 pub fn check_ttl(ms: f64) -> Result<(), JsValue> {
-    bounds::check_ttl(ms as u64).map_err(|e| engine_error(&e))
+    bounds::check_ttl(ms as u64)
+        .map_err(|_| engine_error(&bounds::out_of_range("ttl", &js_number(ms), "1s to 1h")))
 }
 
-/// Checks a `maxHold` in ms (more than 0, at most 30 days); throws an `invalid` error naming it.
+/// Checks a `maxHold` in ms (more than 0, at most 30 days); throws an `invalid` error naming it as
+/// given.
 #[wasm_bindgen(js_name = checkMaxHold)]
 pub fn check_max_hold(ms: f64) -> Result<(), JsValue> {
-    bounds::check_max_hold(ms as u64).map_err(|e| engine_error(&e))
+    bounds::check_max_hold(ms as u64).map_err(|_| {
+        engine_error(&bounds::out_of_range(
+            "maxHold",
+            &js_number(ms),
+            "1ms to 30 days",
+        ))
+    })
+}
+
+/// A number as JavaScript writes it, near enough for a message: `0.5`, `1500`, `1e+300` (a value
+/// past u64, or a fraction of a millisecond, must not be named by what it became in conversion).
+fn js_number(ms: f64) -> String {
+    if ms.is_finite() && ms.abs() >= 1e21 {
+        format!("{ms:e}").replace('e', "e+")
+    } else {
+        format!("{ms}")
+    }
 }
 
 /// Checks a name; throws an `invalid` error naming it.

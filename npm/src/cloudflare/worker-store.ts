@@ -180,8 +180,7 @@ export class WorkerStore implements LeaseOwner {
     const o = handleOptions(options, place, kind === 'semaphore')
     // The object checks them too; checking here answers before anything is sent.
     if (o.ttl < TTL[0] || o.ttl > TTL[1]) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
-    if (o.hasMaxHold && (o.maxHold <= 0 || o.maxHold > MAX_HOLD))
-      throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be more than 0 and at most 30 days`)
+    if (o.hasMaxHold && (o.maxHold <= 0 || o.maxHold > MAX_HOLD)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be 1ms to 30 days`)
     const resource = this.#resources.get(kind, name, o.limit)
     return new WorkerLock(this, resource, o.limit, o.ttl, o.maxHold, o.wait)
   }

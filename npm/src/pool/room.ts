@@ -24,7 +24,7 @@
  */
 
 import type { Core } from '../../wasm/holdfast_wasm.js'
-import { CancelledError, ClosedError, InvalidError, LimitError, LostError, StorageError, fromEngine } from '../errors.js'
+import { CancelledError, ClosedError, InvalidError, LimitError, LostError, StorageError, fromEngine, placed } from '../errors.js'
 import {
   CLAIM_JOINED,
   CLAIM_KNOWN,
@@ -272,7 +272,7 @@ export class PoolRoom implements PoolStore {
   }
 
   #refusal(answer: number, place: string): Error {
-    const message = `${place}: ${this.#host.core.lastError()}`
+    const message = placed(place, this.#host.core.lastError())
     if (answer === INVALID) return new InvalidError(message)
     if (answer === LIMIT) return new LimitError(message)
     return this.#host.closed(place) ?? new ClosedError(`${place}: the store is closed`)
