@@ -4,7 +4,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, ClosedError, LostError } from 'holdfast/redis'
-import { startRedis, redisClient, later, sleep } from './helpers.js'
+import { CLIENT, startRedis, redisClient, later, sleep } from './helpers.js'
 
 test('#15: Redis unreachable — holds end with a typed error after their wait, a lease is lost at its ttl, then the store carries on', async t => {
   const server = await startRedis(t)
@@ -37,4 +37,31 @@ test('#15: Redis unreachable — holds end with a typed error after their wait, 
   server.kill('SIGCONT')
   assert.equal(await lock.hold('fresh', { wait: '10s' }, () => 'back'), 'back')
   assert.equal(await lock.hold('held', { wait: '10s' }, () => 'free again'), 'free again')
+})
+
+test('#15: close() of a store that opened its own client ({ url }) while Redis is gone ends within seconds, its holds answered', { skip: CLIENT !== 'ioredis' && 'the url opens an ioredis client: run once' }, async t => {
+  // Its QUIT waited behind the releases close() had given up on, until ioredis's retries flushed its
+  // queue: close() took about 74 s (and `holdfast hold redis://…` exited that late).
+  const server = await startRedis(t)
+  const store = await openRedisStore({ url: server.url })
+  const lock = store.lock('gone', { ttl: '3s' })
+  let lease
+  const held = lock
+    .hold('k', l => {
+      lease = l
+      return new Promise(r => l.signal.addEventListener('abort', r))
+    })
+    .catch(e => e)
+  while (!lease) await sleep(5)
+  const waiting = lock.hold('k', { wait: '1m' }, () => 'never').catch(e => e)
+  await sleep(100)
+  server.kill('SIGKILL')
+  await sleep(300)
+  const started = Date.now()
+  await store.close()
+  const took = Date.now() - started
+  assert.ok(took < 5_000, `close() took ${took} ms`)
+  assert.ok((await waiting) instanceof ClosedError)
+  assert.ok((await held) instanceof ClosedError)
+  assert.ok(lease.signal.aborted)
 })
