@@ -62,6 +62,28 @@ test(`#15 Cluster (3 primaries, ${kind}): keys spread over every node, one holde
 })
 
 for (const kind of ['ioredis', 'node-redis'])
+test(`#15 Cluster (${kind}): a key with white space in it (a space, a tab, a newline) is held, waited for and handed over like any other (its sharded channel carries the key)`, async t => {
+  // The scripts parsed a handle's constants, whose last field is the key's sharded channel, as text
+  // without white space: such a key was refused StorageError ("attempt to compare number with nil").
+  const cluster = await startCluster(t)
+  const a = await openRedisStore({ redis: await cluster.client(kind) })
+  const b = await openRedisStore({ redis: await cluster.client(kind) })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  for (const key of ['a b', 'tab\tx', 'nl\nx', ' ']) {
+    const lease = await a.lock('spaced').acquire(key)
+    const waited = b.lock('spaced').hold(key, { wait: '30s' }, l => l.fence)
+    for (;;) {
+      const entry = (await a.inspect()).find(e => e.name === 'spaced' && e.key === key)
+      if (entry?.waiting === 1) break
+      await sleep(10)
+    }
+    await lease.release()
+    assert.ok((await waited) > lease.fence, JSON.stringify(key))
+  }
+  assert.deepEqual((await a.inspect()).filter(e => e.name === 'spaced'), [])
+})
+
+for (const kind of ['ioredis', 'node-redis'])
 test(`#15 Cluster (${kind}), sharded wake-ups: a grant published before the waiter's process subscribed to its key's channel is found at once (not at a ttl/3 heartbeat)`, async t => {
   const cluster = await startCluster(t)
   const a = await openRedisStore({ redis: await cluster.client(kind) })

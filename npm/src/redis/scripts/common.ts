@@ -60,11 +60,12 @@ end
 -- channel}, all numbers but the texts. A handle sends the same text with each call, and a string.match
 -- of it costs more than most commands, so a Function library keeps the last few hundred parsed (the
 -- library's helpers live as long as it; run as a script, this is made at each call and keeps nothing).
+-- The channel is the rest of the text: a sharded channel names the key, which may hold any character.
 local parsed, nparsed = {}, 0
 local function handleOf(text)
   local c = parsed[text]
   if c then return c end
-  local g, p, t, m, l, ch = string.match(text, '^(%d+) (%S+) (%d+) (%d+) (%d+) (%S+)$')
+  local g, p, t, m, l, ch = string.match(text, '^(%d+) (%S+) (%d+) (%d+) (%d+) (.+)$')
   c = {tonumber(g), p, tonumber(t), tonumber(m), l, ch}
   if nparsed >= 256 then parsed, nparsed = {}, 0 end
   parsed[text], nparsed = c, nparsed + 1
