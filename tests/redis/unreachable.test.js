@@ -3,7 +3,7 @@
 // (its signal aborts LostError, its hold rejects LostError); once Redis answers again, the store carries on.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { openRedisStore, ClosedError, LostError } from 'holdfast/redis'
+import { openRedisStore, ClosedError, InUseError, LostError } from 'holdfast/redis'
 import { CLIENT, startRedis, redisClient, later, sleep } from './helpers.js'
 
 test('#15: Redis unreachable — holds end with a typed error after their wait, a lease is lost at its ttl, then the store carries on', async t => {
@@ -64,4 +64,21 @@ test('#15: close() of a store that opened its own client ({ url }) while Redis i
   assert.ok((await waiting) instanceof ClosedError)
   assert.ok((await held) instanceof ClosedError)
   assert.ok(lease.signal.aborted)
+})
+
+test('#15: a waiter whose event loop was blocked across the end of its wait rejects InUseError: Redis answered all along, so it was not unreachable', async t => {
+  // Its heartbeat and its give-up fire in one turn once the loop runs again; the heartbeat, just sent,
+  // was taken for an unanswered one: the hold rejected ClosedError "unreachable".
+  const server = await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const lease = await a.lock('blocked', { ttl: '10s' }).acquire('k')
+  const waiting = b.lock('blocked', { ttl: '10s' }).hold('k', { wait: 1_000 }, () => 'never').catch(e => e)
+  await sleep(300)
+  const until = Date.now() + 2_500
+  while (Date.now() < until) {} // the event loop blocked past the wait and its grace
+  const answer = await waiting
+  assert.ok(answer instanceof InUseError && /still held after waiting 1000ms/.test(answer.message), String(answer))
+  await lease.release()
 })

@@ -128,8 +128,13 @@ class Request {
   grantedAt = 0
   leaseMs = 0
   revokeIn = 0
-  /** Whether Redis answered what this side last asked (else a give-up says it was unreachable). */
-  heard = false
+  /**
+   * Since when a command of this request has gone unanswered (the first of them; -1: Redis answered
+   * all). A give-up says Redis was unreachable only if that is a while ago (half the grace): a heartbeat sent in the
+   * same turn as the give-up (an event loop blocked past the wait fires both timers together) says
+   * nothing of Redis.
+   */
+  unansweredSince = -1
   /** Copies of its acquire sent and not answered yet; `uncertain`: one was given up unanswered. */
   asking = 0
   uncertain = false
@@ -438,10 +443,12 @@ export class RedisStore implements LeaseOwner {
         if (p.lease || this.#requests.get(p.id) !== p) return
         this.#forget(p)
         void this.#end(p, 'C')
+        // Half the grace: a heartbeat due as the wait ends (plus SLACK) and unanswered since is an outage.
+        const unanswered = p.unansweredSince >= 0 && this.#clock.now() - p.unansweredSince >= WAIT_GRACE / 2
         p.reject(
-          p.heard
-            ? new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`)
-            : new ClosedError(`${p.place()}: no answer from Redis within the wait (${p.wait}ms): unreachable`),
+          unanswered
+            ? new ClosedError(`${p.place()}: no answer from Redis within the wait (${p.wait}ms): unreachable`)
+            : new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`),
         )
       },
       Math.max(0, p.waitUntil + WAIT_GRACE - this.#clock.now()),
@@ -455,7 +462,7 @@ export class RedisStore implements LeaseOwner {
     const left = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - sentAt))
     // A wait that ran out while Redis could not be reached: ask as a try (Redis still judges the key).
     const wait = p.wait === 0 ? 0 : left === 0 ? 0 : left
-    p.heard = false
+    if (p.unansweredSince < 0) p.unansweredSince = sentAt
     p.asking++
     this.#run('acquire', p.keys, [p.id, wait, p.consts], left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left).then(
       answer => {
@@ -473,7 +480,6 @@ export class RedisStore implements LeaseOwner {
   /** A command of a request failed: an error reply ends it; no answer is asked again a little later. */
   #failed(p: Request, error: unknown, again: () => void): void {
     if (this.#requests.get(p.id) !== p || p.lease) return
-    p.heard = false
     this.#armGiveUp(p)
     if (error instanceof ReplyFailure) {
       this.#forget(p)
@@ -488,7 +494,7 @@ export class RedisStore implements LeaseOwner {
    */
   #answered(p: Request, answer: unknown, sentAt: number): void {
     if (this.#requests.get(p.id) !== p || p.lease) return
-    p.heard = true
+    p.unansweredSince = -1
     if (!Array.isArray(answer)) return this.#granted(p, Number(answer), p.handle.ttl, p.handle._maxHold, sentAt)
     switch (answer[0]) {
       case 'g':
@@ -551,7 +557,7 @@ export class RedisStore implements LeaseOwner {
   async #heartbeat(p: Request): Promise<void> {
     if (this.#requests.get(p.id) !== p || p.lease) return
     const sentAt = this.#clock.now()
-    p.heard = false
+    if (p.unansweredSince < 0) p.unansweredSince = sentAt
     let answer: unknown
     try {
       answer = await this.#run('renew', p.keys, [p.id, '', p.consts], Math.max(WAIT_GRACE, p.handle.ttl))
