@@ -27,6 +27,11 @@ pub const BLOCK: u64 = 1_000_000;
 /// When fewer than this many covered fences are left, the next ceiling is asked for.
 const LOW_WATER: u64 = BLOCK / 2;
 
+/// After a failed write, how many more fences are handed out (under the ceiling still covered) before
+/// the next one is asked for. Asked for at every grant, a storage that fails (a full disk, a store
+/// down) was sent a write per lease: half a million of them before the block ran out.
+const RETRY_EVERY: u64 = 1_000;
+
 /// The largest fence: the largest integer a JavaScript number holds exactly.
 pub const MAX_FENCE: u64 = (1 << 53) - 1;
 
@@ -44,6 +49,8 @@ pub struct FenceBook {
     /// The block lent to the host, `(first, end)` (end exclusive), until [`FenceBook::reclaim`].
     /// `next` is already past it.
     lent: Option<(u64, u64)>,
+    /// After a failed write: the fence from which the low water asks again ([`RETRY_EVERY`] on).
+    retry_from: Option<u64>,
 }
 
 impl FenceBook {
@@ -62,6 +69,7 @@ impl FenceBook {
             pending: None,
             wanted: None,
             lent: None,
+            retry_from: None,
         };
         book.want_more();
         Ok(book)
@@ -84,7 +92,7 @@ impl FenceBook {
         );
         let fence = self.next;
         self.next += 1;
-        self.after_handing_out(fence);
+        self.after_handing_out(fence, fence);
         fence
     }
 
@@ -101,7 +109,7 @@ impl FenceBook {
         let end = first.saturating_add(max).min(self.covered + 1);
         self.next = end;
         self.lent = Some((first, end));
-        self.after_handing_out(end - 1);
+        self.after_handing_out(first, end - 1);
         Some((first, end))
     }
 
@@ -128,9 +136,11 @@ impl FenceBook {
         self.lent
     }
 
-    /// After fences up to `last` were handed out: asks for the next ceiling at the low water.
-    fn after_handing_out(&mut self, last: u64) {
-        if self.covered - last < LOW_WATER {
+    /// After fences `first` to `last` were handed out (or lent): asks for the next ceiling at the low
+    /// water. After a failed write, only from `retry_from` on, counted by `first`: a lent block counts
+    /// as handed out whole, but what the host does not use comes back, and would ask at every lend.
+    fn after_handing_out(&mut self, first: u64, last: u64) {
+        if self.covered - last < LOW_WATER && self.retry_from.is_none_or(|from| first >= from) {
             self.want_more();
         }
     }
@@ -161,20 +171,23 @@ impl FenceBook {
             self.pending = None;
         }
         self.covered = self.covered.max(ceiling);
+        self.retry_from = None;
         if self.covered - self.next.min(self.covered) < LOW_WATER {
             self.want_more();
         }
     }
 
     /// Storage failed to keep `ceiling`. Nothing more is covered; the next grant that needs a fence
-    /// asks again.
+    /// asks again, and while fences are still covered, the grant [`RETRY_EVERY`] fences on does.
     pub fn failed(&mut self, ceiling: u64) {
         if self.pending == Some(ceiling) {
             self.pending = None;
         }
+        self.retry_from = Some(self.next.saturating_add(RETRY_EVERY - 1));
     }
 
-    /// Asks for a ceiling again after a failure, when a grant is waiting for a fence.
+    /// Asks for a ceiling again after a failure, when a grant is waiting for a fence (at once: the
+    /// grant waits for it).
     pub fn retry(&mut self) {
         if !self.available() {
             self.want_more();
@@ -391,6 +404,53 @@ mod tests {
         book.reclaim(LOW_WATER + 1);
         assert_eq!(book.lend(1), Some((LOW_WATER + 1, LOW_WATER + 2)));
         assert_eq!(book.poll_persist(), Some(2 * BLOCK));
+    }
+
+    #[test]
+    fn a_failed_low_water_write_is_asked_again_every_retry_every_fences_not_at_every_grant() {
+        let mut book = opened(None);
+        assert_eq!(book.lend(LOW_WATER), Some((1, LOW_WATER + 1)));
+        book.reclaim(LOW_WATER + 1);
+        book.take(); // past the low water: the next ceiling is asked for
+        let ceiling = book.poll_persist().unwrap();
+        book.failed(ceiling);
+        // Fences are still covered: grants go on, and storage is not asked at each of them.
+        for _ in 1..RETRY_EVERY {
+            book.take();
+            assert_eq!(book.poll_persist(), None);
+        }
+        book.take();
+        let again = book
+            .poll_persist()
+            .expect("asked again RETRY_EVERY fences on");
+        book.persisted(again);
+        book.take();
+        assert_eq!(book.poll_persist(), None, "covered again: a block ahead");
+        // Lent blocks count by their first fence: one reaching past the retry point does not ask.
+        let mut book = opened(None);
+        book.lend(LOW_WATER).unwrap();
+        book.reclaim(LOW_WATER + 1);
+        book.take();
+        let ceiling = book.poll_persist().unwrap();
+        book.failed(ceiling);
+        for _ in 0..5 {
+            let (first, _) = book.lend(4 * RETRY_EVERY).unwrap();
+            assert_eq!(book.poll_persist(), None, "a block lent from {first}");
+            book.reclaim(first + 1);
+        }
+        // Once every covered fence is used, a grant that waits asks at once.
+        let mut book = opened(None);
+        book.lend(BLOCK - 1).unwrap();
+        book.reclaim(BLOCK);
+        let ceiling = book.poll_persist().unwrap();
+        book.failed(ceiling);
+        book.take();
+        assert!(!book.available());
+        book.retry();
+        assert!(
+            book.poll_persist().is_some(),
+            "a waiting grant asks again at once"
+        );
     }
 
     #[test]
