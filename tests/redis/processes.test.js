@@ -111,3 +111,34 @@ for (const [rt, kind] of [['node24', 'ioredis'], ['bun', 'node-redis']]) {
     assert.deepEqual(rows, [{ value: 'second', fence: granted.fence }])
   })
 }
+
+for (const [rt, kind] of [['node20', 'ioredis'], ['bun', 'node-redis']]) {
+  test(`LOCK-05: a waiter frozen (SIGSTOP) while its grant is in flight, past the lease's ttl, does not run fn as a holder beside the next one: it asks Redis first, and waits its turn again (${rt}, ${kind})`, async t => {
+    // Its wake-up, read late, counted a whole ttl from the reading: fn ran with lease.lost false while
+    // Redis had expired that lease and granted the key to the next in line (two holders at once).
+    const server = await startRedis(t)
+    const first = await startAgent(t, 'first', RUNTIMES[rt], server.url, { kind })
+    const frozen = await startAgent(t, 'frozen', RUNTIMES[rt], server.url, { kind })
+    const next = await startAgent(t, 'next', RUNTIMES[rt], server.url, { kind })
+    first.send({ op: 'hold', id: 'a', lock: 'stale', key: 'k', ttl: 1_500 })
+    const a = await first.next({ ev: 'granted', id: 'a' })
+    frozen.send({ op: 'hold', id: 'b', lock: 'stale', key: 'k', ttl: 1_500, wait: 60_000 })
+    await frozen.next({ ev: 'asked', id: 'b' })
+    await sleep(300) // in line, before the next
+    next.send({ op: 'hold', id: 'c', lock: 'stale', key: 'k', ttl: 1_500, wait: 60_000 })
+    await next.next({ ev: 'asked', id: 'c' })
+    await sleep(300)
+    frozen.kill('SIGSTOP')
+    first.send({ op: 'release', id: 'a' }) // the key goes to the frozen one, its wake-up unread
+    const c = await next.next({ ev: 'granted', id: 'c' }, 10_000) // its lease ran out in Redis
+    assert.ok(c.fence > a.fence)
+    frozen.kill('SIGCONT')
+    await sleep(1_000)
+    assert.ok(!frozen.saw({ ev: 'granted', id: 'b' }), 'the frozen waiter ran fn while the next held the key')
+    next.send({ op: 'release', id: 'c' })
+    const b = await frozen.next({ ev: 'granted', id: 'b' }, 10_000)
+    assert.ok(b.t >= c.t && b.fence > c.fence, `granted again after the next let go, with a larger fence (${b.fence} after ${c.fence})`)
+    frozen.send({ op: 'release', id: 'b' })
+    assert.equal((await frozen.next({ ev: 'done', id: 'b' })).ok, true)
+  })
+}

@@ -135,6 +135,12 @@ class Request {
    * nothing of Redis.
    */
   unansweredSince = -1
+  /**
+   * When a command was sent that Redis took while this request was still in line (the first acquire,
+   * then each answered "waiting"): its grant came after, so a wake-up's lease counts from here (-1:
+   * none yet, under this id).
+   */
+  waitingAsOf = -1
   /** Copies of its acquire sent and not answered yet; `uncertain`: one was given up unanswered. */
   asking = 0
   uncertain = false
@@ -463,6 +469,9 @@ export class RedisStore implements LeaseOwner {
     // A wait that ran out while Redis could not be reached: ask as a try (Redis still judges the key).
     const wait = p.wait === 0 ? 0 : left === 0 ? 0 : left
     if (p.unansweredSince < 0) p.unansweredSince = sentAt
+    // The first copy of the acquire: Redis took one copy before any grant of this id (a copy sent
+    // again later may arrive after it).
+    if (p.waitingAsOf < 0) p.waitingAsOf = sentAt
     p.asking++
     this.#run('acquire', p.keys, [p.id, wait, p.consts], left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left).then(
       answer => {
@@ -500,6 +509,7 @@ export class RedisStore implements LeaseOwner {
       case 'g':
         return this.#granted(p, Number(answer[1]), Number(answer[2]), Number(answer[3]), sentAt)
       case 'w': {
+        if (sentAt > p.waitingAsOf) p.waitingAsOf = sentAt
         this.#armGiveUp(p)
         // Heartbeat every ttl/3; sooner when the wait ends or a holder's lease ends first (the head).
         const waitLeft = Number(answer[1])
@@ -536,6 +546,7 @@ export class RedisStore implements LeaseOwner {
    */
   #rejoin(p: Request): void {
     this.#requests.delete(p.id)
+    p.waitingAsOf = -1
     p.id = this.#newId()
     this.#requests.set(p.id, p)
     void this.#acquire(p)
@@ -571,7 +582,15 @@ export class RedisStore implements LeaseOwner {
   #woken(wake: Wake | PoolWake): void {
     if ('what' in wake) return this.#pools.woken(wake)
     const p = this.#requests.get(wake.id)
-    if (p) this.#answered(p, ['g', wake.fence, wake.leaseMs, wake.revokeMs], this.#clock.now())
+    if (!p || p.lease) return
+    // The grant came after Redis last answered this request "waiting": its lease is counted from
+    // then, not from when the wake-up is read — read late (a process paused, an event loop blocked),
+    // the lease may have run out in Redis and the key gone to the next in line meanwhile. Too late to
+    // tell, Redis is asked where the request stands first (a renewal of its lease if it still holds it,
+    // a place in line again if not) and fn waits for the answer.
+    const from = p.waitingAsOf
+    if (from >= 0 && this.#clock.now() - from < wake.leaseMs / 2) this.#answered(p, ['g', wake.fence, wake.leaseMs, wake.revokeMs], from)
+    else void this.#heartbeat(p)
   }
 
   /** The subscriber reconnected: wake-ups may have been lost meanwhile; every waiter asks now. */
