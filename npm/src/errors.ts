@@ -1,7 +1,7 @@
 /**
  * The errors of holdfast: one base class with a stable `code`, and a subclass per code, so that callers
- * can branch on `instanceof` or on `err.code` alike. Messages name the place (`lock summaries: key "42"`)
- * and the bad value, if any.
+ * can branch on `instanceof` or on `err.code` alike (each subclass's `code` is typed as its own).
+ * Messages name the place (`lock summaries: key "42"`) and the bad value, if any.
  */
 
 export type ErrorCode = 'in_use' | 'lost' | 'closed' | 'invalid' | 'limit' | 'cancelled' | 'storage' | 'permission'
@@ -17,6 +17,7 @@ export class HoldfastError extends Error {
 
 /** The key was still held when the wait ran out (or at once, for a wait of 0). */
 export class InUseError extends HoldfastError {
+  declare readonly code: 'in_use'
   constructor(message: string, options?: { cause?: unknown }) {
     super('in_use', message, options)
   }
@@ -24,6 +25,7 @@ export class InUseError extends HoldfastError {
 
 /** The lease was lost: revoked at `maxHold`. Whatever fn did may have overlapped another holder. */
 export class LostError extends HoldfastError {
+  declare readonly code: 'lost'
   constructor(message: string, options?: { cause?: unknown }) {
     super('lost', message, options)
   }
@@ -31,6 +33,7 @@ export class LostError extends HoldfastError {
 
 /** The store was closed (or failed and closed itself; the `cause` says why). */
 export class ClosedError extends HoldfastError {
+  declare readonly code: 'closed'
   constructor(message: string, options?: { cause?: unknown }) {
     super('closed', message, options)
   }
@@ -38,6 +41,7 @@ export class ClosedError extends HoldfastError {
 
 /** Bad input: a name, key, duration, limit or option. Nothing changed. */
 export class InvalidError extends HoldfastError {
+  declare readonly code: 'invalid'
   constructor(message: string, options?: { cause?: unknown }) {
     super('invalid', message, options)
   }
@@ -45,6 +49,7 @@ export class InvalidError extends HoldfastError {
 
 /** A bound was reached, such as 10,000 waiters on one key. */
 export class LimitError extends HoldfastError {
+  declare readonly code: 'limit'
   constructor(message: string, options?: { cause?: unknown }) {
     super('limit', message, options)
   }
@@ -52,6 +57,7 @@ export class LimitError extends HoldfastError {
 
 /** The hold's `signal` aborted; its reason is the `cause`. */
 export class CancelledError extends HoldfastError {
+  declare readonly code: 'cancelled'
   constructor(message: string, options?: { cause?: unknown }) {
     super('cancelled', message, options)
   }
@@ -59,6 +65,7 @@ export class CancelledError extends HoldfastError {
 
 /** The storage callback failed; its error is the `cause`. Nothing was granted that it did not cover. */
 export class StorageError extends HoldfastError {
+  declare readonly code: 'storage'
   constructor(message: string, options?: { cause?: unknown }) {
     super('storage', message, options)
   }
@@ -66,6 +73,7 @@ export class StorageError extends HoldfastError {
 
 /** A server refused the token (or none was given). */
 export class PermissionError extends HoldfastError {
+  declare readonly code: 'permission'
   constructor(message: string, options?: { cause?: unknown }) {
     super('permission', message, options)
   }

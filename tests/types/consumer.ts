@@ -1,7 +1,7 @@
 // A strict TypeScript user of the published types, compiled with skipLibCheck off by
 // tests/js/run.sh against the installed package: every public entry's declarations must
 // compile on their own (no stripped internal type left dangling) and say what the API does.
-import { openStore, connect, memoryStorage, InvalidError, type ClaimResult, type Lease, type PoolInfo, type Store } from 'holdfast'
+import { openStore, connect, memoryStorage, InvalidError, InUseError, HoldfastError, type ClaimResult, type Lease, type PoolInfo, type Store } from 'holdfast'
 import * as slim from 'holdfast/slim'
 import { openRedisStore } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
@@ -27,6 +27,15 @@ export async function use(): Promise<number> {
   const busy = await remote.inspect()
   void slim.openStore
   void new InvalidError('x').code
+  // Each error class's code is its own, narrowed by instanceof.
+  const caught: unknown = new InUseError('x')
+  if (caught instanceof InUseError) {
+    const code: 'in_use' = caught.code
+    void code
+  } else if (caught instanceof HoldfastError) {
+    const code: 'in_use' | 'lost' | 'closed' | 'invalid' | 'limit' | 'cancelled' | 'storage' | 'permission' = caught.code
+    void code
+  }
   return fence + busy.length + lease.fence + (key?.length ?? 0) + left
 }
 
