@@ -154,6 +154,38 @@ test('fences keep growing after the object restarts with its persisted storage; 
   assert.ok(after.ok?.fence > second.fence, JSON.stringify(after))
 })
 
+test('an object reset (ctx.abort) while workerStore holds and waits: the waiting hold is asked again of the new instance and served in turn, the held lease is renewed there and its release reaches it (LOCK-05)', async () => {
+  // A stub through which a call failed with the reset stays broken: every later call through it fails
+  // the same way. workerStore kept one stub per hold: the waiting hold was given up (ClosedError), the
+  // holder's renewals failed until it was lost, and its release was dropped (the key held to its ttl).
+  const at = Date.now()
+  const held = cf('hold', { ns: 'counting', name: 'reset', key: 'k', ms: 3_000, ttl: '2s', tag: 'a' })
+  await sleep(300)
+  const waiting = cf('hold', { ns: 'counting', name: 'reset', key: 'k', ms: 0, ttl: '2s', wait: '20s', tag: 'b' })
+  await sleep(300)
+  const crash = await cf('crash', { ns: 'counting', name: 'reset', key: 'k' })
+  assert.equal(crash.reset, true, JSON.stringify(crash))
+  const [a, b] = await Promise.all([held, waiting])
+  assert.ok(a.fence && a.lost === false, `the holder kept its lease across the reset (renewed on the new instance): ${JSON.stringify(a)}`)
+  assert.ok(b.fence > a.fence && b.start >= a.end, `the waiting hold was served after the holder: ${JSON.stringify({ a, b })}`)
+  assert.ok(Date.now() - at < 10_000)
+  assert.deepEqual(await cf('inspect', { ns: 'counting', name: 'reset' }), [], 'both releases reached the new instance')
+})
+
+test('POOL-03 across an object reset: a claim waiting when its pool\'s object resets is asked again with its claim id and claimed once the units come back', async () => {
+  const first = await pool('pool-reset', 'claim', { ns: 'counting', capacity: 2, n: 2, id: 'first' })
+  assert.equal(first.claimed, true)
+  const waiting = pool('pool-reset', 'claim', { ns: 'counting', capacity: 2, n: 1, id: 'waiting', wait: '20s' })
+  await sleep(300)
+  const crash = await cf('crash', { ns: 'counting', name: 'pool-reset', key: 'k' })
+  assert.equal(crash.reset, true, JSON.stringify(crash))
+  await sleep(300)
+  assert.deepEqual(await pool('pool-reset', 'release', { ns: 'counting', capacity: 2, id: 'first' }), { released: true })
+  const claimed = await waiting
+  assert.equal(claimed.claimed, true, JSON.stringify(claimed))
+  assert.deepEqual(await pool('pool-reset', 'remaining', { ns: 'counting', capacity: 2 }), { remaining: 1 })
+})
+
 test('a lease taken back after a restart still ends at its old deadline, not a ttl after the restart', async () => {
   const granted = await cf('raw-acquire', { name: 'old-deadline', key: 'k', ttlMs: 3_000 })
   assert.ok(granted.ok, JSON.stringify(granted))

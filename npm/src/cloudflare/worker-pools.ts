@@ -30,10 +30,13 @@ const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 
 /** What the pools need of their `WorkerStore`. */
 export interface PoolCaller {
-  /** The object of pool `name`. */
+  /** A stub of the object of pool `name` (a new one: see worker-store.ts `#stubOf`). */
   stub(name: string): HoldfastObjectRpc
-  /** Calls it, asking again (the same arguments) after a retryable failure within `wait` ms. */
-  call<T>(place: string, call: () => Promise<T>, wait: number): Promise<T>
+  /**
+   * Calls the object named `object`, asking again (the same arguments, through a new stub, with
+   * what is left of `wait` ms) after a retryable failure within `wait`.
+   */
+  call<T>(place: string, object: string, call: (stub: HoldfastObjectRpc, left: number) => Promise<T>, wait: number): Promise<T>
 }
 
 function ok<T>(answer: { ok: T } | ErrorAnswer): T {
@@ -65,18 +68,26 @@ export class WorkerPools implements PoolStore {
   async _claim(pool: Pool, request: ClaimRequest): Promise<ClaimResult> {
     const id = request.id ?? randomId()
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
-    const stub = this.#caller.stub(pool.name)
-    const options = { id, wait: request.wait === Infinity ? null : request.wait, ttl: request.ttl }
-    const answering = this.#caller.call(place, () => stub.poolClaim(pool.name, this.#capacities.carried(pool), request.n, options), request.wait)
+    const answering = this.#caller.call(
+      place,
+      pool.name,
+      // Asked again with its claim id (POOL-03: never taken twice) and what is left of its wait.
+      (stub, left) => stub.poolClaim(pool.name, this.#capacities.carried(pool), request.n, { id, wait: left === Infinity ? null : left, ttl: request.ttl }),
+      request.wait,
+    )
     const answer = ok(
       await cancellable(
         place,
         request.signal,
         answering,
-        () => stub.poolOp('cancel', pool.name, 0, id, 0),
+        () => this.#caller.stub(pool.name).poolOp('cancel', pool.name, 0, id, 0),
         // A claim that raced the cancel is let go.
         answer => {
-          if ('ok' in answer && answer.ok.claimed) stub.poolOp('release', pool.name, 0, id, 0).catch(() => {})
+          if ('ok' in answer && answer.ok.claimed)
+            this.#caller
+              .stub(pool.name)
+              .poolOp('release', pool.name, 0, id, 0)
+              .catch(() => {})
         },
       ),
     )
@@ -88,9 +99,8 @@ export class WorkerPools implements PoolStore {
 
   async #op(pool: Pool, op: PoolOp, claim: string, value: number): Promise<number> {
     const place = claim ? `pool ${pool.name}: claim ${JSON.stringify(claim)}` : `pool ${pool.name}`
-    const stub = this.#caller.stub(pool.name)
     // Each is the same when asked again: a second release finds nothing to release, as the first left it.
-    const answer = ok(await this.#caller.call(place, () => stub.poolOp(op, pool.name, this.#capacities.carried(pool), claim, value), 0))
+    const answer = ok(await this.#caller.call(place, pool.name, stub => stub.poolOp(op, pool.name, this.#capacities.carried(pool), claim, value), 0))
     this.#capacities.answered(pool)
     return answer
   }

@@ -128,7 +128,8 @@ class Held {
   constructor(
     readonly lease: WorkerLease,
     readonly leaseId: string,
-    readonly stub: HoldfastObjectRpc,
+    /** The name of the object that holds it (a stub is got anew for each call: see `#stubOf`). */
+    readonly object: string,
   ) {}
 }
 
@@ -145,8 +146,8 @@ export class WorkerStore implements LeaseOwner {
   readonly #resources = new ResourceNames()
   readonly #clock: Clock
   readonly #pools = new WorkerPools({
-    stub: name => this.#namespace.get(this.#namespace.idFromName(name) as never) as HoldfastObjectRpc,
-    call: (place, call, wait) => this.#call(place, call, wait),
+    stub: name => this.#stubOf(name),
+    call: (place, object, call, wait) => this.#call(place, object, call, wait),
   })
 
   /** @internal Use `workerStore()`. */
@@ -185,9 +186,18 @@ export class WorkerStore implements LeaseOwner {
     return new WorkerLock(this, resource, o.limit, o.ttl, o.maxHold, o.wait)
   }
 
-  #stub(name: string, key: string): HoldfastObjectRpc {
-    const objectId = this.#shard === undefined ? name : `${name}/${fnv1a(key) % this.#shard}`
-    return this.#namespace.get(this.#namespace.idFromName(objectId) as never) as HoldfastObjectRpc
+  /** The name of the object that keeps `key` of the lock or semaphore `name` (one of its shards). */
+  #objectOf(name: string, key: string): string {
+    return this.#shard === undefined ? name : `${name}/${fnv1a(key) % this.#shard}`
+  }
+
+  /**
+   * A stub of the object named `object`, got anew for each call: once a call through a stub fails
+   * with the object's reset, every later call through that stub fails the same way, while a new stub
+   * reaches the object's next instance (which restored its leases). Getting one sends nothing.
+   */
+  #stubOf(object: string): HoldfastObjectRpc {
+    return this.#namespace.get(this.#namespace.idFromName(object) as never) as HoldfastObjectRpc
   }
 
   // ---- holds ----
@@ -204,35 +214,46 @@ export class WorkerStore implements LeaseOwner {
       if (isTry) return undefined
       throw new InvalidError(`${place}: held by this very hold (a hold inside its own hold would wait for itself)`)
     }
-    const stub = this.#stub(handle.name, key)
+    const object = this.#objectOf(handle.name, key)
     const request = randomId()
-    const options: AcquireOptions = { limit: handle.limit, ttl: handle.ttl, maxHold: handle._maxHold, wait: wait === Infinity ? null : wait, request }
     const answering = this.#call(
       place,
-      () => (isTry ? stub.tryAcquire(handle.kind, handle.name, key, options) : stub.acquire(handle.kind, handle.name, key, options)),
+      object,
+      (stub, left) => {
+        // Asked again, with what is left of the wait (not the whole of it each time).
+        const options: AcquireOptions = { limit: handle.limit, ttl: handle.ttl, maxHold: handle._maxHold, wait: left === Infinity ? null : left, request }
+        return isTry ? stub.tryAcquire(handle.kind, handle.name, key, options) : stub.acquire(handle.kind, handle.name, key, options)
+      },
       wait,
     )
     const answer = await cancellable(
       place,
       signal,
       answering,
-      () => stub.cancel(request),
+      () => this.#stubOf(object).cancel(request),
       // A grant that raced the cancel is let go.
       answer => {
-        if ('ok' in answer && answer.ok) stub.release(answer.ok.lease).catch(() => {})
+        if ('ok' in answer && answer.ok)
+          this.#stubOf(object)
+            .release(answer.ok.lease)
+            .catch(() => {})
       },
     )
     if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
     if (answer.ok === null) return undefined
-    return this.#granted(handle, key, stub, answer.ok)
+    return this.#granted(handle, key, object, answer.ok)
   }
 
-  /** Calls the object, asking again (same request id) after a retryable failure, within `wait`. */
-  async #call<T>(place: string, call: () => Promise<T>, wait: number): Promise<T> {
+  /**
+   * Calls the object named `object`, asking again (the call's own arguments: the same request id)
+   * after a retryable failure, within `wait`: each time through a new stub (see `#stubOf`), given
+   * what is left of the wait.
+   */
+  async #call<T>(place: string, object: string, call: (stub: HoldfastObjectRpc, left: number) => Promise<T>, wait: number): Promise<T> {
     const started = Date.now()
     for (let attempt = 0; ; attempt++) {
       try {
-        return await call()
+        return await call(this.#stubOf(object), wait === Infinity ? Infinity : Math.max(0, wait - (Date.now() - started)))
       } catch (error) {
         const e = error as { retryable?: unknown; overloaded?: unknown; durableObjectReset?: unknown; message?: unknown } | null
         if (e?.overloaded === true) throw new LimitError(`${place}: the Durable Object is overloaded`, { cause: error })
@@ -246,10 +267,10 @@ export class WorkerStore implements LeaseOwner {
     }
   }
 
-  #granted(handle: WorkerLock, key: string, stub: HoldfastObjectRpc, grant: LeaseGrant): WorkerLease {
+  #granted(handle: WorkerLock, key: string, object: string, grant: LeaseGrant): WorkerLease {
     const local = this.#nextLocal++
     const lease = new WorkerLease(this, handle, key, grant.fence, local)
-    const held = new Held(lease, grant.lease, stub)
+    const held = new Held(lease, grant.lease, object)
     this.#held.set(local, held)
     // The first deadline counts from the grant's arrival (as over a connection); the margin covers the
     // time the answer took to come.
@@ -266,7 +287,7 @@ export class WorkerStore implements LeaseOwner {
 
   /** Asks the object to renew a lease (see renewal.ts): no answer when the call failed. */
   async #renewOf(held: Held): Promise<Renewed> {
-    const answer = await held.stub.renew(held.leaseId)
+    const answer = await this.#stubOf(held.object).renew(held.leaseId)
     if ('ok' in answer) return { ttl: answer.ok.ttl }
     if (answer.error.code === 'lost') return { refused: answer.error.message }
     return undefined
@@ -298,10 +319,12 @@ export class WorkerStore implements LeaseOwner {
     const held = this.#held.get(local)
     if (!held) return
     this.#forget(held)
-    const releasing = held.stub.release(held.leaseId).then(
-      () => {},
-      () => {}, // the lease ends at its ttl
-    )
+    const releasing = this.#stubOf(held.object)
+      .release(held.leaseId)
+      .then(
+        () => {},
+        () => {}, // the lease ends at its ttl
+      )
     this.#releases.set(local, releasing)
     void releasing.then(() => this.#releases.delete(local))
   }

@@ -27,6 +27,11 @@ export class CountingHoldfast extends HoldfastObject {
     const leases = await this.ctx.storage.list({ prefix: 'holdfast.lease.' })
     return { alarms: (await this.ctx.storage.get('test.alarms')) ?? 0, leases: leases.size }
   }
+
+  /** Resets the object (`ctx.abort()`), as a crash or a code update does: its storage is kept. */
+  crash(why) {
+    this.ctx.abort(why)
+  }
 }
 
 /** The largest value a Durable Object's storage takes (its key-value storage: 128 KiB). */
@@ -160,6 +165,11 @@ export async function cloudflare(op, q, env) {
       return await stub().inspect()
     case 'alarms':
       return await stub().alarms()
+    case 'crash':
+      // The call that resets the object fails itself (a reset).
+      return await stub()
+        .crash('crash!')
+        .then(() => ({ value: 'no reset' }), e => ({ reset: e?.durableObjectReset === true, message: String(e?.message ?? e) }))
     case 'object':
       return { name: objectName(name, key, shard === undefined ? undefined : { shard }), hash: fnv1a(key) }
     case 'pool':
