@@ -278,6 +278,22 @@ test('LOCK-05: a lease held over WebSocket is kept in the object\'s storage whil
   await until(async () => (await kept()) === 0, 5_000, 'the released lease is no longer kept')
 })
 
+test('LOCK-05: a client\'s close() (goodbye) releases at once a lease its object took back after it restarted with the client still connected (hibernation)', async t => {
+  // The object took such a lease back under a new connection number: the goodbye, which ends the
+  // leases of the client's own connection, missed it, and the key stayed held for the whole ttl.
+  const open = clients(t)
+  const [holder, other] = await Promise.all([open('goodbye-hib'), open('goodbye-hib')])
+  const lease = await holder.lock('jobs', { ttl: '30s' }).acquire('k')
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'goodbye-hib', webSockets: 'hibernate' })
+  assert.deepEqual(await other.lock('jobs').tryHold('k', () => 'ran'), { acquired: false }, 'held across the restart')
+  await holder.close()
+  const after = await until(async () => {
+    const r = await other.lock('jobs').tryHold('k', l => l.fence)
+    return r.acquired ? r : null
+  }, 5_000, 'the key free at once after the goodbye (its ttl is 30 s)')
+  assert.ok(after.value > lease.fence)
+})
+
 test('LOCK-02/LOCK-05: a lease taken over WebSocket survives object restarts (sockets kept, then closed); it renews and keeps its fence, and fences keep growing', async t => {
   const open = clients(t)
   const [holder, other] = await Promise.all([open('restart'), open('restart')])

@@ -221,6 +221,12 @@ interface KeptLease {
   /** `Date.now()` of the grant, and of the end of its ttl (moved by each renewal). */
   grantedAt: number
   expiresAt: number
+  /**
+   * The connection number of the WebSocket client that holds it (or of the call, over RPC): taken
+   * back under it when that client is still connected after a restart, so that its goodbye (or its
+   * drop) ends it as any of its leases. Absent in what an older version kept.
+   */
+  conn?: number
 }
 
 function isKept(value: unknown): value is KeptLease {
@@ -240,7 +246,8 @@ function isKept(value: unknown): value is KeptLease {
     typeof l.maxHold === 'number' &&
     typeof l.grantedAt === 'number' &&
     typeof l.expiresAt === 'number' &&
-    Number.isInteger(l.limit)
+    Number.isInteger(l.limit) &&
+    (l.conn === undefined || Number.isInteger(l.conn))
   )
 }
 
@@ -376,11 +383,16 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     const kept = [...(await storage.list({ prefix: LEASE_PREFIX })).values()].filter(isKept).sort((a, b) => a.fence - b.fence)
     const sockets = this.#state.getWebSockets()
     // Connection numbers of clients still connected stay theirs: new ones are counted from past them.
-    for (const ws of sockets) this.#conn = Math.max(this.#conn, attachmentOf(ws)?.conn ?? 0)
+    const connected = new Set<number>()
+    for (const ws of sockets) {
+      const conn = attachmentOf(ws)?.conn ?? 0
+      connected.add(conn)
+      this.#conn = Math.max(this.#conn, conn)
+    }
     const now = Date.now()
     this.#restoring = true
     try {
-      this.#restore(kept, now)
+      this.#restore(kept, now, connected)
     } finally {
       this.#restoring = false
     }
@@ -411,7 +423,11 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     return session
   }
 
-  #restore(kept: KeptLease[], now: number): void {
+  /**
+   * Takes back the leases kept: each under its client's connection number while that client is still
+   * connected (`connected`), else under a new one.
+   */
+  #restore(kept: KeptLease[], now: number, connected: Set<number>): void {
     const storage = this.#state.storage
     for (const l of kept) {
       const left = l.expiresAt - now
@@ -423,7 +439,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       this.#leases.set(l.lease, l)
       let granted = false
       const sink = new Call(this.#sink, answer => (granted = 'ok' in answer && answer.ok !== null), true)
-      const record = new RemoteRequest(l.kind, l.name, l.key, l.request, l.lease, l.ttl, l.maxHold > 0 ? revokeLeft : 0, this.#nextConn(), 0, sink, l.limit)
+      const conn = l.conn !== undefined && connected.has(l.conn) ? l.conn : this.#nextConn()
+      const record = new RemoteRequest(l.kind, l.name, l.key, l.request, l.lease, l.ttl, l.maxHold > 0 ? revokeLeft : 0, conn, 0, sink, l.limit)
       try {
         const handle = this.#protocol.handle(l.kind, l.name, l.limit)
         this.#store._remoteHold(handle, record, 0)
@@ -482,10 +499,13 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         maxHold: record.maxHold,
         grantedAt: now,
         expiresAt: now + record.ttl,
+        conn: record.conn,
       }
       this.#leases.set(record.lease, kept)
     } else {
+      // Asked again, perhaps by its client on a new connection.
       kept.expiresAt = now + record.ttl
+      kept.conn = record.conn
       this.#renewed(record.lease)
     }
     this.#keep(kept)
