@@ -118,3 +118,29 @@ test('revision 5: a ping is answered done, with its id, at once, while a hold of
     assert.equal(raw.closed, undefined, 'and the connection stays open')
   }
 })
+
+test('LOCK-05: a request id asked again for another key is refused invalid, not answered the lease of the key it was asked for first', async t => {
+  // Asked again, a hold with its request id answers its lease: under another key that told the client
+  // it held the second key (with the first key's lease and fence), which a third was then granted.
+  const own = procs(t)
+  const server = await startServer(own)
+  const raw = await rawClient(server.url)
+  t.after(() => raw.close())
+  raw.send(encode.hello3(1, TOKEN))
+  await raw.answer(1)
+  const request = newId()
+  raw.send(hold(2, 'first', { wait: 0, request }))
+  const first = await raw.answer(2)
+  assert.equal(first.type, 'granted')
+  raw.send(hold(3, 'second', { wait: 0, request }))
+  const again = await raw.answer(3)
+  assert.equal(again.type, 'error', JSON.stringify(again))
+  assert.equal(again.code, 'invalid')
+  assert.match(again.message, /another key/)
+  raw.send(hold(4, 'second', { wait: 0 }))
+  assert.equal((await raw.answer(4)).type, 'granted', 'the second key was free all along')
+  raw.send(hold(5, 'first', { wait: 0, request }))
+  const same = await raw.answer(5)
+  assert.equal(same.type, 'granted')
+  assert.equal(same.fence, first.fence, 'asked again for its own key: the same lease and fence')
+})

@@ -148,7 +148,7 @@ fn lock_05_asked_again_a_held_request_answers_its_lease_and_fence_with_ttl_from_
     let again = e
         .hold_remote(
             l,
-            None,
+            Some(key),
             None,
             None,
             Remote {
@@ -268,7 +268,7 @@ fn lock_05_a_connection_that_ends_puts_its_waiters_out_of_the_way_and_goodbye_re
     e.check();
     // It reconnects and says goodbye: its lease ends at once and the key goes on, past nobody.
     assert_eq!(
-        e.hold_remote(l, None, None, None, remote(4, 1, 10_000), 2)
+        e.hold_remote(l, Some(key), None, None, remote(4, 1, 10_000), 2)
             .unwrap(),
         Hold::Resumed {
             req: held,
@@ -408,12 +408,15 @@ fn lock_05_a_waiter_away_at_the_head_of_a_free_key_is_granted_when_it_comes_back
 fn lock_05_a_connection_has_at_most_its_limit_of_requests() {
     let (mut e, l) = opened();
     e.set_connection_limit(3);
-    for n in 0..3 {
-        granted(
-            e.hold_remote(l, None, None, None, remote(1, n, 10_000), 0)
-                .unwrap(),
-        );
-    }
+    let keys: Vec<_> = (0..3)
+        .map(|n| {
+            granted(
+                e.hold_remote(l, None, None, None, remote(1, n, 10_000), 0)
+                    .unwrap(),
+            )
+            .1
+        })
+        .collect();
     let err = e
         .hold_remote(l, None, None, None, remote(1, 3, 10_000), 0)
         .unwrap_err();
@@ -425,10 +428,41 @@ fn lock_05_a_connection_has_at_most_its_limit_of_requests() {
             .unwrap(),
     );
     assert!(matches!(
-        e.hold_remote(l, None, None, None, remote(1, 0, 10_000), 0)
+        e.hold_remote(l, Some(keys[0]), None, None, remote(1, 0, 10_000), 0)
             .unwrap(),
         Hold::Resumed { .. }
     ));
+}
+
+#[test]
+fn lock_05_a_request_id_asked_again_for_another_key_is_refused_not_answered_the_first_keys_lease() {
+    // Before, the second ask answered the lease and fence of the first key: its caller believed it
+    // held the second key, which a third was then granted.
+    let (mut e, l) = opened();
+    let other = e.resource(Kind::Lock, "other", 1).unwrap();
+    let (req, key, fence) = granted(
+        e.hold_remote(l, None, Some(0), None, remote(1, 7, 10_000), 0)
+            .unwrap(),
+    );
+    for (res, k) in [(l, None), (other, None), (other, Some(key))] {
+        let err = e
+            .hold_remote(res, k, Some(0), None, remote(1, 7, 10_000), 1)
+            .unwrap_err();
+        assert_eq!(err.code(), "invalid");
+        assert!(err.to_string().contains("another key"), "{err}");
+    }
+    assert_eq!(e.fence_of(req), Some(fence), "the first lease is untouched");
+    let (third, _, _) = granted(
+        e.hold_remote(l, None, Some(0), None, remote(2, 8, 10_000), 1)
+            .unwrap(),
+    );
+    assert_ne!(third, req);
+    assert!(matches!(
+        e.hold_remote(l, Some(key), Some(0), None, remote(1, 7, 10_000), 2)
+            .unwrap(),
+        Hold::Resumed { req: r, .. } if r == req
+    ));
+    e.check();
 }
 
 #[test]

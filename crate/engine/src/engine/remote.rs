@@ -153,6 +153,15 @@ impl Engine {
         self.advance(now);
         bounds::check_ttl(remote.ttl)?;
         if let Some(&req) = self.remotes.by_request.get(&remote.request) {
+            // Asked again, a request names the key it was asked for: under another key (or
+            // resource) the id is a client's mistake, and answering the lease of the first key would
+            // tell it that it holds the second.
+            let asked = self.reqs.get(req).expect("an indexed request").key;
+            if key != Some(asked) || self.keys.get(asked).is_none_or(|k| k.res != res.index()) {
+                return Err(Error::invalid(
+                    "request id already names a hold of another key: draw it again",
+                ));
+            }
             return Ok(self.resume(req, remote.conn, now));
         }
         if self.remotes.count(remote.conn) >= self.remotes.limit {

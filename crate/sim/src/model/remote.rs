@@ -85,6 +85,11 @@ impl Model {
             return refuse("invalid", got);
         }
         if let Some(req) = self.by_request(remote.request) {
+            let r = &self.reqs[&req];
+            let asked = self.keys[r.res][r.key].as_ref().unwrap().id;
+            if t.res != Some(r.res) || t.arg != Some(asked) {
+                return refuse("invalid", got);
+            }
             let r = self.reqs.get_mut(&req).unwrap();
             let mine = r.remote.as_mut().unwrap();
             mine.conn = remote.conn;
