@@ -228,6 +228,7 @@ test('a bad name, key, ttl or limit gets a typed error over the boundary', async
     [{ badKey: '' }, /key "" must be 1 to 1024 bytes/],
     [{ badKey: 'é'.repeat(513) }, /1024 bytes/],
     [{ ttlMs: 500 }, /ttl 500ms must be 1s to 1h/],
+    [{ ttlMs: 0.5 }, /ttl 0\.5ms must be 1s to 1h/], // named as given, not as whole ms ("ttl 0ms")
     [{ maxHoldMs: 31 * 24 * 3_600_000 }, /maxHold \d+ms must be 1ms to 30 days/],
     [{ request: 'nothex' }, /request must be 32 hex digits/],
     [{ kind: 'mutex' }, /kind "mutex"/],

@@ -73,7 +73,7 @@ import { MAX_ANSWER } from '../remote/inspect-pages.js'
 import { REVISION } from '../remote/wire.js'
 import { SilentClients } from '../remote/silent-clients.js'
 import { attachmentOf, closeQuietly, socketOf, type Attachment } from './hibernatable-socket.js'
-import { checkMaxHold } from '../../wasm/holdfast_wasm.js'
+import { checkMaxHold, checkTtl } from '../../wasm/holdfast_wasm.js'
 import { HoldfastError, InvalidError, fromEngine, type ErrorCode } from '../errors.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
@@ -572,13 +572,13 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       for (const n of ['ttl', 'maxHold'] as const) {
         if (typeof o[n] !== 'number' || !Number.isFinite(o[n]) || (o[n] as number) < 0) throw new InvalidError(`${place}: ${n} must be a number of ms`)
       }
-      // The engine checks the ttl of a hold over a connection; maxHold is checked where handles are made.
-      if (o.maxHold !== 0) {
-        try {
-          checkMaxHold(o.maxHold as number)
-        } catch (error) {
-          throw fromEngine(error, `${place}: key ${JSON.stringify(k)}`)
-        }
+      // The engine checks the ttl of a hold over a connection too, but as whole ms: checked here, a bad
+      // one is named as given (0.5, 1e+20). maxHold is checked where handles are made.
+      try {
+        checkTtl(o.ttl as number)
+        if (o.maxHold !== 0) checkMaxHold(o.maxHold as number)
+      } catch (error) {
+        throw fromEngine(error, `${place}: key ${JSON.stringify(k)}`)
       }
       const wait = isTry || o.wait === 0 ? 0 : o.wait === null || o.wait === undefined ? Infinity : (o.wait as number)
       if (typeof wait !== 'number' || Number.isNaN(wait) || wait < 0) throw new InvalidError(`${place}: wait must be a number of ms, or null`)
