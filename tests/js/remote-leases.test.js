@@ -344,14 +344,25 @@ async function tcpServer(t, onSocket) {
 
 /**
  * A TCP proxy before `port` whose new connections wait, not passed on, while `parking` is set:
- * `parked[i]()` passes one on. Each connection is `{ closed, frozen, unheard }` (its client side), in
- * `all`: once `frozen` is set it passes nothing on either way, as a server stopped with its
- * connections open (`unheard` counts the bytes its client sent since).
+ * `parked[i]()` passes one on. Each connection is `{ closed, frozen, unheard, delaying, flush }` (its
+ * client side), in `all`: once `frozen` is set it passes nothing on either way, as a server stopped
+ * with its connections open (`unheard` counts the bytes its client sent since); while `delaying` is
+ * set, what the server sends is kept, and `flush()` passes it on (as to a client that was paused).
  */
 async function parkingProxy(t, port) {
   const proxy = { parking: false, parked: [], all: [], port: 0 }
   proxy.port = await tcpServer(t, socket => {
-    const link = { closed: false, frozen: false, unheard: 0 }
+    const kept = []
+    const link = {
+      closed: false,
+      frozen: false,
+      unheard: 0,
+      delaying: false,
+      flush() {
+        link.delaying = false
+        for (const chunk of kept.splice(0)) socket.write(chunk)
+      },
+    }
     proxy.all.push(link)
     socket.on('close', () => (link.closed = true))
     // Read while parked (else its end is never seen), kept for the server.
@@ -366,7 +377,7 @@ async function parkingProxy(t, port) {
       socket.on('close', () => up.destroy())
       up.on('close', () => socket.destroy())
       socket.on('data', chunk => (link.frozen ? (link.unheard += chunk.length) : up.write(chunk)))
-      up.on('data', chunk => link.frozen || socket.write(chunk))
+      up.on('data', chunk => link.frozen || (link.delaying ? kept.push(chunk) : socket.write(chunk)))
     }
     if (proxy.parking) proxy.parked.push(pass)
     else pass()
@@ -381,6 +392,37 @@ async function behindProxy(t, s) {
   const client = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock })
   return { proxy, clock, client }
 }
+
+test('LOCK-05: a grant read past half its ttl after its hold was sent (the client paused, its grant in flight) is asked again before fn runs: fn never runs while the server has given the key to the next (test clocks)', { timeout: 20_000 }, async t => {
+  // The client counted a first lease from reading its grant: read after the server had ended it (its
+  // ttl run out, the key gone to the next in line), fn ran with lease.lost false beside the next holder.
+  const s = await served()
+  const { proxy, clock, client } = await behindProxy(t, s)
+  const local = s.store.lock('jobs', { wait: Infinity })
+  const first = await local.acquire('k')
+  let second
+  const seen = []
+  const remote = client.lock('jobs', { ttl: '2s', wait: Infinity }).hold('k', lease => {
+    seen.push({ fence: lease.fence, lost: lease.lost, besideNext: second !== undefined && !second.lost && s.store.inspect()[0]?.holders.length === 1 && s.store.inspect()[0].holders[0].fence === second.fence })
+  })
+  await until(() => s.store.inspect()[0]?.waiting === 1, 'the client waits')
+  const next = local.acquire('k')
+  await until(() => s.store.inspect()[0]?.waiting === 2, 'a local hold waits behind it')
+  proxy.all[0].delaying = true
+  await first.release() // granted to the client: its grant waits in the proxy
+  await delivered(20)
+  s.serverClock.advance(2_100) // not renewed, the lease runs out on the server: the local hold gets the key
+  second = await next
+  clock.advance(2_100) // the client, paused as long
+  proxy.all[0].flush() // the grant (and the server's word of its end) arrive now
+  await delivered(100)
+  assert.deepEqual(seen, [], 'fn did not run while the next held the key')
+  await second.release()
+  await remote
+  assert.equal(seen.length, 1)
+  assert.ok(seen[0].fence > second.fence && seen[0].lost === false && !seen[0].besideNext, JSON.stringify(seen))
+  await s.close()
+})
 
 test('LOCK-06: a client closed while it reconnects leaves no connection behind, though its dial completes after the close', { timeout: 20_000 }, async t => {
   const s = await served()

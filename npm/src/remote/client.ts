@@ -166,10 +166,12 @@ class Pending {
   duePrev: Pending | undefined = undefined
   dueNext: Pending | undefined = undefined
   /**
-   * When its hold was last sent again after a reconnect (a grant asked again counts its ttl from
-   * there; a first grant counts from its arrival, and reads no clock at the ask).
+   * When its hold was last sent (first, again after a reconnect, or to confirm a grant read late):
+   * the server granted it after, so a grant's ttl never counts from before then (see `#grantAnswered`).
    */
   sentAt = 0
+  /** A grant read late was asked again (see `#grantAnswered`); the answer to that is taken as it is. */
+  confirming = false
   cancelled = false
 
   constructor(
@@ -638,12 +640,14 @@ export class RemoteStore implements LeaseOwner {
       )
     }
     // Sent as its hold frame; its answer comes to `#holdAnswered` (or `#grantAnswered`).
+    const now = this.#clock.now()
+    p.sentAt = now
     this.#send(p, p)
     if (p.wait !== null && p.wait > 0) {
       // The server answers a wait that ran out; but if it cannot be reached, this side must: past
       // the wait and a grace for the server's own answer, a hold still unanswered gives up. Until its
       // answer (any: it then leaves #waits), it waits in #waits, with no timer of its own.
-      p.askedAt = this.#clock.now()
+      p.askedAt = now
       p.guarded = true
       this.#waits.add(p, p.wait + WAIT_GRACE)
     }
@@ -707,6 +711,21 @@ export class RemoteStore implements LeaseOwner {
       return this.#releaseLease(l0, l1, l2, l3)
     }
     if (!p.lease) {
+      const now = this.#receivedAt
+      // The server granted it after its hold was sent, and counts the ttl from then: read late (a
+      // long wait, or this process paused, or its event loop blocked, with the grant in flight), the
+      // lease may have run out there, the key gone to the next in line, and the server's word of it
+      // right behind. So a grant read half a ttl or more after its hold was sent is asked again first
+      // (the same request id): the server answers the same lease, its ttl counted anew, if it is
+      // still ours, and otherwise a new grant, a place in line, or busy. fn waits for that answer.
+      const late = now - p.sentAt
+      if (late >= ttl / 2 && !p.confirming && this.#socket) {
+        p.confirming = true
+        p.sentAt = this.#clock.now()
+        this.#send(p, p)
+        return
+      }
+      p.confirming = false
       if (p.guarded) this.#unguard(p)
       p.l0 = l0
       p.l1 = l1
@@ -714,16 +733,19 @@ export class RemoteStore implements LeaseOwner {
       p.l3 = l3
       const lease = (p.lease = new Lease(this, p.handle, p.key, fence, p.local))
       this.#byLease = undefined
-      // The first deadline counts from the grant's arrival. Most leases are let go before their first
-      // renewal: until it is due they wait in #first, with no timer of their own, the deadline set
-      // here as their Renewal would set it; one whose maxHold comes first gets its Renewal now.
-      const now = this.#receivedAt
-      p.grantedAt = now
+      // The first deadline counts from the grant's arrival, when that is within half the margin of
+      // when its hold was sent (the margin covers it); else from the send. Most leases are let go
+      // before their first renewal: until it is due they wait in #first, with no timer of their own,
+      // the deadline set here as their Renewal would set it; one whose maxHold comes first, or whose
+      // grant came later than that, gets its Renewal now.
       p.ttl = ttl
       p.revokeIn = revokeIn
       const every = renewInterval(ttl)
-      if (revokeIn > 0 && revokeIn <= every) this.#renewal(p)
-      else {
+      if ((revokeIn > 0 && revokeIn <= every) || late * 2 > margin(ttl)) {
+        p.grantedAt = late * 2 > margin(ttl) ? p.sentAt : now
+        this.#renewal(p)
+      } else {
+        p.grantedAt = now
         lease._deadline = now + ttl - margin(ttl)
         p.fresh = true
         this.#first.add(p, every)
