@@ -796,6 +796,27 @@ test('remote: closing the store answers remote waiters ClosedError and ends remo
   await client.close()
 })
 
+test('POOL-03 over a connection: a claim id over 128 bytes is refused InvalidError before anything is sent (claim, release, confirm); the connection stays', { timeout: 20_000 }, async () => {
+  // It was sent, refused by the server's decoder as a broken frame: the connection dropped, the claim
+  // answered ClosedError "unreachable" after a second, and release() and confirm() asked again after
+  // every reconnect, never answered.
+  const s = await served()
+  const { client } = await s.client()
+  const seats = client.pool('seats', { capacity: 3 })
+  const long = 'é'.repeat(65) // 130 bytes
+  for (const [what, call] of [
+    ['claim', () => seats.claim(1, { id: long })],
+    ['release', () => seats.release(long)],
+    ['confirm', () => seats.confirm(long)],
+  ]) {
+    await assert.rejects(call(), e => e instanceof InvalidError && /claim id of 130 bytes must be 1 to 128 bytes/.test(e.message), what)
+  }
+  const fine = await seats.claim(1, { id: 'é'.repeat(64) }) // 128 bytes
+  assert.equal(fine.claimed, true)
+  assert.equal(s.server.connections, 1)
+  await s.close()
+})
+
 test('remote: a token is required and a wrong one is refused with PermissionError', async () => {
   const s = await served()
   await assert.rejects(connect(s.server.url, { token: 'wrong' }), e => e instanceof PermissionError && e.code === 'permission')

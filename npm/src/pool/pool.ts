@@ -16,7 +16,7 @@
 
 import { CancelledError, InvalidError } from '../errors.js'
 import { toMs } from '../util/duration.js'
-import { loneSurrogate } from '../util/key.js'
+import { loneSurrogate, utf8Length } from '../util/key.js'
 import { checkOptions, checkSignal } from '../util/options.js'
 import type { ClaimOptions } from './types.js'
 
@@ -139,14 +139,26 @@ export class Pool {
 }
 
 /** A claim id: a string of 1 to 128 bytes (the store checks the bytes). */
+/** The longest claim id, in bytes of UTF-8 (the engine's `MAX_CLAIM_ID_BYTES`, the wire's and Redis's). */
+export const MAX_ID_BYTES = 128
+/** At most this many UTF-16 units, a string is at most `MAX_ID_BYTES` bytes of UTF-8 (3 bytes a unit). */
+const MAX_ID_UNITS = Math.floor(MAX_ID_BYTES / 3)
+
 function checkId(id: unknown, place: string): string {
   if (typeof id === 'string' && id.length > 0) {
     // As a key must (util/key.ts): encoded as UTF-8, in wasm, on the wire or in Redis, a lone
     // surrogate becomes U+FFFD, and two different ids would name one claim.
-    if (id.isWellFormed()) return id
-    throw new InvalidError(
-      `${place}: claim id ${JSON.stringify(id)} is not well-formed Unicode (a lone surrogate at index ${loneSurrogate(id)}): an id must be text that UTF-8 can carry`,
-    )
+    if (!id.isWellFormed()) {
+      throw new InvalidError(
+        `${place}: claim id ${JSON.stringify(id)} is not well-formed Unicode (a lone surrogate at index ${loneSurrogate(id)}): an id must be text that UTF-8 can carry`,
+      )
+    }
+    // Checked here for every store (the engine checks it too, but over a connection a longer one was
+    // sent, refused by the server's decoder as a broken frame: the connection dropped, again and again).
+    if (id.length > MAX_ID_UNITS && utf8Length(id) > MAX_ID_BYTES) {
+      throw new InvalidError(`${place}: claim id of ${utf8Length(id)} bytes must be 1 to ${MAX_ID_BYTES} bytes`)
+    }
+    return id
   }
   throw new InvalidError(`${place}: claim id must be a non-empty string, not ${typeof id === 'string' ? '""' : typeof id}`)
 }

@@ -35,7 +35,7 @@
  */
 
 import { CancelledError, ClosedError, InvalidError, LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
-import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
+import { Claim, MAX_ID_BYTES, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
 import type { PoolInfo } from '../pool/types.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { checkOptions } from '../util/options.js'
@@ -56,7 +56,6 @@ const CLOSE_PATIENCE = 1_000
 const AGAIN_MS = 100
 /** A question meant for a deadline is sent this much after it, so that Redis finds it past. */
 const SLACK = 5
-const MAX_ID_BYTES = 128
 const MAX_TTL_MS = 30 * 24 * 3_600_000
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 
