@@ -48,7 +48,7 @@ export async function claim(args: string[]): Promise<number> {
   try {
     const pool = remote.pool(name, capacity === undefined ? undefined : { capacity })
     const id = options.get('id')
-    const got = await pool.claim(n, { wait, ...(id === undefined ? {} : { id }), ...(ttl ? { ttl } : {}) })
+    const got = await pool.claim(n, { wait, ...(id === undefined ? {} : { id }), ...(ttl === undefined ? {} : { ttl }) })
     if (!got.claimed) {
       process.stdout.write(`not claimed: ${got.remaining} left\n`)
       return 1
