@@ -817,6 +817,48 @@ test('POOL-03 over a connection: a claim id over 128 bytes is refused InvalidErr
   await s.close()
 })
 
+test('POOL-03 over a connection: a claim the server does not answer within its wait (its storage slow) is withdrawn there before it is given up: asked again with its id it is a new claim, never "claimed" with nothing held (test clocks)', { timeout: 20_000 }, async t => {
+  // It was given up with no word to the server; the server's claim then landed and was answered, and
+  // the client released it: its id remembered as claimed, the retry answered claimed: true while the
+  // unit had gone to another buyer.
+  const values = new Map()
+  let slow
+  const storage = {
+    get: k => values.get(k),
+    set: async (k, v) => {
+      if (slow) await slow.promise
+      values.set(k, v)
+    },
+  }
+  const store = await openStore({ storage, clock: manualClock(1_000_000) })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  const clock = manualClock(5_000)
+  const client = await connect(server.url, { token: TOKEN, clock })
+  t.after(async () => {
+    slow?.open()
+    await client.close().catch(() => {})
+    await store.close()
+  })
+  const seats = client.pool('seats', { capacity: 1 })
+  assert.equal(await seats.remaining(), 1)
+  let open
+  slow = { promise: new Promise(r => (open = r)), open: () => open() }
+  const first = seats.claim(1, { id: 'order-1' }).then(
+    r => r,
+    e => e,
+  )
+  await delivered(50) // the server took the unit; its write waits
+  clock.advance(1_000) // the wait (0) and its grace: the client withdraws the claim
+  const answer = await first
+  assert.ok(answer instanceof ClosedError && /withdrawn there/.test(answer.message), String(answer))
+  slow.open()
+  slow = undefined
+  await delivered(50)
+  const again = await seats.claim(1, { id: 'order-1' })
+  assert.deepEqual([again.claimed, again.remaining], [true, 0], 'asked again, a new claim that took the unit')
+  assert.equal((await seats.claim(1, { id: 'order-2' })).claimed, false, 'one unit, one buyer')
+})
+
 test('remote: a token is required and a wrong one is refused with PermissionError', async () => {
   const s = await served()
   await assert.rejects(connect(s.server.url, { token: 'wrong' }), e => e instanceof PermissionError && e.code === 'permission')

@@ -147,16 +147,30 @@ export class RemotePools implements PoolStore {
         p.wrap({ resolve: off, reject: off })
       }
       if (p.wait !== Infinity) {
-        // The server answers a wait that ran out; if it cannot be reached, this side must.
+        // The server answers a wait that ran out; if it does not (it cannot be reached, or its
+        // storage is slow), this side withdraws the claim: a cancel, which undoes it there if it took
+        // units not yet answered (its id not remembered). Answered by what comes first: the claim's
+        // own answer (frames come in order: one sent before the cancel was read comes before the
+        // cancel's, and is the outcome), or the cancel's — the claim took nothing. Given up before
+        // the cancel's answer, a claim answered `claimed` later was released, its id remembered as
+        // claimed: asked again, it answered claimed with nothing held.
         p.timer = setTimer(
           this.#link.clock,
           () => {
+            p.timer = undefined
             if (this.#pending.get(key) !== p) return
-            this.#forget(key, p)
-            p.cancelled = true
-            p.reject(
-              new ClosedError(`pool ${pool.name}: claim ${JSON.stringify(id)}: no answer from the server within the wait (${this.#link.url} unreachable)`),
-            )
+            this.#link.send({ type: 'pool', op: 'cancel', pool: pool.name, capacity: 0, claim: id, value: 0 }, answer => {
+              if (this.#pending.get(key) !== p) return
+              this.#forget(key, p)
+              p.cancelled = true
+              p.reject(
+                new ClosedError(
+                  answer.type === 'dropped'
+                    ? `pool ${pool.name}: claim ${JSON.stringify(id)}: no answer from the server within the wait (${this.#link.url} unreachable)`
+                    : `pool ${pool.name}: claim ${JSON.stringify(id)}: no answer from ${this.#link.url} within the wait; withdrawn there (it took nothing)`,
+                ),
+              )
+            })
           },
           p.wait + WAIT_GRACE,
         )
