@@ -859,6 +859,23 @@ test('POOL-03 over a connection: a claim the server does not answer within its w
   assert.equal((await seats.claim(1, { id: 'order-2' })).claimed, false, 'one unit, one buyer')
 })
 
+test('POOL-03 over a connection: a claim id asked again while its claim waits, under another n, is InvalidError (as in process); under the same n it is joined to it', { timeout: 20_000 }, async () => {
+  // It was joined whatever its n: told claimed, with a Claim of the first ask's units.
+  const s = await served()
+  const { client } = await s.client()
+  const seats = client.pool('seats', { capacity: 3 })
+  const taken = await seats.claim(2, { id: 'other' })
+  const first = seats.claim(2, { id: 'x', wait: Infinity })
+  await delivered(20)
+  await assert.rejects(seats.claim(3, { id: 'x' }), e => e instanceof InvalidError && /is being claimed for 2 units; asked again for 3/.test(e.message))
+  const joined = seats.claim(2, { id: 'x' })
+  await taken.claim.release()
+  const [a, b] = await Promise.all([first, joined])
+  assert.deepEqual([a.claimed, b.claimed, a.claim.units, b.claim.units], [true, true, 2, 2])
+  assert.equal(await seats.remaining(), 1, 'taken once')
+  await s.close()
+})
+
 test('remote: a token is required and a wrong one is refused with PermissionError', async () => {
   const s = await served()
   await assert.rejects(connect(s.server.url, { token: 'wrong' }), e => e instanceof PermissionError && e.code === 'permission')

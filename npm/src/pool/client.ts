@@ -128,7 +128,12 @@ export class RemotePools implements PoolStore {
       const key = `${pool.name}\0${id}`
       const earlier = this.#pending.get(key)
       if (earlier) {
-        // Asked again while unanswered: the server joins it to the first; so does this side.
+        // Asked again while unanswered: the server joins it to the first; so does this side. Under
+        // another n it is refused, as the store's own claim refuses it (it was joined, and answered
+        // the first ask's units).
+        if (earlier.n !== p.n) {
+          return reject(new InvalidError(`pool ${pool.name}: claim ${JSON.stringify(id)}: is being claimed for ${earlier.n} units; asked again for ${p.n}`))
+        }
         earlier.wrap({ resolve, reject })
         return
       }
