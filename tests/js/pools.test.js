@@ -382,6 +382,23 @@ test('#16: no value the pools write is larger than 60 KiB (Deno KV keeps 64 KiB 
   await again.close()
 })
 
+test('POOL-04: an ask joined to a claim under way (its id asked again) leaves when its own signal aborts; the claim goes on for the first', async () => {
+  // The joined ask's signal was never listened to: it stayed pending until the store closed.
+  const { store } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 2 })
+  const taken = await seats.claim(2)
+  const first = seats.claim(1, { id: 'x', wait: Infinity })
+  const controller = new AbortController()
+  const joined = seats.claim(1, { id: 'x', signal: controller.signal })
+  controller.abort('enough')
+  await assert.rejects(joined, e => e instanceof CancelledError && e.cause === 'enough')
+  assert.equal(await isSettled(first), false, 'the first still waits')
+  await taken.claim.release()
+  const got = await first
+  assert.deepEqual([got.claimed, got.remaining], [true, 1])
+  await store.close()
+})
+
 test('POOL-04: a wasm trap answers every waiting claim ClosedError', async () => {
   const { store } = await openTestStore()
   const seats = store.pool('seats', { capacity: 1 })

@@ -168,7 +168,7 @@ export class PoolRoom implements PoolStore {
     } else if (answer === CLAIM_JOINED) {
       const record = this.#records.get(buf[REQ]!)
       if (!record) throw this.#host.trap(new Error(`the engine joined a claim to request ${buf[REQ]}, which this side does not know`))
-      result = record.promise
+      result = request.signal ? untilAborted(record.promise, request.signal, record.place) : record.promise
     } else if (answer === CLAIM_REFUSED) {
       result = Promise.resolve({ claimed: false, remaining: buf[CLAIM_REMAINING]! })
     } else if (answer === CLAIM_KNOWN) {
@@ -332,4 +332,26 @@ export class PoolRoom implements PoolStore {
       throw this.#host.trap(error)
     }
   }
+}
+
+/**
+ * The answer of an ask joined to a claim under way, or `CancelledError` once the ask's own signal
+ * aborts (POOL-04: every ending of a wait leaves the line): the claim goes on for whoever asked first.
+ */
+function untilAborted<T>(answer: Promise<T>, signal: AbortSignal, place: string): Promise<T> {
+  if (signal.aborted) return Promise.reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
+    signal.addEventListener('abort', onAbort, { once: true })
+    answer.then(
+      value => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      error => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
 }
