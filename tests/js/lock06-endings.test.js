@@ -246,17 +246,24 @@ test('LOCK-06: lease.signal stays quiet when the lease is released normally', as
   assert.ok(!(signal.reason instanceof LostError))
 })
 
-test('LOCK-06: a wait that ran out while the event loop was busy rejects InUseError, and the hold asked in the call that ended it gets its own answer', async () => {
-  // `b`'s wait falls due while nothing runs (`stall`); the next hold makes the engine act on it
-  // first, and that hold may take `b`'s slot in the engine. Before the fix `b` was never answered,
-  // and its timeout went to the new hold (`c` rejected "still held after waiting Infinityms", or the
-  // store closed on an internal error).
+/**
+ * `a` holds `k`; `b` waits for it 5 ms, and its wait falls due while nothing runs (`stall`): the next
+ * hold makes the engine act on it first, and that hold may take `b`'s slot in the engine.
+ */
+async function waitRanOutUnattended() {
   const clock = stallClock(1_000)
   const { store } = await openTestStore({ clock })
   const l = store.lock('x', { maxHold: '1m' })
   const a = await l.acquire('k')
   const b = l.hold('k', { wait: 5 }, () => 'b ran')
   clock.stall(20)
+  return { store, l, a, b }
+}
+
+test('LOCK-06: a wait that ran out while the event loop was busy rejects InUseError, and the hold asked in the call that ended it gets its own answer', async () => {
+  // Before the fix `b` was never answered, and its timeout went to the new hold (`c` rejected "still
+  // held after waiting Infinityms", or the store closed on an internal error).
+  const { store, l, a, b } = await waitRanOutUnattended()
   const c = l.hold('k', { wait: Infinity }, lease => `c ran with ${lease.fence}`)
   const d = l.hold('other', () => 'd ran')
   await assert.rejects(b, e => e instanceof InUseError && /still held after waiting 5ms/.test(e.message))
@@ -270,12 +277,7 @@ test('LOCK-06: a wait that ran out while the event loop was busy rejects InUseEr
 })
 
 test('LOCK-06: a waiter whose wait ran out while the event loop was busy is answered once, when a later waiter\'s signal aborts', async () => {
-  const clock = stallClock(1_000)
-  const { store } = await openTestStore({ clock })
-  const l = store.lock('x', { maxHold: '1m' })
-  const a = await l.acquire('k')
-  const b = l.hold('k', { wait: 5 }, () => 'b ran')
-  clock.stall(20)
+  const { store, l, a, b } = await waitRanOutUnattended()
   const controller = new AbortController()
   const c = l.hold('k', { wait: Infinity, signal: controller.signal }, () => 'c ran')
   controller.abort('enough')
