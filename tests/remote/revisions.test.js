@@ -12,6 +12,15 @@ import { encode, newId } from './frames.js'
 
 const hold = (id, key, extra = {}) => encode.hold(id, { name: 'rev', key, ttl: 30_000, ...extra })
 
+/** A raw client of `server` that said `hello` (revision 3's by default) and was answered; closed when the test ends. */
+async function welcomed(t, server, hello = encode.hello3(1, TOKEN)) {
+  const raw = await rawClient(server.url)
+  t.after(() => raw.close())
+  raw.send(hello)
+  await raw.answer(1)
+  return raw
+}
+
 test('#17 revision 3: a client of revision 2 (the old hello) gets the old welcome and one frame a message, never a batch; a batch from it is refused (protocol, closed 4400)', async t => {
   const own = procs(t)
   const server = await startServer(own)
@@ -63,10 +72,7 @@ test('#17 revision 3: a batch before hello is refused as any first frame but a g
     ['a hello in a batch', encode.hello(3, TOKEN)],
     ['a frame that does not decode', Buffer.from([1, 0x02, 3, 0, 0, 0, 9])],
   ]) {
-    const raw = await rawClient(server.url)
-    t.after(() => raw.close())
-    raw.send(encode.hello3(1, TOKEN))
-    await raw.answer(1)
+    const raw = await welcomed(t, server)
     raw.send(encode.batch([hold(2, `refused-${what}`, { wait: 0 }), inner]))
     const refused = await raw.answer(f => f.type === 'error')
     assert.equal(refused.code, 'protocol', what)
@@ -81,10 +87,7 @@ test('#17 revision 3: a batch before hello is refused as any first frame but a g
 test('#17 revision 3: the frames of a batch are acted on in order — a release and a hold of the same key in one batch: the hold finds the key free, with a larger fence', async t => {
   const own = procs(t)
   const server = await startServer(own)
-  const raw = await rawClient(server.url)
-  t.after(() => raw.close())
-  raw.send(encode.hello3(1, TOKEN))
-  await raw.answer(1)
+  const raw = await welcomed(t, server)
   raw.send(encode.batch([hold(2, 'k', { wait: 0 })]))
   const first = await raw.answer(2)
   assert.equal(first.type, 'granted')
@@ -106,10 +109,7 @@ test('revision 5: a ping is answered done, with its id, at once, while a hold of
   holder.send(hold(2, 'pinged', { wait: 0 }))
   assert.equal((await holder.answer(2)).type, 'granted')
   for (const hello of [encode.hello3(1, TOKEN, 5), encode.hello3(1, TOKEN, 3), encode.hello(1, TOKEN)]) {
-    const raw = await rawClient(server.url)
-    t.after(() => raw.close())
-    raw.send(hello)
-    await raw.answer(1)
+    const raw = await welcomed(t, server, hello)
     raw.send(hold(2, 'pinged')) // waits in line behind the holder
     raw.send(encode.ping(3))
     const pong = await raw.answer(3)
@@ -124,10 +124,7 @@ test('LOCK-05: a request id asked again for another key is refused invalid, not 
   // it held the second key (with the first key's lease and fence), which a third was then granted.
   const own = procs(t)
   const server = await startServer(own)
-  const raw = await rawClient(server.url)
-  t.after(() => raw.close())
-  raw.send(encode.hello3(1, TOKEN))
-  await raw.answer(1)
+  const raw = await welcomed(t, server)
   const request = newId()
   raw.send(hold(2, 'first', { wait: 0, request }))
   const first = await raw.answer(2)

@@ -741,8 +741,9 @@ export class RemoteStore implements LeaseOwner {
       p.ttl = ttl
       p.revokeIn = revokeIn
       const every = renewInterval(ttl)
-      if ((revokeIn > 0 && revokeIn <= every) || late * 2 > margin(ttl)) {
-        p.grantedAt = late * 2 > margin(ttl) ? p.sentAt : now
+      const slow = late * 2 > margin(ttl)
+      if ((revokeIn > 0 && revokeIn <= every) || slow) {
+        p.grantedAt = slow ? p.sentAt : now
         this.#renewal(p)
       } else {
         p.grantedAt = now
