@@ -108,6 +108,14 @@ export function fromEngine(error: unknown, place?: string): Error {
   return new Class(place ? placed(place, message) : message, cause === undefined ? undefined : { cause })
 }
 
+/**
+ * A hold that would not wait found its key busy. A wait under 1 ms is no wait (deadlines are whole
+ * milliseconds), so it is named as given and said to be none.
+ */
+export function heldByAnother(place: string, wait: number): InUseError {
+  return new InUseError(`${place}: held by another (wait ${wait === 0 ? '0' : `${wait}ms, under 1 ms: not waited`})`)
+}
+
 /** `message` after `place`, unless it names that place first already (the engine's messages often do). */
 export function placed(place: string, message: string): string {
   return message.startsWith(`${place}: `) ? message : `${place}: ${message}`

@@ -62,6 +62,19 @@ test('durations: numbers are ms; text is whole numbers with units, largest first
   await store.close()
 })
 
+test('a wait under 1 ms is no wait, and the InUseError says so with the wait as given', async () => {
+  const { store } = await openTestStore()
+  const l = store.lock('w')
+  const lease = await l.acquire('k')
+  for (const [wait, said] of [[0, /held by another \(wait 0\)$/], [0.5, /held by another \(wait 0\.5ms, under 1 ms: not waited\)$/]]) {
+    await assert.rejects(l.hold('k', { wait }, () => {}), e => e instanceof InUseError && said.test(e.message), `hold, wait ${wait}`)
+    await assert.rejects(l.acquire('k', { wait }), e => e instanceof InUseError && said.test(e.message), `acquire, wait ${wait}`)
+    await assert.rejects(store.lock('w', { wait }).hold('k', () => {}), e => e instanceof InUseError && said.test(e.message), `the handle's wait ${wait}`)
+  }
+  await lease.release()
+  await store.close()
+})
+
 test('bounds of options: ttl 1s to 1h, maxHold 1ms to 30 days, limit 1 to 10000', async () => {
   const { store } = await openTestStore()
   store.lock('ok', { ttl: '1s', maxHold: '30d', wait: Infinity })

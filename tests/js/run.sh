@@ -5,13 +5,14 @@
 # ci there; Node 26 is its package `node26`).
 #   RUNTIMES="node20 node24 node26 bun"   which to run (default: all four; RUNTIMES= runs none, only the checks)
 #   EXAMPLE=0                       skip the example
+#   FILES="api pools"               only these test files (names without .test.js)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runtimes=${RUNTIMES-"node20 node24 node26 bun"}
 bin="$root/tests/runtimes/node_modules/.bin"
 source "$root/tests/user-project.sh"
 user_project js "$root/npm" "$root"/tests/js/*.js
-tests=$(ls *.test.js)
+if [ -n "${FILES:-}" ]; then tests=$(for f in $FILES; do echo "$f.test.js"; done); else tests=$(ls *.test.js); fi
 
 status=0
 for rt in $runtimes; do

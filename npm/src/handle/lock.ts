@@ -4,7 +4,7 @@
  * options (only a semaphore's `limit` must agree).
  */
 
-import { InUseError, InvalidError } from '../errors.js'
+import { InvalidError, heldByAnother } from '../errors.js'
 import { holdOptions, placeOf, plainWait, tryHoldSignal } from './travelling.js'
 import { toMs } from '../util/duration.js'
 import { toKey } from '../util/key.js'
@@ -90,7 +90,7 @@ export class Lock {
       else if ((wait = plainWait(a, wait)) !== wait) ({ wait, signal } = this.#holdOptions(a, k))
       if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
       const held = this._store._hold(this, k, wait, signal, fn)
-      if (held === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+      if (held === undefined) throw heldByAnother(this.#place(k), wait)
       return held
     } catch (error) {
       return Promise.reject(error)
@@ -154,7 +154,7 @@ export class Lock {
       const k = toKey(key, this.#place())
       const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : this.#holdOptions(options, k)
       const taken = this._store._take(this, k, wait, signal, false)
-      if (taken === undefined) throw new InUseError(`${this.#place(k)}: held by another (wait 0)`)
+      if (taken === undefined) throw heldByAnother(this.#place(k), wait)
       return taken instanceof Lease ? Promise.resolve(taken) : (taken as Promise<Lease>)
     } catch (error) {
       return Promise.reject(error)

@@ -9,7 +9,7 @@
  * in-process `Lock` has its own, which takes a free key without a promise.
  */
 
-import { CancelledError, InUseError, InvalidError } from '../errors.js'
+import { CancelledError, InvalidError, heldByAnother } from '../errors.js'
 import { toMs } from '../util/duration.js'
 import { toKey } from '../util/key.js'
 import { checkOptions, checkSignal } from '../util/options.js'
@@ -128,12 +128,14 @@ export abstract class TravellingHandle<L extends Lease> {
     let fn: (lease: Lease) => T | PromiseLike<T>
     let k: string
     let taken: Promise<L | undefined>
+    let wait: number
     try {
       fn = (typeof a === 'function' ? a : b)!
       k = toKey(key, placeOf(this.kind, this.name))
       if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: hold needs a function to run`)
-      const { wait, signal } =
-        typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait)
+      let signal: AbortSignal | undefined
+      ;({ wait, signal } =
+        typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait))
       const to = this._to
       if (to._hold !== undefined) return to._hold(this, k, wait, signal, fn)
       taken = to._take(this, k, wait, signal, false)
@@ -141,7 +143,7 @@ export abstract class TravellingHandle<L extends Lease> {
       return Promise.reject(error)
     }
     return taken.then(lease => {
-      if (!lease) throw new InUseError(`${placeOf(this.kind, this.name, k)}: held by another (wait 0)`)
+      if (!lease) throw heldByAnother(placeOf(this.kind, this.name, k), wait)
       return this._to._run(this, lease, fn)
     })
   }
@@ -172,7 +174,7 @@ export abstract class TravellingHandle<L extends Lease> {
     const { wait, signal } =
       options === undefined ? { wait: this._wait, signal: undefined } : holdOptions(options, () => placeOf(this.kind, this.name, k), this._wait)
     const lease = await this._to._take(this, k, wait, signal, false)
-    if (!lease) throw new InUseError(`${placeOf(this.kind, this.name, k)}: held by another (wait 0)`)
+    if (!lease) throw heldByAnother(placeOf(this.kind, this.name, k), wait)
     return lease
   }
 }
