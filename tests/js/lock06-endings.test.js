@@ -200,13 +200,19 @@ test('LOCK-06: close ends every lease (signal aborts with ClosedError), answers 
   const closing = store.close()
   // close() does not wait for running fns.
   await closing
-  for (const answer of await Promise.all(answers)) assert.ok(answer instanceof ClosedError, String(answer))
+  // Each answer names its own lock or semaphore and key: several end at once.
+  const places = ['lock x: key "a"', 'lock x: key "a"', 'semaphore s: key "b"']
+  for (const [i, answer] of (await Promise.all(answers)).entries()) {
+    assert.ok(answer instanceof ClosedError && answer.message === `${places[i]}: the store is closed`, String(answer))
+  }
   assert.equal(running.lost, true)
   assert.ok(running.signal.aborted && running.signal.reason instanceof ClosedError)
+  assert.equal(running.signal.reason.message, 'lock x: key "a": the store is closed')
   assert.equal(manual.lost, true)
   assert.ok(manual.signal.reason instanceof ClosedError)
+  assert.equal(manual.signal.reason.message, 'semaphore s: key "b": the store is closed')
   g.open()
-  await assert.rejects(runningHold, e => e instanceof ClosedError && e.code === 'closed')
+  await assert.rejects(runningHold, e => e instanceof ClosedError && e.code === 'closed' && e.message === 'lock x: key "a": the store is closed')
   assert.throws(() => store.inspect(), ClosedError)
   await assert.rejects(l.hold('a', () => 1), ClosedError)
   await assert.rejects(l.tryHold('a', () => 1), ClosedError)
@@ -227,7 +233,8 @@ test('LOCK-06: a wasm trap never leaves a waiter hanging: everyone is answered a
   assert.ok(answer instanceof ClosedError && answer instanceof HoldfastError, String(answer))
   assert.ok(answer.cause instanceof WebAssembly.RuntimeError, `cause: ${answer.cause}`)
   assert.equal(held.lost, true)
-  assert.ok(held.signal.reason instanceof ClosedError)
+  assert.ok(held.signal.reason instanceof ClosedError && held.signal.reason.cause instanceof WebAssembly.RuntimeError)
+  assert.match(held.signal.reason.message, /^lock x: key "k": the store closed after an internal error: /)
   assert.equal(store.closed, true)
   assert.throws(() => store.inspect(), ClosedError)
   await held.release()

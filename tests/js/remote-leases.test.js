@@ -325,6 +325,23 @@ test('LOCK-05: close() says goodbye, and the server releases its leases at once'
   await s.close()
 })
 
+test('LOCK-06: a client closed ends each of its leases and waiting holds with a ClosedError naming its own lock and key', async () => {
+  const s = await served()
+  const a = await s.client()
+  const jobs = a.client.lock('jobs', { ttl: '1h', wait: Infinity })
+  const held = await jobs.acquire('k')
+  const waiting = jobs.hold('k', () => 'ran').then(() => 'granted', e => e)
+  const other = await a.client.semaphore('seats', { ttl: '1h', limit: 1 }).acquire('row 7')
+  await until(() => s.store.inspect().some(k => k.waiting === 1), 'the hold waits on the server')
+  await a.client.close()
+  const closed = `${a.client.url}: the client closed`
+  const answer = await waiting
+  assert.ok(answer instanceof ClosedError && answer.message === `lock jobs: key "k": ${closed}`, String(answer))
+  assert.ok(held.signal.reason instanceof ClosedError && held.signal.reason.message === `lock jobs: key "k": ${closed}`, String(held.signal.reason))
+  assert.equal(other.signal.reason.message, `semaphore seats: key "row 7": ${closed}`)
+  await s.close()
+})
+
 /** A TCP server on 127.0.0.1 running `onSocket`, closed after the test with every connection it took cut. */
 async function tcpServer(t, onSocket) {
   const sockets = new Set()

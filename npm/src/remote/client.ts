@@ -62,7 +62,7 @@ import {
   type ServerFrame as WireFrame,
 } from './wire.js'
 import { hexOfWords, idWords } from '../util/hex.js'
-import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, type ErrorCode } from '../errors.js'
+import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, placed, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
 import { Lease, followLeaseShape, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
@@ -565,11 +565,14 @@ export class RemoteStore implements LeaseOwner {
   #fail(error: ClosedError | PermissionError): void {
     if (!this.#closed) this.#closed = error instanceof ClosedError ? error : new ClosedError(error.message, { cause: error })
     this.#pools.fail(this.#closed)
+    const { message, cause } = this.#closed
     for (const p of this.#pendingInOrder()) {
-      if (p.lease) this.#lose(p, this.#closed)
+      // Each hold is told its own place: several end at once, and a bare "connection closed" names none.
+      const closed = new ClosedError(placed(p.place(), message), cause === undefined ? undefined : { cause })
+      if (p.lease) this.#lose(p, closed)
       else {
         this.#forget(p)
-        p.reject(this.#closed)
+        p.reject(closed)
       }
     }
     // Every hold was answered: timers left set would keep this client alive until they fired.

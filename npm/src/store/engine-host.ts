@@ -84,7 +84,7 @@ export interface PoolEvents {
 /** What the host's trap asks of the keys the store granted itself (lent-fences.ts). */
 export interface SelfGrants {
   /** Ends every lease the store granted itself, as the store closes (the engine ends its own), and answers their lines. */
-  loseAll(reason: ClosedError): void
+  loseAll(): void
 }
 
 /** A hold of a key inside its own hold, which would wait for itself (LOCK-04). */
@@ -633,7 +633,7 @@ export class EngineHost implements LeaseOwner {
       const reason =
         kind === REVOKED
           ? new LostError(`${record.kind} ${record.name}: key ${JSON.stringify(record.key)}: lease revoked at maxHold`)
-          : (this.closed ?? new ClosedError('the store is closed'))
+          : this.closedError(record, record.key)
       return [record, reason]
     }
     const waiter = record as Waiter
@@ -726,10 +726,11 @@ export class EngineHost implements LeaseOwner {
     if (this.closed) throw new ClosedError(`${place}: ${this.closed.message}`, this.closed.cause === undefined ? undefined : { cause: this.closed.cause })
   }
 
-  closedError(handle: Lock, key: string): ClosedError {
+  /** The store's closing, as the answer of `key` of a lock or semaphore (a waiter's, a lease's). */
+  closedError(of: { readonly kind: string; readonly name: string }, key: string): ClosedError {
     const closed = this.closed ?? new ClosedError('the store is closed')
     return new ClosedError(
-      `${handle.kind} ${handle.name}: key ${JSON.stringify(key)}: ${closed.message}`,
+      `${of.kind} ${of.name}: key ${JSON.stringify(key)}: ${closed.message}`,
       closed.cause === undefined ? undefined : { cause: closed.cause },
     )
   }
@@ -758,7 +759,7 @@ export class EngineHost implements LeaseOwner {
     for (let i = 0; i < this.reqs.length; i++) {
       const record = this.reqs[i]
       this.reqs[i] = undefined
-      if (record instanceof Lease) record._lose(closed)
+      if (record instanceof Lease) record._lose(this.closedError(record, record.key))
       else if (record instanceof RemoteRequest) {
         if (record.holding) record.sink.lost(record, 'closed')
         else record.sink.failed(record, 'closed', `${record.place()}: ${closed.message}`)
@@ -767,7 +768,7 @@ export class EngineHost implements LeaseOwner {
         record.reject(this.closedError(record.handle, record.key))
       }
     }
-    this.#selfGrants.loseAll(closed)
+    this.#selfGrants.loseAll()
     this.#pools.trap(closed)
     for (const resource of this.names.byId) resource?.keys.clear()
     void this.closeStorage().catch(() => {})

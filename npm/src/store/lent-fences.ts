@@ -35,7 +35,7 @@
  * line (`CancelledError`); closing the store answers every waiter here `ClosedError`.
  */
 
-import { CancelledError, type ClosedError } from '../errors.js'
+import { CancelledError } from '../errors.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'
 import type { Lock } from '../handle/lock.js'
 import { Line } from '../util/line.js'
@@ -217,12 +217,13 @@ export class LentFences implements SelfGrants, LeaseOwner {
     }
   }
 
-  loseAll(reason: ClosedError): void {
+  /** Every lease the store granted itself is lost to the store's closing, named by its place. */
+  loseAll(): void {
     const lost = [...this.leases()]
     // Forgotten first: a listener of a lease's signal may ask about its key.
     for (const lease of lost) this.#byId[SELF_GRANTED - lease._req]!.keys.delete(lease.key)
     for (const lease of lost) {
-      lease._lose(reason)
+      lease._lose(this.#host.closedError(lease, lease.key))
       const waiting = lease._line?.drain() as Waiter[] | undefined
       lease._line = undefined
       if (waiting)

@@ -207,7 +207,7 @@ export class Store implements LockStore, ServedStore {
     if (host.closed) return
     const closed = host.close()
     if (closed) {
-      this.#lent.loseAll(host.closed!)
+      this.#lent.loseAll()
       // Remote holders and waiters were answered by the drain; now their connections can go.
       await Promise.all([...this.#servers].map(server => server.close().catch(() => {})))
       // A fence write still under way must land before the storage is let go; the pools' last write
