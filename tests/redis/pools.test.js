@@ -213,6 +213,32 @@ test('POOL-04: units that come back at a ttl serve the head of the line, which a
   assert.ok(Date.now() - asked < 3_000, `served ${Date.now() - asked}ms after it asked (a heartbeat comes every 3.3 s)`)
 })
 
+test('POOL-04: the head of the line asks at the earliest ttl at a cost that does not grow with the ids the pool remembers (tombstones, heartbeats)', async t => {
+  // The waiting store's clock never moves: its claim asks once (no heartbeat), and that ask is counted.
+  const server = await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url), clock: manualClock() })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  /** The commands inside the first ask of a claim that waits at the head of pool `name`, which has `tombs` tombstones. */
+  const headsAsk = async (name, tombs) => {
+    const pool = a.pool(name, { capacity: 1_000 })
+    for (let i = 0; i < tombs; i += 250) {
+      const claims = await Promise.all(Array.from({ length: Math.min(250, tombs - i) }, (_, j) => pool.claim(1, { id: `order-${i + j}` })))
+      await Promise.all(claims.map(c => c.claim.release()))
+    }
+    await pool.claim(1_000)
+    const before = await commandStats(server.port)
+    void b.pool(name, { capacity: 1_000 }).claim(1, { wait: Infinity }).catch(() => {})
+    let after
+    while (((after = await commandStats(server.port)).fcall ?? 0) === before.fcall) await sleep(5)
+    return Object.fromEntries(Object.keys(after).filter(c => !['info', 'fcall', 'evalsha'].includes(c) && after[c] !== before[c]).map(c => [c, after[c] - (before[c] ?? 0)]))
+  }
+  const few = await headsAsk('few', 0)
+  const many = await headsAsk('many', 2_000)
+  assert.deepEqual(many, few, 'the same commands with 2,000 ids remembered as with none')
+  assert.ok(few.zrangebyscore <= 2, `a look for due deadlines, and one for the earliest ttl: ${JSON.stringify(few)}`)
+})
+
 test('#16 idle pools: nothing claimed and nobody waiting, a pool costs nothing after the grace; an open claim keeps it', async t => {
   const { server, a } = await twoStores(t, { grace: '1s' })
   const before = await raw(server.port, 'DBSIZE')

@@ -20,8 +20,13 @@
  *   deadline and its head is the zset's first member); the deadlines (server ms): `x` + id an open
  *   claim's ttl, `a` + id a served claim's `ackAt`, `w` + id a waiter's (its wait, or its last
  *   heartbeat's `beat`, whichever is first),
- *   `f` + id a tombstone's end; and `z`, after every deadline, so that the zset exists while the hash
- *   does.
+ *   `f` + id a tombstone's end; the index of the deadlines that give units back, `X` + id and `A` + id
+ *   scored 2^52 + the claim's `x` and `a` deadline (after every deadline, before `z`), so that the head
+ *   of the line finds the earliest in O(log n) however many tombstones and heartbeats come first; and
+ *   `z`, after all of them, so that the zset exists while the hash does. The index came after the rest
+ *   (a script without it walked every deadline at each ask of the head): an entry whose claim has no
+ *   such deadline any more is dropped when it comes first, and a deadline without one (written by a
+ *   script of before) is served at the head's next heartbeat instead of at its time.
  *
  * # Invariants (every call keeps them before it answers)
  * - POOL-01: `0 <= u <= c`. A claim takes units only when they are there (`take`); a release or an
@@ -65,6 +70,7 @@ do
   local exists, fresh, changed, cap, used, opened, perm, perm0, waiting, mark, moved
   local DAY = 86400000
   local LINE = 4503599627370496
+  local INDEX = 4503599627370496
   local FAR = '9000000000000000'
   local MAX_WAITING = 10000
   local MAX_RECORDS = 1000000
@@ -84,6 +90,19 @@ do
       mark = at + grace + math.floor(grace / 2)
       moved = true
     end
+  end
+
+  -- Deadline \`at\` of claim \`id\`: \`x\` its ttl, \`a\` its ackAt; with its entry in their index.
+  local function due(kind, id, at)
+    redis.call('ZADD', Z, int(at), kind .. id, int(INDEX + at), string.upper(kind) .. id)
+  end
+
+  -- Claim \`id\`'s ttl (\`x\`) and/or ackAt (\`a\`) deadlines go, with their index entries.
+  local function undue(x, a, id)
+    local gone = {}
+    if x then gone = {'x' .. id, 'X' .. id} end
+    if a then table.insert(gone, 'a' .. id); table.insert(gone, 'A' .. id) end
+    if #gone > 0 then redis.call('ZREM', Z, unpack(gone)) end
   end
 
   local function record(id)
@@ -124,7 +143,7 @@ do
     local ttlAt, forget = 0, 0
     if ttl > 0 then
       ttlAt = now + ttl
-      redis.call('ZADD', Z, int(ttlAt), 'x' .. id)
+      due('x', id, ttlAt)
       covers(ttlAt)
     else
       perm = perm + 1
@@ -134,7 +153,7 @@ do
       covers(forget)
     end
     if ackAt > 0 then
-      redis.call('ZADD', Z, int(ackAt), 'a' .. id)
+      due('a', id, ackAt)
       covers(ackAt)
     end
     writeOpen(id, n, cap - used, ttlAt, forget, false, ackAt)
@@ -147,8 +166,8 @@ do
     local n, first, ttlAt, forget, _, ackAt = parseOpen(rec)
     used = used - n
     opened = opened - 1
-    if ttlAt > 0 then redis.call('ZREM', Z, 'x' .. id) else perm = perm - 1 end
-    if ackAt > 0 then redis.call('ZREM', Z, 'a' .. id) end
+    if ttlAt <= 0 then perm = perm - 1 end
+    undue(ttlAt > 0, ackAt > 0, id)
     if forget > now and not undo then
       redis.call('HSET', M, '#' .. id, string.format('E %d %d %d', n, first, forget))
       redis.call('ZADD', Z, int(forget), 'f' .. id)
@@ -228,7 +247,8 @@ do
         redis.call('ZREM', Z, member)
         changed = true
       else
-        redis.call('ZREM', Z, member)
+        -- A deadline whose record has gone or changed (never, unless Redis lost part of a write).
+        if kind == 'x' or kind == 'a' then undue(kind == 'x', kind == 'a', id) else redis.call('ZREM', Z, member) end
         changed = true
       end
     end
@@ -256,25 +276,27 @@ do
     return at
   end
 
+  -- The ms to the earliest ttl or ackAt of an open claim, else -1: the first of their index (\`X\`/\`A\` +
+  -- id, at INDEX + the deadline), O(log n) whatever else the zset holds. An entry whose deadline is
+  -- not the one its claim has (left by a script of an older layout, which kept no index) goes.
+  local function nextBack()
+    for _ = 1, 100000 do
+      local first = redis.call('ZRANGEBYSCORE', Z, INDEX, '(' .. FAR, 'WITHSCORES', 'LIMIT', 0, 1)
+      if not first[1] then return -1 end
+      local at = tonumber(first[2]) - INDEX
+      if tonumber(redis.call('ZSCORE', Z, string.lower(string.sub(first[1], 1, 1)) .. string.sub(first[1], 2))) == at then
+        return at - now
+      end
+      redis.call('ZREM', Z, first[1])
+    end
+    return -1
+  end
+
   -- What a waiter is told: the ms left of its wait (-1: no limit), and, at the head of the line, the ms
   -- to the earliest ttl or ackAt of an open claim (units that come back then may serve it), else -1.
   local function waiting_(id, waitUntil)
     local hint = -1
-    if redis.call('ZRANK', Z, 'q' .. id) == 0 then
-      local at = 0
-      while hint < 0 do
-        local page = redis.call('ZRANGEBYSCORE', Z, 0, '+inf', 'WITHSCORES', 'LIMIT', at, 100)
-        if #page == 0 then break end
-        for i = 1, #page, 2 do
-          local kind = string.sub(page[i], 1, 1)
-          if kind == 'x' or kind == 'a' then
-            hint = tonumber(page[i + 1]) - now
-            break
-          end
-        end
-        at = at + 100
-      end
-    end
+    if redis.call('ZRANK', Z, 'q' .. id) == 0 then hint = nextBack() end
     return {'w', waitUntil >= 0 and waitUntil - now or -1, hint}
   end
 
@@ -290,7 +312,7 @@ do
         local _, first, ttlAt, forget, seen, ackAt = parseOpen(rec)
         local tells = mode == 'f' or mode == 'B'
         if ackAt > 0 or (tells and not seen) then
-          if ackAt > 0 then redis.call('ZREM', Z, 'a' .. id) end
+          if ackAt > 0 then undue(false, true, id) end
           writeOpen(id, n, first, ttlAt, forget, seen or tells, 0)
           changed = true
         end
@@ -357,11 +379,8 @@ do
     if not rec or string.sub(rec, 1, 1) ~= 'O' then return 'l' end
     local n, first, ttlAt, forget, seen, ackAt = parseOpen(rec)
     if ttlAt > 0 or ackAt > 0 then
-      if ttlAt > 0 then
-        redis.call('ZREM', Z, 'x' .. id)
-        perm = perm + 1
-      end
-      if ackAt > 0 then redis.call('ZREM', Z, 'a' .. id) end
+      if ttlAt > 0 then perm = perm + 1 end
+      undue(ttlAt > 0, ackAt > 0, id)
       writeOpen(id, n, first, 0, forget, seen, 0)
       changed = true
     end

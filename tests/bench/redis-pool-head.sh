@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# What one ask of the claim at the head of a pool's line costs Redis when the pool remembers N ids
+# (tombstones of claims released, 24 hours each) and no open claim has a ttl: the pool Lua run by
+# EVALSHA on a redis-server of its own, Redis's own time per call (INFO commandstats). By hand, after
+# npm/build.sh:  bash tests/bench/redis-pool-head.sh [N, default 200000]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+N=${1:-200000}
+dir=$(mktemp -d)
+port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')
+redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no --daemonize yes --logfile "$dir/log" >/dev/null
+trap 'redis-cli -p $port shutdown nosave >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+node -e "import('$root/npm/dist/redis/scripts.js').then(m => process.stdout.write(m.scriptsFor(true).scripts.pool.source))" > "$dir/pool.lua"
+sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$dir/pool.lua")")
+M='holdfast:{p:seats}:m'; Z='holdfast:{p:seats}:z'; K='60000 PUBLISH 10000'
+# The N tombstones, written as the Lua writes them (record E, deadline f a day on).
+redis-cli -p "$port" EVAL "
+local now = tonumber(redis.call('TIME')[1]) * 1000
+for i = 1, tonumber(ARGV[1]) do
+  redis.call('HSET', KEYS[1], '#t' .. i, string.format('E 1 0 %d', now + 86400000))
+  redis.call('ZADD', KEYS[2], string.format('%d', now + 86400000), 'ft' .. i)
+end" 2 "$M" "$Z" "$N" >/dev/null
+pool() { redis-cli -p "$port" EVALSHA "$sha" 2 "$M" "$Z" claim C1 "$K" "$@"; }
+pool held 1 0 0 0 f chan >/dev/null        # the one unit, without a ttl
+pool head 1 -1 0 0 f chan >/dev/null       # the head of the line
+redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
+for _ in 1 2 3; do pool head 1 -1 0 0 b chan >/dev/null; done
+stats=$(redis-cli -p "$port" INFO commandstats)
+echo "N=$N: one ask of the head $(grep -o 'cmdstat_evalsha:calls=3,usec=[0-9]*,usec_per_call=[0-9.]*' <<<"$stats" | sed 's/.*usec_per_call=/takes /') µs of Redis," \
+  "$(grep -o 'cmdstat_zrangebyscore:calls=[0-9]*' <<<"$stats" | sed 's/.*=//') ZRANGEBYSCORE in 3 asks"
