@@ -127,11 +127,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       while (p.line.length > 0) {
         const id = p.line[0]
         const r = p.recs.get(id)
-        if (r.n > p.cap) {
-          leave(id)
-          tell(r.chans, 'n', id)
-          mark('too large after a resize')
-        } else if (r.n <= p.cap - p.used) {
+        if (r.n <= p.cap - p.used) {
           leave(id)
           take(id, r.n, r.ttl, r.remember, now + BEAT)
           tell(r.chans, 'p', id)
@@ -253,7 +249,18 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         if (to < p.used) return ['x', 'invalid', `capacity ${to} is below the ${p.used} units claimed`]
         create()
         if (to !== p.cap) {
+          const smaller = to < p.cap
           p.cap = to
+          // Smaller: every claim in line for more than the capacity leaves it, told, in line order.
+          if (smaller) {
+            for (const [i, id] of [...p.line].entries()) {
+              const r = p.recs.get(id)
+              if (r.n <= p.cap) continue
+              leave(id)
+              tell(r.chans, 'n', id)
+              mark(i === 0 ? 'too large after a resize' : 'too large after a resize, behind the head')
+            }
+          }
           serve()
         }
         return 'ok'
@@ -361,6 +368,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
     const corners = [
       'served from the line',
       'too large after a resize',
+      'too large after a resize, behind the head',
       'a ttl ran out',
       'served to a dead process: back at its ackAt',
       'a wait ran out',

@@ -175,6 +175,33 @@ test('POOL-04: every ending of a wait leaves the line: the signal, the wait runn
   assert.equal(await seats.remaining(), 2, 'nobody left in line took the units')
 })
 
+test('POOL-04: a resize below a claim waiting behind the head answers it claimed: false at once, as it does the head; the head waits on', async t => {
+  // The waiting store's clock never moves: only the resize's wake-up can answer the claim behind.
+  const server = await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url), clock: manualClock() })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const seats = a.pool('seats', { capacity: 10 })
+  const held = await seats.claim(5)
+  const head = b.pool('seats', { capacity: 10 }).claim(6, { wait: Infinity })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const behind = b.pool('seats', { capacity: 10 }).claim(9, { wait: Infinity })
+  const fits = b.pool('seats', { capacity: 10 }).claim(1, { wait: Infinity })
+  await until(a, 'seats', e => e?.waiting === 3)
+  await seats.resize(7)
+  const [entry] = (await a.inspect()).filter(e => e.name === 'seats')
+  assert.deepEqual([entry.capacity, entry.waiting], [7, 2], 'the claim of 9 left the line in the resize; the head and the claim that fits wait on')
+  let timer
+  const answered = await Promise.race([
+    behind,
+    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the claim of 9 units was not told')), 15_000))),
+  ]).finally(() => clearTimeout(timer))
+  assert.deepEqual(answered, { claimed: false, remaining: 2 })
+  await held.claim.release()
+  const [h, f] = await Promise.all([head, fits])
+  assert.deepEqual([h.claimed, h.remaining, f.claimed, f.remaining], [true, 1, true, 0])
+})
+
 test('POOL-04: a cancelled head leaves the line and the claim behind it is served at once', async t => {
   const { a, b } = await twoStores(t)
   const seats = a.pool('seats', { capacity: 3 })

@@ -36,8 +36,9 @@
  *   deadline at a time in time order (a claim's ttl gives its units back, a waiter past its wait or its
  *   heartbeat leaves the line, a tombstone is forgotten), serving the line after each.
  * - POOL-04: while the head of the line fits, it takes its units, in this same call, and is told on
- *   its channels (whose process then asks for its answer: that ask acknowledges it) (`p REMAINING KEY ID`, KEY the pool's hash); a head larger than the capacity (after
- *   a resize) leaves the line (`n REMAINING KEY ID`). A claim that finds others waiting does not take units, even if they would fit.
+ *   its channels (whose process then asks for its answer: that ask acknowledges it) (`p REMAINING KEY ID`, KEY the pool's hash). A
+ *   resize below a claim in line, wherever it stands, takes it out of the line and tells it (`n REMAINING
+ *   KEY ID`): no claim waits for more than the capacity. A claim that finds others waiting does not take units, even if they would fit.
  * - POOL-03: an id with a record answers it: open or tombstone, its first outcome (`first`); waiting,
  *   its place. An id whose claim took nothing leaves nothing behind.
  * - The keys expire a grace (to one and a half) after their last deadline, unless a permanent claim
@@ -190,7 +191,7 @@ do
     for chan in string.gmatch(chans, '%S+') do redis.call(pub, chan, text) end
   end
 
-  -- While the head of the line fits, it takes its units; a head larger than the pool leaves.
+  -- While the head of the line fits, it takes its units.
   local function serve()
     while waiting > 0 do
       local head = redis.call('ZRANGE', Z, 0, 0)[1]
@@ -208,10 +209,7 @@ do
         changed = true
       else
         local n, _, ttl, remember, chans = parseWait(rec)
-        if n > cap then
-          leave(id)
-          tell(chans, 'n', id)
-        elseif n <= cap - used then
+        if n <= cap - used then
           leave(id)
           take(id, n, ttl, remember, now + beat)
           tell(chans, 'p', id)
@@ -364,6 +362,24 @@ do
     return waiting_(id, waitUntil)
   end
 
+  -- After a resize down: every claim in line for more than the capacity leaves it, told so, wherever
+  -- it stands (the line is at most MAX_WAITING; its records read 1000 at a time).
+  local function tooLarge()
+    local line = redis.call('ZRANGEBYSCORE', Z, '-inf', '(0')
+    for from = 1, #line, 1000 do
+      local fields = {}
+      for i = from, math.min(from + 999, #line) do fields[#fields + 1] = '#' .. string.sub(line[i], 2) end
+      local recs = redis.call('HMGET', M, unpack(fields))
+      for k, rec in ipairs(recs) do
+        if rec and string.sub(rec, 1, 1) == 'W' and unitsOf(rec) > cap then
+          local id = string.sub(line[from + k - 1], 2)
+          leave(id)
+          tell(select(5, parseWait(rec)), 'n', id)
+        end
+      end
+    end
+  end
+
   local ops = {}
   ops.claim = claim
   function ops.release(args)
@@ -411,8 +427,10 @@ do
     end
     create()
     if to ~= cap then
+      local smaller = to < cap
       cap = to
       changed = true
+      if smaller and waiting > 0 then tooLarge() end
       serve()
     end
     return 'ok'
