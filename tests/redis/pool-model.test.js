@@ -189,6 +189,10 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
             mark('an id asked again after its release')
             return ['k', r.first, 0]
           }
+          if (mode === 'e' && r.waitUntil >= 0 && (wait < 0 || now + wait > r.waitUntil)) {
+            r.waitUntil = wait < 0 ? -1 : now + wait
+            mark('a wait made longer by a caller that joined in its process')
+          }
           r.at = waiterAt(r.waitUntil)
           if ((mode === 'f' || mode === 'r') && !r.chans.includes(chan) && r.chans.length < 8) r.chans.push(chan)
           const answer = waitingAnswer(id, r.waitUntil)
@@ -198,7 +202,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
           }
           return answer
         }
-        if (mode === 'b' || mode === 'B') return ['g', p.cap - p.used]
+        if (mode === 'b' || mode === 'B' || mode === 'e') return ['g', p.cap - p.used]
         if (n > p.cap) return ['x', 'invalid', `a claim takes 1 to ${p.cap} units (its capacity), not ${n}`]
         if (p.line.length === 0 && n <= p.cap - p.used) {
           create()
@@ -305,7 +309,9 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         // A process asks where its claims stand (a heartbeat, or a wake-up's question).
         for (const id of proc.claims) {
           const rec = p.recs.get(id)
-          if (rec) await call('claim', spec, id, rec.n, -1, 0, 1, pick(['b', 'b', 'B']), proc.chan)
+          const mode = pick(['b', 'b', 'B', 'e'])
+          const wait = mode === 'e' ? pick([-1, Math.floor(random() * 3 * BEAT)]) : -1
+          if (rec) await call('claim', spec, id, rec.n, wait, 0, 1, mode, proc.chan)
         }
       } else if (r < 0.55) {
         const id = pick([...p.recs.keys(), 'a', 'nobody'])
@@ -381,6 +387,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       'a resize below what is claimed',
       'another caller joined a claim in line',
       'a stale entry in the index of ttls',
+      'a wait made longer by a caller that joined in its process',
     ]
     for (const corner of corners) assert.ok((marks.get(corner) ?? 0) >= SEEDS.length / 100, `corner "${corner}" reached by ${marks.get(corner) ?? 0} seeds of ${SEEDS.length}`)
   }

@@ -27,6 +27,12 @@ async function until(store, name, check, ms = 5_000) {
   }
 }
 
+/** `promise`, or a rejection saying `what` 15 s on: bounds an answer only a wake-up can bring (its store's clock never moves). */
+function bounded(promise, what) {
+  let timer
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(what)), 15_000)))]).finally(() => clearTimeout(timer))
+}
+
 test('POOL-01: remaining is never below zero nor above capacity, across two stores; a release hands back its claim, once', async t => {
   const { a, b } = await twoStores(t)
   const sa = a.pool('seats', { capacity: 3 })
@@ -144,11 +150,7 @@ test('POOL-04: waiting claims are served in order across stores, the head not ov
   assert.deepEqual(await seats.claim(1), { claimed: false, remaining: 1 }, 'nor does a claim that would not wait')
   await held.claim.release()
   // Bounded: without the wake-up they would wait for ever (their clocks never move).
-  let timer
-  const [bg, sm] = await Promise.race([
-    Promise.all([big, small]),
-    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('not woken by the release')), 15_000))),
-  ]).finally(() => clearTimeout(timer))
+  const [bg, sm] = await bounded(Promise.all([big, small]), 'not woken by the release')
   assert.deepEqual([bg.claimed, bg.remaining, sm.claimed, sm.remaining], [true, 2, true, 1])
 })
 
@@ -191,12 +193,7 @@ test('POOL-04: a resize below a claim waiting behind the head answers it claimed
   await seats.resize(7)
   const [entry] = (await a.inspect()).filter(e => e.name === 'seats')
   assert.deepEqual([entry.capacity, entry.waiting], [7, 2], 'the claim of 9 left the line in the resize; the head and the claim that fits wait on')
-  let timer
-  const answered = await Promise.race([
-    behind,
-    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the claim of 9 units was not told')), 15_000))),
-  ]).finally(() => clearTimeout(timer))
-  assert.deepEqual(answered, { claimed: false, remaining: 2 })
+  assert.deepEqual(await bounded(behind, 'the claim of 9 units was not told'), { claimed: false, remaining: 2 })
   await held.claim.release()
   const [h, f] = await Promise.all([head, fits])
   assert.deepEqual([h.claimed, h.remaining, f.claimed, f.remaining], [true, 1, true, 0])
@@ -334,6 +331,62 @@ test('POOL-03/POOL-04: a claim id asked from another store while it waits joins 
   const [x, y] = await Promise.all([first, second])
   assert.deepEqual([x.claimed, x.remaining, y.claimed, y.remaining], [true, 0, true, 0])
   assert.equal(await seats.remaining(), 0, 'taken once')
+})
+
+test('POOL-04: callers joined to one claim id are each answered by their own signal and wait, in one store and from another; the claim stays in line while one still wants it', async t => {
+  // The callers' store: its clock moves only when told (their waits), Redis answers only by wake-ups.
+  const server = await startRedis(t)
+  const clock = manualClock()
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url), clock })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const seats = a.pool('seats', { capacity: 2 })
+  const held = await seats.claim(2)
+  const mine = b.pool('seats', { capacity: 2 })
+  const ac = new AbortController()
+  const first = mine.claim(2, { id: 'order-5', wait: Infinity, signal: ac.signal })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const short = mine.claim(2, { id: 'order-5', wait: 1_000 })
+  const long = mine.claim(2, { id: 'order-5', wait: Infinity })
+  ac.abort('gone')
+  await assert.rejects(first, e => e instanceof CancelledError && e.cause === 'gone')
+  clock.advance(1_000)
+  assert.deepEqual(await short, { claimed: false, remaining: 0 }, 'the short wait ran out')
+  assert.equal((await until(a, 'seats', e => e !== undefined)).waiting, 1, 'still in line for the caller that waits')
+  await held.claim.release()
+  const served = await long
+  assert.deepEqual([served.claimed, served.remaining, served.claim.id], [true, 0, 'order-5'])
+
+  // A caller that joins with a longer wait than the first's: Redis is told, the claim waits as long,
+  // and the first is answered at its own wait.
+  await served.claim.release()
+  await seats.claim(2, { id: 'held' })
+  const brief = mine.claim(2, { id: 'order-6', wait: 60_000 })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const patient = mine.claim(2, { id: 'order-6', wait: Infinity })
+  const end = Date.now() + 5_000
+  while (!/^W 2 -1 /.test(await raw(server.port, 'HGET', 'holdfast:{p:seats}:m', '#order-6'))) {
+    assert.ok(Date.now() < end, 'Redis was not told the longer wait')
+    await sleep(10)
+  }
+  clock.advance(60_000)
+  assert.deepEqual(await brief, { claimed: false, remaining: 0 })
+  await seats.release('held')
+  const got = await patient
+  assert.equal(got.claimed, true)
+
+  // Joined from another store, a caller is answered at its own wait too; the claim is the first's.
+  await got.claim.release()
+  const again = await seats.claim(2)
+  const owner = seats.claim(2, { id: 'order-7', wait: Infinity })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const visitor = mine.claim(2, { id: 'order-7', wait: 5_000 })
+  await mine.remaining() // after the join's answer (one connection, in order)
+  clock.advance(5_000)
+  assert.deepEqual(await bounded(visitor, 'the visitor waited past its own wait'), { claimed: false, remaining: 0 })
+  assert.equal((await a.inspect()).find(e => e.name === 'seats').waiting, 1, 'the claim stays in line for its owner')
+  await again.claim.release()
+  assert.equal((await owner).claimed, true)
 })
 
 test('#16: an uncontended claim is one command to Redis (FCALL), and so is its release; what runs inside is listed', async t => {

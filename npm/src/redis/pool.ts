@@ -16,6 +16,16 @@
  * process died leaves the line `BEAT` after its last one), and when its wait ends (Redis answers whether
  * it ran out: its clock judges it).
  *
+ * # Callers of one claim
+ * An id asked again here while its claim is unanswered joins it (the same `n`, else `InvalidError`):
+ * one claim in Redis, answered to every caller still waiting for it, each of which is also answered by
+ * its own signal (`CancelledError`) and its own wait (`claimed: false`). The claim waits in Redis for
+ * the longest wait of its callers (a longer one that joins is sent to Redis, `e`), whose end Redis
+ * judges; a shorter one ends here, by this side's clock. It stays in line while one caller still waits
+ * for it: the last to go takes it out (a cancel). A claim that joined another process's (Redis said
+ * so) is that process's: its wait is never made longer from here, and its callers' endings never take
+ * it out.
+ *
  * # Asking again
  * A claim that got no answer (a dropped connection, a failover) is asked again with the same id (`r`)
  * until its wait and a grace are over: Redis never takes units twice for one id. Given up on, it is
@@ -84,17 +94,28 @@ interface HandleState {
   channel: string
 }
 
+/** One caller waiting for the answer of a claim (the first to ask it here, or one that joined it). */
+interface Asker {
+  resolve: (result: ClaimResult) => void
+  reject: (error: Error) => void
+  /** When its own wait ends, by this side's clock (Infinity: no limit). */
+  readonly waitUntil: number
+  timer: unknown
+  off: (() => void) | undefined
+}
+
 /** A claim asked and not answered yet. */
 class Pending {
   readonly key: string
   readonly place: string
-  readonly promise: Promise<ClaimResult>
-  resolve!: (result: ClaimResult) => void
-  reject!: (error: Error) => void
-  /** When its wait ends, by this side's clock (Infinity: no limit). */
-  readonly waitUntil: number
+  /** The callers it answers: it stays in Redis's line while one of them still waits. */
+  readonly askers = new Set<Asker>()
+  /** When its wait ends, by this side's clock (Infinity: no limit): the longest of its askers'. */
+  waitUntil: number
   /** When this side stops asking Redis again (a wait and a grace). */
-  readonly giveUpAt: number
+  giveUpAt: number
+  /** A joined asker's wait was longer: Redis is to be asked with it once the claim is in line. */
+  extend = false
   timer: unknown = undefined
   /** Whether it waits in line (its channel wanted, heartbeats under way). */
   waiting = false
@@ -102,7 +123,6 @@ class Pending {
   done = false
   /** Whether its first ask joined a claim another caller had in line (it never takes that claim out). */
   joined = false
-  offAbort: (() => void) | undefined
 
   constructor(
     readonly pool: Pool,
@@ -110,18 +130,12 @@ class Pending {
     readonly id: string,
     readonly n: number,
     readonly remember: boolean,
-    readonly wait: number,
     readonly ttl: number,
-    now: number,
   ) {
     this.key = `${state.keys[0]} ${id}`
     this.place = remember ? `pool ${pool.name}: claim ${JSON.stringify(id)}` : `pool ${pool.name}`
-    this.waitUntil = now + wait
-    this.giveUpAt = now + wait + WAIT_GRACE
-    this.promise = new Promise((resolve, reject) => {
-      this.resolve = resolve
-      this.reject = reject
-    })
+    this.waitUntil = -Infinity
+    this.giveUpAt = -Infinity
   }
 }
 
@@ -209,58 +223,110 @@ export class RedisPools implements PoolStore {
     }
     if (request.ttl > MAX_TTL_MS) return Promise.reject(new InvalidError(`${place}: claim ttl ${request.ttl}ms must be more than 0 and at most 30 days`))
     const joined = this.#pending.get(`${state.keys[0]} ${id}`)
-    if (joined) return this.#join(joined, request, place)
-    const p = new Pending(pool, state, id, request.n, request.id !== undefined, request.wait, request.ttl, this.#host.clock.now())
-    this.#pending.set(p.key, p)
-    const signal = request.signal
-    if (signal) {
-      const onAbort = () => {
-        if (p.done) return
-        this.#finish(p)
-        p.reject(new CancelledError(`${p.place}: cancelled while waiting`, { cause: signal.reason }))
-        void this.#cancel(p, Infinity)
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-      p.offAbort = () => signal.removeEventListener('abort', onAbort)
+    if (joined) {
+      // The same id asked again in this process while its claim is unanswered: the same claim, the
+      // same answer, but its own signal and wait (the claim waits for the longest, Redis told so).
+      if (joined.n !== request.n) return Promise.reject(new InvalidError(`${place}: is being claimed for ${joined.n} units; asked again for ${request.n}`))
+      const answer = this.#addAsker(joined, request)
+      if (joined.extend && joined.waiting && !joined.joined) this.#ask(joined, 'e')
+      return answer
     }
+    const p = new Pending(pool, state, id, request.n, request.id !== undefined, request.ttl)
+    this.#pending.set(p.key, p)
+    const answer = this.#addAsker(p, request)
+    p.extend = false
     this.#ask(p, 'f')
-    return p.promise
+    return answer
   }
 
-  /** The same id asked again in this process while its claim is unanswered: the same answer. */
-  #join(p: Pending, request: ClaimRequest, place: string): Promise<ClaimResult> {
-    if (p.n !== request.n) return Promise.reject(new InvalidError(`${place}: is being claimed for ${p.n} units; asked again for ${request.n}`))
-    const signal = request.signal
-    if (!signal) return p.promise
-    return new Promise((resolve, reject) => {
-      const onAbort = () => reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
-      signal.addEventListener('abort', onAbort, { once: true })
-      const off = () => signal.removeEventListener('abort', onAbort)
-      p.promise.then(
-        r => (off(), resolve(r)),
-        e => (off(), reject(e)),
-      )
+  /**
+   * A caller of claim `p`, answered by the claim, or before: by its own signal (`CancelledError`), or
+   * by its own wait when the claim waits longer for another (`claimed: false`, by this side's clock).
+   */
+  #addAsker(p: Pending, request: ClaimRequest): Promise<ClaimResult> {
+    const now = this.#host.clock.now()
+    return new Promise<ClaimResult>((resolve, reject) => {
+      const asker: Asker = { resolve, reject, waitUntil: now + request.wait, timer: undefined, off: undefined }
+      p.askers.add(asker)
+      const signal = request.signal
+      if (signal) {
+        const onAbort = () => this.#leave(p, asker, new CancelledError(`${p.place}: cancelled while waiting`, { cause: signal.reason }))
+        signal.addEventListener('abort', onAbort, { once: true })
+        asker.off = () => signal.removeEventListener('abort', onAbort)
+      }
+      if (asker.waitUntil > p.waitUntil) {
+        p.waitUntil = asker.waitUntil
+        p.giveUpAt = asker.waitUntil + WAIT_GRACE
+        p.extend = true
+      }
+      this.#judgeHere(p)
     })
   }
 
-  /** Asks Redis about claim `p`: `f` first, `r` again after no answer, `b` where it stands (`B` when it joined another's claim). */
-  #ask(p: Pending, mode: 'f' | 'r' | 'b'): void {
+  /**
+   * The claim's wait (the longest of its callers') is judged by Redis; a shorter one of a caller, and
+   * every caller's of a claim joined to another process's (whose wait is that process's), here.
+   */
+  #judgeHere(p: Pending): void {
+    const now = this.#host.clock.now()
+    for (const asker of p.askers) {
+      if (asker.timer !== undefined || asker.waitUntil === Infinity || (asker.waitUntil >= p.waitUntil && !p.joined)) continue
+      asker.timer = setTimer(
+        this.#host.clock,
+        () => {
+          asker.timer = undefined
+          this.#leave(p, asker, undefined)
+        },
+        Math.max(0, asker.waitUntil - now),
+      )
+    }
+  }
+
+  /**
+   * Caller `asker` of claim `p` is answered before the claim (`error`, or its wait ran out:
+   * `claimed: false`). The last to go takes the claim out of Redis (see `#cancel`).
+   */
+  #leave(p: Pending, asker: Asker, error: Error | undefined): void {
+    if (p.done || !p.askers.delete(asker)) return
+    this.#quiet(asker)
+    const last = p.askers.size === 0
+    if (last) this.#finish(p)
+    const cancelled = last ? this.#cancel(p, Infinity) : Promise.resolve()
+    if (error) return asker.reject(error)
+    void cancelled
+      .then(() => this.#call(p.state, 'remaining', [], PATIENCE))
+      .then(
+        remaining => asker.resolve({ claimed: false, remaining: Number(remaining) }),
+        failure => asker.reject(this.#failure(failure, p.place)),
+      )
+  }
+
+  /** Caller `asker` hears nothing more of its signal or its wait. */
+  #quiet(asker: Asker): void {
+    if (asker.timer !== undefined) clearTimer(this.#host.clock, asker.timer)
+    asker.timer = undefined
+    asker.off?.()
+  }
+
+  /**
+   * Asks Redis about claim `p`: `f` first, `r` again after no answer, `b` where it stands (`B` when it
+   * joined another's claim), `e` the same with the longer wait of a caller that joined it here.
+   */
+  #ask(p: Pending, mode: 'f' | 'r' | 'b' | 'e'): void {
     if (p.done) return
     const sent = mode === 'b' && p.joined ? 'B' : mode
     const now = this.#host.clock.now()
-    const wait = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - now))
+    const wait = p.waitUntil === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - now))
+    if (mode === 'e') p.extend = false
     const patience = Math.min(PATIENCE, p.giveUpAt - now)
     this.#call(p.state, 'claim', [p.id, p.n, wait, p.ttl, p.remember ? 1 : 0, sent, p.state.channel], Math.max(WAIT_GRACE, patience)).then(
       answer => this.#answered(p, answer),
       error => {
         if (p.done) return
-        if (error instanceof ReplyFailure) {
-          this.#finish(p)
-          return p.reject(this.#failure(error, p.place))
-        }
+        if (mode === 'e') p.extend = true
+        if (error instanceof ReplyFailure) return this.#end(p, this.#failure(error, p.place))
         if (this.#host.clock.now() + AGAIN_MS >= p.giveUpAt) {
-          this.#finish(p)
-          p.reject(new ClosedError(`${p.place}: no answer from Redis within the wait: unreachable`, { cause: error }))
+          this.#end(p, new ClosedError(`${p.place}: no answer from Redis within the wait: unreachable`, { cause: error }))
           return void this.#cancel(p, Infinity)
         }
         // Asked again with its id: never taken twice. One that waited asks where it stands.
@@ -286,13 +352,21 @@ export class RedisPools implements PoolStore {
       case 'w': {
         // In line: a heartbeat every BEAT/3, and a question when the wait ends (Redis judges it).
         // At the head, sooner when units of a claim's ttl come back first (Redis hands them over when asked).
-        if (answer[3] === 1) p.joined = true
+        if (answer[3] === 1 && !p.joined) {
+          // Joined to another process's claim: its wait is that process's, never made longer from
+          // here; each caller's own wait is judged here.
+          p.joined = true
+          p.extend = false
+          this.#judgeHere(p)
+        }
         const waitLeft = Number(answer[1])
         const hint = Number(answer[2])
         let next = Math.floor(BEAT / 3)
         if (waitLeft >= 0) next = Math.min(next, waitLeft + SLACK)
         if (hint >= 0) next = Math.min(next, hint + SLACK)
-        this.#later(p, next, () => this.#ask(p, 'b'))
+        // A caller that joined with a longer wait than the claim had: Redis is told it now.
+        if (p.extend) next = 0
+        this.#later(p, next, () => this.#ask(p, p.extend ? 'e' : 'b'))
         if (!p.waiting) {
           p.waiting = true
           this.#want(p)
@@ -306,10 +380,15 @@ export class RedisPools implements PoolStore {
     }
   }
 
+  /** Claim `p` is answered: every caller still waiting for it gets `outcome`. */
   #end(p: Pending, outcome: ClaimResult | Error): void {
     this.#finish(p)
-    if (outcome instanceof Error) p.reject(outcome)
-    else p.resolve(outcome)
+    for (const asker of p.askers) {
+      this.#quiet(asker)
+      if (outcome instanceof Error) asker.reject(outcome)
+      else asker.resolve(outcome)
+    }
+    p.askers.clear()
   }
 
   /** Claim `p` is answered (or given up): nothing of it runs here any more. */
@@ -318,7 +397,6 @@ export class RedisPools implements PoolStore {
     if (this.#pending.get(p.key) === p) this.#pending.delete(p.key)
     if (p.timer !== undefined) clearTimer(this.#host.clock, p.timer)
     p.timer = undefined
-    p.offAbort?.()
     if (p.subscribed) {
       p.subscribed = false
       this.#host.unwant(p.state.channel)
@@ -413,8 +491,7 @@ export class RedisPools implements PoolStore {
   async close(closed: ClosedError): Promise<void> {
     const ends: Promise<unknown>[] = []
     for (const p of [...this.#pending.values()]) {
-      this.#finish(p)
-      p.reject(new ClosedError(`${p.place}: ${closed.message}`))
+      this.#end(p, new ClosedError(`${p.place}: ${closed.message}`))
       ends.push(this.#cancel(p, CLOSE_PATIENCE))
     }
     await Promise.all(ends)

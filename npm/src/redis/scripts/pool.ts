@@ -52,7 +52,9 @@
  * - `claim` id n wait(-1: none) ttl(0: none) remember(0/1) mode chan. mode `f`: a caller's ask; `r`:
  *   this process asking again after no answer (it does not mark the claim seen); `b`: a heartbeat or a
  *   waiter asking where it stands (it never makes a claim); `B`: the same by a caller that joined the
- *   claim (it marks the claim seen: that caller is told). Answers `{'c', remaining}` claimed now,
+ *   claim (it marks the claim seen: that caller is told); `e`: as `b`, by the process whose claim it is
+ *   when a caller of its own joined it with a longer wait: the claim in line waits until `now + wait`
+ *   if that is later (-1: no limit). Answers `{'c', remaining}` claimed now,
  *   `{'k', first, open}` known (the first outcome), `{'w', waitLeftMs, hintMs[, 1]}` waiting (-1: no
  *   limit; the hint: at the head, the ms to the earliest ttl or ackAt of an open claim, else -1; 1: a
  *   caller's ask joined a claim already in line), `{'n', remaining}` not claimed, `{'g', remaining}`
@@ -319,6 +321,12 @@ do
         return {'k', tonumber(string.match(rec, '^E %d+ (%d+)')), 0}
       end
       local _, waitUntil, wttl, wremember, chans = parseWait(rec)
+      local rewrite = false
+      -- Its process has a caller that waits longer: the claim waits as long.
+      if mode == 'e' and waitUntil >= 0 and (wait < 0 or now + wait > waitUntil) then
+        waitUntil = wait < 0 and -1 or now + wait
+        rewrite = true
+      end
       local at = waiterDeadline(waitUntil)
       redis.call('ZADD', Z, int(at), 'w' .. id)
       covers(at)
@@ -326,15 +334,19 @@ do
       if (mode == 'f' or mode == 'r') and not string.find(' ' .. chans .. ' ', ' ' .. chan .. ' ', 1, true) then
         local count = select(2, string.gsub(chans, '%S+', ''))
         if count < MAX_CHANNELS then
-          redis.call('HSET', M, '#' .. id, string.format('W %d %d %d %d %s %s', n, waitUntil, wttl, wremember and 1 or 0, chans, chan))
+          chans = chans .. ' ' .. chan
+          rewrite = true
         end
+      end
+      if rewrite then
+        redis.call('HSET', M, '#' .. id, string.format('W %d %d %d %d %s', n, waitUntil, wttl, wremember and 1 or 0, chans))
       end
       local answer = waiting_(id, waitUntil)
       -- Another caller's ask joins the claim in line: it must not take the claim out (its cancel).
       if mode == 'f' then answer[4] = 1 end
       return answer
     end
-    if mode == 'b' or mode == 'B' then return {'g', cap - used} end
+    if mode == 'b' or mode == 'B' or mode == 'e' then return {'g', cap - used} end
     if n > cap then
       return fail('invalid', string.format('a claim takes 1 to %d units (its capacity), not %d', cap, n))
     end
