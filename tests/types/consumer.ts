@@ -1,7 +1,7 @@
 // A strict TypeScript user of the published types, compiled with skipLibCheck off by
 // tests/js/run.sh against the installed package: every public entry's declarations must
 // compile on their own (no stripped internal type left dangling) and say what the API does.
-import { openStore, connect, memoryStorage, InvalidError, InUseError, HoldfastError, type ClaimResult, type Lease, type PoolInfo, type Store } from 'holdfast'
+import { openStore, connect, memoryStorage, InvalidError, InUseError, HoldfastError, Lease, type ClaimResult, type PoolInfo, type Store } from 'holdfast'
 import * as slim from 'holdfast/slim'
 import { openRedisStore } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
@@ -46,4 +46,10 @@ export async function useRedis(redis: unknown): Promise<number> {
   const got: ClaimResult = await seats.claim(1, { id: 'order-1', wait: '1s', ttl: '10m' })
   const pools: PoolInfo[] = (await store.inspect()).filter((e): e is PoolInfo => e.kind === 'pool')
   return got.remaining + pools.length + (await seats.remaining())
+}
+
+/** Leases come from holds only: the published types offer no constructor. */
+export function noHandMadeLeases(): void {
+  // @ts-expect-error: Lease's constructor is protected
+  void new Lease()
 }

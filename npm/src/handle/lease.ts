@@ -92,14 +92,17 @@ export class Lease {
    */
   declare _line: Line<unknown> | undefined
 
-  /** @internal */
-  constructor(owner: LeaseOwner, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, req: number) {
-    this._owner = owner
-    this.kind = handle.kind
-    this.name = handle.name
-    this.key = key
-    this.fence = fence
-    this._req = req
+  /** Leases are granted by holds (`hold`, `tryHold`, `acquire`), never made by hand. */
+  protected constructor()
+  /** @internal The store's, through `GrantedLease` (the published types keep only the overload above). */
+  protected constructor(owner: LeaseOwner, handle: LeaseHandle, key: string, fence: number, req: number)
+  protected constructor(owner?: LeaseOwner, handle?: LeaseHandle, key?: string, fence?: number, req?: number) {
+    this._owner = owner!
+    this.kind = handle!.kind
+    this.name = handle!.name
+    this.key = key!
+    this.fence = fence!
+    this._req = req!
     this._state = HOLDING
     this._reason = undefined
     this._controller = undefined
@@ -218,10 +221,22 @@ function watch(lease: Lease, signal: AbortSignal): void {
   }
 }
 
+/** @internal What a lease names of the lock or semaphore it is of. */
+export interface LeaseHandle {
+  readonly kind: 'lock' | 'semaphore'
+  readonly name: string
+}
+
+/**
+ * @internal Makes a lease: `Lease` itself, typed with the constructor its published type hides (no user
+ * makes one). The same function at run time, so a grant costs no call more.
+ */
+export const GrantedLease = Lease as unknown as new (owner: LeaseOwner, handle: LeaseHandle, key: string, fence: number, req: number) => Lease
+
 // A lease's shape, kept (util/shapes.ts): granted by the store itself (a negative request id, a double
 // fence and grant time), inside a hold, with a line. Moved along where a client's leases end (remote/
 // client.ts `#forget`), whose fields take values of other kinds (a deadline).
-const shaped = new Lease({ _release() {}, _now: () => 0, _overdue() {} }, { kind: 'lock', name: '' }, '', 0.5, -1)
+const shaped = new GrantedLease({ _release() {}, _now: () => 0, _overdue() {} }, { kind: 'lock', name: '' }, '', 0.5, -1)
 shaped._since = 0.5
 shaped._enter({} as Resource, shaped)
 export const followLeaseShape = keepShapes([shaped], lease => {

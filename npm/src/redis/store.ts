@@ -33,7 +33,7 @@
 import { CancelledError, ClosedError, InUseError, InvalidError, type LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
 import { toMs } from '../util/duration.js'
-import { Lease, type LeaseOwner } from '../handle/lease.js'
+import { GrantedLease, type Lease, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
 import { clearTimer, isClock, setTimer, systemClock, type Clock } from '../util/clock.js'
 import { randomId } from '../util/random.js'
@@ -604,7 +604,7 @@ export class RedisStore implements LeaseOwner {
     if (p.beatTimer !== undefined) clearTimer(this.#clock, p.beatTimer)
     if (p.giveUpTimer !== undefined) clearTimer(this.#clock, p.giveUpTimer)
     p.beatTimer = p.giveUpTimer = undefined
-    const lease = new Lease(this, { kind: p.handle.kind, name: p.handle.name }, p.key, fence, p.local)
+    const lease = new GrantedLease(this, { kind: p.handle.kind, name: p.handle.name }, p.key, fence, p.local)
     p.lease = lease
     this.#byLocal.set(p.local, p)
     // One renewal loop for every lease held from afar (remote/renewal.ts): renewed every ttl/3, lost at its

@@ -64,7 +64,7 @@ import {
 import { hexOfWords, idWords } from '../util/hex.js'
 import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, placed, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
-import { Lease, followLeaseShape, type LeaseOwner } from '../handle/lease.js'
+import { GrantedLease, type Lease, followLeaseShape, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
 import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
 import { settledWithin, systemClock, type Clock } from '../util/clock.js'
@@ -734,7 +734,7 @@ export class RemoteStore implements LeaseOwner {
       p.l1 = l1
       p.l2 = l2
       p.l3 = l3
-      const lease = (p.lease = new Lease(this, p.handle, p.key, fence, p.local))
+      const lease = (p.lease = new GrantedLease(this, p.handle, p.key, fence, p.local))
       this.#byLease = undefined
       // The first deadline counts from the grant's arrival, when that is within half the margin of
       // when its hold was sent (the margin covers it); else from the send. Most leases are let go

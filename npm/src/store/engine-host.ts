@@ -30,7 +30,7 @@
 import { type Core, checkTtl, checkMaxHold, checkName } from '../../wasm/holdfast_wasm.js'
 import { RemoteRequest } from '../remote/request.js'
 import { CancelledError, ClosedError, InUseError, InvalidError, LimitError, LostError, StorageError, fromEngine } from '../errors.js'
-import { Lease, type LeaseOwner } from '../handle/lease.js'
+import { GrantedLease, Lease, type LeaseOwner } from '../handle/lease.js'
 import type { Lock } from '../handle/lock.js'
 import type { ContextStorage } from '../handle/context.js'
 import type { Kind, KeyInfo } from '../types.js'
@@ -252,7 +252,7 @@ export class EngineHost implements LeaseOwner {
     const keyId = buf[KEY]!
     const lost = events > 0 ? this.answer(events, now) : undefined
     if (keyId !== known) this.newKey(resource, key, keyId)
-    const lease = new Lease(this, handle, key, fence, req)
+    const lease = new GrantedLease(this, handle, key, fence, req)
     this.reqs[req >>> 0] = lease
     if (handle._maxHold > 0) this.schedule((lease._deadline = now + handle._maxHold))
     if (events > 0) this.settle(lost)
@@ -582,7 +582,7 @@ export class EngineHost implements LeaseOwner {
           // The common event, answered here; every other in `#event` (kept apart so that this loop
           // stays small: V8 and JSC tier a function up after a number of runs scaled by its size).
           const handle = record.handle
-          const lease = new Lease(this, handle, record.key, buf[at + 2]!, id)
+          const lease = new GrantedLease(this, handle, record.key, buf[at + 2]!, id)
           this.reqs[id >>> 0] = lease
           record.unlisten()
           if (handle._maxHold > 0) this.schedule((lease._deadline = (now < 0 ? (now = this.clock.now()) : now) + handle._maxHold))

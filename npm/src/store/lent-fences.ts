@@ -36,7 +36,7 @@
  */
 
 import { CancelledError } from '../errors.js'
-import { Lease, type LeaseOwner } from '../handle/lease.js'
+import { GrantedLease, type Lease, type LeaseOwner } from '../handle/lease.js'
 import type { Lock } from '../handle/lock.js'
 import { Line } from '../util/line.js'
 import { FENCE_END, FENCE_NEXT } from './abi.js'
@@ -78,7 +78,7 @@ export class LentFences implements SelfGrants, LeaseOwner {
   grant(handle: Lock, resource: Resource, key: string): Lease | undefined {
     const fence = this.#fence()
     if (fence < 0) return undefined
-    const lease = new Lease(this, handle, key, fence, SELF_GRANTED - (resource.id >>> 0))
+    const lease = new GrantedLease(this, handle, key, fence, SELF_GRANTED - (resource.id >>> 0))
     lease._since = this.#host.turnStamp()
     resource.keys.set(key, lease)
     return lease
@@ -183,7 +183,7 @@ export class LentFences implements SelfGrants, LeaseOwner {
     }
     const waiter = line.shift() as Waiter
     lease._line = undefined
-    const next = new Lease(this, waiter.handle, lease.key, fence, lease._req)
+    const next = new GrantedLease(this, waiter.handle, lease.key, fence, lease._req)
     next._since = host.turnStamp()
     if (line.size !== 0) next._line = line
     resource.keys.set(lease.key, next)
