@@ -7,8 +7,9 @@ root=$(cd "$here/.." && pwd)
 cd "$root"
 cargo build -p holdfast-wasm --target wasm32-unknown-unknown --release --quiet
 rm -rf "$here/wasm" "$here/dist"
+# cargo writes where CARGO_TARGET_DIR says when it is set (a clone sharing a machine keeps its own).
 wasm-bindgen --target web --remove-name-section --out-dir "$here/wasm" \
-  target/wasm32-unknown-unknown/release/holdfast_wasm.wasm
+  "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/holdfast_wasm.wasm"
 # Deno reads no package file without --allow-read: its entry takes the bytes from this module.
 node -e '
   const fs = require("fs");
