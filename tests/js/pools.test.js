@@ -362,6 +362,43 @@ test('POOL-02: a release is answered once storage kept it; close waits for the p
   await again.close()
 })
 
+test('POOL-02: a claim the close answers ClosedError took nothing: its units come back, in storage too (close waits for the write that says so)', async () => {
+  const slow = slowStorage()
+  const store = await openStore({ storage: slow.storage, clock: manualClock() })
+  const seats = store.pool('seats', { capacity: 10 })
+  const kept = seats.claim(1, { id: 'kept' })
+  await settle()
+  slow.land()
+  assert.equal((await kept).claimed, true)
+  const inFlight = seats.claim(4)
+  await settle()
+  assert.equal(slow.pending, 1, "the claim of 4's write is under way")
+  const next = seats.claim(5, { id: 'order-2' })
+  await settle()
+  const closing = store.close()
+  await assert.rejects(inFlight, ClosedError)
+  await assert.rejects(next, ClosedError)
+  // The write under way lands, the claim of 4 in it; the undo of both claims follows it.
+  slow.land()
+  await settle()
+  assert.equal(await isSettled(closing), false, 'close waits for the last write')
+  assert.equal(slow.pending, 1)
+  while (slow.pending > 0) {
+    slow.land()
+    await settle()
+  }
+  await closing
+  const again = await openStore({ storage: keptStorage(new Map(slow.values)).storage, clock: manualClock() })
+  const seats2 = again.pool('seats', { capacity: 10 })
+  // Before the fix: 0 (the 4 and the 5 stayed taken, two claims nobody held), and order-2 asked
+  // again answered the first outcome of a claim its caller was told failed.
+  assert.equal(await seats2.remaining(), 9, 'only the claim answered holds units')
+  assert.equal(again.inspect().find(e => e.kind === 'pool').claims, 1)
+  const asked = await seats2.claim(5, { id: 'order-2' })
+  assert.equal(asked.remaining, 4, 'order-2 is a new claim: nobody was told the first took anything')
+  await again.close()
+})
+
 test('#16: no value the pools write is larger than 60 KiB (Deno KV keeps 64 KiB a value, a Durable Object 128 KiB): a large snapshot goes in chunks, and reads back', async () => {
   const kept = keptStorage()
   const storage = {

@@ -621,6 +621,59 @@ fn pool_04_a_claim_cancelled_before_its_write_is_answered_is_undone() {
 }
 
 #[test]
+fn pool_02_a_claim_ended_by_the_close_before_its_write_was_answered_keeps_no_units() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 10).unwrap();
+    writing(claim(&mut e, p, 1, "kept", 0));
+    flush(&mut e, &mut disk, 0);
+    // `a`'s write is under way at the close (it will land); `b`'s claim waits for the next write.
+    let a = writing(claim(&mut e, p, 4, "a", 1));
+    let w = e.poll_pool_write().unwrap();
+    let b = writing(claim(&mut e, p, 5, "b", 1));
+    assert_eq!(e.pool_remaining(p, 1).unwrap(), 0);
+    e.close();
+    e.check();
+    assert_eq!(
+        events(&mut e),
+        vec![Event::PoolEnded { req: a }, Event::PoolEnded { req: b }]
+    );
+    assert_eq!(
+        e.footprint().claims,
+        1,
+        "only `kept` is kept: a and b took nothing"
+    );
+    // The host waits for the write under way (it landed, with `a` in it), then makes the last one.
+    disk.extend(w.sets);
+    e.pool_written(w.seq, 2);
+    assert_eq!(events(&mut e), vec![], "nobody is answered twice");
+    let last = e
+        .poll_pool_write()
+        .expect("the undos are written after the close");
+    disk.extend(last.sets);
+    e.pool_written(last.seq, 2);
+    e.check();
+    let mut back = reopen(&disk, 0, 0);
+    let q = back.find_pool("seats").unwrap();
+    assert_eq!(
+        back.pool_remaining(q, 0).unwrap(),
+        9,
+        "read back, only `kept` holds units (before the fix 0: the 4 of `a` and 5 of `b` stayed taken)"
+    );
+    assert!(matches!(
+        claim(&mut back, q, 4, "a", 0),
+        Claim::Writing { .. }
+    ));
+    assert!(
+        matches!(
+            claim(&mut back, q, 1, "kept", 0),
+            Claim::Known { open: true, .. }
+        ),
+        "an answered claim stays"
+    );
+}
+
+#[test]
 fn a_ttl_claim_comes_back_unless_confirmed_and_a_confirm_is_answered_once_written() {
     let mut e = opened();
     let mut disk = Disk::new();

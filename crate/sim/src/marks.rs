@@ -104,9 +104,11 @@ pub enum Mark {
     PoolSnapshotInChunks,
     /// The process died after some of a snapshot's chunks were set, before its head.
     PoolCrashMidChunks,
+    /// The store closed while a claim that took its units waited for its write: it was undone.
+    PoolCloseUndidClaim,
 }
 
-pub const MARKS: [Mark; 46] = [
+pub const MARKS: [Mark; 47] = [
     Mark::GrantRacedCancel,
     Mark::WriteFailedWhileWaitersQueue,
     Mark::SemaphoreHeadWaits,
@@ -153,6 +155,7 @@ pub const MARKS: [Mark; 46] = [
     Mark::PoolTombstoneForgotten,
     Mark::PoolSnapshotInChunks,
     Mark::PoolCrashMidChunks,
+    Mark::PoolCloseUndidClaim,
 ];
 
 impl Mark {
@@ -204,6 +207,7 @@ impl Mark {
             Mark::PoolTombstoneForgotten => "pool: an id forgotten after 24 hours",
             Mark::PoolSnapshotInChunks => "pool: a snapshot written in chunks",
             Mark::PoolCrashMidChunks => "pool: a crash between a snapshot's chunks",
+            Mark::PoolCloseUndidClaim => "pool: the close undid a claim being written",
         }
     }
 

@@ -6,10 +6,11 @@
  * One call (`core.claim`) answers at once (refused, or the first outcome of its id), or names a pool
  * request that an event answers later: `CLAIMED` once storage kept it (no claim is answered before the
  * write that keeps it is acknowledged: POOL-02), `NOT_CLAIMED` when its wait ran out, `POOL_FAILED`
- * when the write failed, `POOL_ENDED` when the store closed. The engine's writes are grouped here in
- * TypeScript (one under way, taken a microtask after the turn's calls: writes.ts), poked after every
- * call (`#after`); their outcome goes back to the engine, and the host's drain hands the pool events
- * it answers here (`event`).
+ * when the write failed, `POOL_ENDED` when the store closed (a claim that took its units and was not
+ * yet answered is undone by the engine then: it took nothing, and the store's last write says so). The
+ * engine's writes are grouped here in TypeScript (one under way, taken a microtask after the turn's
+ * calls: writes.ts), poked after every call (`#after`); their outcome goes back to the engine, and the
+ * host's drain hands the pool events it answers here (`event`).
  *
  * # Invariants
  * - Every pool request the engine named is in `#records` until one event (or a cancel) answers it;

@@ -717,7 +717,8 @@ export class EngineHost implements LeaseOwner {
       return false
     }
     this.drain(n, this.clock.now())
-    // What the pools changed before the close is still written.
+    // What the pools changed before the close is still written, and so are the undos of the claims
+    // the close ended while their writes were under way (they took nothing: engine pool/write.rs).
     this.#pools.poke()
     return true
   }

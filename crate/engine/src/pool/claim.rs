@@ -223,6 +223,17 @@ impl Pools {
         Some((p, id))
     }
 
+    /// Undoes the claim that request `req` took and that its caller will not be told of as taken (a
+    /// cancel, the close): as if it never was, its units back and its id not remembered (asked
+    /// again, it is a new claim), in storage too: an undo follows its claim record, which may be in
+    /// the write under way. Answers its pool (the caller pumps it, if its line still runs).
+    pub(super) fn withdraw(&mut self, claim: Id, req: Id) -> Option<usize> {
+        let (p, id) = self.undo(claim, req)?;
+        let pool = self.pools[p].name.clone();
+        self.log(Record::Undo { pool, id });
+        Some(p)
+    }
+
     /// Forgets a claim record (its live timer, if any, already forgotten by the caller).
     pub(super) fn drop_claim(&mut self, cid: Id) {
         let c = self.claims.remove(cid).expect("a kept claim");
@@ -336,11 +347,7 @@ impl Pools {
             }
             Some(&PoolReq::Claiming { claim, .. }) => {
                 self.reqs.remove(req);
-                // Never answered, it is undone as if it never was: its units come back and its id
-                // is not remembered (asked again, it is a new claim), in storage too.
-                if let Some((p, id)) = self.undo(claim, req) {
-                    let pool = self.pools[p].name.clone();
-                    self.log(Record::Undo { pool, id });
+                if let Some(p) = self.withdraw(claim, req) {
                     self.pump(p, now);
                 }
                 crate::Cancelled::Released

@@ -32,6 +32,11 @@
 //!   units as soon as they are there, and nobody behind it goes first, even one that would fit. A
 //!   waiting claim leaves the line when its wait runs out ([`crate::Event::NotClaimed`]), when the host
 //!   cancels it, when a resize makes it larger than the pool, or when the store closes.
+//! - **Only a claim answered as taken holds units**: one answered anything else (refused, its wait
+//!   run out, cancelled, its write failed, the store closed) took nothing: in memory at once, and in
+//!   storage once the next write lands (an undo after its claim's record, or, after a failed write,
+//!   a snapshot). A claim that took its units and whose write is not yet answered when the host
+//!   cancels it or the store closes is undone ([`Pools::cancel`], [`Pools::close`]).
 //! - Deadlines (waits, ttls, tombstones) are acted on first by every call that takes `now`, as the
 //!   engine's are (calling rule 1), at their instant.
 //!

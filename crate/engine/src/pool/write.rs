@@ -15,6 +15,7 @@ use super::log::{
 use super::{ClaimRec, Inflight, PoolReq, PoolWrite, Pools, TOMBSTONE_MS};
 use crate::error::Error;
 use crate::event::{Event, Failure};
+use crate::slab::Id;
 use crate::timers::{Due, Entry};
 
 /// Past this many changes more than twice the claims kept, the next write is a snapshot (it is
@@ -282,9 +283,25 @@ impl Pools {
         Ok(())
     }
 
-    /// The store closes: every pool request ends ([`Event::PoolEnded`], in id order). Claims stay as
+    /// The store closes: every pool request ends ([`Event::PoolEnded`], in id order). A claim still
+    /// being written took its units but nobody was told so, and its caller is now answered `closed`:
+    /// it is undone as a cancel undoes it (its units come back, its id is not kept), and the undo is
+    /// logged, so that storage agrees once the host's last write lands — the write under way may
+    /// carry the claim itself, and the undo follows it. Else the units of a claim answered `closed`
+    /// stayed taken in memory and, read back, in storage: capacity nobody held. Open claims stay as
     /// they are, and what changed is still written (the host takes one last write).
     pub fn close(&mut self, events: &mut VecDeque<Event>) {
+        let claiming: Vec<(Id, Id)> = self
+            .reqs
+            .iter()
+            .filter_map(|(req, r)| match r {
+                PoolReq::Claiming { claim, .. } => Some((req, *claim)),
+                _ => None,
+            })
+            .collect();
+        for (req, claim) in claiming {
+            self.withdraw(claim, req);
+        }
         for (req, _) in self.reqs.iter() {
             events.push_back(Event::PoolEnded { req });
         }

@@ -74,7 +74,7 @@ use holdfast_engine::{Engine, Event, Failure, Id, Kind, PoolId, ResourceId};
 
 use crate::gen::View;
 use crate::marks::{Mark, Marks};
-use crate::model::Model;
+use crate::model::{MReq, Model};
 use crate::op::Op;
 use crate::storage::{PoolDisk, Storage};
 use crate::swarm::{Mix, BURST_NAME};
@@ -417,16 +417,23 @@ impl Driver {
                     }
                     h.after_call(engine, "write after close")?;
                 }
-                // And for the pools' last write.
-                if let Some(seq) = h.pool_disk.settle(if landed {
+                // And for the pools' writes: the one under way, then, once it landed, the last
+                // one the close left wanted (as the host makes it: `npm/src/pool/writes.ts`), which
+                // carries the undo of every claim the close ended after the claim itself.
+                let outcome = if landed {
                     crate::op::Outcome::FailLanded
                 } else {
                     crate::op::Outcome::FailLost
-                }) {
+                };
+                while let Some(seq) = h.pool_disk.settle(outcome) {
                     let now = h.now;
                     engine.pool_written(seq, now);
                     h.model().pool_written(now);
                     h.after_call(engine, "pools' write after close")?;
+                    if !landed {
+                        break;
+                    }
+                    h.take_pool_write(engine)?;
                 }
                 h.storage.die(landed);
                 h.stats.restarts += 1;
@@ -625,6 +632,13 @@ impl Host {
         let m = self.model.as_ref().unwrap();
         if m.busy_keys().filter(|(_, _, k)| m.active(k) > 0).count() >= 3 {
             self.marks.hit(Mark::CloseWithWaitersOnManyKeys);
+        }
+        if m.pools
+            .reqs
+            .values()
+            .any(|r| matches!(r, MReq::Claiming { .. }))
+        {
+            self.marks.hit(Mark::PoolCloseUndidClaim);
         }
         engine.close();
         self.model().close();

@@ -24,7 +24,9 @@
 //! - Deadlines, instant by instant: at one instant the waits that ran out leave (in id order), the
 //!   ttls give their units back, each pool's line takes what fits (in pool order), and tombstones are
 //!   forgotten.
-//! - `close` ends every pool request (`PoolEnded`, in id order); what changed is still written.
+//! - `close` ends every pool request (`PoolEnded`, in id order); a claim that took its units and was
+//!   not yet answered is undone as a cancel undoes it (its caller is told `closed`: it holds
+//!   nothing); what changed is still written.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -495,14 +497,7 @@ impl PoolModel {
             }
             Some(MReq::Claiming { pool, id, .. }) => {
                 self.reqs.remove(&req);
-                // Never answered: undone as if it never was (no tombstone), in storage too.
-                let claims = &mut self.pools[pool].claims;
-                if let Some(i) = claims
-                    .iter()
-                    .position(|c| c.id == id && c.writing == Some(req))
-                {
-                    claims.remove(i);
-                    self.dirty = true;
+                if self.withdraw(pool, &id, req) {
                     self.pump(pool, now);
                 }
                 Cancelled::Released
@@ -512,6 +507,21 @@ impl PoolModel {
                 Cancelled::Left
             }
         }
+    }
+
+    /// A claim request `req` took, whose caller is never told it took anything (a cancel, the
+    /// close): undone as if it never was (no tombstone), in storage too. Answers whether it was there.
+    fn withdraw(&mut self, pool: usize, id: &str, req: Id) -> bool {
+        let claims = &mut self.pools[pool].claims;
+        let Some(i) = claims
+            .iter()
+            .position(|c| c.id == id && c.writing == Some(req))
+        else {
+            return false;
+        };
+        claims.remove(i);
+        self.dirty = true;
+        true
     }
 
     /// The head of pool `p`'s line takes its units while they are there.
@@ -685,8 +695,19 @@ impl PoolModel {
         undone
     }
 
-    /// The store closes: every pool request ends, in id order.
+    /// The store closes: every pool request ends, in id order; a claim not yet answered is undone.
     pub fn close(&mut self, events: &mut Vec<Event>) {
+        let claiming: Vec<(Id, usize, String)> = self
+            .reqs
+            .iter()
+            .filter_map(|(&req, r)| match r {
+                MReq::Claiming { pool, id, .. } => Some((req, *pool, id.clone())),
+                _ => None,
+            })
+            .collect();
+        for (req, pool, id) in claiming {
+            self.withdraw(pool, &id, req);
+        }
         for &req in self.reqs.keys() {
             events.push(Event::PoolEnded { req });
         }
