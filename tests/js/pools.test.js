@@ -27,7 +27,10 @@ function keptStorage(values = new Map()) {
   }
 }
 
-/** A storage whose writes wait until the test lets them land (`land()`) or fail (`fail(error)`). */
+/**
+ * A storage whose writes wait until the test lets them land (`land()`) or fail (`fail(error)`; with
+ * `{ landed: true }`, after its value reached the storage, as a write that timed out may).
+ */
 function slowStorage() {
   const values = new Map()
   const waiting = []
@@ -50,11 +53,45 @@ function slowStorage() {
       values.set(w.key, w.value)
       w.resolve()
     },
-    fail(error) {
-      waiting.shift().reject(error)
+    fail(error, { landed = false } = {}) {
+      const w = waiting.shift()
+      if (landed) values.set(w.key, w.value)
+      w.reject(error)
     },
   }
 }
+
+/**
+ * A store on a `slowStorage` and a manual clock, and its pool `seats` of `capacity` units, whose first
+ * write (the pool) landed: no write is pending.
+ */
+async function slowSeats(capacity) {
+  const slow = slowStorage()
+  const store = await openStore({ storage: slow.storage, clock: manualClock() })
+  const seats = store.pool('seats', { capacity })
+  await settle()
+  await landAll(slow)
+  return { slow, store, seats }
+}
+
+/** A claim of `seats` whose write (its only one pending) the test lets land: its answer. */
+async function landedClaim(slow, seats, n, options) {
+  const claim = seats.claim(n, options)
+  await settle()
+  slow.land()
+  return claim
+}
+
+/** Lets every write land, those each landing leads to included (a store closing). */
+async function landAll(slow) {
+  while (slow.pending > 0) {
+    slow.land()
+    await settle()
+  }
+}
+
+/** A new process on what `slow` holds (its own storage, a copy). */
+const readBack = slow => openStore({ storage: keptStorage(new Map(slow.values)).storage, clock: manualClock() })
 
 const poolKeys = sets => sets.filter(key => key.startsWith('holdfast.pools')).length
 
@@ -334,22 +371,14 @@ test('#14 (storage in TypeScript): a ttl run out by the store\'s timer writes at
 })
 
 test('POOL-02: a release is answered once storage kept it; close waits for the pools’ last write, which keeps a release not yet answered', async () => {
-  const slow = slowStorage()
-  const store = await openStore({ storage: slow.storage, clock: manualClock() })
-  const seats = store.pool('seats', { capacity: 3 })
-  const claim = seats.claim(3)
-  await settle()
-  slow.land()
-  const { claim: held } = await claim
+  const { slow, store, seats } = await slowSeats(3)
+  const { claim: held } = await landedClaim(slow, seats, 3)
   const releasing = held.release()
   await settle()
   assert.equal(await isSettled(releasing), false, 'not answered before its write')
   slow.land()
   assert.equal(await releasing, true)
-  const again3 = seats.claim(3)
-  await settle()
-  slow.land()
-  const unanswered = (await again3).claim.release()
+  const unanswered = (await landedClaim(slow, seats, 3)).claim.release()
   await settle()
   const closing = store.close()
   // The release's write is under way: closing ends its request (it may or may not have happened).
@@ -357,19 +386,14 @@ test('POOL-02: a release is answered once storage kept it; close waits for the p
   assert.equal(await isSettled(closing), false, 'close waits for the write of the release')
   slow.land()
   await closing
-  const again = await openStore({ storage: keptStorage(new Map(slow.values)).storage, clock: manualClock() })
+  const again = await readBack(slow)
   assert.equal(await again.pool('seats', { capacity: 3 }).remaining(), 3)
   await again.close()
 })
 
 test('POOL-02: a claim the close answers ClosedError took nothing: its units come back, in storage too (close waits for the write that says so)', async () => {
-  const slow = slowStorage()
-  const store = await openStore({ storage: slow.storage, clock: manualClock() })
-  const seats = store.pool('seats', { capacity: 10 })
-  const kept = seats.claim(1, { id: 'kept' })
-  await settle()
-  slow.land()
-  assert.equal((await kept).claimed, true)
+  const { slow, store, seats } = await slowSeats(10)
+  assert.equal((await landedClaim(slow, seats, 1, { id: 'kept' })).claimed, true)
   const inFlight = seats.claim(4)
   await settle()
   assert.equal(slow.pending, 1, "the claim of 4's write is under way")
@@ -383,12 +407,9 @@ test('POOL-02: a claim the close answers ClosedError took nothing: its units com
   await settle()
   assert.equal(await isSettled(closing), false, 'close waits for the last write')
   assert.equal(slow.pending, 1)
-  while (slow.pending > 0) {
-    slow.land()
-    await settle()
-  }
+  await landAll(slow)
   await closing
-  const again = await openStore({ storage: keptStorage(new Map(slow.values)).storage, clock: manualClock() })
+  const again = await readBack(slow)
   const seats2 = again.pool('seats', { capacity: 10 })
   // Before the fix: 0 (the 4 and the 5 stayed taken, two claims nobody held), and order-2 asked
   // again answered the first outcome of a claim its caller was told failed.
@@ -397,6 +418,38 @@ test('POOL-02: a claim the close answers ClosedError took nothing: its units com
   const asked = await seats2.claim(5, { id: 'order-2' })
   assert.equal(asked.remaining, 4, 'order-2 is a new claim: nobody was told the first took anything')
   await again.close()
+})
+
+test('POOL-02: when the write under way at the close fails (after landing, the claim in it), close makes one more write, which undoes it; one failing then is not tried again', async () => {
+  const { slow, store, seats } = await slowSeats(10)
+  await landedClaim(slow, seats, 1)
+  const inFlight = seats.claim(4)
+  await settle()
+  const closing = store.close()
+  await assert.rejects(inFlight, ClosedError)
+  slow.fail(new Error('timed out'), { landed: true })
+  await settle()
+  // Before the fix no write followed: read back, the claim of 4 held its units (remaining 5).
+  assert.equal(slow.pending, 1, 'one more write, at once')
+  assert.equal(await isSettled(closing), false, 'close waits for it')
+  await landAll(slow)
+  await closing
+  const again = await readBack(slow)
+  assert.equal(await again.pool('seats', { capacity: 10 }).remaining(), 9)
+  await again.close()
+
+  // A storage still failing: the write that follows fails too, and close resolves without another.
+  const { slow: down, store: store2, seats: seats2 } = await slowSeats(10)
+  const claim = seats2.claim(4)
+  await settle()
+  const closing2 = store2.close()
+  await assert.rejects(claim, ClosedError)
+  down.fail(new Error('down'))
+  await settle()
+  assert.equal(down.pending, 1)
+  down.fail(new Error('down'))
+  await closing2
+  assert.equal(down.pending, 0)
 })
 
 test('#16: no value the pools write is larger than 60 KiB (Deno KV keeps 64 KiB a value, a Durable Object 128 KiB): a large snapshot goes in chunks, and reads back', async () => {

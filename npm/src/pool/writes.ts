@@ -25,8 +25,11 @@
  *   keep failing, and back to none after one succeeds. Without it a storage that always fails (a full
  *   disk, a refused value) would be written to again at once, forever: a loop of microtasks when it
  *   fails synchronously or from a resolved promise, which starves every timer of the process. Changes
- *   made during the wait go in that next write. Once the store closes (`landed()`), a pending retry
- *   is made at once, and a write that fails then is not retried: close never waits on a broken storage.
+ *   made during the wait go in that next write. Once the store closes (`landed()`), the write that
+ *   follows a failed one is made at once (a pending retry, or the next after a write under way at the
+ *   close fails: it carries the undos of the claims the close ended), and a write taken during the
+ *   close that fails is not followed by another: close waits on a broken storage for one write at most
+ *   beyond the one under way.
  *
  * Who pokes: the pool calls (room.ts), and the host after its timer, its fence writes and its close.
  * A hold that acts on a pool's deadline (a ttl running out, a waiting claim then taking its units)
@@ -100,8 +103,10 @@ export class PoolWrites {
   /** The timer of the write that follows a failed one, and the wait it had (see # Invariants). */
   #retryTimer: unknown = undefined
   #retryWait = 0
-  /** The store is closing: a write that fails now is not retried. */
+  /** The store is closing (`landed()` was called). */
   #closing = false
+  /** A write was taken since the store began closing: if it fails, none follows it. */
+  #closeWrite = false
 
   constructor(host: PoolWritesHost, storage: Storage) {
     this.#host = host
@@ -161,6 +166,7 @@ export class PoolWrites {
       return
     }
     if (write === undefined) return this.#wakeLanded()
+    if (this.#closing) this.#closeWrite = true
     this.#inFlight = true
     void this.#set(write).then(ok => this.#settled(write, ok))
   }
@@ -188,7 +194,13 @@ export class PoolWrites {
     }
     this.#host.drain(n, now)
     if (!ok) {
-      if (this.#closing) return this.#wakeLanded()
+      if (this.#closing) {
+        // Taken before the close, it may have landed with a claim the close then undid and answered
+        // ClosedError: the next write (a snapshot, the undo in it) is made at once, or storage could
+        // keep units nobody holds. Taken during the close, it is the last try.
+        if (!this.#closeWrite) this.poke()
+        return this.#wakeLanded()
+      }
       this.#retryWait = Math.min(this.#retryWait === 0 ? FIRST_RETRY : this.#retryWait * 2, LAST_RETRY)
       this.#retryTimer = this.#host.clock.setTimeout(() => {
         this.#retryTimer = undefined
