@@ -8,7 +8,8 @@
 #   RUNTIMES="node20 node24 bun"   which runtimes (Node 24 and Bun from tests/runtimes, if installed)
 #
 # Needs the wasm32-unknown-unknown target and the wasm-bindgen CLI at crate/wasm's pin (tests/setup.sh
-# installs both). Builds into a temporary directory; changes nothing in the tree but target/.
+# installs both). Builds into a temporary directory; changes nothing in the tree but target/
+# (or CARGO_TARGET_DIR).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -17,6 +18,8 @@ first=${SIM_FIRST:-0}
 len=${SIM_LEN:-10000}
 runtimes=${RUNTIMES:-"node20 node24 bun"}
 bin="$root/tests/runtimes/node_modules/.bin"
+# Where cargo writes (CARGO_TARGET_DIR, when set: a clone sharing the machine keeps its own).
+target=${CARGO_TARGET_DIR:-$root/target}
 work=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-sim.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -29,7 +32,7 @@ fi
 
 echo "== native trace hashes: $seeds seeds from $first, $len operations each"
 cargo build -p holdfast-sim --release --quiet --bin holdfast-sim
-"$root/target/release/holdfast-sim" hashes "$first" "$seeds" "$len" > "$work/native.txt"
+"$target/release/holdfast-sim" hashes "$first" "$seeds" "$len" > "$work/native.txt"
 if grep -q ' fail' "$work/native.txt"; then
   grep ' fail' "$work/native.txt" >&2
   exit 1
@@ -37,7 +40,7 @@ fi
 
 echo "== the same seeds in wasm32"
 cargo build -p holdfast-sim --lib --release --quiet --target wasm32-unknown-unknown
-wasm-bindgen --target nodejs --out-dir "$work/wasm" target/wasm32-unknown-unknown/release/holdfast_sim.wasm
+wasm-bindgen --target nodejs --out-dir "$work/wasm" "$target/wasm32-unknown-unknown/release/holdfast_sim.wasm"
 
 status=0
 for rt in $runtimes; do
