@@ -4,6 +4,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { pathToFileURL } from 'node:url'
+import { until } from './until.mjs'
 
 const { createTestHarness } = await import(process.env.WRANGLER_MODULE ? pathToFileURL(process.env.WRANGLER_MODULE).href : 'wrangler')
 
@@ -184,6 +185,39 @@ test('POOL-03 across an object reset: a claim waiting when its pool\'s object re
   const claimed = await waiting
   assert.equal(claimed.claimed, true, JSON.stringify(claimed))
   assert.deepEqual(await pool('pool-reset', 'remaining', { ns: 'counting', capacity: 2 }), { remaining: 1 })
+})
+
+test('LOCK-02: a grant whose kept lease the object\'s storage fails to write is answered StorageError, never granted: the key goes on to the next in line, and after a restart only leases kept hold keys', async () => {
+  // The object granted the lease and answered it before its write settled, and a failed write was
+  // ignored: the caller held a lease a restart forgot, and the next in line waited behind a ghost.
+  const at = { ns: 'counting', name: 'unkept' }
+  const waiting = async n => (await cf('inspect', at)).find(k => k.key === 'k')?.waiting === n
+  const first = await cf('raw-acquire', { ...at, key: 'k', ttlMs: 30_000 })
+  assert.ok(first.ok, JSON.stringify(first))
+  const second = cf('raw-acquire', { ...at, key: 'k', ttlMs: 30_000, waitMs: 5_000 })
+  await until(() => waiting(1), 5_000, 'the second waits')
+  const third = cf('raw-acquire', { ...at, key: 'k', ttlMs: 30_000, waitMs: 5_000 })
+  await until(() => waiting(2), 5_000, 'the third waits behind it')
+  assert.deepEqual(await cf('refuse-writes', { ...at, n: 1 }), { refused: 1 })
+  await cf('raw-release', { ...at, lease: first.ok.lease })
+  const [failed, next] = await Promise.all([second, third])
+  assert.equal(failed.error?.code, 'storage', `the grant whose write failed: ${JSON.stringify(failed)}`)
+  assert.match(failed.error.message, /lock unkept: key "k"/)
+  assert.match(failed.error.message, /refused by the test/, 'the storage\'s own error, named')
+  assert.ok(next.ok?.fence > first.ok.fence, `the next in line moved up at once: ${JSON.stringify(next)}`)
+  const [view] = await cf('inspect', at)
+  assert.deepEqual([view.holders.length, view.waiting], [1, 0], JSON.stringify(view))
+  // Through workerStore: hold rejects StorageError, and fn never runs.
+  assert.equal((await cf('refuse-writes', { ...at, n: 1 })).refused, 1)
+  const held = await cf('hold', { ...at, key: 'other' })
+  assert.equal(held.error?.name, 'StorageError', JSON.stringify(held))
+  assert.deepEqual((await cf('inspect', at)).map(k => k.key), ['k'], 'the key whose write failed is not held')
+  // After a restart, the lease whose write landed holds its key, and renews.
+  await restart('CountingHoldfast', at.name)
+  assert.deepEqual(await cf('raw-try', { ...at, key: 'k' }), { ok: null }, 'the kept lease still holds its key')
+  assert.equal((await cf('raw-renew', { ...at, lease: next.ok.lease })).ok?.ttl, 30_000)
+  await cf('raw-release', { ...at, lease: next.ok.lease })
+  assert.deepEqual(await cf('inspect', at), [])
 })
 
 test('a lease taken back after a restart still ends at its old deadline, not a ttl after the restart', async () => {

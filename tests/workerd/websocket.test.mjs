@@ -7,8 +7,9 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { pathToFileURL } from 'node:url'
+import { until } from './until.mjs'
 import WebSocket from 'ws'
-import { connect, PermissionError, ClosedError } from 'holdfast'
+import { connect, PermissionError, ClosedError, StorageError } from 'holdfast'
 import { encode, decodeServer, newId } from './frames.js'
 
 const { createTestHarness } = await import(process.env.WRANGLER_MODULE ? pathToFileURL(process.env.WRANGLER_MODULE).href : 'wrangler')
@@ -37,17 +38,6 @@ function clients(t) {
     const client = await connect(`${base}/ws/${name}`, { token: TOKEN, ...options })
     open.push(client)
     return client
-  }
-}
-
-/** Polls `check` until it answers truthy, for at most `ms`; answers its last value. */
-async function until(check, ms, what) {
-  const end = Date.now() + ms
-  for (;;) {
-    const value = await check()
-    if (value) return value
-    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`)
-    await sleep(50)
   }
 }
 
@@ -292,6 +282,32 @@ test('LOCK-05: a client\'s close() (goodbye) releases at once a lease its object
     return r.acquired ? r : null
   }, 5_000, 'the key free at once after the goodbye (its ttl is 30 s)')
   assert.ok(after.value > lease.fence)
+})
+
+test('LOCK-02: a hold over WebSocket whose kept lease the object\'s storage fails to write is answered StorageError, never granted; the next in line is served at once', async t => {
+  // The object sent the grant before the lease's write settled, and ignored its failure: the client
+  // held a lease a restart would forget, and the next in line waited behind it for its ttl.
+  const open = clients(t)
+  const at = 'unkept?ns=counting'
+  const [holder, other] = await Promise.all([open(at), open(at)])
+  const refuse = async () => assert.deepEqual(await (await fetch(`${http}/cf/refuse-writes?ns=counting&name=unkept&n=1`)).json(), { refused: 1 })
+  const waiting = async n => (await holder.inspect()).find(k => k.key === 'k')?.waiting === n
+  const lease = await holder.lock('jobs', { ttl: '1h' }).acquire('k')
+  const waiter = await raw(t, at)
+  const failed = waiter.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 30_000 }))
+  await until(() => waiting(1), 5_000, 'the raw client waits')
+  const next = other.lock('jobs', { ttl: '1h', wait: '30s' }).hold('k', l => l.fence)
+  await until(() => waiting(2), 5_000, 'the next waits behind it')
+  await refuse()
+  await lease.release()
+  const answer = await failed
+  assert.deepEqual([answer.type, answer.code], ['error', 'storage'], JSON.stringify(answer))
+  assert.match(answer.message, /lock jobs: key "k": .*refused by the test/)
+  assert.ok((await next) > lease.fence, 'served at once, not after a ttl of 60 s')
+  // connect()'s hold rejects StorageError, and its fn never runs.
+  await refuse()
+  await assert.rejects(holder.lock('jobs').hold('other', () => assert.fail('fn ran')), e => e instanceof StorageError && e.code === 'storage')
+  assert.deepEqual(await holder.inspect(), [], 'no key held by a lease nobody was told of')
 })
 
 test('LOCK-02/LOCK-05: a lease taken over WebSocket survives object restarts (sockets kept, then closed); it renews and keeps its fence, and fences keep growing', async t => {

@@ -7,9 +7,11 @@
  * - The store is opened in `blockConcurrencyWhile`, its fence ceiling kept in the object's storage
  *   (`durableObjectStorage`): fences keep growing across restarts (LOCK-02).
  * - Every granted lease is kept there too (`holdfast.lease.<id>`: its key, fence, ttl and deadline),
- *   written at its grant and at each renewal, deleted when it ends. Writes are not awaited: the
- *   object's output gate holds every reply until the writes before it are durable, so no holder learns
- *   of a grant or a renewal that a restart could forget.
+ *   written at its grant and at each renewal, deleted when it ends. A grant is answered only once its
+ *   write resolved (the object's output gate alone holds a reply until the writes before it are
+ *   durable, but a write the storage refuses would not stop it): if the write fails, the lease is let
+ *   go (the next in line moves up) and its caller is answered a `StorageError`, so no holder is told
+ *   of a lease a restart would forget. Renewals' writes are not awaited (see `#renewedFor`).
  * - A restarted object (evicted, moved, or reset) takes its leases back before it answers anything:
  *   each is held again with the same lease and request ids, so renewals and a repeated `acquire` find
  *   it, and it ends at the deadline it had unless renewed. Its holder keeps the fence it was told; the
@@ -74,7 +76,7 @@ import { REVISION } from '../remote/wire.js'
 import { SilentClients } from '../remote/silent-clients.js'
 import { attachmentOf, closeQuietly, socketOf, type Attachment } from './hibernatable-socket.js'
 import { checkMaxHold, checkTtl } from '../../wasm/holdfast_wasm.js'
-import { HoldfastError, InvalidError, fromEngine, type ErrorCode } from '../errors.js'
+import { HoldfastError, InvalidError, LostError, StorageError, fromEngine, type ErrorCode } from '../errors.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
@@ -256,7 +258,7 @@ class Call implements RemoteSink {
   #answer: ((answer: AcquireAnswer | TryAcquireAnswer) => void) | undefined
 
   constructor(
-    readonly object: { granted(record: RemoteRequest, fence: number): number; ended(lease: string): void },
+    readonly object: { granted(record: RemoteRequest, fence: number): number | Promise<number>; ended(lease: string): void },
     answer: (answer: AcquireAnswer | TryAcquireAnswer) => void,
     readonly isTry: boolean,
   ) {
@@ -275,7 +277,10 @@ class Call implements RemoteSink {
 
   granted(record: RemoteRequest, fence: number, revokeIn: number): void {
     const told = this.object.granted(record, fence)
-    this.#send({ ok: { lease: record.lease, fence: told, ttl: record.ttl, revokeIn: Math.max(0, revokeIn) } })
+    const answer = (fence: number) => this.#send({ ok: { lease: record.lease, fence, ttl: record.ttl, revokeIn: Math.max(0, revokeIn) } })
+    // A number when nothing is written (a lease taken back after a restart): answered at once.
+    if (typeof told === 'number') answer(told)
+    else told.then(answer, error => this.#send(errorAnswer(error)))
   }
 
   busy(record: RemoteRequest): void {
@@ -338,7 +343,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** While leases kept before a restart are taken back. */
   #restoring = false
   readonly #sink = {
-    granted: (record: RemoteRequest, fence: number) => this.#granted(record, fence),
+    granted: (record: RemoteRequest, fence: number): number | Promise<number> => this.#granted(record, fence),
     ended: (lease: string) => this.#ended(lease),
   }
 
@@ -480,8 +485,11 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     this.#clock.fireDue()
   }
 
-  /** A lease was granted (or granted again to a call that asked again): keep it. Answers the fence its holder is told. */
-  #granted(record: RemoteRequest, fence: number): number {
+  /**
+   * A lease was granted (or granted again to a call that asked again): keep it. Answers the fence its
+   * holder is told: at once for a lease taken back after a restart (kept already), else once kept.
+   */
+  #granted(record: RemoteRequest, fence: number): number | Promise<number> {
     const now = Date.now()
     let kept = this.#leases.get(record.lease)
     // Taken back after a restart: it keeps its old deadline (see #open).
@@ -508,7 +516,31 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       kept.conn = record.conn
       this.#renewed(record.lease)
     }
-    this.#keep(kept)
+    return this.#kept(record, kept)
+  }
+
+  /**
+   * Answers the fence of a granted lease once its write resolved. A write that fails lets the lease go
+   * (the next in line moves up: a lease nobody was told of must not hold its key until its ttl) and
+   * rejects with a `StorageError`. A lease that ended while its write was under way (released or
+   * cancelled by its request id, or another write of it failed) rejects `lost`: it holds nothing.
+   */
+  async #kept(record: RemoteRequest, kept: KeptLease): Promise<number> {
+    try {
+      await this.#keep(kept)
+    } catch (error) {
+      // Only the lease as this write kept it: an object reopened since has its own (or none).
+      if (this.#leases.get(kept.lease) === kept) {
+        this.#store._releaseRemote(kept.lease)
+        this.#ended(kept.lease)
+      }
+      const cause = error as { message?: unknown } | null
+      throw new StorageError(`${record.place()}: the object's storage did not keep the lease, so it was not granted: ${String(cause?.message ?? error)}`, {
+        cause: error,
+      })
+    }
+    if (this.#leases.get(kept.lease) !== kept)
+      throw new LostError(`${record.place()}: the lease ended while it was being kept (released, cancelled, or a write of it failed)`)
     return kept.fence
   }
 
@@ -518,11 +550,14 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     if (!kept) return
     kept.expiresAt = Date.now() + ttl
     this.#renewed(lease)
-    this.#keep(kept)
+    // Not awaited: a renewal whose write fails leaves the kept deadline of the grant or the last
+    // renewal kept, so a restart can end the lease earlier than its holder was told (never later).
+    this.#keep(kept).catch(() => {})
   }
 
-  #keep(kept: KeptLease): void {
-    this.#state.storage.put(LEASE_PREFIX + kept.lease, kept).catch(() => {})
+  /** Writes a lease to storage; a `put` that throws is a write that failed, as one that rejects. */
+  async #keep(kept: KeptLease): Promise<void> {
+    await this.#state.storage.put(LEASE_PREFIX + kept.lease, kept)
   }
 
   /** A lease ended (released, lost, expired, revoked): forget it. */

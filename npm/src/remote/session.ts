@@ -16,7 +16,9 @@
  *   client that did not say revision 3 is refused `protocol`, and frames to it go one a message. A
  *   message is decoded whole before any frame of it is acted on: a bad frame in a batch refuses it all.
  * - Every lease a session is granted, renews or ends passes through the hooks (`granted`, `renewed`,
- *   `ended`), so that a host that keeps leases never misses one; `granted` answers the fence to tell.
+ *   `ended`), so that a host that keeps leases never misses one; `granted` answers the fence to tell,
+ *   or a promise of it when the host must keep the lease first: the grant is sent once it resolves,
+ *   and an error frame in its place if it rejects (the host let the lease go).
  * - A session ends once: `goodbye` ends its leases and waiting holds at once; a dropped connection
  *   (`dropped`) ends only its waiting holds, which keep their place for their ttl, while its leases
  *   live until their ttl (LOCK-05).
@@ -79,8 +81,12 @@ export function sameToken(given: string, expected: Uint8Array): boolean {
 
 /** What a host learns of its sessions' leases; every hook is optional. */
 export interface SessionHooks {
-  /** A hold was granted (or granted again to a request asked again): answers the fence its holder is told. */
-  granted?(record: RemoteRequest, fence: number): number
+  /**
+   * A hold was granted (or granted again to a request asked again): answers the fence its holder is
+   * told, or a promise of it, resolved once the host kept the lease, rejected if it could not (and let
+   * the lease go): the grant is answered only then.
+   */
+  granted?(record: RemoteRequest, fence: number): number | Promise<number>
   /** A lease was renewed for `ttl` ms from now. */
   renewed?(lease: string, ttl: number): void
   /** A lease ended (released, cancelled, lost, or found lost at a renewal). */
@@ -130,9 +136,13 @@ export class Session implements RemoteSink {
 
   /** Sends an answer that comes later (a claim's): nothing once the connection ended. */
   later(frame: number, message: ServerMessage): void {
+    this.#later(() => this.send(frame, message))
+  }
+
+  #later(send: () => void): void {
     if (this.ended || this.closing) return
     try {
-      this.send(frame, message)
+      send()
     } catch {
       // the connection went away meanwhile
     }
@@ -143,7 +153,13 @@ export class Session implements RemoteSink {
     // (Most sessions have no hold in line kept: see `_leftLine`.)
     if (this.#waiting.size !== 0) this._leftLine(record)
     const told = this.protocol.hooks.granted?.(record, fence) ?? fence
-    this.socket.send(encodeGrantedOf(record.frame, record, told, record.ttl, revokeIn))
+    if (typeof told === 'number') return this.socket.send(encodeGrantedOf(record.frame, record, told, record.ttl, revokeIn))
+    // The frame granted now: the same hold asked again later answers its own frame.
+    const frame = record.frame
+    told.then(
+      fence => this.#later(() => this.socket.send(encodeGrantedOf(frame, record, fence, record.ttl, revokeIn))),
+      error => this.later(frame, errorMessage(error)),
+    )
   }
 
   busy(record: RemoteRequest): void {

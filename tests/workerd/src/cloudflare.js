@@ -8,8 +8,36 @@ import { callersReport } from './callers.js'
 
 export { HoldfastObject }
 
-/** HoldfastObject counting its alarms in its own storage: the alarm backstop test reads the count. */
+/**
+ * HoldfastObject counting its alarms in its own storage: the alarm backstop test reads the count. Its
+ * storage refuses the next writes of kept leases when told (`refuseLeaseWrites`), as a storage that
+ * fails does: the object's own `ctx.storage`, its put wrapped in place (a proxy is refused).
+ */
 export class CountingHoldfast extends HoldfastObject {
+  /** Writes of kept leases still to refuse (a closure's, not `this`'s: the store opens within super()). */
+  #faults
+
+  constructor(ctx, env) {
+    const faults = { refusals: 0 }
+    const storage = ctx.storage
+    const put = storage.put.bind(storage)
+    storage.put = async (key, value) => {
+      if (faults.refusals > 0 && String(key).startsWith('holdfast.lease.')) {
+        faults.refusals--
+        throw new Error(`storage.put(${key}): refused by the test`)
+      }
+      return await put(key, value)
+    }
+    super(ctx, env)
+    this.#faults = faults
+  }
+
+  /** The next `n` writes of a kept lease fail (in memory: a restart forgets the count). */
+  refuseLeaseWrites(n) {
+    this.#faults.refusals = n
+    return n
+  }
+
   async alarm() {
     const n = (await this.ctx.storage.get('test.alarms')) ?? 0
     await this.ctx.storage.put('test.alarms', n + 1)
@@ -138,7 +166,8 @@ export async function cloudflare(op, q, env) {
         limit: Number(q.get('limit') ?? 1),
         ttl: Number(q.get('ttlMs') ?? 1000),
         maxHold: 0,
-        wait: q.has('wait') ? Number(q.get('wait')) : 0,
+        // waitMs, not wait: `wait` is workerStore's duration (the handle above), which '5000' is not.
+        wait: q.has('waitMs') ? Number(q.get('waitMs')) : 0,
         request: q.get('request') ?? hexId(),
       })
     case 'raw-try':
@@ -165,6 +194,8 @@ export async function cloudflare(op, q, env) {
       return await stub().inspect()
     case 'alarms':
       return await stub().alarms()
+    case 'refuse-writes':
+      return { refused: await stub().refuseLeaseWrites(Number(q.get('n') ?? 1)) }
     case 'crash':
       // The call that resets the object fails itself (a reset).
       return await stub()
