@@ -220,6 +220,20 @@ test('LOCK-02: a grant whose kept lease the object\'s storage fails to write is 
   assert.deepEqual(await cf('inspect', at), [])
 })
 
+test('LOCK-02: a renewal the object\'s storage fails to keep is answered StorageError, not renewed (its holder asks again); asked again, it is renewed', async () => {
+  // It was answered renewed: a restart would then end the lease at its kept deadline, before the one
+  // its holder was told.
+  const at = { ns: 'counting', name: 'unkept-renewal' }
+  const granted = await cf('raw-acquire', { ...at, key: 'k', ttlMs: 30_000 })
+  assert.ok(granted.ok, JSON.stringify(granted))
+  assert.equal((await cf('refuse-writes', { ...at, n: 1 })).refused, 1)
+  const failed = await cf('raw-renew', { ...at, lease: granted.ok.lease })
+  assert.equal(failed.error?.code, 'storage', JSON.stringify(failed))
+  assert.match(failed.error.message, /lock unkept-renewal: key "k": .*refused by the test/)
+  assert.equal((await cf('raw-renew', { ...at, lease: granted.ok.lease })).ok?.ttl, 30_000, 'asked again, renewed')
+  await cf('raw-release', { ...at, lease: granted.ok.lease })
+})
+
 test('a lease taken back after a restart still ends at its old deadline, not a ttl after the restart', async () => {
   const granted = await cf('raw-acquire', { name: 'old-deadline', key: 'k', ttlMs: 3_000 })
   assert.ok(granted.ok, JSON.stringify(granted))

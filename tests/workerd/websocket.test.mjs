@@ -284,7 +284,7 @@ test('LOCK-05: a client\'s close() (goodbye) releases at once a lease its object
   assert.ok(after.value > lease.fence)
 })
 
-test('LOCK-02: a hold over WebSocket whose kept lease the object\'s storage fails to write is answered StorageError, never granted; the next in line is served at once', async t => {
+test('LOCK-02: a hold over WebSocket whose kept lease the object\'s storage fails to write is answered StorageError, never granted; the next in line is served at once; a renewal it fails to keep is answered storage, not renewed', async t => {
   // The object sent the grant before the lease's write settled, and ignored its failure: the client
   // held a lease a restart would forget, and the next in line waited behind it for its ttl.
   const open = clients(t)
@@ -308,6 +308,13 @@ test('LOCK-02: a hold over WebSocket whose kept lease the object\'s storage fail
   await refuse()
   await assert.rejects(holder.lock('jobs').hold('other', () => assert.fail('fn ran')), e => e instanceof StorageError && e.code === 'storage')
   assert.deepEqual(await holder.inspect(), [], 'no key held by a lease nobody was told of')
+  // A renewal whose write fails is answered storage, not renewed; asked again, it is.
+  const held = await waiter.ask(id => encode.hold(id, { name: 'jobs', key: 'r', ttl: 60_000, wait: 0 }))
+  assert.equal(held.type, 'granted', JSON.stringify(held))
+  await refuse()
+  const unkept = await waiter.ask(id => encode.renew(id, held.lease))
+  assert.deepEqual([unkept.type, unkept.code], ['error', 'storage'], JSON.stringify(unkept))
+  assert.equal((await waiter.ask(id => encode.renew(id, held.lease))).type, 'renewed')
 })
 
 test('LOCK-02/LOCK-05: a lease taken over WebSocket survives object restarts (sockets kept, then closed); it renews and keeps its fence, and fences keep growing', async t => {

@@ -11,7 +11,8 @@
  *   write resolved (the object's output gate alone holds a reply until the writes before it are
  *   durable, but a write the storage refuses would not stop it): if the write fails, the lease is let
  *   go (the next in line moves up) and its caller is answered a `StorageError`, so no holder is told
- *   of a lease a restart would forget. Renewals' writes are not awaited (see `#renewedFor`).
+ *   of a lease a restart would forget. A renewal too is answered once kept; one whose write fails is
+ *   answered a `StorageError`, which its holder takes as no answer and asks again (see `#renewedFor`).
  * - A restarted object (evicted, moved, or reset) takes its leases back before it answers anything:
  *   each is held again with the same lease and request ids, so renewals and a repeated `acquire` find
  *   it, and it ends at the deadline it had unless renewed. Its holder keeps the fence it was told; the
@@ -544,15 +545,29 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     return kept.fence
   }
 
-  /** A lease was renewed for `ttl` from now: its new deadline is kept. */
-  #renewedFor(lease: string, ttl: number): void {
+  /**
+   * A lease was renewed for `ttl` from now: its new deadline is kept. Resolves once it is, rejects a
+   * `StorageError` if the write failed. Such a renewal must not be answered: the storage keeps the
+   * deadline of the last renewal answered, and a restart would end the lease there, before the new
+   * one. Unanswered, its holder asks again, counting its deadline from the last one answered (renewal.ts),
+   * so it gives up first; the engine's lease, renewed in memory, outlives that by at most a ttl.
+   */
+  async #renewedFor(lease: string, ttl: number): Promise<void> {
     const kept = this.#leases.get(lease)
     if (!kept) return
     kept.expiresAt = Date.now() + ttl
     this.#renewed(lease)
-    // Not awaited: a renewal whose write fails leaves the kept deadline of the grant or the last
-    // renewal kept, so a restart can end the lease earlier than its holder was told (never later).
-    this.#keep(kept).catch(() => {})
+    try {
+      await this.#keep(kept)
+    } catch (error) {
+      const cause = error as { message?: unknown } | null
+      throw new StorageError(
+        `${kept.kind} ${kept.name}: key ${JSON.stringify(kept.key)}: the object's storage did not keep the renewal, so it was not renewed: ${String(cause?.message ?? error)}`,
+        {
+          cause: error,
+        },
+      )
+    }
   }
 
   /** Writes a lease to storage; a `put` that throws is a write that failed, as one that rejects. */
@@ -643,7 +658,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         this.#ended(lease)
         return { error: { code: 'lost', message: 'lease lost: past its ttl, revoked, released, or never granted' } }
       }
-      this.#renewedFor(lease, renewed.ttl)
+      await this.#renewedFor(lease, renewed.ttl)
       return { ok: { ttl: renewed.ttl, revokeIn: Math.max(0, renewed.revokeIn) } }
     } catch (error) {
       return errorAnswer(error)

@@ -87,8 +87,11 @@ export interface SessionHooks {
    * the lease go): the grant is answered only then.
    */
   granted?(record: RemoteRequest, fence: number): number | Promise<number>
-  /** A lease was renewed for `ttl` ms from now. */
-  renewed?(lease: string, ttl: number): void
+  /**
+   * A lease was renewed for `ttl` ms from now. A promise when the host keeps the renewal first: the
+   * renewal is answered once it resolves, an error frame if it rejects (its client asks again).
+   */
+  renewed?(lease: string, ttl: number): void | Promise<void>
   /** A lease ended (released, cancelled, lost, or found lost at a renewal). */
   ended?(lease: string): void
   /** A session presents the right token: answers why it is refused (a limit reached), or nothing to welcome it. */
@@ -333,8 +336,14 @@ export class Protocol {
         const lease = 'w0' in frame ? hexOfId(frame) : frame.lease
         const renewed = store._renew(lease)
         if (renewed) {
-          hooks.renewed?.(lease, renewed.ttl)
-          return session.send(frame.id, { type: 'renewed', ttl: renewed.ttl, revokeIn: Math.max(0, renewed.revokeIn) })
+          const answer: ServerMessage = { type: 'renewed', ttl: renewed.ttl, revokeIn: Math.max(0, renewed.revokeIn) }
+          const kept = hooks.renewed?.(lease, renewed.ttl)
+          if (kept === undefined) return session.send(frame.id, answer)
+          const id = frame.id
+          return void kept.then(
+            () => session.later(id, answer),
+            error => session.later(id, errorMessage(error)),
+          )
         }
         hooks.ended?.(lease)
         return session.send(frame.id, { type: 'error', code: 'lost', message: 'lease lost: past its ttl, revoked, released, or never granted' })
