@@ -4,16 +4,8 @@
 # EVALSHA on a redis-server of its own, Redis's own time per call (INFO commandstats). By hand, after
 # npm/build.sh:  bash tests/bench/redis-pool-head.sh [N, default 200000]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
 N=${1:-200000}
-dir=$(mktemp -d)
-port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')
-redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no --daemonize yes --logfile "$dir/log" >/dev/null
-trap 'redis-cli -p $port shutdown nosave >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
-node -e "import('$root/npm/dist/redis/scripts.js').then(m => process.stdout.write(m.scriptsFor(true).scripts.pool.source))" > "$dir/pool.lua"
-sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$dir/pool.lua")")
-M='holdfast:{p:seats}:m'; Z='holdfast:{p:seats}:z'; K='60000 PUBLISH 10000'
+source "$(dirname "$0")/redis-pool-server.sh"
 # The N tombstones, written as the Lua writes them (record E, deadline f a day on).
 redis-cli -p "$port" EVAL "
 local now = tonumber(redis.call('TIME')[1]) * 1000
