@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { openRedisStore, InvalidError, InUseError, LostError, ClosedError, CancelledError, StorageError } from 'holdfast/redis'
-import { startRedis, redisClient, commandStats, raw, sleep, later, CLIENT } from './helpers.js'
+import { startRedis, redisClient, commandClient, commandStats, raw, sleep, later, CLIENT } from './helpers.js'
 import { collectUntil } from './gc.js'
 import { useEveryWayAndEnd } from './every-use.js'
 
@@ -185,8 +185,7 @@ test('LOCK-05: a lease is renewed past its ttl while fn runs; the same request i
   const { scriptsFor, keysOf, constants } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
   const { library, scripts } = scriptsFor(true)
   const consts = constants(60000, 'PUBLISH', 5000, 0, 1, 'nobody')
-  const client = await redisClient(t, server.url)
-  const send = args => (client.call ? client.call(...args) : client.sendCommand(args.map(String)))
+  const { send } = await commandClient(t, server.url)
   for (const how of ['FCALL', 'EVAL']) {
     const keys = keysOf('holdfast', 'lock', 'r', `twice-${how}`)
     const call = (op, args) => send([how, how === 'FCALL' ? library.functions[op] : scripts[op].source, keys.length, ...keys, ...args])

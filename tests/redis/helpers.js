@@ -29,15 +29,20 @@ export function seeded(seed) {
   return { random, pick, log, fail }
 }
 
+/** A client of `url` (as `redisClient` makes it) and `send(args)`, which runs a command on it (ioredis or node-redis). */
+export async function commandClient(t, url) {
+  const client = await redisClient(t, url)
+  return { client, send: args => (client.call ? client.call(...args) : client.sendCommand(args.map(String))) }
+}
+
 /**
  * The model tests' Redis: a server without persistence, a client whose `send(args)` runs a command,
  * and every message of the channels `model:w:*` pushed to `published` as [channel, text].
  */
 export async function modelRedis(t) {
   const server = await startRedis(t, { appendonly: 'no' })
-  const client = await redisClient(t, server.url)
+  const { send } = await commandClient(t, server.url)
   const subscriber = await redisClient(t, server.url)
-  const send = args => (client.call ? client.call(...args) : client.sendCommand(args.map(String)))
   const published = []
   if (subscriber.call) {
     subscriber.on('pmessage', (_, channel, text) => published.push([channel, text]))

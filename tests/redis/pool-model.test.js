@@ -392,3 +392,32 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
     for (const corner of corners) assert.ok((marks.get(corner) ?? 0) >= SEEDS.length / 100, `corner "${corner}" reached by ${marks.get(corner) ?? 0} seeds of ${SEEDS.length}`)
   }
 })
+
+test('#16: tombstones that end together are forgotten at most 1,000 a call, never in one long call that blocks Redis; one past its end and not forgotten yet is gone to a claim of its id (POOL-03)', async t => {
+  const { send } = await modelRedis(t)
+  const { scriptsFor, poolKeysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const { library } = scriptsFor(true, { clockKey: CLOCK })
+  await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
+  const [M, Z] = poolKeysOf('holdfast', 'tombs')
+  const N = 3_000
+  const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, `c${N}`, `${GRACE} PUBLISH ${BEAT}`, ...rest])
+  await send(['SET', CLOCK, Date.now() + 365 * DAY])
+  await Promise.all(Array.from({ length: N }, (_, i) => pool('claim', `order-${i}`, 1, 0, 0, 1, 'f', 'chan').then(() => pool('release', `order-${i}`))))
+  // The zset: a tombstone's end for each id, and `z`.
+  assert.equal(await send(['ZCARD', Z]), N + 1)
+  await send(['INCRBY', CLOCK, DAY + 1])
+  assert.equal(await pool('remaining'), N, 'tombstones do not hold an answer back')
+  const forgotten = N + 1 - (await send(['ZCARD', Z]))
+  assert.ok(forgotten > 0 && forgotten <= 1_000, `one call forgot ${forgotten} tombstones of ${N} past their end`)
+  // One not forgotten yet: its id is new (another n, which its record would refuse).
+  const [last] = await send(['ZRANGE', Z, -2, -2])
+  assert.match(await send(['HGET', M, `#${last.slice(1)}`]), /^E /)
+  assert.deepEqual(await pool('claim', last.slice(1), 2, 0, 0, 1, 'f', 'chan'), ['c', N - 2])
+  // The next calls forget the rest, at most 1,000 each.
+  let calls = 0
+  while ((await send(['ZCARD', Z])) > 2) {
+    assert.equal(await pool('remaining'), N - 2)
+    assert.ok(++calls <= Math.ceil(N / 1_000), `${calls} calls and tombstones left`)
+  }
+  assert.match(await send(['HGET', M, `#${last.slice(1)}`]), /^O 2 /, 'the new claim stands')
+})

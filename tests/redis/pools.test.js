@@ -6,7 +6,9 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, InvalidError, CancelledError, ClosedError, LostError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
-import { startRedis, redisClient, raw, sleep, later, commandStats } from './helpers.js'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { startRedis, redisClient, commandClient, raw, sleep, later, commandStats } from './helpers.js'
 
 async function twoStores(t, options = {}, server) {
   server ??= await startRedis(t)
@@ -116,14 +118,16 @@ test('POOL-03: a claim id asked again, from either store, answers the first clai
   assert.deepEqual([late.claimed, late.remaining], [true, 8])
   assert.equal(await late.claim.release(), false)
   assert.equal(await sa.remaining(), 10)
-  // Its tombstone lasts 24 hours after the claim, by the server's clock; the pool's keys outlive it.
-  const [tomb, time, pttl] = await Promise.all([
+  // Its tombstone lasts 24 hours after the claim, by the server's clock (its end scored in a range of
+  // its own, from 2^51); the pool's keys outlive it.
+  const [tombScore, time, pttl] = await Promise.all([
     raw(server.port, 'ZSCORE', 'holdfast:{p:seats}:z', 'forder-7'),
     raw(server.port, 'TIME'),
     raw(server.port, 'PTTL', 'holdfast:{p:seats}:m'),
   ])
   const serverMs = Number(/\$\d+\r\n(\d+)/.exec(time)[1]) * 1000
   const day = 24 * 3_600_000
+  const tomb = Number(tombScore) - 2 ** 51
   assert.ok(Number(tomb) > serverMs + day - 60_000 && Number(tomb) <= serverMs + day + 1_000, `tombstone until ${tomb}, server at ${serverMs}`)
   assert.ok(pttl > day, `the keys expire in ${pttl}ms`)
   // A claim that took nothing leaves nothing behind: asked again, it is a new claim.
@@ -261,6 +265,33 @@ test('POOL-04: the head of the line asks at the earliest ttl at a cost that does
   const many = await headsAsk('many', 2_000)
   assert.deepEqual(many, few, 'the same commands with 2,000 ids remembered as with none')
   assert.ok(few.zrangebyscore <= 2, `a look for due deadlines, and one for the earliest ttl: ${JSON.stringify(few)}`)
+})
+
+test('POOL-01/POOL-04: ttls that come due together are ended at most 1,000 a call, never in one long call that blocks Redis; a call answers once all are ended (their units back: a claim of all of them is claimed)', async t => {
+  const { server, a } = await twoStores(t)
+  const { scriptsFor } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const [M, Z] = ['holdfast:{p:flash}:m', 'holdfast:{p:flash}:z']
+  const N = 2_000
+  const ttl = 4_000
+  const seats = a.pool('flash', { capacity: N })
+  const asked = Date.now()
+  const claims = await Promise.all(Array.from({ length: N }, () => seats.claim(1, { ttl })))
+  assert.ok(Date.now() - asked < ttl && claims.every(c => c.claimed), 'all claimed before the first ttl')
+  // Every deadline but tombstones' (ttls, acks, waiters) scores below 2^51: none ended yet.
+  const deadlines = async () => Number(await raw(server.port, 'ZCOUNT', Z, 0, `(${2 ** 51}`))
+  assert.equal(await deadlines(), N)
+  await sleep(ttl + 200)
+  // One call, as a store sends it: it ends some, and answers "ask again" while more are due.
+  const { send } = await commandClient(t, server.url)
+  const one = await send(['FCALL', scriptsFor(true).library.functions.pool, 2, M, Z, 'remaining', `c${N}`, '60000 PUBLISH 10000'])
+  const ended = N - (await deadlines())
+  assert.ok(ended > 0 && ended <= 1_000, `one call ended ${ended} ttls of ${N} due (answered ${JSON.stringify(one)})`)
+  assert.deepEqual(one, ['a'])
+  // The store asks again until a call answers: the units of every ttl are back, none counted twice.
+  assert.equal(await seats.remaining(), N)
+  assert.equal(await deadlines(), 0)
+  const all = await seats.claim(N, { wait: 0 })
+  assert.deepEqual([all.claimed, all.remaining], [true, 0])
 })
 
 test('#16 idle pools: nothing claimed and nobody waiting, a pool costs nothing after the grace; an open claim keeps it', async t => {

@@ -175,9 +175,21 @@ export class RedisPools implements PoolStore {
   /** Runs an operation of `pool`; an answer (but a refused capacity) means the handle's capacity was checked. */
   async #call(state: HandleState, op: string, rest: (string | number)[], patience: number): Promise<unknown> {
     const capacity = state.capacity === 0 ? '-' : `${state.checked ? 'c' : 'C'}${state.capacity}`
-    const answer = await this.#host.run(state.keys, [op, capacity, this.#host.constants, ...rest], patience)
+    const answer = await this.#run(state.keys, [op, capacity, this.#host.constants, ...rest], patience)
     if (!(Array.isArray(answer) && answer[0] === 'x' && /^capacity \d+ differs/.test(String(answer[2])))) state.checked = true
     return answer
+  }
+
+  /**
+   * Runs the `pool` entry point until it answers: a call that found more deadlines due than one call
+   * ends (scripts/pool.ts, `REAP`) ended that many, ran nothing else and answered `{'a'}`: asked again
+   * at once, each call a few ms of Redis, other clients' calls between them.
+   */
+  async #run(keys: string[], args: (string | number)[], patience: number): Promise<unknown> {
+    for (;;) {
+      const answer = await this.#host.run(keys, args, patience)
+      if (!(Array.isArray(answer) && answer.length === 1 && answer[0] === 'a')) return answer
+    }
   }
 
   /** An error answer (`{'x', code, message}`), or undefined. */
@@ -475,9 +487,7 @@ export class RedisPools implements PoolStore {
     const out: PoolInfo[] = []
     for (let i = 0; i < pools.length; i += 100) {
       const answers = await Promise.all(
-        pools
-          .slice(i, i + 100)
-          .map(p => this.#host.run(p.keys, ['inspect', 'c1', this.#host.constants], PATIENCE).then(a => ({ name: p.name, a: a as unknown[] }))),
+        pools.slice(i, i + 100).map(p => this.#run(p.keys, ['inspect', 'c1', this.#host.constants], PATIENCE).then(a => ({ name: p.name, a: a as unknown[] }))),
       )
       for (const { name, a } of answers) {
         if (a.length < 4) continue

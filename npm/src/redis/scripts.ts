@@ -83,14 +83,19 @@ function script(source: string): Script {
  * The library and the scripts, with the `#!lua` line where the server knows it (Redis 7 and later).
  * `clockKey` (for the model test only): the Lua reads the time from that Redis key (ms) instead of
  * `TIME`, so that a test drives every deadline; nothing else differs (and the library's name, a hash
- * of its text, differs from the real one's).
+ * of its text, differs from the real one's). `reap` (tests only): the most deadlines and tombstones a
+ * pool's call ends (`REAP`, `FORGET` in scripts/pool.ts), small enough for a test to reach.
  */
-export function scriptsFor(shebang: boolean, options: { clockKey?: string } = {}): Scripts {
+export function scriptsFor(shebang: boolean, options: { clockKey?: string; reap?: { deadlines: number; tombstones: number } } = {}): Scripts {
   const time =
     options.clockKey === undefined ? clock : `\nlocal function time()\n  return tonumber(redis.call('GET', ${JSON.stringify(options.clockKey)}))\nend\n`
   const shared = common.replace(clock, time)
+  const reap = options.reap
+  const poolLua = reap
+    ? poolBody.replace(/local REAP = \d+/, `local REAP = ${reap.deadlines}`).replace(/local FORGET = \d+/, `local FORGET = ${reap.tombstones}`)
+    : poolBody
   // Pools (scripts/pool.ts) share only the clock with the locks.
-  const lua = shared + acquireBody + renewBody + releaseBody + inspectBody + poolBody
+  const lua = shared + acquireBody + renewBody + releaseBody + inspectBody + poolLua
   const name = `holdfast_${sha1(lua).slice(0, 12)}`
   const functions = {
     acquire: `${name}_acquire`,
@@ -115,7 +120,7 @@ redis.register_function('${functions.pool}', pool)
       renew: script(`${writes}${shared}${renewBody}return renew(KEYS, ARGV)\n`),
       release: script(`${writes}${shared}${releaseBody}return release(KEYS, ARGV)\n`),
       inspect: script(`${reads}${inspectBody}return inspect(KEYS, ARGV)\n`),
-      pool: script(`${writes}${time}${poolBody}return pool(KEYS, ARGV)\n`),
+      pool: script(`${writes}${time}${poolLua}return pool(KEYS, ARGV)\n`),
     },
   }
 }

@@ -7,7 +7,8 @@
  * - `P:{p:NAME}:m` hash: `c` the capacity, `u` the units claimed (the sum of the open claims'), `o`
  *   how many claims are open, `k` how many of them have no ttl (permanent: while any is, the keys do
  *   not expire), `q` how many wait, `t` the last ticket, `x` when the keys expire unless permanent
- *   claims keep them. And the records, by `#` + claim id:
+ *   claims keep them, `f` a time no tombstone ends before (absent in a pool of before it: looked up).
+ *   And the records, by `#` + claim id:
  *   `O n first ttlAt forgetAt seen ackAt` (open: `first` the units left right after it took its own,
  *   `ttlAt` when its units come back unless confirmed, 0 for never; `forgetAt` when its id is
  *   forgotten once it holds nothing, 0 for a claim nobody can ask again; `seen` 1 once a later ask of
@@ -20,7 +21,8 @@
  *   deadline and its head is the zset's first member); the deadlines (server ms): `x` + id an open
  *   claim's ttl, `a` + id a served claim's `ackAt`, `w` + id a waiter's (its wait, or its last
  *   heartbeat's `beat`, whichever is first),
- *   `f` + id a tombstone's end; the index of the deadlines that give units back, `X` + id and `A` + id
+ *   `f` + id a tombstone's end, in a range of its own (scored 2^51 + the end; one written before the range was,
+ *   scored the end, is ended with the other deadlines); the index of the deadlines that give units back, `X` + id and `A` + id
  *   scored 2^52 + the claim's `x` and `a` deadline (after every deadline, before `z`), so that the head
  *   of the line finds the earliest in O(log n) however many tombstones and heartbeats come first; and
  *   `z`, after all of them, so that the zset exists while the hash does. The index came after the rest
@@ -34,7 +36,12 @@
  *   call; a resize never goes below `u`.
  * - Every deadline is judged by the server's clock. Each call first ends what is past its deadline, one
  *   deadline at a time in time order (a claim's ttl gives its units back, a waiter past its wait or its
- *   heartbeat leaves the line, a tombstone is forgotten), serving the line after each.
+ *   heartbeat leaves the line), serving the line after each: at most REAP of them, so that no call
+ *   blocks Redis for long. A call that finds more due ends REAP, runs nothing else and answers `{'a'}`
+ *   (the caller asks again at once): every other answer is given with no ttl, ack or wait past its end, so
+ *   no claim is refused or put in line for units a ttl gives back. Tombstones only remember ids: a
+ *   tombstone past its end is gone to every call (`record`), and each call forgets at most FORGET
+ *   of them, earliest first.
  * - POOL-04: while the head of the line fits, it takes its units, in this same call, and is told on
  *   its channels (whose process then asks for its answer: that ask acknowledges it) (`p REMAINING KEY ID`, KEY the pool's hash). A
  *   resize below a claim in line, wherever it stands, takes it out of the line and tells it (`n REMAINING
@@ -64,20 +71,26 @@
  *   and not seen), `n` nothing (ended, or seen: it stands).
  * - `remaining` → the units left. `resize` capacity → `ok`. `inspect` → `{capacity, remaining,
  *   claims, waiting}`, or `{}` for a pool Redis does not have.
- * Errors are answered `{'x', code, message}` (code `invalid` or `limit`).
+ * Errors are answered `{'x', code, message}` (code `invalid` or `limit`). Any operation may answer `{'a'}`:
+ * more deadlines were due than one call ends; it ended REAP of them and did nothing else: ask again.
  */
 export default `
 local pool
 do
   local M, Z, now, grace, pub, beat
-  local exists, fresh, changed, cap, used, opened, perm, perm0, waiting, mark, moved
+  local exists, fresh, changed, cap, used, opened, perm, perm0, waiting, mark, moved, tombs, tombs0
   local DAY = 86400000
   local LINE = 4503599627370496
   local INDEX = 4503599627370496
+  local TOMB = 2251799813685248
   local FAR = '9000000000000000'
   local MAX_WAITING = 10000
   local MAX_RECORDS = 1000000
   local MAX_CHANNELS = 8
+  -- The most deadlines one call ends: ttls, acks and waiters (about 10 µs each, serving the line
+  -- aside), and tombstones (about 3 µs each, ended together): a few ms of Redis a call.
+  local REAP = 250
+  local FORGET = 1000
 
   local function int(x)
     return string.format('%d', x)
@@ -108,8 +121,11 @@ do
     if #gone > 0 then redis.call('ZREM', Z, unpack(gone)) end
   end
 
+  -- Claim \`id\`'s record; a tombstone past its end is as good as gone (its reaping may come later).
   local function record(id)
-    return redis.call('HGET', M, '#' .. id)
+    local rec = redis.call('HGET', M, '#' .. id)
+    if rec and string.sub(rec, 1, 1) == 'E' and tonumber(string.match(rec, '(%d+)$')) <= now then return false end
+    return rec
   end
 
   local function parseOpen(rec)
@@ -173,7 +189,8 @@ do
     undue(ttlAt > 0, ackAt > 0, id)
     if forget > now and not undo then
       redis.call('HSET', M, '#' .. id, string.format('E %d %d %d', n, first, forget))
-      redis.call('ZADD', Z, int(forget), 'f' .. id)
+      redis.call('ZADD', Z, int(TOMB + forget), 'f' .. id)
+      if forget < tombs then tombs = forget end
     else
       redis.call('HDEL', M, '#' .. id)
     end
@@ -222,15 +239,47 @@ do
     end
   end
 
-  -- Ends what is past its deadline, one deadline at a time in time order, serving the line after each.
+  -- Forgets at most FORGET tombstones past their end (\`f\` + id at TOMB + its end), earliest first, in
+  -- one read of the zset and one of the hash; \`tombs\` (no tombstone ends before it) spares the look
+  -- while none is due. Those left are as good as gone (\`record\`): the next calls forget them.
+  local function forget()
+    if tombs > now then return end
+    local due = redis.call('ZRANGEBYSCORE', Z, int(TOMB), '(' .. int(INDEX), 'WITHSCORES', 'LIMIT', 0, FORGET + 1)
+    local members, fields = {}, {}
+    tombs = INDEX
+    for i = 1, #due, 2 do
+      local at = tonumber(due[i + 1]) - TOMB
+      if at > now or #members == FORGET then
+        tombs = at
+        break
+      end
+      members[#members + 1] = due[i]
+      fields[#fields + 1] = '#' .. string.sub(due[i], 2)
+    end
+    if #members == 0 then return end
+    local recs, gone = redis.call('HMGET', M, unpack(fields)), {}
+    for k = 1, #fields do
+      local rec = recs[k]
+      -- The id may have been claimed again since (its new record stays).
+      if rec and string.sub(rec, 1, 1) == 'E' and tonumber(string.match(rec, '(%d+)$')) <= now then gone[#gone + 1] = fields[k] end
+    end
+    if #gone > 0 then redis.call('HDEL', M, unpack(gone)) end
+    redis.call('ZREM', Z, unpack(members))
+    changed = true
+  end
+
+  -- Ends what is past its deadline, one deadline at a time in time order, serving the line after each:
+  -- at most REAP of them (and FORGET tombstones). False when more are due: the caller is to ask again.
   local function reap()
-    if not exists then return end
-    for _ = 1, 100000 do
+    if not exists then return true end
+    forget()
+    for i = 1, REAP + 1 do
       local due = redis.call('ZRANGEBYSCORE', Z, 0, int(now), 'WITHSCORES', 'LIMIT', 0, 1)
       local member = due[1]
-      if not member then return end
+      if not member then return true end
+      if i > REAP then return false end
       local kind, id, at = string.sub(member, 1, 1), string.sub(member, 2), tonumber(due[2])
-      local rec = record(id)
+      local rec = redis.call('HGET', M, '#' .. id)
       local is = rec and string.sub(rec, 1, 1)
       if kind == 'x' and is == 'O' then
         giveBack(id, rec, false)
@@ -243,6 +292,7 @@ do
         giveBack(id, rec, true)
         serve()
       elseif kind == 'f' and is == 'E' then
+        -- A tombstone's end written before they had a range of their own (TOMB).
         redis.call('HDEL', M, '#' .. id)
         redis.call('ZREM', Z, member)
         changed = true
@@ -255,9 +305,9 @@ do
   end
 
   local function save()
-    if not changed then return end
+    if not changed and tombs == tombs0 then return end
     covers(now)
-    redis.call('HSET', M, 'c', int(cap), 'u', int(used), 'o', int(opened), 'k', int(perm), 'q', int(waiting), 'x', int(mark))
+    redis.call('HSET', M, 'c', int(cap), 'u', int(used), 'o', int(opened), 'k', int(perm), 'q', int(waiting), 'x', int(mark), 'f', int(tombs))
     if perm > 0 then
       if perm0 == 0 and not fresh then
         redis.call('PERSIST', M)
@@ -350,7 +400,8 @@ do
     if n > cap then
       return fail('invalid', string.format('a claim takes 1 to %d units (its capacity), not %d', cap, n))
     end
-    if exists and redis.call('HLEN', M) >= MAX_RECORDS then
+    -- (Tombstones past their end still counted: let through while some are left to forget.)
+    if exists and tombs > now and redis.call('HLEN', M) >= MAX_RECORDS then
       return fail('limit', int(MAX_RECORDS) .. ' claims (open, waiting, and ids kept for 24 hours) is the most one pool keeps')
     end
     if waiting == 0 and n <= cap - used then
@@ -457,9 +508,12 @@ do
     local g, p, b = string.match(args[3], '^(%d+) (%S+) (%d+)$')
     grace, pub, beat = tonumber(g), p, tonumber(b)
     now = time()
-    local m = redis.call('HMGET', M, 'c', 'u', 'o', 'k', 'q', 'x')
+    local m = redis.call('HMGET', M, 'c', 'u', 'o', 'k', 'q', 'x', 'f')
     exists, fresh, changed, moved = m[1] ~= false, false, false, false
     used, opened, perm, waiting, mark = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[4]) or 0, tonumber(m[5]) or 0, tonumber(m[6]) or 0
+    -- No tombstone ends before \`tombs\` (a pool of before it: look once).
+    tombs = tonumber(m[7]) or (exists and 0 or INDEX)
+    tombs0 = tombs
     perm0 = perm
     local check, asked = string.sub(args[2], 1, 1), tonumber(string.sub(args[2], 2))
     if check == '-' and not exists then
@@ -473,7 +527,11 @@ do
     else
       cap = asked
     end
-    reap()
+    if not reap() then
+      -- More deadlines are due than one call ends: the op waits for a call that ended them all.
+      save()
+      return {'a'}
+    end
     local answer = ops[args[1]](args)
     -- Saved on every answer, an error's too: the reap step may have changed the pool.
     save()
