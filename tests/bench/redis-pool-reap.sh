@@ -4,7 +4,7 @@
 # test does), run by EVALSHA on a redis-server of its own: N claims made (and released, for tombstones)
 # at one time through the Lua itself, the clock moved past their deadlines, then `remaining` asked
 # until it answers a number (a call that could not reap everything due answers `{'a'}`: ask again).
-# Redis's own time of each call from SLOWLOG (every call logged). By hand, after npm/build.sh:
+# Redis's own time of each call (INFO commandstats). By hand, after npm/build.sh:
 #   bash tests/bench/redis-pool-reap.sh [N, default 200000] [tombs|ttls, default tombs]
 set -euo pipefail
 N=${1:-200000}
@@ -28,22 +28,20 @@ process.stdout.write(out.join(""))
 ' "$sha" "$M" "$Z" "$K" "$N" "$KIND" | redis-cli -p "$port" --pipe >/dev/null
 echo "$(redis-cli -p "$port" HLEN "$M") records, $(redis-cli -p "$port" ZCARD "$Z") zset members; remaining $(redis-cli -p "$port" EVALSHA "$sha" 2 "$M" "$Z" remaining "c$N" "$K")"
 redis-cli -p "$port" SET bench:clock $((T + 86400000 + 1000)) >/dev/null
-redis-cli -p "$port" CONFIG SET slowlog-log-slower-than 0 >/dev/null
-redis-cli -p "$port" CONFIG SET slowlog-max-len 100000 >/dev/null
-redis-cli -p "$port" SLOWLOG RESET >/dev/null
-calls=0
+redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
+usec() { redis-cli -p "$port" INFO commandstats | grep -o 'cmdstat_evalsha:calls=[0-9]*,usec=[0-9]*' | sed 's/.*usec=//'; }
+# Each call's µs: the growth of EVALSHA's usec in INFO commandstats across it.
+calls=0; before=0; each=()
 for _ in $(seq 1 100000); do
   calls=$((calls + 1))
   answer=$(redis-cli -p "$port" EVALSHA "$sha" 2 "$M" "$Z" remaining "c$N" "$K")
+  after=$(usec); each+=($((after - before))); before=$after
   [[ "$answer" =~ ^[0-9]+$ ]] && break
 done
-# Each EVALSHA's µs, from the slow log.
-redis-cli -p "$port" --no-raw SLOWLOG GET 100000 > "$dir/slow"
 node -e '
-const text = require("fs").readFileSync(process.argv[1], "utf8")
-const us = [...text.matchAll(/3\) \(integer\) (\d+)\n\s*4\) 1\) "EVALSHA"/g)].map(m => Number(m[1]))
-const max = Math.max(...us), sum = us.reduce((a, b) => a + b, 0)
-const median = us.slice().sort((a, b) => a - b)[us.length >> 1]
-console.log(`N=${process.argv[2]} ${process.argv[3]} due together: ${us.length} calls until one answered (remaining ${process.argv[4]}); Redis time a call: median ${(median / 1000).toFixed(2)} ms, max ${(max / 1000).toFixed(2)} ms; ${(sum / 1000).toFixed(1)} ms in all`)
-' "$dir/slow" "$N" "$KIND" "$answer"
-echo "$calls calls by this script; left: $(redis-cli -p "$port" HLEN "$M") records, $(redis-cli -p "$port" ZCARD "$Z") zset members"
+const [n, kind, answer, ...us] = process.argv.slice(1)
+const sorted = us.map(Number).sort((a, b) => a - b), sum = sorted.reduce((a, b) => a + b, 0)
+const ms = x => (x / 1000).toFixed(2)
+console.log(`N=${n} ${kind} due together: ${us.length} calls until one answered (remaining ${answer}); Redis time a call: median ${ms(sorted[sorted.length >> 1])} ms, max ${ms(sorted.at(-1))} ms; ${ms(sum)} ms in all`)
+' "$N" "$KIND" "$answer" "${each[@]}"
+echo "left: $(redis-cli -p "$port" HLEN "$M") records, $(redis-cli -p "$port" ZCARD "$Z") zset members"
