@@ -472,20 +472,52 @@ test('#16: no value the pools write is larger than 60 KiB (Deno KV keeps 64 KiB 
   await again.close()
 })
 
-test('POOL-04: an ask joined to a claim under way (its id asked again) leaves when its own signal aborts; the claim goes on for the first', async () => {
-  // The joined ask's signal was never listened to: it stayed pending until the store closed.
-  const { store } = await openTestStore()
+test('POOL-04: asks joined to one claim are each answered by their own signal and their own wait; the claim lives on while one still wants it', { timeout: 10_000 }, async () => {
+  // The first asker's signal rejected every joined ask CancelledError and cancelled the claim, and
+  // only the first ask's wait counted (a joined ask willing to wait longer was told not claimed). (A
+  // joined ask's own signal was not listened to at all before 3a2fef4.)
+  const { store, clock } = await openTestStore()
   const seats = store.pool('seats', { capacity: 2 })
   const taken = await seats.claim(2)
-  const first = seats.claim(1, { id: 'x', wait: Infinity })
-  const controller = new AbortController()
-  const joined = seats.claim(1, { id: 'x', signal: controller.signal })
-  controller.abort('enough')
+  const ac = new AbortController()
+  const first = seats.claim(1, { id: 'x', wait: '5s', signal: ac.signal })
+  const short = seats.claim(1, { id: 'x', wait: '1s' })
+  const long = seats.claim(1, { id: 'x', wait: '20s' })
+  const quitter = new AbortController()
+  const joined = seats.claim(1, { id: 'x', wait: Infinity, signal: quitter.signal })
+  await settle()
+  quitter.abort('enough')
   await assert.rejects(joined, e => e instanceof CancelledError && e.cause === 'enough')
-  assert.equal(await isSettled(first), false, 'the first still waits')
+  ac.abort('the first gives up')
+  await assert.rejects(first, e => e instanceof CancelledError && e.cause === 'the first gives up')
+  assert.equal(await isSettled(short), false, 'the joined asks still wait')
+  clock.advance(1_000)
+  assert.deepEqual(await short, { claimed: false, remaining: 0 }, 'its own wait ran out, alone')
+  clock.advance(9_000)
+  assert.equal(await isSettled(long), false, 'still in line past the first ask\'s wait')
+  assert.equal(store.inspect().find(e => e.kind === 'pool').waiting, 1)
   await taken.claim.release()
-  const got = await first
+  const got = await long
   assert.deepEqual([got.claimed, got.remaining], [true, 1])
+  await store.close()
+})
+
+test('POOL-04: once every ask joined to a claim gave up, the claim leaves the line and takes nothing', { timeout: 10_000 }, async () => {
+  const { store, clock } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 2 })
+  const taken = await seats.claim(2)
+  const ac = new AbortController()
+  const first = seats.claim(2, { id: 'x', wait: Infinity, signal: ac.signal })
+  const joined = seats.claim(2, { id: 'x', wait: '1s' })
+  await settle()
+  clock.advance(1_000)
+  assert.deepEqual(await joined, { claimed: false, remaining: 0 })
+  assert.equal(store.inspect().find(e => e.kind === 'pool').waiting, 1, 'the first still wants it')
+  ac.abort('enough')
+  await assert.rejects(first, CancelledError)
+  assert.equal(store.inspect().find(e => e.kind === 'pool').waiting, 0)
+  await taken.claim.release()
+  assert.equal(await seats.remaining(), 2, 'nobody took the units')
   await store.close()
 })
 

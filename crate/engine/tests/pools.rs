@@ -577,6 +577,50 @@ fn pool_04_every_ending_of_a_wait_leaves_the_line() {
 }
 
 #[test]
+fn pool_04_a_joined_claim_waits_as_long_as_its_longest_ask() {
+    let mut e = opened();
+    let p = e.pool("seats", 1).unwrap();
+    writing(claim(&mut e, p, 1, "held", 0));
+    let w = queued(e.claim(p, 1, "w", true, Some(100), None, 0).unwrap());
+    assert!(e.claim_waits(w));
+    // A shorter wait asked again leaves the deadline as it is; a longer one moves it.
+    for (wait, now) in [(Some(10), 5), (Some(300), 50), (Some(100), 60)] {
+        assert_eq!(
+            e.claim(p, 1, "w", true, wait, None, now).unwrap(),
+            Claim::Joined { req: w }
+        );
+        e.check();
+    }
+    assert_eq!(e.next_deadline(), Some(350));
+    e.advance(349);
+    assert_eq!(
+        events(&mut e),
+        vec![],
+        "still in line past the first ask's wait"
+    );
+    e.advance(350);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::NotClaimed {
+            req: w,
+            remaining: 0
+        }]
+    );
+    assert!(!e.claim_waits(w));
+    e.check();
+    // An ask without a limit takes the limit away.
+    let v = queued(e.claim(p, 1, "v", true, Some(100), None, 400).unwrap());
+    assert_eq!(
+        e.claim(p, 1, "v", true, None, None, 450).unwrap(),
+        Claim::Joined { req: v }
+    );
+    e.advance(10_000);
+    assert_eq!(events(&mut e), vec![]);
+    assert_eq!(e.inspect_pools().unwrap()[0].waiting, 1);
+    e.check();
+}
+
+#[test]
 fn pool_04_a_claim_cancelled_before_its_write_is_answered_is_undone() {
     let mut e = opened();
     let mut disk = Disk::new();

@@ -338,6 +338,12 @@ impl Core {
         self.then_events(answer)
     }
 
+    /// Whether pool request `req` is a claim waiting in line (see `Engine::claim_waits`; a read).
+    #[wasm_bindgen(js_name = claimWaits)]
+    pub fn claim_waits(&self, req: f64) -> bool {
+        id_of(req).is_some_and(|req| self.inner.borrow().engine.claim_waits(req))
+    }
+
     /// Units left in `pool` (deadlines acted on first), or a negative status. Events at
     /// `buffer::HOLD_EVENTS`.
     #[wasm_bindgen(js_name = poolRemaining)]

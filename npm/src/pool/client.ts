@@ -14,8 +14,9 @@
  * the client is back: the server cancelled it when the connection ended (undoing it if it had taken its
  * units, since nobody was told), so the second ask answers the claim as it stands — claimed before the
  * drop and answered since (the first outcome), or a claim anew. Never units nobody was told of.
- * A claim whose signal aborts is cancelled on the server; a `claimed` answer that raced the cancel is
- * released at once.
+ * An id asked again while unanswered is one more ask, its own frame, which the server joins to the
+ * first and answers by its own wait; a signal answers its own ask alone. A claim is cancelled on the
+ * server once its last ask is given up; a `claimed` answer that raced the cancel is released at once.
  *
  * # Capacity
  * A handle's first frame carries its capacity: the server makes the pool with it, or refuses it
@@ -58,27 +59,33 @@ const PATIENCE = 10_000
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 
-/** A claim sent and not yet answered. */
-class PendingClaim {
-  cancelled = false
+/** One caller's ask of a claim: its own frame, answered by its own wait; its own signal. */
+class Ask {
   timer: unknown
+  /** Stops listening to its signal. */
+  off: (() => void) | undefined
+  constructor(
+    readonly wait: number,
+    readonly ttl: number,
+    readonly resolve: (result: ClaimResult) => void,
+    readonly reject: (error: Error) => void,
+  ) {}
+}
+
+/**
+ * The asks of one claim id on this client not yet answered. Each is its own `claim` frame, which the
+ * server joins to the others (POOL-03) and answers by its own wait; a signal aborting one ask answers
+ * it alone, and only the last to leave cancels the claim on the server.
+ */
+class PendingClaim {
+  readonly asks = new Set<Ask>()
+  /** A caller was answered `claimed`: a late `claimed` of an ask given up is that same claim, not to be let go. */
+  delivered = false
   constructor(
     readonly pool: Pool,
     readonly n: number,
     readonly id: string,
-    readonly wait: number,
-    readonly ttl: number,
-    /** Its answer (and that of any ask joined to it, or the signal's listener let go first). */
-    public resolve: (result: ClaimResult) => void,
-    public reject: (error: Error) => void,
   ) {}
-
-  /** Runs `before` ahead of whoever is answered now. */
-  wrap(before: { resolve: (result: ClaimResult) => void; reject: (error: Error) => void }): void {
-    const { resolve, reject } = this
-    this.resolve = r => (before.resolve(r), resolve(r))
-    this.reject = e => (before.reject(e), reject(e))
-  }
 }
 
 export class RemotePools implements PoolStore {
@@ -123,69 +130,70 @@ export class RemotePools implements PoolStore {
     const refused = this.#refusal(`pool ${pool.name}`)
     if (refused) return Promise.reject(refused)
     const id = request.id ?? randomId()
+    const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
     return new Promise<ClaimResult>((resolve, reject) => {
-      const p = new PendingClaim(pool, request.n, id, request.wait, request.ttl, resolve, reject)
       const key = `${pool.name}\0${id}`
-      const earlier = this.#pending.get(key)
-      if (earlier) {
-        // Asked again while unanswered: the server joins it to the first; so does this side. Under
-        // another n it is refused, as the store's own claim refuses it (it was joined, and answered
-        // the first ask's units).
-        if (earlier.n !== p.n) {
-          return reject(new InvalidError(`pool ${pool.name}: claim ${JSON.stringify(id)}: is being claimed for ${earlier.n} units; asked again for ${p.n}`))
-        }
-        earlier.wrap({ resolve, reject })
-        return
-      }
-      this.#pending.set(key, p)
+      let p = this.#pending.get(key)
+      // Asked again while unanswered: the server joins it to the first. Under another n it is
+      // refused, as the store's own claim refuses it.
+      if (p && p.n !== request.n) return reject(new InvalidError(`${place}: is being claimed for ${p.n} units; asked again for ${request.n}`))
+      if (!p) this.#pending.set(key, (p = new PendingClaim(pool, request.n, id)))
+      const claim = p
+      const ask = new Ask(request.wait, request.ttl, resolve, reject)
+      claim.asks.add(ask)
       const signal = request.signal
       if (signal) {
         const onAbort = () => {
-          if (this.#pending.get(key) !== p) return
-          this.#forget(key, p)
-          p.cancelled = true
-          p.reject(new CancelledError(`pool ${pool.name}: claim ${JSON.stringify(id)}: cancelled while waiting`, { cause: signal.reason }))
-          this.#link.send({ type: 'pool', op: 'cancel', pool: pool.name, capacity: 0, claim: id, value: 0 }, () => {})
+          if (!claim.asks.has(ask)) return
+          this.#leave(key, claim, ask)
+          ask.reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
+          // The last ask of it gone, the claim is cancelled on the server (a `claimed` that raced the
+          // cancel is let go when it comes: see #ask).
+          if (claim.asks.size === 0) this.#send(pool, { op: 'cancel', claim: id })
         }
         signal.addEventListener('abort', onAbort, { once: true })
-        const off = () => signal.removeEventListener('abort', onAbort)
-        p.wrap({ resolve: off, reject: off })
+        ask.off = () => signal.removeEventListener('abort', onAbort)
       }
-      if (p.wait !== Infinity) {
+      if (ask.wait !== Infinity) {
         // The server answers a wait that ran out; if it does not (it cannot be reached, or its
-        // storage is slow), this side withdraws the claim: a cancel, which undoes it there if it took
-        // units not yet answered (its id not remembered). Answered by what comes first: the claim's
-        // own answer (frames come in order: one sent before the cancel was read comes before the
-        // cancel's, and is the outcome), or the cancel's — the claim took nothing. Given up before
-        // the cancel's answer, a claim answered `claimed` later was released, its id remembered as
-        // claimed: asked again, it answered claimed with nothing held.
-        p.timer = setTimer(
+        // storage is slow), this side gives the ask up. The last ask of the claim withdraws it: a
+        // cancel, which undoes it there if it took units not yet answered (its id not remembered).
+        // Answered by what comes first: the claim's own answer (frames come in order: one sent
+        // before the cancel was read comes before the cancel's, and is the outcome), or the
+        // cancel's — the claim took nothing. Given up before the cancel's answer, a claim answered
+        // `claimed` later was released, its id remembered as claimed: asked again, it answered
+        // claimed with nothing held. An ask with others still waiting is given up alone: the claim
+        // goes on for them, and its id, asked again, answers how it ended.
+        ask.timer = setTimer(
           this.#link.clock,
           () => {
-            p.timer = undefined
-            if (this.#pending.get(key) !== p) return
+            ask.timer = undefined
+            if (!claim.asks.has(ask)) return
+            if (claim.asks.size > 1) {
+              this.#leave(key, claim, ask)
+              return ask.reject(new ClosedError(`${place}: no answer from ${this.#link.url} within the wait; the claim goes on for another ask of its id`))
+            }
             this.#link.send({ type: 'pool', op: 'cancel', pool: pool.name, capacity: 0, claim: id, value: 0 }, answer => {
-              if (this.#pending.get(key) !== p) return
-              this.#forget(key, p)
-              p.cancelled = true
-              p.reject(
+              if (!claim.asks.has(ask)) return
+              this.#leave(key, claim, ask)
+              ask.reject(
                 new ClosedError(
                   answer.type === 'dropped'
-                    ? `pool ${pool.name}: claim ${JSON.stringify(id)}: no answer from the server within the wait (${this.#link.url} unreachable)`
-                    : `pool ${pool.name}: claim ${JSON.stringify(id)}: no answer from ${this.#link.url} within the wait; withdrawn there (it took nothing)`,
+                    ? `${place}: no answer from the server within the wait (${this.#link.url} unreachable)`
+                    : `${place}: no answer from ${this.#link.url} within the wait; withdrawn there (it took nothing)`,
                 ),
               )
             })
           },
-          p.wait + WAIT_GRACE,
+          ask.wait + WAIT_GRACE,
         )
       }
-      this.#ask(key, p)
+      this.#ask(key, claim, ask)
     })
   }
 
-  /** Sends (or sends again, after a reconnect) a claim, and acts on its answer. */
-  #ask(key: string, p: PendingClaim): void {
+  /** Sends (or sends again, after a reconnect) one ask of a claim, and acts on its answer. */
+  #ask(key: string, p: PendingClaim, ask: Ask): void {
     const pool = p.pool
     this.#link.send(
       {
@@ -194,34 +202,41 @@ export class RemotePools implements PoolStore {
         capacity: this.#capacities.carried(pool),
         n: p.n,
         claim: p.id,
-        wait: p.wait === Infinity ? null : p.wait,
-        ttl: p.ttl,
+        wait: ask.wait === Infinity ? null : ask.wait,
+        ttl: ask.ttl,
       },
       answer => {
         if (answer.type === 'dropped') return // asked again once the client is back
-        if (this.#pending.get(key) !== p) {
-          // Cancelled (or given up) meanwhile: a claim that raced it is let go.
-          if (answer.type === 'claimed' && answer.claimed) this.#send(pool, { op: 'release', claim: p.id })
+        const claimed = answer.type === 'claimed' && answer.claimed
+        if (!p.asks.has(ask)) {
+          // Cancelled (or given up) meanwhile: a claim that raced it is let go, unless another ask
+          // of it still waits or was told it (theirs: the same claim, answered them too).
+          if (claimed && p.asks.size === 0 && !p.delivered) this.#send(pool, { op: 'release', claim: p.id })
           return
         }
-        this.#forget(key, p)
+        this.#leave(key, p, ask)
         if (answer.type === 'claimed') {
           this.#capacities.answered(pool)
-          return p.resolve(
+          if (claimed) p.delivered = true
+          return ask.resolve(
             answer.claimed
               ? { claimed: true, remaining: answer.remaining, claim: new Claim(pool, p.id, p.n) }
               : { claimed: false, remaining: answer.remaining },
           )
         }
-        if (answer.type === 'error') return p.reject(errorOf(answer.code as ErrorCode, answer.message))
-        p.reject(new ClosedError(`pool ${pool.name}: unexpected answer ${answer.type} from ${this.#link.url}`))
+        if (answer.type === 'error') return ask.reject(errorOf(answer.code as ErrorCode, answer.message))
+        ask.reject(new ClosedError(`pool ${pool.name}: unexpected answer ${answer.type} from ${this.#link.url}`))
       },
     )
   }
 
-  #forget(key: string, p: PendingClaim): void {
-    if (this.#pending.get(key) === p) this.#pending.delete(key)
-    if (p.timer !== undefined) clearTimer(this.#link.clock, p.timer)
+  /** `ask` is answered (or given up): it stops listening; its claim is forgotten once no ask of it is left. */
+  #leave(key: string, p: PendingClaim, ask: Ask): void {
+    p.asks.delete(ask)
+    ask.off?.()
+    if (ask.timer !== undefined) clearTimer(this.#link.clock, ask.timer)
+    ask.timer = undefined
+    if (p.asks.size === 0 && this.#pending.get(key) === p) this.#pending.delete(key)
   }
 
   /** A pool frame whose answer nobody waits for. */
@@ -291,18 +306,22 @@ export class RemotePools implements PoolStore {
   reconnected(): void {
     for (const [key, p] of [...this.#pending]) {
       const refused = this.#refusal(`pool ${p.pool.name}`)
-      if (refused) {
-        this.#forget(key, p)
-        p.reject(refused)
-      } else this.#ask(key, p)
+      for (const ask of [...p.asks]) {
+        if (refused) {
+          this.#leave(key, p, ask)
+          ask.reject(refused)
+        } else this.#ask(key, p, ask)
+      }
     }
   }
 
   /** The client closed: every claim still unanswered is answered `error`. */
   fail(error: ClosedError): void {
     for (const [key, p] of [...this.#pending]) {
-      this.#forget(key, p)
-      p.reject(new ClosedError(`pool ${p.pool.name}: claim ${JSON.stringify(p.id)}: ${error.message}`, { cause: error }))
+      for (const ask of [...p.asks]) {
+        this.#leave(key, p, ask)
+        ask.reject(new ClosedError(`pool ${p.pool.name}: claim ${JSON.stringify(p.id)}: ${error.message}`, { cause: error }))
+      }
     }
   }
 }

@@ -14,10 +14,14 @@
  *
  * # Invariants
  * - Every pool request the engine named is in `#records` until one event (or a cancel) answers it;
- *   then it is answered exactly once. A claim asked again with the id of a request still unanswered
- *   joins that record (`CLAIM_JOINED`): both callers get its answer.
- * - A waiting claim's signal cancels it in the engine (`cancelClaim`), which takes it out of the line,
- *   or gives back the units it took before its write was acknowledged (POOL-04, as LOCK-06 for holds).
+ *   then each of its askers still there is answered, exactly once. A claim asked again with the id of
+ *   a request still unanswered joins that record (`CLAIM_JOINED`) as one more asker.
+ * - Each asker is answered by its own signal and its own wait (POOL-04): one whose signal aborts is
+ *   answered `CancelledError` alone, one whose wait runs out `claimed: false` alone, and the claim goes
+ *   on for the others. The engine keeps a joined claim in line for the longest wait of its askers;
+ *   an asker whose wait ends earlier has a timer of its own here. Once no asker is left, the claim is
+ *   cancelled in the engine (`cancelClaim`), which takes it out of the line, or gives back the units
+ *   it took before its write was acknowledged (as LOCK-06 for holds).
  * - If the engine traps, every record is answered with the store's `ClosedError` (`trap`).
  *
  * Pools' deadlines (waits, ttls, the 24 hours of an id) are the engine's: after each call the store's
@@ -43,6 +47,7 @@ import {
   POOL_FAILED,
   REQ,
 } from '../store/abi.js'
+import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { randomId } from '../util/random.js'
 import { checkOptions } from '../util/options.js'
 import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from './pool.js'
@@ -51,6 +56,8 @@ import type { PoolInfo } from './types.js'
 /** What the room needs of its store. */
 export interface PoolHost {
   readonly core: Core
+  /** The store's clock: the timers of askers whose wait ends before their claim's (see # Invariants). */
+  readonly clock: Clock
   /** The shared buffer (made anew when wasm memory grew). */
   view(): Float64Array
   now(): number
@@ -68,21 +75,19 @@ export interface PoolHost {
   storageError(): unknown
 }
 
-/** A pool request the engine has not answered yet: a claim (waiting, or being written) or a barrier. */
-class Pending {
-  readonly place: string
+/** One caller waiting for a pool request's answer; several, when a claim id was asked again (joined). */
+class Asker {
   readonly resolve: (value: unknown) => void
   readonly reject: (error: unknown) => void
   readonly promise: Promise<unknown>
-  readonly pool: Pool
-  readonly claim: { id: string; n: number } | undefined
+  /** When its wait runs out (Infinity: never; a barrier's askers never wait). */
+  readonly deadline: number
   signal: AbortSignal | undefined
   onAbort: (() => void) | undefined
+  timer: unknown
 
-  constructor(pool: Pool, place: string, claim: { id: string; n: number } | undefined) {
-    this.pool = pool
-    this.place = place
-    this.claim = claim
+  constructor(deadline: number) {
+    this.deadline = deadline
     let resolve!: (value: unknown) => void
     let reject!: (error: unknown) => void
     this.promise = new Promise((res, rej) => {
@@ -92,11 +97,45 @@ class Pending {
     this.resolve = resolve
     this.reject = reject
   }
+}
 
-  /** Stops listening to the signal: the request was answered. */
-  settled(): void {
-    if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort)
+/** A pool request the engine has not answered yet: a claim (waiting, or being written) or a barrier. */
+class Pending {
+  readonly place: string
+  readonly pool: Pool
+  readonly claim: { id: string; n: number } | undefined
+  /** Who waits for its answer, first asker first. */
+  readonly askers = new Set<Asker>()
+
+  constructor(pool: Pool, place: string, claim: { id: string; n: number } | undefined) {
+    this.pool = pool
+    this.place = place
+    this.claim = claim
   }
+
+  /** The engine's deadline for the claim: the latest of its askers' (see `Pools::claim`'s join). */
+  get deadline(): number {
+    let latest = Number.NEGATIVE_INFINITY
+    for (const a of this.askers) latest = Math.max(latest, a.deadline)
+    return latest
+  }
+
+  /** Answers every asker still there (each stops listening first: its signal, its timer). */
+  answer(clock: Clock, each: (asker: Asker) => void): void {
+    const askers = [...this.askers]
+    this.askers.clear()
+    for (const a of askers) {
+      settled(clock, a)
+      each(a)
+    }
+  }
+}
+
+/** `asker` was answered, or left: it stops listening to its signal and its timer. */
+function settled(clock: Clock, asker: Asker): void {
+  if (asker.onAbort) asker.signal!.removeEventListener('abort', asker.onAbort)
+  if (asker.timer !== undefined) clearTimer(clock, asker.timer)
+  asker.timer = undefined
 }
 
 export class PoolRoom implements PoolStore {
@@ -164,12 +203,11 @@ export class PoolRoom implements PoolStore {
     if (answer === CLAIM_WRITING || answer === CLAIM_QUEUED) {
       const record = new Pending(pool, remember ? `${place}: claim ${JSON.stringify(id)}` : place, { id, n: request.n })
       this.#records.set(buf[REQ]!, record)
-      this.#listen(record, buf[REQ]!, request.signal)
-      result = record.promise
+      result = this.#ask(record, buf[REQ]!, request, now)
     } else if (answer === CLAIM_JOINED) {
       const record = this.#records.get(buf[REQ]!)
       if (!record) throw this.#host.trap(new Error(`the engine joined a claim to request ${buf[REQ]}, which this side does not know`))
-      result = request.signal ? untilAborted(record.promise, request.signal, record.place) : record.promise
+      result = this.#ask(record, buf[REQ]!, request, now)
     } else if (answer === CLAIM_REFUSED) {
       result = Promise.resolve({ claimed: false, remaining: buf[CLAIM_REMAINING]! })
     } else if (answer === CLAIM_KNOWN) {
@@ -236,7 +274,9 @@ export class PoolRoom implements PoolStore {
     if (answer === 1) {
       const record = new Pending(pool, place, undefined)
       this.#records.set(buf[REQ]!, record)
-      result = record.promise
+      const asker = new Asker(Number.POSITIVE_INFINITY)
+      record.askers.add(asker)
+      result = asker.promise
     } else if (answer < 0) result = Promise.reject(this.#refusal(answer, place))
     else {
       const refused = refuse(answer)
@@ -279,19 +319,70 @@ export class PoolRoom implements PoolStore {
     return this.#host.closed(place) ?? new ClosedError(`${place}: the store is closed`)
   }
 
-  /** A claim's signal, while it waits: aborting it cancels the claim. */
-  #listen(record: Pending, req: number, signal: AbortSignal | undefined): void {
-    if (!signal) return
-    record.signal = signal
-    record.onAbort = () => {
-      if (this.#records.get(req) !== record || this.#host.closed(record.place)) return
-      this.#records.delete(req)
-      const now = this.#host.now()
-      this.#call(() => this.#host.core.cancelClaim(req, now))
-      record.reject(new CancelledError(`${record.place}: cancelled while waiting`, { cause: signal.reason }))
-      this.#after(this.#host.view(), now)
+  /**
+   * One more asker of claim `record` (request `req`), answered by its own signal and wait. The engine
+   * keeps the claim in line for the latest wait of its askers (a join may have moved it: see
+   * `Pools::claim`); every asker whose wait ends before that one is answered by a timer here.
+   */
+  #ask(record: Pending, req: number, request: ClaimRequest, now: number): Promise<unknown> {
+    // A wait counts while the claim waits in line: one that took its units is answered to every
+    // asker once written (as the engine never answers a claim being written "not claimed").
+    const asker = new Asker(this.#waits(req) ? now + request.wait : Number.POSITIVE_INFINITY)
+    record.askers.add(asker)
+    const signal = request.signal
+    if (signal) {
+      asker.signal = signal
+      asker.onAbort = () => {
+        const error = new CancelledError(`${record.place}: cancelled while waiting`, { cause: signal.reason })
+        this.#leave(record, req, asker, () => asker.reject(error))
+      }
+      signal.addEventListener('abort', asker.onAbort, { once: true })
     }
-    signal.addEventListener('abort', record.onAbort, { once: true })
+    const latest = record.deadline
+    for (const a of record.askers) {
+      if (a.timer !== undefined || !(a.deadline < latest)) continue
+      a.timer = setTimer(
+        this.#host.clock,
+        () => {
+          a.timer = undefined
+          // Taken meanwhile, the claim is being written: its answer comes to every asker.
+          if (!this.#waits(req)) return
+          // Its wait ran out, not the claim's: answered as a claim that did not fit, with what is left now.
+          this.#leave(record, req, a, () => a.resolve({ claimed: false, remaining: this.#remainingNow(record.pool) }))
+        },
+        Math.max(0, a.deadline - this.#host.now()),
+      )
+    }
+    return asker.promise
+  }
+
+  /**
+   * `asker` gives up claim `record` (its signal aborted, or its own wait ran out) and is answered by
+   * `answer`; the last asker to leave cancels the claim in the engine (POOL-04).
+   */
+  #leave(record: Pending, req: number, asker: Asker, answer: () => void): void {
+    if (this.#records.get(req) !== record || !record.askers.has(asker) || this.#host.closed(record.place)) return
+    record.askers.delete(asker)
+    settled(this.#host.clock, asker)
+    if (record.askers.size > 0) return answer()
+    this.#records.delete(req)
+    const now = this.#host.now()
+    this.#call(() => this.#host.core.cancelClaim(req, now))
+    answer()
+    this.#after(this.#host.view(), now)
+  }
+
+  /** Whether pool request `req` is a claim waiting in line. */
+  #waits(req: number): boolean {
+    return this.#call(() => this.#host.core.claimWaits(req))
+  }
+
+  /** The units left in `pool` now (0 if the store cannot say: it closed meanwhile). */
+  #remainingNow(pool: Pool): number {
+    const now = this.#host.now()
+    const left = this.#call(() => this.#host.core.poolRemaining(pool._id, now))
+    this.#after(this.#host.view(), now)
+    return Math.max(0, left)
   }
 
   /** A pool event, from the store's drain. */
@@ -299,15 +390,19 @@ export class PoolRoom implements PoolStore {
     const record = this.#records.get(id)
     if (!record) return
     this.#records.delete(id)
-    record.settled()
+    const clock = this.#host.clock
     if (kind === CLAIMED) {
       const { id: claimId, n } = record.claim!
-      record.resolve({ claimed: true, remaining: a, claim: new Claim(record.pool, claimId, n) })
-    } else if (kind === NOT_CLAIMED) record.resolve({ claimed: false, remaining: a })
-    else if (kind === DURABLE) record.resolve(undefined)
-    else if (kind === POOL_FAILED)
-      record.reject(new StorageError(`${record.place}: storage failed to keep it; it took nothing`, { cause: this.#host.storageError() }))
-    else if (kind === POOL_ENDED) record.reject(this.#host.closed(record.place) ?? new ClosedError(`${record.place}: the store is closed`))
+      record.answer(clock, asker => asker.resolve({ claimed: true, remaining: a, claim: new Claim(record.pool, claimId, n) }))
+    } else if (kind === NOT_CLAIMED) record.answer(clock, asker => asker.resolve({ claimed: false, remaining: a }))
+    else if (kind === DURABLE) record.answer(clock, asker => asker.resolve(undefined))
+    else if (kind === POOL_FAILED) {
+      const cause = this.#host.storageError()
+      record.answer(clock, asker => asker.reject(new StorageError(`${record.place}: storage failed to keep it; it took nothing`, { cause })))
+    } else if (kind === POOL_ENDED) {
+      const error = this.#host.closed(record.place) ?? new ClosedError(`${record.place}: the store is closed`)
+      record.answer(clock, asker => asker.reject(error))
+    }
   }
 
   /** The engine trapped: every request still unanswered gets the store's error. */
@@ -315,8 +410,7 @@ export class PoolRoom implements PoolStore {
     const records = [...this.#records.values()]
     this.#records.clear()
     for (const record of records) {
-      record.settled()
-      record.reject(new ClosedError(`${record.place}: ${closed.message}`, { cause: closed.cause }))
+      record.answer(this.#host.clock, asker => asker.reject(new ClosedError(`${record.place}: ${closed.message}`, { cause: closed.cause })))
     }
   }
 
@@ -333,26 +427,4 @@ export class PoolRoom implements PoolStore {
       throw this.#host.trap(error)
     }
   }
-}
-
-/**
- * The answer of an ask joined to a claim under way, or `CancelledError` once the ask's own signal
- * aborts (POOL-04: every ending of a wait leaves the line): the claim goes on for whoever asked first.
- */
-function untilAborted<T>(answer: Promise<T>, signal: AbortSignal, place: string): Promise<T> {
-  if (signal.aborted) return Promise.reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
-    signal.addEventListener('abort', onAbort, { once: true })
-    answer.then(
-      value => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      error => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
-  })
 }

@@ -119,7 +119,7 @@ export class Session implements RemoteSink {
   /** Request ids of this session's holds that wait in line (kept only when the host listens: `hooks.waiting`). */
   readonly #waiting = new Set<string>()
   /** This session's claims not yet answered, by pool and claim id: aborting one cancels it. */
-  readonly claims = new Map<string, AbortController>()
+  readonly claims = new Map<string, ClaimAsks>()
 
   constructor(
     /** The connection's number in the engine (u32). */
@@ -416,14 +416,16 @@ export class Protocol {
     if (frame.type === 'claim') {
       const key = `${frame.pool}\0${frame.claim}`
       // Asked again on this connection while the first is unanswered: it joins the first (and its
-      // cancel), as the store joins them.
-      let controller = session.claims.get(key)
-      if (!controller) session.claims.set(key, (controller = new AbortController()))
-      const mine = controller
-      const options = { id: frame.claim, wait: frame.wait ?? Infinity, signal: mine.signal, ...(frame.ttl > 0 ? { ttl: frame.ttl } : {}) }
-      // Once answered (either way), it is no longer this session's to cancel.
+      // cancel), as the store joins them; each ask is answered by its own wait (the store's).
+      let mine = session.claims.get(key)
+      if (!mine) session.claims.set(key, (mine = new ClaimAsks()))
+      mine.open++
+      const asks = mine
+      const options = { id: frame.claim, wait: frame.wait ?? Infinity, signal: asks.signal, ...(frame.ttl > 0 ? { ttl: frame.ttl } : {}) }
+      // Once every ask of it was answered (either way), it is no longer this session's to cancel: not
+      // after the first answer alone (a joined ask's own wait ran out), or a cancel would miss the rest.
       const forget = <T>(value: T): T => {
-        if (session.claims.get(key) === mine) session.claims.delete(key)
+        if (--asks.open === 0 && session.claims.get(key) === asks) session.claims.delete(key)
         return value
       }
       return answer(
@@ -461,6 +463,12 @@ export class Protocol {
   handle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock {
     return this.#store()._serverHandle(kind, name, limit)
   }
+}
+
+/** The asks of one claim id on one connection not yet answered: aborted, they are all cancelled. */
+class ClaimAsks extends AbortController {
+  /** How many of its `claim` frames are not yet answered. */
+  open = 0
 }
 
 /** A server's batch of `frames` (for `Socket.pack`). */

@@ -102,6 +102,7 @@ export class Store implements LockStore, ServedStore {
     this.#pools = new PoolRoom({
       core,
       view: () => host.view(),
+      clock,
       now: () => clock.now(),
       drain: (n, now) => host.drain(n, now),
       schedule: at => host.schedule(at),

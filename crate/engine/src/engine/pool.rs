@@ -94,6 +94,13 @@ impl Engine {
         self.pools.remaining(pool)
     }
 
+    /// Whether pool request `req` is a claim waiting in line (a read: deadlines not acted on). The
+    /// host answers each ask of a joined claim by its own wait only while the claim waits: one that
+    /// took its units is answered to every ask once written.
+    pub fn claim_waits(&self, req: Id) -> bool {
+        self.pools.waits(req)
+    }
+
     /// The name, capacity and remaining units of a pool (a read: deadlines not acted on).
     pub fn pool_info(&self, pool: PoolId) -> Option<(&str, u64, u64)> {
         self.pools.info(pool)

@@ -63,11 +63,27 @@ impl Pools {
             });
         }
         if let Some(&req) = pl.waiting.get(id) {
-            let Some(PoolReq::Waiting { n: had, .. }) = self.reqs.get(req) else {
+            let Some(PoolReq::Waiting {
+                n: had, deadline, ..
+            }) = self.reqs.get_mut(req)
+            else {
                 unreachable!("a pool's waiting claim waits")
             };
             if *had != n {
                 return Err(again(*had));
+            }
+            // Each ask is answered by its own wait (the host answers an ask whose wait ran out
+            // alone): the claim waits as long as the longest, so that a later ask willing to wait
+            // longer is not answered "not claimed" at the first ask's deadline.
+            if let Some(at) = *deadline {
+                let wanted = wait.map(|ms| now.saturating_add(ms));
+                if wanted.is_none_or(|w| w > at) {
+                    *deadline = wanted;
+                    // The old entry is now stale (`timer_is_live` checks the deadline).
+                    if let Some(w) = wanted {
+                        self.timers.push(Entry::new(w, req, Due::Wait));
+                    }
+                }
             }
             return Ok(Claim::Joined { req });
         }

@@ -26,7 +26,8 @@
 //!   long as the claim is open and, if its id is *remembered*, for 24 hours after it took its units
 //!   (a tombstone, with a deadline). A claim that took nothing (refused, or its wait ran out) leaves
 //!   nothing behind: asked again, it is a new claim. Asked again with another `n`, `invalid`.
-//!   The first ask's `ttl` stands.
+//!   The first ask's `ttl` stands; a waiting claim waits as long as the longest wait of its asks
+//!   (the host answers each ask by its own wait and signal, and cancels the claim once none wants it).
 //! - **POOL-04, the line**: a claim that does not fit (or finds others waiting: nobody barges) waits
 //!   in its pool's line, if its `wait` allows, FIFO with head-of-line blocking: the head takes its
 //!   units as soon as they are there, and nobody behind it goes first, even one that would fit. A
@@ -343,6 +344,11 @@ impl Pools {
     pub fn info(&self, pool: PoolId) -> Option<(&str, u64, u64)> {
         let p = self.pools.get(pool.0 as usize)?;
         Some((&p.name, p.capacity, p.remaining()))
+    }
+
+    /// Whether pool request `req` is a claim waiting in line (not one that took its units, nor ended).
+    pub fn waits(&self, req: Id) -> bool {
+        matches!(self.reqs.get(req), Some(PoolReq::Waiting { .. }))
     }
 
     /// Units left in a pool.

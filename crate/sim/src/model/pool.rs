@@ -266,11 +266,19 @@ impl PoolModel {
             .copied()
             .find(|r| matches!(&self.reqs[r], MReq::Waiting { id: i, .. } if i == id));
         if let Some(req) = waiting {
-            let MReq::Waiting { n: had, .. } = &self.reqs[&req] else {
+            let Some(MReq::Waiting {
+                n: had, deadline, ..
+            }) = self.reqs.get_mut(&req)
+            else {
                 unreachable!()
             };
             if *had != n {
                 return refuse("invalid", got);
+            }
+            // Joined, it waits as long as the longest of its asks.
+            let wanted = wait.map(|w| now.saturating_add(w));
+            if deadline.is_some_and(|at| wanted.is_none_or(|w| w > at)) {
+                *deadline = wanted;
             }
             return same(
                 "claim asked again while waiting",
