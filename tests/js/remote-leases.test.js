@@ -955,6 +955,26 @@ test('POOL-04 over a connection: asks of one claim id on one client are each ans
   await s.close()
 })
 
+test('POOL-02 over a connection: a release the server did, whose answer a dropped connection lost, is asked again and answers true (the units are back); asked once more, false (test clocks)', { timeout: 20_000 }, async t => {
+  // Asked again after the drop, the server answered 0 (it held nothing: released by the first frame),
+  // and the client said false: the caller was told the release did nothing though it had released.
+  const s = await served()
+  const { proxy, clock, client } = await behindProxy(t, s)
+  t.after(async () => (await client.close(), await s.close()))
+  const seats = client.pool('seats', { capacity: 1 })
+  const local = s.store.pool('seats', { capacity: 1 })
+  const { claim } = await seats.claim(1, { id: 'order-1' })
+  proxy.all[0].delaying = true // the server's answers are kept from the client
+  const releasing = claim.release()
+  await until(async () => (await local.remaining()) === 1, 'the server released it')
+  client._dropConnectionForTest() // its answer, kept, is lost with the connection
+  await until(() => s.server.connections === 0, 'the connection dropped')
+  clock.advance(100) // past the first backoff: the client dials again, and asks again
+  assert.equal(await releasing, true)
+  assert.equal(await seats.release('order-1'), false, 'released once')
+  assert.equal(await local.remaining(), 1)
+})
+
 test('remote: a token is required and a wrong one is refused with PermissionError', async () => {
   const s = await served()
   await assert.rejects(connect(s.server.url, { token: 'wrong' }), e => e instanceof PermissionError && e.code === 'permission')

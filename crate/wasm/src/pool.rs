@@ -344,6 +344,15 @@ impl Core {
         id_of(req).is_some_and(|req| self.inner.borrow().engine.claim_waits(req))
     }
 
+    /// Whether claim `id` of `pool` gave back the units it took (see `Engine::claim_handed_back`; a read).
+    #[wasm_bindgen(js_name = claimHandedBack)]
+    pub fn claim_handed_back(&self, pool: f64, id: &str) -> bool {
+        self.inner
+            .borrow()
+            .engine
+            .claim_handed_back(pool_of(pool), id)
+    }
+
     /// Units left in `pool` (deadlines acted on first), or a negative status. Events at
     /// `buffer::HOLD_EVENTS`.
     #[wasm_bindgen(js_name = poolRemaining)]

@@ -254,9 +254,11 @@ export class RemotePools implements PoolStore {
     op: 'release' | 'confirm' | 'remaining' | 'resize',
     claim: string,
     value: number,
-    read: (answer: LinkFrame) => T,
+    read: (answer: LinkFrame, again: boolean) => T,
   ): Promise<T> {
     const place = claim ? `pool ${pool.name}: claim ${JSON.stringify(claim)}` : `pool ${pool.name}`
+    // Asked again after a drop: the frame sent before may have been done, its answer lost.
+    let again = false
     for (;;) {
       const refused = this.#refusal(place)
       if (refused) throw refused
@@ -265,17 +267,22 @@ export class RemotePools implements PoolStore {
       )
       if (answer.type === 'dropped') {
         await this.#link.reconnected(this.#link.clock.now() + PATIENCE, `${place}: `)
+        again = true
         continue
       }
       if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, answer.message)
       this.#capacities.answered(pool)
-      return read(answer)
+      return read(answer, again)
     }
   }
 
   /** @internal */
   _releaseClaim(pool: Pool, id: string): Promise<boolean> {
-    return this.#operation(pool, 'release', id, 0, a => a.type === 'count' && a.value === 1)
+    // 2 (a server of revision 6): it held nothing, having given its units back before. Asked again
+    // after a drop, that is most likely this release's own first frame, done with its answer lost:
+    // the units are back (by it, or just before it), so `true`; asked once, `false` (released before).
+    // A server older than revision 6 answers 0 there: `false`, though the first frame may have done it.
+    return this.#operation(pool, 'release', id, 0, (a, again) => a.type === 'count' && (a.value === 1 || (again && a.value === 2)))
   }
 
   /** @internal */

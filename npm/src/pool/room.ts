@@ -219,14 +219,25 @@ export class PoolRoom implements PoolStore {
 
   /** @internal `true` once storage kept the release; `false` at once when the claim held nothing. */
   _releaseClaim(pool: Pool, id: string): Promise<boolean> {
+    return this.releaseServed(pool, id).then(released => released === 1)
+  }
+
+  /**
+   * @internal A release as a server answers it (revision 6): 1 once storage kept it; at once 2 when
+   * the claim held nothing but took its units and gave them back before (released, or its ttl ran
+   * out: its id remembered), else 0. Read in the call that released nothing, so that nothing comes
+   * between.
+   */
+  releaseServed(pool: Pool, id: string): Promise<0 | 1 | 2> {
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
-    let released = false
+    let released: 0 | 1 | 2 = 0
     return this.#barrier(
       pool,
       place,
       now => {
         const answer = this.#host.core.releaseClaim(pool._id, id, now)
-        released = answer === 1
+        if (answer === 1) released = 1
+        else if (answer === 0 && this.#host.core.claimHandedBack(pool._id, id)) released = 2
         return answer
       },
       () => undefined,

@@ -23,6 +23,11 @@ export interface ServedStore {
   inspectPools(): PoolInfo[]
   /** @internal The pool of a client's frame: made with `capacity` if new; 0: the pool as it is (revision 4). */
   _servedPool(name: string, capacity: number): Pool
+  /**
+   * @internal A client's pool release (revision 6): 1 once storage kept it, 2 at once when the claim
+   * held nothing but had given its units back before (released, or its ttl ran out), else 0.
+   */
+  _releaseServed(pool: Pool, id: string): Promise<0 | 1 | 2>
   /** @internal A handle of the name for one hold of a client's, which pins nothing (see `_letGo`). */
   _serverHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock
   /** @internal The hold of `handle` is over: its name may be forgotten if nothing else uses it. */

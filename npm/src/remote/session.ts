@@ -47,6 +47,7 @@ import type { Socket } from '../runtime/transport.js'
 import {
   BATCHES,
   POOLS,
+  HANDED_BACK,
   REVISION,
   batchOf,
   decodeClient,
@@ -438,6 +439,9 @@ export class Protocol {
     }
     switch (frame.op) {
       case 'release':
+        // A client of revision 6 is told 2 when the claim had given its units back before: asking
+        // again a release whose answer a dropped connection lost, it learns that they are back.
+        if (session.revision >= HANDED_BACK) return answer(store._releaseServed(pool, frame.claim), released => ({ type: 'count', value: released as number }))
         return answer(pool.release(frame.claim), released => ({ type: 'count', value: released ? 1 : 0 }))
       case 'confirm':
         return answer(pool.confirm(frame.claim), () => ({ type: 'done' }))

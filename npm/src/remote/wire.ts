@@ -158,13 +158,15 @@ const COUNT_FRAME = 22
 const POOLS_FRAME = 23
 
 /** The revision of the protocol this build speaks (`docs/protocol.md` # Revisions; the codec's `wireRevision()`). */
-export const REVISION = 5
+export const REVISION = 6
 /** The first revision with batches, and with the revision in `hello` and `welcome`. */
 export const BATCHES = 3
 /** The first revision with pools. */
 export const POOLS = 4
 /** The first revision with `ping` (the client's heartbeat). */
 export const HEARTBEAT = 5
+/** The first revision whose pool `release` may be answered `count` 2: it held nothing, its units handed back before. */
+export const HANDED_BACK = 6
 /** The largest frame a batch carries (its length is a `u16`); a larger one is sent alone. */
 export const BATCHED_FRAME = 0xffff
 

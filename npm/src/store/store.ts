@@ -180,6 +180,11 @@ export class Store implements LockStore, ServedStore {
     return this.#pools.servedPool(name, capacity)
   }
 
+  /** @internal */
+  _releaseServed(pool: Pool, id: string): Promise<0 | 1 | 2> {
+    return this.#pools.releaseServed(pool, id)
+  }
+
   /** @internal The busy keys only (what a served store lists over the wire). */
   inspectKeys(): KeyInfo[] {
     this.#host.checkOpen('inspect')

@@ -101,6 +101,13 @@ impl Engine {
         self.pools.waits(req)
     }
 
+    /// Whether claim `id` of `pool` took its units and gave them back, its id still remembered (a
+    /// read: deadlines not acted on). A server answers a release asked again after a dropped
+    /// connection by it: the units are back, by that release or before it.
+    pub fn claim_handed_back(&self, pool: PoolId, id: &str) -> bool {
+        self.pools.handed_back(pool, id)
+    }
+
     /// The name, capacity and remaining units of a pool (a read: deadlines not acted on).
     pub fn pool_info(&self, pool: PoolId) -> Option<(&str, u64, u64)> {
         self.pools.info(pool)

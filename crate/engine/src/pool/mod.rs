@@ -351,6 +351,18 @@ impl Pools {
         matches!(self.reqs.get(req), Some(PoolReq::Waiting { .. }))
     }
 
+    /// Whether `id` names a claim of `pool` that took its units and gave them back (released, or its
+    /// ttl ran out), its id still remembered (a tombstone).
+    pub fn handed_back(&self, pool: PoolId, id: &str) -> bool {
+        let Ok(p) = self.index(pool) else {
+            return false;
+        };
+        self.pools[p]
+            .ids
+            .get(id)
+            .is_some_and(|&cid| !self.claims.get(cid).expect("kept").open)
+    }
+
     /// Units left in a pool.
     pub fn remaining(&self, pool: PoolId) -> Result<u64, Error> {
         Ok(self.pools[self.index(pool)?].remaining())

@@ -24,17 +24,25 @@
 //! without a close), so that what it waits for is asked again on a new one. A client pings only when
 //! the `welcome` said [`HEARTBEAT`] or later; a server answers any client's ping (`Done` is a type
 //! every client knows).
+//!
+//! Revision 6 adds no type: a `pool` `release` is answered `Count` 2 when the claim held nothing
+//! but had taken its units and given them back (released, or its ttl ran out; its id remembered),
+//! so that a client asking again a release whose answer a dropped connection lost learns that the
+//! units are back. Sent only to a client that said [`HANDED_BACK`] or later (an older one is
+//! answered 0, as before).
 
 /// The protocol version this build speaks; the first byte of every frame.
 pub const VERSION: u8 = 1;
 /// The revision of version 1 this build speaks (new message types only; see the module docs).
-pub const REVISION: u8 = 5;
+pub const REVISION: u8 = 6;
 /// The first revision with batches and with the revision in `hello` and `welcome`.
 pub const BATCHES: u8 = 3;
 /// The first revision with pools.
 pub const POOLS: u8 = 4;
 /// The first revision with `Ping`.
 pub const HEARTBEAT: u8 = 5;
+/// The first revision whose `pool` `release` may be answered `Count` 2 (handed back before).
+pub const HANDED_BACK: u8 = 6;
 /// The longest claim id, in bytes of UTF-8.
 pub const MAX_CLAIM_ID: usize = 128;
 /// The revision of a peer that says the old `hello` or `welcome`, which carry none: 2 or older, taken

@@ -16,7 +16,7 @@ pub use codec::{
     encode_client, encode_server, WireError,
 };
 pub use message::{
-    ClientMessage, ErrorCode, InspectEntry, PoolEntry, PoolOp, ServerMessage, BATCHES, HEADER,
-    HEARTBEAT, MAX_CLAIM_ID, MAX_CLIENT_FRAME, MAX_KEY, MAX_NAME_WIRE, MAX_SERVER_FRAME, MAX_TOKEN,
-    POOLS, REVISION, UNSAID, VERSION,
+    ClientMessage, ErrorCode, InspectEntry, PoolEntry, PoolOp, ServerMessage, BATCHES, HANDED_BACK,
+    HEADER, HEARTBEAT, MAX_CLAIM_ID, MAX_CLIENT_FRAME, MAX_KEY, MAX_NAME_WIRE, MAX_SERVER_FRAME,
+    MAX_TOKEN, POOLS, REVISION, UNSAID, VERSION,
 };
