@@ -975,6 +975,32 @@ test('POOL-02 over a connection: a release the server did, whose answer a droppe
   assert.equal(await local.remaining(), 1)
 })
 
+test('POOL-03 over a connection: a claim cancelled by its signal whose claimed answer crossed the cancel is undone on the server, its id forgotten: asked again it is a new claim, never claimed with nothing held (test clocks)', { timeout: 20_000 }, async t => {
+  // The raced claim was released: its id stayed remembered as claimed, so asking again answered
+  // claimed: true (the first outcome) with nothing held, and another buyer took the unit.
+  const s = await served()
+  const { proxy, client } = await behindProxy(t, s)
+  t.after(async () => (await client.close(), await s.close()))
+  const seats = client.pool('seats', { capacity: 1 })
+  const local = s.store.pool('seats', { capacity: 1 })
+  const held = await local.claim(1)
+  const ac = new AbortController()
+  const asked = seats.claim(1, { id: 'order-1', wait: Infinity, signal: ac.signal })
+  await until(() => s.store.inspect().find(e => e.kind === 'pool')?.waiting === 1, 'the claim waits')
+  proxy.all[0].delaying = true // the server's answers are kept from the client
+  await held.claim.release() // the claim takes the unit; its answer waits in the proxy
+  await until(async () => (await local.remaining()) === 0, 'the server claimed it')
+  ac.abort('changed my mind')
+  await assert.rejects(asked, CancelledError)
+  await delivered(20) // the cancel reaches the server, which had answered already
+  proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and lets it go
+  await until(async () => (await local.remaining()) === 1, 'the unit is back')
+  const again = await seats.claim(1, { id: 'order-1' })
+  assert.deepEqual([again.claimed, again.remaining], [true, 0], 'asked again, a new claim')
+  assert.equal(await local.remaining(), 0, 'that holds the unit')
+  assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
+})
+
 test('remote: a token is required and a wrong one is refused with PermissionError', async () => {
   const s = await served()
   await assert.rejects(connect(s.server.url, { token: 'wrong' }), e => e instanceof PermissionError && e.code === 'permission')

@@ -627,6 +627,42 @@ fn pool_04_a_joined_claim_waits_as_long_as_its_longest_ask() {
 }
 
 #[test]
+fn pool_03_a_claim_withdrawn_after_its_answer_is_undone_and_its_id_forgotten() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 2).unwrap();
+    let req = writing(claim(&mut e, p, 2, "x", 0));
+    let w = queued(e.claim(p, 1, "next", true, None, None, 0).unwrap());
+    assert_eq!(
+        flush(&mut e, &mut disk, 1),
+        vec![Event::Claimed { req, remaining: 0 }]
+    );
+    let undone = e.withdraw_claim(p, "x", 2).unwrap().expect("an open claim");
+    e.check();
+    assert_eq!(
+        flush(&mut e, &mut disk, 3),
+        vec![
+            Event::Claimed {
+                req: w,
+                remaining: 1
+            },
+            Event::Durable { req: undone }
+        ],
+        "its units went to the next in line"
+    );
+    assert_eq!(e.withdraw_claim(p, "x", 4).unwrap(), None);
+    assert!(!e.claim_handed_back(p, "x"), "no tombstone");
+    // Read back, it never was; asked again, its id is a new claim.
+    let mut back = reopen(&disk, 5, 5);
+    let q = back.find_pool("seats").unwrap();
+    assert_eq!(back.pool_remaining(q, 5).unwrap(), 1);
+    assert!(matches!(
+        claim(&mut back, q, 1, "x", 5),
+        Claim::Writing { .. }
+    ));
+}
+
+#[test]
 fn pool_04_a_claim_cancelled_before_its_write_is_answered_is_undone() {
     let mut e = opened();
     let mut disk = Disk::new();

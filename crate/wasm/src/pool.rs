@@ -270,12 +270,21 @@ impl Core {
             .borrow_mut()
             .engine
             .release_claim(pool_of(pool), id, now as u64);
-        let answer = match answer {
-            Ok(Some(req)) => self.req(req, 1.0),
-            Ok(None) => 0.0,
-            Err(error) => self.failed(&error),
-        };
-        self.then_events(answer)
+        self.written(answer)
+    }
+
+    /// Undoes the open claim `id` of `pool` (see `Engine::withdraw_claim`): 1 when it is being
+    /// written (the request at `buffer::REQ`, answered `DURABLE`), 0 when no open claim has that id,
+    /// or a negative status. Events at `buffer::HOLD_EVENTS`.
+    #[wasm_bindgen(js_name = withdrawClaim)]
+    pub fn withdraw_claim(&mut self, pool: f64, id: &str, now: f64) -> f64 {
+        self.reclaim();
+        let answer = self
+            .inner
+            .borrow_mut()
+            .engine
+            .withdraw_claim(pool_of(pool), id, now as u64);
+        self.written(answer)
     }
 
     /// Confirms claim `id` of `pool`: 1 when its ttl is gone and that is being written (the request
@@ -396,6 +405,20 @@ impl Core {
 }
 
 impl Core {
+    /// A change answered once written: 1 (its request at `buffer::REQ`), 0 when there was nothing
+    /// to change, or a negative status; events at `buffer::HOLD_EVENTS`.
+    fn written(
+        &mut self,
+        answer: Result<Option<holdfast_engine::Id>, holdfast_engine::Error>,
+    ) -> f64 {
+        let answer = match answer {
+            Ok(Some(req)) => self.req(req, 1.0),
+            Ok(None) => 0.0,
+            Err(error) => self.failed(&error),
+        };
+        self.then_events(answer)
+    }
+
     fn req(&mut self, req: holdfast_engine::Id, answer: f64) -> f64 {
         self.buf[buffer::REQ] = req.to_u64() as f64;
         answer

@@ -16,7 +16,9 @@
  * drop and answered since (the first outcome), or a claim anew. Never units nobody was told of.
  * An id asked again while unanswered is one more ask, its own frame, which the server joins to the
  * first and answers by its own wait; a signal answers its own ask alone. A claim is cancelled on the
- * server once its last ask is given up; a `claimed` answer that raced the cancel is released at once.
+ * server once its last ask is given up; a `claimed` answer that raced the cancel is withdrawn at once
+ * (revision 6: undone, its id forgotten, as a claim cancelled before its answer; an older server can
+ * only release it, its id remembered as claimed).
  *
  * # Capacity
  * A handle's first frame carries its capacity: the server makes the pool with it, or refuses it
@@ -27,7 +29,7 @@
  */
 
 import { CancelledError, ClosedError, InvalidError, errorOf, type ErrorCode } from '../errors.js'
-import { POOLS, type ClientMessage, type ServerMessage } from '../remote/wire.js'
+import { HANDED_BACK, POOLS, type ClientMessage, type ServerMessage } from '../remote/wire.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
@@ -210,8 +212,13 @@ export class RemotePools implements PoolStore {
         const claimed = answer.type === 'claimed' && answer.claimed
         if (!p.asks.has(ask)) {
           // Cancelled (or given up) meanwhile: a claim that raced it is let go, unless another ask
-          // of it still waits or was told it (theirs: the same claim, answered them too).
-          if (claimed && p.asks.size === 0 && !p.delivered) this.#send(pool, { op: 'release', claim: p.id })
+          // of it still waits or was told it (theirs: the same claim, answered them too). Withdrawn
+          // (revision 6), it is undone as if it never was, its id forgotten, as a claim cancelled
+          // before its answer is: released, its id stayed remembered as claimed, and asked again it
+          // answered claimed: true with nothing held. An older server can only release it.
+          if (claimed && p.asks.size === 0 && !p.delivered) {
+            this.#send(pool, { op: this.#link.revision() >= HANDED_BACK ? 'withdraw' : 'release', claim: p.id })
+          }
           return
         }
         this.#leave(key, p, ask)
@@ -240,7 +247,7 @@ export class RemotePools implements PoolStore {
   }
 
   /** A pool frame whose answer nobody waits for. */
-  #send(pool: Pool, op: { op: 'release' | 'cancel'; claim: string }): void {
+  #send(pool: Pool, op: { op: 'release' | 'cancel' | 'withdraw'; claim: string }): void {
     this.#link.send({ type: 'pool', op: op.op, pool: pool.name, capacity: 0, claim: op.claim, value: 0 }, () => {})
   }
 

@@ -244,6 +244,24 @@ export class PoolRoom implements PoolStore {
     ).then(() => released)
   }
 
+  /**
+   * @internal A client's `withdraw` (revision 6): undoes the open claim `id`, whose `claimed` answer
+   * crossed its asker's cancel, as if it never was (its id forgotten). `true` once storage kept it.
+   */
+  withdrawServed(pool: Pool, id: string): Promise<boolean> {
+    let undone = false
+    return this.#barrier(
+      pool,
+      `pool ${pool.name}: claim ${JSON.stringify(id)}`,
+      now => {
+        const answer = this.#host.core.withdrawClaim(pool._id, id, now)
+        undone = answer === 1
+        return answer
+      },
+      () => undefined,
+    ).then(() => undone)
+  }
+
   /** @internal */
   _remaining(pool: Pool): Promise<number> {
     return this.#simple(pool, now => this.#host.core.poolRemaining(pool._id, now))

@@ -443,6 +443,11 @@ export class Protocol {
         // again a release whose answer a dropped connection lost, it learns that they are back.
         if (session.revision >= HANDED_BACK) return answer(store._releaseServed(pool, frame.claim), released => ({ type: 'count', value: released as number }))
         return answer(pool.release(frame.claim), released => ({ type: 'count', value: released ? 1 : 0 }))
+      case 'withdraw':
+        if (session.revision < HANDED_BACK) {
+          throw new InvalidError(`pool ${frame.pool}: withdraw is a frame of revision ${HANDED_BACK}; this client said ${session.revision}`)
+        }
+        return answer(store._withdrawServed(pool, frame.claim), undone => ({ type: 'count', value: undone ? 1 : 0 }))
       case 'confirm':
         return answer(pool.confirm(frame.claim), () => ({ type: 'done' }))
       case 'remaining':

@@ -82,8 +82,9 @@ export interface WirePool {
 }
 
 /** The operations of a `pool` frame (revision 4). */
-export type PoolOp = 'release' | 'confirm' | 'remaining' | 'resize' | 'cancel'
-const POOL_OPS: PoolOp[] = ['release', 'confirm', 'remaining', 'resize', 'cancel']
+/** `withdraw`: revision 6 (`HANDED_BACK`), sent only when the welcome said it. */
+export type PoolOp = 'release' | 'confirm' | 'remaining' | 'resize' | 'cancel' | 'withdraw'
+const POOL_OPS: PoolOp[] = ['release', 'confirm', 'remaining', 'resize', 'cancel', 'withdraw']
 
 export type ClientMessage =
   | { type: 'hello'; revision: number; token: string; client: string }
@@ -165,7 +166,10 @@ export const BATCHES = 3
 export const POOLS = 4
 /** The first revision with `ping` (the client's heartbeat). */
 export const HEARTBEAT = 5
-/** The first revision whose pool `release` may be answered `count` 2: it held nothing, its units handed back before. */
+/**
+ * The first revision whose pool `release` may be answered `count` 2 (it held nothing, its units
+ * handed back before), and with the pool op `withdraw`.
+ */
 export const HANDED_BACK = 6
 /** The largest frame a batch carries (its length is a `u16`); a larger one is sent alone. */
 export const BATCHED_FRAME = 0xffff

@@ -185,6 +185,11 @@ export class Store implements LockStore, ServedStore {
     return this.#pools.releaseServed(pool, id)
   }
 
+  /** @internal */
+  _withdrawServed(pool: Pool, id: string): Promise<boolean> {
+    return this.#pools.withdrawServed(pool, id)
+  }
+
   /** @internal The busy keys only (what a served store lists over the wire). */
   inspectKeys(): KeyInfo[] {
     this.#host.checkOpen('inspect')

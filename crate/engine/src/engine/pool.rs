@@ -59,6 +59,19 @@ impl Engine {
         self.pools.release(pool, id, now)
     }
 
+    /// Undoes the open claim `id` of `pool` (see `Pools::withdraw`): a request answered
+    /// [`crate::Event::Durable`] once storage kept it, or `None` when no open, answered claim has that id.
+    pub fn withdraw_claim(
+        &mut self,
+        pool: PoolId,
+        id: &str,
+        now: u64,
+    ) -> Result<Option<Id>, Error> {
+        self.check_open()?;
+        self.advance(now);
+        self.pools.withdraw(pool, id, now)
+    }
+
     /// Confirms claim `id` of `pool`: its ttl is gone, its units stay until released.
     pub fn confirm_claim(&mut self, pool: PoolId, id: &str, now: u64) -> Result<Confirm, Error> {
         self.check_open()?;

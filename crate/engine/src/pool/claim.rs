@@ -195,6 +195,38 @@ impl Pools {
         Ok(Some(req))
     }
 
+    /// Undoes the open claim `id` of `pool` whose `claimed` answer reached nobody who still wanted it
+    /// (over a connection, it crossed its asker's cancel): its units come back and its record goes,
+    /// tombstone too, in storage as well (`Record::Undo`), as a claim cancelled before its answer is
+    /// ([`Pools::cancel`]): asked again, its id is a new claim. Answered once storage kept it (a
+    /// request); `None` when no open claim has that id, or it is still being written (its cancel
+    /// undoes that one).
+    pub fn withdraw(&mut self, pool: PoolId, id: &str, now: u64) -> Result<Option<Id>, Error> {
+        let p = self.index(pool)?;
+        let Some(&cid) = self.pools[p].ids.get(id) else {
+            return Ok(None);
+        };
+        let c = self.claims.get(cid).expect("kept");
+        if !c.open || c.writing.is_some() {
+            return Ok(None);
+        }
+        let (n, had_ttl) = (c.n, c.ttl.is_some());
+        self.drop_claim(cid);
+        if had_ttl {
+            self.forget_timer();
+        }
+        self.pools[p].claimed -= n;
+        let name = self.pools[p].name.clone();
+        self.log(Record::Undo {
+            pool: name,
+            id: id.to_owned(),
+        });
+        self.pump(p, now);
+        let req = self.reqs.insert(PoolReq::Barrier);
+        self.writer.next.push(req);
+        Ok(Some(req))
+    }
+
     /// An open claim gives its units back (released, or its ttl ran out), and is kept as a
     /// tombstone while its id is remembered. The caller pumps its pool.
     fn give_back(&mut self, cid: Id, now: u64) {
@@ -243,7 +275,7 @@ impl Pools {
     /// cancel, the close): as if it never was, its units back and its id not remembered (asked
     /// again, it is a new claim), in storage too: an undo follows its claim record, which may be in
     /// the write under way. Answers its pool (the caller pumps it, if its line still runs).
-    pub(super) fn withdraw(&mut self, claim: Id, req: Id) -> Option<usize> {
+    pub(super) fn undo_unanswered(&mut self, claim: Id, req: Id) -> Option<usize> {
         let (p, id) = self.undo(claim, req)?;
         let pool = self.pools[p].name.clone();
         self.log(Record::Undo { pool, id });
@@ -363,7 +395,7 @@ impl Pools {
             }
             Some(&PoolReq::Claiming { claim, .. }) => {
                 self.reqs.remove(req);
-                if let Some(p) = self.withdraw(claim, req) {
+                if let Some(p) = self.undo_unanswered(claim, req) {
                     self.pump(p, now);
                 }
                 crate::Cancelled::Released

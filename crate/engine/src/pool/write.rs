@@ -300,7 +300,7 @@ impl Pools {
             })
             .collect();
         for (req, claim) in claiming {
-            self.withdraw(claim, req);
+            self.undo_unanswered(claim, req);
         }
         for (req, _) in self.reqs.iter() {
             events.push_back(Event::PoolEnded { req });

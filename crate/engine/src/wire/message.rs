@@ -29,7 +29,8 @@
 //! but had taken its units and given them back (released, or its ttl ran out; its id remembered),
 //! so that a client asking again a release whose answer a dropped connection lost learns that the
 //! units are back. Sent only to a client that said [`HANDED_BACK`] or later (an older one is
-//! answered 0, as before).
+//! answered 0, as before). And the pool op `Withdraw` ([`PoolOp::Withdraw`]), which a client sends
+//! only when the `welcome` said [`HANDED_BACK`] or later.
 
 /// The protocol version this build speaks; the first byte of every frame.
 pub const VERSION: u8 = 1;
@@ -146,6 +147,10 @@ pub enum PoolOp {
     /// Ends the waiting claim `claim` of this connection: answered `Done`; the claim, `error`
     /// `cancelled`.
     Cancel = 5,
+    /// (Revision 6.) Undoes the open claim `claim`, whose `claimed` answer came after its asker
+    /// had given it up (its cancel crossed the answer): its units come back and its id is forgotten,
+    /// as a claim cancelled before its answer is. Answered `Count` 1 (undone) or 0 (no open claim).
+    Withdraw = 6,
 }
 
 impl PoolOp {
@@ -156,6 +161,7 @@ impl PoolOp {
             3 => PoolOp::Remaining,
             4 => PoolOp::Resize,
             5 => PoolOp::Cancel,
+            6 => PoolOp::Withdraw,
             _ => return None,
         })
     }
@@ -167,6 +173,7 @@ impl PoolOp {
             PoolOp::Remaining => "remaining",
             PoolOp::Resize => "resize",
             PoolOp::Cancel => "cancel",
+            PoolOp::Withdraw => "withdraw",
         }
     }
 }
