@@ -258,6 +258,66 @@ test('LOCK-06: a closed store is collected as soon as it closed, whatever it did
   assert.ok(await collectUntil(() => collected.length === 10, 200), `stores collected right after their close: ${collected.length} of 10`)
 })
 
+/** The locks' Lua called as a store calls it (FCALL), on a store's server: `call(op, limit, ttl, id, arg)`. */
+async function lockLua(t, server, name) {
+  const { scriptsFor, keysOf, constants } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const { functions } = scriptsFor(true).library
+  const keys = keysOf('holdfast', 'semaphore', name, 'k')
+  const { send } = await commandClient(t, server.url)
+  return { keys, send, call: (op, limit, ttl, id, arg) => send(['FCALL', functions[op], 2, ...keys, id, arg, constants(60_000, 'PUBLISH', ttl, 0, limit, 'chan')]) }
+}
+
+/** The commands (by name, but the script's own and INFO) that Redis ran inside `fn`. */
+async function commandsOf(port, fn) {
+  const before = await commandStats(port)
+  await fn()
+  const after = await commandStats(port)
+  return Object.fromEntries(Object.keys(after).filter(c => !['info', 'fcall', 'evalsha'].includes(c) && after[c] !== before[c]).map(c => [c, after[c] - (before[c] ?? 0)]))
+}
+
+test('LOCK-05: a waiter at the head of a semaphore is told the earliest holder\'s deadline at a cost that does not grow with the deadlines before it (tombstones, heartbeats)', async t => {
+  const { server } = await twoStores(t)
+  /** The commands of a waiter's ask on a semaphore of limit 2 whose two holders' leases end after `tombs` tombstones. */
+  const waitersAsk = async (name, tombs) => {
+    const { call } = await lockLua(t, server, name)
+    await call('acquire', 2, 1_000_000, 'holder-1', -1)
+    for (let i = 0; i < tombs; i += 250) {
+      const ids = Array.from({ length: Math.min(250, tombs - i) }, (_, j) => `r${i + j}`)
+      await Promise.all(ids.map(id => call('acquire', 2, 100_000, id, -1)))
+      await Promise.all(ids.map(id => call('release', 2, 100_000, id, 'R1')))
+    }
+    await call('acquire', 2, 1_000_000, 'holder-2', -1)
+    let answer
+    const commands = await commandsOf(server.port, async () => (answer = await call('acquire', 2, 100_000, 'waiter', -1)))
+    assert.equal(answer[0], 'w')
+    assert.ok(answer[2] > 900_000 && answer[2] <= 1_000_000, `the hint is the first holder's lease: ${answer}`)
+    return commands
+  }
+  const few = await waitersAsk('few', 0)
+  const many = await waitersAsk('many', 2_000)
+  assert.deepEqual(many, few, 'the same commands with 2,000 tombstones before the first holder as with none')
+  assert.ok((few.zrangebyscore ?? 0) <= 1, `one look for the earliest holder: ${JSON.stringify(few)}`)
+})
+
+test('LOCK-05: the holders\' index is compatible with the layout before it: a stale entry (its holder ended by a script without the index) is dropped, a holder without one is still reaped at its deadline', async t => {
+  const { server } = await twoStores(t)
+  const { keys, send, call } = await lockLua(t, server, 'mixed')
+  const Z = keys[1]
+  await call('acquire', 2, 1_000, 'old', -1)
+  await call('acquire', 2, 60_000, 'other', -1)
+  // A script of before granted 'old' (no index entry) and let 'gone' go (its 'h' removed, not its 'H').
+  await send(['ZREM', Z, 'Hold'])
+  await send(['ZADD', Z, String(2 ** 52 + Date.now() + 300), 'Hgone'])
+  const answer = await call('acquire', 2, 60_000, 'waiter', -1)
+  assert.equal(answer[0], 'w')
+  // 'old''s lease (its 'h', a script of before read it) or, without its entry, 'other''s: never 'gone''s.
+  assert.ok(answer[2] > 600, `the stale entry is not the earliest holder: ${answer}`)
+  assert.equal(await send(['ZSCORE', Z, 'Hgone']), null, 'the stale entry went')
+  await sleep(1_100)
+  const granted = await call('renew', 2, 60_000, 'waiter', '')
+  assert.equal(granted[0], 'g', `'old' was reaped at its deadline and the waiter served: ${granted}`)
+})
+
 test('#15: an uncontended hold is two commands to Redis (acquire, release); bad input sends none', async t => {
   const { server, a } = await twoStores(t)
   const lock = a.lock('cost')

@@ -20,8 +20,16 @@
  *   ticket (the order Redis received them) minus 2^52, so that the line comes before every deadline
  *   and its head is the zset's first member. The deadlines (server ms): `h` + id of a holder (its
  *   lease), `w` + id of a waiter (the end of its wait or of its last heartbeat's ttl, whichever is
- *   first), `e` + id of a tombstone. And `z`, after every deadline: the zset exists exactly while the
- *   meta does, so adding a deadline never makes a key without an expiry.
+ *   first), `e` + id of a tombstone. The index of a semaphore's holders: `H` + id scored 2^52 + its
+ *   lease deadline (after every deadline), so that the earliest holder, which a waiter near the head is
+ *   told of, is the first of that range (O(log n)) however many waiters' and tombstones' deadlines come
+ *   before it. And `z`, after all of them: the zset exists exactly while the meta does, so adding a
+ *   deadline never makes a key without an expiry.
+ *   The index came after the rest, and locks keep no format mark: both layouts are read by both
+ *   versions of the Lua. A script of before ignores `H` members (its reap reads scores up to now, its
+ *   `inspect` knows `h` and `w` only) and removes only the `h` of a holder it ends, so the Lua drops an
+ *   index entry whose `h` is missing or scored otherwise when it comes first; a holder a script of before
+ *   granted has no entry, and a waiter learns of its end at its next heartbeat rather than at its time.
  *
  * Pools (issue #16) keep theirs under `{p:NAME}`, changed by the `pool` entry point, which shares only
  * the clock with the locks' Lua and documents its own layout and invariants (`scripts/pool.ts`).

@@ -45,6 +45,11 @@ local staged, dirty, expire
 
 -- A waiter's place in line is scored ticket - LINE: below every deadline, which are server ms (>= 0).
 local LINE = 4503599627370496
+-- A semaphore holder's lease deadline is also indexed: 'H' + id scored INDEX + the deadline, after
+-- every deadline and before 'z', so that the earliest holder is the first of that range (O(log n),
+-- however many waiters' and tombstones' deadlines come first). An entry whose holder has no such
+-- deadline (left by a script of before the index, which removed its 'h' only) goes when it comes first.
+local INDEX = 4503599627370496
 -- The score of 'z', the member that keeps Z in being while M is (so that a member added to it never
 -- makes a key without an expiry): after every deadline.
 local FAR = 9000000000000000
@@ -189,9 +194,9 @@ local function grant(rid, ttl, maxHold)
   else
     set(rid, string.format('H %d %d %d %d', last, ttl, hard, now))
     if mark == 0 then
-      redis.call('ZADD', Z, int(until_), 'h' .. rid, FAR_TEXT, 'z')
+      redis.call('ZADD', Z, int(until_), 'h' .. rid, int(INDEX + until_), 'H' .. rid, FAR_TEXT, 'z')
     else
-      redis.call('ZADD', Z, int(until_), 'h' .. rid)
+      redis.call('ZADD', Z, int(until_), 'h' .. rid, int(INDEX + until_), 'H' .. rid)
     end
   end
   held = held + 1
@@ -200,7 +205,8 @@ local function grant(rid, ttl, maxHold)
 end
 
 -- While permits are free, the head of the line is granted, here, and told on its process's channel.
--- \`extra\`: a member to take out of Z with the head's heartbeat deadline (one ZREM for both).
+-- \`extra\`: a semaphore holder's id whose deadline (and its index entry) to take out of Z with the
+-- head's heartbeat deadline (one ZREM for all).
 local function serve(extra)
   while held < limit and waiting > 0 do
     local head = redis.call('ZPOPMIN', Z)
@@ -215,7 +221,7 @@ local function serve(extra)
     waiting = waiting - 1
     local rec = record(rid)
     if extra then
-      redis.call('ZREM', Z, 'w' .. rid, extra)
+      redis.call('ZREM', Z, 'w' .. rid, 'h' .. extra, 'H' .. extra)
       extra = nil
     else
       redis.call('ZREM', Z, 'w' .. rid)
@@ -228,7 +234,7 @@ local function serve(extra)
       redis.call(pub, chan, string.format('g %s %d %s %s', rid, f, ttl, maxHold))
     end
   end
-  if extra then redis.call('ZREM', Z, extra) end
+  if extra then redis.call('ZREM', Z, 'h' .. extra, 'H' .. extra) end
 end
 
 -- The slot holder's lease deadline.
@@ -260,6 +266,7 @@ local function reap()
       if kind == 'e' then
         set(rid, false)
       else
+        if kind == 'h' then gone[#gone + 1] = 'H' .. rid end
         local rec = record(rid)
         local is = rec and string.sub(rec, 1, 1)
         if kind == 'h' and is == 'H' then
@@ -279,7 +286,7 @@ local function reap()
     list = redis.call('ZRANGEBYSCORE', Z, 0, upto, 'LIMIT', 0, 1000)
   end
   -- The bound, raised to the earliest deadline left ('z' when none: \`covers\` lowers it).
-  local first = redis.call('ZRANGEBYSCORE', Z, 0, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local first = redis.call('ZRANGEBYSCORE', Z, 0, '(' .. int(INDEX), 'WITHSCORES', 'LIMIT', 0, 1)
   due = tonumber(first[2]) or FAR
   if slot then due = math.min(due, slotUntil()) end
   set('e', int(due))
@@ -302,18 +309,19 @@ local function settle(rec)
   return current(rec)
 end
 
--- The earliest deadline of a holder, or nil.
+-- The earliest deadline of a holder, or nil: the first of the index (O(log n)). An entry whose holder
+-- has no such deadline (a script of before the index released or reaped it) goes; a holder granted by
+-- a script of before has no entry: its waiters learn of its end at their next heartbeat instead.
 local function firstHolder()
   if limit == 1 then return slot and slotUntil() or nil end
-  local at = 0
-  while true do
-    local page = redis.call('ZRANGEBYSCORE', Z, 0, '+inf', 'WITHSCORES', 'LIMIT', at, 100)
-    if #page == 0 then return nil end
-    for i = 1, #page, 2 do
-      if string.sub(page[i], 1, 1) == 'h' then return tonumber(page[i + 1]) end
-    end
-    at = at + 100
+  for _ = 1, 100000 do
+    local first = redis.call('ZRANGEBYSCORE', Z, int(INDEX), '(' .. FAR_TEXT, 'WITHSCORES', 'LIMIT', 0, 1)
+    if not first[1] then return nil end
+    local at = tonumber(first[2]) - INDEX
+    if tonumber(redis.call('ZSCORE', Z, 'h' .. string.sub(first[1], 2))) == at then return at end
+    redis.call('ZREM', Z, first[1])
   end
+  return nil
 end
 
 -- What a waiter is told: the ms left of its wait (-1: no limit), and the ms to the earliest holder's

@@ -69,7 +69,7 @@ local function release(keys, args)
     -- A semaphore's holder (a lock's went above).
     held = held - 1
     set(id, false)
-    redis.call('ZREM', Z, 'h' .. id)
+    redis.call('ZREM', Z, 'h' .. id, 'H' .. id)
     save()
     return 'h'
   end
@@ -82,7 +82,7 @@ local function release(keys, args)
     if kind == 'H' then
       held = held - 1
       ttl = tonumber(string.match(rec, '^H %d+ (%d+)'))
-      if inSlot(id) then setSlot(false) else member = 'h' .. id end
+      if inSlot(id) then setSlot(false) else member = id end
       was = 'h'
     elseif kind == 'W' then
       waiting = waiting - 1
@@ -100,7 +100,8 @@ local function release(keys, args)
       end
     end
   end
-  -- A semaphore holder's deadline leaves Z in the ZREM that takes the head's heartbeat out (one call).
+  -- A semaphore holder's deadline (and its index entry) leaves Z in the ZREM that takes the head's
+  -- heartbeat out (one call).
   serve(member)
   save()
   return was

@@ -22,7 +22,7 @@ local function renew(keys, args)
     if inSlot(id) then
       setSlot(string.format('H %s %d %d %s %d %s', f, ttl, hard, since, until_, id))
     else
-      redis.call('ZADD', Z, int(until_), 'h' .. id)
+      redis.call('ZADD', Z, int(until_), 'h' .. id, int(INDEX + until_), 'H' .. id)
     end
     covers(until_)
     save()
