@@ -10,8 +10,6 @@
 set -euo pipefail
 N=${1:-100000}
 source "$(dirname "$0")/redis-pool-server.sh" "{ clockKey: 'bench:clock' }"
-T=1800000000000
-redis-cli -p "$port" SET bench:clock $T >/dev/null
 M='holdfast:{s:bench:k}:m'; Z='holdfast:{s:bench:k}:z'
 # grace publish ttl maxHold limit channel: tombstones last 100 s, the holders' leases 1,000 s.
 SHORT='60000 PUBLISH 100000 0 2 chan'; LONG='60000 PUBLISH 1000000 0 2 chan'

@@ -1,7 +1,8 @@
 # Sourced by the pool and lock benches (redis-pool-head.sh, redis-pool-reap.sh, redis-lock-*.sh): a
 # redis-server of their own on a free port (shut down on exit), and the Lua of npm/dist loaded as
-# scripts. Sets root, dir, port, sha (the pool's), sha_acquire, sha_renew, sha_release, and M Z K (the
-# pool's keys and the constants every call sends). $1: scriptsFor's options
+# scripts. Sets root, dir, port, sha (the pool's), sha_acquire, sha_renew, sha_release, M Z K (the
+# pool's keys and the constants every call sends), and T, the time (ms) in \`bench:clock\`, the clock
+# of a Lua built with \`{ clockKey: 'bench:clock' }\`. $1: scriptsFor's options
 # as JavaScript (default {}), e.g. "{ clockKey: 'bench:clock' }".
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$(mktemp -d)
@@ -15,3 +16,5 @@ for op in pool acquire renew release; do
 done
 sha=$sha_pool
 M='holdfast:{p:seats}:m'; Z='holdfast:{p:seats}:z'; K='60000 PUBLISH 10000'
+T=1800000000000
+redis-cli -p "$port" SET bench:clock $T >/dev/null
