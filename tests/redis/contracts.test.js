@@ -318,6 +318,40 @@ test('LOCK-05: the holders\' index is compatible with the layout before it: a st
   assert.equal(granted[0], 'g', `'old' was reaped at its deadline and the waiter served: ${granted}`)
 })
 
+test('LOCK-05/LOCK-01: leases that run out together are ended at most 250 a call, never in one long call that blocks Redis (nor one that fails: 5,000 at once were past what Lua unpacks); a call answers once all are ended (a semaphore of 5,000 whose holders all ran out grants at once)', async t => {
+  const { server, a } = await twoStores(t)
+  const { keys, send, call } = await lockLua(t, server, 'flash')
+  const N = 5_000
+  for (let i = 0; i < N; i += 250) await Promise.all(Array.from({ length: 250 }, (_, j) => call('acquire', N, 1_000, `r${i + j}`, -1)))
+  const held = async () => Number((await send(['HGET', keys[0], 'n'])) ?? 0)
+  assert.equal(await held(), N)
+  await sleep(1_200)
+  // One call, as a store sends it: it ends some, and answers "ask again" while more are due.
+  const one = await call('acquire', N, 60_000, 'probe', 0)
+  const ended = N - (await held())
+  assert.ok(ended > 0 && ended <= 250, `one call ended ${ended} leases of ${N} due (answered ${JSON.stringify(one)})`)
+  assert.deepEqual(one, ['a'])
+  // The store asks again until a call answers: every lease ended, and it holds one of the N permits.
+  const inside = await a.semaphore('flash', { limit: N }).hold('k', { wait: 0 }, async () => held())
+  assert.equal(inside, 1)
+})
+
+test('LOCK-01/LOCK-05: waits that run out together are ended at most 250 a call; the release that frees the lock answers once all are, and grants the first waiter still waiting, behind them in line', async t => {
+  const { server } = await twoStores(t)
+  const { call } = await lockLua(t, server, 'line')
+  await call('acquire', 1, 60_000, 'holder', -1)
+  for (let i = 0; i < 600; i += 200) await Promise.all(Array.from({ length: 200 }, (_, j) => call('acquire', 1, 60_000, `gone${i + j}`, 1_000)))
+  assert.equal((await call('acquire', 1, 60_000, 'live', -1))[0], 'w')
+  await sleep(1_200)
+  // The release, asked again as a store does while it answers "ask again": 250, 250, then 100 and the grant.
+  const answers = []
+  do answers.push(await call('release', 1, 60_000, 'holder', 'R0'))
+  while (answers.at(-1)?.[0] === 'a' && answers.length < 10)
+  assert.deepEqual(answers, [['a'], ['a'], 'h'])
+  assert.equal((await call('renew', 1, 60_000, 'live', ''))[0], 'g', 'the waiter behind the 600 whose waits ran out holds the lock')
+  assert.deepEqual(await call('renew', 1, 60_000, 'gone0', ''), ['e', 'T'], 'the first whose wait ran out: ended, never granted')
+})
+
 test('#15: an uncontended hold is two commands to Redis (acquire, release); bad input sends none', async t => {
   const { server, a } = await twoStores(t)
   const lock = a.lock('cost')

@@ -11,7 +11,10 @@
 //
 // Every answer is checked against the model, which keeps the state as Redis does — reaped only where
 // a script reaps: every acquire and renew, and every release but a holder's own with nobody in line
-// and no tombstone asked (that one reads no clock) — and answers with it: who holds (each fence
+// and no tombstone asked (that one reads no clock); at most REAP deadlines of the zset a call (1, 2 or
+// the real 250, by seed), earliest first (ties by member), a lock's holder aside: a call that finds
+// more due ends REAP of them, serves nobody and answers "ask again", and is asked again as a store
+// does, until it answers — and answers with it: who holds (each fence
 // exactly max(last + 1, now × 1024)), who waits in what order, how each request ended and until when
 // its tombstone lasts, the lease and revoke ms of a grant, the wait left and the head's hint of a
 // waiter; every grant made inside a call is the one Redis published, on the waiter's channel, in order.
@@ -29,6 +32,8 @@ const SEEDS = process.env.HOLDFAST_REDIS_SEED ? [Number(process.env.HOLDFAST_RED
 const OPS = Number(process.env.HOLDFAST_REDIS_OPS || 80)
 const GRACE = 60_000
 const CLOCK = 'model:clock'
+// The most deadlines a call ends, by seed (undefined: the real REAP).
+const REAPS = [1, 2, undefined]
 
 /** One key of a lock or a semaphore, as the model keeps it (what Redis has, unreaped items included). */
 class Key {
@@ -45,8 +50,8 @@ class Key {
 test(`#15 model: ${SEEDS.length} seeds x ${OPS} random calls by killable processes on a driven clock agree with the reference model (FIFO, limit, fences, ttl and maxHold, waits, heartbeats, tombstones, wake-ups)`, async t => {
   const { server, send, published } = await modelRedis(t)
   const { scriptsFor, keysOf, constants } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
-  const { library, scripts } = scriptsFor(true, { clockKey: CLOCK })
-  await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
+  const builds = REAPS.map(lockReap => scriptsFor(true, { clockKey: CLOCK, lockReap }))
+  for (const { library } of builds) await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
   // The driven clock starts a year ahead of the real one and only moves on: the keys' expiry (real
   // time, at the Lua's clock plus a grace) never comes during the test.
   let now = Date.now() + 365 * 86_400_000
@@ -68,6 +73,8 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random calls by killable process
     let next = 1
     await send(['SET', CLOCK, now])
 
+    const REAP = REAPS[seed % REAPS.length] ?? 250
+    const { library, scripts } = builds[seed % REAPS.length]
     const run = async (op, k, args) => {
       const call = seed % 2 ? ['FCALL', library.functions[op], 2, ...k.redis, ...args] : ['EVALSHA', scripts[op].sha, 2, ...k.redis, ...args]
       try {
@@ -96,30 +103,48 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random calls by killable process
         expected.push([w.chan, `g ${w.id} ${fence} ${w.ttl} ${w.maxHold}`])
       }
     }
-    // Whatever is past its deadline ends; a freed permit serves the line.
+    // Whatever is past its deadline ends, at most REAP of the zset's (a lock's holder, in the meta,
+    // aside), earliest first and by member at one score, as Redis orders them. False when more were
+    // due: nobody is served, and the call answers "ask again". Else the line is served while a permit
+    // is free (one freed by a call that answered "ask again" too).
     const reap = k => {
       let freed = false
-      for (const [id, h] of k.holders) {
-        if (h.until > now) continue
+      const lost = (id, h) => {
         k.holders.delete(id)
         tomb(k, id, 'L', h.ttl)
         mark(h.hard > 0 && h.until >= h.hard ? 'holder past maxHold' : 'holder past its ttl')
         freed = true
       }
-      for (const w of [...k.line]) {
-        if (w.beat > now) continue
-        k.line.splice(k.line.indexOf(w), 1)
-        tomb(k, w.id, w.waitUntil >= 0 && w.waitUntil <= now ? 'T' : 'X', w.ttl)
-        mark(w.waitUntil >= 0 && w.waitUntil <= now ? 'wait ran out' : 'waiter without heartbeat')
-      }
-      // (A tombstone made by this very reap lasts past now: its ttl is more than 0.)
-      for (const [id, e] of k.ended) {
-        if (e.until > now) continue
-        k.ended.delete(id)
-        mark('tombstone forgotten')
-      }
+      if (k.limit === 1) for (const [id, h] of k.holders) if (h.until <= now) lost(id, h)
+      const due = [
+        ...(k.limit > 1 ? [...k.holders].filter(([, h]) => h.until <= now).map(([id, h]) => ({ at: h.until, member: `h${id}`, end: () => lost(id, h) })) : []),
+        ...k.line.filter(w => w.beat <= now).map(w => ({ at: w.beat, member: `w${w.id}`, end: () => {
+          k.line.splice(k.line.indexOf(w), 1)
+          tomb(k, w.id, w.waitUntil >= 0 && w.waitUntil <= now ? 'T' : 'X', w.ttl)
+          mark(w.waitUntil >= 0 && w.waitUntil <= now ? 'wait ran out' : 'waiter without heartbeat')
+        } })),
+        // (A tombstone made by this very reap lasts past now: its ttl is more than 0.)
+        ...[...k.ended].filter(([, e]) => e.until <= now).map(([id, e]) => ({ at: e.until, member: `e${id}`, end: () => {
+          k.ended.delete(id)
+          mark('tombstone forgotten')
+        } })),
+      ].sort((x, y) => x.at - y.at || (x.member < y.member ? -1 : x.member > y.member ? 1 : 0))
+      for (const d of due.slice(0, REAP)) d.end()
+      if (due.length > REAP) return false
       if (freed && k.line.length > 0) mark('a dead holder passes the key to the next in line')
-      if (freed) serve(k)
+      serve(k)
+      return true
+    }
+    // A call as a store makes it: asked again while it answers "ask again", each call reaping as Redis
+    // does, but one for which \`clockless()\` holds when it is sent (it reads no clock: it reaps nothing).
+    const settled = async (what, op, k, args, clockless = () => false) => {
+      for (;;) {
+        const skip = clockless()
+        const got = await run(op, k, args)
+        if (skip || reap(k)) return got
+        mark('ask again')
+        check(`${what} (more due than a call ends)`, got, ['a'])
+      }
     }
     const firstHolder = k => (k.holders.size ? Math.min(...[...k.holders.values()].map(h => h.until)) : undefined)
     const waiting = (k, rank, waitUntil) => {
@@ -185,8 +210,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random calls by killable process
         const wait = pick([0, -1, -1, 200, 3_000])
         mine.push({ k, id, ttl, maxHold, wait })
         log.push(`${p.chan} acquire ${id} on ${k.limit > 1 ? `semaphore(${k.limit})` : 'lock'} ttl ${ttl} maxHold ${maxHold} wait ${wait}`)
-        const got = await run('acquire', k, [id, wait, constants(GRACE, 'PUBLISH', ttl, maxHold, k.limit, p.chan)])
-        reap(k)
+        const got = await settled(`acquire ${id}`, 'acquire', k, [id, wait, constants(GRACE, 'PUBLISH', ttl, maxHold, k.limit, p.chan)])
         let want
         if (k.holders.size < k.limit && k.line.length === 0) want = grant(k, { id, ttl, maxHold })
         else if (wait === 0) want = ['b']
@@ -203,8 +227,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random calls by killable process
         if (roll < 0.6) {
           // Asked again, as after a dropped connection: where it stands; a forgotten request is new.
           log.push(`${p.chan} acquire ${id} again`)
-          const got = await run('acquire', k, [id, r.wait, consts])
-          reap(k)
+          const got = await settled(`acquire ${id} again`, 'acquire', k, [id, r.wait, consts])
           let want = standing(k, id)
           if (!want) {
             mark('a forgotten request asked again')
@@ -220,8 +243,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random calls by killable process
           check(`acquire ${id} again`, got, want)
         } else if (roll < 0.78) {
           log.push(`${p.chan} renew ${id}`)
-          const got = await run('renew', k, [id, '', consts])
-          reap(k)
+          const got = await settled(`renew ${id}`, 'renew', k, [id, '', consts])
           const h = k.holders.get(id)
           const w = k.line.find(x => x.id === id)
           let want
@@ -238,15 +260,16 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random calls by killable process
           // A tombstone is kept when asked (a copy of the acquire may still come), else the request is forgotten.
           const keep = random() < 0.4 ? 1 : 0
           log.push(`${p.chan} ${why === 'R' ? 'release' : 'cancel'} ${id} tomb ${keep}`)
-          const got = await run('release', k, [id, why + keep, consts])
+          // Without the clock (below: asked again after "ask again" too, once the line is empty).
+          const clockless = () => k.holders.has(id) && k.line.length === 0 && !keep
+          const got = await settled(`release ${id}`, 'release', k, [id, why + keep, consts], clockless)
           let want
-          if (k.holders.has(id) && k.line.length === 0 && !keep) {
+          if (clockless()) {
             // Without the clock: nothing else is reaped, and its own lease goes even if past its deadline.
             if (k.holders.get(id).until <= now) mark('a lease past its deadline released unreaped')
             k.holders.delete(id)
             want = 'h'
           } else {
-            reap(k)
             const h = k.holders.get(id)
             const rank = k.line.findIndex(x => x.id === id)
             const e = k.ended.get(id)
@@ -267,7 +290,7 @@ test(`#15 model: ${SEEDS.length} seeds x ${OPS} random calls by killable process
     for (const name of reached) marks.set(name, (marks.get(name) ?? 0) + 1)
   }
   if (SEEDS.length >= 100) {
-    const corners = ['holder past its ttl', 'holder past maxHold', 'wait ran out', 'waiter without heartbeat', 'tombstone forgotten', 'a dead holder passes the key to the next in line', 'lock hand-over', 'semaphore hand-over', 'a killed process granted', 'a forgotten request asked again', 'a late copy answered by its tombstone', 'a lease past its deadline released unreaped', 'a tombstone kept', 'DEBUG RELOAD']
+    const corners = ['holder past its ttl', 'holder past maxHold', 'wait ran out', 'waiter without heartbeat', 'tombstone forgotten', 'a dead holder passes the key to the next in line', 'lock hand-over', 'semaphore hand-over', 'a killed process granted', 'a forgotten request asked again', 'a late copy answered by its tombstone', 'a lease past its deadline released unreaped', 'a tombstone kept', 'DEBUG RELOAD', 'ask again']
     const rare = corners.filter(c => (marks.get(c) ?? 0) < SEEDS.length / 100)
     assert.deepEqual(rare, [], `corners reached by fewer than 1% of the seeds: ${JSON.stringify(Object.fromEntries(marks))}`)
   }

@@ -75,7 +75,7 @@ export interface PoolHost {
   readonly prefix: string
   /** `'grace publish beat'`: what every call sends (see scripts/pool.ts). */
   readonly constants: string
-  /** Runs the `pool` entry point; rejects `ReplyFailure` for an error reply, anything else for no answer. */
+  /** Runs the `pool` entry point (asked again while it answers `{'a'}`); rejects `ReplyFailure` for an error reply, anything else for no answer. */
   run(keys: string[], args: (string | number)[], patience: number): Promise<unknown>
   /** The channel that tells this process of a claim of the pool whose hash tag is `tag`. */
   channelFor(tag: string): string
@@ -180,16 +180,9 @@ export class RedisPools implements PoolStore {
     return answer
   }
 
-  /**
-   * Runs the `pool` entry point until it answers: a call that found more deadlines due than one call
-   * ends (scripts/pool.ts, `REAP`) ended that many, ran nothing else and answered `{'a'}`: asked again
-   * at once, each call a few ms of Redis, other clients' calls between them.
-   */
-  async #run(keys: string[], args: (string | number)[], patience: number): Promise<unknown> {
-    for (;;) {
-      const answer = await this.#host.run(keys, args, patience)
-      if (!(Array.isArray(answer) && answer.length === 1 && answer[0] === 'a')) return answer
-    }
+  /** Runs the `pool` entry point (the host asks again while it answers `{'a'}`: see scripts/pool.ts, `REAP`). */
+  #run(keys: string[], args: (string | number)[], patience: number): Promise<unknown> {
+    return this.#host.run(keys, args, patience)
   }
 
   /** An error answer (`{'x', code, message}`), or undefined. */

@@ -36,7 +36,11 @@
  *
  * # Invariants (every call keeps them before it answers)
  * - Every deadline is judged by the server's clock (`TIME`), never by a client's. A call that reads
- *   the clock first ends whatever is past its deadline (the reap step) when one may be due.
+ *   the clock first ends whatever is past its deadline (the reap step) when one may be due: at most
+ *   REAP of them (scripts/common.ts), earliest first. A call that finds more due ends REAP, grants
+ *   nobody, answers `{'a'}` and its store asks again at once: every other answer is given with nothing
+ *   due (the bound `e` stays at the earliest deadline left, so every call that decides anything, fast
+ *   paths included, reaps first).
  * - At most `l` holders. While a permit is free, the line is empty: every call that may free one
  *   grants from the head of the line before it answers, and tells the granted request's process on its
  *   channel (`PUBLISH`, or `SPUBLISH` in a Cluster). So nobody barges: a new request is granted at
@@ -92,12 +96,17 @@ function script(source: string): Script {
  * `clockKey` (for the model test only): the Lua reads the time from that Redis key (ms) instead of
  * `TIME`, so that a test drives every deadline; nothing else differs (and the library's name, a hash
  * of its text, differs from the real one's). `reap` (tests only): the most deadlines and tombstones a
- * pool's call ends (`REAP`, `FORGET` in scripts/pool.ts), small enough for a test to reach.
+ * pool's call ends (`REAP`, `FORGET` in scripts/pool.ts), small enough for a test to reach; `lockReap`
+ * the same for the locks' (`REAP` in scripts/common.ts).
  */
-export function scriptsFor(shebang: boolean, options: { clockKey?: string; reap?: { deadlines: number; tombstones: number } } = {}): Scripts {
+export function scriptsFor(
+  shebang: boolean,
+  options: { clockKey?: string; reap?: { deadlines: number; tombstones: number }; lockReap?: number } = {},
+): Scripts {
   const time =
     options.clockKey === undefined ? clock : `\nlocal function time()\n  return tonumber(redis.call('GET', ${JSON.stringify(options.clockKey)}))\nend\n`
-  const shared = common.replace(clock, time)
+  const lockReap = options.lockReap
+  const shared = (lockReap === undefined ? common : common.replace(/local REAP = \d+/, `local REAP = ${lockReap}`)).replace(clock, time)
   const reap = options.reap
   const poolLua = reap
     ? poolBody.replace(/local REAP = \d+/, `local REAP = ${reap.deadlines}`).replace(/local FORGET = \d+/, `local FORGET = ${reap.tombstones}`)

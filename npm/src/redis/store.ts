@@ -356,9 +356,18 @@ export class RedisStore implements LeaseOwner {
    * Runs an entry point: by `FCALL` while the library is loaded; as a script otherwise, by its hash, and
    * by its text when the server does not have it (NOSCRIPT). A server without the library (`FUNCTION
    * FLUSH`, a node that never had it) answers that before running anything: the call runs as a script,
-   * and the library is loaded again meanwhile.
+   * and the library is loaded again meanwhile. A call that found more deadlines due than one call ends
+   * (`REAP` in scripts/common.ts and scripts/pool.ts) ended that many, ran nothing else and answered
+   * `{'a'}`: asked again at once, each call a few ms of Redis, other clients' calls between them.
    */
-  #run(op: Op, keys: string[], args: (string | number)[], patience: number): Promise<unknown> {
+  async #run(op: Op, keys: string[], args: (string | number)[], patience: number): Promise<unknown> {
+    for (;;) {
+      const answer = await this.#once(op, keys, args, patience)
+      if (!(Array.isArray(answer) && answer.length === 1 && answer[0] === 'a')) return answer
+    }
+  }
+
+  #once(op: Op, keys: string[], args: (string | number)[], patience: number): Promise<unknown> {
     if (!this.#functions) return this.#script(op, keys, args, patience)
     return this.#send(['FCALL', this.#scripts.library.functions[op], keys.length, ...keys, ...args], patience, undefined, () =>
       this.#script(op, keys, args, patience),

@@ -5,7 +5,9 @@
  * args: 1 request id, 2 wait ms (-1: without limit), 3 the handle's constants (see common.ts).
  * Answers the fence alone (a whole number) when it grants the request now, its lease its ttl and its
  * revoke its maxHold as asked (the cheapest answer to make and to read); else `standing` (see
- * common.ts), `{'b'}` (busy, for a wait of 0) or `{'x', code, message}`.
+ * common.ts), `{'b'}` (busy, for a wait of 0) or `{'x', code, message}`. Like renew and release, it
+ * may answer `{'a'}`: more deadlines were due than one call ends (`REAP`); it ended that many and did
+ * nothing else: ask again.
  * A free lock costs TIME, HMGET, HSET; a request that waits for a lock's key another holds, HMGET, TIME,
  * HSET, ZADD.
  */
@@ -60,6 +62,10 @@ local function acquire(keys, args)
   want = tonumber(want)
   now = at or time()
   local rec = settle(load(g))
+  if again then
+    save()
+    return {'a'}
+  end
   if rec then
     save()
     return standing(id, rec)

@@ -42,6 +42,11 @@ local held0, waiting0, last0
 local slot
 -- Fields of M to write (a value) or delete (false) at save; whether the keys' expiry moved.
 local staged, dirty, expire
+-- Whether the reap step left deadlines due (more than REAP were): the call answers {'a'}, ask again.
+local again
+-- The most deadlines one call's reap step ends (holders, waiters, tombstones; about 5 µs each): a few
+-- ms of Redis a call, and a few hundred fields written at its save (Lua's unpack takes ~8,000 at most).
+local REAP = 250
 
 -- A waiter's place in line is scored ticket - LINE: below every deadline, which are server ms (>= 0).
 local LINE = 4503599627370496
@@ -82,7 +87,7 @@ local function begin(keys, args)
   id = args[1]
   local c = handleOf(args[3])
   grace, pub, ttlArg, maxHoldArg, limitArg, chanArg = c[1], c[2], c[3], c[4], c[5], c[6]
-  staged, dirty, expire = {}, false, false
+  staged, dirty, expire, again = {}, false, false, false
 end
 
 ${clock}
@@ -245,21 +250,22 @@ end
 -- Holders past their lease (ttl from the last renewal, or maxHold) are lost; waiters past their wait
 -- or their last heartbeat's ttl leave the line; tombstones past their time are forgotten. Deadlines
 -- are members of Z: 'h' holder (of a semaphore), 'w' waiter, 'e' tombstone, then the request id; a
--- lock's holder has its own in the slot. Answers whether a permit was freed.
+-- lock's holder has its own in the slot. At most REAP of Z's, earliest first: when more are due, the
+-- rest wait for the next call, \`again\` is set, and the bound \`e\` stays at the earliest left (so
+-- that every call that decides anything, fast paths included, reaps first).
 local function reap()
-  local freed = false
   if slot and slotUntil() <= now then
     local ttl, rid = string.match(slot, '^H %d+ (%d+) %d+ %d+ %d+ (.*)$')
     held = held - 1
-    freed = true
     setSlot(false)
     tomb(rid, 'L', tonumber(ttl))
   end
   local upto = int(now)
-  local list = redis.call('ZRANGEBYSCORE', Z, 0, upto, 'LIMIT', 0, 1000)
-  while #list > 0 do
+  local list = redis.call('ZRANGEBYSCORE', Z, 0, upto, 'LIMIT', 0, REAP + 1)
+  again = #list > REAP
+  if #list > 0 then
     local gone = {}
-    for i = 1, #list do
+    for i = 1, math.min(#list, REAP) do
       local member = list[i]
       local kind, rid = string.sub(member, 1, 1), string.sub(member, 2)
       gone[#gone + 1] = member
@@ -271,7 +277,6 @@ local function reap()
         local is = rec and string.sub(rec, 1, 1)
         if kind == 'h' and is == 'H' then
           held = held - 1
-          freed = true
           tomb(rid, 'L', tonumber(string.match(rec, '^H %d+ (%d+)')))
         elseif kind == 'w' and is == 'W' then
           local ttl, waitUntil = string.match(rec, '^W (%d+) %d+ (%-?%d+)')
@@ -283,14 +288,12 @@ local function reap()
       end
     end
     redis.call('ZREM', Z, unpack(gone))
-    list = redis.call('ZRANGEBYSCORE', Z, 0, upto, 'LIMIT', 0, 1000)
   end
   -- The bound, raised to the earliest deadline left ('z' when none: \`covers\` lowers it).
   local first = redis.call('ZRANGEBYSCORE', Z, 0, '(' .. int(INDEX), 'WITHSCORES', 'LIMIT', 0, 1)
   due = tonumber(first[2]) or FAR
   if slot then due = math.min(due, slotUntil()) end
   set('e', int(due))
-  return freed
 end
 
 -- The record of the request as this call left it (\`rec\`: as it was loaded).
@@ -302,10 +305,15 @@ local function current(rec)
 end
 
 -- The reap step of a call that read the clock: when a deadline may be due, ends what is past it and
--- serves the line if a permit was freed. Answers the request's record as it is now.
+-- serves the line (serve does nothing, without a command, unless a permit is free while someone
+-- waits). Answers the request's record as it is now. When more was due than one call ends
+-- (\`again\`), nobody is served (a waiter past its wait may still be in line): the caller saves and
+-- answers {'a'}, and its store asks again; the call that ends the rest serves a permit this one freed.
 local function settle(rec)
   if mark == 0 or now < due then return rec end
-  if reap() then serve(nil) end
+  reap()
+  if again then return rec end
+  serve(nil)
   return current(rec)
 end
 

@@ -6,7 +6,7 @@
  * forget the request at once (every copy was answered: none can come late), as 'R0'; 1 and 3 as for
  * every entry point (see common.ts).
  * Answers what the request was, as one word (the cheapest answer to make and to read): `h` held,
- * `w` waiting, `eR` (`e` and why) ended, `u` unknown.
+ * `w` waiting, `eR` (`e` and why) ended, `u` unknown; or `{'a'}` (ask again: see acquire).
  */
 export default `
 local function release(keys, args)
@@ -75,6 +75,10 @@ local function release(keys, args)
   end
   now = time()
   rec = settle(rec)
+  if again then
+    save()
+    return {'a'}
+  end
   local was, member = 'u', nil
   if rec then
     local kind = string.sub(rec, 1, 1)

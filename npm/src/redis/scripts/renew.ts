@@ -2,13 +2,17 @@
  * renew: a holder's renewal, or a waiter's heartbeat. A holder's lease lasts its ttl from now (never
  * past its maxHold); a waiter keeps its place for its ttl from now (never past its wait). A request
  * that is no longer held or waiting answers how it ended, or `{'u'}` when unknown: never a grant.
- * Answers `standing` (see common.ts) or `{'u'}`.
+ * Answers `standing` (see common.ts), `{'u'}`, or `{'a'}` (ask again: see acquire).
  */
 export default `
 local function renew(keys, args)
   begin(keys, args)
   now = time()
   local rec = settle(load())
+  if again then
+    save()
+    return {'a'}
+  end
   if not rec then
     save()
     return {'u'}
