@@ -234,6 +234,36 @@ test('LOCK-02: a renewal the object\'s storage fails to keep is answered Storage
   await cf('raw-release', { ...at, lease: granted.ok.lease })
 })
 
+test('LOCK-05: a release whose kept lease the object\'s storage fails to delete is answered StorageError, the key still held; asked again, it is released: a restart never takes back a lease whose release was answered', async () => {
+  // The failed delete was ignored and the release answered ok: after a restart the released lease was
+  // taken back from storage and held its key, with no holder, until its old deadline.
+  const at = { ns: 'counting', name: 'undeleted' }
+  const granted = await cf('raw-acquire', { ...at, key: 'k', ttlMs: 30_000 })
+  assert.ok(granted.ok, JSON.stringify(granted))
+  assert.deepEqual(await cf('refuse-deletes', { ...at, n: 1 }), { refused: 1 })
+  const released = await cf('raw-release', { ...at, lease: granted.ok.lease })
+  await restart('CountingHoldfast', at.name)
+  const held = await cf('raw-try', { ...at, key: 'k' })
+  if ('ok' in released) assert.ok(held.ok, `a release answered ${JSON.stringify(released)}, yet after a restart the key is held: ${JSON.stringify(held)}`)
+  assert.equal(released.error?.code, 'storage', `a release whose delete failed: ${JSON.stringify(released)}`)
+  assert.match(released.error.message, /lock undeleted: key "k": .*not released.*refused by the test/)
+  assert.deepEqual(held, { ok: null }, 'not released: still held, as kept, across the restart')
+  assert.deepEqual(await cf('raw-release', { ...at, lease: granted.ok.lease }), { ok: true }, 'asked again, released')
+  await restart('CountingHoldfast', at.name)
+  const after = await cf('raw-try', { ...at, key: 'k' })
+  assert.ok(after.ok?.lease, `after a restart the released lease holds nothing: ${JSON.stringify(after)}`)
+  await cf('raw-release', { ...at, lease: after.ok.lease })
+  assert.deepEqual(await cf('inspect', at), [])
+  // Through workerStore: a hold whose release the storage refuses twice asks again until it is taken;
+  // the key is free once hold answers, and stays free across a restart.
+  assert.equal((await cf('refuse-deletes', { ...at, n: 2 })).refused, 2)
+  const hold = await cf('hold', { ...at, key: 'k', ms: 0 })
+  assert.equal(typeof hold.fence, 'number', JSON.stringify(hold))
+  assert.deepEqual(await cf('inspect', at), [], 'released once hold answered')
+  await restart('CountingHoldfast', at.name)
+  assert.deepEqual(await cf('inspect', at), [], 'and after a restart')
+})
+
 test('a lease taken back after a restart still ends at its old deadline, not a ttl after the restart', async () => {
   const granted = await cf('raw-acquire', { name: 'old-deadline', key: 'k', ttlMs: 3_000 })
   assert.ok(granted.ok, JSON.stringify(granted))

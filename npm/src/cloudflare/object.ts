@@ -13,6 +13,10 @@
  *   go (the next in line moves up) and its caller is answered a `StorageError`, so no holder is told
  *   of a lease a restart would forget. A renewal too is answered once kept; one whose write fails is
  *   answered a `StorageError`, which its holder takes as no answer and asks again (see `#renewedFor`).
+ *   A release (and `cancel` of a granted hold) deletes the kept lease before it lets the key go and is
+ *   answered; a delete that fails lets nothing go and answers a `StorageError` (see `#unkeep`). A
+ *   WebSocket client's release is not: the protocol's release is answered at once (id 0: not at all),
+ *   its delete still best effort (`#ended`).
  * - A restarted object (evicted, moved, or reset) takes its leases back before it answers anything:
  *   each is held again with the same lease and request ids, so renewals and a repeated `acquire` find
  *   it, and it ends at the deadline it had unless renewed. Its holder keeps the fence it was told; the
@@ -309,6 +313,17 @@ const NO_TOKEN =
 /** WebSocket clients at once per object; one more is refused `limit` (the platform allows 32,768). */
 const MAX_CONNECTIONS = 1_000
 
+/** Where a kept lease is, as errors name it: `lock NAME: key "KEY"`. */
+function placeOf(kept: KeptLease): string {
+  return `${kept.kind} ${kept.name}: key ${JSON.stringify(kept.key)}`
+}
+
+/** A write of the object's storage failed: a `StorageError` saying what was not done, and the storage's own error. */
+function storageFailed(what: string, error: unknown): StorageError {
+  const cause = error as { message?: unknown } | null
+  return new StorageError(`${what}: ${String(cause?.message ?? error)}`, { cause: error })
+}
+
 function errorAnswer(error: unknown): ErrorAnswer {
   if (error instanceof HoldfastError) return { error: { code: error.code, message: error.message } }
   return { error: { code: 'closed', message: `holdfast object: ${(error as Error)?.message ?? String(error)}` } }
@@ -535,10 +550,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         this.#store._releaseRemote(kept.lease)
         this.#ended(kept.lease)
       }
-      const cause = error as { message?: unknown } | null
-      throw new StorageError(`${record.place()}: the object's storage did not keep the lease, so it was not granted: ${String(cause?.message ?? error)}`, {
-        cause: error,
-      })
+      throw storageFailed(`${record.place()}: the object's storage did not keep the lease, so it was not granted`, error)
     }
     if (this.#leases.get(kept.lease) !== kept)
       throw new LostError(`${record.place()}: the lease ended while it was being kept (released, cancelled, or a write of it failed)`)
@@ -560,19 +572,34 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     try {
       await this.#keep(kept)
     } catch (error) {
-      const cause = error as { message?: unknown } | null
-      throw new StorageError(
-        `${kept.kind} ${kept.name}: key ${JSON.stringify(kept.key)}: the object's storage did not keep the renewal, so it was not renewed: ${String(cause?.message ?? error)}`,
-        {
-          cause: error,
-        },
-      )
+      throw storageFailed(`${placeOf(kept)}: the object's storage did not keep the renewal, so it was not renewed`, error)
     }
   }
 
   /** Writes a lease to storage; a `put` that throws is a write that failed, as one that rejects. */
   async #keep(kept: KeptLease): Promise<void> {
     await this.#state.storage.put(LEASE_PREFIX + kept.lease, kept)
+  }
+
+  /**
+   * Deletes a lease's kept record before its release (RPC `release`, or `cancel` of a granted hold) lets
+   * the key go and is answered. A release answered while the record stays would be undone by a restart:
+   * the lease taken back would hold its key with no holder until its old deadline. So a delete that
+   * fails lets nothing go: the lease stays held and kept, and the call rejects a `StorageError`, which
+   * its holder asks again (workerStore does) — as for a renewal whose write failed.
+   */
+  async #unkeep(lease: string): Promise<void> {
+    const kept = this.#leases.get(lease)
+    if (!kept) return
+    // Out of the map while the delete is under way: no write of it (a renewal's) may land after it.
+    this.#leases.delete(lease)
+    try {
+      await this.#state.storage.delete(LEASE_PREFIX + lease)
+    } catch (error) {
+      // Still held (nothing was let go), so still kept, at the deadline its last write kept.
+      if (this.#store._remoteLease(lease) && !this.#leases.has(lease)) this.#leases.set(lease, kept)
+      throw storageFailed(`${placeOf(kept)}: the object's storage did not delete the lease, so it was not released (ask again)`, error)
+    }
   }
 
   /** A lease ended (released, lost, expired, revoked): forget it. */
@@ -670,6 +697,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     try {
       await this.#begin()
       if (typeof lease !== 'string' || !HEX32.test(lease)) throw new InvalidError('release: lease must be 32 hex digits')
+      await this.#unkeep(lease)
       this.#store._releaseRemote(lease)
       this.#ended(lease)
       return { ok: true }
@@ -684,6 +712,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       await this.#begin()
       if (typeof request !== 'string' || !HEX32.test(request)) throw new InvalidError('cancel: request must be 32 hex digits')
       const record = this.#store._remoteRequest(request)
+      // A granted one is released: its kept lease deleted first, as by `release`.
+      if (record?.holding) await this.#unkeep(record.lease)
       if (record) {
         const waiting = !record.holding
         this.#store._endRemote(record)

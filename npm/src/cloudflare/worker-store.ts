@@ -319,14 +319,25 @@ export class WorkerStore implements LeaseOwner {
     const held = this.#held.get(local)
     if (!held) return
     this.#forget(held)
-    const releasing = this.#stubOf(held.object)
-      .release(held.leaseId)
-      .then(
-        () => {},
-        () => {}, // the lease ends at its ttl
-      )
+    const releasing = this.#releaseOf(held).then(
+      () => {},
+      () => {}, // the lease ends at its ttl
+    )
     this.#releases.set(local, releasing)
     void releasing.then(() => this.#releases.delete(local))
+  }
+
+  /**
+   * Asks the object to release a lease; again, at most RETRIES more times, while it answers `storage`:
+   * its storage did not delete the kept lease, so it let nothing go (a restart would take the lease
+   * back: object.ts `#unkeep`). A release never taken ends at the lease's ttl.
+   */
+  async #releaseOf(held: Held): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const answer = await this.#stubOf(held.object).release(held.leaseId)
+      if (!('error' in answer) || answer.error.code !== 'storage' || attempt >= RETRIES) return
+      await sleep(50 * 2 ** attempt)
+    }
   }
 
   /** @internal Waits for the release of a lease (if one is under way). */

@@ -10,7 +10,7 @@ export { HoldfastObject }
 
 /**
  * HoldfastObject counting its alarms in its own storage: the alarm backstop test reads the count. Its
- * storage refuses the next writes of kept leases when told (`refuseLeaseWrites`), as a storage that
+ * storage refuses the next writes and deletes of kept leases when told (`refuseLeaseWrites`, `refuseLeaseDeletes`), as a storage that
  * fails does: the object's own `ctx.storage`, its put wrapped in place (a proxy is refused).
  */
 export class CountingHoldfast extends HoldfastObject {
@@ -18,7 +18,7 @@ export class CountingHoldfast extends HoldfastObject {
   #faults
 
   constructor(ctx, env) {
-    const faults = { refusals: 0 }
+    const faults = { refusals: 0, deletes: 0 }
     const storage = ctx.storage
     const put = storage.put.bind(storage)
     storage.put = async (key, value) => {
@@ -28,6 +28,14 @@ export class CountingHoldfast extends HoldfastObject {
       }
       return await put(key, value)
     }
+    const del = storage.delete.bind(storage)
+    storage.delete = async key => {
+      if (faults.deletes > 0 && String(key).startsWith('holdfast.lease.')) {
+        faults.deletes--
+        throw new Error(`storage.delete(${key}): refused by the test`)
+      }
+      return await del(key)
+    }
     super(ctx, env)
     this.#faults = faults
   }
@@ -35,6 +43,12 @@ export class CountingHoldfast extends HoldfastObject {
   /** The next `n` writes of a kept lease fail (in memory: a restart forgets the count). */
   refuseLeaseWrites(n) {
     this.#faults.refusals = n
+    return n
+  }
+
+  /** The next `n` deletes of a kept lease fail (in memory: a restart forgets the count). */
+  refuseLeaseDeletes(n) {
+    this.#faults.deletes = n
     return n
   }
 
@@ -196,6 +210,8 @@ export async function cloudflare(op, q, env) {
       return await stub().alarms()
     case 'refuse-writes':
       return { refused: await stub().refuseLeaseWrites(Number(q.get('n') ?? 1)) }
+    case 'refuse-deletes':
+      return { refused: await stub().refuseLeaseDeletes(Number(q.get('n') ?? 1)) }
     case 'crash':
       // The call that resets the object fails itself (a reset).
       return await stub()
