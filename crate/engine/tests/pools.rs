@@ -444,7 +444,10 @@ fn pool_03_an_id_asked_again_answers_the_first_claim_and_never_takes_units_twice
     e.check();
     // Released, it is remembered 24 hours after the claim: asked again, the first outcome.
     assert!(!e.claim_handed_back(p, "order-7"), "it holds its units");
+    assert!(e.claim_open(p, "order-7"));
     assert!(e.release_claim(p, "order-7", 4).unwrap().is_some());
+    assert!(!e.claim_open(p, "order-7"), "released");
+    assert!(!e.claim_open(p, "never"));
     assert!(
         e.claim_handed_back(p, "order-7"),
         "a release asked again learns it"

@@ -362,6 +362,12 @@ impl Core {
             .claim_handed_back(pool_of(pool), id)
     }
 
+    /// Whether claim `id` of `pool` is open (see `Engine::claim_open`; a read).
+    #[wasm_bindgen(js_name = claimOpen)]
+    pub fn claim_open(&self, pool: f64, id: &str) -> bool {
+        self.inner.borrow().engine.claim_open(pool_of(pool), id)
+    }
+
     /// Units left in `pool` (deadlines acted on first), or a negative status. Events at
     /// `buffer::HOLD_EVENTS`.
     #[wasm_bindgen(js_name = poolRemaining)]

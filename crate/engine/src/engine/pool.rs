@@ -121,6 +121,12 @@ impl Engine {
         self.pools.handed_back(pool, id)
     }
 
+    /// Whether claim `id` of `pool` is open, holding its units (a read: deadlines not acted on). A
+    /// server forgets what it kept of a claim's answers once it is not.
+    pub fn claim_open(&self, pool: PoolId, id: &str) -> bool {
+        self.pools.is_open(pool, id)
+    }
+
     /// The name, capacity and remaining units of a pool (a read: deadlines not acted on).
     pub fn pool_info(&self, pool: PoolId) -> Option<(&str, u64, u64)> {
         self.pools.info(pool)

@@ -354,13 +354,19 @@ impl Pools {
     /// Whether `id` names a claim of `pool` that took its units and gave them back (released, or its
     /// ttl ran out), its id still remembered (a tombstone).
     pub fn handed_back(&self, pool: PoolId, id: &str) -> bool {
-        let Ok(p) = self.index(pool) else {
-            return false;
-        };
-        self.pools[p]
-            .ids
-            .get(id)
-            .is_some_and(|&cid| !self.claims.get(cid).expect("kept").open)
+        self.kept_open(pool, id) == Some(false)
+    }
+
+    /// Whether `id` names an open claim of `pool`: one that holds its units (a read: a ttl run out
+    /// but not yet acted on still holds them).
+    pub fn is_open(&self, pool: PoolId, id: &str) -> bool {
+        self.kept_open(pool, id) == Some(true)
+    }
+
+    /// Whether the claim `id` of `pool` is open, if it is kept (open, or a tombstone).
+    fn kept_open(&self, pool: PoolId, id: &str) -> Option<bool> {
+        let &cid = self.pools[self.index(pool).ok()?].ids.get(id)?;
+        Some(self.claims.get(cid).expect("kept").open)
     }
 
     /// Units left in a pool.
