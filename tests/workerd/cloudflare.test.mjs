@@ -443,6 +443,32 @@ test('POOL-04 in the Durable Object: waiting claims are served in order, the hea
   assert.equal(line.after, 3, JSON.stringify(line))
 })
 
+test('POOL-04 in the Durable Object: a claim id asked again over Workers RPC joins the claim, which keeps its place in line; each caller is answered by its own wait and signal', async () => {
+  // The object aborted the first call when the id was asked again: the first caller was answered
+  // cancelled, and the claim, its only asker gone, left the line and joined it again at its end.
+  const at = { capacity: 2 }
+  const waiting = async n => (await cf('inspect-pools', { name: 'pool-rejoin' })).find(p => p.name === 'pool-rejoin')?.waiting === n
+  assert.equal((await pool('pool-rejoin', 'claim', { ...at, n: 1, id: 'holder' })).claimed, true)
+  const first = pool('pool-rejoin', 'try-claim', { ...at, n: 2, id: 'x', wait: '10s' })
+  await until(() => waiting(1), 5_000, 'x waits')
+  const behind = pool('pool-rejoin', 'try-claim', { ...at, n: 1, id: 'y', wait: '10s' })
+  await until(() => waiting(2), 5_000, 'y (1 unit, which fits) waits behind x')
+  // Asked again by a second caller whose wait runs out, then by a third whose signal aborts.
+  const waitedOut = await pool('pool-rejoin', 'try-claim', { ...at, n: 2, id: 'x', wait: '300ms' })
+  assert.deepEqual(waitedOut, { claimed: false, remaining: 1 }, 'its own wait ran out, not the claim\'s')
+  const aborted = await pool('pool-rejoin', 'try-claim', { ...at, n: 2, id: 'x', wait: '10s', abortMs: 300 })
+  assert.equal(aborted.error?.name, 'CancelledError', JSON.stringify(aborted))
+  const [view] = await cf('inspect-pools', { name: 'pool-rejoin' })
+  assert.deepEqual([view.waiting, view.remaining], [2, 1], `x kept its place, y still behind it: ${JSON.stringify(view)}`)
+  // The holder lets go: x is served first, to its first caller.
+  assert.equal((await pool('pool-rejoin', 'release', { ...at, id: 'holder' })).released, true)
+  assert.deepEqual(await first, { claimed: true, remaining: 0, id: 'x', units: 2 })
+  assert.equal((await pool('pool-rejoin', 'release', { ...at, id: 'x' })).released, true)
+  assert.equal((await behind).claimed, true)
+  assert.equal((await pool('pool-rejoin', 'release', { ...at, id: 'y' })).released, true)
+  assert.deepEqual(await pool('pool-rejoin', 'remaining', at), { remaining: 2 })
+})
+
 test('#16 part 1 in the Durable Object: a pool of 10,000 open claims with 36-character ids is kept in values within the object\'s 128 KiB, and reads back after a restart (POOL-02)', { timeout: 120_000 }, async () => {
   // LimitedHoldfast: its storage refuses a value over 128 KiB, as a Durable Object's key-value storage does.
   const limited = { capacity: 20_000, ns: 'limited' }

@@ -31,7 +31,7 @@
  * - The store's pools are kept by the store itself in the object's storage (the pools' keys, each
  *   value within 60 KiB, under the object's 128 KiB: see the engine's pool/log.rs): a claim is answered
  *   only once its write resolved, and a restarted object reads them back (POOL-02).
- * - Workers reach them over RPC (`poolClaim`, `poolOp`: `workerStore(...).pool()`, worker-pools.ts),
+ * - Workers reach them over RPC (`poolClaim`, `poolOp`, `inspectPools`: `workerStore(...).pool()`, worker-pools.ts),
  *   WebSocket clients with the frames of revision 4 (`connect(url).pool()`), as from `holdfast serve`.
  * - A claim not yet answered lives in memory only: an RPC claim's call fails with the restart and is
  *   asked again with its claim id; a WebSocket client with one is closed 1012 after a restart (as one
@@ -90,6 +90,7 @@ import type { Storage } from '../storage/storage.js'
 import type { Store } from '../store/store.js'
 import type { KeyInfo } from '../types.js'
 import type { Pool } from '../pool/pool.js'
+import type { PoolInfo } from '../pool/types.js'
 import type {
   AcquireAnswer,
   AcquireOptions,
@@ -354,8 +355,11 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** Restored leases not renewed since: the timer that ends them at their old deadline. */
   readonly #restored = new Map<string, unknown>()
   #conn = 0
-  /** Claims of RPC callers not yet answered, by pool and claim id: `poolOp('cancel')` aborts them. */
-  readonly #claims = new Map<string, AbortController>()
+  /**
+   * Calls of `poolClaim` not yet answered, by pool and claim id, each with its caller's asker id (see
+   * `PoolClaimOptions`): `poolOp('cancel')` aborts the asker's, or all of them.
+   */
+  readonly #claims = new Map<string, Set<{ asker: string | undefined; controller: AbortController }>>()
   /** While leases kept before a restart are taken back. */
   #restoring = false
   readonly #sink = {
@@ -745,25 +749,31 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     try {
       await this.#begin()
       const pool = this.#pool(name, capacity)
-      const o = checkOptions(options, `pool ${pool.name}: claim`, ['id', 'wait', 'ttl'])
+      const o = checkOptions(options, `pool ${pool.name}: claim`, ['id', 'wait', 'ttl', 'asker'])
       if (typeof o.id !== 'string') throw new InvalidError(`pool ${pool.name}: claim id must be a string`)
+      if (o.asker !== undefined && typeof o.asker !== 'string') throw new InvalidError(`pool ${pool.name}: claim asker must be a string`)
       if (o.wait !== null && typeof o.wait !== 'number') throw new InvalidError(`pool ${pool.name}: wait must be a number of ms, or null`)
       if (typeof o.ttl !== 'number') throw new InvalidError(`pool ${pool.name}: ttl must be a number of ms (0: none)`)
       const key = `${pool.name}\0${o.id}`
-      const controller = new AbortController()
-      // Asked again while the first call still waits (a retry): the first is let go, this one answers.
-      this.#claims.get(key)?.abort()
-      this.#claims.set(key, controller)
+      // Asked again while an earlier call still waits (a retry, or a second caller of the same id):
+      // this call joins the claim, which keeps its place in line, and each call is answered by its own
+      // wait and cancel (POOL-04, as in process: room.ts #ask). Aborting the earlier call instead
+      // cancelled the claim (its only asker gone) and put it back at the end of the line.
+      const call = { asker: o.asker as string | undefined, controller: new AbortController() }
+      let calls = this.#claims.get(key)
+      if (!calls) this.#claims.set(key, (calls = new Set()))
+      calls.add(call)
       try {
         const result = await pool.claim(n, {
           id: o.id,
           wait: o.wait === null ? Infinity : (o.wait as number),
-          signal: controller.signal,
+          signal: call.controller.signal,
           ...(o.ttl === 0 ? {} : { ttl: o.ttl as number }),
         })
         return { ok: { claimed: result.claimed, remaining: result.remaining } }
       } finally {
-        if (this.#claims.get(key) === controller) this.#claims.delete(key)
+        calls.delete(call)
+        if (calls.size === 0 && this.#claims.get(key) === calls) this.#claims.delete(key)
       }
     } catch (error) {
       return errorAnswer(error)
@@ -771,7 +781,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   }
 
   /** The other pool operations of a Worker (see `PoolOp`). */
-  async poolOp(op: PoolOp, name: string, capacity: number, claim: string, value: number): Promise<PoolOpAnswer> {
+  async poolOp(op: PoolOp, name: string, capacity: number, claim: string, value: number, asker?: string): Promise<PoolOpAnswer> {
     try {
       await this.#begin()
       const pool = this.#pool(name, capacity)
@@ -787,7 +797,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
           await pool.resize(value)
           return { ok: 0 }
         case 'cancel':
-          this.#claims.get(`${pool.name}\0${claim}`)?.abort()
+          // The asker's calls only (its retries too); with none named, every call of the claim.
+          for (const call of this.#claims.get(`${pool.name}\0${claim}`) ?? []) if (asker === undefined || call.asker === asker) call.controller.abort()
           return { ok: 0 }
         default:
           throw new InvalidError(`pool ${pool.name}: op ${JSON.stringify(op)} must be release, confirm, remaining, resize or cancel`)
@@ -801,6 +812,12 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   async inspect(): Promise<KeyInfo[]> {
     await this.#begin()
     return this.#store.inspectKeys()
+  }
+
+  /** The pools of this object's store: capacity, remaining, open claims and claims waiting in line. */
+  async inspectPools(): Promise<PoolInfo[]> {
+    await this.#begin()
+    return this.#store.inspectPools()
   }
 
   /** The alarm: the backstop for deadlines whose timers an eviction took away. */

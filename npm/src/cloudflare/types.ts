@@ -53,6 +53,12 @@ export interface PoolClaimOptions {
   wait: number | null
   /** ms after which the units come back unless confirmed; 0 for none. */
   ttl: number
+  /**
+   * The call's own id (one per `claim()`, the same when asked again after a failed call): a `cancel`
+   * naming it ends that caller's wait only, as its signal does in process. Without it, `cancel` ends
+   * every caller's wait of the claim.
+   */
+  asker?: string
 }
 
 /** A claim's outcome: `claimed` and the units left right after it (the first outcome, asked again). */
@@ -73,8 +79,8 @@ export interface HoldfastObjectRpc {
    * than its own is `invalid`), answered once the object's storage kept the claim (POOL-02).
    */
   poolClaim(name: string, capacity: number, n: number, options: PoolClaimOptions): Promise<PoolClaimAnswer>
-  /** Releases, confirms or cancels (a waiting or unanswered claim) claim `claim`; reads what remains; resizes to `value`. */
-  poolOp(op: PoolOp, name: string, capacity: number, claim: string, value: number): Promise<PoolOpAnswer>
+  /** Releases, confirms or cancels (a waiting or unanswered claim: `asker`'s call, or every one) claim `claim`; reads what remains; resizes to `value`. */
+  poolOp(op: PoolOp, name: string, capacity: number, claim: string, value: number, asker?: string): Promise<PoolOpAnswer>
 }
 
 /** The part of a `DurableObjectNamespace` that `workerStore` uses. */

@@ -10,7 +10,9 @@
  * (POOL-03). A call that failed in a way Workers RPC marks retryable (the object restarted) is asked
  * again with the same id: a claim that was kept before the failure answers its first outcome, one that
  * was not is claimed anew. Never units nobody was told of, never twice. A claim whose signal aborts is
- * cancelled on the object; a `claimed` answer that raced the cancel is released at once.
+ * cancelled on the object, this call's wait only (its `asker` id: another caller of the same claim id
+ * keeps waiting, the claim its place in line); a `claimed` answer that raced the cancel is released at
+ * once (even if another caller of the id was told it claimed: see docs/cloudflare.md).
  *
  * # Capacity
  * A handle's calls carry its capacity until one was answered (the object makes the pool with it, or
@@ -67,12 +69,15 @@ export class WorkerPools implements PoolStore {
   /** @internal */
   async _claim(pool: Pool, request: ClaimRequest): Promise<ClaimResult> {
     const id = request.id ?? randomId()
+    // This call's own: its cancel ends its wait only, not that of another caller of the same id.
+    const asker = randomId()
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
     const answering = this.#caller.call(
       place,
       pool.name,
       // Asked again with its claim id (POOL-03: never taken twice) and what is left of its wait.
-      (stub, left) => stub.poolClaim(pool.name, this.#capacities.carried(pool), request.n, { id, wait: left === Infinity ? null : left, ttl: request.ttl }),
+      (stub, left) =>
+        stub.poolClaim(pool.name, this.#capacities.carried(pool), request.n, { id, wait: left === Infinity ? null : left, ttl: request.ttl, asker }),
       request.wait,
     )
     const answer = ok(
@@ -80,7 +85,7 @@ export class WorkerPools implements PoolStore {
         place,
         request.signal,
         answering,
-        () => this.#caller.stub(pool.name).poolOp('cancel', pool.name, 0, id, 0),
+        () => this.#caller.stub(pool.name).poolOp('cancel', pool.name, 0, id, 0, asker),
         // A claim that raced the cancel is let go.
         answer => {
           if ('ok' in answer && answer.ok.claimed)

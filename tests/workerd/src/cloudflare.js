@@ -206,6 +206,8 @@ export async function cloudflare(op, q, env) {
       return await paused(namespace, name)
     case 'inspect':
       return await stub().inspect()
+    case 'inspect-pools':
+      return await stub().inspectPools()
     case 'alarms':
       return await stub().alarms()
     case 'refuse-writes':
@@ -237,10 +239,19 @@ async function pools(store, name, q) {
   if (q.has('id')) claimOptions.id = q.get('id')
   if (q.has('wait')) claimOptions.wait = q.get('wait')
   if (q.has('ttl')) claimOptions.ttl = q.get('ttl')
+  if (q.has('abortMs')) {
+    // A claim whose signal aborts after abortMs.
+    const ac = new AbortController()
+    setTimeout(() => ac.abort('enough'), Number(q.get('abortMs')))
+    claimOptions.signal = ac.signal
+  }
   const outcome = r => ({ claimed: r.claimed, remaining: r.remaining, id: r.claim?.id, units: r.claim?.units })
   switch (q.get('step')) {
     case 'claim':
       return outcome(await pool.claim(n, claimOptions))
+    case 'try-claim':
+      // An answer either way, an error too (claim's answer is thrown through cloudflareRoute's).
+      return await pool.claim(n, claimOptions).then(outcome, errorInfo)
     case 'release':
       return { released: await pool.release(q.get('id')) }
     case 'confirm':
