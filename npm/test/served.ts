@@ -3,14 +3,15 @@ import { memoryStorage } from '../src/storage/storage.js'
 import { Protocol, Session } from '../src/remote/session.js'
 import { REVISION, decodeServerAll, encodeClient, type ServerFrame } from '../src/remote/wire.js'
 import type { Socket } from '../src/runtime/transport.js'
+import type { Clock } from '../src/util/clock.js'
 
 /**
  * A store served to one session of a `Protocol`, without a socket: `send` hands the session a
  * client's message, as its connection would, and `frames` answers what the server sent it since the
  * last call. The session has said hello.
  */
-export async function servedSession() {
-  const store = await openStore({ storage: memoryStorage() })
+export async function servedSession(options: { clock?: Clock } = {}) {
+  const store = await openStore({ storage: memoryStorage(), ...options })
   const protocol = new Protocol(() => store as never, 'token', {})
   const sent: Uint8Array[] = []
   const socket = { send: (f: Uint8Array) => void sent.push(f), close() {}, onMessage() {}, onClose() {} } as unknown as Socket

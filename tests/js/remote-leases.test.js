@@ -978,29 +978,91 @@ test('POOL-02 over a connection: a release the server did, whose answer a droppe
   assert.equal(await local.remaining(), 1)
 })
 
-test('POOL-03 over a connection: a claim cancelled by its signal whose claimed answer crossed the cancel is undone on the server, its id forgotten: asked again it is a new claim, never claimed with nothing held (test clocks)', { timeout: 20_000 }, async t => {
-  // The raced claim was released: its id stayed remembered as claimed, so asking again answered
-  // claimed: true (the first outcome) with nothing held, and another buyer took the unit.
-  const s = await served()
+/**
+ * Client A (behind the proxy, its answers held) asks claim `order-1` of a full pool with a signal;
+ * `take(local, held)` has the server claim it (releasing `held`), and may make another asker of the
+ * same id, which it answers. A's signal aborts after the server answered A: A's client reads
+ * `claimed` for a claim it gave up, and withdraws it. Resolves A's handle, the server's, and what the
+ * other asker was told, once the withdraw was read.
+ */
+async function crossed(t, s, take) {
   const { proxy, client } = await behindProxy(t, s)
-  t.after(async () => (await client.close(), await s.close()))
+  t.after(() => client.close())
   const seats = client.pool('seats', { capacity: 1 })
   const local = s.store.pool('seats', { capacity: 1 })
   const held = await local.claim(1)
   const ac = new AbortController()
   const asked = seats.claim(1, { id: 'order-1', wait: Infinity, signal: ac.signal })
   await until(() => s.store.inspect().find(e => e.kind === 'pool')?.waiting === 1, 'the claim waits')
-  proxy.all[0].delaying = true // the server's answers are kept from the client
-  await held.claim.release() // the claim takes the unit; its answer waits in the proxy
-  await until(async () => (await local.remaining()) === 0, 'the server claimed it')
+  proxy.all[0].delaying = true // the server's answers are kept from A
+  const other = await take(local, held)
   ac.abort('changed my mind')
   await assert.rejects(asked, CancelledError)
   await delivered(20) // the cancel reaches the server, which had answered already
-  proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and lets it go
-  await until(async () => (await local.remaining()) === 1, 'the unit is back')
+  proxy.all[0].flush() // A reads `claimed` for a claim it gave up, and withdraws it
+  await delivered(20)
+  await seats.remaining() // answered after the withdraw was read (frames of one connection in order)
+  return { other, local, seats }
+}
+
+test('POOL-03 over a connection: a claim cancelled by its signal whose claimed answer crossed the cancel is undone on the server, its id forgotten: asked again it is a new claim, never claimed with nothing held (test clocks)', { timeout: 20_000 }, async t => {
+  // The raced claim was released: its id stayed remembered as claimed, so asking again answered
+  // claimed: true (the first outcome) with nothing held, and another buyer took the unit.
+  const s = await served()
+  t.after(() => s.close())
+  const { seats, local } = await crossed(t, s, async (local, held) => {
+    await held.claim.release() // the claim takes the unit; its answer waits in the proxy
+    await until(async () => (await local.remaining()) === 0, 'the server claimed it')
+  })
+  assert.equal(await local.remaining(), 1, 'the unit is back')
   const again = await seats.claim(1, { id: 'order-1' })
   assert.deepEqual([again.claimed, again.remaining], [true, 0], 'asked again, a new claim')
   assert.equal(await local.remaining(), 0, 'that holds the unit')
+  assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
+})
+
+test('POOL-03/POOL-01 over connections: a claim joined by two clients, one cancelling by its signal after its claimed answer was sent, stays the other\'s: the withdraw keeps it (test clocks)', { timeout: 20_000 }, async t => {
+  // The client that cancelled withdrew the claim, and the server undid it: the other client had
+  // been told claimed: true, and its unit went back to the pool to be sold again.
+  const s = await served()
+  t.after(() => s.close())
+  const { client: b } = await s.client()
+  const { other, local } = await crossed(t, s, async (local, held) => {
+    const asked = b.pool('seats', { capacity: 1 }).claim(1, { id: 'order-1', wait: Infinity })
+    await delivered(20) // B's ask joins A's on the server
+    await held.claim.release() // the claim takes the unit: answered to A (held) and B
+    return asked
+  })
+  assert.deepEqual([other.claimed, other.remaining], [true, 0], 'B was told it holds the unit')
+  assert.equal(await local.remaining(), 0, 'B still holds it')
+  assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
+  assert.equal(await other.claim.release(), true, 'B releases what it holds')
+  assert.equal(await local.remaining(), 1)
+})
+
+test('POOL-03/POOL-01 over a connection: a claim whose claimed answer crossed its asker\'s cancel stays when a caller in the server\'s process joined to it was told it (test clocks)', { timeout: 20_000 }, async t => {
+  const s = await served()
+  t.after(() => s.close())
+  const { other, local } = await crossed(t, s, async (local, held) => {
+    const asked = local.claim(1, { id: 'order-1', wait: Infinity }) // joins A's while it waits
+    await held.claim.release()
+    return asked
+  })
+  assert.equal(other.claimed, true)
+  assert.equal(await local.remaining(), 0, 'the local caller still holds it')
+  assert.equal(await other.claim.release(), true)
+})
+
+test('POOL-03/POOL-01 over a connection: a claim whose claimed answer crossed its asker\'s cancel stays when its id was asked again after that answer, before the withdraw came (test clocks)', { timeout: 20_000 }, async t => {
+  const s = await served()
+  t.after(() => s.close())
+  const { other, local } = await crossed(t, s, async (local, held) => {
+    await held.claim.release()
+    await until(async () => (await local.remaining()) === 0, 'the server claimed it')
+    return local.claim(1, { id: 'order-1' }) // told the first outcome: claimed
+  })
+  assert.equal(other.claimed, true)
+  assert.equal(await local.remaining(), 0, 'the caller told it afterwards still holds it')
   assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
 })
 

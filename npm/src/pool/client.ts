@@ -18,7 +18,9 @@
  * first and answers by its own wait; a signal answers its own ask alone. A claim is cancelled on the
  * server once its last ask is given up; a `claimed` answer that raced the cancel is withdrawn at once
  * (revision 6: undone, its id forgotten, as a claim cancelled before its answer; an older server can
- * only release it, its id remembered as claimed).
+ * only release it, its id remembered as claimed). The server keeps a withdrawn claim that it answered
+ * `claimed` to another asker too (another client's ask of the id, or a caller in its process): it is
+ * theirs, and this client just forgets it (answered 0, which it need not read).
  *
  * # Capacity
  * A handle's first frame carries its capacity: the server makes the pool with it, or refuses it

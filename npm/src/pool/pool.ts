@@ -35,6 +35,12 @@ export interface ClaimRequest {
   signal: AbortSignal | undefined
   /** In ms; 0 for none. */
   ttl: number
+  /**
+   * @internal Who asks, when a served connection does (its session): a `withdraw` of the claim is
+   * undone only if nobody but that connection was answered `claimed` (see room.ts # Withdrawn claims).
+   * None: a caller in this process.
+   */
+  party?: object
 }
 
 /**
@@ -83,6 +89,15 @@ export class Pool {
   claim(n: number, options?: ClaimOptions): Promise<ClaimResult> {
     try {
       return this._store._claim(this, this.#request(n, options))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** @internal `claim` asked by a served connection, `party` (its session): see `ClaimRequest.party`. */
+  _claimFor(n: number, options: ClaimOptions, party: object): Promise<ClaimResult> {
+    try {
+      return this._store._claim(this, { ...this.#request(n, options), party })
     } catch (error) {
       return Promise.reject(error)
     }

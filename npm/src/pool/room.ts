@@ -24,6 +24,17 @@
  *   it took before its write was acknowledged (as LOCK-06 for holds).
  * - If the engine traps, every record is answered with the store's `ClosedError` (`trap`).
  *
+ * # Withdrawn claims
+ * A served client withdraws a claim whose `claimed` answer crossed its caller's cancel (revision 6).
+ * Joined, the same claim may have been answered `claimed` to others as well — another connection
+ * asking the same order id, or a caller in this process — and those hold it: undone, its units would
+ * go back to the pool while they believe they have them (POOL-01). So the room keeps, per open claim
+ * with an id, who was answered `claimed` (`#told`: the one party, a session or `LOCAL`, or `MANY`), and
+ * undoes a withdraw only when that is the withdrawing session alone. A claim read back from storage
+ * has no entry (who was told before the restart is not known): a withdraw keeps it. An entry goes
+ * with its claim (released, withdrawn, asked anew once its id was forgotten; one whose ttl ran out
+ * at the next sweep, `#tell`).
+ *
  * Pools' deadlines (waits, ttls, the 24 hours of an id) are the engine's: after each call the store's
  * timer is set for the next one (`schedule`).
  */
@@ -75,6 +86,13 @@ export interface PoolHost {
   storageError(): unknown
 }
 
+/** The party of a caller in this process (never one that withdraws). */
+const LOCAL = Object.freeze({})
+/** More than one party was answered `claimed`. */
+const MANY = Object.freeze({})
+/** `#told` is swept of claims no longer open when it reaches this many entries, or twice its size after the last sweep. */
+const SWEEP_AT = 1024
+
 /** One caller waiting for a pool request's answer; several, when a claim id was asked again (joined). */
 class Asker {
   readonly resolve: (value: unknown) => void
@@ -85,6 +103,8 @@ class Asker {
   signal: AbortSignal | undefined
   onAbort: (() => void) | undefined
   timer: unknown
+  /** The session of the served connection that asks, or `LOCAL` (see # Withdrawn claims). */
+  party: object = LOCAL
 
   constructor(deadline: number) {
     this.deadline = deadline
@@ -103,11 +123,12 @@ class Asker {
 class Pending {
   readonly place: string
   readonly pool: Pool
-  readonly claim: { id: string; n: number } | undefined
+  /** `remember`: its id was the caller's (one drawn here nobody can ask again, nor withdraw). */
+  readonly claim: { id: string; n: number; remember: boolean } | undefined
   /** Who waits for its answer, first asker first. */
   readonly askers = new Set<Asker>()
 
-  constructor(pool: Pool, place: string, claim: { id: string; n: number } | undefined) {
+  constructor(pool: Pool, place: string, claim: { id: string; n: number; remember: boolean } | undefined) {
     this.pool = pool
     this.place = place
     this.claim = claim
@@ -131,6 +152,11 @@ class Pending {
   }
 }
 
+/** The key of claim `id` of `pool` in `PoolRoom.#told`. */
+function told(pool: Pool, id: string): string {
+  return `${pool._id}\0${id}`
+}
+
 /** `asker` was answered, or left: it stops listening to its signal and its timer. */
 function settled(clock: Clock, asker: Asker): void {
   if (asker.onAbort) asker.signal!.removeEventListener('abort', asker.onAbort)
@@ -142,6 +168,10 @@ export class PoolRoom implements PoolStore {
   readonly #host: PoolHost
   /** Pool requests by their engine id. */
   readonly #records = new Map<number, Pending>()
+  /** Who was answered `claimed` for an open claim with an id, by `told(pool, id)` (see # Withdrawn claims). */
+  readonly #told = new Map<string, object>()
+  #sweepAt = SWEEP_AT
+  #sweeping = false
 
   constructor(host: PoolHost) {
     this.#host = host
@@ -201,7 +231,9 @@ export class PoolRoom implements PoolStore {
     const buf = this.#host.view()
     let result: Promise<unknown>
     if (answer === CLAIM_WRITING || answer === CLAIM_QUEUED) {
-      const record = new Pending(pool, remember ? `${place}: claim ${JSON.stringify(id)}` : place, { id, n: request.n })
+      // A new claim of the id: what was kept of an earlier one of it (ended, its id forgotten) is not its own.
+      if (remember) this.#told.delete(told(pool, id))
+      const record = new Pending(pool, remember ? `${place}: claim ${JSON.stringify(id)}` : place, { id, n: request.n, remember })
       this.#records.set(buf[REQ]!, record)
       result = this.#ask(record, buf[REQ]!, request, now)
     } else if (answer === CLAIM_JOINED) {
@@ -211,6 +243,7 @@ export class PoolRoom implements PoolStore {
     } else if (answer === CLAIM_REFUSED) {
       result = Promise.resolve({ claimed: false, remaining: buf[CLAIM_REMAINING]! })
     } else if (answer === CLAIM_KNOWN) {
+      this.#tell(pool, id, request.party ?? LOCAL)
       result = Promise.resolve({ claimed: true, remaining: buf[CLAIM_REMAINING]!, claim: new Claim(pool, id, request.n) })
     } else result = Promise.reject(this.#refusal(answer, place))
     this.#after(buf, now)
@@ -236,8 +269,10 @@ export class PoolRoom implements PoolStore {
       place,
       now => {
         const answer = this.#host.core.releaseClaim(pool._id, id, now)
-        if (answer === 1) released = 1
-        else if (answer === 0 && this.#host.core.claimHandedBack(pool._id, id)) released = 2
+        if (answer === 1) {
+          released = 1
+          this.#told.delete(told(pool, id))
+        } else if (answer === 0 && this.#host.core.claimHandedBack(pool._id, id)) released = 2
         return answer
       },
       () => undefined,
@@ -246,20 +281,47 @@ export class PoolRoom implements PoolStore {
 
   /**
    * @internal A client's `withdraw` (revision 6): undoes the open claim `id`, whose `claimed` answer
-   * crossed its asker's cancel, as if it never was (its id forgotten). `true` once storage kept it.
+   * crossed its asker's cancel, as if it never was (its id forgotten) — only if nobody but `party`
+   * (the client's session) was answered `claimed` for it: else it stays theirs (see # Withdrawn
+   * claims). `true` once storage kept the undo; `false` at once when nothing was undone.
    */
-  withdrawServed(pool: Pool, id: string): Promise<boolean> {
+  withdrawServed(pool: Pool, id: string, party: object): Promise<boolean> {
+    const key = told(pool, id)
     let undone = false
     return this.#barrier(
       pool,
       `pool ${pool.name}: claim ${JSON.stringify(id)}`,
       now => {
+        if (this.#told.get(key) !== party) return 0
         const answer = this.#host.core.withdrawClaim(pool._id, id, now)
         undone = answer === 1
+        if (undone) this.#told.delete(key)
         return answer
       },
       () => undefined,
     ).then(() => undone)
+  }
+
+  /** `party` was answered `claimed` for claim `id` of `pool` (see # Withdrawn claims). */
+  #tell(pool: Pool, id: string, party: object): void {
+    const key = told(pool, id)
+    const was = this.#told.get(key)
+    if (was === party || was === MANY) return
+    this.#told.set(key, was === undefined ? party : MANY)
+    if (this.#told.size < this.#sweepAt || this.#sweeping) return
+    // Claims whose ttl ran out (or that ended otherwise unseen here) leave their entries behind:
+    // swept once the map doubled since the last sweep, so each entry costs O(1) sweeping. After
+    // this turn's calls: a read of the engine here may grow wasm memory under a drain's view.
+    this.#sweeping = true
+    queueMicrotask(() => {
+      this.#sweeping = false
+      if (this.#host.closed('pools')) return
+      for (const k of this.#told.keys()) {
+        const cut = k.indexOf('\0')
+        if (!this.#call(() => this.#host.core.claimOpen(Number(k.slice(0, cut)), k.slice(cut + 1)))) this.#told.delete(k)
+      }
+      this.#sweepAt = Math.max(SWEEP_AT, 2 * this.#told.size)
+    })
   }
 
   /** @internal */
@@ -357,6 +419,7 @@ export class PoolRoom implements PoolStore {
     // A wait counts while the claim waits in line: one that took its units is answered to every
     // asker once written (as the engine never answers a claim being written "not claimed").
     const asker = new Asker(this.#waits(req) ? now + request.wait : Number.POSITIVE_INFINITY)
+    if (request.party) asker.party = request.party
     record.askers.add(asker)
     const signal = request.signal
     if (signal) {
@@ -421,8 +484,11 @@ export class PoolRoom implements PoolStore {
     this.#records.delete(id)
     const clock = this.#host.clock
     if (kind === CLAIMED) {
-      const { id: claimId, n } = record.claim!
-      record.answer(clock, asker => asker.resolve({ claimed: true, remaining: a, claim: new Claim(record.pool, claimId, n) }))
+      const { id: claimId, n, remember } = record.claim!
+      record.answer(clock, asker => {
+        if (remember) this.#tell(record.pool, claimId, asker.party)
+        asker.resolve({ claimed: true, remaining: a, claim: new Claim(record.pool, claimId, n) })
+      })
     } else if (kind === NOT_CLAIMED) record.answer(clock, asker => asker.resolve({ claimed: false, remaining: a }))
     else if (kind === DURABLE) record.answer(clock, asker => asker.resolve(undefined))
     else if (kind === POOL_FAILED) {

@@ -28,8 +28,11 @@ export interface ServedStore {
    * held nothing but had given its units back before (released, or its ttl ran out), else 0.
    */
   _releaseServed(pool: Pool, id: string): Promise<0 | 1 | 2>
-  /** @internal A client's pool withdraw (revision 6): undoes an open claim, its id forgotten; `true` once kept. */
-  _withdrawServed(pool: Pool, id: string): Promise<boolean>
+  /**
+   * @internal A client's pool withdraw (revision 6): undoes an open claim, its id forgotten, if no
+   * asker but `party` (its connection's session) was answered `claimed` for it; `true` once kept.
+   */
+  _withdrawServed(pool: Pool, id: string, party: object): Promise<boolean>
   /** @internal A handle of the name for one hold of a client's, which pins nothing (see `_letGo`). */
   _serverHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock
   /** @internal The hold of `handle` is over: its name may be forgotten if nothing else uses it. */

@@ -430,7 +430,7 @@ export class Protocol {
         return value
       }
       return answer(
-        pool.claim(frame.n, options).then(forget, error => Promise.reject(forget(error))),
+        pool._claimFor(frame.n, options, session).then(forget, error => Promise.reject(forget(error))),
         r => {
           const { claimed, remaining } = r as { claimed: boolean; remaining: number }
           return { type: 'claimed', claimed, remaining }
@@ -447,7 +447,9 @@ export class Protocol {
         if (session.revision < HANDED_BACK) {
           throw new InvalidError(`pool ${frame.pool}: withdraw is a frame of revision ${HANDED_BACK}; this client said ${session.revision}`)
         }
-        return answer(store._withdrawServed(pool, frame.claim), undone => ({ type: 'count', value: undone ? 1 : 0 }))
+        // Undone only if nobody but this connection was answered `claimed` for it (0 else: another
+        // connection, or a caller in the server's process, holds it, and this client forgets it).
+        return answer(store._withdrawServed(pool, frame.claim, session), undone => ({ type: 'count', value: undone ? 1 : 0 }))
       case 'confirm':
         return answer(pool.confirm(frame.claim), () => ({ type: 'done' }))
       case 'remaining':

@@ -186,8 +186,8 @@ export class Store implements LockStore, ServedStore {
   }
 
   /** @internal */
-  _withdrawServed(pool: Pool, id: string): Promise<boolean> {
-    return this.#pools.withdrawServed(pool, id)
+  _withdrawServed(pool: Pool, id: string, party: object): Promise<boolean> {
+    return this.#pools.withdrawServed(pool, id, party)
   }
 
   /** @internal The busy keys only (what a served store lists over the wire). */

@@ -149,7 +149,8 @@ pub enum PoolOp {
     Cancel = 5,
     /// (Revision 6.) Undoes the open claim `claim`, whose `claimed` answer came after its asker
     /// had given it up (its cancel crossed the answer): its units come back and its id is forgotten,
-    /// as a claim cancelled before its answer is. Answered `Count` 1 (undone) or 0 (no open claim).
+    /// as a claim cancelled before its answer is. Answered `Count` 1 (undone) or 0 (not undone: no
+    /// open claim, or the server answered it `claimed` to another asker too, who holds it).
     Withdraw = 6,
 }
 
