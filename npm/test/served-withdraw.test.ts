@@ -23,14 +23,7 @@ test('POOL-03/POOL-01: a withdraw undoes a claim told to its connection alone, k
     s.send(encodeClient(id++, { type: 'pool', op: 'withdraw', pool: 'seats', capacity: 0, claim, value: 0 }))
     return id - 1
   }
-  const seen: ServerFrame[] = []
-  const answer = async (frame: number) => {
-    for (let i = 0; i < 200 && !seen.some(f => f.id === frame); i++) {
-      await new Promise(resolve => setTimeout(resolve, 1))
-      seen.push(...s.frames())
-    }
-    return seen.find(f => f.id === frame)
-  }
+  const answer = answersOf(s)
   const mine = claim('mine', 0)
   const shared = claim('shared', 0)
   const ttls = Array.from({ length: 1_000 }, (_, i) => claim(`ttl-${i}`, 1_000))
@@ -49,3 +42,35 @@ test('POOL-03/POOL-01: a withdraw undoes a claim told to its connection alone, k
   assert.equal(await pool.remaining(), 10_000 - 1 - 30)
   await s.store.close()
 })
+
+test('POOL-03/POOL-01: a store keeps who was told only once a connection asked for a claim; a claim told in the process before then, joined by the connection after, is kept by its withdraw', async () => {
+  const clock = manualClock(1_000_000)
+  const s = await servedSession({ clock })
+  const pool = s.store.pool('seats', { capacity: 10 })
+  const answer = answersOf(s)
+  // Told to a caller in the process while no connection had asked for a claim: nothing kept of it.
+  assert.equal((await pool.claim(1, { id: 'early' })).claimed, true)
+  s.send(encodeClient(10, { type: 'claim', pool: 'seats', capacity: 0, n: 1, claim: 'early', wait: 0, ttl: 0 }))
+  s.send(encodeClient(11, { type: 'pool', op: 'withdraw', pool: 'seats', capacity: 0, claim: 'early', value: 0 }))
+  s.send(encodeClient(12, { type: 'claim', pool: 'seats', capacity: 0, n: 1, claim: 'later', wait: 0, ttl: 0 }))
+  assert.deepEqual(await answer(10), { id: 10, type: 'claimed', claimed: true, remaining: 9 }, 'the connection joins the open claim')
+  assert.deepEqual(await answer(11), { id: 11, type: 'count', value: 0 }, 'kept: the caller in the process was told it first')
+  // Written (a withdraw of a claim still being written undoes nothing), then withdrawn.
+  assert.equal((await answer(12))?.type, 'claimed')
+  s.send(encodeClient(13, { type: 'pool', op: 'withdraw', pool: 'seats', capacity: 0, claim: 'later', value: 0 }))
+  assert.deepEqual(await answer(13), { id: 13, type: 'count', value: 1 }, 'a claim the connection made and alone was told is undone')
+  assert.equal(await pool.remaining(), 9)
+  await s.store.close()
+})
+
+/** The answer of frame `id` from session `s`, as soon as it came (up to 200 ms). */
+function answersOf(s: { frames(): ServerFrame[] }): (frame: number) => Promise<ServerFrame | undefined> {
+  const seen: ServerFrame[] = []
+  return async frame => {
+    for (let i = 0; i < 200 && !seen.some(f => f.id === frame); i++) {
+      await new Promise(resolve => setTimeout(resolve, 1))
+      seen.push(...s.frames())
+    }
+    return seen.find(f => f.id === frame)
+  }
+}
