@@ -1021,6 +1021,35 @@ test('POOL-03 over a connection: a claim cancelled by its signal whose claimed a
   assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
 })
 
+test('POOL-03 over a connection: a claim whose claimed answer crossed its cancel is not withdrawn while the same client asks its id again: the new ask is answered that claim, and holds it (test clocks)', { timeout: 20_000 }, async t => {
+  // The late answer of the ask given up was withdrawn though another ask of the id was on its way:
+  // the server answered that ask claimed (the same open claim), then undid it, and its caller held
+  // nothing while the unit went to the next buyer.
+  const s = await served()
+  t.after(() => s.close())
+  const { proxy, client } = await behindProxy(t, s)
+  t.after(() => client.close())
+  const seats = client.pool('seats', { capacity: 1 })
+  const local = s.store.pool('seats', { capacity: 1 })
+  const held = await local.claim(1)
+  const ac = new AbortController()
+  const asked = seats.claim(1, { id: 'order-1', wait: Infinity, signal: ac.signal })
+  await until(() => s.store.inspect().find(e => e.kind === 'pool')?.waiting === 1, 'the claim waits')
+  proxy.all[0].delaying = true // the server's answers are kept from the client
+  await held.claim.release() // the claim takes the unit; its answer waits in the proxy
+  await until(async () => (await local.remaining()) === 0, 'the server claimed it')
+  ac.abort('changed my mind')
+  await assert.rejects(asked, CancelledError)
+  const again = seats.claim(1, { id: 'order-1' }) // asked again before the first answer is read
+  await delivered(20) // the cancel and the new ask reach the server: the new ask is answered claimed
+  proxy.all[0].flush()
+  const got = await again
+  assert.deepEqual([got.claimed, got.remaining], [true, 0], 'the new ask is answered the open claim')
+  assert.equal(await seats.remaining(), 0, 'read after anything the client sent on reading the answers')
+  assert.equal((await local.claim(1)).claimed, false, 'the unit is held: nobody else gets it')
+  assert.equal(await got.claim.release(), true, 'and its caller can release it')
+})
+
 test('POOL-03/POOL-01 over connections: a claim joined by two clients, one cancelling by its signal after its claimed answer was sent, stays the other\'s: the withdraw keeps it (test clocks)', { timeout: 20_000 }, async t => {
   // The client that cancelled withdrew the claim, and the server undid it: the other client had
   // been told claimed: true, and its unit went back to the pool to be sold again.

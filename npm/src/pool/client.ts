@@ -214,11 +214,12 @@ export class RemotePools implements PoolStore {
         const claimed = answer.type === 'claimed' && answer.claimed
         if (!p.asks.has(ask)) {
           // Cancelled (or given up) meanwhile: a claim that raced it is let go, unless another ask
-          // of it still waits or was told it (theirs: the same claim, answered them too). Withdrawn
-          // (revision 6), it is undone as if it never was, its id forgotten, as a claim cancelled
-          // before its answer is: released, its id stayed remembered as claimed, and asked again it
-          // answered claimed: true with nothing held. An older server can only release it.
-          if (claimed && p.asks.size === 0 && !p.delivered) {
+          // of it still waits or was told it (theirs: the same claim, answered them too), or its id
+          // was asked again since (that ask, sent before this is read, is answered this same open
+          // claim). Withdrawn (revision 6), it is undone as if it never was, its id forgotten, as a
+          // claim cancelled before its answer is: released, its id stayed remembered as claimed, and
+          // asked again it answered claimed: true with nothing held. An older server can only release it.
+          if (claimed && p.asks.size === 0 && !p.delivered && !this.#pending.has(key)) {
             this.#send(pool, { op: this.#link.revision() >= HANDED_BACK ? 'withdraw' : 'release', claim: p.id })
           }
           return
