@@ -448,6 +448,7 @@ test('LOCK-06: a client closed while it reconnects leaves no connection behind, 
   proxy.parking = true
   client._dropConnectionForTest()
   await until(() => s.server.connections === 0, 'the connection dropped')
+  await until(() => client._redialingForTest, 'the client saw it drop') // under Deno, after the server did
   clock.advance(100) // past the first backoff: the client dials again, and its dial waits in the proxy
   await until(() => proxy.parked.length === 1, 'the client dials again')
   await client.close()
@@ -570,6 +571,7 @@ test('LOCK-05: a reconnect whose dial is never answered is given up after 10 s a
   proxy.parking = true
   client._dropConnectionForTest()
   await until(() => s.server.connections === 0, 'the connection dropped')
+  await until(() => client._redialingForTest, 'the client saw it drop') // under Deno, after the server did
   clock.advance(100) // the first backoff
   await until(() => proxy.parked.length === 1, 'the client dials again')
   clock.advance(9_999)
@@ -972,6 +974,7 @@ test('POOL-02 over a connection: a release the server did, whose answer a droppe
   await until(async () => (await local.remaining()) === 1, 'the server released it')
   client._dropConnectionForTest() // its answer, kept, is lost with the connection
   await until(() => s.server.connections === 0, 'the connection dropped')
+  await until(() => client._redialingForTest, 'the client saw it drop') // under Deno, after the server did
   clock.advance(100) // past the first backoff: the client dials again, and asks again
   assert.equal(await releasing, true)
   assert.equal(await seats.release('order-1'), false, 'released once')

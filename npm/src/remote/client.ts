@@ -944,6 +944,15 @@ export class RemoteStore implements LeaseOwner {
     this.#socket?.close(4000, 'dropped by a test')
   }
 
+  /**
+   * @internal For tests: whether the client saw its connection drop and waits to dial again (its
+   * backoff timer set). A test on a manual clock awaits this before it advances past the backoff:
+   * the server can see the connection end before the client does.
+   */
+  get _redialingForTest(): boolean {
+    return this.#reconnecting !== undefined
+  }
+
   /** Says goodbye (the server releases this client's leases at once) and closes the connection. */
   async close(): Promise<void> {
     if (this.#closed) return
