@@ -249,11 +249,13 @@ export class PoolRoom implements PoolStore {
       const claim = { id, n: request.n, remember, tracked: this.#tracking }
       const record = new Pending(pool, remember ? `${place}: claim ${JSON.stringify(id)}` : place, claim)
       this.#records.set(buf[REQ]!, record)
-      result = this.#ask(record, buf[REQ]!, request, now)
+      // The engine's answer says whether it waits in line (no call to ask it: `#waits`).
+      result = this.#ask(record, buf[REQ]!, request, now, answer === CLAIM_QUEUED)
     } else if (answer === CLAIM_JOINED) {
       const record = this.#records.get(buf[REQ]!)
       if (!record) throw this.#host.trap(new Error(`the engine joined a claim to request ${buf[REQ]}, which this side does not know`))
-      result = this.#ask(record, buf[REQ]!, request, now)
+      // Joined to a claim that waits, or one being written: the engine says which.
+      result = this.#ask(record, buf[REQ]!, request, now, this.#waits(buf[REQ]!))
     } else if (answer === CLAIM_REFUSED) {
       result = Promise.resolve({ claimed: false, remaining: buf[CLAIM_REMAINING]! })
     } else if (answer === CLAIM_KNOWN) {
@@ -437,11 +439,12 @@ export class PoolRoom implements PoolStore {
    * One more asker of claim `record` (request `req`), answered by its own signal and wait. The engine
    * keeps the claim in line for the latest wait of its askers (a join may have moved it: see
    * `Pools::claim`); every asker whose wait ends before that one is answered by a timer here.
+   * `waits`: whether the claim waits in line now.
    */
-  #ask(record: Pending, req: number, request: ClaimRequest, now: number): Promise<unknown> {
+  #ask(record: Pending, req: number, request: ClaimRequest, now: number, waits: boolean): Promise<unknown> {
     // A wait counts while the claim waits in line: one that took its units is answered to every
     // asker once written (as the engine never answers a claim being written "not claimed").
-    const asker = new Asker(this.#waits(req) ? now + request.wait : Number.POSITIVE_INFINITY)
+    const asker = new Asker(waits ? now + request.wait : Number.POSITIVE_INFINITY)
     if (request.party) asker.party = request.party
     record.askers.add(asker)
     const signal = request.signal
