@@ -63,6 +63,40 @@ test('POOL-03/POOL-01: a store keeps who was told only once a connection asked f
   await s.store.close()
 })
 
+test('POOL-03/POOL-01: a client of revision 5 releasing claims whose claimed answers crossed its cancels: each release is read as a withdraw (kept when a caller in the process was told it too), across a sweep of claims whose ttl ran out', async () => {
+  const clock = manualClock(1_000_000)
+  const s = await servedSession({ clock, revision: 5 })
+  const pool = s.store.pool('seats', { capacity: 10_000 })
+  let id = 10
+  const send = (frame: Parameters<typeof encodeClient>[1]) => {
+    s.send(encodeClient(id++, frame))
+    return id - 1
+  }
+  const claim = (claim: string, ttl: number) => send({ type: 'claim', pool: 'seats', capacity: 0, n: 1, claim, wait: 0, ttl })
+  const op = (op: 'cancel' | 'release', claim: string) => send({ type: 'pool', op, pool: 'seats', capacity: 0, claim, value: 0 })
+  const answer = answersOf(s)
+  const mine = claim('mine', 0)
+  const shared = claim('shared', 0)
+  const ttls = Array.from({ length: 1_000 }, (_, i) => claim(`ttl-${i}`, 1_000))
+  assert.equal((await answer(mine))?.type, 'claimed')
+  await answer(shared)
+  for (const f of ttls) assert.equal((await answer(f))?.type, 'claimed')
+  assert.equal((await pool.claim(1, { id: 'shared' })).claimed, true, 'a caller in the process is told it too')
+  // Their answers crossed the caller's cancel: the client cancels, then lets them go.
+  op('cancel', 'mine')
+  op('cancel', 'shared')
+  clock.advance(2_000) // the ttls run out, acted on by the next call
+  assert.equal(await pool.remaining(), 10_000 - 2)
+  // Past 1,024 entries: the sweep forgets the claims that ended, not these two.
+  const more = Array.from({ length: 30 }, (_, i) => claim(`more-${i}`, 0))
+  for (const f of more) assert.equal((await answer(f))?.type, 'claimed')
+  assert.deepEqual(await answer(op('release', 'shared')), { id: id - 1, type: 'count', value: 0 }, 'kept: the caller in the process holds it')
+  assert.deepEqual(await answer(op('release', 'mine')), { id: id - 1, type: 'count', value: 1 }, 'undone: told to this connection alone')
+  assert.deepEqual(await answer(op('release', 'more-0')), { id: id - 1, type: 'count', value: 1 }, 'no cancel: a release')
+  assert.equal(await pool.remaining(), 10_000 - 1 - 29)
+  await s.store.close()
+})
+
 /** The answer of frame `id` from session `s`, as soon as it came (up to 200 ms). */
 function answersOf(s: { frames(): ServerFrame[] }): (frame: number) => Promise<ServerFrame | undefined> {
   const seen: ServerFrame[] = []

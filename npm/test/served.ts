@@ -10,13 +10,13 @@ import type { Clock } from '../src/util/clock.js'
  * client's message, as its connection would, and `frames` answers what the server sent it since the
  * last call. The session has said hello.
  */
-export async function servedSession(options: { clock?: Clock } = {}) {
+export async function servedSession({ revision = REVISION, ...options }: { clock?: Clock; revision?: number } = {}) {
   const store = await openStore({ storage: memoryStorage(), ...options })
   const protocol = new Protocol(() => store as never, 'token', {})
   const sent: Uint8Array[] = []
   const socket = { send: (f: Uint8Array) => void sent.push(f), close() {}, onMessage() {}, onClose() {} } as unknown as Socket
   const session = new Session(1, socket, protocol)
-  protocol.frame(session, encodeClient(1, { type: 'hello', revision: REVISION, token: 'token', client: 'test' }))
+  protocol.frame(session, encodeClient(1, { type: 'hello', revision, token: 'token', client: 'test' }))
   sent.length = 0
   /** The frames sent since the last call. */
   const frames = (): ServerFrame[] => {

@@ -365,11 +365,13 @@ async function tcpServer(t, onSocket) {
  * client side), in `all`: once `frozen` is set it passes nothing on either way, as a server stopped
  * with its connections open (`unheard` counts the bytes its client sent since); while `delaying` is
  * set, what the server sends is kept, and `flush()` passes it on (as to a client that was paused).
+ * With `revision`, each client's hello says that revision (see `sayingRevision`).
  */
-async function parkingProxy(t, port) {
+async function parkingProxy(t, port, { revision } = {}) {
   const proxy = { parking: false, parked: [], all: [], port: 0 }
   proxy.port = await tcpServer(t, socket => {
     const kept = []
+    const toServer = revision === undefined ? chunk => chunk : sayingRevision(revision)
     const link = {
       closed: false,
       frozen: false,
@@ -390,10 +392,10 @@ async function parkingProxy(t, port) {
       socket.off('data', keep)
       const up = net.connect(port, '127.0.0.1')
       up.on('error', () => {})
-      for (const chunk of early) up.write(chunk)
+      for (const chunk of early) up.write(toServer(chunk))
       socket.on('close', () => up.destroy())
       up.on('close', () => socket.destroy())
-      socket.on('data', chunk => (link.frozen ? (link.unheard += chunk.length) : up.write(chunk)))
+      socket.on('data', chunk => (link.frozen ? (link.unheard += chunk.length) : up.write(toServer(chunk))))
       up.on('data', chunk => link.frozen || (link.delaying ? kept.push(chunk) : socket.write(chunk)))
     }
     if (proxy.parking) proxy.parked.push(pass)
@@ -402,9 +404,40 @@ async function parkingProxy(t, port) {
   return proxy
 }
 
-/** A client of the served store `s` connected through a `parkingProxy`, on a manual clock of its own. */
-async function behindProxy(t, s) {
-  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port))
+/**
+ * What a client sends its server, its hello changed to say `revision` (as a client of that revision,
+ * older than this one, says it): the WebSocket upgrade request passes on as it is, and the first
+ * frame after it (the hello of revision 3 or later, masked as a client's frames are) once its
+ * revision byte came.
+ */
+function sayingRevision(revision) {
+  let head = ''
+  let frame // the first frame's bytes so far; `null` once it passed on
+  return chunk => {
+    if (frame === null) return chunk
+    let passed = Buffer.alloc(0)
+    if (frame === undefined) {
+      head += chunk.toString('latin1')
+      const end = head.indexOf('\r\n\r\n')
+      if (end < 0) return chunk
+      frame = Buffer.from(head.slice(end + 4), 'latin1')
+      passed = chunk.subarray(0, chunk.length - frame.length)
+    } else frame = Buffer.concat([frame, chunk])
+    // Header, a 16-bit length if the first byte says so, the mask, then the payload: version, type
+    // (0x09, the hello of revision 3), a u32 id, the revision.
+    const mask = (frame[1] & 0x7f) === 126 ? 4 : 2
+    if (frame.length < mask + 4 + 7) return passed
+    assert.equal(frame[mask + 4 + 1] ^ frame[mask + 1], 0x09, 'the first frame is the hello of revision 3 or later')
+    frame[mask + 4 + 6] = revision ^ frame[mask + 2]
+    const all = Buffer.concat([passed, frame])
+    frame = null
+    return all
+  }
+}
+
+/** A client of the served store `s` connected through a `parkingProxy` (its `options`), on a manual clock of its own. */
+async function behindProxy(t, s, options) {
+  const proxy = await parkingProxy(t, Number(new URL(s.server.url).port), options)
   const clock = manualClock(5_000)
   const client = await connect(`ws://127.0.0.1:${proxy.port}`, { token: TOKEN, clock })
   return { proxy, clock, client }
@@ -985,12 +1018,13 @@ test('POOL-02 over a connection: a release the server did, whose answer a droppe
  * Client A (behind the proxy, its answers held) asks claim `order-1` of a full pool with a signal;
  * `take(local, held)` has the server claim it (releasing `held`), and may make another asker of the
  * same id, which it answers. A's signal aborts after the server answered A: A's client reads
- * `claimed` for a claim it gave up, and withdraws it. Resolves A's handle, the server's, and what the
- * other asker was told, once the withdraw was read. `meanwhile(seats)`, if given, runs once A's ask was
- * given up, before A reads the server's answers: what it answers is resolved as `meanwhile`.
+ * `claimed` for a claim it gave up, and withdraws it (a client of revision 5 or older: releases it).
+ * Resolves A's handle, the server's, and what the other asker was told, once the withdraw was read.
+ * `meanwhile(seats)`, if given, runs once A's ask was given up, before A reads the server's answers:
+ * what it answers is resolved as `meanwhile`. `revision`: the one A's hello says (the proxy's).
  */
-async function crossed(t, s, take, meanwhile) {
-  const { proxy, client } = await behindProxy(t, s)
+async function crossed(t, s, take, { meanwhile, revision } = {}) {
+  const { proxy, client } = await behindProxy(t, s, { revision })
   t.after(() => client.close())
   const seats = client.pool('seats', { capacity: 1 })
   const local = s.store.pool('seats', { capacity: 1 })
@@ -1010,86 +1044,90 @@ async function crossed(t, s, take, meanwhile) {
   return { other, local, seats, meanwhile: await asking }
 }
 
-test('POOL-03 over a connection: a claim cancelled by its signal whose claimed answer crossed the cancel is undone on the server, its id forgotten: asked again it is a new claim, never claimed with nothing held (test clocks)', { timeout: 20_000 }, async t => {
-  // The raced claim was released: its id stayed remembered as claimed, so asking again answered
-  // claimed: true (the first outcome) with nothing held, and another buyer took the unit.
-  const s = await served()
-  t.after(() => s.close())
-  const { seats, local } = await crossed(t, s, async (local, held) => {
-    await held.claim.release() // the claim takes the unit; its answer waits in the proxy
-    await until(async () => (await local.remaining()) === 0, 'the server claimed it')
-  })
-  assert.equal(await local.remaining(), 1, 'the unit is back')
-  const again = await seats.claim(1, { id: 'order-1' })
-  assert.deepEqual([again.claimed, again.remaining], [true, 0], 'asked again, a new claim')
-  assert.equal(await local.remaining(), 0, 'that holds the unit')
-  assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
-})
-
-test('POOL-03 over a connection: a claim whose claimed answer crossed its cancel is not withdrawn while the same client asks its id again: the new ask is answered that claim, and holds it (test clocks)', { timeout: 20_000 }, async t => {
-  // The late answer of the ask given up was withdrawn though another ask of the id was on its way:
-  // the server answered that ask claimed (the same open claim), then undid it, and its caller held
-  // nothing while the unit went to the next buyer.
-  const s = await served()
-  t.after(() => s.close())
-  const { local, meanwhile: got } = await crossed(
-    t,
-    s,
-    async (local, held) => {
+// Each for a client of revision 6 (it withdraws) and of revision 5 (it has no withdraw, and releases:
+// the server reads that release, after its cancel, as its withdraw: crossed-releases.ts).
+for (const revision of [6, 5]) {
+  test(`POOL-03 over a connection: a claim cancelled by its signal whose claimed answer crossed the cancel is undone on the server, its id forgotten: asked again it is a new claim, never claimed with nothing held (test clocks; a client of revision ${revision})`, { timeout: 20_000 }, async t => {
+    // The raced claim was released: its id stayed remembered as claimed, so asking again answered
+    // claimed: true (the first outcome) with nothing held, and another buyer took the unit.
+    const s = await served()
+    t.after(() => s.close())
+    const { seats, local } = await crossed(t, s, async (local, held) => {
       await held.claim.release() // the claim takes the unit; its answer waits in the proxy
       await until(async () => (await local.remaining()) === 0, 'the server claimed it')
-    },
-    seats => seats.claim(1, { id: 'order-1' }), // asked again before the first answer is read
-  )
-  assert.deepEqual([got.claimed, got.remaining], [true, 0], 'the new ask is answered the open claim')
-  assert.equal((await local.claim(1)).claimed, false, 'the unit is held: nobody else gets it')
-  assert.equal(await got.claim.release(), true, 'and its caller can release it')
-})
-
-test('POOL-03/POOL-01 over connections: a claim joined by two clients, one cancelling by its signal after its claimed answer was sent, stays the other\'s: the withdraw keeps it (test clocks)', { timeout: 20_000 }, async t => {
-  // The client that cancelled withdrew the claim, and the server undid it: the other client had
-  // been told claimed: true, and its unit went back to the pool to be sold again.
-  const s = await served()
-  t.after(() => s.close())
-  const { client: b } = await s.client()
-  const { other, local } = await crossed(t, s, async (local, held) => {
-    const asked = b.pool('seats', { capacity: 1 }).claim(1, { id: 'order-1', wait: Infinity })
-    await delivered(20) // B's ask joins A's on the server
-    await held.claim.release() // the claim takes the unit: answered to A (held) and B
-    return asked
+    }, { revision })
+    assert.equal(await local.remaining(), 1, 'the unit is back')
+    const again = await seats.claim(1, { id: 'order-1' })
+    assert.deepEqual([again.claimed, again.remaining], [true, 0], 'asked again, a new claim')
+    assert.equal(await local.remaining(), 0, 'that holds the unit')
+    assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
   })
-  assert.deepEqual([other.claimed, other.remaining], [true, 0], 'B was told it holds the unit')
-  assert.equal(await local.remaining(), 0, 'B still holds it')
-  assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
-  assert.equal(await other.claim.release(), true, 'B releases what it holds')
-  assert.equal(await local.remaining(), 1)
-})
 
-test('POOL-03/POOL-01 over a connection: a claim whose claimed answer crossed its asker\'s cancel stays when a caller in the server\'s process joined to it was told it (test clocks)', { timeout: 20_000 }, async t => {
-  const s = await served()
-  t.after(() => s.close())
-  const { other, local } = await crossed(t, s, async (local, held) => {
-    const asked = local.claim(1, { id: 'order-1', wait: Infinity }) // joins A's while it waits
-    await held.claim.release()
-    return asked
+  test(`POOL-03 over a connection: a claim whose claimed answer crossed its cancel is not withdrawn while the same client asks its id again: the new ask is answered that claim, and holds it (test clocks; a client of revision ${revision})`, { timeout: 20_000 }, async t => {
+    // The late answer of the ask given up was withdrawn though another ask of the id was on its way:
+    // the server answered that ask claimed (the same open claim), then undid it, and its caller held
+    // nothing while the unit went to the next buyer.
+    const s = await served()
+    t.after(() => s.close())
+    const { local, meanwhile: got } = await crossed(
+      t,
+      s,
+      async (local, held) => {
+        await held.claim.release() // the claim takes the unit; its answer waits in the proxy
+        await until(async () => (await local.remaining()) === 0, 'the server claimed it')
+      },
+      { meanwhile: seats => seats.claim(1, { id: 'order-1' }), revision }, // asked again before the first answer is read
+    )
+    assert.deepEqual([got.claimed, got.remaining], [true, 0], 'the new ask is answered the open claim')
+    assert.equal((await local.claim(1)).claimed, false, 'the unit is held: nobody else gets it')
+    assert.equal(await got.claim.release(), true, 'and its caller can release it')
   })
-  assert.equal(other.claimed, true)
-  assert.equal(await local.remaining(), 0, 'the local caller still holds it')
-  assert.equal(await other.claim.release(), true)
-})
 
-test('POOL-03/POOL-01 over a connection: a claim whose claimed answer crossed its asker\'s cancel stays when its id was asked again after that answer, before the withdraw came (test clocks)', { timeout: 20_000 }, async t => {
-  const s = await served()
-  t.after(() => s.close())
-  const { other, local } = await crossed(t, s, async (local, held) => {
-    await held.claim.release()
-    await until(async () => (await local.remaining()) === 0, 'the server claimed it')
-    return local.claim(1, { id: 'order-1' }) // told the first outcome: claimed
+  test(`POOL-03/POOL-01 over connections: a claim joined by two clients, one cancelling by its signal after its claimed answer was sent, stays the other's: the withdraw keeps it (test clocks; a client of revision ${revision})`, { timeout: 20_000 }, async t => {
+    // The client that cancelled withdrew the claim, and the server undid it: the other client had
+    // been told claimed: true, and its unit went back to the pool to be sold again.
+    const s = await served()
+    t.after(() => s.close())
+    const { client: b } = await s.client()
+    const { other, local } = await crossed(t, s, async (local, held) => {
+      const asked = b.pool('seats', { capacity: 1 }).claim(1, { id: 'order-1', wait: Infinity })
+      await delivered(20) // B's ask joins A's on the server
+      await held.claim.release() // the claim takes the unit: answered to A (held) and B
+      return asked
+    }, { revision })
+    assert.deepEqual([other.claimed, other.remaining], [true, 0], 'B was told it holds the unit')
+    assert.equal(await local.remaining(), 0, 'B still holds it')
+    assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
+    assert.equal(await other.claim.release(), true, 'B releases what it holds')
+    assert.equal(await local.remaining(), 1)
   })
-  assert.equal(other.claimed, true)
-  assert.equal(await local.remaining(), 0, 'the caller told it afterwards still holds it')
-  assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
-})
+
+  test(`POOL-03/POOL-01 over a connection: a claim whose claimed answer crossed its asker's cancel stays when a caller in the server's process joined to it was told it (test clocks; a client of revision ${revision})`, { timeout: 20_000 }, async t => {
+    const s = await served()
+    t.after(() => s.close())
+    const { other, local } = await crossed(t, s, async (local, held) => {
+      const asked = local.claim(1, { id: 'order-1', wait: Infinity }) // joins A's while it waits
+      await held.claim.release()
+      return asked
+    }, { revision })
+    assert.equal(other.claimed, true)
+    assert.equal(await local.remaining(), 0, 'the local caller still holds it')
+    assert.equal(await other.claim.release(), true)
+  })
+
+  test(`POOL-03/POOL-01 over a connection: a claim whose claimed answer crossed its asker's cancel stays when its id was asked again after that answer, before the withdraw came (test clocks; a client of revision ${revision})`, { timeout: 20_000 }, async t => {
+    const s = await served()
+    t.after(() => s.close())
+    const { other, local } = await crossed(t, s, async (local, held) => {
+      await held.claim.release()
+      await until(async () => (await local.remaining()) === 0, 'the server claimed it')
+      return local.claim(1, { id: 'order-1' }) // told the first outcome: claimed
+    }, { revision })
+    assert.equal(other.claimed, true)
+    assert.equal(await local.remaining(), 0, 'the caller told it afterwards still holds it')
+    assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
+  })
+}
 
 test('remote: a token is required and a wrong one is refused with PermissionError', async () => {
   const s = await served()

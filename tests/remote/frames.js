@@ -47,7 +47,7 @@ export const encode = {
   claim: (id, { pool, capacity = 0, n, claim, wait = 0, ttl = 0 }) =>
     header(CLIENT.claim, id).str(pool).u64(capacity).u64(n).str(claim).u64(wait).u64(ttl).bytes(),
   pool: (id, { op, pool, capacity = 0, claim = '', value = 0 }) =>
-    header(CLIENT.pool, id).u8({ release: 1, confirm: 2, remaining: 3, resize: 4, cancel: 5 }[op]).str(pool).u64(capacity).str(claim).u64(value).bytes(),
+    header(CLIENT.pool, id).u8({ release: 1, confirm: 2, remaining: 3, resize: 4, cancel: 5, withdraw: 6 }[op]).str(pool).u64(capacity).str(claim).u64(value).bytes(),
   inspectPools: id => header(CLIENT.inspectPools, id).bytes(),
   // Revision 5: the client's heartbeat.
   ping: id => header(CLIENT.ping, id).bytes(),

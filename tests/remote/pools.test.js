@@ -179,6 +179,97 @@ test('#16 revision 4: pool frames between peers of revision 4; a client of revis
   await store.close()
 })
 
+/** A raw client of `server` welcomed at `revision`; closed when the test ends. */
+async function welcomedAt(t, server, revision) {
+  const raw = await rawClient(server.url)
+  t.after(() => raw.close())
+  raw.send(encode.hello3(1, TOKEN, revision))
+  assert.equal((await raw.answer(1)).revision, revision)
+  return raw
+}
+
+const FOREVER = 2n ** 64n - 1n
+const claimOf = (id, claim, wait = 0) => encode.claim(id, { pool: 'seats', n: 1, claim, wait })
+const opOf = (id, op, claim) => encode.pool(id, { op, pool: 'seats', claim })
+
+/** The answer of frame `id` of `raw`, as `[type, value]` (a count's) or `[type, claimed]` (a claim's). */
+async function said(raw, id) {
+  const f = await raw.answer(id)
+  return [f.type, f.type === 'count' ? f.value : f.claimed]
+}
+
+test('POOL-01/POOL-03, a client of revision 5 (it has no withdraw): its release of a claim answered claimed before its cancel came (the answer crossed the cancel) is read as its withdraw: kept while another connection was told it, undone when it alone was', async t => {
+  // Its client lets such a claim go with a release, which gave back the units another connection
+  // was told it holds (sold again to the next buyer), or left the id remembered as claimed.
+  const store = await openStore({ storage: memoryStorage() })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  t.after(() => store.close())
+  const seats = store.pool('seats', { capacity: 1 })
+  const a = await welcomedAt(t, server, 5)
+  const b = await welcomedAt(t, server, 6)
+  const held = await seats.claim(1)
+  a.send(claimOf(2, 'order-1', FOREVER))
+  await sleep(20)
+  b.send(claimOf(2, 'order-1', FOREVER)) // joins A's
+  await sleep(20)
+  await held.claim.release() // the claim takes the unit: both are answered claimed
+  assert.deepEqual(await said(a, 2), ['claimed', true])
+  assert.deepEqual(await said(b, 2), ['claimed', true])
+  // A's caller gave up before A read the answer: the cancel comes after it, then A lets it go.
+  a.send(opOf(3, 'cancel', 'order-1'))
+  a.send(opOf(4, 'release', 'order-1'))
+  assert.deepEqual(await said(a, 4), ['count', 0], 'kept: B holds it')
+  assert.equal(await seats.remaining(), 0)
+  assert.equal((await seats.claim(1)).claimed, false, 'one unit, one buyer')
+  b.send(opOf(3, 'release', 'order-1'))
+  assert.deepEqual(await said(b, 3), ['count', 1], 'B releases what it holds')
+
+  // Told to A alone: undone, its id forgotten — asked again it is a new claim, not "claimed" with
+  // nothing held. A release after no cancel is a release.
+  a.send(claimOf(5, 'order-2'))
+  assert.deepEqual(await said(a, 5), ['claimed', true])
+  a.send(opOf(6, 'cancel', 'order-2'))
+  a.send(opOf(7, 'release', 'order-2'))
+  assert.deepEqual(await said(a, 7), ['count', 1])
+  const again = await seats.claim(1, { id: 'order-2' })
+  assert.deepEqual([again.claimed, again.remaining], [true, 0], 'asked again, a new claim')
+  a.send(opOf(8, 'release', 'order-2'))
+  assert.deepEqual(await said(a, 8), ['count', 1], 'released')
+  assert.equal(await seats.remaining(), 1)
+})
+
+test('POOL-01/POOL-03, a client of revision 5: each claimed answer its cancel crossed is a release read as a withdraw (two asks of one id), its id asked again after the cancel or not; its caller\'s release after them is a release', async t => {
+  // Such a client releases each crossed answer it reads, even once its caller asked the id again;
+  // its caller's own release of the claim comes after those.
+  const store = await openStore({ storage: memoryStorage() })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  t.after(() => store.close())
+  const seats = store.pool('seats', { capacity: 1 })
+  const a = await welcomedAt(t, server, 5)
+  const b = await welcomedAt(t, server, 6)
+  const held = await seats.claim(1)
+  a.send(claimOf(2, 'order-1', FOREVER))
+  a.send(claimOf(3, 'order-1', FOREVER)) // joined on the server
+  await sleep(20)
+  b.send(claimOf(2, 'order-1', FOREVER))
+  await sleep(20)
+  await held.claim.release()
+  assert.deepEqual(await said(a, 2), ['claimed', true])
+  assert.deepEqual(await said(a, 3), ['claimed', true])
+  assert.deepEqual(await said(b, 2), ['claimed', true])
+  a.send(opOf(4, 'cancel', 'order-1'))
+  a.send(claimOf(5, 'order-1')) // asked again: answered the open claim
+  assert.deepEqual(await said(a, 5), ['claimed', true])
+  a.send(opOf(6, 'release', 'order-1'))
+  a.send(opOf(7, 'release', 'order-1'))
+  assert.deepEqual(await said(a, 6), ['count', 0], 'kept: B holds it')
+  assert.deepEqual(await said(a, 7), ['count', 0], 'kept again')
+  assert.equal(await seats.remaining(), 0)
+  a.send(opOf(8, 'release', 'order-1')) // its caller's, of the claim asked again
+  assert.deepEqual(await said(a, 8), ['count', 1], 'a release')
+  assert.equal(await seats.remaining(), 1)
+})
+
 /** A fake server of an older revision (3: the new welcome, saying 3; 2: refuses the new hello as a revision 2 server does). */
 async function olderServer(revision) {
   const received = []

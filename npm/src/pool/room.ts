@@ -25,7 +25,9 @@
  * - If the engine traps, every record is answered with the store's `ClosedError` (`trap`).
  *
  * # Withdrawn claims
- * A served client withdraws a claim whose `claimed` answer crossed its caller's cancel (revision 6).
+ * A served client withdraws a claim whose `claimed` answer crossed its caller's cancel (revision 6;
+ * an older client releases it, and its connection reads that release as its withdraw:
+ * remote/crossed-releases.ts).
  * Joined, the same claim may have been answered `claimed` to others as well — another connection
  * asking the same order id, or a caller in this process — and those hold it: undone, its units would
  * go back to the pool while they believe they have them (POOL-01). So the room keeps, per open claim
@@ -223,6 +225,13 @@ export class PoolRoom implements PoolStore {
     const id = this.#call(() => this.#host.core.findPool(name))
     if (id < 0) throw new InvalidError(`${place}: no such pool (its first use names its capacity)`)
     return new Pool(this, name, id)
+  }
+
+  /** @internal Whether claim `id` of pool `name` is open, holding its units (false: no such pool, or the store closed). */
+  claimOpen(name: string, id: string): boolean {
+    if (this.#host.closed('pools')) return false
+    const pool = this.#call(() => this.#host.core.findPool(name))
+    return pool >= 0 && this.#call(() => this.#host.core.claimOpen(pool, id))
   }
 
   /** Every pool, as `inspect()` lists them. */

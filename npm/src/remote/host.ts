@@ -33,6 +33,8 @@ export interface ServedStore {
    * asker but `party` (its connection's session) was answered `claimed` for it; `true` once kept.
    */
   _withdrawServed(pool: Pool, id: string, party: object): Promise<boolean>
+  /** @internal Whether claim `id` of pool `name` is open, holding its units (false if there is no such pool). */
+  _claimOpen(name: string, id: string): boolean
   /** @internal A handle of the name for one hold of a client's, which pins nothing (see `_letGo`). */
   _serverHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock
   /** @internal The hold of `handle` is over: its name may be forgotten if nothing else uses it. */

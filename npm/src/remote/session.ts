@@ -31,12 +31,15 @@
  *   of a connection still unanswered when it ends are cancelled — a claim that took its units is
  *   undone as if it never was — so that its client, asking again with the same claim id after
  *   reconnecting, gets either the claim it was answered or a new one, never units it was not told of.
+ *   A client of revision 5 or older releases a claim whose `claimed` answer crossed its cancel: such
+ *   a release is read as its withdraw (crossed-releases.ts).
  * - A `ping` (revision 5, the client's heartbeat) is answered `done` at once, whatever the client said.
  *   Every message marks its session `heard`: a host (`serve()`, the Durable Object) drops a session of
  *   revision 5 silent for 30 s with a hold in line or a claim awaited (silent-clients.ts).
  */
 
 import { InvalidError, type ErrorCode } from '../errors.js'
+import { CrossedReleases } from './crossed-releases.js'
 import { MAX_ANSWER, answerSize, pageAfter, sizeText } from './inspect-pages.js'
 import type { Lock } from '../handle/lock.js'
 import { RemoteRequest, type RemoteSink } from './request.js'
@@ -121,6 +124,8 @@ export class Session implements RemoteSink {
   readonly #waiting = new Set<string>()
   /** This session's claims not yet answered, by pool and claim id: aborting one cancels it. */
   readonly claims = new Map<string, ClaimAsks>()
+  /** Revision 5 or older: its releases that stand for a withdraw (crossed-releases.ts), once it was answered a claim. */
+  crossed: CrossedReleases | undefined
 
   constructor(
     /** The connection's number in the engine (u32). */
@@ -433,6 +438,12 @@ export class Protocol {
         pool._claimFor(frame.n, options, session).then(forget, error => Promise.reject(forget(error))),
         r => {
           const { claimed, remaining } = r as { claimed: boolean; remaining: number }
+          // A client of revision 5 or older lets a claimed answer that crossed its cancel go with a
+          // release: counted here, so that such a release is read as its withdraw (crossed-releases.ts).
+          if (claimed && session.revision < HANDED_BACK) {
+            session.crossed ??= new CrossedReleases((name, id) => store._claimOpen(name, id))
+            session.crossed.told(frame.pool, frame.claim)
+          }
           return { type: 'claimed', claimed, remaining }
         },
       )
@@ -442,6 +453,11 @@ export class Protocol {
         // A client of revision 6 is told 2 when the claim had given its units back before: asking
         // again a release whose answer a dropped connection lost, it learns that they are back.
         if (session.revision >= HANDED_BACK) return answer(store._releaseServed(pool, frame.claim), released => ({ type: 'count', value: released as number }))
+        // An older client's release of a claimed answer that crossed its cancel is its withdraw: the
+        // claim is kept if another connection, or a caller in this process, was told it (POOL-01).
+        if (session.crossed?.released(frame.pool, frame.claim)) {
+          return answer(store._withdrawServed(pool, frame.claim, session), undone => ({ type: 'count', value: undone ? 1 : 0 }))
+        }
         return answer(pool.release(frame.claim), released => ({ type: 'count', value: released ? 1 : 0 }))
       case 'withdraw':
         if (session.revision < HANDED_BACK) {
@@ -461,6 +477,7 @@ export class Protocol {
         const controller = session.claims.get(key)
         session.claims.delete(key)
         controller?.abort('cancelled by the client')
+        session.crossed?.cancelled(frame.pool, frame.claim)
         return session.send(frame.id, { type: 'done' })
       }
     }

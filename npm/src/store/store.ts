@@ -190,6 +190,11 @@ export class Store implements LockStore, ServedStore {
     return this.#pools.withdrawServed(pool, id, party)
   }
 
+  /** @internal */
+  _claimOpen(name: string, id: string): boolean {
+    return this.#pools.claimOpen(name, id)
+  }
+
   /** @internal The busy keys only (what a served store lists over the wire). */
   inspectKeys(): KeyInfo[] {
     this.#host.checkOpen('inspect')
