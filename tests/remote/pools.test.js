@@ -238,9 +238,9 @@ test('POOL-01/POOL-03, a client of revision 5 (it has no withdraw): its release 
   assert.equal(await seats.remaining(), 1)
 })
 
-test('POOL-01/POOL-03, a client of revision 5: each claimed answer its cancel crossed is a release read as a withdraw (two asks of one id), its id asked again after the cancel or not; its caller\'s release after them is a release', async t => {
-  // Such a client releases each crossed answer it reads, even once its caller asked the id again;
-  // its caller's own release of the claim comes after those.
+test('POOL-01/POOL-03, a client of revision 5: each claimed answer its cancel crossed is a release read as a withdraw (two asks of one id); the id asked again and answered after a cancel, its release is a release', async t => {
+  // Such a client releases each crossed answer it reads; its caller's release of the claim it asked
+  // again, and was answered, gives it back.
   const store = await openStore({ storage: memoryStorage() })
   const server = await store.serve({ port: 0, token: TOKEN })
   t.after(() => store.close())
@@ -258,15 +258,19 @@ test('POOL-01/POOL-03, a client of revision 5: each claimed answer its cancel cr
   assert.deepEqual(await said(a, 3), ['claimed', true])
   assert.deepEqual(await said(b, 2), ['claimed', true])
   a.send(opOf(4, 'cancel', 'order-1'))
-  a.send(claimOf(5, 'order-1')) // asked again: answered the open claim
-  assert.deepEqual(await said(a, 5), ['claimed', true])
+  a.send(opOf(5, 'release', 'order-1'))
   a.send(opOf(6, 'release', 'order-1'))
-  a.send(opOf(7, 'release', 'order-1'))
-  assert.deepEqual(await said(a, 6), ['count', 0], 'kept: B holds it')
-  assert.deepEqual(await said(a, 7), ['count', 0], 'kept again')
+  assert.deepEqual(await said(a, 5), ['count', 0], 'kept: B holds it')
+  assert.deepEqual(await said(a, 6), ['count', 0], 'kept again')
   assert.equal(await seats.remaining(), 0)
-  a.send(opOf(8, 'release', 'order-1')) // its caller's, of the claim asked again
-  assert.deepEqual(await said(a, 8), ['count', 1], 'a release')
+  // Asked again, its answer crossing a cancel; asked again once more and answered: its caller holds it.
+  a.send(claimOf(7, 'order-1'))
+  assert.deepEqual(await said(a, 7), ['claimed', true])
+  a.send(opOf(8, 'cancel', 'order-1'))
+  a.send(claimOf(9, 'order-1'))
+  assert.deepEqual(await said(a, 9), ['claimed', true])
+  a.send(opOf(10, 'release', 'order-1'))
+  assert.deepEqual(await said(a, 10), ['count', 1], 'a release')
   assert.equal(await seats.remaining(), 1)
 })
 

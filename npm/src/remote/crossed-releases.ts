@@ -14,18 +14,21 @@
  *   cancelled or released that id (`told`);
  * - a cancel of the id turns them into as many releases to read as withdraws (`due`): such a client
  *   sends one release for each `claimed` answer it reads after its cancel;
- * - a release of the id while one is due is read as a withdraw (undone only if the connection alone
- *   was told; else kept, and answered 0); any other is a release, and the count starts again.
+ * - a release of the id while one is due is read as a withdraw (undone only if the client alone was
+ *   told; else kept, and answered 0); any other is a release, and the count starts again;
+ * - the id asked again clears what is due: the new ask is answered the same open claim, and its
+ *   caller holds it (holdfast's client lets a crossed answer go only while no ask of its id is
+ *   pending), so its release is a release.
  *
- * Asking the id again does not clear what is due: a client of revision 5 lets the crossed answer go
- * even when its caller asked the id again meanwhile, and that release comes after the new ask (which
- * was answered the same open claim). The caller's own release comes after the one due, and is a
- * release. What is due may outnumber the client's releases: its caller read a `claimed` answer of
- * the id before the cancel of a later ask (the client lets nothing go then), or its ask was given up
- * by the client's own timer and answered `claimed` before the cancel's answer (its caller holds it).
- * That caller's release is then read as a withdraw: undone when the connection alone was told (its
- * units back, as a release gives them, its id forgotten), kept when others were told (they hold it:
- * it comes back at their release, or at its ttl).
+ * The count can be wrong both ways, and the server cannot tell which frames the client read before
+ * it sent its cancel. A client older than holdfast 81cba16 (every client of revision 5) let a crossed
+ * answer go even when its caller had asked the id again meanwhile: that release, after the new ask,
+ * is a release, as it was. And what is due may outnumber the client's releases: its caller read a
+ * `claimed` answer of the id before the cancel of a later ask (the client lets nothing go then), or
+ * its ask was given up by the client's own timer and answered `claimed` before the cancel's answer
+ * (its caller holds it). That caller's release is then read as a withdraw: undone when the client
+ * alone was told once (its units back, as a release gives them, its id forgotten), kept when others
+ * were told (they hold it: it comes back at their release, or at its ttl).
  *
  * Entries whose claim is no longer open are swept once their number doubled since the last sweep: a
  * claim that ended holds nothing a release could give back, and its id is remembered, so no other
@@ -68,6 +71,12 @@ export class CrossedReleases {
     if (!entry) return
     entry.due += entry.told
     entry.told = 0
+  }
+
+  /** The connection asked claim `id` of `pool` again: what was due is not (its caller will hold the claim). */
+  asked(pool: string, id: string): void {
+    const entry = this.#entries.get(`${pool}\0${id}`)
+    if (entry) entry.due = 0
   }
 
   /** The connection releases claim `id` of `pool`: `true` to read it as its withdraw. */

@@ -425,6 +425,7 @@ export class Protocol {
       // cancel), as the store joins them; each ask is answered by its own wait (the store's).
       let mine = session.claims.get(key)
       if (!mine) session.claims.set(key, (mine = new ClaimAsks()))
+      session.crossed?.asked(frame.pool, frame.claim)
       mine.open++
       const asks = mine
       const options = { id: frame.claim, wait: frame.wait ?? Infinity, signal: asks.signal, ...(frame.ttl > 0 ? { ttl: frame.ttl } : {}) }
