@@ -1129,6 +1129,75 @@ for (const revision of [6, 5]) {
   })
 }
 
+test('POOL-03 over a connection: a withdraw its connection lost (sent, never read by the server) is sent again once the client is back: the claim is undone there, not held for good (test clocks)', { timeout: 20_000 }, async t => {
+  // The withdraw was sent once, its answer awaited by nobody: lost with the connection, the claim
+  // stayed held on the server (without a ttl, for good), though its asker had given it up. Sent
+  // again on a new connection, it was kept: the server took each connection for another client.
+  const s = await served()
+  t.after(() => s.close())
+  const { proxy, clock, client } = await behindProxy(t, s)
+  t.after(() => client.close())
+  const seats = client.pool('seats', { capacity: 1 })
+  const local = s.store.pool('seats', { capacity: 1 })
+  const held = await local.claim(1)
+  const ac = new AbortController()
+  const asked = seats.claim(1, { id: 'order-1', wait: Infinity, signal: ac.signal })
+  await until(() => s.store.inspect().find(e => e.kind === 'pool')?.waiting === 1, 'the claim waits')
+  proxy.all[0].delaying = true // the server's answers are kept from the client
+  await held.claim.release() // the claim takes the unit; its answer waits in the proxy
+  await until(async () => (await local.remaining()) === 0, 'the server claimed it')
+  ac.abort('changed my mind')
+  await assert.rejects(asked, CancelledError)
+  await delivered(20) // the cancel reaches the server, which had answered already
+  proxy.all[0].frozen = true // nothing more reaches the server on this connection
+  proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: lost
+  await until(() => proxy.all[0].unheard > 0, 'the withdraw was sent')
+  client._dropConnectionForTest()
+  await until(() => s.server.connections === 0, 'the connection dropped')
+  await until(() => client._redialingForTest, 'the client saw it drop') // under Deno, after the server did
+  assert.equal(await local.remaining(), 0, 'still held')
+  clock.advance(100) // past the first backoff: the client dials again, and withdraws it again
+  await until(async () => (await local.remaining()) === 1, 'the claim was undone')
+  const again = await seats.claim(1, { id: 'order-1' })
+  assert.deepEqual([again.claimed, again.remaining], [true, 0], 'asked again, a new claim')
+  assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
+})
+
+for (const reconnected of [false, true])
+  test(`POOL-03 over a connection: a client holding a claim that asks its id again${reconnected ? ' on a new connection' : ''} and gives that ask up as it is answered keeps the claim: the withdraw of that answer leaves the first one's (test clocks)`, { timeout: 20_000 }, async t => {
+    // The withdraw undid the claim (nobody but this client was told it), though its first caller
+    // held it: the unit went to the next buyer.
+    const s = await served()
+    t.after(() => s.close())
+    const { proxy, clock, client } = await behindProxy(t, s)
+    t.after(() => client.close())
+    const seats = client.pool('seats', { capacity: 1 })
+    const local = s.store.pool('seats', { capacity: 1 })
+    const first = await seats.claim(1, { id: 'order-1' })
+    assert.equal(first.claimed, true)
+    if (reconnected) {
+      client._dropConnectionForTest()
+      await until(() => s.server.connections === 0, 'the connection dropped')
+      await until(() => client._redialingForTest, 'the client saw it drop')
+      clock.advance(100)
+      await until(() => s.server.connections === 1, 'the client is back')
+    }
+    const link = proxy.all.at(-1)
+    link.delaying = true // the server's answers are kept from the client
+    const ac = new AbortController()
+    const again = seats.claim(1, { id: 'order-1', signal: ac.signal })
+    await delivered(20) // answered at once (the claim is open); the answer waits in the proxy
+    ac.abort('not needed')
+    await assert.rejects(again, CancelledError)
+    await delivered(20) // the cancel reaches the server
+    link.flush() // the client reads `claimed` for the ask it gave up, and withdraws that answer
+    await delivered(20)
+    await seats.remaining() // answered after the withdraw was read
+    assert.equal(await local.remaining(), 0, 'the first caller still holds it')
+    assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
+    assert.equal(await first.claim.release(), true)
+  })
+
 test('remote: a token is required and a wrong one is refused with PermissionError', async () => {
   const s = await served()
   await assert.rejects(connect(s.server.url, { token: 'wrong' }), e => e instanceof PermissionError && e.code === 'permission')

@@ -274,6 +274,46 @@ test('POOL-01/POOL-03, a client of revision 5: each claimed answer its cancel cr
   assert.equal(await seats.remaining(), 1)
 })
 
+test('POOL-01/POOL-03, revision 6: a client whose hello names its party (party=) is one client on all its connections: its withdraw sent on a new connection undoes the claim told to it alone on the one before; from another party, or a connection naming none, it is kept; a claim told to it twice takes two withdraws', async t => {
+  // A withdraw its client sent again after a reconnect (the first lost with the connection) was
+  // kept: told to another connection, the claim was held for good.
+  const store = await openStore({ storage: memoryStorage() })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  t.after(() => store.close())
+  const seats = store.pool('seats', { capacity: 2 })
+  const P = '0123456789abcdef0123456789abcdef'
+  const as = async (client, t) => {
+    const raw = await rawClient(server.url)
+    t.after(() => raw.close())
+    raw.send(encode.hello3(1, TOKEN, 6, client))
+    assert.equal((await raw.answer(1)).revision, 6)
+    return raw
+  }
+  const first = await as(`raw-test party=${P}`, t)
+  first.send(claimOf(2, 'order-1'))
+  assert.deepEqual(await said(first, 2), ['claimed', true])
+  first.close()
+  for (const client of ['raw-test party=fedcba9876543210fedcba9876543210', 'raw-test', `raw-test party=${P}x`]) {
+    const other = await as(client, t)
+    other.send(opOf(2, 'withdraw', 'order-1'))
+    assert.deepEqual(await said(other, 2), ['count', 0], `kept: ${client}`)
+  }
+  assert.equal(await seats.remaining(), 1)
+  const again = await as(`holdfast-js party=${P}`, t)
+  again.send(opOf(2, 'withdraw', 'order-1'))
+  assert.deepEqual(await said(again, 2), ['count', 1], 'undone: its own client, alone told')
+  assert.equal(await seats.remaining(), 2)
+  // Told twice (its caller holds it from the first answer): a withdraw takes back one answer.
+  again.send(claimOf(3, 'order-2'))
+  again.send(claimOf(4, 'order-2'))
+  assert.deepEqual(await said(again, 4), ['claimed', true])
+  again.send(opOf(5, 'withdraw', 'order-2'))
+  assert.deepEqual(await said(again, 5), ['count', 0], 'kept: answered twice')
+  again.send(opOf(6, 'withdraw', 'order-2'))
+  assert.deepEqual(await said(again, 6), ['count', 1], 'undone')
+  assert.equal(await seats.remaining(), 2)
+})
+
 /** A fake server of an older revision (3: the new welcome, saying 3; 2: refuses the new hello as a revision 2 server does). */
 async function olderServer(revision) {
   const received = []

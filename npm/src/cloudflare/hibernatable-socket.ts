@@ -2,9 +2,10 @@
  * A WebSocket that `HoldfastObject` accepted with hibernation, as the wire protocol's `Socket`, and
  * what it keeps of its session in its attachment while the object is out of memory.
  *
- * Invariants: the attachment is small (a few numbers; the platform allows 2 KiB) and written only
- * when it changes (accepted, welcomed, holds in line or none); sending on or closing a socket that
- * already closed is not an error (its close event ends the session).
+ * Invariants: the attachment is small (a few numbers, and a party of at most 64 characters; the
+ * platform allows 2 KiB) and written only when it changes (accepted, welcomed, holds in line or
+ * none); sending on or closing a socket that already closed is not an error (its close event ends
+ * the session).
  */
 
 import type { Socket } from '../runtime/transport.js'
@@ -21,6 +22,8 @@ export interface Attachment {
   refused?: boolean
   /** The revision of its conversation, once welcomed (absent: 2, the old hello's). */
   revision?: number
+  /** The party its hello named, if it named one (remote/session.ts `partyOf`: at most 64 characters). */
+  party?: string
 }
 
 export function attachmentOf(ws: HibernatableWebSocketLike): Attachment | undefined {

@@ -440,6 +440,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     const session = this.#session(ws, attached.conn)
     session.authed = attached.authed
     session.revision = attached.revision ?? session.revision
+    if (attached.party !== undefined) session.party = attached.party
     if (attached.waiting) {
       this.#protocol.dropped(session)
       closeQuietly(ws, 1012, 'holdfast object restarted: ask again')
@@ -904,9 +905,13 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
 
   /** Keeps what a client's session must keep through hibernation in its socket's attachment. */
   #attach(session: Session): void {
-    this.#sockets
-      .get(session)
-      ?.serializeAttachment({ conn: session.conn, authed: session.authed, waiting: this.#waitingOf(session), revision: session.revision } satisfies Attachment)
+    this.#sockets.get(session)?.serializeAttachment({
+      conn: session.conn,
+      authed: session.authed,
+      waiting: this.#waitingOf(session),
+      revision: session.revision,
+      ...(typeof session.party === 'string' ? { party: session.party } : {}),
+    } satisfies Attachment)
   }
 
   /**

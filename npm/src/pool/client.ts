@@ -20,7 +20,17 @@
  * (revision 6: undone, its id forgotten, as a claim cancelled before its answer; an older server can
  * only release it, its id remembered as claimed). The server keeps a withdrawn claim that it answered
  * `claimed` to another asker too (another client's ask of the id, or a caller in its process): it is
- * theirs, and this client just forgets it (answered 0, which it need not read).
+ * theirs, and this client just forgets it (answered 0, which it need not read). A withdraw (or that
+ * release) lost with a dropped connection is sent again once the client is back, until answered —
+ * not if the id was asked again meanwhile (that ask is answered the claim, and holds it). The hello
+ * names this client's party (remote/client.ts `#party`), so that the server takes the withdraw sent
+ * on the new connection for the client it answered on the old one; a server that does not know
+ * parties keeps it (held until its ttl, or for good), as it did before.
+ *
+ * What this client cannot let go: a claim the server answered `claimed` just before the connection
+ * dropped, the answer lost, and given up before the client was back (nothing asks it again). The
+ * client cannot tell that from a frame the server never read, and a withdraw of it could take back
+ * an answer this client's caller holds from an earlier ask of the id; it stays held until its ttl.
  *
  * # Capacity
  * A handle's first frame carries its capacity: the server makes the pool with it, or refuses it
@@ -98,6 +108,8 @@ export class RemotePools implements PoolStore {
   readonly #capacities = new HandleCapacities()
   /** Claims sent and not yet answered, by pool and claim id. */
   readonly #pending = new Map<string, PendingClaim>()
+  /** Claims to let go (`#letGo`) whose frame a dropped connection lost, by pool and claim id: sent again once the client is back. */
+  readonly #lettingGo = new Map<string, { pool: Pool; id: string }>()
 
   constructor(link: PoolLink) {
     this.#link = link
@@ -219,9 +231,7 @@ export class RemotePools implements PoolStore {
           // claim). Withdrawn (revision 6), it is undone as if it never was, its id forgotten, as a
           // claim cancelled before its answer is: released, its id stayed remembered as claimed, and
           // asked again it answered claimed: true with nothing held. An older server can only release it.
-          if (claimed && p.asks.size === 0 && !p.delivered && !this.#pending.has(key)) {
-            this.#send(pool, { op: this.#link.revision() >= HANDED_BACK ? 'withdraw' : 'release', claim: p.id })
-          }
+          if (claimed && p.asks.size === 0 && !p.delivered && !this.#pending.has(key)) this.#letGo(key, pool, p.id)
           return
         }
         this.#leave(key, p, ask)
@@ -249,8 +259,22 @@ export class RemotePools implements PoolStore {
     if (p.asks.size === 0 && this.#pending.get(key) === p) this.#pending.delete(key)
   }
 
+  /**
+   * Lets go claim `id`, whose `claimed` answer came after its asks were given up: a withdraw
+   * (revision 6), or a release to an older server. One a dropped connection loses is sent again once
+   * the client is back (`reconnected`), until the server answered it: else the claim stayed held
+   * there (without a ttl, for good), its asker gone.
+   */
+  #letGo(key: string, pool: Pool, id: string): void {
+    const op = this.#link.revision() >= HANDED_BACK ? 'withdraw' : 'release'
+    this.#lettingGo.delete(key)
+    this.#link.send({ type: 'pool', op, pool: pool.name, capacity: 0, claim: id, value: 0 }, answer => {
+      if (answer.type === 'dropped' && !this.#lettingGo.has(key)) this.#lettingGo.set(key, { pool, id })
+    })
+  }
+
   /** A pool frame whose answer nobody waits for. */
-  #send(pool: Pool, op: { op: 'release' | 'cancel' | 'withdraw'; claim: string }): void {
+  #send(pool: Pool, op: { op: 'cancel'; claim: string }): void {
     this.#link.send({ type: 'pool', op: op.op, pool: pool.name, capacity: 0, claim: op.claim, value: 0 }, () => {})
   }
 
@@ -319,8 +343,16 @@ export class RemotePools implements PoolStore {
     throw new ClosedError(`inspect: ${this.#link.url}: connection closed`)
   }
 
-  /** The client is back: every claim still unanswered is asked again, with its id. */
+  /**
+   * The client is back: every claim its caller gave up whose letting go a dropped connection lost is
+   * let go (not one whose id was asked again since: that ask is answered the claim, and holds it);
+   * every claim still unanswered is asked again, with its id.
+   */
   reconnected(): void {
+    for (const [key, { pool, id }] of [...this.#lettingGo]) {
+      this.#lettingGo.delete(key)
+      if (!this.#pending.has(key) && this.#link.revision() >= POOLS) this.#letGo(key, pool, id)
+    }
     for (const [key, p] of [...this.#pending]) {
       const refused = this.#refusal(`pool ${p.pool.name}`)
       for (const ask of [...p.asks]) {
@@ -334,6 +366,7 @@ export class RemotePools implements PoolStore {
 
   /** The client closed: every claim still unanswered is answered `error`. */
   fail(error: ClosedError): void {
+    this.#lettingGo.clear()
     for (const [key, p] of [...this.#pending]) {
       for (const ask of [...p.asks]) {
         this.#leave(key, p, ask)

@@ -36,12 +36,19 @@ export interface ClaimRequest {
   /** In ms; 0 for none. */
   ttl: number
   /**
-   * @internal Who asks, when a served connection does (its session): a `withdraw` of the claim is
-   * undone only if nobody but that connection was answered `claimed` (see room.ts # Withdrawn claims).
-   * None: a caller in this process.
+   * @internal Who asks, when a served connection does (its client's `Party`): a `withdraw` of the
+   * claim is undone only if nobody but that client was answered `claimed` (see room.ts # Withdrawn
+   * claims). None: a caller in this process.
    */
-  party?: object
+  party?: Party
 }
+
+/**
+ * @internal A served client, as the pools tell who was answered `claimed`: the party its hello named
+ * (a string: every connection of that client is the same party), or its connection's session (an
+ * object: a client whose hello names none). See remote/session.ts `partyOf`.
+ */
+export type Party = object | string
 
 /**
  * What a pool handle asks of its store. Declared here, by the side that calls, so that the handle
@@ -94,8 +101,8 @@ export class Pool {
     }
   }
 
-  /** @internal `claim` asked by a served connection, `party` (its session): see `ClaimRequest.party`. */
-  _claimFor(n: number, options: ClaimOptions, party: object): Promise<ClaimResult> {
+  /** @internal `claim` asked by a served connection, its client `party`: see `ClaimRequest.party`. */
+  _claimFor(n: number, options: ClaimOptions, party: Party): Promise<ClaimResult> {
     try {
       return this._store._claim(this, { ...this.#request(n, options), party })
     } catch (error) {

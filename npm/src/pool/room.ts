@@ -28,14 +28,20 @@
  * A served client withdraws a claim whose `claimed` answer crossed its caller's cancel (revision 6;
  * an older client releases it, and its connection reads that release as its withdraw:
  * remote/crossed-releases.ts).
- * Joined, the same claim may have been answered `claimed` to others as well — another connection
+ * Joined, the same claim may have been answered `claimed` to others as well — another client
  * asking the same order id, or a caller in this process — and those hold it: undone, its units would
  * go back to the pool while they believe they have them (POOL-01). So the room keeps, per open claim
- * with an id, who was answered `claimed` (`#told`: the one party, a session or `LOCAL`, or `MANY`), and
- * undoes a withdraw only when that is the withdrawing session alone. A claim read back from storage
- * has no entry (who was told before the restart is not known): a withdraw keeps it. An entry goes
- * with its claim (released, withdrawn, asked anew once its id was forgotten; one whose ttl ran out
- * at the next sweep, `#keep`).
+ * with an id, who was answered `claimed` (`#told`: the one party — a served client, `Party`, or
+ * `LOCAL` — or `MANY`), and undoes a withdraw only when that is the withdrawing client alone. A client
+ * whose hello named its party is one party on all its connections: a withdraw that a dropped
+ * connection lost, sent again on the next, still undoes the claim it alone was told (pool/client.ts
+ * # Claims across dropped connections). A client sends a withdraw for each `claimed` answer it lets
+ * go, and may hold the claim from another answer (its caller was answered it, then asked the id again
+ * and gave that ask up): so a party answered more than once is counted (`Tells`), each withdraw takes
+ * back one answer, and only the one that takes back the last undoes the claim. A claim read back
+ * from storage has no entry (who was told before the restart is not known): a withdraw keeps it. An
+ * entry goes with its claim (released, withdrawn, asked anew once its id was forgotten; one whose
+ * ttl ran out at the next sweep, `#keep`).
  *
  * Only a served client withdraws, so the room keeps nothing until a served connection first asks for
  * a claim (`#tracking`): a store nobody reaches over a connection pays no entry per claim (measured:
@@ -70,7 +76,7 @@ import {
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { randomId } from '../util/random.js'
 import { checkOptions } from '../util/options.js'
-import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from './pool.js'
+import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type Party, type PoolStore } from './pool.js'
 import type { PoolInfo } from './types.js'
 
 /** What the room needs of its store. */
@@ -99,6 +105,14 @@ export interface PoolHost {
 const LOCAL = Object.freeze({})
 /** More than one party was answered `claimed`, or who was told is not known. */
 const MANY = Object.freeze({})
+
+/** One party answered `claimed` more than once for a claim: `n` times not withdrawn (see # Withdrawn claims). */
+class Tells {
+  constructor(
+    readonly party: Party,
+    public n: number,
+  ) {}
+}
 /** `#told` is swept of claims no longer open when it reaches this many entries, or twice its size after the last sweep. */
 const SWEEP_AT = 1024
 
@@ -112,8 +126,8 @@ class Asker {
   signal: AbortSignal | undefined
   onAbort: (() => void) | undefined
   timer: unknown
-  /** The session of the served connection that asks, or `LOCAL` (see # Withdrawn claims). */
-  party: object = LOCAL
+  /** The served client that asks (`Party`), or `LOCAL` (see # Withdrawn claims). */
+  party: Party = LOCAL
 
   constructor(deadline: number) {
     this.deadline = deadline
@@ -181,7 +195,7 @@ export class PoolRoom implements PoolStore {
   /** Pool requests by their engine id. */
   readonly #records = new Map<number, Pending>()
   /** Who was answered `claimed` for an open claim with an id, by `told(pool, id)` (see # Withdrawn claims). */
-  readonly #told = new Map<string, object>()
+  readonly #told = new Map<string, Party | Tells>()
   #sweepAt = SWEEP_AT
   #sweeping = false
   /** Whether a served connection asked for a claim yet: only then is `#told` kept (see # Withdrawn claims). */
@@ -307,17 +321,24 @@ export class PoolRoom implements PoolStore {
   /**
    * @internal A client's `withdraw` (revision 6): undoes the open claim `id`, whose `claimed` answer
    * crossed its asker's cancel, as if it never was (its id forgotten) — only if nobody but `party`
-   * (the client's session) was answered `claimed` for it: else it stays theirs (see # Withdrawn
+   * (the client) was answered `claimed` for it: else it stays theirs (see # Withdrawn
    * claims). `true` once storage kept the undo; `false` at once when nothing was undone.
    */
-  withdrawServed(pool: Pool, id: string, party: object): Promise<boolean> {
+  withdrawServed(pool: Pool, id: string, party: Party): Promise<boolean> {
     const key = told(pool, id)
     let undone = false
     return this.#barrier(
       pool,
       `pool ${pool.name}: claim ${JSON.stringify(id)}`,
       now => {
-        if (this.#told.get(key) !== party) return 0
+        const who = this.#told.get(key)
+        if (who instanceof Tells && who.party === party) {
+          // Answered to this client more than once (its caller holds it from an earlier answer):
+          // the withdraw takes back one answer, and the claim stays.
+          if (--who.n === 1) this.#told.set(key, party)
+          return 0
+        }
+        if (who !== party) return 0
         const answer = this.#host.core.withdrawClaim(pool._id, id, now)
         undone = answer === 1
         if (undone) this.#told.delete(key)
@@ -331,16 +352,21 @@ export class PoolRoom implements PoolStore {
    * `party` was answered `claimed` for claim `id` of `pool` (see # Withdrawn claims); `first`: the
    * claim was made while the room kept entries, and an entry it lacks means nobody was told yet.
    */
-  #tell(pool: Pool, id: string, party: object, first: boolean): void {
+  #tell(pool: Pool, id: string, party: Party, first: boolean): void {
     if (!this.#tracking) return
     const key = told(pool, id)
     const was = this.#told.get(key)
-    if (was === party || was === MANY) return
+    if (was === MANY) return
+    if (was === party) return this.#keep(key, new Tells(party, 2))
+    if (was instanceof Tells && was.party === party) {
+      was.n++
+      return
+    }
     this.#keep(key, was === undefined && first ? party : MANY)
   }
 
   /** Keeps `who` for claim `key`, sweeping the entries of claims no longer open now and then. */
-  #keep(key: string, who: object): void {
+  #keep(key: string, who: Party | Tells): void {
     this.#told.set(key, who)
     if (this.#told.size < this.#sweepAt || this.#sweeping) return
     // Claims whose ttl ran out (or that ended otherwise unseen here) leave their entries behind:
@@ -454,7 +480,7 @@ export class PoolRoom implements PoolStore {
     // A wait counts while the claim waits in line: one that took its units is answered to every
     // asker once written (as the engine never answers a claim being written "not claimed").
     const asker = new Asker(waits ? now + request.wait : Number.POSITIVE_INFINITY)
-    if (request.party) asker.party = request.party
+    if (request.party !== undefined) asker.party = request.party
     record.askers.add(asker)
     const signal = request.signal
     if (signal) {

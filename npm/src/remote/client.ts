@@ -72,7 +72,7 @@ import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
 import { Heartbeat } from './heartbeat.js'
 import { type HashTable, intTable } from '../util/hash-table.js'
-import { randomWord } from '../util/random.js'
+import { randomId, randomWord } from '../util/random.js'
 import { keepSettlers, settlers } from '../util/settlers.js'
 import { keepShapes } from '../util/shapes.js'
 import { handOverIn, runInLease } from '../handle/run-in-lease.js'
@@ -286,6 +286,11 @@ export class RemoteStore implements LeaseOwner {
   /** Pools over this connection (see pool/client.ts). */
   readonly #pools: RemotePools
   /**
+   * Named in every hello of this client (`party=`): a server of revision 6 takes all its connections
+   * for one client when it tells who was answered a claim (remote/session.ts `partyOf`).
+   */
+  readonly #party = randomId()
+  /**
    * Leases not yet due for their first renewal, and holds whose wait (and a grace) may pass without
    * the server's answer: one timer for each kind, for all of them (util/due-lines.ts).
    */
@@ -393,7 +398,7 @@ export class RemoteStore implements LeaseOwner {
     const revision = this.#oldServer ? 2 : REVISION
     const welcome = await settledWithin(
       this.#clock,
-      this.#ask({ type: 'hello', revision, token: this.#token, client: 'holdfast-js' }),
+      this.#ask({ type: 'hello', revision, token: this.#token, client: `holdfast-js party=${this.#party}` }),
       deadline - this.#clock.now(),
     )
     if (welcome === undefined) {

@@ -10,7 +10,7 @@
  */
 
 import type { Lock } from '../handle/lock.js'
-import type { Pool } from '../pool/pool.js'
+import type { Party, Pool } from '../pool/pool.js'
 import type { PoolInfo } from '../pool/types.js'
 import type { KeyInfo } from '../types.js'
 import type { Id } from '../util/hex.js'
@@ -30,9 +30,9 @@ export interface ServedStore {
   _releaseServed(pool: Pool, id: string): Promise<0 | 1 | 2>
   /**
    * @internal A client's pool withdraw (revision 6): undoes an open claim, its id forgotten, if no
-   * asker but `party` (its connection's session) was answered `claimed` for it; `true` once kept.
+   * asker but `party` (its client) was answered `claimed` for it; `true` once kept.
    */
-  _withdrawServed(pool: Pool, id: string, party: object): Promise<boolean>
+  _withdrawServed(pool: Pool, id: string, party: Party): Promise<boolean>
   /** @internal Whether claim `id` of pool `name` is open, holding its units (false if there is no such pool). */
   _claimOpen(name: string, id: string): boolean
   /** @internal A handle of the name for one hold of a client's, which pins nothing (see `_letGo`). */

@@ -42,6 +42,7 @@ import { InvalidError, type ErrorCode } from '../errors.js'
 import { CrossedReleases } from './crossed-releases.js'
 import { MAX_ANSWER, answerSize, pageAfter, sizeText } from './inspect-pages.js'
 import type { Lock } from '../handle/lock.js'
+import type { Party } from '../pool/pool.js'
 import { RemoteRequest, type RemoteSink } from './request.js'
 import { hexOfId } from '../util/hex.js'
 import type { ServedStore } from './host.js'
@@ -126,6 +127,8 @@ export class Session implements RemoteSink {
   readonly claims = new Map<string, ClaimAsks>()
   /** Revision 5 or older: its releases that stand for a withdraw (crossed-releases.ts), once it was answered a claim. */
   crossed: CrossedReleases | undefined
+  /** Its client, as the pools tell who was answered a claim: the party its hello named (`partyOf`), else this session. */
+  party: Party = this
 
   constructor(
     /** The connection's number in the engine (u32). */
@@ -271,6 +274,7 @@ export class Protocol {
       session.authed = true
       // The old hello says no revision (2); the new one the client's highest: the lower side's is used.
       session.revision = Math.min(frame.revision, this.revision)
+      session.party = partyOf(frame.client) ?? session
       if (session.revision >= BATCHES) session.socket.pack = packServer
       this.hooks.welcomed?.(session)
       return session.send(frame.id, { type: 'welcome', revision: session.revision, maxFrame: MAX_FRAME, connectionLimit: 0 })
@@ -436,7 +440,7 @@ export class Protocol {
         return value
       }
       return answer(
-        pool._claimFor(frame.n, options, session).then(forget, error => Promise.reject(forget(error))),
+        pool._claimFor(frame.n, options, session.party).then(forget, error => Promise.reject(forget(error))),
         r => {
           const { claimed, remaining } = r as { claimed: boolean; remaining: number }
           // A client of revision 5 or older lets a claimed answer that crossed its cancel go with a
@@ -457,16 +461,16 @@ export class Protocol {
         // An older client's release of a claimed answer that crossed its cancel is its withdraw: the
         // claim is kept if another connection, or a caller in this process, was told it (POOL-01).
         if (session.crossed?.released(frame.pool, frame.claim)) {
-          return answer(store._withdrawServed(pool, frame.claim, session), undone => ({ type: 'count', value: undone ? 1 : 0 }))
+          return answer(store._withdrawServed(pool, frame.claim, session.party), undone => ({ type: 'count', value: undone ? 1 : 0 }))
         }
         return answer(pool.release(frame.claim), released => ({ type: 'count', value: released ? 1 : 0 }))
       case 'withdraw':
         if (session.revision < HANDED_BACK) {
           throw new InvalidError(`pool ${frame.pool}: withdraw is a frame of revision ${HANDED_BACK}; this client said ${session.revision}`)
         }
-        // Undone only if nobody but this connection was answered `claimed` for it (0 else: another
-        // connection, or a caller in the server's process, holds it, and this client forgets it).
-        return answer(store._withdrawServed(pool, frame.claim, session), undone => ({ type: 'count', value: undone ? 1 : 0 }))
+        // Undone only if nobody but this client was answered `claimed` for it (0 else: another
+        // client, or a caller in the server's process, holds it, and this client forgets it).
+        return answer(store._withdrawServed(pool, frame.claim, session.party), undone => ({ type: 'count', value: undone ? 1 : 0 }))
       case 'confirm':
         return answer(pool.confirm(frame.claim), () => ({ type: 'done' }))
       case 'remaining':
@@ -492,6 +496,17 @@ export class Protocol {
   handle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock {
     return this.#store()._serverHandle(kind, name, limit)
   }
+}
+
+/**
+ * The party a client's hello names in its `client` text (` party=` and 16 to 64 letters, digits, `-`
+ * or `_`; holdfast's client says `holdfast-js party=` and 32 hex digits, drawn for each client): its
+ * connections are one party to the pools (`Party`), so that a withdraw its client sends again on a
+ * new connection, after the one it was sent on dropped, undoes a claim it alone was told. A hello
+ * without one: `undefined` (the connection is its own party).
+ */
+export function partyOf(client: string): string | undefined {
+  return /(?:^| )party=([0-9A-Za-z_-]{16,64})(?: |$)/.exec(client)?.[1]
 }
 
 /** The asks of one claim id on one connection not yet answered: aborted, they are all cancelled. */

@@ -48,7 +48,7 @@ import { LentFences } from './lent-fences.js'
 import { RemoteHolds } from './remote-holds.js'
 import { PoolRoom } from '../pool/room.js'
 import { PoolWrites, readPools } from '../pool/writes.js'
-import type { Pool } from '../pool/pool.js'
+import type { Party, Pool } from '../pool/pool.js'
 import type { PoolInfo, PoolOptions } from '../pool/types.js'
 
 /** What a runtime's entry gives the store. */
@@ -186,7 +186,7 @@ export class Store implements LockStore, ServedStore {
   }
 
   /** @internal */
-  _withdrawServed(pool: Pool, id: string, party: object): Promise<boolean> {
+  _withdrawServed(pool: Pool, id: string, party: Party): Promise<boolean> {
     return this.#pools.withdrawServed(pool, id, party)
   }
 
