@@ -361,11 +361,13 @@ async function tcpServer(t, onSocket) {
 
 /**
  * A TCP proxy before `port` whose new connections wait, not passed on, while `parking` is set:
- * `parked[i]()` passes one on. Each connection is `{ closed, frozen, unheard, delaying, flush }` (its
+ * `parked[i]()` passes one on. Each connection is `{ closed, frozen, unheard, delaying, flush, cut }` (its
  * client side), in `all`: once `frozen` is set it passes nothing on either way, as a server stopped
  * with its connections open (`unheard` counts the bytes its client sent since); while `delaying` is
  * set, what the server sends is kept, and `flush()` passes it on (as to a client that was paused).
- * With `revision`, each client's hello says that revision (see `sayingRevision`).
+ * `cut()` ends the connection both ways at once, as the network dropping it (a client's own close
+ * waits for the server's answer to its close, which a frozen connection never passes on). With
+ * `revision`, each client's hello says that revision (see `sayingRevision`).
  */
 async function parkingProxy(t, port, { revision } = {}) {
   const proxy = { parking: false, parked: [], all: [], port: 0 }
@@ -381,6 +383,7 @@ async function parkingProxy(t, port, { revision } = {}) {
         link.delaying = false
         for (const chunk of kept.splice(0)) socket.write(chunk)
       },
+      cut: () => socket.destroy(),
     }
     proxy.all.push(link)
     socket.on('close', () => (link.closed = true))
@@ -1152,7 +1155,7 @@ test('POOL-03 over a connection: a withdraw its connection lost (sent, never rea
   proxy.all[0].frozen = true // nothing more reaches the server on this connection
   proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: lost
   await until(() => proxy.all[0].unheard > 0, 'the withdraw was sent')
-  client._dropConnectionForTest()
+  proxy.all[0].cut()
   await until(() => s.server.connections === 0, 'the connection dropped')
   await until(() => client._redialingForTest, 'the client saw it drop') // under Deno, after the server did
   assert.equal(await local.remaining(), 0, 'still held')
