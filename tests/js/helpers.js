@@ -22,6 +22,33 @@ export function gate() {
   return { promise, open }
 }
 
+/**
+ * A store on a storage whose writes can be held up. `useUpFences()` holds free keys until every fence
+ * of the stored ceiling was used, the write of the next ceiling held up: the store has no fence left to
+ * lend, and a grant waits for storage. `letWrite()` lets the write through.
+ */
+export async function storeOutOfFences() {
+  const values = new Map()
+  let blocked
+  const storage = {
+    get: k => values.get(k),
+    set: async (k, v) => {
+      if (blocked) await blocked.promise
+      values.set(k, v)
+    },
+  }
+  const store = await openStore({ storage })
+  return {
+    store,
+    useUpFences() {
+      blocked = gate()
+      const other = store.lock('other')
+      for (let i = 0; i < 1_100_000 && store._footprint()[1] === 0; i++) other.hold('x', () => {})
+    },
+    letWrite: () => blocked.open(),
+  }
+}
+
 /** Whether a promise has settled yet (after letting reactions run). */
 export async function isSettled(promise) {
   let done = false

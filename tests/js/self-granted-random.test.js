@@ -1,7 +1,8 @@
 // Keys granted without the engine, hand-over to it, and back, under a seeded random mix of holds,
-// tries, releases, aborts and maxHold deadlines on a test clock. After every step the store must agree
-// with a model kept here: one holder a key, waiters served in the order they asked, fences growing in
-// grant order, and inspect() listing exactly the held keys with their fences and waiters.
+// tries, releases, aborts and maxHold deadlines on a test clock, for a lock and for semaphores (whose
+// permits the store grants itself too). After every step the store must agree with a model kept here:
+// at most `limit` holders a key, waiters served in the order they asked, fences growing in grant order,
+// and inspect() listing exactly the held keys with their fences and waiters.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { CancelledError, ClosedError, LostError } from 'holdfast'
@@ -20,12 +21,13 @@ function random(seed) {
 
 const KEYS = ['a', 'b', 'c']
 
-async function run(seed, steps) {
+async function run(seed, steps, limit = 1) {
   const pick = random(seed)
   const { store, clock } = await openTestStore()
-  const plain = store.lock('mix', { wait: Infinity })
-  const capped = store.lock('mix', { wait: Infinity, maxHold: '50ms' })
-  const holders = new Map() // key -> the lease the model says holds it
+  const named = options => (limit === 1 ? store.lock('mix', options) : store.semaphore('mix', { ...options, limit }))
+  const plain = named({ wait: Infinity })
+  const capped = named({ wait: Infinity, maxHold: '50ms' })
+  const holders = new Map(KEYS.map(k => [k, []])) // key -> the leases the model says hold it, in grant order
   const lines = new Map(KEYS.map(k => [k, []])) // key -> waiters in the order they asked
   const grants = [] // fences in grant order
   const where = step => `seed ${seed}, step ${step}`
@@ -42,9 +44,9 @@ async function run(seed, steps) {
 
   // `step`: when the hold was asked for. A holder revoked at maxHold (lost) no longer holds its key.
   const granted = (key, lease, step) => {
-    const before = holders.get(key)
-    assert.ok(before === undefined || before.lost, `${where(step)}: ${key} granted while ${before?.fence} held it`)
-    holders.set(key, lease)
+    const before = holders.get(key).filter(held => !held.lost)
+    assert.ok(before.length < limit, `${where(step)}: ${key} granted while ${before.map(held => held.fence)} held it`)
+    holders.get(key).push(lease)
     grants.push(lease.fence)
   }
 
@@ -73,14 +75,11 @@ async function run(seed, steps) {
         }),
       )
     } else if (op < 6) {
-      const lease = holders.get(key)
-      if (lease) {
-        holders.delete(key)
-        await lease.release()
-      }
+      const held = holders.get(key)
+      if (held.length !== 0) await held.splice(pick(held.length), 1)[0].release()
     } else if (op < 7) {
       const r = await plain.tryHold(key, lease => lease.fence)
-      const free = holders.get(key) === undefined && lines.get(key).length === 0
+      const free = holders.get(key).length < limit && lines.get(key).length === 0
       assert.equal(r.acquired, free, `${where(step)}: tryHold of ${key} acquired ${r.acquired}, the model says free ${free}`)
       if (r.acquired) grants.push(r.value)
     } else if (op < 8) {
@@ -94,26 +93,28 @@ async function run(seed, steps) {
     await settle()
     if (problems.length) throw problems[0]
     // maxHold: a lease the store revoked is lost, and its key went on.
-    for (const [k, lease] of holders) if (lease.lost) holders.delete(k)
-    // Leases lost above may have handed their keys to waiters only now.
-    await settle()
-    for (const [k, lease] of holders) {
-      if (lease.lost) {
-        assert.ok(lease.signal.reason instanceof LostError)
-        holders.delete(k)
+    const forgetLost = () => {
+      for (const [k, held] of holders) {
+        for (const lease of held) if (lease.lost) assert.ok(lease.signal.reason instanceof LostError)
+        holders.set(k, held.filter(lease => !lease.lost))
       }
     }
+    forgetLost()
+    // Leases lost above may have handed their keys to waiters only now.
+    await settle()
+    forgetLost()
     const seen = new Map(store.inspect().map(info => [info.key, info]))
     for (const k of KEYS) {
-      const lease = holders.get(k)
+      const fences = holders.get(k).map(lease => lease.fence)
       const waiting = lines.get(k).length
       const info = seen.get(k)
-      if (!lease && waiting === 0) {
+      if (fences.length === 0 && waiting === 0) {
         assert.equal(info, undefined, `${where(step)}: ${k} listed though idle`)
         continue
       }
-      assert.ok(info, `${where(step)}: ${k} not listed (holder ${lease?.fence}, ${waiting} waiting)`)
-      assert.deepEqual(info.holders.map(h => h.fence), lease ? [lease.fence] : [], `${where(step)}: holders of ${k}`)
+      assert.ok(info, `${where(step)}: ${k} not listed (holders ${fences}, ${waiting} waiting)`)
+      const byFence = (a, b) => a - b
+      assert.deepEqual(info.holders.map(h => h.fence).sort(byFence), fences.sort(byFence), `${where(step)}: holders of ${k}`)
       assert.equal(info.waiting, waiting, `${where(step)}: waiters of ${k}`)
     }
   }
@@ -123,12 +124,18 @@ async function run(seed, steps) {
   await settle()
   if (problems.length) throw problems[0]
   for (const k of KEYS) assert.equal(lines.get(k).length, 0, `seed ${seed}: every waiter of ${k} answered at close`)
-  for (const lease of holders.values()) assert.ok(lease.lost && lease.signal.reason instanceof ClosedError)
+  for (const held of holders.values()) for (const lease of held) assert.ok(lease.lost && lease.signal.reason instanceof ClosedError)
   return grants.length
 }
 
 test('LOCK-01/02/03/06: a random mix of holds, tries, releases, aborts and maxHold agrees with the model, keys granted by the store itself or by the engine', async () => {
   let total = 0
   for (let seed = 1; seed <= 40; seed++) total += await run(seed, 300)
+  assert.ok(total > 1000, `${total} grants`)
+})
+
+test('#17 LOCK-01/02/03/06: the same random mix on semaphores of 2 and 3 (their permits granted by the store itself, or by the engine) agrees with the model: never more holders than the limit', async () => {
+  let total = 0
+  for (let seed = 1; seed <= 30; seed++) total += await run(seed, 300, 2 + (seed % 2))
   assert.ok(total > 1000, `${total} grants`)
 })

@@ -5,8 +5,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { CancelledError, ClosedError, InUseError, InvalidError, LimitError, memoryStorage, openStore } from 'holdfast'
-import { gate, isSettled, openTestStore, settle } from './helpers.js'
+import { CancelledError, ClosedError, InUseError, InvalidError, LimitError } from 'holdfast'
+import { isSettled, openTestStore, settle, storeOutOfFences } from './helpers.js'
 
 /** `n` holds of `key` on `handle`, each recording its index and fence; at most one inside at a time. */
 function holdsInTurn(handle, key, n, seen, options = { wait: Infinity }) {
@@ -159,35 +159,22 @@ test('#17: the store\'s own line takes 10,000 waiters; the next goes to the engi
 })
 
 test('#17 LOCK-02: with no fence left to lend (the next ceiling not yet stored), the store hands the key and its line to the engine, which grants once storage answers', { timeout: 120_000 }, async () => {
-  let values = new Map()
-  let blocked
-  const storage = {
-    get: k => values.get(k),
-    set: async (k, v) => {
-      if (blocked) await blocked.promise
-      values.set(k, v)
-    },
-  }
-  const store = await openStore({ storage })
+  const { store, useUpFences, letWrite } = await storeOutOfFences()
   const l = store.lock('ceiling')
   const held = await l.acquire('k')
   const als = new AsyncLocalStorage()
   const next = als.run('caller', () => l.hold('k', { wait: Infinity }, lease => ({ fence: lease.fence, context: als.getStore() })))
-  // Every fence of the stored ceiling used up by free keys, with the next ceiling's write held up.
-  blocked = gate()
-  const other = store.lock('other')
-  for (let i = 0; i < 1_100_000 && store._footprint()[1] === 0; i++) other.hold('x', () => {})
+  useUpFences() // every fence of the stored ceiling, by free keys; the next ceiling's write held up
   assert.equal(store._footprint()[1], 1, 'a free key waits for storage: no fence left to lend')
   await held.release()
   assert.equal(await isSettled(next), false, 'nothing granted before the ceiling is stored')
-  blocked.open()
+  letWrite()
   const granted = await next
   assert.ok(granted.fence > held.fence)
   assert.equal(granted.context, 'caller')
   for (let i = 0; i < 200 && store.inspect().length > 0; i++) await settle()
   assert.deepEqual(store.inspect(), [])
   await store.close()
-  values = undefined
 })
 
 test('#17: a hold with a finite wait behind a key granted by the store itself still times out (InUseError), and the store\'s line behind it is served', async () => {

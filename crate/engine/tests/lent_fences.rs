@@ -251,3 +251,78 @@ fn inspect_lists_the_adopted_holder_with_its_fence_and_since() {
     );
     e.check();
 }
+
+#[test]
+fn a_semaphore_key_granted_by_the_host_to_several_holders_is_adopted_holder_by_holder_and_its_permits_stay_counted(
+) {
+    let mut e = opened();
+    let s = e.resource(Kind::Semaphore, "uploads", 3).unwrap();
+    let mut host = Host::default();
+    // The host granted two of the key's three permits itself; now a request it cannot answer alone
+    // comes, and the engine takes both holders over.
+    let (a, b) = (
+        host.local_fence(&mut e, 4).unwrap(),
+        host.local_fence(&mut e, 4).unwrap(),
+    );
+    host.reclaim(&mut e);
+    let (first, key, fence) = granted(e.adopt(s, a, 1).unwrap());
+    assert_eq!(fence, a);
+    let (second, into, fence) = granted(e.adopt_into(key, b, 2).unwrap());
+    assert_eq!((into, fence), (key, b));
+    assert!(events(&mut e).is_empty(), "adopting queues no event");
+    e.check();
+    // One permit is left: the next request takes it, the one after waits.
+    let (third, _, c) = granted(e.hold(s, Some(key), WAIT, None, 3).unwrap());
+    assert!(c > b, "fence {c} not above the adopted {b}");
+    let waiting = match e.hold(s, Some(key), WAIT, None, 4).unwrap() {
+        Hold::Queued { req, .. } => req,
+        other => panic!("three permits held: expected to wait, got {other:?}"),
+    };
+    e.check();
+    assert!(e.release(first, 5).unwrap());
+    assert_eq!(
+        events(&mut e),
+        vec![Event::Granted {
+            req: waiting,
+            fence: c + 1
+        }],
+        "an adopted holder's release frees its permit"
+    );
+    for req in [second, third, waiting] {
+        assert!(e.release(req, 6).unwrap());
+    }
+    assert_eq!(events(&mut e), vec![Event::KeyIdle { key }]);
+    assert_eq!(e.footprint().requests, 0);
+    e.check();
+}
+
+#[test]
+fn adopt_into_refuses_a_key_it_cannot_add_a_holder_to() {
+    let mut e = opened();
+    let s = e.resource(Kind::Semaphore, "uploads", 2).unwrap();
+    let l = lock(&mut e);
+    let mut host = Host::default();
+    let fences: Vec<u64> = (0..4)
+        .map(|_| host.local_fence(&mut e, 8).unwrap())
+        .collect();
+    host.reclaim(&mut e);
+    let invalid = |got: Result<Hold, holdfast_engine::Error>| match got {
+        Err(error) => assert_eq!(error.code(), "invalid", "{error}"),
+        Ok(hold) => panic!("expected invalid, got {hold:?}"),
+    };
+    // A lock's key has one permit: the holder adopted took it.
+    let (_, lock_key, _) = granted(e.adopt(l, fences[0], 0).unwrap());
+    invalid(e.adopt_into(lock_key, fences[1], 0));
+    // A semaphore's key: a fence never handed out, then its last permit taken, then full.
+    let (_, key, _) = granted(e.adopt(s, fences[1], 0).unwrap());
+    invalid(e.adopt_into(key, 0, 0));
+    invalid(e.adopt_into(key, e.last_fence() + 1, 0));
+    granted(e.adopt_into(key, fences[2], 0).unwrap());
+    invalid(e.adopt_into(key, fences[3], 0));
+    e.check();
+    e.close();
+    assert_eq!(
+        e.adopt_into(key, fences[3], 0).unwrap_err(),
+        holdfast_engine::Error::Closed
+    );
+}

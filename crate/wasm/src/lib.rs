@@ -444,6 +444,27 @@ impl Core {
         answer
     }
 
+    /// Hands the engine another holder of the key `adopt` just took over (a semaphore's key the host
+    /// granted itself to several holders; see `Engine::adopt_into`): `key` is the id `adopt` wrote
+    /// in the buffer. Answers as `adopt` does.
+    #[wasm_bindgen(js_name = adoptInto)]
+    pub fn adopt_into(&mut self, key: f64, fence: f64, since: f64) -> f64 {
+        self.reclaim();
+        let fence = if fence >= 1.0 && fence.fract() == 0.0 {
+            fence as u64
+        } else {
+            0
+        };
+        let since = if since > 0.0 { since as u64 } else { 0 };
+        let answer = match id_of(key) {
+            Some(key) => self.inner.borrow_mut().engine.adopt_into(key, fence, since),
+            None => Err(Error::Invalid(format!("key id {key} to adopt into"))),
+        };
+        let answer = self.hold_answer(answer);
+        self.buf[buffer::HOLD_EVENTS] = 0.0;
+        answer
+    }
+
     /// Whether a fence write is under way (see `Engine::persist_pending`).
     pub fn writing(&self) -> bool {
         self.inner.borrow().engine.persist_pending()

@@ -10,10 +10,14 @@ import { toMs } from '../util/duration.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
 import { Lease } from './lease.js'
+import type { SelfHeld } from '../store/key-ids.js'
 import type { HoldOptions, Resource as SharedResource, TryHoldOptions, TryHoldResult } from '../types.js'
 
-/** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
-type Resource = SharedResource<Lease>
+/**
+ * A resource as this package's stores keep it: a key granted without the engine stands as its lease,
+ * or (a semaphore's, in the in-process store) as its permits.
+ */
+type Resource = SharedResource<SelfHeld>
 
 type Key = string | number
 

@@ -11,8 +11,8 @@ import type { Lock } from './lock.js'
 import type { ContextStorage, Scope } from './context.js'
 import type { Resource as SharedResource } from '../types.js'
 
-/** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
-type Resource = SharedResource<Lease>
+/** A resource of any of this package's stores: what runs a lease reads nothing of its keys. */
+type Resource = SharedResource
 
 /** Lets a lease's key go; answers whether it still held it (false: lost, or released before). */
 type End = (lease: Lease) => boolean | Promise<boolean>

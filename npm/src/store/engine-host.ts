@@ -57,8 +57,10 @@ import {
   REVOKED,
   TIMED_OUT,
 } from './abi.js'
-import type { Resource } from './key-ids.js'
+import type { Resource, SelfHeld } from './key-ids.js'
 import { Names } from './names.js'
+import { Permits } from './permits.js'
+import type { Line } from '../util/line.js'
 import { HandOvers, Waiter } from './waiters.js'
 
 /** The leases a drain found ended, with their reasons, to be told once it read every event. */
@@ -183,7 +185,7 @@ export class EngineHost implements LeaseOwner {
     handle: Lock,
     resource: Resource,
     key: string,
-    known: number | Lease | undefined,
+    known: number | SelfHeld | undefined,
     wait: number,
     signal: AbortSignal | undefined,
     isTry: boolean,
@@ -197,10 +199,11 @@ export class EngineHost implements LeaseOwner {
         throw selfHoldError(handle, key)
       }
       if (typeof known !== 'number') {
-        // Granted by the store itself: a request that would not wait changes nothing; one that waits
-        // goes in line behind the holder (and the line the store kept for the key: `LentFences.waitBehind`), in
-        // the engine.
-        if (isTry || wait === 0) return undefined
+        // Granted by the store itself: a request that would not wait changes nothing while no permit is
+        // free (a lock's key has one); one that waits goes in line behind the holders (and the line the
+        // store kept for the key: lent-fences.ts), in the engine. (A semaphore's with a permit free
+        // comes here only when no fence was left to lend: the engine grants it once it may.)
+        if ((isTry || wait === 0) && !(known instanceof Permits && known.holders.size < resource.limit)) return undefined
         known = this.adopt(resource, key, known)
       }
     }
@@ -236,6 +239,11 @@ export class EngineHost implements LeaseOwner {
    */
   refuseSelfHold(handle: Lock, resource: Resource, key: string, inner: Lease): void {
     if (this.#heldByCaller(resource, key, inner)) throw selfHoldError(handle, key)
+  }
+
+  /** Whether the hold `inner` (the caller's context's lease) or a hold around it still holds `key` (see `#heldByCaller`). */
+  heldByCaller(resource: Resource, key: string, inner: Lease): boolean {
+    return this.#heldByCaller(resource, key, inner)
   }
 
   /**
@@ -304,7 +312,7 @@ export class EngineHost implements LeaseOwner {
     for (let held = inner; held; held = held._parent) {
       if (held._resource !== resource || held.key !== key) continue
       const req = held._req
-      if (req < 0 ? resource.keys.get(key) === held : this.reqs[req >>> 0] === held) return true
+      if (req >= 0 ? this.reqs[req >>> 0] === held : isSelfHeldBy(resource.keys.get(key), held)) return true
     }
     return false
   }
@@ -363,22 +371,22 @@ export class EngineHost implements LeaseOwner {
    * order, each as if it had joined the engine's line (lent-fences.ts # Lines the store keeps itself):
    * answers the key's id.
    */
-  adopt(resource: Resource, key: string, lease: Lease): number {
-    let answer: number
-    try {
-      answer = this.core.adopt(resource.id, lease.fence, lease._since)
-    } catch (error) {
-      throw this.trap(error)
+  adopt(resource: Resource, key: string, held: SelfHeld): number {
+    let line: Line<unknown> | undefined
+    let id = -1
+    if (held instanceof Permits) {
+      // A semaphore's: every holder, in grant order, into the one key, before any waiter. The key is
+      // known by its id only once all are the engine's: until then a trap finds them all here.
+      for (const lease of held.holders) id = this.#adopt(resource, id, lease)
+      held.holders.clear()
+      line = held.line
+      held.line = undefined
+    } else {
+      id = this.#adopt(resource, id, held)
+      line = held._line
+      held._line = undefined
     }
-    if (!(answer > 0)) throw this.trap(new Error(`the engine refused a key the store granted itself: ${this.core.lastError()}`))
-    const buf = this.view()
-    const req = buf[REQ]!
-    const id = buf[KEY]!
     this.newKey(resource, key, id)
-    this.reqs[req >>> 0] = lease
-    lease._adopted(req)
-    const line = lease._line
-    lease._line = undefined
     if (line === undefined) return id
     const waiting = line.drain() as Waiter[]
     let i = 0
@@ -389,6 +397,22 @@ export class EngineHost implements LeaseOwner {
       for (; i < waiting.length; i++) waiting[i]!.reject(this.closedError(waiting[i]!.handle, waiting[i]!.key))
     }
     return id
+  }
+
+  /** `lease` is the engine's now, into key `id` (or a new key, for -1): answers the key's id. */
+  #adopt(resource: Resource, id: number, lease: Lease): number {
+    let answer: number
+    try {
+      answer = id < 0 ? this.core.adopt(resource.id, lease.fence, lease._since) : this.core.adoptInto(id, lease.fence, lease._since)
+    } catch (error) {
+      throw this.trap(error)
+    }
+    if (!(answer > 0)) throw this.trap(new Error(`the engine refused a key the store granted itself: ${this.core.lastError()}`))
+    const buf = this.view()
+    const req = buf[REQ]!
+    this.reqs[req >>> 0] = lease
+    lease._adopted(req)
+    return buf[KEY]!
   }
 
   /** A waiter of the store's own line joins the engine's line of key `id` (see `adopt`), without a time limit. */
@@ -797,4 +821,9 @@ export class EngineHost implements LeaseOwner {
       throw this.trap(error)
     }
   }
+}
+
+/** Whether `held` (a lease of a key the store granted itself) still holds the key whose record is `record`. */
+function isSelfHeldBy(record: number | SelfHeld | undefined, held: Lease): boolean {
+  return record === held || (record instanceof Permits && record.holders.has(held))
 }

@@ -33,6 +33,16 @@
  * hands it the holder and then every waiter of the line, in order (each as the engine's request, as if
  * it had joined the engine's line), before the new request. A waiter's signal takes it out of this
  * line (`CancelledError`); closing the store answers every waiter here `ClosedError`.
+ *
+ * # Semaphores
+ * A semaphore's key without maxHold is granted here too, permit by permit: its record is its `Permits`
+ * (permits.ts), the leases holding it and its line. A hold finds a permit free (granted with the next
+ * lent fence), or every permit held: then, waiting without a time limit, it joins the line, and each
+ * release hands its permit to the first in line, as a lock's key is handed over; a try or a hold that
+ * would not wait is answered busy. A hold inside a hold of the key in its caller's context is refused
+ * (LOCK-04) whether or not a permit is free, as the engine's way refuses it. Whatever the permits
+ * cannot answer alone goes to the engine as a lock's key does: `EngineHost.adopt` hands it every
+ * holder, in grant order, then the line.
  */
 
 import { CancelledError } from '../errors.js'
@@ -42,7 +52,9 @@ import { Line } from '../util/line.js'
 import { FENCE_END, FENCE_NEXT } from './abi.js'
 import type { ContextStorage } from '../handle/context.js'
 import type { EngineHost, SelfGrants } from './engine-host.js'
-import type { Resource } from './key-ids.js'
+import type { Resource, SelfHeld } from './key-ids.js'
+import { Permits } from './permits.js'
+import type { KeyInfo } from '../types.js'
 import { Waiter } from './waiters.js'
 
 /** How many fences to borrow at once: one call into wasm per this many keys granted. */
@@ -56,6 +68,8 @@ const FIRST_LEND = 16
 const SELF_GRANTED = -1
 /** The most holds one key may have waiting (the engine's `bounds::MAX_WAITERS`): past it, the engine's line answers. */
 export const MAX_WAITERS = 10_000
+/** What `permit` answers when the engine must answer the hold (`EngineHost.take`, which adopts the key). */
+export const TO_ENGINE = Symbol('to the engine')
 
 export class LentFences implements SelfGrants, LeaseOwner {
   readonly #host: EngineHost
@@ -131,12 +145,22 @@ export class LentFences implements SelfGrants, LeaseOwner {
     signal: AbortSignal | undefined,
     fn: ((lease: Lease) => unknown) | undefined,
   ): Promise<unknown> | undefined {
-    const context = this.#context
-    const parent = context?.getStore()
+    const parent = this.#context?.getStore()
     if (parent !== undefined) this.#host.refuseSelfHold(handle, resource, key, parent)
-    const line = (holder._line ??= new Line<unknown>())
+    return this.#join((holder._line ??= new Line<unknown>()), handle, key, signal, fn, parent)
+  }
+
+  /** A waiter joins `line` (see `waitBehind`); `undefined` when the line is full. */
+  #join(
+    line: Line<unknown>,
+    handle: Lock,
+    key: string,
+    signal: AbortSignal | undefined,
+    fn: ((lease: Lease) => unknown) | undefined,
+    parent: Lease | undefined,
+  ): Promise<unknown> | undefined {
     if (line.size >= MAX_WAITERS) return undefined
-    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : context!.capture!(), parent)
+    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : this.#context!.capture!(), parent)
     line.push(waiter)
     if (signal) {
       waiter.onAbort = () => this.#cancel(waiter)
@@ -145,10 +169,57 @@ export class LentFences implements SelfGrants, LeaseOwner {
     return waiter.promise
   }
 
+  /**
+   * A hold of a semaphore's key from a handle without maxHold (see # Semaphores), `known` its record:
+   * the lease, granted with a permit free; the waiter's promise, in the permits' line (with fn: as
+   * `waitBehind`); `undefined` when every permit is held and it would not wait (a try, or wait 0) or
+   * when a try is inside a hold of the key; or `TO_ENGINE` when the engine must answer it (a key the
+   * engine knows, a wait with a time limit, a line full, no fence to lend). Throws `InvalidError` for
+   * a hold inside a hold of the key (LOCK-04).
+   */
+  permit(
+    handle: Lock,
+    resource: Resource,
+    key: string,
+    known: number | SelfHeld | undefined,
+    wait: number,
+    signal: AbortSignal | undefined,
+    isTry: boolean,
+    fn: ((lease: Lease) => unknown) | undefined,
+  ): Lease | Promise<unknown> | undefined | typeof TO_ENGINE {
+    if (known === undefined) return this.#grantPermit(handle, resource, key, undefined) ?? TO_ENGINE
+    if (!(known instanceof Permits)) return TO_ENGINE
+    // Only a busy key can be held in the caller's context: the context is looked at only now.
+    const parent = this.#context?.getStore()
+    if (parent !== undefined && this.#host.heldByCaller(resource, key, parent)) {
+      if (isTry) return undefined
+      this.#host.refuseSelfHold(handle, resource, key, parent)
+    }
+    if (known.holders.size < resource.limit) return this.#grantPermit(handle, resource, key, known) ?? TO_ENGINE
+    if (isTry || wait === 0) return undefined
+    if (wait !== Infinity) return TO_ENGINE
+    return this.#join(known.lineUp(), handle, key, signal, fn, parent) ?? TO_ENGINE
+  }
+
+  /**
+   * A permit of a semaphore's key granted with the next lent fence: the key's first (its permits made)
+   * or one more of `permits`. `undefined` when the engine has no fence to lend.
+   */
+  #grantPermit(handle: Lock, resource: Resource, key: string, permits: Permits | undefined): Lease | undefined {
+    const fence = this.#fence()
+    if (fence < 0) return undefined
+    const lease = new GrantedLease(this, handle, key, fence, SELF_GRANTED - (resource.id >>> 0))
+    lease._since = this.#host.turnStamp()
+    if (permits === undefined) resource.keys.set(key, (permits = new Permits()))
+    permits.holders.add(lease)
+    return lease
+  }
+
   /** A waiter's signal aborted while in this part's line: it leaves the line, answered `CancelledError`. */
   #cancel(waiter: Waiter): void {
-    const holder = waiter.handle._resource.keys.get(waiter.key)
-    if (typeof holder !== 'object' || holder._line?.remove(waiter) !== true) return
+    const held = waiter.handle._resource.keys.get(waiter.key)
+    const line = typeof held === 'object' ? lineOf(held) : undefined
+    if (line?.remove(waiter) !== true) return
     waiter.reject(new CancelledError(`${waiter.place()}: cancelled while waiting`, { cause: waiter.signal!.reason }))
   }
 
@@ -161,13 +232,42 @@ export class LentFences implements SelfGrants, LeaseOwner {
     if (req >= 0) return this.#host._release(req, lease, fromHold)
     const resource = this.#byId[SELF_GRANTED - req]!
     const keys = resource.keys
-    if (keys.get(lease.key) === lease) {
+    const held = keys.get(lease.key)
+    if (held === lease) {
       const line = lease._line
       if (line !== undefined && line.size !== 0) return this.#handOver(resource, lease, line, fromHold)
-      keys.delete(lease.key)
-      // A lease that outlived its handles: its name may be unused now (see names.ts).
-      if (resource.pin === undefined) this.#host.names.forgetIfUnused(resource)
+      this.#idle(resource, lease.key)
+    } else if (held instanceof Permits && held.holders.has(lease)) this.#releasePermit(resource, held, lease, fromHold)
+  }
+
+  /** A key the store granted itself went idle: forgotten. */
+  #idle(resource: Resource, key: string): void {
+    resource.keys.delete(key)
+    // A lease that outlived its handles: its name may be unused now (see names.ts).
+    if (resource.pin === undefined) this.#host.names.forgetIfUnused(resource)
+  }
+
+  /** `lease` lets its permit go: to the first in line, with the next lent fence, if anyone waits. */
+  #releasePermit(resource: Resource, permits: Permits, lease: Lease, fromHold: boolean): void {
+    const line = permits.line
+    if (line === undefined || line.size === 0) {
+      permits.holders.delete(lease)
+      if (permits.holders.size === 0) this.#idle(resource, lease.key)
+      return
     }
+    const fence = this.#fence()
+    if (fence < 0) {
+      // No fence to lend: the engine takes the key, this holder among the others, and its line.
+      this.#host.adopt(resource, lease.key, permits)
+      this.#host._release(lease._req, lease, fromHold)
+      return
+    }
+    permits.holders.delete(lease)
+    const waiter = line.shift() as Waiter
+    const next = new GrantedLease(this, waiter.handle, lease.key, fence, lease._req)
+    next._since = this.#host.turnStamp()
+    permits.holders.add(next)
+    this.#start(waiter, next, fromHold)
   }
 
   /** `lease` lets its key go to the first in its line, with the next lent fence. */
@@ -187,9 +287,17 @@ export class LentFences implements SelfGrants, LeaseOwner {
     next._since = host.turnStamp()
     if (line.size !== 0) next._line = line
     resource.keys.set(lease.key, next)
+    this.#start(waiter, next, fromHold)
+  }
+
+  /**
+   * `waiter`, out of its line, was granted `next`: answered with it, or its fn run in it (waiters.ts
+   * # Handing a key over: within the release when it is a hold's own, else a microtask after it).
+   */
+  #start(waiter: Waiter, next: Lease, fromHold: boolean): void {
     waiter.unlisten()
     if (waiter.fn === undefined) return waiter.resolve(next)
-    const handOvers = host.handOvers
+    const handOvers = this.#host.handOvers
     if (fromHold && handOvers.end === 0 && !handOvers.running) return handOvers.runNow(waiter, next)
     handOvers.queue[handOvers.end++] = waiter
     handOvers.queue[handOvers.end++] = next
@@ -209,23 +317,44 @@ export class LentFences implements SelfGrants, LeaseOwner {
     this.#host._overdue()
   }
 
-  /** The leases of the keys the store granted itself, resource by resource. */
-  *leases(): IterableIterator<Lease> {
+  /** The keys the store granted itself, resource by resource: each with its resource and record. */
+  *#held(): IterableIterator<[Resource, SelfHeld]> {
     for (const resource of this.#byId) {
       if (!resource) continue
-      for (const record of resource.keys.values()) if (typeof record !== 'number') yield record
+      for (const record of resource.keys.values()) if (typeof record !== 'number') yield [resource, record]
     }
   }
 
-  /** Every lease the store granted itself is lost to the store's closing, named by its place. */
+  /** The keys the store granted itself, as `inspect` lists them: their holders (in grant order) and how many wait. */
+  busyKeys(now: number): KeyInfo[] {
+    const busy: KeyInfo[] = []
+    for (const [resource, record] of this.#held()) {
+      const holders = record instanceof Permits ? [...record.holders] : [record]
+      busy.push({
+        kind: resource.kind,
+        name: resource.name,
+        key: holders[0]!.key,
+        holders: holders.map(lease => ({ fence: lease.fence, heldMs: Math.max(0, now - lease._since) })),
+        waiting: lineOf(record)?.size ?? 0,
+      })
+    }
+    return busy
+  }
+
+  /** Every lease the store granted itself is lost to the store's closing, named by its place; their lines are answered. */
   loseAll(): void {
-    const lost = [...this.leases()]
+    const held = [...this.#held()]
     // Forgotten first: a listener of a lease's signal may ask about its key.
-    for (const lease of lost) this.#byId[SELF_GRANTED - lease._req]!.keys.delete(lease.key)
-    for (const lease of lost) {
-      lease._lose(this.#host.closedError(lease, lease.key))
-      const waiting = lease._line?.drain() as Waiter[] | undefined
-      lease._line = undefined
+    for (const [resource, record] of held) resource.keys.delete(record instanceof Permits ? record.holders.values().next().value!.key : record.key)
+    for (const [, record] of held) {
+      const waiting = lineOf(record)?.drain() as Waiter[] | undefined
+      if (record instanceof Permits) {
+        record.line = undefined
+        for (const lease of record.holders) lease._lose(this.#host.closedError(lease, lease.key))
+      } else {
+        record._line = undefined
+        record._lose(this.#host.closedError(record, record.key))
+      }
       if (waiting)
         for (const waiter of waiting) {
           waiter.unlisten()
@@ -233,4 +362,9 @@ export class LentFences implements SelfGrants, LeaseOwner {
         }
     }
   }
+}
+
+/** The line the store keeps for a key it granted itself, if made. */
+function lineOf(record: SelfHeld): Line<unknown> | undefined {
+  return record instanceof Permits ? record.line : record._line
 }

@@ -44,7 +44,7 @@ import { serveOn, type HoldfastServer, type ServeOptions, type Server } from '..
 import type { Transport } from '../runtime/transport.js'
 import { EngineHost } from './engine-host.js'
 import { FenceWrites } from './fence-writes.js'
-import { LentFences } from './lent-fences.js'
+import { LentFences, TO_ENGINE } from './lent-fences.js'
 import { RemoteHolds } from './remote-holds.js'
 import { PoolRoom } from '../pool/room.js'
 import { PoolWrites, readPools } from '../pool/writes.js'
@@ -199,18 +199,8 @@ export class Store implements LockStore, ServedStore {
   inspectKeys(): KeyInfo[] {
     this.#host.checkOpen('inspect')
     const now = this.#clock.now()
-    const busy = this.#host.busyKeys(now)
     // And the keys the store granted itself, which the engine does not know.
-    for (const lease of this.#lent.leases()) {
-      busy.push({
-        kind: lease.kind,
-        name: lease.name,
-        key: lease.key,
-        holders: [{ fence: lease.fence, heldMs: Math.max(0, now - lease._since) }],
-        waiting: lease._line?.size ?? 0,
-      })
-    }
-    return busy
+    return [...this.#host.busyKeys(now), ...this.#lent.busyKeys(now)]
   }
 
   /**
@@ -270,9 +260,13 @@ export class Store implements LockStore, ServedStore {
         if (lease !== undefined) return lease
       } else if (wait === Infinity && typeof known === 'object' && !isTry) {
         // Held by a lease the store granted itself: the line the store keeps for the key.
-        const waiting = this.#lent.waitBehind(handle, resource, key, known, signal, fn)
+        const waiting = this.#lent.waitBehind(handle, resource, key, known as Lease, signal, fn)
         if (waiting !== undefined) return waiting
       }
+    } else if (handle._maxHold === 0) {
+      // A semaphore's key, its permits granted by the store itself where it can (lent-fences.ts # Semaphores).
+      const taken = this.#lent.permit(handle, resource, key, known, wait, signal, isTry, fn)
+      if (taken !== TO_ENGINE) return taken
     }
     return host.take(handle, resource, key, known, wait, signal, isTry, fn)
   }
@@ -305,7 +299,7 @@ export class Store implements LockStore, ServedStore {
       // the store itself and fn run in its lease (the uncontended hold, W1).
       const known = resource.keys.get(key)
       if (direct && wait === Infinity && typeof known === 'object' && !this.#host.closed) {
-        const waiting = this.#lent.waitBehind(handle, resource, key, known, signal, fn)
+        const waiting = this.#lent.waitBehind(handle, resource, key, known as Lease, signal, fn)
         if (waiting !== undefined) return waiting as Promise<Awaited<T>>
       } else if (known === undefined && !this.#host.closed) {
         const lease = this.#lent.grant(handle, resource, key)

@@ -137,13 +137,54 @@ impl Engine {
         if self.resources.get(res.0).is_none() {
             return Err(unknown(res));
         }
+        self.check_lent(fence)?;
+        let key = self.new_key(res, 1);
+        Ok(self.adopted(key, fence, since))
+    }
+
+    /// Another holder of the key [`Engine::adopt`] just took over: a semaphore's key the host granted
+    /// itself to several holders is handed over holder by holder, the first by `adopt` (which makes
+    /// the key), each next one here, before any request waits for the key. Answers as `adopt` does.
+    ///
+    /// Errors (`invalid`): an unknown key; a fence never handed out; a key with no permit left for
+    /// another holder, or with a line (its holders come before its waiters, so that the line stays
+    /// in the order the host kept); `closed` when closed.
+    pub fn adopt_into(&mut self, key: Id, fence: u64, since: u64) -> Result<Hold, Error> {
+        self.check_open()?;
+        let Some(k) = self.keys.get(key) else {
+            return Err(Error::invalid(format!(
+                "key {key:?} to adopt into is not busy"
+            )));
+        };
+        if k.held >= limit_of(&self.resources, k) {
+            return Err(Error::invalid(format!(
+                "key {key:?} has no permit left to adopt another holder into ({} held)",
+                k.held
+            )));
+        }
+        if !k.line.is_empty() {
+            return Err(Error::invalid(format!(
+                "key {key:?} has waiters: holders are adopted before them"
+            )));
+        }
+        self.check_lent(fence)?;
+        self.keys.get_mut(key).expect("checked above").held += 1;
+        Ok(self.adopted(key, fence, since))
+    }
+
+    /// A fence the host may have granted a key with: one handed out already (see `adopt`).
+    fn check_lent(&self, fence: u64) -> Result<(), Error> {
         if fence == 0 || fence > self.fences.last() {
             return Err(Error::invalid(format!(
                 "fence {fence} to adopt was never handed out (the last is {})",
                 self.fences.last()
             )));
         }
-        let key = self.new_key(res, 1);
+        Ok(())
+    }
+
+    /// The request of an adopted holder of `key`, holding with `fence` since `since`.
+    fn adopted(&mut self, key: Id, fence: u64, since: u64) -> Hold {
         let req = self.reqs.insert(Request {
             key,
             state: State::Holding {
@@ -154,7 +195,7 @@ impl Engine {
             },
             remote: None,
         });
-        Ok(Hold::Granted { req, key, fence })
+        Hold::Granted { req, key, fence }
     }
 
     /// The fence of a held request, if it holds.
