@@ -71,6 +71,11 @@ pub enum Mark {
     /// A key the host granted itself (with a lent fence) was wanted by another request: the host
     /// handed it over to the engine (adopt), and the request held as usual.
     LocalAdopted,
+    /// A semaphore's key the host granted itself to several holders was adopted: each holder after
+    /// the first went into the key `adopt` made (`adopt_into`).
+    LocalAdoptedInto,
+    /// The host granted itself another permit of a semaphore's key it holds already.
+    LocalPermit,
     /// A block of fences lent to the host was given back partly used: the engine went on from the
     /// first fence the host had not used.
     LentPartlyReclaimed,
@@ -108,7 +113,7 @@ pub enum Mark {
     PoolCloseUndidClaim,
 }
 
-pub const MARKS: [Mark; 47] = [
+pub const MARKS: [Mark; 49] = [
     Mark::GrantRacedCancel,
     Mark::WriteFailedWhileWaitersQueue,
     Mark::SemaphoreHeadWaits,
@@ -139,6 +144,8 @@ pub const MARKS: [Mark; 47] = [
     Mark::AwayBackInPlace,
     Mark::AwayRunsOut,
     Mark::LocalAdopted,
+    Mark::LocalAdoptedInto,
+    Mark::LocalPermit,
     Mark::LentPartlyReclaimed,
     Mark::NameForgotten,
     Mark::ForgetRefused,
@@ -191,6 +198,8 @@ impl Mark {
             Mark::AwayBackInPlace => "waiter away asks again: back in place",
             Mark::AwayRunsOut => "waiter away past its ttl: ended",
             Mark::LocalAdopted => "key granted by the host adopted: another asked",
+            Mark::LocalAdoptedInto => "semaphore's permits adopted holder by holder",
+            Mark::LocalPermit => "host granted itself another permit of a key",
             Mark::LentPartlyReclaimed => "lent block given back partly used",
             Mark::NameForgotten => "idle name forgotten, its old id dead",
             Mark::ForgetRefused => "forget refused: a key is busy",

@@ -86,7 +86,8 @@ impl Host {
                 m.lent
             ));
         }
-        // One holder: a key the host granted itself is busy nowhere else.
+        // A key the host granted itself is busy nowhere else, and has at most its limit of holders
+        // (a lock's key one).
         for (i, l) in self.locals.iter().enumerate() {
             if m.key(l.res, l.key).is_some() {
                 return Err(format!(
@@ -94,13 +95,17 @@ impl Host {
                     l.res, l.key, l.fence
                 ));
             }
-            if self.locals[..i]
+            let before = self.locals[..i]
                 .iter()
-                .any(|o| (o.res, o.key) == (l.res, l.key))
-            {
+                .filter(|o| (o.res, o.key) == (l.res, l.key))
+                .count();
+            if before >= m.limit(l.res) as usize {
                 return Err(format!(
-                    "exclusion: key r{}/{} granted twice by the host",
-                    l.res, l.key
+                    "exclusion: key r{}/{} granted by the host to {} holders, past its limit {}",
+                    l.res,
+                    l.key,
+                    before + 1,
+                    m.limit(l.res)
                 ));
             }
         }

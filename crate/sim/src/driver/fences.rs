@@ -3,7 +3,7 @@
 //! blocks it is lent for the keys it grants itself, and the bursts that use a block up.
 
 use holdfast_engine::fence::{BLOCK, MAX_FENCE};
-use holdfast_engine::{Engine, Event, Hold, Kind};
+use holdfast_engine::{Engine, Event, Hold};
 
 use super::words::hold_words;
 use super::{Host, HostFault};
@@ -66,9 +66,16 @@ impl Host {
                 let (r, k) = self.place(res, key);
                 // The host has a handle of the name: registered (again, if it was forgotten).
                 self.registered(engine, r)?;
-                let free = self.mix.resources[r].kind == Kind::Lock
-                    && self.model.as_ref().unwrap().key(r, k).is_none();
-                if !self.adopt_if_local(engine, r, k)? && free {
+                // A key the engine does not know, with a permit the host has not granted itself
+                // (a lock's key has one; a semaphore's its limit, as npm/src/store/permits.ts keeps them).
+                let here = self
+                    .locals
+                    .iter()
+                    .filter(|l| (l.res, l.key) == (r, k))
+                    .count();
+                let room = self.model.as_ref().unwrap().key(r, k).is_none()
+                    && here < self.model.as_ref().unwrap().limit(r) as usize;
+                if room {
                     if let Some(fence) = self.local_fence(engine, u64::from(max))? {
                         self.grant(fence)?;
                         self.trace.words(&[0x10CA1, fence]);
@@ -79,11 +86,15 @@ impl Host {
                             fence,
                             since: now,
                         });
+                        if here > 0 {
+                            self.marks.hit(Mark::LocalPermit);
+                        }
                         return Ok(());
                     }
                 }
-                // Held as usual: a key the engine knows busy (perhaps just adopted), a semaphore, or
-                // no fence to lend.
+                // Held as usual: a key the engine knows busy, one the host granted itself with no
+                // permit left (adopted first), or no fence to lend (adopted first, if granted here).
+                self.adopt_if_local(engine, r, k)?;
                 self.reclaim(engine)?;
                 let t = Target {
                     res: Some(r),
@@ -212,33 +223,51 @@ impl Host {
     }
 
     /// Another request wants key `k` of resource `r`: if the host granted it itself, it hands the key
-    /// over to the engine first. Answers whether it did.
+    /// over to the engine first, every holder in grant order (a semaphore's: the first by `adopt`, the
+    /// others by `adopt_into`). Answers whether it did.
     pub(super) fn adopt_if_local(
         &mut self,
         engine: &mut Engine,
         r: usize,
         k: usize,
     ) -> Result<bool, String> {
-        let Some(at) = self.locals.iter().position(|l| (l.res, l.key) == (r, k)) else {
+        let (here, others): (Vec<Local>, Vec<Local>) = std::mem::take(&mut self.locals)
+            .into_iter()
+            .partition(|l| (l.res, l.key) == (r, k));
+        self.locals = others;
+        if here.is_empty() {
             return Ok(false);
-        };
-        let local = self.locals.remove(at);
-        self.reclaim(engine)?;
-        let got = engine.adopt(self.rids[r], local.fence, local.since);
-        self.trace.words(&hold_words(&got));
-        self.log(|| {
-            format!(
-                "adopt r{r}/{k} fence {} since {} -> {got:?}",
-                local.fence, local.since
-            )
-        });
-        self.model()
-            .adopt(r, k, local.fence, local.since, &got)
-            .map_err(|e| format!("adopt: {e}"))?;
-        if got.is_ok() {
-            self.marks.hit(Mark::LocalAdopted);
         }
-        self.after_call(engine, "adopt")?;
+        self.reclaim(engine)?;
+        let mut into = None;
+        for local in here {
+            let got = match into {
+                None => engine.adopt(self.rids[r], local.fence, local.since),
+                Some(key) => engine.adopt_into(key, local.fence, local.since),
+            };
+            self.trace.words(&hold_words(&got));
+            self.log(|| {
+                format!(
+                    "adopt r{r}/{k} fence {} since {} into {into:?} -> {got:?}",
+                    local.fence, local.since
+                )
+            });
+            let model = self.model();
+            match into {
+                None => model.adopt(r, k, local.fence, local.since, &got),
+                Some(_) => model.adopt_into(r, k, local.fence, local.since, &got),
+            }
+            .map_err(|e| format!("adopt: {e}"))?;
+            if let Ok(Hold::Granted { key, .. }) = got {
+                self.marks.hit(if into.is_none() {
+                    Mark::LocalAdopted
+                } else {
+                    Mark::LocalAdoptedInto
+                });
+                into = Some(key);
+            }
+            self.after_call(engine, "adopt")?;
+        }
         Ok(true)
     }
 

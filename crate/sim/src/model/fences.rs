@@ -118,6 +118,58 @@ impl Model {
         )
     }
 
+    /// `Engine::adopt_into`: the host hands over one more holder of key `key` of resource `res`,
+    /// which `adopt` just made (a semaphore's key it granted itself to several holders).
+    pub fn adopt_into(
+        &mut self,
+        res: usize,
+        key: usize,
+        fence: u64,
+        since: u64,
+        got: &Result<Hold, Error>,
+    ) -> Result<(), String> {
+        if self.closed {
+            return refuse("closed", got);
+        }
+        if fence == 0 || fence >= self.next {
+            return refuse("invalid", got);
+        }
+        let limit = self.limits[res] as usize;
+        let Some(k) = self.keys[res][key].as_mut() else {
+            return Err("adopt_into: the model has no such key".into());
+        };
+        if k.holders.len() >= limit || !k.line.is_empty() {
+            return refuse("invalid", got);
+        }
+        let req = match got {
+            Ok(Hold::Granted {
+                req,
+                key: key_id,
+                fence: f,
+            }) if *f == fence && *key_id == k.id => *req,
+            other => return Err(format!(
+                "adopt_into: the model grants fence {fence} in {:?}, the engine answered {other:?}",
+                k.id
+            )),
+        };
+        k.holders.push(req);
+        let state = State::Holding {
+            fence,
+            since,
+            revoke_at: None,
+            expires_at: None,
+        };
+        self.add(
+            req,
+            Request {
+                res,
+                key,
+                state,
+                remote: None,
+            },
+        )
+    }
+
     /// Storage acknowledged `ceiling`.
     pub fn persisted(&mut self, ceiling: u64, now: u64) {
         if self.closed {
