@@ -83,6 +83,29 @@ Deno.test('#16 part 1 on Deno KV (values of 64 KiB at most): a pool of 3,000 cla
   }
 })
 
+Deno.test('POOL-02 on Deno KV: a release, confirm and resize asked in the turn that closes the store are written and answered, not ClosedError', async () => {
+  const kv = await Deno.openKv(':memory:')
+  try {
+    const store = await openStore({ storage: denoKvStorage(kv) })
+    const seats = store.pool('seats', { capacity: 10 })
+    const gone = await seats.claim(4, { id: 'gone' })
+    const cart = await seats.claim(2, { id: 'cart', ttl: '1h' })
+    if (!gone.claimed || !cart.claimed) throw new Error('both claims take their units')
+    const asked = [gone.claim.release(), cart.claim.confirm(), seats.resize(12)]
+    const closing = store.close()
+    // Before the fix: each rejected ClosedError, and each was kept by the close's last write.
+    assert.deepEqual(await Promise.all(asked), [true, undefined, undefined])
+    await closing
+    const again = await openStore({ storage: denoKvStorage(kv) })
+    const back = again.pool('seats', { capacity: 12 })
+    assert.equal(await back.remaining(), 10)
+    assert.equal(await back.release('gone'), false)
+    await again.close()
+  } finally {
+    kv.close()
+  }
+})
+
 Deno.test('fileStorage without --allow-read/--allow-write: a StorageError that names the flags', async () => {
   const dir = '/tmp/holdfast-deno-no-flags'
   const error = await openStore({ storage: fileStorage(dir) }).then(

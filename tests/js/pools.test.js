@@ -370,7 +370,7 @@ test('#14 (storage in TypeScript): a ttl run out by the store\'s timer writes at
   await store.close()
 })
 
-test('POOL-02: a release is answered once storage kept it; close waits for the pools’ last write, which keeps a release not yet answered', async () => {
+test('POOL-02: a release is answered once storage kept it; one whose write is under way at the close is answered by that write (true), not ClosedError: close waits for it', async () => {
   const { slow, store, seats } = await slowSeats(3)
   const { claim: held } = await landedClaim(slow, seats, 3)
   const releasing = held.release()
@@ -378,17 +378,83 @@ test('POOL-02: a release is answered once storage kept it; close waits for the p
   assert.equal(await isSettled(releasing), false, 'not answered before its write')
   slow.land()
   assert.equal(await releasing, true)
-  const unanswered = (await landedClaim(slow, seats, 3)).claim.release()
+  const underWay = (await landedClaim(slow, seats, 3, { id: 'order-1' })).claim.release()
   await settle()
+  assert.equal(slow.pending, 1, "the release's write is under way")
   const closing = store.close()
-  // The release's write is under way: closing ends its request (it may or may not have happened).
-  await assert.rejects(unanswered, ClosedError)
+  await settle()
+  assert.equal(await isSettled(underWay), false, 'answered by its write, not by the close')
   assert.equal(await isSettled(closing), false, 'close waits for the write of the release')
   slow.land()
+  // Before the fix: ClosedError, though the release landed (read back below, its units are back):
+  // its caller, told it failed, released again after reopening and was answered false.
+  assert.equal(await underWay, true)
   await closing
   const again = await readBack(slow)
-  assert.equal(await again.pool('seats', { capacity: 3 }).remaining(), 3)
+  const seats2 = again.pool('seats', { capacity: 3 })
+  assert.equal(await seats2.remaining(), 3)
+  assert.equal(await seats2.release('order-1'), false, 'released once, as its caller was told')
   await again.close()
+})
+
+test('POOL-02: a confirm or a resize whose write is under way at the close is answered by that write, not ClosedError (read back, it is kept); one whose write fails is answered StorageError', async () => {
+  const { slow, store, seats } = await slowSeats(10)
+  const { claim: cart } = await landedClaim(slow, seats, 3, { id: 'cart', ttl: '10m' })
+  const confirming = cart.confirm()
+  const resizing = seats.resize(20)
+  await settle()
+  assert.equal(slow.pending, 1, 'one write under way keeps both')
+  // And one asked after that write was taken: it waits for the write the close makes last.
+  const growing = seats.resize(30)
+  const closing = store.close()
+  await settle()
+  assert.equal(await isSettled(confirming), false, 'answered by its write, not by the close')
+  assert.equal(await isSettled(resizing), false)
+  await landAll(slow)
+  // Before the fix: all three rejected ClosedError, and all three were kept.
+  assert.equal(await confirming, undefined)
+  assert.equal(await resizing, undefined)
+  assert.equal(await growing, undefined)
+  await closing
+  const clock = manualClock()
+  const again = await openStore({ storage: keptStorage(new Map(slow.values)).storage, clock })
+  clock.advance(11 * 60_000)
+  const seats2 = again.pool('seats', { capacity: 30 })
+  assert.equal(await seats2.remaining(), 27, 'the cart outlived its ttl: confirmed; capacity 30')
+  await again.close()
+
+  // A write under way at the close that fails: its resize is answered StorageError (it may or may not
+  // have been kept), never ClosedError.
+  const { slow: down, store: store2, seats: seats3 } = await slowSeats(10)
+  const shrinking = seats3.resize(5)
+  await settle()
+  const closing2 = store2.close()
+  down.fail(new Error('down'))
+  await assert.rejects(shrinking, e => e instanceof StorageError && /may or may not/.test(e.message))
+  await landAll(down)
+  await closing2
+})
+
+test('POOL-02: on fileStorage, a release, confirm and resize asked in the turn that closes the store are written and answered, not ClosedError', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'holdfast-pools-'))
+  try {
+    const store = await openStore({ storage: fileStorage(dir) })
+    const seats = store.pool('seats', { capacity: 10 })
+    const { claim: gone } = await seats.claim(4, { id: 'gone' })
+    const { claim: cart } = await seats.claim(2, { id: 'cart', ttl: '1h' })
+    const asked = [gone.release(), cart.confirm(), seats.resize(12)]
+    const closing = store.close()
+    // Before the fix: each rejected ClosedError, and each was kept by the close's last write.
+    assert.deepEqual(await Promise.all(asked), [true, undefined, undefined])
+    await closing
+    const again = await openStore({ storage: fileStorage(dir) })
+    const seats2 = again.pool('seats', { capacity: 12 })
+    assert.equal(await seats2.remaining(), 10)
+    assert.equal(await seats2.release('gone'), false)
+    await again.close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test('POOL-02: a claim the close answers ClosedError took nothing: its units come back, in storage too (close waits for the write that says so)', async () => {

@@ -41,13 +41,15 @@ pub enum Event {
     /// A waiting claim left its pool's line without units: its wait ran out, or a resize left it
     /// more than the pool's capacity. The host answers `claimed: false` with `remaining`.
     NotClaimed { req: Id, remaining: u64 },
-    /// A confirm or a resize is kept by storage: the host answers it done.
+    /// A release, confirm or resize is kept by storage: the host answers it done (also after the
+    /// close, which waits for that write).
     Durable { req: Id },
     /// The write a pool request waited for failed: a claim gave its units back (it took nothing);
     /// a release, confirm or resize stands in memory, and is written again with the next write. The
     /// host answers `storage`.
     PoolFailed { req: Id, why: Failure },
-    /// The store closed while a pool request waited (in line, or for its write). The host answers
-    /// `closed`.
+    /// The store closed while a claim waited (in line, or for its write: undone then, it took
+    /// nothing). The host answers `closed`. A release, confirm or resize waiting for its write is
+    /// not ended by the close: its write's outcome answers it (`Durable`, `PoolFailed`).
     PoolEnded { req: Id },
 }

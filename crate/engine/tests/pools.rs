@@ -567,7 +567,7 @@ fn pool_04_every_ending_of_a_wait_leaves_the_line() {
     // `behind` (1) took its unit; `closed` (2) waits for 2 with 1 left.
     e.check();
     e.close();
-    let mut ended = vec![held, released, behind, closed];
+    let mut ended = vec![held, behind, closed];
     ended.sort();
     assert_eq!(
         events(&mut e),
@@ -575,8 +575,13 @@ fn pool_04_every_ending_of_a_wait_leaves_the_line() {
             .into_iter()
             .map(|req| Event::PoolEnded { req })
             .collect::<Vec<_>>(),
-        "and so does every claim and release whose write was not answered"
+        "and so does every claim whose write was not answered (a release waits for its write)"
     );
+    let w = e
+        .poll_pool_write()
+        .expect("the release is written after the close");
+    e.pool_written(w.seq, 103);
+    assert_eq!(events(&mut e), vec![Event::Durable { req: released }]);
     assert_eq!(
         e.claim(p, 1, "z", true, None, None, 103)
             .unwrap_err()
@@ -759,6 +764,72 @@ fn pool_02_a_claim_ended_by_the_close_before_its_write_was_answered_keeps_no_uni
             Claim::Known { open: true, .. }
         ),
         "an answered claim stays"
+    );
+}
+
+#[test]
+fn pool_02_a_release_confirm_or_resize_under_way_at_the_close_is_answered_by_its_write() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 10).unwrap();
+    writing(claim(&mut e, p, 2, "gone", 0));
+    writing(
+        e.claim(p, 3, "bought", true, Some(0), Some(1_000), 0)
+            .unwrap(),
+    );
+    writing(claim(&mut e, p, 1, "later", 0));
+    flush(&mut e, &mut disk, 0);
+    // A release, a confirm and a resize in the write under way; a release for the next write.
+    let released = e.release_claim(p, "gone", 1).unwrap().unwrap();
+    let Confirm::Writing { req: confirmed } = e.confirm_claim(p, "bought", 1).unwrap() else {
+        panic!("a confirm to write")
+    };
+    let resized = e.resize_pool(p, 20, 1).unwrap().unwrap();
+    let w = e.poll_pool_write().unwrap();
+    let next = e.release_claim(p, "later", 1).unwrap().unwrap();
+    e.close();
+    e.check();
+    // Before the fix: all four ended PoolEnded (`closed`), though storage kept them.
+    assert_eq!(
+        events(&mut e),
+        vec![],
+        "none is ended: each waits for its write"
+    );
+    disk.extend(w.sets);
+    e.pool_written(w.seq, 2);
+    assert_eq!(
+        events(&mut e),
+        vec![
+            Event::Durable { req: released },
+            Event::Durable { req: confirmed },
+            Event::Durable { req: resized },
+        ]
+    );
+    let last = e.poll_pool_write().expect("the host's last write");
+    e.pool_write_failed(last.seq, 2);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::PoolFailed {
+            req: next,
+            why: Failure::Storage
+        }],
+        "a write that failed answers so"
+    );
+    e.check();
+    let mut back = reopen(&disk, 3, 3);
+    let q = back.find_pool("seats").unwrap();
+    assert_eq!(back.pool_info(q).unwrap().1, 20, "the resize was kept");
+    assert_eq!(
+        back.pool_remaining(q, 2_000).unwrap(),
+        16,
+        "bought's 3 outlived its ttl, confirmed; later holds 1"
+    );
+    assert!(
+        matches!(
+            claim(&mut back, q, 2, "gone", 2_000),
+            Claim::Known { open: false, .. }
+        ),
+        "gone was released"
     );
 }
 

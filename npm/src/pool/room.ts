@@ -7,7 +7,9 @@
  * request that an event answers later: `CLAIMED` once storage kept it (no claim is answered before the
  * write that keeps it is acknowledged: POOL-02), `NOT_CLAIMED` when its wait ran out, `POOL_FAILED`
  * when the write failed, `POOL_ENDED` when the store closed (a claim that took its units and was not
- * yet answered is undone by the engine then: it took nothing, and the store's last write says so). The
+ * yet answered is undone by the engine then: it took nothing, and the store's last write says so). A
+ * release, confirm or resize is answered `DURABLE` or `POOL_FAILED` by its write, even when the store
+ * closes meanwhile: the close waits for that write, so it happens, and its caller is told so. The
  * engine's writes are grouped here in TypeScript (one under way, taken a microtask after the turn's
  * calls: writes.ts), poked after every call (`#after`); their outcome goes back to the engine, and the
  * host's drain hands the pool events it answers here (`event`).
@@ -554,7 +556,9 @@ export class PoolRoom implements PoolStore {
     else if (kind === DURABLE) record.answer(clock, asker => asker.resolve(undefined))
     else if (kind === POOL_FAILED) {
       const cause = this.#host.storageError()
-      record.answer(clock, asker => asker.reject(new StorageError(`${record.place}: storage failed to keep it; it took nothing`, { cause })))
+      // A claim is undone; a release, confirm or resize stands here, written again with the next write.
+      const what = record.claim ? 'it took nothing' : 'it may or may not have been kept'
+      record.answer(clock, asker => asker.reject(new StorageError(`${record.place}: storage failed to keep it; ${what}`, { cause })))
     } else if (kind === POOL_ENDED) {
       const error = this.#host.closed(record.place) ?? new ClosedError(`${record.place}: the store is closed`)
       record.answer(clock, asker => asker.reject(error))

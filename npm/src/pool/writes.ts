@@ -19,7 +19,9 @@
  * - `landed()` resolves only when no flush is scheduled and no write is under way: a store closes its
  *   storage after the pools' last write (the engine's close leaves what changed before it to write, and
  *   the undos of the claims it answered `ClosedError` before their writes were acknowledged: that write
- *   follows the one under way, so storage ends agreeing that they took nothing).
+ *   follows the one under way, so storage ends agreeing that they took nothing). The releases, confirms
+ *   and resizes those writes carry are answered by their outcome before `landed()` resolves (the
+ *   close does not end them: engine pool/write.rs), so `close()` resolves after them.
  * - A failed write is followed by the next (a snapshot: the failed one may or may not have landed)
  *   only after a wait on the store's clock, doubling from `FIRST_RETRY` to `LAST_RETRY` while writes
  *   keep failing, and back to none after one succeeds. Without it a storage that always fails (a full

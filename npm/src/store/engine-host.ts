@@ -743,6 +743,7 @@ export class EngineHost implements LeaseOwner {
     this.drain(n, this.clock.now())
     // What the pools changed before the close is still written, and so are the undos of the claims
     // the close ended while their writes were under way (they took nothing: engine pool/write.rs).
+    // A release, confirm or resize in those writes is answered by them (the close did not end it).
     this.#pools.poke()
     return true
   }

@@ -206,7 +206,9 @@ export class Store implements LockStore, ServedStore {
   /**
    * Closes the store: every lease ends (its signal aborts with a `ClosedError`), every waiter is
    * answered `ClosedError`, and later calls fail `ClosedError`. Does not wait for running fns; a hold
-   * whose fn is still running rejects `ClosedError` when fn settles.
+   * whose fn is still running rejects `ClosedError` when fn settles. A pool claim not yet answered is
+   * answered `ClosedError` and takes nothing; a release, confirm or resize already asked is written,
+   * and answered by that write, before `close()` resolves.
    */
   async close(): Promise<void> {
     const host = this.#host

@@ -38,6 +38,9 @@
 //!   storage once the next write lands (an undo after its claim's record, or, after a failed write,
 //!   a snapshot). A claim that took its units and whose write is not yet answered when the host
 //!   cancels it or the store closes is undone ([`Pools::cancel`], [`Pools::close`]).
+//! - **A release, confirm or resize is answered what happened**: one whose write is under way (or
+//!   waits for the next) when the store closes is not ended by the close; the host's writes after
+//!   the close keep it, and their outcome answers it ([`Pools::close`]).
 //! - Deadlines (waits, ttls, tombstones) are acted on first by every call that takes `now`, as the
 //!   engine's are (calling rule 1), at their instant.
 //!

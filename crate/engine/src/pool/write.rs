@@ -283,13 +283,21 @@ impl Pools {
         Ok(())
     }
 
-    /// The store closes: every pool request ends ([`Event::PoolEnded`], in id order). A claim still
-    /// being written took its units but nobody was told so, and its caller is now answered `closed`:
-    /// it is undone as a cancel undoes it (its units come back, its id is not kept), and the undo is
-    /// logged, so that storage agrees once the host's last write lands — the write under way may
-    /// carry the claim itself, and the undo follows it. Else the units of a claim answered `closed`
-    /// stayed taken in memory and, read back, in storage: capacity nobody held. Open claims stay as
-    /// they are, and what changed is still written (the host takes one last write).
+    /// The store closes: every waiting claim and every claim still being written ends
+    /// ([`Event::PoolEnded`], in id order). A claim still being written took its units but nobody was
+    /// told so, and its caller is now answered `closed`: it is undone as a cancel undoes it (its units
+    /// come back, its id is not kept), and the undo is logged, so that storage agrees once the host's
+    /// last write lands — the write under way may carry the claim itself, and the undo follows it.
+    /// Else the units of a claim answered `closed` stayed taken in memory and, read back, in storage:
+    /// capacity nobody held. Open claims stay as they are, and what changed is still written (the host
+    /// takes one last write).
+    ///
+    /// A release, confirm or resize waiting for its write is not ended: its change is made in memory
+    /// and in that write (the one under way, or the host's last), which the host waits for before its
+    /// storage goes, so it happens; answered `closed`, its caller was told it failed when it had not
+    /// (and asked again after a reopen, a release found no claim). It is answered by that write's
+    /// outcome, as before the close ([`Pools::written`], [`Pools::write_failed`]). Undoing it instead
+    /// would give back a release its caller asked for: units held by nobody who wants them.
     pub fn close(&mut self, events: &mut VecDeque<Event>) {
         let claiming: Vec<(Id, Id)> = self
             .reqs
@@ -302,10 +310,16 @@ impl Pools {
         for (req, claim) in claiming {
             self.undo_unanswered(claim, req);
         }
-        for (req, _) in self.reqs.iter() {
+        let ended: Vec<Id> = self
+            .reqs
+            .iter()
+            .filter(|(_, r)| !matches!(r, PoolReq::Barrier))
+            .map(|(req, _)| req)
+            .collect();
+        for req in ended {
+            self.reqs.remove(req);
             events.push_back(Event::PoolEnded { req });
         }
-        self.reqs.clear();
         for pool in &mut self.pools {
             pool.waiting.clear();
             pool.line = Default::default();
@@ -313,9 +327,11 @@ impl Pools {
         for c in self.claims.iter_mut() {
             c.writing = None;
         }
-        self.writer.next.clear();
+        // The barriers are what is left of the requests: they wait for their writes still.
+        let reqs = &self.reqs;
+        self.writer.next.retain(|&req| reqs.get(req).is_some());
         if let Some(f) = &mut self.writer.inflight {
-            f.reqs.clear();
+            f.reqs.retain(|&req| reqs.get(req).is_some());
         }
         self.timers.clear();
     }

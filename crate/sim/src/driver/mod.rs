@@ -425,10 +425,16 @@ impl Driver {
                 } else {
                     crate::op::Outcome::FailLost
                 };
+                // Told as it went: a release, confirm or resize in it is answered by it.
                 while let Some(seq) = h.pool_disk.settle(outcome) {
                     let now = h.now;
-                    engine.pool_written(seq, now);
-                    h.model().pool_written(now);
+                    if landed {
+                        engine.pool_written(seq, now);
+                        h.model().pool_written(now);
+                    } else {
+                        engine.pool_write_failed(seq, now);
+                        h.model().pool_write_failed(now);
+                    }
                     h.after_call(engine, "pools' write after close")?;
                     if !landed {
                         break;

@@ -24,9 +24,10 @@
 //! - Deadlines, instant by instant: at one instant the waits that ran out leave (in id order), the
 //!   ttls give their units back, each pool's line takes what fits (in pool order), and tombstones are
 //!   forgotten.
-//! - `close` ends every pool request (`PoolEnded`, in id order); a claim that took its units and was
-//!   not yet answered is undone as a cancel undoes it (its caller is told `closed`: it holds
-//!   nothing); what changed is still written.
+//! - `close` ends every claim waiting or being written (`PoolEnded`, in id order); one that took its
+//!   units and was not yet answered is undone as a cancel undoes it (its caller is told `closed`: it
+//!   holds nothing); what changed is still written, and a release, confirm or resize waiting for its
+//!   write is answered by it (`Durable`, `PoolFailed`), as before the close.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -703,7 +704,8 @@ impl PoolModel {
         undone
     }
 
-    /// The store closes: every pool request ends, in id order; a claim not yet answered is undone.
+    /// The store closes: every claim waiting or being written ends, in id order; one not yet answered
+    /// is undone. A barrier (release, confirm, resize) waits for its write still.
     pub fn close(&mut self, events: &mut Vec<Event>) {
         let claiming: Vec<(Id, usize, String)> = self
             .reqs
@@ -716,13 +718,17 @@ impl PoolModel {
         for (req, pool, id) in claiming {
             self.withdraw(pool, &id, req);
         }
-        for &req in self.reqs.keys() {
-            events.push(Event::PoolEnded { req });
-        }
-        self.reqs.clear();
-        self.next.clear();
-        if let Some((reqs, _)) = &mut self.inflight {
-            reqs.clear();
+        self.reqs.retain(|&req, r| {
+            let ends = !matches!(r, MReq::Barrier);
+            if ends {
+                events.push(Event::PoolEnded { req });
+            }
+            !ends
+        });
+        let reqs = &self.reqs;
+        self.next.retain(|req| reqs.contains_key(req));
+        if let Some((inflight, _)) = &mut self.inflight {
+            inflight.retain(|req| reqs.contains_key(req));
         }
         for p in &mut self.pools {
             p.line.clear();
