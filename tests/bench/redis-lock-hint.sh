@@ -14,16 +14,7 @@ M='holdfast:{s:bench:k}:m'; Z='holdfast:{s:bench:k}:z'
 # grace publish ttl maxHold limit channel: tombstones last 100 s, the holders' leases 1,000 s.
 SHORT='60000 PUBLISH 100000 0 2 chan'; LONG='60000 PUBLISH 1000000 0 2 chan'
 redis-cli -p "$port" EVALSHA "$sha_acquire" 2 "$M" "$Z" holder -1 "$LONG" >/dev/null
-node -e '
-const [acq, rel, M, Z, K, n] = process.argv.slice(1)
-const resp = args => `*${args.length}\r\n` + args.map(a => `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`).join("")
-const out = []
-for (let i = 0; i < Number(n); i++) {
-  out.push(resp(["EVALSHA", acq, 2, M, Z, `r${i}`, -1, K]), resp(["EVALSHA", rel, 2, M, Z, `r${i}`, "R1", K]))
-  if (out.length >= 20000) { process.stdout.write(out.join("")); out.length = 0 }
-}
-process.stdout.write(out.join(""))
-' "$sha_acquire" "$sha_release" "$M" "$Z" "$SHORT" "$N" | redis-cli -p "$port" --pipe >/dev/null
+lock_tombstones "$M" "$Z" "$SHORT" "$N"
 redis-cli -p "$port" EVALSHA "$sha_acquire" 2 "$M" "$Z" holder2 -1 "$LONG" >/dev/null
 echo "$(redis-cli -p "$port" HLEN "$M") fields in the meta, $(redis-cli -p "$port" ZCARD "$Z") zset members"
 redis-cli -p "$port" CONFIG RESETSTAT >/dev/null

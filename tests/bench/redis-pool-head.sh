@@ -7,12 +7,7 @@ set -euo pipefail
 N=${1:-200000}
 source "$(dirname "$0")/redis-pool-server.sh"
 # The N tombstones, written as the Lua writes them (record E, deadline f a day on, in their range at 2^51).
-redis-cli -p "$port" EVAL "
-local now = tonumber(redis.call('TIME')[1]) * 1000
-for i = 1, tonumber(ARGV[1]) do
-  redis.call('HSET', KEYS[1], '#t' .. i, string.format('E 1 0 %d', now + 86400000))
-  redis.call('ZADD', KEYS[2], string.format('%d', 2251799813685248 + now + 86400000), 'ft' .. i)
-end" 2 "$M" "$Z" "$N" >/dev/null
+pool_tombstones "$M" "$Z" "$N"
 pool() { redis-cli -p "$port" EVALSHA "$sha" 2 "$M" "$Z" claim C1 "$K" "$@"; }
 pool held 1 0 0 0 f chan >/dev/null        # the one unit, without a ttl
 pool head 1 -1 0 0 f chan >/dev/null       # the head of the line

@@ -23,7 +23,7 @@
  *   first), `e` + id of a tombstone. The index of a semaphore's holders: `H` + id scored 2^52 + its
  *   lease deadline (after every deadline), so that the earliest holder, which a waiter near the head is
  *   told of, is the first of that range (O(log n)) however many waiters' and tombstones' deadlines come
- *   before it. And `z`, after all of them: the zset exists exactly while the meta does, so adding a
+ *   before it, and `inspect` lists the holders without reading the tombstones. And `z`, after all of them: the zset exists exactly while the meta does, so adding a
  *   deadline never makes a key without an expiry.
  *   The index came after the rest, and locks keep no format mark: both layouts are read by both
  *   versions of the Lua. A script of before ignores `H` members (its reap reads scores up to now, its
