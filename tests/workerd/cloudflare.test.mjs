@@ -482,3 +482,31 @@ test('#16 part 1 in the Durable Object: a pool of 10,000 open claims with 36-cha
   const again = await pool('pool-bulk', 'bulk', { ...limited, count: 5_000 })
   assert.deepEqual(again, { claimed: 5_000, remaining: 10_000 }, JSON.stringify(again).slice(0, 500))
 })
+
+test('POOL-01/POOL-03 over Workers RPC: a claimed answer that crossed its caller\'s cancel is withdrawn, and the object keeps the claim when another caller of its id was told claimed (joined while it waited, or answered it open); told to that caller alone, it is undone as if it never was', async () => {
+  // The crossed answer was released at once, though the other caller had been told claimed: its unit
+  // went back to the pool, to be sold again (an oversell).
+  for (const [name, line] of [
+    ['pool-crossed-joined', '1'],
+    ['pool-crossed-known', '0'],
+  ]) {
+    const at = { capacity: 1 }
+    const crossed = await pool(name, 'crossed', { ...at, n: 1, id: 'x', line, others: '1' })
+    assert.deepEqual(crossed.answered, { ok: { claimed: true, remaining: 0 } }, `${name}: ${JSON.stringify(crossed)}`)
+    assert.equal(crossed.told, true, 'the other caller was told claimed')
+    assert.equal(crossed.cancelled.error?.name, 'CancelledError', JSON.stringify(crossed))
+    assert.equal(crossed.remaining, 0, `${name}: the unit the other caller holds is not back in the pool: ${JSON.stringify(crossed)}`)
+    assert.deepEqual(crossed.letGo, { op: 'withdraw', asker: 'string', answer: { ok: 0 } }, `${name}: withdrawn, and kept: the other caller's`)
+    assert.deepEqual(await pool(name, 'claim', { ...at, n: 1, id: 'third' }), { claimed: false, remaining: 0 }, 'not sold again')
+    assert.deepEqual(await pool(name, 'release', { ...at, id: 'x' }), { released: true }, 'the other caller releases what it holds')
+    assert.deepEqual(await pool(name, 'remaining', at), { remaining: 1 })
+  }
+  // Told to the cancelled caller alone: undone, its id forgotten — asked again, a claim anew that takes its unit.
+  const at = { capacity: 1 }
+  const alone = await pool('pool-crossed-alone', 'crossed', { ...at, n: 1, id: 'y', line: '0', others: '0' })
+  assert.deepEqual(alone.letGo, { op: 'withdraw', asker: 'string', answer: { ok: 1 } }, JSON.stringify(alone))
+  assert.equal(alone.remaining, 1, JSON.stringify(alone))
+  assert.deepEqual(await pool('pool-crossed-alone', 'claim', { ...at, n: 1, id: 'y' }), { claimed: true, remaining: 0, id: 'y', units: 1 })
+  assert.deepEqual(await pool('pool-crossed-alone', 'remaining', at), { remaining: 0 }, 'the claim anew holds its unit')
+  assert.deepEqual(await pool('pool-crossed-alone', 'release', { ...at, id: 'y' }), { released: true })
+})

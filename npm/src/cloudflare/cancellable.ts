@@ -2,7 +2,8 @@
  * A Workers RPC call that a signal may cancel (a waiting `acquire`, a waiting pool claim): the caller
  * is answered `CancelledError` as soon as the signal aborts, the object is told (`cancel`), and an
  * answer that still comes and took something (a grant, a claim that raced the cancel) is let go
- * (`letGo`), since nobody will be told of it.
+ * (`letGo`), since this caller will not be told of it: a grant released, a claim withdrawn (which
+ * the object undoes only if it told no other caller of the claim id: worker-pools.ts).
  */
 
 import { CancelledError } from '../errors.js'

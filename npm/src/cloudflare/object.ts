@@ -33,6 +33,10 @@
  *   only once its write resolved, and a restarted object reads them back (POOL-02).
  * - Workers reach them over RPC (`poolClaim`, `poolOp`, `inspectPools`: `workerStore(...).pool()`, worker-pools.ts),
  *   WebSocket clients with the frames of revision 4 (`connect(url).pool()`), as from `holdfast serve`.
+ * - The store keeps whom it answered `claimed` for each open claim (pool/room.ts # Withdrawn claims):
+ *   a WebSocket client's session, or an RPC call's `asker` id. A claim whose `claimed` answer crossed
+ *   its asker's cancel is withdrawn (`poolOp('withdraw')`, the `withdraw` frame of revision 6) and
+ *   undone only if that asker alone was told: another caller told `claimed` keeps it.
  * - A claim not yet answered lives in memory only: an RPC claim's call fails with the restart and is
  *   asked again with its claim id; a WebSocket client with one is closed 1012 after a restart (as one
  *   with holds in line), and asks again with its claim ids. Either way the first outcome if the claim
@@ -765,12 +769,15 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       if (!calls) this.#claims.set(key, (calls = new Set()))
       calls.add(call)
       try {
-        const result = await pool.claim(n, {
+        const options = {
           id: o.id,
           wait: o.wait === null ? Infinity : (o.wait as number),
           signal: call.controller.signal,
           ...(o.ttl === 0 ? {} : { ttl: o.ttl as number }),
-        })
+        }
+        // The store keeps whom it answered `claimed`: the asker id (a string, so the same caller whichever
+        // call carries it; pool/room.ts # Withdrawn claims), which a withdraw names (`poolOp('withdraw')`).
+        const result = await (call.asker === undefined ? pool.claim(n, options) : pool._claimFor(n, options, rpcParty(call.asker)))
         return { ok: { claimed: result.claimed, remaining: result.remaining } }
       } finally {
         calls.delete(call)
@@ -801,8 +808,13 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
           // The asker's calls only (its retries too); with none named, every call of the claim.
           for (const call of this.#claims.get(`${pool.name}\0${claim}`) ?? []) if (asker === undefined || call.asker === asker) call.controller.abort()
           return { ok: 0 }
+        case 'withdraw':
+          // A `claimed` answer that crossed its caller's cancel: undone (1) only if no caller but this
+          // asker was answered `claimed` for it; else (0) it is theirs, and this caller lets it be.
+          if (typeof asker !== 'string') throw new InvalidError(`pool ${pool.name}: withdraw names its asker`)
+          return { ok: (await this.#store._withdrawServed(pool, claim, rpcParty(asker))) ? 1 : 0 }
         default:
-          throw new InvalidError(`pool ${pool.name}: op ${JSON.stringify(op)} must be release, confirm, remaining, resize or cancel`)
+          throw new InvalidError(`pool ${pool.name}: op ${JSON.stringify(op)} must be release, confirm, remaining, resize, cancel or withdraw`)
       }
     } catch (error) {
       return errorAnswer(error)
@@ -931,4 +943,12 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     if (!goodbye) return
     for (const lease of [...this.#leases.keys()]) if (!this.#store._remoteLease(lease)) this.#ended(lease)
   }
+}
+
+/**
+ * The party an RPC caller's asker id stands for in the pools (pool/pool.ts `Party`): marked so that it
+ * never names the same party as a WebSocket client's hello (whose party has no `:`).
+ */
+function rpcParty(asker: string): string {
+  return `rpc:${asker}`
 }

@@ -56,15 +56,19 @@ export interface PoolClaimOptions {
   /**
    * The call's own id (one per `claim()`, the same when asked again after a failed call): a `cancel`
    * naming it ends that caller's wait only, as its signal does in process. Without it, `cancel` ends
-   * every caller's wait of the claim.
+   * every caller's wait of the claim. The object keeps whom it answered `claimed` by it: a `withdraw`
+   * naming it undoes the claim only if no other asker was answered `claimed`.
    */
   asker?: string
 }
 
 /** A claim's outcome: `claimed` and the units left right after it (the first outcome, asked again). */
 export type PoolClaimAnswer = { ok: { claimed: boolean; remaining: number } } | ErrorAnswer
-/** The other pool operations; `ok` is a count: `release` 1 or 0 (whether it held units), `remaining` the units left, else 0. */
-export type PoolOp = 'release' | 'confirm' | 'remaining' | 'resize' | 'cancel'
+/**
+ * The other pool operations; `ok` is a count: `release` 1 or 0 (whether it held units), `withdraw` 1
+ * or 0 (whether it undid the claim), `remaining` the units left, else 0.
+ */
+export type PoolOp = 'release' | 'confirm' | 'remaining' | 'resize' | 'cancel' | 'withdraw'
 export type PoolOpAnswer = { ok: number } | ErrorAnswer
 
 /** The RPC methods of `HoldfastObject`, as a stub offers them. */
@@ -79,7 +83,11 @@ export interface HoldfastObjectRpc {
    * than its own is `invalid`), answered once the object's storage kept the claim (POOL-02).
    */
   poolClaim(name: string, capacity: number, n: number, options: PoolClaimOptions): Promise<PoolClaimAnswer>
-  /** Releases, confirms or cancels (a waiting or unanswered claim: `asker`'s call, or every one) claim `claim`; reads what remains; resizes to `value`. */
+  /**
+   * Releases, confirms or cancels (a waiting or unanswered claim: `asker`'s call, or every one) claim
+   * `claim`; withdraws it (`asker`'s `claimed` answer crossed its cancel: undone only if no other asker
+   * was answered `claimed`); reads what remains; resizes to `value`.
+   */
   poolOp(op: PoolOp, name: string, capacity: number, claim: string, value: number, asker?: string): Promise<PoolOpAnswer>
 }
 

@@ -11,8 +11,11 @@
  * again with the same id: a claim that was kept before the failure answers its first outcome, one that
  * was not is claimed anew. Never units nobody was told of, never twice. A claim whose signal aborts is
  * cancelled on the object, this call's wait only (its `asker` id: another caller of the same claim id
- * keeps waiting, the claim its place in line); a `claimed` answer that raced the cancel is released at
- * once (even if another caller of the id was told it claimed: see docs/cloudflare.md).
+ * keeps waiting, the claim its place in line); a `claimed` answer that raced the cancel is withdrawn at
+ * once, as over a connection (revision 6): the object undoes the claim as if it never was only if it
+ * answered `claimed` to no other asker of its id (another caller, joined to it or asking it since, or a
+ * WebSocket client), whom it stays with; this caller forgets it either way. An object of an older
+ * holdfast, which knows no withdraw, is asked to release it.
  *
  * # Capacity
  * A handle's calls carry its capacity until one was answered (the object makes the pool with it, or
@@ -86,13 +89,9 @@ export class WorkerPools implements PoolStore {
         request.signal,
         answering,
         () => this.#caller.stub(pool.name).poolOp('cancel', pool.name, 0, id, 0, asker),
-        // A claim that raced the cancel is let go.
+        // A claim that raced the cancel is withdrawn: undone only if no other caller was told it (POOL-01).
         answer => {
-          if ('ok' in answer && answer.ok.claimed)
-            this.#caller
-              .stub(pool.name)
-              .poolOp('release', pool.name, 0, id, 0)
-              .catch(() => {})
+          if ('ok' in answer && answer.ok.claimed) this.#withdraw(pool, id, asker).catch(() => {})
         },
       ),
     )
@@ -100,6 +99,20 @@ export class WorkerPools implements PoolStore {
     return answer.claimed
       ? { claimed: true, remaining: answer.remaining, claim: new Claim(pool, id, request.n) }
       : { claimed: false, remaining: answer.remaining }
+  }
+
+  /**
+   * Withdraws claim `id`, whose `claimed` answer to `asker` crossed its cancel (see # Claims and failed
+   * calls). Asked again after a retryable failure: an object that restarted meanwhile no longer knows
+   * whom it told, and keeps the claim (as it keeps any claim it read back), which holds its units until
+   * released or its ttl: never an oversell.
+   */
+  async #withdraw(pool: Pool, id: string, asker: string): Promise<void> {
+    const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
+    const answer = await this.#caller.call(place, pool.name, stub => stub.poolOp('withdraw', pool.name, 0, id, 0, asker), 0)
+    // An older object (no withdraw: `invalid`, naming the ops it knows) can only release it, as before.
+    if ('error' in answer && answer.error.code === 'invalid' && /must be release, confirm, remaining, resize or cancel$/.test(answer.error.message))
+      await this.#caller.call(place, pool.name, stub => stub.poolOp('release', pool.name, 0, id, 0), 0)
   }
 
   async #op(pool: Pool, op: PoolOp, claim: string, value: number): Promise<number> {

@@ -36,17 +36,19 @@ export interface ClaimRequest {
   /** In ms; 0 for none. */
   ttl: number
   /**
-   * @internal Who asks, when a served connection does (its client's `Party`): a `withdraw` of the
-   * claim is undone only if nobody but that client was answered `claimed` (see room.ts # Withdrawn
-   * claims). None: a caller in this process.
+   * @internal Who asks, when a served connection does (its client's `Party`) or a Durable Object's
+   * Workers RPC caller (its asker id): a `withdraw` of the claim is undone only if nobody but that
+   * party was answered `claimed` (see room.ts # Withdrawn claims). None: a caller in this process.
    */
   party?: Party
 }
 
 /**
- * @internal A served client, as the pools tell who was answered `claimed`: the party its hello named
- * (a string: every connection of that client is the same party), or its connection's session (an
- * object: a client whose hello names none). See remote/session.ts `partyOf`.
+ * @internal Who asks for a claim, as the pools tell who was answered `claimed` (room.ts # Withdrawn
+ * claims): a served client — the party its hello named (a string: every connection of that client is
+ * the same party), or its connection's session (an object: a client whose hello names none; see
+ * remote/session.ts `partyOf`) — or a `HoldfastObject`'s Workers RPC caller, by its asker id (a string
+ * that names no client's party: cloudflare/object.ts `rpcParty`).
  */
 export type Party = object | string
 
@@ -101,7 +103,7 @@ export class Pool {
     }
   }
 
-  /** @internal `claim` asked by a served connection, its client `party`: see `ClaimRequest.party`. */
+  /** @internal `claim` asked by a served client or an RPC caller, `party`: see `ClaimRequest.party`. */
   _claimFor(n: number, options: ClaimOptions, party: Party): Promise<ClaimResult> {
     try {
       return this._store._claim(this, { ...this.#request(n, options), party })

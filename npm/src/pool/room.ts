@@ -29,12 +29,14 @@
  * # Withdrawn claims
  * A served client withdraws a claim whose `claimed` answer crossed its caller's cancel (revision 6;
  * an older client releases it, and its connection reads that release as its withdraw:
- * remote/crossed-releases.ts).
+ * remote/crossed-releases.ts), and so does a Worker over Workers RPC (`HoldfastObject`'s
+ * `poolOp('withdraw')`, its call's asker id).
  * Joined, the same claim may have been answered `claimed` to others as well — another client
- * asking the same order id, or a caller in this process — and those hold it: undone, its units would
- * go back to the pool while they believe they have them (POOL-01). So the room keeps, per open claim
- * with an id, who was answered `claimed` (`#told`: the one party — a served client, `Party`, or
- * `LOCAL` — or `MANY`), and undoes a withdraw only when that is the withdrawing client alone. A client
+ * asking the same order id, another Worker's call, or a caller in this process — and those hold it:
+ * undone, its units would go back to the pool while they believe they have them (POOL-01). So the
+ * room keeps, per open claim with an id, who was answered `claimed` (`#told`: the one party — a served
+ * client or an RPC caller, `Party`, or `LOCAL` — or `MANY`), and undoes a withdraw only when that is
+ * the withdrawing party alone. A client
  * whose hello named its party is one party on all its connections: a withdraw that a dropped
  * connection lost, sent again on the next, still undoes the claim it alone was told (pool/client.ts
  * # Claims across dropped connections). A client sends a withdraw for each `claimed` answer it lets
@@ -45,7 +47,7 @@
  * entry goes with its claim (released, withdrawn, asked anew once its id was forgotten; one whose
  * ttl ran out at the next sweep, `#keep`).
  *
- * Only a served client withdraws, so the room keeps nothing until a served connection first asks for
+ * Only a served client (or RPC caller) withdraws, so the room keeps nothing until one first asks for
  * a claim (`#tracking`): a store nobody reaches over a connection pays no entry per claim (measured:
  * 90 bytes a claim, 100,000 claims with ids, Node 20). A claim made before then may have been told
  * to callers here already: answered again once the room keeps entries, it counts as `MANY` (who was
@@ -128,7 +130,7 @@ class Asker {
   signal: AbortSignal | undefined
   onAbort: (() => void) | undefined
   timer: unknown
-  /** The served client that asks (`Party`), or `LOCAL` (see # Withdrawn claims). */
+  /** The served client or RPC caller that asks (`Party`), or `LOCAL` (see # Withdrawn claims). */
   party: Party = LOCAL
 
   constructor(deadline: number) {
@@ -323,7 +325,7 @@ export class PoolRoom implements PoolStore {
   /**
    * @internal A client's `withdraw` (revision 6): undoes the open claim `id`, whose `claimed` answer
    * crossed its asker's cancel, as if it never was (its id forgotten) — only if nobody but `party`
-   * (the client) was answered `claimed` for it: else it stays theirs (see # Withdrawn
+   * (the client, or the RPC caller) was answered `claimed` for it: else it stays theirs (see # Withdrawn
    * claims). `true` once storage kept the undo; `false` at once when nothing was undone.
    */
   withdrawServed(pool: Pool, id: string, party: Party): Promise<boolean> {

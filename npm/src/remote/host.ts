@@ -30,7 +30,8 @@ export interface ServedStore {
   _releaseServed(pool: Pool, id: string): Promise<0 | 1 | 2>
   /**
    * @internal A client's pool withdraw (revision 6): undoes an open claim, its id forgotten, if no
-   * asker but `party` (its client) was answered `claimed` for it; `true` once kept.
+   * asker but `party` (its client, or a Durable Object's RPC caller) was answered `claimed` for it;
+   * `true` once kept.
    */
   _withdrawServed(pool: Pool, id: string, party: Party): Promise<boolean>
   /** @internal Whether claim `id` of pool `name` is open, holding its units (false if there is no such pool). */

@@ -222,7 +222,7 @@ export async function cloudflare(op, q, env) {
     case 'object':
       return { name: objectName(name, key, shard === undefined ? undefined : { shard }), hash: fnv1a(key) }
     case 'pool':
-      return await pools(store, name, q)
+      return await pools(store, name, q, namespace)
     default:
       return { error: { code: null, name: 'NotFound', message: `no such operation ${op}` } }
   }
@@ -232,8 +232,9 @@ export async function cloudflare(op, q, env) {
  * Pools of workerStore (issue #16) kept in the object named by the pool: `step` is one operation, or a
  * scenario run inside one Worker request (concurrent claims, a line of waiting claims).
  */
-async function pools(store, name, q) {
-  const pool = store.pool(name, { capacity: Number(q.get('capacity') ?? 3) })
+async function pools(store, name, q, namespace) {
+  const capacity = Number(q.get('capacity') ?? 3)
+  const pool = store.pool(name, { capacity })
   const n = Number(q.get('n') ?? 1)
   const claimOptions = {}
   if (q.has('id')) claimOptions.id = q.get('id')
@@ -298,9 +299,100 @@ async function pools(store, name, q) {
       for (const id of [first.id, fourth.id]) await pool.release(id)
       return { before, order, first, second, third, fourth, after: await pool.remaining() }
     }
+    case 'crossed':
+      return await crossed(pool, namespace, name, capacity, n, q)
     default:
       return { error: { code: null, name: 'NotFound', message: `no such pool step ${q.get('step')}` } }
   }
+}
+
+/** `namespace`, its stubs holding back `poolClaim`'s answers until `letGo()`, and keeping every `poolOp` asked (`ops`). */
+function parking(namespace) {
+  const parked = { ops: [] }
+  let arrived
+  parked.arrived = new Promise(resolve => (arrived = resolve))
+  let letGo
+  const gate = new Promise(resolve => (letGo = resolve))
+  parked.letGo = letGo
+  parked.namespace = {
+    idFromName: name => namespace.idFromName(name),
+    get(id) {
+      const stub = namespace.get(id)
+      return {
+        poolClaim: async (...args) => {
+          const answer = await stub.poolClaim(...args)
+          arrived(answer)
+          await gate
+          return answer
+        },
+        poolOp: (...args) => {
+          const answer = stub.poolOp(...args)
+          parked.ops.push({ op: args[0], asker: args[5], answer })
+          return answer
+        },
+      }
+    },
+  }
+  return parked
+}
+
+/**
+ * POOL-01/POOL-03 over Workers RPC: a claim `id` whose `claimed` answer crosses its caller's cancel —
+ * its answer held back on its way (`parking`) while its signal aborts — then let through, so that the
+ * caller's workerStore lets the claim go (the op it asks is reported). With `line`, the claim first
+ * waits in line behind a holder of every unit; with `others`, a second caller (another workerStore)
+ * asks the same id meanwhile (joined to it while it waits, or answered the open claim) and is told
+ * `claimed` before the cancel. Then a claim of another id tells whether the units went back.
+ */
+async function crossed(pool, namespace, name, capacity, n, q) {
+  const id = q.get('id') ?? 'crossed'
+  const line = q.get('line') === '1'
+  const others = q.get('others') === '1'
+  const parked = parking(namespace)
+  const mine = workerStore(parked.namespace).pool(name, { capacity })
+  const object = namespace.get(namespace.idFromName(name))
+  const waiting = async () => (await object.inspectPools()).find(p => p.name === name)?.waiting ?? 0
+  if (line) assert((await pool.claim(capacity, { id: `${id}-holder` })).claimed, 'the holder took every unit')
+  const ac = new AbortController()
+  const asked = mine.claim(n, { id, wait: '10s', signal: ac.signal }).then(
+    r => ({ claimed: r.claimed }),
+    e => errorInfo(e),
+  )
+  if (line) await poll(async () => (await waiting()) === 1, 'the claim waits in line')
+  const other = others ? pool.claim(n, { id, wait: '10s' }) : undefined
+  if (line) {
+    // The other caller's ask reaches the object before the units come back, or after: joined to the
+    // claim, or answered it open; it is told `claimed` before the cancel either way.
+    await sleep(100)
+    assert(await pool.release(`${id}-holder`), 'the holder let go')
+  }
+  const answered = await parked.arrived
+  const told = other ? (await other).claimed : undefined
+  ac.abort('enough')
+  const cancelled = await asked
+  parked.letGo()
+  const letGo = await poll(() => parked.ops.find(o => o.op !== 'cancel'), 'the crossed claim is let go')
+  return {
+    answered,
+    told,
+    cancelled,
+    ops: parked.ops.map(o => o.op),
+    letGo: { op: letGo.op, asker: typeof letGo.asker, answer: await letGo.answer },
+    remaining: await pool.remaining(),
+  }
+}
+
+function assert(ok, what) {
+  if (!ok) throw new Error(`crossed: ${what} failed`)
+}
+
+/** `check()`'s first truthy answer, asked every 20 ms for at most 5 s. */
+async function poll(check, what) {
+  for (const started = Date.now(); Date.now() - started < 5_000; await sleep(20)) {
+    const value = await check()
+    if (value) return value
+  }
+  throw new Error(`crossed: ${what}: not within 5 s`)
 }
 
 export async function cloudflareRoute(op, q, env) {
