@@ -1,6 +1,6 @@
 import { openStore } from '../src/entry/node.js'
 import { memoryStorage } from '../src/storage/storage.js'
-import { Protocol, Session } from '../src/remote/session.js'
+import { Protocol, Session, type SessionHooks } from '../src/remote/session.js'
 import { REVISION, decodeServerAll, encodeClient, type ServerFrame } from '../src/remote/wire.js'
 import type { Socket } from '../src/runtime/transport.js'
 import type { Clock } from '../src/util/clock.js'
@@ -10,9 +10,9 @@ import type { Clock } from '../src/util/clock.js'
  * client's message, as its connection would, and `frames` answers what the server sent it since the
  * last call. The session has said hello.
  */
-export async function servedSession({ revision = REVISION, ...options }: { clock?: Clock; revision?: number } = {}) {
+export async function servedSession({ revision = REVISION, hooks = {}, ...options }: { clock?: Clock; revision?: number; hooks?: SessionHooks } = {}) {
   const store = await openStore({ storage: memoryStorage(), ...options })
-  const protocol = new Protocol(() => store as never, 'token', {})
+  const protocol = new Protocol(() => store as never, 'token', hooks)
   const sent: Uint8Array[] = []
   const socket = { send: (f: Uint8Array) => void sent.push(f), close() {}, onMessage() {}, onClose() {} } as unknown as Socket
   const session = new Session(1, socket, protocol)
@@ -24,5 +24,5 @@ export async function servedSession({ revision = REVISION, ...options }: { clock
     sent.length = 0
     return all
   }
-  return { store, send: (bytes: Uint8Array) => protocol.frame(session, bytes), frames }
+  return { store, session, send: (bytes: Uint8Array) => protocol.frame(session, bytes), frames }
 }

@@ -13,10 +13,14 @@
  *   go (the next in line moves up) and its caller is answered a `StorageError`, so no holder is told
  *   of a lease a restart would forget. A renewal too is answered once kept; one whose write fails is
  *   answered a `StorageError`, which its holder takes as no answer and asks again (see `#renewedFor`).
- *   A release (and `cancel` of a granted hold) deletes the kept lease before it lets the key go and is
- *   answered; a delete that fails lets nothing go and answers a `StorageError` (see `#unkeep`). A
- *   WebSocket client's release is not: the protocol's release is answered at once (id 0: not at all),
- *   its delete still best effort (`#ended`).
+ *   A release (and `cancel` of a granted hold), over RPC and from a WebSocket client alike, deletes the
+ *   kept lease before it lets the key go and is answered; a delete that fails lets nothing go and
+ *   answers a `StorageError` (see `#unkeep`). A WebSocket client's frames that come after its release
+ *   act once the release did (the protocol holds them back: session.ts `Session.queue`); a release of
+ *   frame id 0 (as `connect()` sends) is answered nothing, so one whose delete failed leaves the lease
+ *   to its ttl, its client no longer renewing it. A goodbye too deletes the client's kept leases before
+ *   it lets them go; one whose delete failed stays held to its ttl (the goodbye then ends the
+ *   connection as a drop does: `#leaving`).
  * - A restarted object (evicted, moved, or reset) takes its leases back before it answers anything:
  *   each is held again with the same lease and request ids, so renewals and a repeated `acquire` find
  *   it, and it ends at the deadline it had unless renewed. Its holder keeps the fence it was told; the
@@ -383,6 +387,9 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         granted: (record, fence) => this.#granted(record, fence),
         renewed: (lease, ttl) => this.#renewedFor(lease, ttl),
         ended: lease => this.#ended(lease),
+        // Its kept lease deleted first, as an RPC release does (the protocol holds the client's next frames back meanwhile).
+        releasing: lease => (this.#leases.has(lease) ? this.#unkeep(lease) : undefined),
+        leaving: session => this.#leaving(session.conn),
         welcomed: session => this.#attach(session),
         waiting: session => this.#attach(session),
         closed: (session, goodbye) => this.#closed(session, goodbye),
@@ -591,16 +598,20 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   }
 
   /**
-   * Deletes a lease's kept record before its release (RPC `release`, or `cancel` of a granted hold) lets
-   * the key go and is answered. A release answered while the record stays would be undone by a restart:
-   * the lease taken back would hold its key with no holder until its old deadline. So a delete that
-   * fails lets nothing go: the lease stays held and kept, and the call rejects a `StorageError`, which
-   * its holder asks again (workerStore does) — as for a renewal whose write failed.
+   * Deletes a lease's kept record before its release (`release`, or `cancel` of a granted hold, over RPC
+   * or a WebSocket client's frame; a goodbye's, `#leaving`) lets the key go and is answered. A release
+   * answered while the record stays would be undone by a restart: the lease taken back would hold its
+   * key with no holder until its old deadline. So a delete that fails lets nothing go: the lease stays
+   * held and kept, and the call rejects a `StorageError`, which its holder asks again (workerStore
+   * does) — as for a renewal whose write failed.
    */
   async #unkeep(lease: string): Promise<void> {
     const kept = this.#leases.get(lease)
     if (!kept) return
     // Out of the map while the delete is under way: no write of it (a renewal's) may land after it.
+    // Nor does a renewal of it act meanwhile, to be answered with no deadline written: workerd delivers
+    // no call or frame while a storage operation is outstanding (the input gate), and a WebSocket
+    // client's frames after its release wait for it (session.ts `Session.queue`).
     this.#leases.delete(lease)
     try {
       await this.#state.storage.delete(LEASE_PREFIX + lease)
@@ -609,6 +620,27 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       if (this.#store._remoteLease(lease) && !this.#leases.has(lease)) this.#leases.set(lease, kept)
       throw storageFailed(`${placeOf(kept)}: the object's storage did not delete the lease, so it was not released (ask again)`, error)
     }
+  }
+
+  /**
+   * A WebSocket client's goodbye: the kept leases of its connection are deleted before they are let
+   * go, each as a release deletes it (`#unkeep`), and each whose delete was done is let go here.
+   * Answers whether all were (`undefined` when it holds none): if not, the goodbye ends the
+   * connection as a drop does, and a lease whose delete failed stays held, to its ttl.
+   */
+  #leaving(conn: number): Promise<boolean> | undefined {
+    const leases = [...this.#leases.keys()].filter(lease => this.#store._remoteLease(lease)?.conn === conn)
+    if (leases.length === 0) return undefined
+    const forget = (lease: string) =>
+      this.#unkeep(lease).then(
+        () => {
+          this.#store._releaseRemote(lease)
+          this.#ended(lease)
+          return true
+        },
+        () => false,
+      )
+    return Promise.all(leases.map(forget)).then(done => done.every(Boolean))
   }
 
   /** A lease ended (released, lost, expired, revoked): forget it. */
@@ -885,7 +917,10 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     if (!session) return
     if (typeof message === 'string') return session.refuse(0, 'protocol', 'server: text messages are not frames (send binary)')
     if (message.byteLength > MAX_FRAME) return session.refuse(0, 'protocol', `server: a frame of ${message.byteLength} bytes is over ${MAX_FRAME}`)
-    this.#protocol.frame(session, new Uint8Array(message))
+    // Frames behind a release wait for its kept lease's delete (see #unkeep): the attachment is looked at once they acted.
+    const ran = this.#protocol.frame(session, new Uint8Array(message))
+    if (ran !== undefined) await ran
+    if (session.ended) return
     // A claim unanswered lives in memory only, as a hold in line does: the socket says so (see #attach).
     if (attachmentOf(ws)?.waiting !== this.#waitingOf(session)) this.#attach(session)
   }

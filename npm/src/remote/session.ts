@@ -19,6 +19,14 @@
  *   `ended`), so that a host that keeps leases never misses one; `granted` answers the fence to tell,
  *   or a promise of it when the host must keep the lease first: the grant is sent once it resolves,
  *   and an error frame in its place if it rejects (the host let the lease go).
+ * - A host that keeps leases forgets one before its client's release lets it go (`releasing`: a
+ *   `release`, or a `cancel` of a granted hold): the key is let go and the frame answered once that
+ *   resolved; if it rejects, nothing is let go, the lease stays held (until its ttl, unless asked
+ *   again) and the frame is answered the error (a release of id 0, as `connect()` sends, is answered
+ *   nothing either way). Meanwhile the session's later frames, of the same message or later ones,
+ *   wait (`Session.queue`): they act after the release, in the order sent, as they would at once.
+ *   A `goodbye` likewise (`leaving`): the leases the host forgot are let go; if it failed to forget
+ *   one, the session ends as a dropped connection, which leaves that lease to its ttl.
  * - A session ends once: `goodbye` ends its leases and waiting holds at once; a dropped connection
  *   (`dropped`) ends only its waiting holds, which keep their place for their ttl, while its leases
  *   live until their ttl (LOCK-05).
@@ -99,6 +107,19 @@ export interface SessionHooks {
   renewed?(lease: string, ttl: number): void | Promise<void>
   /** A lease ended (released, cancelled, lost, or found lost at a renewal). */
   ended?(lease: string): void
+  /**
+   * A lease is to be released by its client (a `release` frame, or a `cancel` of a granted hold): a
+   * promise when the host must forget what it kept of it first. The key is let go (and `ended` told)
+   * once it resolves; if it rejects, the lease stays held and the frame is answered the error.
+   */
+  releasing?(lease: string): Promise<void> | undefined
+  /**
+   * A session says goodbye: a promise when the host must forget what it kept of the session's leases
+   * first, resolved with whether it forgot every one. The host lets go those it forgot; if it failed
+   * to forget one, the session ends as a dropped connection (that lease lives until its ttl), else
+   * as goodbye does.
+   */
+  leaving?(session: Session): Promise<boolean> | undefined
   /** A session presents the right token: answers why it is refused (a limit reached), or nothing to welcome it. */
   admit?(session: Session): string | undefined
   /** A session said hello with the right token. */
@@ -129,6 +150,12 @@ export class Session implements RemoteSink {
   crossed: CrossedReleases | undefined
   /** Its client, as the pools tell who was answered a claim: the party its hello named (`partyOf`), else this session. */
   party: Party = this
+  /**
+   * While a release (or goodbye) of this session waits for its host (`SessionHooks.releasing`,
+   * `leaving`): the frames read since, which act once it is answered, in order; `ran` resolves once
+   * none is left.
+   */
+  queue: { frames: (ClientFrame | HeldFrame)[]; ran: Promise<void>; done: () => void } | undefined
 
   constructor(
     /** The connection's number in the engine (u32). */
@@ -252,8 +279,11 @@ export class Protocol {
     this.hooks = hooks
   }
 
-  /** A message from `session`'s connection: one frame, or a batch of them (revision 3). */
-  frame(session: Session, bytes: Uint8Array): void {
+  /**
+   * A message from `session`'s connection: one frame, or a batch of them (revision 3). Answers a
+   * promise when some of its frames wait behind a release (see `Session.queue`), resolved once they acted.
+   */
+  frame(session: Session, bytes: Uint8Array): void | Promise<void> {
     if (session.ended || session.closing) return
     session.heard = true
     let frames: (ClientFrame | HeldFrame)[]
@@ -282,18 +312,66 @@ export class Protocol {
     if (session.revision < BATCHES && isBatch(bytes)) {
       return session.refuse(0, 'protocol', `server: a batch from a client of revision ${session.revision} (batches need revision ${BATCHES}, said in hello)`)
     }
-    for (const frame of frames) {
-      if (session.ended || session.closing) return
+    const queue = session.queue
+    if (queue === undefined) return this.#run(session, frames)
+    // Behind a release the host is keeping: these act after it, in order.
+    for (const frame of frames) queue.frames.push(frame)
+    return queue.ran
+  }
+
+  /**
+   * Acts on `frames` in order. A release the host keeps first (`SessionHooks.releasing`) holds back
+   * the rest, and what comes meanwhile (`Session.queue`), until it is answered: answers the queue's
+   * `ran` then.
+   */
+  #run(session: Session, frames: (ClientFrame | HeldFrame)[]): Promise<void> | undefined {
+    for (let i = 0; i < frames.length; i++) {
+      if (session.ended || session.closing) return undefined
+      const frame = frames[i]!
       // Whatever its token, a second hello could only be a confused or probing client.
-      if (frame.type === 'hello') return session.refuse(frame.id, 'protocol', 'server: a second hello on this connection (a connection says hello once, first)')
+      if (frame.type === 'hello') {
+        session.refuse(frame.id, 'protocol', 'server: a second hello on this connection (a connection says hello once, first)')
+        return undefined
+      }
+      let held: void | Promise<void>
       try {
-        this.#dispatch(session, frame)
+        held = this.#dispatch(session, frame)
       } catch (error) {
         const e = error as { code?: unknown; message?: unknown }
         const code = typeof e?.code === 'string' ? (e.code as ErrorCode) : 'closed'
         session.send(frame.id, { type: 'error', code, message: String(e?.message ?? error) })
+        continue
       }
+      // (Every other frame answers nothing: a socket's `close` returned, at most.)
+      if (!(held instanceof Promise)) continue
+      let queue = session.queue
+      if (queue === undefined) {
+        let done!: () => void
+        const ran = new Promise<void>(resolve => (done = resolve))
+        queue = session.queue = { frames: [], ran, done }
+      }
+      // The rest of this message go before what came since.
+      queue.frames.unshift(...frames.slice(i + 1))
+      const waited = queue
+      void held.then(() => this.#drain(session, waited))
+      return queue.ran
     }
+    return undefined
+  }
+
+  /** The release the frames of `queue` waited for was answered: they act now (until another holds them back). */
+  #drain(session: Session, queue: NonNullable<Session['queue']>): void {
+    const frames = queue.frames
+    queue.frames = []
+    let again: Promise<void> | undefined
+    try {
+      again = this.#run(session, frames)
+    } catch {
+      // the connection went away meanwhile
+    }
+    if (again !== undefined) return
+    if (session.queue === queue) session.queue = undefined
+    queue.done()
   }
 
   /** `session`'s connection ended without goodbye: its waiting holds step aside, its leases live on. */
@@ -316,7 +394,8 @@ export class Protocol {
     this.hooks.closed?.(session, goodbye)
   }
 
-  #dispatch(session: Session, frame: ClientFrame | HeldFrame): void {
+  /** Acts on one frame: a promise when it is a release (or goodbye) that waits for its host (see `#released`). */
+  #dispatch(session: Session, frame: ClientFrame | HeldFrame): void | Promise<void> {
     const store = this.#store()
     const hooks = this.hooks
     switch (frame.type) {
@@ -360,6 +439,9 @@ export class Protocol {
       }
       case 'release': {
         const lease = 'w0' in frame ? frame : frame.lease
+        // A host that keeps leases forgets it first (spelt only for such a host, as for `ended`).
+        const unkeeping = hooks.releasing?.(hexOfId(lease))
+        if (unkeeping !== undefined) return this.#released(session, frame.id, unkeeping, () => this.#store()._releaseRemote(lease), hexOfId(lease))
         store._releaseRemote(lease)
         // Spelt only for a host that listens (a call through `?.` reads no argument when it has none).
         hooks.ended?.(hexOfId(lease))
@@ -369,6 +451,15 @@ export class Protocol {
       }
       case 'cancel': {
         const record = store._remoteRequest(frame.request)
+        // A granted hold is released: as by `release`, once its host forgot it.
+        const unkeeping = record?.holding ? hooks.releasing?.(record.lease) : undefined
+        if (record && unkeeping !== undefined) {
+          const end = () => {
+            const store = this.#store()
+            if (store._remoteRequest(record.request) === record && record.holding) store._endRemote(record)
+          }
+          return this.#released(session, frame.id, unkeeping, end, record.lease)
+        }
         if (record) {
           const waiting = !record.holding
           store._endRemote(record)
@@ -394,6 +485,22 @@ export class Protocol {
         // The client's heartbeat (revision 5): any client's is answered, with a type every client knows.
         return session.send(frame.id, { type: 'done' })
       case 'goodbye': {
+        // A host that keeps leases forgets the session's first (as for a release).
+        const leaving = hooks.leaving?.(session)
+        if (leaving !== undefined) {
+          const id = frame.id
+          const bye = (all: boolean) => {
+            if (session.ended) return
+            this.#end(session, all)
+            try {
+              session.send(id, { type: 'done' })
+              session.socket.close(1000, 'goodbye')
+            } catch {
+              // the connection went away meanwhile
+            }
+          }
+          return leaving.then(bye, () => bye(false))
+        }
         this.#end(session, true)
         session.send(frame.id, { type: 'done' })
         return session.socket.close(1000, 'goodbye')
@@ -410,6 +517,29 @@ export class Protocol {
         }
         return this.#pool(session, frame, store)
     }
+  }
+
+  /**
+   * A release (or a cancel of a granted hold) that waits for its host to forget the lease
+   * (`unkeeping`): once that resolved, `release` lets the key go and the frame `id` is answered
+   * `done`; if it rejected, nothing is let go and the frame is answered the error. Resolves either
+   * way (the session's frames held back behind it go on then).
+   */
+  #released(session: Session, id: number, unkeeping: Promise<void>, release: () => void, lease: string): Promise<void> {
+    return unkeeping.then(
+      () => {
+        try {
+          release()
+        } catch {
+          // the store closed meanwhile: it holds nothing
+        }
+        this.hooks.ended?.(lease)
+        if (id !== 0) session.later(id, { type: 'done' })
+      },
+      error => {
+        if (id !== 0) session.later(id, errorMessage(error))
+      },
+    )
   }
 
   /** A pool frame (revision 4): its answer comes when the store's (`later`). */

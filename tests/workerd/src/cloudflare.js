@@ -65,6 +65,12 @@ export class CountingHoldfast extends HoldfastObject {
     return leases.size
   }
 
+  /** The leases this object keeps, as kept: lease id and deadline. */
+  async keptLeases() {
+    const leases = await this.ctx.storage.list({ prefix: 'holdfast.lease.' })
+    return [...leases.values()].map(kept => ({ lease: kept.lease, expiresAt: kept.expiresAt }))
+  }
+
   async alarms() {
     const leases = await this.ctx.storage.list({ prefix: 'holdfast.lease.' })
     return { alarms: (await this.ctx.storage.get('test.alarms')) ?? 0, leases: leases.size }
@@ -210,6 +216,8 @@ export async function cloudflare(op, q, env) {
       return await stub().inspectPools()
     case 'alarms':
       return await stub().alarms()
+    case 'kept':
+      return await stub().keptLeases()
     case 'refuse-writes':
       return { refused: await stub().refuseLeaseWrites(Number(q.get('n') ?? 1)) }
     case 'refuse-deletes':

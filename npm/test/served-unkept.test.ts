@@ -1,0 +1,122 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { StorageError } from '../src/errors.js'
+import { batchOf, encodeClient, type ServerFrame } from '../src/remote/wire.js'
+import { servedSession } from './served.js'
+
+/**
+ * LOCK-05 for a host that keeps leases (the Durable Object: cloudflare/object.ts): a client's release
+ * waits for the host to forget the lease (`releasing`), lets the key go only then, and answers the
+ * host's error when it could not; the frames the client sent after it act after it, in order — a
+ * renewal of the lease, a hold of its key — whether in the same message or a later one. A goodbye
+ * likewise (`leaving`): one whose leases the host could not forget ends as a dropped connection.
+ */
+
+const request = (i: number) => i.toString(16).padStart(32, '0')
+const hold = (id: number, key: string) =>
+  encodeClient(id, { type: 'hold', semaphore: false, limit: 1, name: 'x', key, ttl: 30_000, maxHold: 0, wait: 0, request: request(id) })
+
+/** A host whose forgetting waits until the test settles it: `settle(error?)` the oldest under way. */
+async function host() {
+  const pending: { resolve: () => void; reject: (e: unknown) => void }[] = []
+  const leaving: ((all: boolean) => void)[] = []
+  const s = await servedSession({
+    hooks: {
+      releasing: () => new Promise<void>((resolve, reject) => pending.push({ resolve, reject })),
+      leaving: () => new Promise<boolean>(resolve => leaving.push(resolve)),
+    },
+  })
+  const settle = (error?: unknown) => {
+    const p = pending.shift()!
+    if (error) p.reject(error)
+    else p.resolve()
+  }
+  const granted = (frames: ServerFrame[], id: number) => {
+    const frame = frames.find(f => f.id === id)
+    assert.equal(frame?.type, 'granted', `frame ${id}: ${JSON.stringify(frames)}`)
+    return frame as { lease: string; fence: number }
+  }
+  return { ...s, pending, leaving, settle, granted }
+}
+
+const tick = () => new Promise(resolve => setImmediate(resolve))
+const types = (frames: ServerFrame[]) => frames.map(f => [f.id, f.type, (f as { code?: string }).code].filter(x => x !== undefined))
+
+test('LOCK-05: a release that waits for its host holds back the frames after it, in the same message and later ones; refused, it lets nothing go and answers the error', async () => {
+  const s = await host()
+  s.send(hold(1, 'a'))
+  const a = s.granted(s.frames(), 1)
+  s.send(batchOf([encodeClient(2, { type: 'release', lease: a.lease }), encodeClient(3, { type: 'renew', lease: a.lease }), hold(4, 'a')], false))
+  s.send(encodeClient(5, { type: 'inspect' }))
+  await tick()
+  assert.deepEqual(s.frames(), [], 'nothing acts while the release waits')
+  assert.equal(s.pending.length, 1)
+  s.settle(new StorageError('lock x: key "a": not released (ask again)'))
+  await tick()
+  const frames = s.frames()
+  assert.deepEqual(types(frames), [
+    [2, 'error', 'storage'],
+    [3, 'renewed'],
+    [4, 'busy'],
+    [5, 'inspected'],
+  ])
+  assert.deepEqual(
+    s.store.inspectKeys().map(k => [k.key, k.holders.length]),
+    [['a', 1]],
+    'still held',
+  )
+  // Asked again and forgotten: released, and a hold after it in the same message gets the key.
+  s.send(batchOf([encodeClient(6, { type: 'release', lease: a.lease }), hold(7, 'a')], false))
+  s.settle()
+  await tick()
+  const after = s.frames()
+  assert.deepEqual(types(after), [
+    [6, 'done'],
+    [7, 'granted'],
+  ])
+  assert.ok(s.granted(after, 7).fence > a.fence)
+  await s.store.close()
+})
+
+test('LOCK-05: a release of frame id 0 that waits for its host is answered nothing either way; a cancel of a granted hold waits as a release does', async () => {
+  const s = await host()
+  s.send(hold(1, 'a'))
+  const a = s.granted(s.frames(), 1)
+  s.send(encodeClient(0, { type: 'release', lease: a.lease }))
+  s.send(hold(2, 'a'))
+  s.settle(new StorageError('not released'))
+  await tick()
+  assert.deepEqual(types(s.frames()), [[2, 'busy']])
+  s.send(encodeClient(3, { type: 'cancel', request: request(1) }))
+  s.send(hold(4, 'a'))
+  await tick()
+  assert.deepEqual(s.frames(), [])
+  s.settle()
+  await tick()
+  assert.deepEqual(types(s.frames()), [
+    [3, 'done'],
+    [4, 'granted'],
+  ])
+  await s.store.close()
+})
+
+test('LOCK-05: a goodbye whose leases its host could not all forget ends the session as a dropped connection (its leases to their ttl); one it forgot, as goodbye', async () => {
+  for (const all of [false, true]) {
+    const s = await host()
+    s.send(hold(1, 'a'))
+    s.granted(s.frames(), 1)
+    s.send(encodeClient(2, { type: 'goodbye' }))
+    await tick()
+    assert.deepEqual(s.frames(), [], 'answered once the host forgot')
+    s.leaving.shift()!(all)
+    await tick()
+    assert.deepEqual(types(s.frames()), [[2, 'done']])
+    assert.equal(s.session.ended, true)
+    assert.deepEqual(
+      s.store.inspectKeys().map(k => k.key),
+      all ? [] : ['a'],
+      all ? 'let go at the goodbye' : 'left to its ttl',
+    )
+    await s.store.close()
+  }
+})
