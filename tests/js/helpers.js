@@ -1,5 +1,6 @@
 // Shared by the JS tests. They import the package by its name, so they run against the package as
 // `npm pack` built it and a user installed it (tests/js/run.sh sets that up).
+import assert from 'node:assert/strict'
 import { openStore, memoryStorage } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 
@@ -46,6 +47,22 @@ export async function storeOutOfFences() {
       for (let i = 0; i < 1_100_000 && store._footprint()[1] === 0; i++) other.hold('x', () => {})
     },
     letWrite: () => blocked.open(),
+  }
+}
+
+/**
+ * The holds recorded in `seen` (`{ i, fence }`, as each entered) entered in the order they asked (`i`
+ * from 0 to n-1), each with a fence above the one before, the first above `after`.
+ */
+export function inOrder(seen, n, after) {
+  assert.deepEqual(
+    seen.map(s => s.i),
+    Array.from({ length: n }, (_, i) => i),
+  )
+  let last = after
+  for (const { fence } of seen) {
+    assert.ok(fence > last, `fence ${fence} after ${last}`)
+    last = fence
   }
 }
 

@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { CancelledError, ClosedError, InUseError, InvalidError, LimitError } from 'holdfast'
-import { isSettled, openTestStore, settle, storeOutOfFences } from './helpers.js'
+import { inOrder, isSettled, openTestStore, settle, storeOutOfFences } from './helpers.js'
 
 /** `n` holds of `key` on `handle`, each recording its index and fence; at most one inside at a time. */
 function holdsInTurn(handle, key, n, seen, options = { wait: Infinity }) {
@@ -19,18 +19,6 @@ function holdsInTurn(handle, key, n, seen, options = { wait: Infinity }) {
       inside--
     }),
   )
-}
-
-function inOrder(seen, n, after) {
-  assert.deepEqual(
-    seen.map(s => s.i),
-    Array.from({ length: n }, (_, i) => i),
-  )
-  let last = after
-  for (const { fence } of seen) {
-    assert.ok(fence > last, `fence ${fence} after ${last}`)
-    last = fence
-  }
 }
 
 test('#17 LOCK-01, LOCK-02: holds waiting without a time limit for a key granted by the store itself wait in the store\'s own line (the engine never knows the key), served in order with growing fences', async () => {

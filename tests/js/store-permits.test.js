@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { CancelledError, ClosedError, InUseError, InvalidError } from 'holdfast'
-import { gate, isSettled, openTestStore, settle, storeOutOfFences } from './helpers.js'
+import { gate, inOrder, isSettled, openTestStore, settle, storeOutOfFences } from './helpers.js'
 
 /** `n` holds of `key` on `handle`, each recording its index and fence and how many were inside at once. */
 function holdsInLine(handle, key, n, seen, options = { wait: Infinity }) {
@@ -19,19 +19,6 @@ function holdsInLine(handle, key, n, seen, options = { wait: Infinity }) {
       seen.inside--
     }),
   )
-}
-
-/** The holds of `seen` entered in the order they asked, each with a fence above the one before (from `after`). */
-function inOrder(seen, n, after) {
-  assert.deepEqual(
-    seen.map(s => s.i),
-    Array.from({ length: n }, (_, i) => i),
-  )
-  let last = after
-  for (const { fence } of seen) {
-    assert.ok(fence > last, `fence ${fence} after ${last}`)
-    last = fence
-  }
 }
 
 test('#17 LOCK-01, LOCK-02: a semaphore\'s key is granted by the store itself up to its limit, then holds waiting without a time limit wait in the store\'s own line (the engine never knows the key), served in order as permits free, with growing fences, never more than the limit inside', async () => {

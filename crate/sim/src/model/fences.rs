@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use holdfast_engine::fence::MAX_FENCE;
-use holdfast_engine::{Error, Event, Failure, Hold};
+use holdfast_engine::{Error, Event, Failure, Hold, Id};
 
 use super::{refuse, Key, Model, Request, State};
 
@@ -101,21 +101,7 @@ impl Model {
             line: VecDeque::new(),
             stalled: false,
         });
-        let state = State::Holding {
-            fence,
-            since,
-            revoke_at: None,
-            expires_at: None,
-        };
-        self.add(
-            req,
-            Request {
-                res,
-                key,
-                state,
-                remote: None,
-            },
-        )
+        self.add_adopted(res, key, req, fence, since)
     }
 
     /// `Engine::adopt_into`: the host hands over one more holder of key `key` of resource `res`,
@@ -147,12 +133,26 @@ impl Model {
                 key: key_id,
                 fence: f,
             }) if *f == fence && *key_id == k.id => *req,
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "adopt_into: the model grants fence {fence} in {:?}, the engine answered {other:?}",
                 k.id
-            )),
+            ))
+            }
         };
         k.holders.push(req);
+        self.add_adopted(res, key, req, fence, since)
+    }
+
+    /// The request of an adopted holder: holding with `fence` since `since`, no deadline.
+    fn add_adopted(
+        &mut self,
+        res: usize,
+        key: usize,
+        req: Id,
+        fence: u64,
+        since: u64,
+    ) -> Result<(), String> {
         let state = State::Holding {
             fence,
             since,
