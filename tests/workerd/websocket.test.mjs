@@ -504,3 +504,31 @@ test('LOCK-05: a goodbye whose kept lease the object\'s storage fails to delete 
   await server.getWorker().evictDurableObject('CountingHoldfast', { name, webSockets: 'hibernate' })
   assert.equal((await next.ask(id => encode.hold(id, { name: 'jobs', key: 'g', ttl: 60_000, wait: 0 }))).type, 'granted', 'free at once, and after a restart')
 })
+
+test('LOCK-05: a goodbye lets none of its client\'s leases go to a hold of that client still in line (its waiters leave first, as the engine\'s goodbye has them); with one delete refused, that hold does not keep the key it was handed to its ttl', async t => {
+  // #leaving lets each lease go as its delete is done, before the session ends: a key let go so is
+  // handed to the next in line, which may be this client's own hold, granted after its goodbye. One
+  // delete refused, the session then ends as a drop, which leaves a holding lease to its ttl: the key
+  // is held for that ttl by a hold its client said goodbye to (and nobody renews).
+  const name = 'bye-own-waiter'
+  const at = `${name}?ns=counting`
+  const refuse = async n =>
+    assert.deepEqual(await (await fetch(`${http}/cf/refuse-deletes?ns=counting&name=${name}&n=${n}`)).json(), { refused: n })
+  const leaving = await raw(t, at, { revision: 6 })
+  const other = await raw(t, at, { revision: 6 })
+  // 'b' first: its kept lease is the first the goodbye deletes, the one refused.
+  const b = await leaving.ask(id => encode.hold(id, { name: 'jobs', key: 'b', ttl: 60_000, wait: 0 }))
+  assert.equal(b.type, 'granted', JSON.stringify(b))
+  const a = await leaving.ask(id => encode.hold(id, { name: 'jobs', key: 'a', ttl: 60_000, wait: 0 }))
+  assert.equal(a.type, 'granted', JSON.stringify(a))
+  // A second hold of 'a' by the same client, in line behind its own lease.
+  const inLine = leaving.ask(id => encode.hold(id, { name: 'jobs', key: 'a', ttl: 60_000 }))
+  inLine.catch(() => {})
+  const ping = await leaving.ask(id => encode.ping(id))
+  assert.equal(ping.type, 'done')
+  await refuse(1)
+  assert.equal((await leaving.ask(id => encode.goodbye(id))).type, 'done')
+  assert.equal((await other.ask(id => encode.hold(id, { name: 'jobs', key: 'b', ttl: 60_000, wait: 0 }))).type, 'busy', 'the lease whose delete failed holds its key to its ttl')
+  const taken = await other.ask(id => encode.hold(id, { name: 'jobs', key: 'a', ttl: 60_000, wait: 0 }))
+  assert.equal(taken.type, 'granted', `'a' was deleted and let go at the goodbye, and the client's hold in line left with it: ${JSON.stringify(taken)}`)
+})

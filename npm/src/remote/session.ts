@@ -235,6 +235,19 @@ export class Session implements RemoteSink {
     if (!was) hook(this, true)
   }
 
+  /**
+   * @internal Its holds in line leave their lines (a goodbye, before its leases are let go): cancelled
+   * in the store, answered nothing (its client is leaving). Known only to a host with `hooks.waiting`.
+   */
+  _leaveLines(store: ServedStore): void {
+    for (const request of [...this.#waiting]) {
+      const record = store._remoteRequest(request)
+      if (record === undefined || record.holding) continue
+      store._endRemote(record)
+      this._leftLine(record)
+    }
+  }
+
   /** @internal A hold of this session is no longer in line here: answered, or asked again on another connection. */
   _leftLine(record: RemoteRequest): void {
     // Most holds are granted without waiting: nothing to look up then (nor a request id to spell).
@@ -485,6 +498,10 @@ export class Protocol {
         // The client's heartbeat (revision 5): any client's is answered, with a type every client knows.
         return session.send(frame.id, { type: 'done' })
       case 'goodbye': {
+        // Its holds in line leave first, as the engine's goodbye has them: a lease let go below must
+        // never hand its key to a hold of this very client, which nobody would renew or release (one
+        // delete refused, the session ends as a drop, and that hold keeps the key to its ttl).
+        if (hooks.leaving !== undefined) session._leaveLines(store)
         // A host that keeps leases forgets the session's first (as for a release).
         const leaving = hooks.leaving?.(session)
         if (leaving !== undefined) {
