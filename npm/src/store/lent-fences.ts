@@ -145,9 +145,20 @@ export class LentFences implements SelfGrants, LeaseOwner {
     signal: AbortSignal | undefined,
     fn: ((lease: Lease) => unknown) | undefined,
   ): Promise<unknown> | undefined {
-    const parent = this.#context?.getStore()
+    // `#join`'s work, written out here: the contended hand-over's hold stays one function, as it was
+    // before semaphores shared the line (W3; see the commit that wrote this for the A/B).
+    const context = this.#context
+    const parent = context?.getStore()
     if (parent !== undefined) this.#host.refuseSelfHold(handle, resource, key, parent)
-    return this.#join((holder._line ??= new Line<unknown>()), handle, key, signal, fn, parent)
+    const line = (holder._line ??= new Line<unknown>())
+    if (line.size >= MAX_WAITERS) return undefined
+    const waiter = new Waiter(handle, key, -1, Infinity, signal, fn, fn === undefined ? undefined : context!.capture!(), parent)
+    line.push(waiter)
+    if (signal) {
+      waiter.onAbort = () => this.#cancel(waiter)
+      signal.addEventListener('abort', waiter.onAbort, { once: true })
+    }
+    return waiter.promise
   }
 
   /** A waiter joins `line` (see `waitBehind`); `undefined` when the line is full. */
@@ -287,7 +298,17 @@ export class LentFences implements SelfGrants, LeaseOwner {
     next._since = host.turnStamp()
     if (line.size !== 0) next._line = line
     resource.keys.set(lease.key, next)
-    this.#start(waiter, next, fromHold)
+    // `#start`'s work, written out here: the contended hand-over's release stays one function (W3).
+    waiter.unlisten()
+    if (waiter.fn === undefined) return waiter.resolve(next)
+    const handOvers = host.handOvers
+    if (fromHold && handOvers.end === 0 && !handOvers.running) return handOvers.runNow(waiter, next)
+    handOvers.queue[handOvers.end++] = waiter
+    handOvers.queue[handOvers.end++] = next
+    if (handOvers.running) return
+    handOvers.now = fromHold
+    handOvers.start()
+    handOvers.now = false
   }
 
   /**
