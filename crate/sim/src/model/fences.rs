@@ -69,11 +69,8 @@ impl Model {
         since: u64,
         got: &Result<Hold, Error>,
     ) -> Result<(), String> {
-        if self.closed {
-            return refuse("closed", got);
-        }
-        if fence == 0 || fence >= self.next {
-            return refuse("invalid", got);
+        if let Some(refused) = self.adopt_refused(fence, got) {
+            return refused;
         }
         if self.keys[res][key].is_some() {
             return Err("the host adopted a key busy in the engine".into());
@@ -114,11 +111,8 @@ impl Model {
         since: u64,
         got: &Result<Hold, Error>,
     ) -> Result<(), String> {
-        if self.closed {
-            return refuse("closed", got);
-        }
-        if fence == 0 || fence >= self.next {
-            return refuse("invalid", got);
+        if let Some(refused) = self.adopt_refused(fence, got) {
+            return refused;
         }
         let limit = self.limits[res] as usize;
         let Some(k) = self.keys[res][key].as_mut() else {
@@ -142,6 +136,18 @@ impl Model {
         };
         k.holders.push(req);
         self.add_adopted(res, key, req, fence, since)
+    }
+
+    /// What the engine must answer an adopt of `fence` it refuses — closed, or a fence never handed
+    /// out — if it refuses it.
+    fn adopt_refused(&self, fence: u64, got: &Result<Hold, Error>) -> Option<Result<(), String>> {
+        if self.closed {
+            return Some(refuse("closed", got));
+        }
+        if fence == 0 || fence >= self.next {
+            return Some(refuse("invalid", got));
+        }
+        None
     }
 
     /// The request of an adopted holder: holding with `fence` since `since`, no deadline.
