@@ -29,24 +29,42 @@ export function gate() {
  * lend, and a grant waits for storage. `letWrite()` lets the write through.
  */
 export async function storeOutOfFences() {
-  const values = new Map()
-  let blocked
-  const storage = {
-    get: k => values.get(k),
-    set: async (k, v) => {
-      if (blocked) await blocked.promise
-      values.set(k, v)
-    },
-  }
+  const { storage, holdUp, letGo } = heldUpStorage()
   const store = await openStore({ storage })
   return {
     store,
     useUpFences() {
-      blocked = gate()
+      holdUp()
       const other = store.lock('other')
       for (let i = 0; i < 1_100_000 && store._footprint()[1] === 0; i++) other.hold('x', () => {})
     },
-    letWrite: () => blocked.open(),
+    letWrite: letGo,
+  }
+}
+
+/**
+ * A storage in memory whose writes can be held up: from `holdUp()`, each write waits until `letGo()`
+ * (which lets every held write through; nothing waits after it until the next `holdUp()`).
+ */
+export function heldUpStorage() {
+  const values = new Map()
+  let held
+  const storage = {
+    get: k => values.get(k),
+    set: async (k, v) => {
+      if (held) await held.promise
+      values.set(k, v)
+    },
+  }
+  return {
+    storage,
+    holdUp: () => {
+      held = gate()
+    },
+    letGo: () => {
+      held?.open()
+      held = undefined
+    },
   }
 }
 

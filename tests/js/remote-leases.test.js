@@ -8,7 +8,7 @@ import net from 'node:net'
 import { createHash } from 'node:crypto'
 import { openStore, memoryStorage, connect, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
-import { isSettled, stallClock } from './helpers.js'
+import { heldUpStorage, isSettled, stallClock } from './helpers.js'
 
 const TOKEN = 'test-token-0123456789'
 
@@ -876,28 +876,19 @@ test('POOL-03 over a connection: a claim the server does not answer within its w
   // It was given up with no word to the server; the server's claim then landed and was answered, and
   // the client released it: its id remembered as claimed, the retry answered claimed: true while the
   // unit had gone to another buyer.
-  const values = new Map()
-  let slow
-  const storage = {
-    get: k => values.get(k),
-    set: async (k, v) => {
-      if (slow) await slow.promise
-      values.set(k, v)
-    },
-  }
+  const { storage, holdUp, letGo } = heldUpStorage()
   const store = await openStore({ storage, clock: manualClock(1_000_000) })
   const server = await store.serve({ port: 0, token: TOKEN })
   const clock = manualClock(5_000)
   const client = await connect(server.url, { token: TOKEN, clock })
   t.after(async () => {
-    slow?.open()
+    letGo()
     await client.close().catch(() => {})
     await store.close()
   })
   const seats = client.pool('seats', { capacity: 1 })
   assert.equal(await seats.remaining(), 1)
-  let open
-  slow = { promise: new Promise(r => (open = r)), open: () => open() }
+  holdUp()
   const first = seats.claim(1, { id: 'order-1' }).then(
     r => r,
     e => e,
@@ -906,8 +897,7 @@ test('POOL-03 over a connection: a claim the server does not answer within its w
   clock.advance(1_000) // the wait (0) and its grace: the client withdraws the claim
   const answer = await first
   assert.ok(answer instanceof ClosedError && /withdrawn there/.test(answer.message), String(answer))
-  slow.open()
-  slow = undefined
+  letGo()
   await delivered(50)
   const again = await seats.claim(1, { id: 'order-1' })
   assert.deepEqual([again.claimed, again.remaining], [true, 0], 'asked again, a new claim that took the unit')
@@ -1018,6 +1008,24 @@ test('POOL-02 over a connection: a release the server did, whose answer a droppe
 })
 
 /**
+ * A client behind the proxy (`revision`: the one its hello says) asks claim `order-1` of a full pool of
+ * one unit, which the server's own claim `held` takes, with a signal (`ac`): once it waits in line on
+ * the server, the proxy keeps the server's answers from the client.
+ */
+async function waitingClaim(t, s, { revision } = {}) {
+  const { proxy, clock, client } = await behindProxy(t, s, { revision })
+  t.after(() => client.close())
+  const seats = client.pool('seats', { capacity: 1 })
+  const local = s.store.pool('seats', { capacity: 1 })
+  const held = await local.claim(1)
+  const ac = new AbortController()
+  const asked = seats.claim(1, { id: 'order-1', wait: Infinity, signal: ac.signal })
+  await until(() => s.store.inspect().find(e => e.kind === 'pool')?.waiting === 1, 'the claim waits')
+  proxy.all[0].delaying = true // the server's answers are kept from the client
+  return { proxy, clock, client, seats, local, held, ac, asked }
+}
+
+/**
  * Client A (behind the proxy, its answers held) asks claim `order-1` of a full pool with a signal;
  * `take(local, held)` has the server claim it (releasing `held`), and may make another asker of the
  * same id, which it answers. A's signal aborts after the server answered A: A's client reads
@@ -1027,15 +1035,7 @@ test('POOL-02 over a connection: a release the server did, whose answer a droppe
  * what it answers is resolved as `meanwhile`. `revision`: the one A's hello says (the proxy's).
  */
 async function crossed(t, s, take, { meanwhile, revision } = {}) {
-  const { proxy, client } = await behindProxy(t, s, { revision })
-  t.after(() => client.close())
-  const seats = client.pool('seats', { capacity: 1 })
-  const local = s.store.pool('seats', { capacity: 1 })
-  const held = await local.claim(1)
-  const ac = new AbortController()
-  const asked = seats.claim(1, { id: 'order-1', wait: Infinity, signal: ac.signal })
-  await until(() => s.store.inspect().find(e => e.kind === 'pool')?.waiting === 1, 'the claim waits')
-  proxy.all[0].delaying = true // the server's answers are kept from A
+  const { proxy, seats, local, held, ac, asked } = await waitingClaim(t, s, { revision })
   const other = await take(local, held)
   ac.abort('changed my mind')
   await assert.rejects(asked, CancelledError)
@@ -1138,15 +1138,7 @@ test('POOL-03 over a connection: a withdraw its connection lost (sent, never rea
   // again on a new connection, it was kept: the server took each connection for another client.
   const s = await served()
   t.after(() => s.close())
-  const { proxy, clock, client } = await behindProxy(t, s)
-  t.after(() => client.close())
-  const seats = client.pool('seats', { capacity: 1 })
-  const local = s.store.pool('seats', { capacity: 1 })
-  const held = await local.claim(1)
-  const ac = new AbortController()
-  const asked = seats.claim(1, { id: 'order-1', wait: Infinity, signal: ac.signal })
-  await until(() => s.store.inspect().find(e => e.kind === 'pool')?.waiting === 1, 'the claim waits')
-  proxy.all[0].delaying = true // the server's answers are kept from the client
+  const { proxy, clock, client, seats, local, held, ac, asked } = await waitingClaim(t, s)
   await held.claim.release() // the claim takes the unit; its answer waits in the proxy
   await until(async () => (await local.remaining()) === 0, 'the server claimed it')
   ac.abort('changed my mind')

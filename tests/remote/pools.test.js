@@ -35,6 +35,14 @@ function gatedStorage() {
   }
 }
 
+/** A store served on a loopback port, closed after the test, and its pool `seats` of `capacity`. */
+async function servedSeats(t, capacity) {
+  const store = await openStore({ storage: memoryStorage() })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  t.after(() => store.close())
+  return { store, server, seats: store.pool('seats', { capacity }) }
+}
+
 test('POOL-01, POOL-03 over a connection: never below zero; a claim id asked again answers its first claim; release by claim and by id', async () => {
   const { store, client, close } = await served()
   const seats = client.pool('seats', { capacity: 3 })
@@ -201,10 +209,7 @@ async function said(raw, id) {
 test('POOL-01/POOL-03, a client of revision 5 (it has no withdraw): its release of a claim answered claimed before its cancel came (the answer crossed the cancel) is read as its withdraw: kept while another connection was told it, undone when it alone was', async t => {
   // Its client lets such a claim go with a release, which gave back the units another connection
   // was told it holds (sold again to the next buyer), or left the id remembered as claimed.
-  const store = await openStore({ storage: memoryStorage() })
-  const server = await store.serve({ port: 0, token: TOKEN })
-  t.after(() => store.close())
-  const seats = store.pool('seats', { capacity: 1 })
+  const { server, seats } = await servedSeats(t, 1)
   const a = await welcomedAt(t, server, 5)
   const b = await welcomedAt(t, server, 6)
   const held = await seats.claim(1)
@@ -241,10 +246,7 @@ test('POOL-01/POOL-03, a client of revision 5 (it has no withdraw): its release 
 test('POOL-01/POOL-03, a client of revision 5: each claimed answer its cancel crossed is a release read as a withdraw (two asks of one id); the id asked again and answered after a cancel, its release is a release', async t => {
   // Such a client releases each crossed answer it reads; its caller's release of the claim it asked
   // again, and was answered, gives it back.
-  const store = await openStore({ storage: memoryStorage() })
-  const server = await store.serve({ port: 0, token: TOKEN })
-  t.after(() => store.close())
-  const seats = store.pool('seats', { capacity: 1 })
+  const { server, seats } = await servedSeats(t, 1)
   const a = await welcomedAt(t, server, 5)
   const b = await welcomedAt(t, server, 6)
   const held = await seats.claim(1)
@@ -277,10 +279,7 @@ test('POOL-01/POOL-03, a client of revision 5: each claimed answer its cancel cr
 test('POOL-01/POOL-03, revision 6: a client whose hello names its party (party=) is one client on all its connections: its withdraw sent on a new connection undoes the claim told to it alone on the one before; from another party, or a connection naming none, it is kept; a claim told to it twice takes two withdraws', async t => {
   // A withdraw its client sent again after a reconnect (the first lost with the connection) was
   // kept: told to another connection, the claim was held for good.
-  const store = await openStore({ storage: memoryStorage() })
-  const server = await store.serve({ port: 0, token: TOKEN })
-  t.after(() => store.close())
-  const seats = store.pool('seats', { capacity: 2 })
+  const { server, seats } = await servedSeats(t, 2)
   const P = '0123456789abcdef0123456789abcdef'
   const as = async (client, t) => {
     const raw = await rawClient(server.url)
