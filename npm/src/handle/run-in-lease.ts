@@ -145,32 +145,29 @@ export interface HandedOver {
  * handle/context.ts): `runHandedOver` there. Throws nothing.
  */
 export function handOverIn(scope: Scope, waiter: HandedOver, lease: Lease, context: ContextStorage): void {
-  if (typeof scope === 'function') scope(runHandedOverTo, waiter, lease, context)
-  else scope.runInAsyncScope(runHandedOver, waiter, lease, context)
-}
-
-/** `runHandedOver` from a snapshot, which passes no `this`. */
-function runHandedOverTo(waiter: HandedOver, lease: Lease, context: ContextStorage): void {
-  runHandedOver.call(waiter, lease, context)
+  if (typeof scope === 'function') scope(runHandedOver, waiter, lease, context)
+  else scope.runInAsyncScope(runHandedOver, undefined, waiter, lease, context)
 }
 
 /**
- * The fn of a waiter (`this`) handed its key (see store/waiters.ts # Handing a key over), called
- * inside the waiter's own async context (`handOverIn`): enters its lease there (the scope ends it),
- * runs fn, lets the key go when fn settles and answers the hold through `resolve` / `reject` — the
- * waiter's own promise, so the hold costs no promise of the lease and no async function. Throws
- * nothing. (The waiter is `this` and the arguments are two: an `AsyncResource`'s `runInAsyncScope`
- * gathers them into an array.)
+ * The fn of `waiter` handed its key (see store/waiters.ts # Handing a key over), called inside the
+ * waiter's own async context (`handOverIn`): enters its lease there (the scope ends it), runs fn, lets
+ * the key go when fn settles and answers the hold through `resolve` / `reject` — the waiter's own
+ * promise, so the hold costs no promise of the lease and no async function. Throws nothing. One
+ * function for a snapshot (Bun) and an `AsyncResource` (Node), called straight by either: on the
+ * contended hand-over's path (W3) each call more is a function more for the JIT to warm up.
  */
-function runHandedOver(this: HandedOver, lease: Lease, context: ContextStorage): void {
-  const resolve = this.resolve
-  const reject = this.reject
+export function runHandedOver(waiter: HandedOver, lease: Lease, context: ContextStorage): void {
+  const resolve = waiter.resolve
+  const reject = waiter.reject
   let result: unknown
   let thenable: boolean
   try {
-    lease._enter(this.handle._resource, this.parent)
+    // `Lease._enter`, written out (one call less on the hand-over's path).
+    lease._resource = waiter.handle._resource
+    lease._parent = waiter.parent
     context.enterInJob!(lease)
-    result = this.fn!(lease)
+    result = waiter.fn!(lease)
     thenable = isThenable(result)
   } catch (error) {
     return answerInto(lease, true, error, resolve, reject)

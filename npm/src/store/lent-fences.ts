@@ -56,6 +56,7 @@ import type { Resource, SelfHeld } from './key-ids.js'
 import { Permits } from './permits.js'
 import type { KeyInfo } from '../types.js'
 import { Waiter } from './waiters.js'
+import { runHandedOver } from '../handle/run-in-lease.js'
 
 /** How many fences to borrow at once: one call into wasm per this many keys granted. */
 const LEND = 4096
@@ -298,11 +299,21 @@ export class LentFences implements SelfGrants, LeaseOwner {
     next._since = host.turnStamp()
     if (line.size !== 0) next._line = line
     resource.keys.set(lease.key, next)
-    // `#start`'s work, written out here: the contended hand-over's release stays one function (W3).
-    waiter.unlisten()
+    // `#start`'s work, written out here, and `HandOvers.runNow`'s and `handOverIn`'s: the contended
+    // hand-over's release stays one function (W3: each function on this path is one more for the JIT
+    // to run unoptimized and then compile, in the first thousands of hand-overs).
+    if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort)
     if (waiter.fn === undefined) return waiter.resolve(next)
     const handOvers = host.handOvers
-    if (fromHold && handOvers.end === 0 && !handOvers.running) return handOvers.runNow(waiter, next)
+    if (fromHold && handOvers.end === 0 && !handOvers.running) {
+      handOvers.running = true
+      const scope = waiter.scope!
+      if (typeof scope === 'function') scope(runHandedOver, waiter, next, this.#context!)
+      else scope.runInAsyncScope(runHandedOver, undefined, waiter, next, this.#context!)
+      if (handOvers.end !== 0) handOvers.runAll()
+      handOvers.running = false
+      return
+    }
     handOvers.queue[handOvers.end++] = waiter
     handOvers.queue[handOvers.end++] = next
     if (handOvers.running) return

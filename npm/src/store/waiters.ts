@@ -125,7 +125,7 @@ export class HandOvers {
 
   /** After a drain that granted waiters with fns, while the queue is not running: runs it now or soon (see `now`). */
   start(): void {
-    if (this.now) this.#runAll()
+    if (this.now) this.runAll()
     else if (!this.#soon) {
       this.#soon = true
       queueMicrotask(this.#later)
@@ -140,13 +140,13 @@ export class HandOvers {
   runNow(waiter: Waiter, lease: Lease): void {
     this.running = true
     handOverIn(waiter.scope!, waiter, lease, this.#context!)
-    if (this.end !== 0) this.#runAll()
+    if (this.end !== 0) this.runAll()
     this.running = false
   }
 
   readonly #later = (): void => {
     this.#soon = false
-    if (this.end !== 0 && !this.running) this.#runAll()
+    if (this.end !== 0 && !this.running) this.runAll()
   }
 
   /**
@@ -154,7 +154,7 @@ export class HandOvers {
    * meanwhile (by these fns' releases) join the queue and run here too, never deeper in the stack.
    * `runHandedOver` throws nothing: each fn's outcome goes to its hold's promise.
    */
-  #runAll(): void {
+  runAll(): void {
     const queue = this.queue
     const context = this.#context!
     this.running = true
