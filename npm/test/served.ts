@@ -8,11 +8,22 @@ import type { Clock } from '../src/util/clock.js'
 /**
  * A store served to one session of a `Protocol`, without a socket: `send` hands the session a
  * client's message, as its connection would, and `frames` answers what the server sent it since the
- * last call. The session has said hello.
+ * last call. The session has said hello. `served`: a stand-in for the store, which the protocol
+ * serves instead (a store is opened all the same: it instantiates the wasm that encodes frames).
  */
-export async function servedSession({ revision = REVISION, hooks = {}, ...options }: { clock?: Clock; revision?: number; hooks?: SessionHooks } = {}) {
+export async function servedSession({
+  revision = REVISION,
+  hooks = {},
+  served,
+  ...options
+}: {
+  clock?: Clock
+  revision?: number
+  hooks?: SessionHooks
+  served?: object
+} = {}) {
   const store = await openStore({ storage: memoryStorage(), ...options })
-  const protocol = new Protocol(() => store as never, 'token', hooks)
+  const protocol = new Protocol(() => (served ?? store) as never, 'token', hooks)
   const sent: Uint8Array[] = []
   const socket = { send: (f: Uint8Array) => void sent.push(f), close() {}, onMessage() {}, onClose() {} } as unknown as Socket
   const session = new Session(1, socket, protocol)
@@ -24,5 +35,5 @@ export async function servedSession({ revision = REVISION, hooks = {}, ...option
     sent.length = 0
     return all
   }
-  return { store, session, send: (bytes: Uint8Array) => protocol.frame(session, bytes), frames }
+  return { store, protocol, session, send: (bytes: Uint8Array) => protocol.frame(session, bytes), frames }
 }

@@ -17,20 +17,28 @@ async function served(storage = memoryStorage()) {
   return { store, server, client, close: async () => (await client.close(), await store.close()) }
 }
 
-/** A storage whose pools' writes wait until `open()` (the fence ceiling lands at once). */
+/**
+ * A storage whose pools' writes wait until `open()` (the fence ceiling lands at once); `held` resolves
+ * once a pools' write waits at the gate `shut()` made.
+ */
 function gatedStorage() {
   const values = new Map()
   let gate
   let opened = true
+  let arrived
   return {
     get: key => values.get(key),
     set: async (key, value) => {
-      if (key.startsWith('holdfast.pools') && !opened) await gate
+      if (key.startsWith('holdfast.pools') && !opened) {
+        arrived()
+        await gate
+      }
       values.set(key, value)
     },
     shut() {
       opened = false
       gate = new Promise(resolve => (this.open = () => ((opened = true), resolve())))
+      this.held = new Promise(resolve => (arrived = resolve))
     },
   }
 }
@@ -146,6 +154,50 @@ test('a connection that ends leaves no claim of its behind: waiting ones leave t
   assert.deepEqual(pick(store), { remaining: 3, claims: 0, waiting: 0 }, 'a client that never comes back leaves nothing behind')
   storage.open()
   await store.close()
+})
+
+test('POOL-02 over a connection: a release, confirm or resize whose write is under way when the store closes is answered by that write before store.close() closes the connection (and a claim in it is answered closed); storage kept what was answered', async () => {
+  const storage = gatedStorage()
+  const store = await openStore({ storage })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  const seats = store.pool('seats', { capacity: 5 })
+  assert.equal((await seats.claim(2, { id: 'gone' })).claimed, true)
+  assert.equal((await seats.claim(1, { id: 'bought', ttl: 60_000 })).claimed, true)
+  const raw = await rawClient(server.url)
+  raw.send(encode.hello3(1, TOKEN, 6))
+  await raw.answer(1)
+  storage.shut()
+  // One message: the four act in one turn, and one write carries them.
+  raw.send(
+    encode.batch([
+      encode.pool(2, { op: 'release', pool: 'seats', claim: 'gone' }),
+      encode.pool(3, { op: 'confirm', pool: 'seats', claim: 'bought' }),
+      encode.pool(4, { op: 'resize', pool: 'seats', value: 8 }),
+      encode.claim(5, { pool: 'seats', n: 1, claim: 'late' }),
+    ]),
+  )
+  await storage.held
+  const closing = store.close()
+  storage.open()
+  await closing
+  const closed = await raw.whenClosed
+  // Before the fix: the connection closed (1001) with none of the four answered, though all happened.
+  const answers = [2, 3, 4, 5].map(id => raw.frames.find(f => f.id === id))
+  assert.deepEqual(
+    answers.map(f => f && [f.type, f.value ?? f.code]),
+    [
+      ['count', 1],
+      ['done', undefined],
+      ['done', undefined],
+      ['error', 'closed'],
+    ],
+    `each answered before the connection closed (${closed.code}): ${JSON.stringify(raw.frames)}`,
+  )
+  const again = await openStore({ storage })
+  const back = again.pool('seats', { capacity: 8 })
+  assert.equal(await back.remaining(), 7, "the resize and the release were kept; bought's unit is held, late's is not")
+  assert.equal(await back.release('gone'), false, 'released already')
+  await again.close()
 })
 
 function pick(store) {

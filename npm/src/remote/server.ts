@@ -186,6 +186,11 @@ export class HoldfastServer implements Server {
     this.#pending.delete(session)
   }
 
+  /** @internal Resolves once the answers of the pool frames asked so far were sent (`Protocol.answered`). */
+  _answered(): Promise<void> {
+    return this.#protocol.answered()
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true

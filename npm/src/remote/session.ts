@@ -40,7 +40,8 @@
  *   undone as if it never was — so that its client, asking again with the same claim id after
  *   reconnecting, gets either the claim it was answered or a new one, never units it was not told of.
  *   A client of revision 5 or older releases a claim whose `claimed` answer crossed its cancel: such
- *   a release is read as its withdraw (crossed-releases.ts).
+ *   a release is read as its withdraw (crossed-releases.ts). A pool frame's answer is kept until sent
+ *   (`answered`): a store that closes sends those its last writes gave before it closes the connections.
  * - A `ping` (revision 5, the client's heartbeat) is answered `done` at once, whatever the client said.
  *   Every message marks its session `heard`: a host (`serve()`, the Durable Object) drops a session of
  *   revision 5 silent for 30 s with a hold in line or a claim awaited (silent-clients.ts).
@@ -271,6 +272,8 @@ export class Protocol {
   readonly #store: () => ServedStore
   readonly #token: Uint8Array | undefined
   readonly hooks: SessionHooks
+  /** The answers of pool frames not yet sent (see `answered`). */
+  readonly #answering = new Set<Promise<void>>()
 
   /**
    * `store`: the store (a function, for hosts that reopen theirs). `token`: what hello must present;
@@ -385,6 +388,16 @@ export class Protocol {
     if (again !== undefined) return
     if (session.queue === queue) session.queue = undefined
     queue.done()
+  }
+
+  /**
+   * Resolves once the answers of the pool frames asked so far were sent (or found their connection
+   * gone). A closing store calls it once its pools' writes landed, when every such answer is settled,
+   * before it closes the connections: without it, those answers are dropped with them (see
+   * store.ts `close`). Anything else may still be waiting for its answer, so nothing else calls it.
+   */
+  answered(): Promise<void> {
+    return Promise.all(this.#answering).then(() => undefined)
   }
 
   /** `session`'s connection ended without goodbye: its waiting holds step aside, its leases live on. */
@@ -565,11 +578,17 @@ export class Protocol {
       return session.send(frame.id, { type: 'pools', pools: store.inspectPools().map(({ kind: _, ...p }) => p) })
     }
     const pool = store._servedPool(frame.pool, frame.capacity)
-    const answer = (p: Promise<unknown>, message: (value: unknown) => ServerMessage) =>
-      void p.then(
+    const answer = (p: Promise<unknown>, message: (value: unknown) => ServerMessage) => {
+      const sent = p.then(
         value => session.later(frame.id, message(value)),
         error => session.later(frame.id, errorMessage(error)),
       )
+      // Kept until sent, for a closing store to wait for (`answered`).
+      const answering = this.#answering
+      answering.add(sent)
+      const done = () => void answering.delete(sent)
+      void sent.then(done, done)
+    }
     if (frame.type === 'claim') {
       const key = `${frame.pool}\0${frame.claim}`
       // Asked again on this connection while the first is unanswered: it joins the first (and its

@@ -208,7 +208,8 @@ export class Store implements LockStore, ServedStore {
    * answered `ClosedError`, and later calls fail `ClosedError`. Does not wait for running fns; a hold
    * whose fn is still running rejects `ClosedError` when fn settles. A pool claim not yet answered is
    * answered `ClosedError` and takes nothing; a release, confirm or resize already asked is written,
-   * and answered by that write, before `close()` resolves.
+   * and answered by that write, before `close()` resolves — asked over a connection to this store's
+   * `serve()`, it is answered over that connection, which closes only then.
    */
   async close(): Promise<void> {
     const host = this.#host
@@ -216,11 +217,16 @@ export class Store implements LockStore, ServedStore {
     const closed = host.close()
     if (closed) {
       this.#lent.loseAll()
+      // The pools' last write keeps what changed before the close, and answers the releases, confirms
+      // and resizes it carries: over a connection too, so the connections stay open until those
+      // answers (and the claims' the close ended) were sent. Then every pool answer is settled, so
+      // waiting for them adds no wait to the writes' own; frames that come meanwhile find the store
+      // closed. (A storage whose write never lands holds close() here, as it did before.)
+      await this.#poolWrites.landed()
+      await Promise.all([...this.#servers].map(server => server._answered()))
       // Remote holders and waiters were answered by the drain; now their connections can go.
       await Promise.all([...this.#servers].map(server => server.close().catch(() => {})))
-      // A fence write still under way must land before the storage is let go; the pools' last write
-      // keeps what changed before the close.
-      await this.#poolWrites.landed()
+      // A fence write still under way must land before the storage is let go.
       await host.writesLanded()
     }
     try {
