@@ -65,6 +65,8 @@ async function raw(t, name, { revision } = {}) {
     get closed() {
       return closed
     },
+    /** Every frame that came, in order. */
+    frames,
     /** Sends a frame made by `make(id)` and waits (at most 10 s) for the answer with that id. */
     ask(make) {
       const id = next++
@@ -531,4 +533,35 @@ test('LOCK-05: a goodbye lets none of its client\'s leases go to a hold of that 
   assert.equal((await other.ask(id => encode.hold(id, { name: 'jobs', key: 'b', ttl: 60_000, wait: 0 }))).type, 'busy', 'the lease whose delete failed holds its key to its ttl')
   const taken = await other.ask(id => encode.hold(id, { name: 'jobs', key: 'a', ttl: 60_000, wait: 0 }))
   assert.equal(taken.type, 'granted', `'a' was deleted and let go at the goodbye, and the client's hold in line left with it: ${JSON.stringify(taken)}`)
+})
+
+test('LOCK-05: a WebSocket client whose release waits on its kept lease\'s delete when the object reopens its store (after an internal error) is closed 1012 to ask again: the frames it sent behind the release never act, none of its frames is answered out of order, and the release lets its key go once the delete is done', async t => {
+  // The frames behind a release wait in its session (session.ts `Session.queue`). A reopen makes new
+  // sessions for the sockets still open: the old one, still draining its queue, acted beside the new
+  // one, which took the client's later frames at once, ahead of those it sent before them.
+  const name = 'reopen-behind-release'
+  const at = `${name}?ns=counting`
+  const cf = async op => (await fetch(`${http}/cf/${op}?${new URLSearchParams({ ns: 'counting', name })}`)).json()
+  const client = await raw(t, at, { revision: 6 })
+  const other = await raw(t, at, { revision: 6 })
+  const granted = await client.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0 }))
+  assert.equal(granted.type, 'granted', JSON.stringify(granted))
+  assert.deepEqual(await cf('hold-deletes'), { held: true })
+  // The hold waits behind the release, whose kept lease's delete is held up.
+  client.ws.send(encode.batch([encode.release(101, granted.lease), encode.hold(102, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0 })]))
+  assert.deepEqual(await cf('trap-while-delete-held'), { trapped: true })
+  // A frame sent after the reopen, behind the two.
+  client.ws.send(encode.ping(103))
+  await until(() => client.closed !== null || client.frames.some(f => f.id === 103), 10_000, 'the client is closed, or its ping answered')
+  const ids = client.frames.map(f => f.id).filter(id => id > 100)
+  assert.deepEqual(ids, [], `none of the frames behind the release is answered before it is (${JSON.stringify(client.frames.slice(1))})`)
+  assert.equal(client.closed, 1012, 'sent to ask again')
+  assert.deepEqual(await cf('let-deletes'), { let: true })
+  // The release's delete done, its key is let go in the reopened store; the hold behind it never acted.
+  const taken = await until(async () => {
+    const r = await other.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0 }))
+    return r.type === 'granted' ? r : null
+  }, 5_000, 'the key is let go')
+  assert.ok(taken.fence > granted.fence)
+  assert.deepEqual(await cf('kept').then(kept => kept.map(l => l.lease)), [Buffer.from(taken.lease).reverse().toString('hex')], 'only the new lease is kept')
 })

@@ -54,7 +54,11 @@
  *   its hello (`closed`, saying so); a wrong one is refused `permission` and closed 4401, as by serve().
  * - What a connection must keep while the object is out of memory lives in its socket's attachment:
  *   its connection number, whether it said a good hello, and whether it has holds in line. After a wake
- *   (the constructor runs again) sessions are rebuilt from `ctx.getWebSockets()` and the attachments.
+ *   (the constructor runs again) sessions are rebuilt from `ctx.getWebSockets()` and the attachments;
+ *   so they are when the object reopens its store after an internal error, the old sessions let go.
+ *   A client whose frames wait behind its release (or goodbye) then is closed 1012 (as one with holds
+ *   in line): its old session ends, its waiting frames dropped, so that none of them acts beside the
+ *   new session, after frames the client sent later (see `#open`).
  * - Hibernation keeps idle connections cheap: an object whose clients are quiet leaves memory while
  *   their sockets stay open. It does not make holding cheap: each renewal (every ttl/3 per lease) is a
  *   frame that wakes the object. Holds in line live in memory only, so a client that had some when the
@@ -410,6 +414,13 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** Opens the store and takes back the leases kept before a restart. */
   async #open(): Promise<void> {
     const storage = this.#state.storage
+    // Reopened after an internal error: a session whose frames wait behind a release (or goodbye)
+    // whose delete is under way ends here, its frames dropped, and its client is closed 1012 below
+    // (its socket says it is waiting: see #waitingOf). Its socket gets a new session, which takes the
+    // client's next frames at once: were the old one still to drain its queue, the frames sent
+    // before those would act after them. The release's own delete still lets its key go once done
+    // (in the store open then: session.ts #released).
+    for (const session of [...this.#sessions.values()]) if (session.queue !== undefined) this.#protocol.dropped(session)
     this.#clock.reset()
     this.#leases.clear()
     this.#restored.clear()
@@ -917,9 +928,13 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     if (!session) return
     if (typeof message === 'string') return session.refuse(0, 'protocol', 'server: text messages are not frames (send binary)')
     if (message.byteLength > MAX_FRAME) return session.refuse(0, 'protocol', `server: a frame of ${message.byteLength} bytes is over ${MAX_FRAME}`)
-    // Frames behind a release wait for its kept lease's delete (see #unkeep): the attachment is looked at once they acted.
+    // Frames behind a release wait for its kept lease's delete (see #unkeep): the socket says so
+    // meanwhile (see #waitingOf), and the attachment is looked at again once they acted.
     const ran = this.#protocol.frame(session, new Uint8Array(message))
-    if (ran !== undefined) await ran
+    if (ran !== undefined) {
+      if (attachmentOf(ws)?.waiting !== true && !session.ended) this.#attach(session)
+      await ran
+    }
     if (session.ended) return
     // A claim unanswered lives in memory only, as a hold in line does: the socket says so (see #attach).
     if (attachmentOf(ws)?.waiting !== this.#waitingOf(session)) this.#attach(session)
@@ -962,14 +977,17 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   }
 
   /**
-   * Whether a session has what a restart loses: holds in line, or pool claims not yet answered (in
-   * line, or being written). Such a client is closed 1012 after a restart, to ask again: a claim with
-   * its claim id, which answers the first outcome if it was kept (POOL-03). The flag is set after the
-   * frame that made a claim; it is cleared at a later frame, so a client may be closed once for
-   * nothing, which costs it a reconnect.
+   * Whether a session has what a restart loses: holds in line, pool claims not yet answered (in
+   * line, or being written), or frames waiting behind a release or goodbye whose delete is under way
+   * (`Session.queue`). Such a client is closed 1012 after a restart, or a reopen of the store after
+   * an internal error (#open), to ask again: a claim with its claim id, which answers the first
+   * outcome if it was kept (POOL-03). The flag is set after the frame that made a claim; it is
+   * cleared at a later frame, so a client may be closed once for nothing, which costs it a reconnect.
+   * (Frames waiting behind a delete meet only the reopen: workerd evicts an object only once the
+   * event awaiting the delete ended, and an object reset, `ctx.abort()`, disconnects its sockets.)
    */
   #waitingOf(session: Session): boolean {
-    return session.waiting || session.claims.size > 0
+    return session.waiting || session.claims.size > 0 || session.queue !== undefined
   }
 
   /** A client's session ended; with goodbye, the engine ended its leases, which are forgotten here too. */

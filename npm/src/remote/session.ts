@@ -154,7 +154,8 @@ export class Session implements RemoteSink {
   /**
    * While a release (or goodbye) of this session waits for its host (`SessionHooks.releasing`,
    * `leaving`): the frames read since, which act once it is answered, in order; `ran` resolves once
-   * none is left.
+   * none is left. A host that reopens its store ends such a session rather than let it drain into the
+   * new store beside the session it makes anew for the connection (cloudflare/object.ts `#open`).
    */
   queue: { frames: (ClientFrame | HeldFrame)[]; ran: Promise<void>; done: () => void } | undefined
 

@@ -3,7 +3,7 @@
 // would; a few routes call the object's RPC methods directly (a holder that never renews, a bad
 // request over the boundary). Every answer is JSON; a holdfast error is { error: { code, name, message } }.
 import { HoldfastObject, workerStore, objectName, fnv1a } from 'holdfast/cloudflare'
-import { HoldfastError } from 'holdfast'
+import { HoldfastError, openStore, memoryStorage } from 'holdfast'
 import { callersReport } from './callers.js'
 
 export { HoldfastObject }
@@ -11,14 +11,16 @@ export { HoldfastObject }
 /**
  * HoldfastObject counting its alarms in its own storage: the alarm backstop test reads the count. Its
  * storage refuses the next writes and deletes of kept leases when told (`refuseLeaseWrites`, `refuseLeaseDeletes`), as a storage that
- * fails does: the object's own `ctx.storage`, its put wrapped in place (a proxy is refused).
+ * fails does, or holds its deletes of kept leases up (`holdLeaseDeletes`, `letLeaseDeletes`), as a
+ * slow one does: the object's own `ctx.storage`, its put and delete wrapped in place (a proxy is refused).
  */
 export class CountingHoldfast extends HoldfastObject {
   /** Writes of kept leases still to refuse (a closure's, not `this`'s: the store opens within super()). */
   #faults
 
   constructor(ctx, env) {
-    const faults = { refusals: 0, deletes: 0 }
+    // held: while deletes are held up, `{ gate, arrived }` (the gate they wait at; open once one waits).
+    const faults = { refusals: 0, deletes: 0, held: undefined }
     const storage = ctx.storage
     const put = storage.put.bind(storage)
     storage.put = async (key, value) => {
@@ -30,6 +32,11 @@ export class CountingHoldfast extends HoldfastObject {
     }
     const del = storage.delete.bind(storage)
     storage.delete = async key => {
+      const held = faults.held
+      if (held && String(key).startsWith('holdfast.lease.')) {
+        held.arrived.open()
+        await held.gate.promise
+      }
       if (faults.deletes > 0 && String(key).startsWith('holdfast.lease.')) {
         faults.deletes--
         throw new Error(`storage.delete(${key}): refused by the test`)
@@ -50,6 +57,43 @@ export class CountingHoldfast extends HoldfastObject {
   refuseLeaseDeletes(n) {
     this.#faults.deletes = n
     return n
+  }
+
+  /** The next deletes of kept leases wait until `letLeaseDeletes()` (in memory: a restart forgets it). */
+  holdLeaseDeletes() {
+    this.#faults.held = { gate: gate(), arrived: gate() }
+    return true
+  }
+
+  /** Lets the held deletes through; later ones are not held. */
+  letLeaseDeletes() {
+    this.#faults.held?.gate.open()
+    this.#faults.held = undefined
+    return true
+  }
+
+  /**
+   * Once a delete of a kept lease is held up (`holdLeaseDeletes`), makes the object's store trap, as a
+   * bug would (`_trapForTest`), then reopens it as the next call does. The store is the object's own,
+   * out of reach here: the trap is put in its class's `inspectKeys` for one call (the store class of
+   * `openStore` from 'holdfast', one module in the bundle).
+   */
+  async trapWhileDeleteHeld() {
+    await this.#faults.held.arrived.promise
+    const spare = await openStore({ storage: memoryStorage() })
+    const proto = Object.getPrototypeOf(spare)
+    await spare.close()
+    const inspectKeys = proto.inspectKeys
+    proto.inspectKeys = function () {
+      proto.inspectKeys = inspectKeys
+      this._trapForTest()
+    }
+    const trapped = await this.inspect().then(
+      () => false,
+      e => e?.code === 'closed',
+    )
+    await this.inspect()
+    return { trapped }
   }
 
   async alarm() {
@@ -80,6 +124,13 @@ export class CountingHoldfast extends HoldfastObject {
   crash(why) {
     this.ctx.abort(why)
   }
+}
+
+/** A promise and what settles it. */
+function gate() {
+  let open
+  const promise = new Promise(resolve => (open = resolve))
+  return { promise, open }
 }
 
 /** The largest value a Durable Object's storage takes (its key-value storage: 128 KiB). */
@@ -222,6 +273,12 @@ export async function cloudflare(op, q, env) {
       return { refused: await stub().refuseLeaseWrites(Number(q.get('n') ?? 1)) }
     case 'refuse-deletes':
       return { refused: await stub().refuseLeaseDeletes(Number(q.get('n') ?? 1)) }
+    case 'hold-deletes':
+      return { held: await stub().holdLeaseDeletes() }
+    case 'let-deletes':
+      return { let: await stub().letLeaseDeletes() }
+    case 'trap-while-delete-held':
+      return await stub().trapWhileDeleteHeld()
     case 'crash':
       // The call that resets the object fails itself (a reset).
       return await stub()
