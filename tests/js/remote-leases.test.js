@@ -1025,6 +1025,23 @@ async function waitingClaim(t, s, { revision } = {}) {
   return { proxy, clock, client, seats, local, held, ac, asked }
 }
 
+/** `waitingClaim` on a store served for the test, whose claim the server then takes: its `claimed` answer waits in the proxy. */
+async function claimedInProxy(t) {
+  const s = await served()
+  t.after(() => s.close())
+  const waiting = await waitingClaim(t, s)
+  await waiting.held.claim.release() // the claim takes the unit; its answer waits in the proxy
+  await until(async () => (await waiting.local.remaining()) === 0, 'the server claimed it')
+  return { s, ...waiting }
+}
+
+/** Cuts `link` as the network would, and waits until the server and then `client` saw the drop. */
+async function cutAndSeen(s, client, link) {
+  link.cut()
+  await until(() => s.server.connections === 0, 'the connection dropped')
+  await until(() => client._redialingForTest, 'the client saw it drop') // under Deno, after the server did
+}
+
 /**
  * Client A (behind the proxy, its answers held) asks claim `order-1` of a full pool with a signal;
  * `take(local, held)` has the server claim it (releasing `held`), and may make another asker of the
@@ -1136,20 +1153,14 @@ test('POOL-03 over a connection: a withdraw its connection lost (sent, never rea
   // The withdraw was sent once, its answer awaited by nobody: lost with the connection, the claim
   // stayed held on the server (without a ttl, for good), though its asker had given it up. Sent
   // again on a new connection, it was kept: the server took each connection for another client.
-  const s = await served()
-  t.after(() => s.close())
-  const { proxy, clock, client, seats, local, held, ac, asked } = await waitingClaim(t, s)
-  await held.claim.release() // the claim takes the unit; its answer waits in the proxy
-  await until(async () => (await local.remaining()) === 0, 'the server claimed it')
+  const { s, proxy, clock, client, seats, local, ac, asked } = await claimedInProxy(t)
   ac.abort('changed my mind')
   await assert.rejects(asked, CancelledError)
   await delivered(20) // the cancel reaches the server, which had answered already
   proxy.all[0].frozen = true // nothing more reaches the server on this connection
   proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: lost
   await until(() => proxy.all[0].unheard > 0, 'the withdraw was sent')
-  proxy.all[0].cut()
-  await until(() => s.server.connections === 0, 'the connection dropped')
-  await until(() => client._redialingForTest, 'the client saw it drop') // under Deno, after the server did
+  await cutAndSeen(s, client, proxy.all[0])
   assert.equal(await local.remaining(), 0, 'still held')
   clock.advance(100) // past the first backoff: the client dials again, and withdraws it again
   await until(async () => (await local.remaining()) === 1, 'the claim was undone')
@@ -1158,18 +1169,24 @@ test('POOL-03 over a connection: a withdraw its connection lost (sent, never rea
   assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
 })
 
+/** A client behind the proxy, of a store served for the test, whose caller holds claim `order-1` (`first`) of a pool of one unit. */
+async function holdingClaim(t) {
+  const s = await served()
+  t.after(() => s.close())
+  const { proxy, clock, client } = await behindProxy(t, s)
+  t.after(() => client.close())
+  const seats = client.pool('seats', { capacity: 1 })
+  const local = s.store.pool('seats', { capacity: 1 })
+  const first = await seats.claim(1, { id: 'order-1' })
+  assert.equal(first.claimed, true)
+  return { s, proxy, clock, client, seats, local, first }
+}
+
 for (const reconnected of [false, true])
   test(`POOL-03 over a connection: a client holding a claim that asks its id again${reconnected ? ' on a new connection' : ''} and gives that ask up as it is answered keeps the claim: the withdraw of that answer leaves the first one's (test clocks)`, { timeout: 20_000 }, async t => {
     // The withdraw undid the claim (nobody but this client was told it), though its first caller
     // held it: the unit went to the next buyer.
-    const s = await served()
-    t.after(() => s.close())
-    const { proxy, clock, client } = await behindProxy(t, s)
-    t.after(() => client.close())
-    const seats = client.pool('seats', { capacity: 1 })
-    const local = s.store.pool('seats', { capacity: 1 })
-    const first = await seats.claim(1, { id: 'order-1' })
-    assert.equal(first.claimed, true)
+    const { s, proxy, clock, client, seats, local, first } = await holdingClaim(t)
     if (reconnected) {
       client._dropConnectionForTest()
       await until(() => s.server.connections === 0, 'the connection dropped')
@@ -1187,6 +1204,60 @@ for (const reconnected of [false, true])
     await delivered(20) // the cancel reaches the server
     link.flush() // the client reads `claimed` for the ask it gave up, and withdraws that answer
     await delivered(20)
+    await seats.remaining() // answered after the withdraw was read
+    assert.equal(await local.remaining(), 0, 'the first caller still holds it')
+    assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
+    assert.equal(await first.claim.release(), true)
+  })
+
+test('POOL-03 over a connection (revision 7): a claim answered claimed just before its connection dropped, the answer lost with it, and given up before the client was back is withdrawn by its frame once the client is back: undone there, its id forgotten, not held for good (test clocks)', { timeout: 20_000 }, async t => {
+  // The client could not tell the lost answer from a frame the server never read, and let nothing
+  // go: nobody asked the claim again, and it stayed held on the server until its ttl (here, none).
+  const { s, proxy, clock, client, seats, local, ac, asked } = await claimedInProxy(t)
+  await cutAndSeen(s, client, proxy.all[0]) // the answer is lost with the connection
+  ac.abort('changed my mind') // given up before the client is back: nothing will ask it again
+  await assert.rejects(asked, CancelledError)
+  assert.equal(await local.remaining(), 0, 'held while the client is away')
+  clock.advance(100) // past the first backoff: the client dials again, and withdraws the answer it may have lost
+  await until(async () => (await local.remaining()) === 1, 'the claim was undone')
+  const again = await seats.claim(1, { id: 'order-1' })
+  assert.deepEqual([again.claimed, again.remaining], [true, 0], 'asked again, a new claim')
+  assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')
+})
+
+test('POOL-03 over a connection (revision 7): a claim whose claimed answer a dropped connection lost, still asked, is asked again once the client is back and answered that claim; the withdraw of the lost answer, sent after, leaves it held (test clocks)', { timeout: 20_000 }, async t => {
+  // Sent before the ask again, the withdraw undid the claim (its only answer, lost): the unit went to
+  // the next buyer in line, and the ask again found nothing left.
+  const { s, proxy, clock, client, local, asked } = await claimedInProxy(t)
+  const next = local.claim(1, { wait: Infinity }) // the next buyer waits for the unit
+  await cutAndSeen(s, client, proxy.all[0]) // the answer is lost with the connection
+  clock.advance(100) // past the first backoff: the client dials again, asks again, and withdraws the lost answer
+  const got = await asked
+  assert.deepEqual([got.claimed, got.remaining], [true, 0], 'answered the claim it took before the drop')
+  await until(() => !client._redialingForTest, 'the client is back')
+  await client.pool('seats').remaining() // answered after the withdraw was read (frames of one connection in order)
+  assert.equal(await isSettled(next), false, 'the unit is held: the next buyer still waits')
+  assert.equal(await got.claim.release(), true)
+  assert.equal((await next).claimed, true)
+})
+
+for (const read of [true, false])
+  test(`POOL-03 over a connection (revision 7): a client holding a claim that asks its id again and gives that ask up while its connection is down (${read ? 'its answer lost with the connection' : 'its frame never read by the server'}) keeps the claim: the withdraw of that frame takes back no answer its caller holds (test clocks)`, { timeout: 20_000 }, async t => {
+    // A withdraw that named no frame would have taken back the first answer when the server never
+    // read the second ask (the client cannot tell which): the unit went to the next buyer.
+    const { s, proxy, clock, client, seats, local, first } = await holdingClaim(t)
+    const link = proxy.all[0]
+    if (read) link.delaying = true // the server's answers are kept from the client
+    else link.frozen = true // nothing more reaches the server on this connection
+    const ac = new AbortController()
+    const again = seats.claim(1, { id: 'order-1', signal: ac.signal })
+    if (read) await delivered(20) // answered at once (the claim is open); the answer waits in the proxy
+    else await until(() => link.unheard > 0, 'the ask was sent')
+    await cutAndSeen(s, client, link)
+    ac.abort('not needed')
+    await assert.rejects(again, CancelledError)
+    clock.advance(100) // past the first backoff: the client dials again, and withdraws that frame's answer
+    await until(() => !client._redialingForTest, 'the client is back')
     await seats.remaining() // answered after the withdraw was read
     assert.equal(await local.remaining(), 0, 'the first caller still holds it')
     assert.equal((await local.claim(1)).claimed, false, 'one unit, one buyer')

@@ -365,6 +365,42 @@ test('POOL-01/POOL-03, revision 6: a client whose hello names its party (party=)
   assert.equal(await seats.remaining(), 2)
 })
 
+test('POOL-01/POOL-03, revision 7: a withdraw names the claim frame whose claimed answer it takes back: that answer alone, none for a frame never answered claimed; the claim is undone once no answer of it stands; a client of revision 6 naming a frame is refused invalid', async t => {
+  // A withdraw named no answer: the server took back any one of the client's, so that a client
+  // could not let go an answer a dropped connection lost (it cannot tell it from a frame the server
+  // never read) without taking back one its caller holds.
+  const { server, seats } = await servedSeats(t, 1)
+  const a = await welcomedAt(t, server, 7)
+  const withdraw = (id, claim, frame) => encode.pool(id, { op: 'withdraw', pool: 'seats', claim, value: frame })
+  a.send(claimOf(2, 'order-1'))
+  assert.deepEqual(await said(a, 2), ['claimed', true])
+  a.send(claimOf(3, 'order-1')) // the open claim: answered claimed again
+  assert.deepEqual(await said(a, 3), ['claimed', true])
+  a.send(claimOf(4, 'order-2')) // did not fit: answered claimed 0
+  assert.deepEqual(await said(a, 4), ['claimed', false])
+  a.send(withdraw(5, 'order-1', 99)) // a frame the server never read
+  assert.deepEqual(await said(a, 5), ['count', 0], 'nothing taken back')
+  a.send(withdraw(6, 'order-1', 4)) // a frame of another claim, answered claimed 0
+  assert.deepEqual(await said(a, 6), ['count', 0], 'nothing taken back')
+  a.send(withdraw(7, 'order-1', 3))
+  assert.deepEqual(await said(a, 7), ['count', 0], "kept: frame 2's answer stands")
+  a.send(withdraw(8, 'order-1', 3))
+  assert.deepEqual(await said(a, 8), ['count', 0], 'frame 3 was taken back already')
+  assert.equal(await seats.remaining(), 0)
+  a.send(withdraw(9, 'order-1', 2))
+  assert.deepEqual(await said(a, 9), ['count', 1], 'undone: no answer of it stands')
+  assert.equal(await seats.remaining(), 1)
+  const b = await welcomedAt(t, server, 6)
+  b.send(claimOf(2, 'order-3'))
+  assert.deepEqual(await said(b, 2), ['claimed', true])
+  b.send(withdraw(3, 'order-3', 2))
+  const refused = await b.answer(3)
+  assert.deepEqual([refused.type, refused.code], ['error', 'invalid'])
+  assert.match(refused.message, /pool seats: a withdraw naming a claim frame \(value 2\) is of revision 7; this client said 6/)
+  b.send(withdraw(4, 'order-3', 0)) // revision 6: names none
+  assert.deepEqual(await said(b, 4), ['count', 1], 'undone')
+})
+
 /** A fake server of an older revision (3: the new welcome, saying 3; 2: refuses the new hello as a revision 2 server does). */
 async function olderServer(revision) {
   const received = []

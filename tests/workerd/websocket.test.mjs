@@ -386,6 +386,29 @@ test('#16: pools over WebSocket (revision 4) in the object: claim, release and r
   assert.equal(await seats.remaining(), 5)
 })
 
+test('POOL-01/POOL-03, revision 7 in the object: a withdraw over WebSocket names the claim frame whose claimed answer it takes back: none for a frame never answered claimed, that answer alone else; the claim is undone once no answer of it stands', async t => {
+  // The object took any withdraw for one of the client's answers, whichever: a client could not let
+  // go an answer a dropped connection lost without taking back one its caller holds.
+  const client = await raw(t, 'pools-named', { revision: 7 })
+  assert.equal(client.revision, 7, 'the welcome says revision 7')
+  const said = async make => {
+    const f = await client.ask(make)
+    return [f.type, f.type === 'count' ? f.value : f.claimed]
+  }
+  const claim = id => encode.claim(id, { pool: 'seats', capacity: 1, n: 1, claim: 'order-1', wait: 0 })
+  const withdraw = frame => id => encode.pool(id, { op: 'withdraw', pool: 'seats', claim: 'order-1', value: frame })
+  const first = client.ask(claim)
+  const second = client.ask(claim)
+  assert.deepEqual([(await first).claimed, (await second).claimed], [true, true])
+  const [one, two] = [(await first).id, (await second).id]
+  assert.deepEqual(await said(withdraw(9999)), ['count', 0], 'a frame never read: nothing taken back')
+  assert.deepEqual(await said(withdraw(two)), ['count', 0], "kept: the first frame's answer stands")
+  assert.deepEqual(await said(withdraw(two)), ['count', 0], 'taken back already')
+  assert.deepEqual(await said(id => encode.pool(id, { op: 'remaining', pool: 'seats' })), ['count', 0])
+  assert.deepEqual(await said(withdraw(one)), ['count', 1], 'undone: no answer of it stands')
+  assert.deepEqual(await said(id => encode.pool(id, { op: 'remaining', pool: 'seats' })), ['count', 1])
+})
+
 test('#16: a claim waiting over WebSocket when the object restarts asks again (closed 1012) and is served in its turn (POOL-04)', async t => {
   const open = clients(t)
   const [holder, waiter] = await Promise.all([open('pools-wait'), open('pools-wait')])

@@ -22,15 +22,21 @@
  * `claimed` to another asker too (another client's ask of the id, or a caller in its process): it is
  * theirs, and this client just forgets it (answered 0, which it need not read). A withdraw (or that
  * release) lost with a dropped connection is sent again once the client is back, until answered —
- * not if the id was asked again meanwhile (that ask is answered the claim, and holds it). The hello
- * names this client's party (remote/client.ts `#party`), so that the server takes the withdraw sent
- * on the new connection for the client it answered on the old one; a server that does not know
- * parties keeps it (held until its ttl, or for good), as it did before.
+ * before revision 7, not if the id was asked again meanwhile (that ask is answered the claim, and
+ * holds it). The hello names this client's party (remote/client.ts `#party`), so that the server
+ * takes the withdraw sent on the new connection for the client it answered on the old one; a server
+ * that does not know parties keeps it (held until its ttl, or for good), as it did before.
  *
- * What this client cannot let go: a claim the server answered `claimed` just before the connection
- * dropped, the answer lost, and given up before the client was back (nothing asks it again). The
- * client cannot tell that from a frame the server never read, and a withdraw of it could take back
- * an answer this client's caller holds from an earlier ask of the id; it stays held until its ttl.
+ * Answers a dropped connection lost (revision 7, `NAMED_ASKS`): a claim the server answered `claimed`
+ * just before the connection dropped, the answer lost, looks to the client like a frame the server
+ * never read. So every `withdraw` names the frame id of the `claim` whose answer it takes back (the
+ * link's frame ids count up across connections, never reused), and the server takes back that
+ * answer alone, or nothing if it never answered that frame `claimed`: once back, the client withdraws
+ * every claim frame whose answer a drop lost — after asking again the asks still on, which the
+ * server answers the open claim first, so that their answers stand. A claim given up before the
+ * client was back is undone then (its id forgotten); one a caller holds from another answer stays.
+ * With a server older than revision 7 such a claim stays held until its ttl (or for good): a
+ * withdraw naming no answer could take back one this client's caller holds.
  *
  * # Capacity
  * A handle's first frame carries its capacity: the server makes the pool with it, or refuses it
@@ -41,7 +47,7 @@
  */
 
 import { CancelledError, ClosedError, InvalidError, errorOf, type ErrorCode } from '../errors.js'
-import { HANDED_BACK, POOLS, type ClientMessage, type ServerMessage } from '../remote/wire.js'
+import { HANDED_BACK, NAMED_ASKS, POOLS, type ClientMessage, type ServerMessage } from '../remote/wire.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
@@ -49,7 +55,7 @@ import { HandleCapacities } from './capacities.js'
 import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from './pool.js'
 import type { PoolInfo } from './types.js'
 
-/** An answer, or `dropped`: the connection ended before it came. */
+/** An answer, or `dropped`: the connection ended before it came (id 0: the frame was not even sent). */
 export type LinkFrame = (ServerMessage & { id: number }) | { id: number; type: 'dropped' }
 
 /** What the pools need of their connection (`RemoteStore`). */
@@ -93,7 +99,7 @@ class Ask {
  */
 class PendingClaim {
   readonly asks = new Set<Ask>()
-  /** A caller was answered `claimed`: a late `claimed` of an ask given up is that same claim, not to be let go. */
+  /** A caller was answered `claimed`: a late `claimed` of an ask given up is that same claim, not to be let go (before revision 7). */
   delivered = false
   constructor(
     readonly pool: Pool,
@@ -102,14 +108,30 @@ class PendingClaim {
   ) {}
 }
 
+/**
+ * A `claimed` answer to let go: to the `claim` frame `frame` of claim `id` of `pool`; `read`: the
+ * client read it (else a dropped connection may have lost it: let go only by naming its frame,
+ * revision 7).
+ */
+interface LetGo {
+  readonly pool: Pool
+  readonly id: string
+  readonly frame: number
+  readonly read: boolean
+}
+
 export class RemotePools implements PoolStore {
   readonly #link: PoolLink
   /** Per handle: the capacity its frames carry (see # Capacity). */
   readonly #capacities = new HandleCapacities()
   /** Claims sent and not yet answered, by pool and claim id. */
   readonly #pending = new Map<string, PendingClaim>()
-  /** Claims to let go (`#letGo`) whose frame a dropped connection lost, by pool and claim id: sent again once the client is back. */
-  readonly #lettingGo = new Map<string, { pool: Pool; id: string }>()
+  /**
+   * `claimed` answers to let go (`#letGo`) once the client is back, by pool, claim id and the frame
+   * they answer: those whose withdraw (or release) a dropped connection lost, and (revision 7) the
+   * answers a dropped connection may have lost (`read` false).
+   */
+  readonly #lettingGo = new Map<string, LetGo>()
 
   constructor(link: PoolLink) {
     this.#link = link
@@ -222,16 +244,27 @@ export class RemotePools implements PoolStore {
         ttl: ask.ttl,
       },
       answer => {
-        if (answer.type === 'dropped') return // asked again once the client is back
+        if (answer.type === 'dropped') {
+          // Asked again once the client is back (if its ask is still on). The server may have
+          // answered it `claimed` before the drop, the answer lost: withdrawn by its frame then
+          // (revision 7), which takes back that answer if there was one, and nothing else.
+          if (answer.id !== 0) this.#lettingGo.set(letGoKey(key, answer.id), { pool, id: p.id, frame: answer.id, read: false })
+          return
+        }
         const claimed = answer.type === 'claimed' && answer.claimed
         if (!p.asks.has(ask)) {
-          // Cancelled (or given up) meanwhile: a claim that raced it is let go, unless another ask
-          // of it still waits or was told it (theirs: the same claim, answered them too), or its id
-          // was asked again since (that ask, sent before this is read, is answered this same open
-          // claim). Withdrawn (revision 6), it is undone as if it never was, its id forgotten, as a
-          // claim cancelled before its answer is: released, its id stayed remembered as claimed, and
-          // asked again it answered claimed: true with nothing held. An older server can only release it.
-          if (claimed && p.asks.size === 0 && !p.delivered && !this.#pending.has(key)) this.#letGo(key, pool, p.id)
+          // Cancelled (or given up) meanwhile: a claim that raced it is let go. Withdrawn (revision
+          // 6), it is undone as if it never was, its id forgotten, as a claim cancelled before its
+          // answer is: released, its id stayed remembered as claimed, and asked again it answered
+          // claimed: true with nothing held. An older server can only release it. From revision 7
+          // the withdraw takes back this answer alone: the server keeps the claim while any other
+          // answer of it stands (another ask of it, here or elsewhere, was told it). Before, it names
+          // no answer, so it is sent only if no other ask of it still waits or was told it (theirs:
+          // the same claim), and its id was not asked again since (that ask, sent before this is
+          // read, is answered this same open claim).
+          if (claimed && (this.#named() || (p.asks.size === 0 && !p.delivered && !this.#pending.has(key)))) {
+            this.#letGo({ pool, id: p.id, frame: answer.id, read: true })
+          }
           return
         }
         this.#leave(key, p, ask)
@@ -259,17 +292,27 @@ export class RemotePools implements PoolStore {
     if (p.asks.size === 0 && this.#pending.get(key) === p) this.#pending.delete(key)
   }
 
+  /** Whether the conversation names the frame a withdraw takes back the answer of (revision 7). */
+  #named(): boolean {
+    return this.#link.revision() >= NAMED_ASKS
+  }
+
   /**
-   * Lets go claim `id`, whose `claimed` answer came after its asks were given up: a withdraw
-   * (revision 6), or a release to an older server. One a dropped connection loses is sent again once
-   * the client is back (`reconnected`), until the server answered it: else the claim stayed held
-   * there (without a ttl, for good), its asker gone.
+   * Lets go a `claimed` answer no caller was handed: a withdraw (revision 6; from revision 7 naming
+   * the frame it answers), or a release to an older server. An answer a dropped connection may have
+   * lost (`read` false) is let go only by naming its frame: else it could take back an answer a
+   * caller holds. One a dropped connection loses is sent again once the client is back
+   * (`reconnected`), until the server answered it: else the claim stayed held there (without a
+   * ttl, for good), its asker gone.
    */
-  #letGo(key: string, pool: Pool, id: string): void {
+  #letGo(go: LetGo): void {
+    const named = this.#named()
+    if (!named && !go.read) return
+    const k = letGoKey(`${go.pool.name}\0${go.id}`, go.frame)
+    this.#lettingGo.delete(k)
     const op = this.#link.revision() >= HANDED_BACK ? 'withdraw' : 'release'
-    this.#lettingGo.delete(key)
-    this.#link.send({ type: 'pool', op, pool: pool.name, capacity: 0, claim: id, value: 0 }, answer => {
-      if (answer.type === 'dropped' && !this.#lettingGo.has(key)) this.#lettingGo.set(key, { pool, id })
+    this.#link.send({ type: 'pool', op, pool: go.pool.name, capacity: 0, claim: go.id, value: named ? go.frame : 0 }, answer => {
+      if (answer.type === 'dropped' && !this.#lettingGo.has(k)) this.#lettingGo.set(k, go)
     })
   }
 
@@ -344,15 +387,13 @@ export class RemotePools implements PoolStore {
   }
 
   /**
-   * The client is back: every claim its caller gave up whose letting go a dropped connection lost is
-   * let go (not one whose id was asked again since: that ask is answered the claim, and holds it);
-   * every claim still unanswered is asked again, with its id.
+   * The client is back: every claim still unanswered is asked again, with its id; then every answer
+   * to let go whose letting go a dropped connection lost, or that it may have lost, is let go (before
+   * revision 7, not one whose id was asked again since: that ask is answered the claim, and holds it;
+   * from revision 7 after the asks again, so that the server answers them the open claim before it
+   * takes back an answer of it).
    */
   reconnected(): void {
-    for (const [key, { pool, id }] of [...this.#lettingGo]) {
-      this.#lettingGo.delete(key)
-      if (!this.#pending.has(key) && this.#link.revision() >= POOLS) this.#letGo(key, pool, id)
-    }
     for (const [key, p] of [...this.#pending]) {
       const refused = this.#refusal(`pool ${p.pool.name}`)
       for (const ask of [...p.asks]) {
@@ -361,6 +402,11 @@ export class RemotePools implements PoolStore {
           ask.reject(refused)
         } else this.#ask(key, p, ask)
       }
+    }
+    for (const [k, go] of [...this.#lettingGo]) {
+      this.#lettingGo.delete(k)
+      if (this.#link.revision() < POOLS || (!this.#named() && this.#pending.has(`${go.pool.name}\0${go.id}`))) continue
+      this.#letGo(go)
     }
   }
 
@@ -374,4 +420,9 @@ export class RemotePools implements PoolStore {
       }
     }
   }
+}
+
+/** The key of an answer to let go in `RemotePools.#lettingGo`: its claim's key (pool and id), and the frame it answers. */
+function letGoKey(key: string, frame: number): string {
+  return `${key}\0${frame}`
 }

@@ -41,6 +41,11 @@ export interface ClaimRequest {
    * party was answered `claimed` (see room.ts # Withdrawn claims). None: a caller in this process.
    */
   party?: Party
+  /**
+   * @internal The frame id of a served client's `claim` (revision 7): a `withdraw` naming it takes
+   * back that frame's `claimed` answer alone (see room.ts # Withdrawn claims).
+   */
+  ask?: number
 }
 
 /**
@@ -103,10 +108,10 @@ export class Pool {
     }
   }
 
-  /** @internal `claim` asked by a served client or an RPC caller, `party`: see `ClaimRequest.party`. */
-  _claimFor(n: number, options: ClaimOptions, party: Party): Promise<ClaimResult> {
+  /** @internal `claim` asked by a served client or an RPC caller, `party` (in its frame `ask`): see `ClaimRequest`. */
+  _claimFor(n: number, options: ClaimOptions, party: Party, ask?: number): Promise<ClaimResult> {
     try {
-      return this._store._claim(this, { ...this.#request(n, options), party })
+      return this._store._claim(this, { ...this.#request(n, options), party, ...(ask === undefined ? {} : { ask }) })
     } catch (error) {
       return Promise.reject(error)
     }

@@ -42,7 +42,12 @@
  * # Claims across dropped connections). A client sends a withdraw for each `claimed` answer it lets
  * go, and may hold the claim from another answer (its caller was answered it, then asked the id again
  * and gave that ask up): so a party answered more than once is counted (`Tells`), each withdraw takes
- * back one answer, and only the one that takes back the last undoes the claim. A claim read back
+ * back one answer, and only the one that takes back the last undoes the claim. From revision 7 a
+ * client's withdraw names the frame of the `claim` whose answer it takes back (`ClaimRequest.ask`,
+ * kept in `Tells.asks`): it takes back that answer, or nothing if that frame was never answered
+ * `claimed` (the server never read it, or answered it otherwise) — so that a client may withdraw an
+ * answer a dropped connection lost, which it cannot tell from a frame the server never read, without
+ * taking back one its caller holds. A claim read back
  * from storage has no entry (who was told before the restart is not known): a withdraw keeps it. An
  * entry goes with its claim (released, withdrawn, asked anew once its id was forgotten; one whose
  * ttl ran out at the next sweep, `#keep`).
@@ -110,11 +115,16 @@ const LOCAL = Object.freeze({})
 /** More than one party was answered `claimed`, or who was told is not known. */
 const MANY = Object.freeze({})
 
-/** One party answered `claimed` more than once for a claim: `n` times not withdrawn (see # Withdrawn claims). */
+/**
+ * One party answered `claimed` for a claim `n` times not withdrawn: more than once, or once to a frame
+ * a withdraw may name (see # Withdrawn claims). `asks`: the frame ids of those answers that were to a
+ * named frame (revision 7), as many as `n` at most.
+ */
 class Tells {
   constructor(
     readonly party: Party,
     public n: number,
+    readonly asks: number[],
   ) {}
 }
 /** `#told` is swept of claims no longer open when it reaches this many entries, or twice its size after the last sweep. */
@@ -132,6 +142,8 @@ class Asker {
   timer: unknown
   /** The served client or RPC caller that asks (`Party`), or `LOCAL` (see # Withdrawn claims). */
   party: Party = LOCAL
+  /** The frame id of its client's `claim` (revision 7), which a withdraw names. */
+  ask: number | undefined
 
   constructor(deadline: number) {
     this.deadline = deadline
@@ -286,7 +298,7 @@ export class PoolRoom implements PoolStore {
     } else if (answer === CLAIM_REFUSED) {
       result = Promise.resolve({ claimed: false, remaining: buf[CLAIM_REMAINING]! })
     } else if (answer === CLAIM_KNOWN) {
-      this.#tell(pool, id, request.party ?? LOCAL, false)
+      this.#tell(pool, id, request.party ?? LOCAL, false, request.ask)
       result = Promise.resolve({ claimed: true, remaining: buf[CLAIM_REMAINING]!, claim: new Claim(pool, id, request.n) })
     } else result = Promise.reject(this.#refusal(answer, place))
     this.#after(buf, now)
@@ -324,28 +336,24 @@ export class PoolRoom implements PoolStore {
 
   /**
    * @internal A client's `withdraw` (revision 6): undoes the open claim `id`, whose `claimed` answer
-   * crossed its asker's cancel, as if it never was (its id forgotten) — only if nobody but `party`
-   * (the client, or the RPC caller) was answered `claimed` for it: else it stays theirs (see # Withdrawn
-   * claims). `true` once storage kept the undo; `false` at once when nothing was undone.
+   * its client did not hand to a caller (it crossed its asker's cancel; revision 7: or a dropped
+   * connection lost it), as if it never was (its id forgotten) — only if nobody but `party` (the
+   * client, or the RPC caller) was answered `claimed` for it, and this takes back its last such
+   * answer: else it stays theirs (see # Withdrawn claims). `ask` (revision 7): the frame id of the
+   * `claim` whose answer it takes back. `true` once storage kept the undo; `false` at once when
+   * nothing was undone.
    */
-  withdrawServed(pool: Pool, id: string, party: Party): Promise<boolean> {
+  withdrawServed(pool: Pool, id: string, party: Party, ask?: number): Promise<boolean> {
     const key = told(pool, id)
     let undone = false
     return this.#barrier(
       pool,
       `pool ${pool.name}: claim ${JSON.stringify(id)}`,
       now => {
-        const who = this.#told.get(key)
-        if (who instanceof Tells && who.party === party) {
-          // Answered to this client more than once (its caller holds it from an earlier answer):
-          // the withdraw takes back one answer, and the claim stays.
-          if (--who.n === 1) this.#told.set(key, party)
-          return 0
-        }
-        if (who !== party) return 0
+        if (!this.#takeBack(key, party, ask)) return 0
+        this.#told.delete(key)
         const answer = this.#host.core.withdrawClaim(pool._id, id, now)
         undone = answer === 1
-        if (undone) this.#told.delete(key)
         return answer
       },
       () => undefined,
@@ -353,20 +361,42 @@ export class PoolRoom implements PoolStore {
   }
 
   /**
-   * `party` was answered `claimed` for claim `id` of `pool` (see # Withdrawn claims); `first`: the
-   * claim was made while the room kept entries, and an entry it lacks means nobody was told yet.
+   * Takes back one `claimed` answer `party` was told for claim `key` — the one to its frame `ask`, if
+   * named (revision 7; nothing if that frame was not answered `claimed`): whether that was the last
+   * answer anyone was told of it (the claim is to be undone). See # Withdrawn claims.
    */
-  #tell(pool: Pool, id: string, party: Party, first: boolean): void {
+  #takeBack(key: string, party: Party, ask: number | undefined): boolean {
+    const who = this.#told.get(key)
+    if (!(who instanceof Tells)) return who === party && ask === undefined
+    if (who.party !== party) return false
+    if (ask !== undefined) {
+      const at = who.asks.indexOf(ask)
+      if (at < 0) return false
+      who.asks.splice(at, 1)
+    } else if (who.asks.length === who.n) who.asks.pop() // every answer was to a named frame: one of them
+    // Answered more than once (its caller holds it from another answer): the claim stays.
+    return --who.n === 0
+  }
+
+  /**
+   * `party` was answered `claimed` for claim `id` of `pool` (see # Withdrawn claims), to its frame
+   * `ask` if it names one (revision 7); `first`: the claim was made while the room kept entries, and
+   * an entry it lacks means nobody was told yet.
+   */
+  #tell(pool: Pool, id: string, party: Party, first: boolean, ask: number | undefined): void {
     if (!this.#tracking) return
     const key = told(pool, id)
     const was = this.#told.get(key)
     if (was === MANY) return
-    if (was === party) return this.#keep(key, new Tells(party, 2))
+    const asks = ask === undefined ? [] : [ask]
+    if (was === party) return this.#keep(key, new Tells(party, 2, asks))
     if (was instanceof Tells && was.party === party) {
       was.n++
+      if (ask !== undefined) was.asks.push(ask)
       return
     }
-    this.#keep(key, was === undefined && first ? party : MANY)
+    if (was !== undefined || !first) return this.#keep(key, MANY)
+    this.#keep(key, ask === undefined ? party : new Tells(party, 1, asks))
   }
 
   /** Keeps `who` for claim `key`, sweeping the entries of claims no longer open now and then. */
@@ -485,6 +515,7 @@ export class PoolRoom implements PoolStore {
     // asker once written (as the engine never answers a claim being written "not claimed").
     const asker = new Asker(waits ? now + request.wait : Number.POSITIVE_INFINITY)
     if (request.party !== undefined) asker.party = request.party
+    asker.ask = request.ask
     record.askers.add(asker)
     const signal = request.signal
     if (signal) {
@@ -551,7 +582,7 @@ export class PoolRoom implements PoolStore {
     if (kind === CLAIMED) {
       const { id: claimId, n, remember, tracked } = record.claim!
       record.answer(clock, asker => {
-        if (remember) this.#tell(record.pool, claimId, asker.party, tracked)
+        if (remember) this.#tell(record.pool, claimId, asker.party, tracked, asker.ask)
         asker.resolve({ claimed: true, remaining: a, claim: new Claim(record.pool, claimId, n) })
       })
     } else if (kind === NOT_CLAIMED) record.answer(clock, asker => asker.resolve({ claimed: false, remaining: a }))

@@ -493,7 +493,8 @@ export class RemoteStore implements LeaseOwner {
     const id = this.#nextFrame
     this.#nextFrame = (this.#nextFrame % LAST_FRAME) + 1
     const socket = this.#socket
-    if (!socket) return this.#answered(answered, { id, type: 'dropped' })
+    // (Id 0: no frame went, so none can have been read: see pool/client.ts # Claims across dropped connections.)
+    if (!socket) return this.#answered(answered, { id: 0, type: 'dropped' })
     this.#answers.set(id, answered)
     this.#heartbeat.awaited()
     try {

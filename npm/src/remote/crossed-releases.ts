@@ -28,7 +28,10 @@
  * its ask was given up by the client's own timer and answered `claimed` before the cancel's answer
  * (its caller holds it). That caller's release is then read as a withdraw: undone when the client
  * alone was told once (its units back, as a release gives them, its id forgotten), kept when others
- * were told (they hold it: it comes back at their release, or at its ttl).
+ * were told (they hold it: it comes back at their release, or at its ttl). Revision 7's named
+ * withdraws (a withdraw names the claim frame whose answer it takes back) cannot help here: such a
+ * client sends a release, which names no frame, and its cancel is the same frame whether its signal
+ * or its own timer sent it; a client of revision 6 or later never has its releases read so.
  *
  * Entries whose claim is no longer open are swept once their number doubled since the last sweep: a
  * claim that ended holds nothing a release could give back, and its id is remembered, so no other

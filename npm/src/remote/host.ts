@@ -31,9 +31,9 @@ export interface ServedStore {
   /**
    * @internal A client's pool withdraw (revision 6): undoes an open claim, its id forgotten, if no
    * asker but `party` (its client, or a Durable Object's RPC caller) was answered `claimed` for it;
-   * `true` once kept.
+   * `true` once kept. `ask` (revision 7): the frame id of the `claim` whose answer it takes back.
    */
-  _withdrawServed(pool: Pool, id: string, party: Party): Promise<boolean>
+  _withdrawServed(pool: Pool, id: string, party: Party, ask?: number): Promise<boolean>
   /** @internal Whether claim `id` of pool `name` is open, holding its units (false if there is no such pool). */
   _claimOpen(name: string, id: string): boolean
   /** @internal A handle of the name for one hold of a client's, which pins nothing (see `_letGo`). */

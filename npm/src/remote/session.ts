@@ -40,8 +40,10 @@
  *   undone as if it never was — so that its client, asking again with the same claim id after
  *   reconnecting, gets either the claim it was answered or a new one, never units it was not told of.
  *   A client of revision 5 or older releases a claim whose `claimed` answer crossed its cancel: such
- *   a release is read as its withdraw (crossed-releases.ts). A pool frame's answer is kept until sent
- *   (`answered`): a store that closes sends those its last writes gave before it closes the connections.
+ *   a release is read as its withdraw (crossed-releases.ts). From revision 7 each `claimed` answer is
+ *   kept as told to its frame id, which the client's withdraw names: it takes back that answer alone.
+ *   A pool frame's answer is kept until sent (`answered`): a store that closes sends those its last
+ *   writes gave before it closes the connections.
  * - A `ping` (revision 5, the client's heartbeat) is answered `done` at once, whatever the client said.
  *   Every message marks its session `heard`: a host (`serve()`, the Durable Object) drops a session of
  *   revision 5 silent for 30 s with a hold in line or a claim awaited (silent-clients.ts).
@@ -61,6 +63,7 @@ import {
   BATCHES,
   POOLS,
   HANDED_BACK,
+  NAMED_ASKS,
   REVISION,
   batchOf,
   decodeClient,
@@ -606,8 +609,10 @@ export class Protocol {
         if (--asks.open === 0 && session.claims.get(key) === asks) session.claims.delete(key)
         return value
       }
+      // From revision 7 a withdraw may name this frame: its `claimed` answer is kept as told to it.
+      const ask = session.revision >= NAMED_ASKS && frame.id !== 0 ? frame.id : undefined
       return answer(
-        pool._claimFor(frame.n, options, session.party).then(forget, error => Promise.reject(forget(error))),
+        pool._claimFor(frame.n, options, session.party, ask).then(forget, error => Promise.reject(forget(error))),
         r => {
           const { claimed, remaining } = r as { claimed: boolean; remaining: number }
           // A client of revision 5 or older lets a claimed answer that crossed its cancel go with a
@@ -631,13 +636,25 @@ export class Protocol {
           return answer(store._withdrawServed(pool, frame.claim, session.party), undone => ({ type: 'count', value: undone ? 1 : 0 }))
         }
         return answer(pool.release(frame.claim), released => ({ type: 'count', value: released ? 1 : 0 }))
-      case 'withdraw':
+      case 'withdraw': {
         if (session.revision < HANDED_BACK) {
           throw new InvalidError(`pool ${frame.pool}: withdraw is a frame of revision ${HANDED_BACK}; this client said ${session.revision}`)
         }
-        // Undone only if nobody but this client was answered `claimed` for it (0 else: another
-        // client, or a caller in the server's process, holds it, and this client forgets it).
-        return answer(store._withdrawServed(pool, frame.claim, session.party), undone => ({ type: 'count', value: undone ? 1 : 0 }))
+        // Revision 7: the frame id of the claim whose answer it takes back (0: any one of this client's).
+        const ask = frame.value
+        if (ask !== 0 && session.revision < NAMED_ASKS) {
+          throw new InvalidError(
+            `pool ${frame.pool}: a withdraw naming a claim frame (value ${ask}) is of revision ${NAMED_ASKS}; this client said ${session.revision}`,
+          )
+        }
+        // Undone only if nobody but this client was answered `claimed` for it, and this takes back
+        // its last such answer (0 else: another client, or a caller in the server's process, holds
+        // it, or this client from another answer; or the frame named was never answered `claimed`).
+        return answer(store._withdrawServed(pool, frame.claim, session.party, ask === 0 ? undefined : ask), undone => ({
+          type: 'count',
+          value: undone ? 1 : 0,
+        }))
+      }
       case 'confirm':
         return answer(pool.confirm(frame.claim), () => ({ type: 'done' }))
       case 'remaining':

@@ -27,7 +27,8 @@
  * Pools (revision 4): `claim`, `pool` (an operation on a pool: release, confirm, remaining, resize,
  * cancel) and `inspectPools`, answered `claimed`, `count`, `done` or `pools`; sent only between peers
  * whose `hello` and `welcome` both said revision 4 (`POOLS`). `ping` (revision 5, `HEARTBEAT`) is answered
- * `done`.
+ * `done`. A `withdraw` (revision 6) names in its `value` the frame id of the `claim` whose answer it
+ * takes back (revision 7, `NAMED_ASKS`; 0 before): the frames are the same.
  */
 
 import {
@@ -82,7 +83,7 @@ export interface WirePool {
 }
 
 /** The operations of a `pool` frame (revision 4). */
-/** `withdraw`: revision 6 (`HANDED_BACK`), sent only when the welcome said it. */
+/** `withdraw`: revision 6 (`HANDED_BACK`), sent only when the welcome said it; its `value` a claim's frame id from revision 7 (`NAMED_ASKS`). */
 export type PoolOp = 'release' | 'confirm' | 'remaining' | 'resize' | 'cancel' | 'withdraw'
 const POOL_OPS: PoolOp[] = ['release', 'confirm', 'remaining', 'resize', 'cancel', 'withdraw']
 
@@ -159,7 +160,7 @@ const COUNT_FRAME = 22
 const POOLS_FRAME = 23
 
 /** The revision of the protocol this build speaks (`docs/protocol.md` # Revisions; the codec's `wireRevision()`). */
-export const REVISION = 6
+export const REVISION = 7
 /** The first revision with batches, and with the revision in `hello` and `welcome`. */
 export const BATCHES = 3
 /** The first revision with pools. */
@@ -171,6 +172,12 @@ export const HEARTBEAT = 5
  * handed back before), and with the pool op `withdraw`.
  */
 export const HANDED_BACK = 6
+/**
+ * The first revision whose pool `withdraw` names, in its `value`, the frame id of the `claim` whose
+ * `claimed` answer it takes back (0: none, as in revision 6): a client withdraws exactly the answers
+ * it did not hand to a caller, one lost with a dropped connection included.
+ */
+export const NAMED_ASKS = 7
 /** The largest frame a batch carries (its length is a `u16`); a larger one is sent alone. */
 export const BATCHED_FRAME = 0xffff
 

@@ -186,8 +186,8 @@ export class Store implements LockStore, ServedStore {
   }
 
   /** @internal */
-  _withdrawServed(pool: Pool, id: string, party: Party): Promise<boolean> {
-    return this.#pools.withdrawServed(pool, id, party)
+  _withdrawServed(pool: Pool, id: string, party: Party, ask?: number): Promise<boolean> {
+    return this.#pools.withdrawServed(pool, id, party, ask)
   }
 
   /** @internal */

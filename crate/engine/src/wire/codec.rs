@@ -895,6 +895,26 @@ mod tests {
     }
 
     #[test]
+    fn revision_7_a_withdraw_names_the_claim_frame_in_its_value() {
+        // Any frame id a client draws (1 to 2^32 - 2) is carried and read back whole, and a
+        // withdraw of value 0 (revision 6: names none) is the same frame it always was.
+        const { assert!(NAMED_ASKS == REVISION && NAMED_ASKS > HANDED_BACK) };
+        for value in [0, 1, 0xffff_fffe] {
+            let m = ClientMessage::Pool {
+                op: PoolOp::Withdraw,
+                pool: "seats",
+                capacity: 0,
+                claim: "order-1",
+                value,
+            };
+            let bytes = encode_client(9, &m);
+            assert_eq!(bytes.len(), HEADER + 1 + 2 + 5 + 8 + 2 + 7 + 8);
+            assert_eq!(bytes[bytes.len() - 8..], value.to_le_bytes());
+            assert_eq!(decode_client(&bytes), Ok((9, m)));
+        }
+    }
+
+    #[test]
     fn every_truncation_of_a_frame_is_refused() {
         let bytes = encode_client(1, &hold());
         for len in 0..bytes.len() {

@@ -31,11 +31,19 @@
 //! units are back. Sent only to a client that said [`HANDED_BACK`] or later (an older one is
 //! answered 0, as before). And the pool op `Withdraw` ([`PoolOp::Withdraw`]), which a client sends
 //! only when the `welcome` said [`HANDED_BACK`] or later.
+//!
+//! Revision 7 adds no type and no field: a `pool` `withdraw` whose `value` is not 0 names the frame
+//! id of the `claim` whose `claimed` answer it takes back (a client's frame ids are never reused
+//! across its connections), so that a client withdraws exactly the answers it did not hand to a
+//! caller — one lost with a dropped connection included — and a server undoes a claim only once
+//! every `claimed` answer told for it was taken back. A client sends a non-zero `value` only when the
+//! `welcome` said [`NAMED_ASKS`] or later (an older server would read it as a withdraw of any one
+//! answer); a server refuses it from a client that said an older revision. The codec is unchanged.
 
 /// The protocol version this build speaks; the first byte of every frame.
 pub const VERSION: u8 = 1;
 /// The revision of version 1 this build speaks (new message types only; see the module docs).
-pub const REVISION: u8 = 6;
+pub const REVISION: u8 = 7;
 /// The first revision with batches and with the revision in `hello` and `welcome`.
 pub const BATCHES: u8 = 3;
 /// The first revision with pools.
@@ -44,6 +52,9 @@ pub const POOLS: u8 = 4;
 pub const HEARTBEAT: u8 = 5;
 /// The first revision whose `pool` `release` may be answered `Count` 2 (handed back before).
 pub const HANDED_BACK: u8 = 6;
+/// The first revision whose `pool` `withdraw` may name, in its `value`, the `claim` frame whose
+/// answer it takes back.
+pub const NAMED_ASKS: u8 = 7;
 /// The longest claim id, in bytes of UTF-8.
 pub const MAX_CLAIM_ID: usize = 128;
 /// The revision of a peer that says the old `hello` or `welcome`, which carry none: 2 or older, taken
@@ -151,6 +162,8 @@ pub enum PoolOp {
     /// had given it up (its cancel crossed the answer): its units come back and its id is forgotten,
     /// as a claim cancelled before its answer is. Answered `Count` 1 (undone) or 0 (not undone: no
     /// open claim, or the server answered it `claimed` to another asker too, who holds it).
+    /// (Revision 7.) A `value` other than 0 is the frame id of the client's `claim` whose answer it
+    /// takes back: 0 too when the server sent that frame no `claimed` answer.
     Withdraw = 6,
 }
 

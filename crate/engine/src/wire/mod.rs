@@ -18,5 +18,5 @@ pub use codec::{
 pub use message::{
     ClientMessage, ErrorCode, InspectEntry, PoolEntry, PoolOp, ServerMessage, BATCHES, HANDED_BACK,
     HEADER, HEARTBEAT, MAX_CLAIM_ID, MAX_CLIENT_FRAME, MAX_KEY, MAX_NAME_WIRE, MAX_SERVER_FRAME,
-    MAX_TOKEN, POOLS, REVISION, UNSAID, VERSION,
+    MAX_TOKEN, NAMED_ASKS, POOLS, REVISION, UNSAID, VERSION,
 };
