@@ -1064,9 +1064,11 @@ async function crossed(t, s, take, { meanwhile, revision } = {}) {
   return { other, local, seats, meanwhile: await asking }
 }
 
-// Each for a client of revision 6 (it withdraws) and of revision 5 (it has no withdraw, and releases:
-// the server reads that release, after its cancel, as its withdraw: crossed-releases.ts).
-for (const revision of [6, 5]) {
+// Each for a client of revision 7 (its withdraw names the frame whose answer it takes back), of
+// revision 6 (it withdraws, naming none: only while no other ask of the id is on) and of revision 5
+// (it has no withdraw, and releases: the server reads that release, after its cancel, as its
+// withdraw: crossed-releases.ts).
+for (const revision of [7, 6, 5]) {
   test(`POOL-03 over a connection: a claim cancelled by its signal whose claimed answer crossed the cancel is undone on the server, its id forgotten: asked again it is a new claim, never claimed with nothing held (test clocks; a client of revision ${revision})`, { timeout: 20_000 }, async t => {
     // The raced claim was released: its id stayed remembered as claimed, so asking again answered
     // claimed: true (the first outcome) with nothing held, and another buyer took the unit.
