@@ -401,6 +401,23 @@ test('POOL-01/POOL-03, revision 7: a withdraw names the claim frame whose claime
   assert.deepEqual(await said(b, 4), ['count', 1], 'undone')
 })
 
+test('limits, revision 7: a server keeps the frame ids of 1,024 claimed answers per claim and client; past them the oldest is forgotten, still counted: a withdraw naming it takes back nothing, and the claim stays', async t => {
+  // Every answer's frame id was kept: a client asking one open claim again and again grew the
+  // server's memory without bound.
+  const { server, seats } = await servedSeats(t, 1)
+  const a = await welcomedAt(t, server, 7)
+  const withdraw = (id, frame) => encode.pool(id, { op: 'withdraw', pool: 'seats', claim: 'order-1', value: frame })
+  for (let frame = 2; frame <= 1026; frame++) a.send(claimOf(frame, 'order-1')) // 1,025 answers
+  for (let frame = 2; frame <= 1026; frame++) assert.deepEqual(await said(a, frame), ['claimed', true])
+  for (let frame = 3; frame <= 1026; frame++) a.send(withdraw(frame + 2000, frame)) // the 1,024 kept
+  for (let frame = 3; frame <= 1026; frame++) assert.deepEqual(await said(a, frame + 2000), ['count', 0])
+  a.send(withdraw(4000, 2))
+  assert.deepEqual(await said(a, 4000), ['count', 0], 'the oldest frame was forgotten: nothing taken back')
+  assert.equal(await seats.remaining(), 0, 'the claim stays: its forgotten answer may stand')
+  a.send(opOf(4001, 'release', 'order-1'))
+  assert.deepEqual(await said(a, 4001), ['count', 1], 'a release gives it back')
+})
+
 /** A fake server of an older revision (3: the new welcome, saying 3; 2: refuses the new hello as a revision 2 server does). */
 async function olderServer(revision) {
   const received = []

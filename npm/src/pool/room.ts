@@ -47,7 +47,7 @@
  * kept in `Tells.asks`): it takes back that answer, or nothing if that frame was never answered
  * `claimed` (the server never read it, or answered it otherwise) — so that a client may withdraw an
  * answer a dropped connection lost, which it cannot tell from a frame the server never read, without
- * taking back one its caller holds. A claim read back
+ * taking back one its caller holds. A party's frame ids are kept up to `MAX_NAMED` a claim. A claim read back
  * from storage has no entry (who was told before the restart is not known): a withdraw keeps it. An
  * entry goes with its claim (released, withdrawn, asked anew once its id was forgotten; one whose
  * ttl ran out at the next sweep, `#keep`).
@@ -127,6 +127,13 @@ class Tells {
     readonly asks: number[],
   ) {}
 }
+/**
+ * The most frame ids one party's `Tells` keeps (revision 7): past them the oldest is forgotten, its
+ * answer still counted, so that a client asking one open claim again and again costs the server no
+ * more; a withdraw naming a forgotten frame takes back nothing, and the claim stays (until a release,
+ * or its ttl), never undone under an answer that may stand.
+ */
+const MAX_NAMED = 1024
 /** `#told` is swept of claims no longer open when it reaches this many entries, or twice its size after the last sweep. */
 const SWEEP_AT = 1024
 
@@ -392,7 +399,9 @@ export class PoolRoom implements PoolStore {
     if (was === party) return this.#keep(key, new Tells(party, 2, asks))
     if (was instanceof Tells && was.party === party) {
       was.n++
-      if (ask !== undefined) was.asks.push(ask)
+      if (ask === undefined) return
+      if (was.asks.length === MAX_NAMED) was.asks.shift()
+      was.asks.push(ask)
       return
     }
     if (was !== undefined || !first) return this.#keep(key, MANY)
