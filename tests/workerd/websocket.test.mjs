@@ -588,3 +588,28 @@ test('LOCK-05: a WebSocket client whose release waits on its kept lease\'s delet
   assert.ok(taken.fence > granted.fence)
   assert.deepEqual(await cf('kept').then(kept => kept.map(l => l.lease)), [Buffer.from(taken.lease).reverse().toString('hex')], 'only the new lease is kept')
 })
+
+test('LOCK-05: a WebSocket client\'s cancel of its granted hold, waiting on the kept lease\'s delete when the object reopens its store (after an internal error), lets its key go once the delete is done, as a release does', async t => {
+  // The cancel's end compared the old store's request record with the reopened store's (the lease
+  // taken back is a new record): nothing was let go, and the lease, no longer kept, held its key to its ttl.
+  const name = 'reopen-behind-cancel'
+  const at = `${name}?ns=counting`
+  const cf = async op => (await fetch(`${http}/cf/${op}?${new URLSearchParams({ ns: 'counting', name })}`)).json()
+  const client = await raw(t, at, { revision: 6 })
+  const other = await raw(t, at, { revision: 6 })
+  const request = newId()
+  const granted = await client.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0, request }))
+  assert.equal(granted.type, 'granted', JSON.stringify(granted))
+  assert.deepEqual(await cf('hold-deletes'), { held: true })
+  client.ws.send(encode.cancel(101, request))
+  assert.deepEqual(await cf('trap-while-delete-held'), { trapped: true })
+  await until(() => client.closed !== null, 10_000, 'the client is closed')
+  assert.equal(client.closed, 1012, 'sent to ask again')
+  assert.deepEqual(await cf('let-deletes'), { let: true })
+  const taken = await until(async () => {
+    const r = await other.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0 }))
+    return r.type === 'granted' ? r : null
+  }, 5_000, 'the key is let go')
+  assert.ok(taken.fence > granted.fence)
+  assert.deepEqual(await cf('kept').then(kept => kept.map(l => l.lease)), [Buffer.from(taken.lease).reverse().toString('hex')], 'only the new lease is kept')
+})

@@ -484,9 +484,14 @@ export class Protocol {
         // A granted hold is released: as by `release`, once its host forgot it.
         const unkeeping = record?.holding ? hooks.releasing?.(record.lease) : undefined
         if (record && unkeeping !== undefined) {
+          // Found again by its request and lease, not as this record: a host that reopened its store
+          // meanwhile (the Durable Object's, after an internal error) took the lease back as a record
+          // of its own, which the cancel lets go as a release would.
+          const lease = record.lease
           const end = () => {
             const store = this.#store()
-            if (store._remoteRequest(record.request) === record && record.holding) store._endRemote(record)
+            const live = store._remoteRequest(frame.request)
+            if (live?.holding && live.lease === lease) store._endRemote(live)
           }
           return this.#released(session, frame.id, unkeeping, end, record.lease)
         }
