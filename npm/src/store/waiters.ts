@@ -134,8 +134,9 @@ export class HandOvers {
 
   /**
    * A grant within the release of a hold whose fn settled (`now`), while the queue is empty and not
-   * running — the commonest hand-over: runs its fn at once, then whatever joined the queue meanwhile,
-   * without going through the queue's array.
+   * running: runs its fn at once, then whatever joined the queue meanwhile, without going through the
+   * queue's array. Called for a semaphore's permit handed over (lent-fences.ts `#start`); a lock's key
+   * handed over on its line, the commonest hand-over (W3), does the same written out (`#handOver`).
    */
   runNow(waiter: Waiter, lease: Lease): void {
     this.running = true
