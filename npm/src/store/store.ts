@@ -223,7 +223,8 @@ export class Store implements LockStore, ServedStore {
       // waiting for them adds no wait to the writes' own; frames that come meanwhile find the store
       // closed. (A storage whose write never lands holds close() here, as it did before.)
       await this.#poolWrites.landed()
-      await Promise.all([...this.#servers].map(server => server._answered()))
+      // (A send that failed was its connection's to lose: it must not keep the rest of the close from running.)
+      await Promise.all([...this.#servers].map(server => server._answered().catch(() => {})))
       // Remote holders and waiters were answered by the drain; now their connections can go.
       await Promise.all([...this.#servers].map(server => server.close().catch(() => {})))
       // A fence write still under way must land before the storage is let go.
