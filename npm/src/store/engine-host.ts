@@ -125,6 +125,7 @@ export class EngineHost implements LeaseOwner {
   #remote!: RemoteEvents
   #selfGrants!: SelfGrants
   #pools!: PoolEvents
+  #trapped!: (storageClosed: Promise<void>) => void
 
   constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, writes: FenceWrites, clock: Clock, context: ContextStorage | undefined) {
     this.core = core
@@ -141,11 +142,15 @@ export class EngineHost implements LeaseOwner {
     this.handOvers = new HandOvers(context)
   }
 
-  /** The parts built on the host, which its drain and trap answer through. */
-  attach(selfGrants: SelfGrants, remote: RemoteEvents, pools: PoolEvents): void {
+  /**
+   * The parts built on the host, which its drain and trap answer through; and what the trap tells the
+   * store once it answered every request, with the closing of the storage it let go (never rejects).
+   */
+  attach(selfGrants: SelfGrants, remote: RemoteEvents, pools: PoolEvents, trapped: (storageClosed: Promise<void>) => void): void {
     this.#selfGrants = selfGrants
     this.#remote = remote
     this.#pools = pools
+    this.#trapped = trapped
   }
 
   // ---- names ----
@@ -728,7 +733,8 @@ export class EngineHost implements LeaseOwner {
 
   /**
    * Closes the engine: every request it knows is answered by the drain of its events (leases end,
-   * waiters are answered `ClosedError`). Answers false when the engine trapped instead.
+   * waiters are answered `ClosedError`). Answers false when the engine trapped instead: then the trap
+   * answered them, as any trap does (`trap`).
    */
   close(): boolean {
     this.closed = new ClosedError('the store is closed')
@@ -737,6 +743,9 @@ export class EngineHost implements LeaseOwner {
     try {
       n = this.core.close()
     } catch (error) {
+      // The engine answered nothing: the trap answers every request, and ends what the store started
+      // (it does nothing on a store it finds closed).
+      this.closed = undefined
       this.trap(error)
       return false
     }
@@ -775,7 +784,8 @@ export class EngineHost implements LeaseOwner {
   /**
    * The engine trapped (a Rust panic) or failed in a way it never should: its state can no longer be
    * trusted. Answer every waiter and end every lease with a `ClosedError` whose cause is the trap, and
-   * close. Answers the error for the caller to throw.
+   * close: the storage is let go, and the store told (`attach`'s `trapped`: its servers close). Answers
+   * the error for the caller to throw.
    */
   trap(error: unknown): ClosedError {
     if (this.closed) return this.closed
@@ -797,7 +807,7 @@ export class EngineHost implements LeaseOwner {
     this.#selfGrants.loseAll()
     this.#pools.trap(closed)
     for (const resource of this.names.byId) resource?.keys.clear()
-    void this.closeStorage().catch(() => {})
+    this.#trapped(this.closeStorage().catch(() => {}))
     return closed
   }
 

@@ -80,6 +80,8 @@ export class Store implements LockStore, ServedStore {
   readonly #direct: boolean
   readonly #transport: Transport | undefined
   readonly #servers = new Set<HoldfastServer>()
+  /** Set by a trap: resolves once what it ended is closed, its servers and storage (never rejects). */
+  #trapped: Promise<void> | undefined = undefined
   readonly #pools: PoolRoom
   readonly #poolWrites: PoolWrites
 
@@ -115,14 +117,23 @@ export class Store implements LockStore, ServedStore {
       storageError: () => poolWrites.storageError(),
     })
     const pools = this.#pools
-    host.attach(this.#lent, this.#remote, {
-      event: (kind, id, a) => pools.event(kind, id, a),
-      poke: () => poolWrites.poke(),
-      trap: closed => {
-        poolWrites.stop()
-        pools.trap(closed)
+    host.attach(
+      this.#lent,
+      this.#remote,
+      {
+        event: (kind, id, a) => pools.event(kind, id, a),
+        poke: () => poolWrites.poke(),
+        trap: closed => {
+          poolWrites.stop()
+          pools.trap(closed)
+        },
       },
-    })
+      storageClosed => {
+        // The store closed itself: its servers stop listening, and their connections close once the
+        // answers the trap gave were sent, as at `close()` (which awaits this).
+        this.#trapped = Promise.all([this.#closeServers(), storageClosed]).then(() => {})
+      },
+    )
     this.#clock = clock
     this.#context = context
     this.#direct = context?.capture !== undefined
@@ -209,33 +220,47 @@ export class Store implements LockStore, ServedStore {
    * whose fn is still running rejects `ClosedError` when fn settles. A pool claim not yet answered is
    * answered `ClosedError` and takes nothing; a release, confirm or resize already asked is written,
    * and answered by that write, before `close()` resolves — asked over a connection to this store's
-   * `serve()`, it is answered over that connection, which closes only then.
+   * `serve()`, it is answered over that connection, which closes only then. Every server of `serve()`
+   * stops listening, and its connections close, before `close()` resolves.
+   *
+   * After an internal error (the store closed itself: a trap), or when one happens inside `close()`,
+   * every request was answered `ClosedError` by the trap, which closes the servers (after those answers
+   * were sent) and the storage at once; `close()` resolves once they are closed. A second `close()`
+   * does nothing more.
    */
   async close(): Promise<void> {
     const host = this.#host
-    if (host.closed) return
-    const closed = host.close()
-    if (closed) {
-      this.#lent.loseAll()
-      // The pools' last write keeps what changed before the close, and answers the releases, confirms
-      // and resizes it carries: over a connection too, so the connections stay open until those
-      // answers (and the claims' the close ended) were sent. Then every pool answer is settled, so
-      // waiting for them adds no wait to the writes' own; frames that come meanwhile find the store
-      // closed. (A storage whose write never lands holds close() here, as it did before.)
-      await this.#poolWrites.landed()
-      // (A send that failed was its connection's to lose: it must not keep the rest of the close from running.)
-      await Promise.all([...this.#servers].map(server => server._answered().catch(() => {})))
-      // Remote holders and waiters were answered by the drain; now their connections can go.
-      await Promise.all([...this.#servers].map(server => server.close().catch(() => {})))
-      // A fence write still under way must land before the storage is let go.
-      await host.writesLanded()
-    }
+    // Closed already: by a trap, whose closing this awaits, or by a close() under way.
+    if (host.closed) return this.#trapped
+    if (!host.close()) return this.#trapped
+    this.#lent.loseAll()
+    // The pools' last write keeps what changed before the close, and answers the releases, confirms
+    // and resizes it carries: over a connection too, so the connections stay open until those answers
+    // (and the claims' the close ended) were sent. Then every pool answer is settled, so waiting for
+    // them adds no wait to the writes' own; frames that come meanwhile find the store closed. (A
+    // storage whose write never lands holds close() here, as it did before.)
+    await this.#poolWrites.landed()
+    await this.#closeServers()
+    // A fence write still under way must land before the storage is let go.
+    await host.writesLanded()
     try {
       await host.closeStorage()
     } finally {
       // Nothing asks the engine anything more: its memory goes back now, not when the store is collected.
-      if (closed) host.free()
+      host.free()
     }
+  }
+
+  /**
+   * Closes every server once the answers of the pool frames asked over it were sent (`_answered()`):
+   * remote holders and waiters were answered by the close's drain or the trap, so the connections can
+   * go then. Never rejects.
+   */
+  async #closeServers(): Promise<void> {
+    const servers = [...this.#servers]
+    // (A send that failed was its connection's to lose: it must not keep the servers from closing.)
+    await Promise.all(servers.map(server => server._answered().catch(() => {})))
+    await Promise.all(servers.map(server => server.close().catch(() => {})))
   }
 
   /** Whether the store was closed (by `close()`, or after an internal error). */

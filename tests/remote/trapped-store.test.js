@@ -1,0 +1,102 @@
+// A store that closed itself after an internal error (a wasm trap: `_trapForTest()`, or one inside
+// `close()`) ends what it started as `close()` does: every request over a connection is answered
+// (a lease lost `closed`, a waiting hold `error` `closed`), then its servers stop listening and their
+// connections close; `close()` resolves once they did, and again at once. No clock runs: the store's
+// timers are on a manual clock, and everything awaited is an event.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { openStore, connect, memoryStorage, ClosedError } from 'holdfast'
+import { manualClock } from 'holdfast/testing'
+import { encode } from './frames.js'
+import { TOKEN, rawClient } from './helpers.js'
+
+/** `promise`, or a rejection naming `what` if it has not settled within 5 s (instead of a hang). */
+function within(promise, what) {
+  let timer
+  const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within 5 s`)), 5_000)))
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * Makes the engine trap inside the next `close()` of a store's engine: its `Core.close` (the wasm
+ * glue of the installed package, the module the store itself loaded) makes a real wasm panic instead,
+ * once.
+ */
+async function trapInsideNextClose() {
+  const { Core } = await import(new URL('../../wasm/holdfast_wasm.js', import.meta.resolve('holdfast')).href)
+  const close = Core.prototype.close
+  Core.prototype.close = function () {
+    Core.prototype.close = close
+    return this.trapForTest()
+  }
+}
+
+/**
+ * A store on a manual clock served on a loopback port; a raw connection past hello holding `jobs/k`
+ * (its lease) and waiting for it again (another request); a hold of this process waiting behind it.
+ */
+async function servedAndHeld(t) {
+  const store = await openStore({ storage: memoryStorage(), clock: manualClock(1_000_000) })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  const raw = await rawClient(server.url)
+  raw.send(encode.hello3(1, TOKEN, 6))
+  assert.equal((await raw.answer(1)).type, 'welcome')
+  raw.send(encode.hold(2, { name: 'jobs', key: 'k' }))
+  const granted = await raw.answer(2)
+  assert.equal(granted.type, 'granted')
+  // Acted on in order: once the ping is answered, the hold is in line.
+  raw.send(encode.batch([encode.hold(3, { name: 'jobs', key: 'k' }), encode.ping(4)]))
+  assert.equal((await raw.answer(4)).type, 'done')
+  // Nothing is left open should the test fail.
+  t.after(() => (raw.close(), server.close()))
+  const local = store.lock('jobs').hold('k', () => 'ran')
+  local.catch(() => {}) // answered by the trap before the test looks (toldAndClosed)
+  return { store, server, raw, lease: granted.lease, local }
+}
+
+/** What the trap told the connection, and every ending it owes: each request answered, then the close. */
+async function toldAndClosed({ raw, lease, local }) {
+  const lost = await raw.answer(f => f.type === 'lost')
+  assert.deepEqual([Buffer.from(lost.lease).equals(Buffer.from(lease)), lost.code], [true, 'closed'], 'the lease is lost: the store closed')
+  const waiting = await raw.answer(3)
+  assert.deepEqual([waiting.type, waiting.code], ['error', 'closed'], 'the waiting hold is answered closed')
+  await assert.rejects(within(local, 'the hold waiting in this process'), e => e instanceof ClosedError && e.cause !== undefined)
+  const closed = await within(raw.whenClosed, 'the connection of the trapped store closing')
+  assert.equal(closed.code, 1001, 'closed by its server')
+}
+
+/** Nothing listens at `url` any more: a client cannot connect. */
+async function notListening(url) {
+  const client = await within(connect(url, { token: TOKEN, reconnect: false }), 'connect()').catch(error => error)
+  if (!(client instanceof Error)) {
+    await client.close()
+    assert.fail(`connect() to ${url} succeeded: the server still listens`)
+  }
+  assert.ok(client instanceof ClosedError, `connect() rejects ClosedError: ${client}`)
+}
+
+test('LOCK-05/LOCK-06, a wasm trap: a store that closed itself answers its connections closed, then closes them and stops listening; close() after resolves, and again', async t => {
+  const held = await servedAndHeld(t)
+  const { store, server } = held
+  assert.throws(() => store._trapForTest(), ClosedError)
+  assert.equal(store.closed, true)
+  // Before the fix: the connection stayed open, the server listening, and connect() succeeded.
+  await toldAndClosed(held)
+  await within(store.close(), 'close() after the trap')
+  await notListening(server.url)
+  await within(store.close(), 'a second close()')
+  assert.equal(server.connections, 0)
+})
+
+test('LOCK-05/LOCK-06, a wasm trap inside close(): every request is answered closed (over the connection too), the connection closes and the server stops listening before close() resolves; a second close() resolves', async t => {
+  const held = await servedAndHeld(t)
+  const { store, server } = held
+  await trapInsideNextClose()
+  // Before the fix: the trap answered nothing (it found the store closing), and the server was skipped.
+  await within(store.close(), 'close() whose engine traps')
+  assert.equal(store.closed, true)
+  await notListening(server.url)
+  await toldAndClosed(held)
+  await within(store.close(), 'a second close()')
+  await assert.rejects(async () => store.lock('jobs').hold('k', () => {}), e => e instanceof ClosedError && /internal error/.test(e.message))
+})
