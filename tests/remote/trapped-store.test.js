@@ -5,10 +5,11 @@
 // timers are on a manual clock, and everything awaited is an event.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import path from 'node:path'
 import { openStore, connect, memoryStorage, ClosedError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 import { encode } from './frames.js'
-import { TOKEN, rawClient } from './helpers.js'
+import { TOKEN, rawClient, tempDir } from './helpers.js'
 
 /** `promise`, or a rejection naming `what` if it has not settled within 5 s (instead of a hang). */
 function within(promise, what) {
@@ -100,3 +101,19 @@ test('LOCK-05/LOCK-06, a wasm trap inside close(): every request is answered clo
   await within(store.close(), 'a second close()')
   await assert.rejects(async () => store.lock('jobs').hold('k', () => {}), e => e instanceof ClosedError && /internal error/.test(e.message))
 })
+
+for (const end of ['close', 'trap']) {
+  test(`LOCK-06: a serve() still beginning to listen when the store ${end === 'close' ? 'is closed' : 'closes itself (a wasm trap)'} rejects ClosedError and leaves nothing listening`, async t => {
+    const store = await openStore({ storage: memoryStorage(), clock: manualClock(1_000_000) })
+    const socket = path.join(tempDir(t), 'holdfast.sock')
+    const serving = store.serve({ path: socket, token: TOKEN })
+    if (end === 'close') await within(store.close(), 'close()')
+    else assert.throws(() => store._trapForTest(), ClosedError)
+    const served = await within(serving, 'serve()').catch(error => error)
+    // Before the fix: it resolved, listening, to a closed store.
+    if (!(served instanceof Error)) t.after(() => served.close())
+    assert.ok(served instanceof ClosedError, `serve() rejects ClosedError: ${served?.url ?? served}`)
+    await notListening(`ws+unix://${socket}`)
+    await within(store.close(), 'close() again')
+  })
+}

@@ -162,10 +162,18 @@ export class Store implements LockStore, ServedStore {
   /**
    * Serves this store to other processes over WebSocket: `{ port, host, token }` (host defaults to
    * 127.0.0.1) or `{ path, token }` for a Unix socket. Clients `connect()` with the same token.
+   * Rejects `ClosedError` when the store closed (or closed itself) before it listened; it then
+   * listens no more.
    */
   async serve(options: ServeOptions): Promise<Server> {
-    this.#host.checkOpen('serve')
+    const host = this.#host
+    host.checkOpen('serve')
     const server = await serveOn(this, this.#transport, options, this.#clock)
+    if (host.closed) {
+      // Closed while it began to listen: the close (or the trap) closed only the servers it knew.
+      await server.close().catch(() => {})
+      host.checkOpen('serve')
+    }
     this.#servers.add(server)
     return server
   }
