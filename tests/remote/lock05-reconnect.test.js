@@ -41,7 +41,7 @@ test('LOCK-05: a connection dropped for real (its proxy killed with kill -9) and
   assert.ok(!holder.saw({ ev: 'unhandled' }))
 })
 
-test('LOCK-05: a waiting hold whose connection drops on the client side and is re-established keeps its place in line (and a lease its fence)', async t => {
+test('LOCK-05: a waiting hold whose connection drops on the client side and is re-established keeps its place in line (and a lease its fence); the old connection, still open on the server, ends at the new one\'s hello (its party\'s), not when the server sees it close', async t => {
   const own = procs(t)
   const server = await startServer(own)
   // SIGUSR1 makes the proxy reset the client side of every connection at once, and close the
@@ -61,10 +61,12 @@ test('LOCK-05: a waiting hold whose connection drops on the client side and is r
 
   proxy.kill('SIGUSR1')
   await proxy.next({ ev: 'half-dropped' })
-  // The client reconnects (a new connection through the proxy) and asks again for both holds.
-  await untilServer(server, s => s.connections === 4, 5_000, 'a new connection beside the old one')
-  // The old connection's server side closes later; the holds moved to the new one are not touched.
-  await untilServer(server, s => s.connections === 3, 5_000, 'the old connection ended on the server')
+  // The client reconnects (a new connection through the proxy) and asks again for both holds: an
+  // inspection through it is answered once it said hello, which superseded the old connection (its
+  // client's, by the party it names), still open on the server — ended there as a drop, at once.
+  first.send({ op: 'inspect' })
+  await first.next({ ev: 'inspected' }, 5_000)
+  assert.equal((await serverInspect(server)).connections, 3, 'the old connection ended at the new hello')
   await sleep(200)
   const s = await serverInspect(server)
   assert.equal(entryOf(s, 'jobs', 'q')?.waiting, 2, 'both still waiting')

@@ -401,6 +401,99 @@ test('POOL-01/POOL-03, revision 7: a withdraw names the claim frame whose claime
   assert.deepEqual(await said(b, 4), ['count', 1], 'undone')
 })
 
+test('POOL-01/POOL-03, revision 7, a half-open connection: a newer hello of the same party supersedes the older connection (closed 4409, ended as a drop) before its own frames act: a claim still waiting, or being written, there is cancelled, so a withdraw of its frame on the new connection leaves nothing held', async t => {
+  // The server, not yet aware that the old connection was gone (cut on the client's side only),
+  // answered 0 to the withdraw on the new one, then answered the claims claimed on the old one, to
+  // nobody: both were held until their ttl (for good without one).
+  const storage = gatedStorage()
+  const store = await openStore({ storage })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  // (A failed assertion must not leave the store's close waiting at the gate.)
+  t.after(() => (storage.open?.(), store.close()))
+  const seats = store.pool('seats', { capacity: 2 })
+  assert.equal((await seats.claim(1, { id: 'other' })).claimed, true)
+  const P = '0123456789abcdef0123456789abcdef'
+  const old = await partyAt(t, server, 7, P)
+  storage.shut()
+  // One message, acted on in one turn: order-2 takes the last unit (its write waits), order-1 waits in line.
+  old.send(encode.batch([claimOf(2, 'order-2'), claimOf(3, 'order-1', FOREVER)]))
+  await storage.held
+  assert.deepEqual(pick(store), { remaining: 0, claims: 2, waiting: 1 })
+  // The client reconnected; the old connection stays open (nothing of it read any more).
+  const fresh = await partyAt(t, server, 7, P)
+  fresh.send(encode.pool(4, { op: 'withdraw', pool: 'seats', claim: 'order-2', value: 2 }))
+  fresh.send(encode.pool(5, { op: 'withdraw', pool: 'seats', claim: 'order-1', value: 3 }))
+  assert.deepEqual(await said(fresh, 4), ['count', 0], 'never answered claimed')
+  assert.deepEqual(await said(fresh, 5), ['count', 0], 'never answered claimed')
+  storage.open()
+  assert.equal(await seats.release('other'), true)
+  assert.deepEqual(pick(store), { remaining: 2, claims: 0, waiting: 0 }, 'nothing held for the old connection')
+  assert.deepEqual(
+    old.frames.filter(f => f.type === 'claimed'),
+    [],
+    'no claim answered on the superseded connection',
+  )
+  fresh.send(claimOf(6, 'order-1'))
+  assert.deepEqual(await said(fresh, 6), ['claimed', true], 'asked again on the new connection: a new claim')
+  assert.deepEqual(await closedOf(old), { code: 4409, reason: 'server: superseded by a newer connection of this client (party)' })
+})
+
+test('LOCK-05, revision 6: a connection superseded by a newer one of its party keeps its leases for the new one to renew; an older connection whose hello comes after the newer one is the one superseded; connections of other parties, naming none, or of revision 5 are never superseded', async t => {
+  // A party's older connections stayed open beside the newer one (see the test above).
+  const { store, server } = await servedSeats(t, 1)
+  const P = 'fedcba9876543210fedcba9876543210'
+  const old = await partyAt(t, server, 6, P)
+  old.send(encode.hold(2, { name: 'jobs', key: 'k', ttl: 60_000 }))
+  const granted = await old.answer(2)
+  assert.equal(granted.type, 'granted')
+  const fresh = await partyAt(t, server, 7, P)
+  assert.equal((await closedOf(old)).code, 4409)
+  const other = await partyAt(t, server, 7, '0123456789abcdef0123456789abcdef')
+  other.send(encode.hold(2, { name: 'jobs', key: 'k', wait: 0 }))
+  assert.equal((await other.answer(2)).type, 'busy', 'the lease lives on')
+  fresh.send(encode.renew(2, granted.lease))
+  assert.equal((await fresh.answer(2)).type, 'renewed', 'renewed by the new connection')
+  // Accepted before `fresh`, its hello read after: the older connection, superseded at once.
+  const late = await rawClient(server.url)
+  t.after(() => late.close())
+  const newest = await partyAt(t, server, 7, P)
+  late.send(encode.hello3(1, TOKEN, 7, `raw-test party=${P}`))
+  assert.equal((await closedOf(late)).code, 4409)
+  assert.equal(late.frames.length, 0, 'never welcomed')
+  assert.equal((await closedOf(fresh)).code, 4409, 'superseded by newest')
+  newest.send(encode.renew(2, granted.lease))
+  assert.equal((await newest.answer(2)).type, 'renewed')
+  // Revision 5 (no party then), another party, a hello naming none: each stands.
+  const five = [await partyAt(t, server, 5, P), await partyAt(t, server, 5, P)]
+  const none = [await welcomedAt(t, server, 7), await welcomedAt(t, server, 7)]
+  for (const raw of [...five, ...none, other, newest]) {
+    raw.send(encode.ping(9))
+    assert.equal((await raw.answer(9)).type, 'done')
+  }
+  assert.equal(server.connections, 6)
+  assert.deepEqual(
+    store.inspect().find(e => e.name === 'jobs')?.holders.map(h => h.fence),
+    [granted.fence],
+    'the one lease, held',
+  )
+})
+
+/** How `raw`'s connection closed: rejects if it is still open 5 s from now. */
+function closedOf(raw, ms = 5_000) {
+  let timer
+  const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`still open after ${ms}ms; frames ${JSON.stringify(raw.frames)}`)), ms)))
+  return Promise.race([raw.whenClosed, late]).finally(() => clearTimeout(timer))
+}
+
+/** A raw client of `server` welcomed at `revision`, its hello naming party `party`; closed when the test ends. */
+async function partyAt(t, server, revision, party) {
+  const raw = await rawClient(server.url)
+  t.after(() => raw.close())
+  raw.send(encode.hello3(1, TOKEN, revision, `raw-test party=${party}`))
+  assert.equal((await raw.answer(1)).revision, revision)
+  return raw
+}
+
 test('limits, revision 7: a server keeps the frame ids of 1,024 claimed answers per claim and client; past them the oldest is forgotten, still counted: a withdraw naming it takes back nothing, and the claim stays', async t => {
   // Every answer's frame id was kept: a client asking one open claim again and again grew the
   // server's memory without bound.

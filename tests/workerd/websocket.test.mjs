@@ -42,7 +42,7 @@ function clients(t) {
 }
 
 /** A raw client of the wire protocol: frames in, decoded frames out, nothing done on its own. */
-async function raw(t, name, { revision } = {}) {
+async function raw(t, name, { revision, client: text } = {}) {
   const ws = new WebSocket(`${base}/ws/${name}`)
   ws.binaryType = 'nodebuffer'
   const frames = []
@@ -88,8 +88,8 @@ async function raw(t, name, { revision } = {}) {
       ws.terminate()
     },
   }
-  // The old hello (revision 2), unless a revision is given: the new one, saying it.
-  const welcome = await client.ask(id => (revision ? encode.hello3(id, TOKEN, revision) : encode.hello(id, TOKEN)))
+  // The old hello (revision 2), unless a revision is given: the new one, saying it (and `client`, its client text).
+  const welcome = await client.ask(id => (revision ? encode.hello3(id, TOKEN, revision, text) : encode.hello(id, TOKEN)))
   assert.equal(welcome.type, 'welcome', JSON.stringify(welcome))
   client.revision = welcome.revision
   return client
@@ -407,6 +407,40 @@ test('POOL-01/POOL-03, revision 7 in the object: a withdraw over WebSocket names
   assert.deepEqual(await said(id => encode.pool(id, { op: 'remaining', pool: 'seats' })), ['count', 0])
   assert.deepEqual(await said(withdraw(one)), ['count', 1], 'undone: no answer of it stands')
   assert.deepEqual(await said(id => encode.pool(id, { op: 'remaining', pool: 'seats' })), ['count', 1])
+})
+
+test('POOL-01/POOL-03, revision 7 in the object, a half-open connection: a newer hello of the same party supersedes the older connection (closed 4409, ended as a drop), also after the object hibernated: a claim waiting there is cancelled, not answered claimed there after the new connection withdrew its frame; a lease held there lives on, renewed by the new connection', async t => {
+  // The object kept the older connection as it was, its claim waiting: once a unit came back, that
+  // claim took it and was answered on the old connection, to nobody, and held for good.
+  const party = 'raw-test party=0123456789abcdef0123456789abcdef'
+  const holder = await raw(t, 'pools-party', { revision: 7 })
+  const said = async (client, make) => {
+    const f = await client.ask(make)
+    return [f.type, f.type === 'count' ? f.value : f.claimed]
+  }
+  const claim = (claimId, wait) => id => encode.claim(id, { pool: 'seats', capacity: 1, n: 1, claim: claimId, wait })
+  assert.deepEqual(await said(holder, claim('other', 0)), ['claimed', true])
+  const old = await raw(t, 'pools-party', { revision: 7, client: party })
+  const waiting = 100 // the frame id its claim goes with, sent by hand (never answered)
+  old.ws.send(claim('order-1', 2n ** 64n - 1n)(waiting))
+  // Answered after the claim was read (in order): the claim waits in line.
+  assert.equal((await old.ask(id => encode.ping(id))).type, 'done')
+  const fresh = await raw(t, 'pools-party', { revision: 7, client: party })
+  assert.deepEqual(await said(fresh, id => encode.pool(id, { op: 'withdraw', pool: 'seats', claim: 'order-1', value: waiting })), ['count', 0])
+  assert.deepEqual(await said(holder, id => encode.pool(id, { op: 'release', pool: 'seats', claim: 'other' })), ['count', 1])
+  assert.deepEqual(await said(fresh, id => encode.pool(id, { op: 'remaining', pool: 'seats' })), ['count', 1], 'nothing held for the old connection')
+  assert.deepEqual(old.frames.filter(f => f.type === 'claimed'), [], 'nothing answered there')
+  await until(() => old.closed !== null, 5_000, 'the older connection closed')
+  assert.equal(old.closed, 4409)
+  // After a wake from hibernation the object knows the party's connection from its socket.
+  const leased = await fresh.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 30_000 }))
+  assert.equal(leased.type, 'granted')
+  await server.getWorker().evictDurableObject('HoldfastObject', { name: 'pools-party', webSockets: 'hibernate' })
+  const newest = await raw(t, 'pools-party', { revision: 7, client: party })
+  await until(() => fresh.closed !== null, 5_000, 'the connection before closed')
+  assert.equal(fresh.closed, 4409)
+  assert.equal((await holder.ask(id => encode.hold(id, { name: 'jobs', key: 'k', wait: 0 }))).type, 'busy', 'the lease lives on')
+  assert.equal((await newest.ask(id => encode.renew(id, leased.lease))).type, 'renewed', 'renewed by the newest connection')
 })
 
 test('#16: a claim waiting over WebSocket when the object restarts asks again (closed 1012) and is served in its turn (POOL-04)', async t => {

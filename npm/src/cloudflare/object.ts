@@ -59,6 +59,9 @@
  *   A client whose frames wait behind its release (or goodbye) then is closed 1012 (as one with holds
  *   in line): its old session ends, its waiting frames dropped, so that none of them acts beside the
  *   new session, after frames the client sent later (see `#open`).
+ * - A client's newer connection supersedes its older one (its party, kept in the attachment: remote/
+ *   session.ts `Protocol.resumed`): at the newer hello, and when sessions are rebuilt after a wake,
+ *   the older is ended as a dropped connection and closed 4409.
  * - Hibernation keeps idle connections cheap: an object whose clients are quiet leaves memory while
  *   their sockets stay open. It does not make holding cheap: each renewal (every ttl/3 per lease) is a
  *   frame that wakes the object. Holds in line live in memory only, so a client that had some when the
@@ -468,6 +471,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       closeQuietly(ws, 1012, 'holdfast object restarted: ask again')
       return undefined
     }
+    // Its client's newest connection stands; an older one of the same party is ended and closed (4409).
+    if (session.authed && !this.#protocol.resumed(session)) return undefined
     return session
   }
 

@@ -36,7 +36,10 @@
  * server answers the open claim first, so that their answers stand. A claim given up before the
  * client was back is undone then (its id forgotten); one a caller holds from another answer stays.
  * With a server older than revision 7 such a claim stays held until its ttl (or for good): a
- * withdraw naming no answer could take back one this client's caller holds.
+ * withdraw naming no answer could take back one this client's caller holds. A connection the server
+ * still holds open (half-open, cut on this side only) cannot answer a claim after that withdraw: the
+ * new hello supersedes it, and the server ends it as a drop before the withdraw acts, cancelling
+ * its claims still unanswered (remote/session.ts `Protocol.resumed`).
  *
  * # Capacity
  * A handle's first frame carries its capacity: the server makes the pool with it, or refuses it

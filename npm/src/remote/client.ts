@@ -287,7 +287,8 @@ export class RemoteStore implements LeaseOwner {
   readonly #pools: RemotePools
   /**
    * Named in every hello of this client (`party=`): a server of revision 6 takes all its connections
-   * for one client when it tells who was answered a claim (remote/session.ts `partyOf`).
+   * for one client when it tells who was answered a claim (remote/session.ts `partyOf`), and ends an
+   * older connection of it, still open there, at the newer one's hello (`Protocol.resumed`).
    */
   readonly #party = randomId()
   /**

@@ -44,6 +44,16 @@
  *   kept as told to its frame id, which the client's withdraw names: it takes back that answer alone.
  *   A pool frame's answer is kept until sent (`answered`): a store that closes sends those its last
  *   writes gave before it closes the connections.
+ * - A party's connections (revision 6: a hello naming its party, `partyOf`) are one client's, which
+ *   has one connection at a time: its newest (the one accepted last, by connection number) supersedes
+ *   the others, which end as dropped connections (`dropped`: their waiting holds step aside, their
+ *   unanswered claims are cancelled, their leases live on, for the new one to ask again and renew)
+ *   and are closed (`CLOSE_SUPERSEDED`) — at the newer hello, before any frame of the new connection
+ *   acts. So a connection the client gave up but the server still holds open (half-open: cut on the
+ *   client's side only) never answers a claim there after the client, reconnected, withdrew that
+ *   claim's frame on the new one: the claim is cancelled instead. An older connection's hello read
+ *   after the newer one's (it was delayed) is superseded at once. A host that takes back its sessions
+ *   (a Durable Object woken up) tells each (`resumed`), and the same rule applies.
  * - A `ping` (revision 5, the client's heartbeat) is answered `done` at once, whatever the client said.
  *   Every message marks its session `heard`: a host (`serve()`, the Durable Object) drops a session of
  *   revision 5 silent for 30 s with a hold in line or a claim awaited (silent-clients.ts).
@@ -85,6 +95,8 @@ export const MAX_FRAME = 64 * 1024
 export const CLOSE_PERMISSION = 4401
 export const CLOSE_LIMIT = 4429
 export const CLOSE_PROTOCOL = 4400
+/** Close code of a connection superseded by a newer one of its client (its party: see the module doc). */
+export const CLOSE_SUPERSEDED = 4409
 
 const encoder = new TextEncoder()
 
@@ -278,6 +290,8 @@ export class Protocol {
   readonly hooks: SessionHooks
   /** The answers of pool frames not yet sent (see `answered`). */
   readonly #answering = new Set<Promise<void>>()
+  /** Each party's newest session (a hello of revision 6 or later naming one): see the module doc. */
+  readonly #parties = new Map<string, Session>()
 
   /**
    * `store`: the store (a function, for hosts that reopen theirs). `token`: what hello must present;
@@ -325,6 +339,8 @@ export class Protocol {
       // The old hello says no revision (2); the new one the client's highest: the lower side's is used.
       session.revision = Math.min(frame.revision, this.revision)
       session.party = partyOf(frame.client) ?? session
+      // An older connection of its client ends before anything of this one acts (or this one, if older).
+      if (!this.resumed(session)) return
       if (session.revision >= BATCHES) session.socket.pack = packServer
       this.hooks.welcomed?.(session)
       return session.send(frame.id, { type: 'welcome', revision: session.revision, maxFrame: MAX_FRAME, connectionLimit: 0 })
@@ -409,9 +425,45 @@ export class Protocol {
     this.#end(session, false)
   }
 
+  /**
+   * `session`, welcomed (at its hello, or taken back by a host after a restart), is its party's:
+   * whichever of it and the party's session known so far is the older connection (the lower
+   * connection number, counted past a wrap) is superseded — ended as a dropped connection and closed
+   * (`CLOSE_SUPERSEDED`). Answers whether `session` stands. A session of revision 5 or older, or that
+   * names no party, stands alone.
+   */
+  resumed(session: Session): boolean {
+    const party = session.party
+    if (typeof party !== 'string' || session.revision < HANDED_BACK) return true
+    const known = this.#parties.get(party)
+    // (A session taken back anew for the same connection replaces the one kept for it.)
+    if (known !== undefined && known !== session && !known.ended && known.conn !== session.conn) {
+      if (newer(known.conn, session.conn)) {
+        this.#supersede(session)
+        return false
+      }
+      this.#supersede(known)
+    }
+    this.#parties.set(party, session)
+    return true
+  }
+
+  /** Ends `session` as a dropped connection, and closes it: a newer connection of its client took its place. */
+  #supersede(session: Session): void {
+    this.#end(session, false)
+    if (session.closing) return
+    session.closing = true
+    try {
+      session.socket.close(CLOSE_SUPERSEDED, 'server: superseded by a newer connection of this client (party)')
+    } catch {
+      // the connection went away meanwhile
+    }
+  }
+
   #end(session: Session, goodbye: boolean): void {
     if (session.ended) return
     session.ended = true
+    if (typeof session.party === 'string' && this.#parties.get(session.party) === session) this.#parties.delete(session.party)
     // Its claims not yet answered are cancelled (undone, if they took their units): see the module doc.
     const claims = [...session.claims.values()]
     session.claims.clear()
@@ -696,6 +748,11 @@ export class Protocol {
  */
 export function partyOf(client: string): string | undefined {
   return /(?:^| )party=([0-9A-Za-z_-]{16,64})(?: |$)/.exec(client)?.[1]
+}
+
+/** Whether connection number `a` (u32) was counted after `b`, past a wrap. */
+function newer(a: number, b: number): boolean {
+  return a !== b && (a - b) >>> 0 < 0x8000_0000
 }
 
 /** The asks of one claim id on one connection not yet answered: aborted, they are all cancelled. */
