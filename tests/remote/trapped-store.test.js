@@ -117,3 +117,52 @@ for (const end of ['close', 'trap']) {
     await within(store.close(), 'close() again')
   })
 }
+
+test('POOL-02/LOCK-06, a wasm trap inside close() once the engine closed (its pools\' last write told back): the release in that write, over the connection too, is answered closed, and close() resolves', async t => {
+  // A storage whose pool writes wait until let go: the releases' write is under way when close() begins.
+  const values = new Map()
+  let letGo
+  const held = new Promise(resolve => (letGo = resolve))
+  let holding = false
+  const storage = {
+    get: k => values.get(k),
+    set: async (k, v) => {
+      if (holding) await held
+      values.set(k, v)
+    },
+  }
+  const store = await openStore({ storage, clock: manualClock(1_000_000) })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  const raw = await rawClient(server.url)
+  t.after(() => (raw.close(), server.close()))
+  raw.send(encode.hello3(1, TOKEN, 6))
+  assert.equal((await raw.answer(1)).type, 'welcome')
+  raw.send(encode.claim(2, { pool: 'seats', capacity: 4, n: 1, claim: 'theirs' }))
+  assert.deepEqual([(await raw.answer(2)).type], ['claimed'])
+  const pool = store.pool('seats', { capacity: 4 })
+  assert.equal((await pool.claim(1, { id: 'mine' })).claimed, true)
+  holding = true
+  // Both releases in the write held up: the remaining's answer comes after the raw release was read.
+  raw.send(encode.batch([encode.pool(3, { op: 'release', pool: 'seats', claim: 'theirs' }), encode.pool(4, { op: 'remaining', pool: 'seats' })]))
+  assert.equal((await raw.answer(4)).type, 'count')
+  const released = pool.release('mine')
+  released.catch(() => {})
+  // The engine traps when told the write's outcome, inside close().
+  const { Core } = await import(new URL('../../wasm/holdfast_wasm.js', import.meta.resolve('holdfast')).href)
+  const written = Core.prototype.poolWritten
+  Core.prototype.poolWritten = function () {
+    Core.prototype.poolWritten = written
+    return this.trapForTest()
+  }
+  t.after(() => (Core.prototype.poolWritten = written))
+  const closing = store.close()
+  letGo()
+  // Before the fix: the trap found the store closed and answered nothing; close() waited for good.
+  await within(closing, 'close() whose engine traps on its pools\' last write')
+  await assert.rejects(within(released, 'the release in that write'), e => e instanceof ClosedError && /internal error/.test(e.message))
+  const answer = await raw.answer(3)
+  assert.deepEqual([answer.type, answer.code], ['error', 'closed'], 'the release over the connection is answered closed')
+  await within(raw.whenClosed, 'the connection closing')
+  await notListening(server.url)
+  await within(store.close(), 'a second close()')
+})

@@ -126,6 +126,10 @@ export class EngineHost implements LeaseOwner {
   #selfGrants!: SelfGrants
   #pools!: PoolEvents
   #trapped!: (storageClosed: Promise<void>) => void
+  /** The engine trapped (`trap`): its state cannot be trusted, and it is never freed (left to the finalizer). */
+  #coreTrapped = false
+  /** `free()` freed the engine: a call into it throws, and that is no trap of its own. */
+  #freed = false
 
   constructor(core: Core, memory: WebAssembly.Memory, storage: Storage, writes: FenceWrites, clock: Clock, context: ContextStorage | undefined) {
     this.core = core
@@ -711,12 +715,14 @@ export class EngineHost implements LeaseOwner {
    * store was collected (fence-writes.ts # Held weakly). A call into the freed core throws (wasm-bindgen: a null
    * pointer), which every call site takes as it takes a trap — after the close, as `ClosedError`; and
    * the buffer this host reads and writes is from then on a copy of its own, so that nothing touches
-   * the memory a core opened later is given. Called once, by the close that closed the engine; not
-   * after a trap: that core is left to the finalizer.
+   * the memory a core opened later is given. Called once, by the close that closed the engine; a core
+   * that trapped (before, or during that close) is not freed: it is left to the finalizer (a panic
+   * may leave it borrowed, and freeing it would throw).
    */
   free(): void {
     this.#buf = new Float64Array(this.#bufLen)
-    this.core.free()
+    this.#freed = true
+    if (!this.#coreTrapped) this.core.free()
   }
 
   async closeStorage(): Promise<void> {
@@ -788,9 +794,19 @@ export class EngineHost implements LeaseOwner {
    * the error for the caller to throw.
    */
   trap(error: unknown): ClosedError {
-    if (this.closed) return this.closed
+    if (this.closed) {
+      // Closed by close(), which still waits for its pools' last writes: the engine trapped taking
+      // one, or told its outcome, and answers none of them now. Their requests are answered here and
+      // the writes stop, else close() (and a release, confirm or resize in them) waited for good.
+      if (!this.#coreTrapped && !this.#freed) {
+        this.#coreTrapped = true
+        this.#pools.trap(new ClosedError(`the store closed after an internal error: ${(error as Error)?.message ?? String(error)}`, { cause: error }))
+      }
+      return this.closed
+    }
     const closed = new ClosedError(`the store closed after an internal error: ${(error as Error)?.message ?? String(error)}`, { cause: error })
     this.closed = closed
+    this.#coreTrapped = true
     this.#clearTimer()
     for (let i = 0; i < this.reqs.length; i++) {
       const record = this.reqs[i]
