@@ -71,3 +71,30 @@ test('LOCK-05: a connection that ends without goodbye (kill -9) takes its waitin
   const served = await behind.next({ ev: 'granted', id: 'w' }, 3_000)
   assert.ok(served.t - releasedAt < 1_000, `served ${served.t - releasedAt}ms after the release`)
 })
+
+test('LOCK-01/LOCK-05: a store served twice numbers its connections across both servers: a goodbye on one ends its own client\'s leases only, never a lease of the other server\'s client', async t => {
+  const { openStore, memoryStorage, connect } = await import('holdfast')
+  const { TOKEN } = await import('./helpers.js')
+  const store = await openStore({ storage: memoryStorage() })
+  t.after(() => store.close())
+  const first = await store.serve({ port: 0, token: TOKEN })
+  const second = await store.serve({ port: 0, token: TOKEN })
+  // Each the first connection of its server.
+  const leaving = await connect(first.url, { token: TOKEN, reconnect: false })
+  const holder = await connect(second.url, { token: TOKEN, reconnect: false })
+  t.after(() => holder.close())
+  let entered
+  const inside = new Promise(resolve => (entered = resolve))
+  let release
+  const held = holder.lock('jobs').hold('b', () => (entered(), new Promise(resolve => (release = resolve))), { ttl: 30_000 })
+  await inside
+  await leaving.lock('jobs').hold('a', () => {}, { ttl: 30_000 })
+  // Goodbye: the engine ends the leases of the leaving client's connection, and only its.
+  await leaving.close()
+  const b = (await store.inspect()).find(e => e.name === 'jobs' && e.key === 'b')
+  // Before the fix both were connection 1: the holder's lease ended with the goodbye, its key free
+  // while its fn still ran.
+  assert.equal(b?.holders.length, 1, 'jobs/b is still held by the client of the other server')
+  release()
+  await held
+})
