@@ -592,18 +592,37 @@ test('LOCK-05: a goodbye lets none of its client\'s leases go to a hold of that 
   assert.equal(taken.type, 'granted', `'a' was deleted and let go at the goodbye, and the client's hold in line left with it: ${JSON.stringify(taken)}`)
 })
 
-test('LOCK-05: a WebSocket client whose release waits on its kept lease\'s delete when the object reopens its store (after an internal error) is closed 1012 to ask again: the frames it sent behind the release never act, none of its frames is answered out of order, and the release lets its key go once the delete is done', async t => {
-  // The frames behind a release wait in its session (session.ts `Session.queue`). A reopen makes new
-  // sessions for the sockets still open: the old one, still draining its queue, acted beside the new
-  // one, which took the client's later frames at once, ahead of those it sent before them.
-  const name = 'reopen-behind-release'
+/**
+ * A client of the counting object `name` holding `jobs`/`k` (its hold asked with `request`, if given),
+ * the object's lease deletes held up from then on, and another client: for the tests of a delete that
+ * spans the object's reopen. `letGo()` lets the deletes go, waits for `other` to take the key, and
+ * checks that the new lease alone is kept.
+ */
+async function heldWithDeletesHeld(t, name, request) {
   const at = `${name}?ns=counting`
   const cf = async op => (await fetch(`${http}/cf/${op}?${new URLSearchParams({ ns: 'counting', name })}`)).json()
   const client = await raw(t, at, { revision: 6 })
   const other = await raw(t, at, { revision: 6 })
-  const granted = await client.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0 }))
+  const granted = await client.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0, ...(request ? { request } : {}) }))
   assert.equal(granted.type, 'granted', JSON.stringify(granted))
   assert.deepEqual(await cf('hold-deletes'), { held: true })
+  const letGo = async () => {
+    assert.deepEqual(await cf('let-deletes'), { let: true })
+    const taken = await until(async () => {
+      const r = await other.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0 }))
+      return r.type === 'granted' ? r : null
+    }, 5_000, 'the key is let go')
+    assert.ok(taken.fence > granted.fence)
+    assert.deepEqual(await cf('kept').then(kept => kept.map(l => l.lease)), [Buffer.from(taken.lease).reverse().toString('hex')], 'only the new lease is kept')
+  }
+  return { cf, client, granted, letGo }
+}
+
+test('LOCK-05: a WebSocket client whose release waits on its kept lease\'s delete when the object reopens its store (after an internal error) is closed 1012 to ask again: the frames it sent behind the release never act, none of its frames is answered out of order, and the release lets its key go once the delete is done', async t => {
+  // The frames behind a release wait in its session (session.ts `Session.queue`). A reopen makes new
+  // sessions for the sockets still open: the old one, still draining its queue, acted beside the new
+  // one, which took the client's later frames at once, ahead of those it sent before them.
+  const { cf, client, granted, letGo } = await heldWithDeletesHeld(t, 'reopen-behind-release')
   // The hold waits behind the release, whose kept lease's delete is held up.
   client.ws.send(encode.batch([encode.release(101, granted.lease), encode.hold(102, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0 })]))
   assert.deepEqual(await cf('trap-while-delete-held'), { trapped: true })
@@ -613,37 +632,18 @@ test('LOCK-05: a WebSocket client whose release waits on its kept lease\'s delet
   const ids = client.frames.map(f => f.id).filter(id => id > 100)
   assert.deepEqual(ids, [], `none of the frames behind the release is answered before it is (${JSON.stringify(client.frames.slice(1))})`)
   assert.equal(client.closed, 1012, 'sent to ask again')
-  assert.deepEqual(await cf('let-deletes'), { let: true })
   // The release's delete done, its key is let go in the reopened store; the hold behind it never acted.
-  const taken = await until(async () => {
-    const r = await other.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0 }))
-    return r.type === 'granted' ? r : null
-  }, 5_000, 'the key is let go')
-  assert.ok(taken.fence > granted.fence)
-  assert.deepEqual(await cf('kept').then(kept => kept.map(l => l.lease)), [Buffer.from(taken.lease).reverse().toString('hex')], 'only the new lease is kept')
+  await letGo()
 })
 
 test('LOCK-05: a WebSocket client\'s cancel of its granted hold, waiting on the kept lease\'s delete when the object reopens its store (after an internal error), lets its key go once the delete is done, as a release does', async t => {
   // The cancel's end compared the old store's request record with the reopened store's (the lease
   // taken back is a new record): nothing was let go, and the lease, no longer kept, held its key to its ttl.
-  const name = 'reopen-behind-cancel'
-  const at = `${name}?ns=counting`
-  const cf = async op => (await fetch(`${http}/cf/${op}?${new URLSearchParams({ ns: 'counting', name })}`)).json()
-  const client = await raw(t, at, { revision: 6 })
-  const other = await raw(t, at, { revision: 6 })
   const request = newId()
-  const granted = await client.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0, request }))
-  assert.equal(granted.type, 'granted', JSON.stringify(granted))
-  assert.deepEqual(await cf('hold-deletes'), { held: true })
+  const { cf, client, letGo } = await heldWithDeletesHeld(t, 'reopen-behind-cancel', request)
   client.ws.send(encode.cancel(101, request))
   assert.deepEqual(await cf('trap-while-delete-held'), { trapped: true })
   await until(() => client.closed !== null, 10_000, 'the client is closed')
   assert.equal(client.closed, 1012, 'sent to ask again')
-  assert.deepEqual(await cf('let-deletes'), { let: true })
-  const taken = await until(async () => {
-    const r = await other.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0 }))
-    return r.type === 'granted' ? r : null
-  }, 5_000, 'the key is let go')
-  assert.ok(taken.fence > granted.fence)
-  assert.deepEqual(await cf('kept').then(kept => kept.map(l => l.lease)), [Buffer.from(taken.lease).reverse().toString('hex')], 'only the new lease is kept')
+  await letGo()
 })
