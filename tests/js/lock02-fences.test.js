@@ -218,26 +218,34 @@ test('LOCK-02, #14: a storage.set that throws at once (no promise) fails the hol
   await store.close()
 })
 
-test('LOCK-02: close waits for a fence write under way before it lets the storage go', async () => {
-  const storage = countingStorage()
-  let closedStorage = false
-  storage.close = () => {
-    closedStorage = true
-  }
-  const { store } = await openTestStore({ storage })
-  let release
-  storage.hold = new Promise(r => (release = r))
-  const l = store.lock('x')
-  for (let i = 0; i < 500_001; i++) await (await l.acquire('k')).release()
-  assert.equal(storage.writes, 2, 'the next ceiling is being written')
-  const closing = store.close()
-  assert.equal(await isSettled(closing), false, 'close waits for the write')
-  assert.equal(closedStorage, false)
-  release()
-  await closing
-  assert.equal(closedStorage, true)
-  assert.match(storage.values.get('holdfast.fences'), /^2000000:/, 'the write landed before the storage was let go')
-})
+for (const trapped of [false, true]) {
+  const how = trapped ? 'a store that closed itself after an internal error (a wasm trap)' : 'close'
+  test(`LOCK-02: ${how} waits for a fence write under way before it lets the storage go (a late write never lands over the next store's ceiling)`, async () => {
+    const storage = countingStorage()
+    let closedStorage = false
+    storage.close = () => {
+      closedStorage = true
+    }
+    const { store } = await openTestStore({ storage })
+    let release
+    storage.hold = new Promise(r => (release = r))
+    const l = store.lock('x')
+    for (let i = 0; i < 500_001; i++) await (await l.acquire('k')).release()
+    assert.equal(storage.writes, 2, 'the next ceiling is being written')
+    if (trapped) assert.throws(() => store._trapForTest(), { code: 'closed' })
+    const closing = store.close()
+    assert.equal(await isSettled(closing), false, 'close waits for the write')
+    assert.equal(closedStorage, false)
+    // The storage still serves the store whose write is under way: no other store may open on it yet.
+    await assert.rejects(openStore({ storage }), StorageError)
+    release()
+    await closing
+    assert.equal(closedStorage, true)
+    assert.match(storage.values.get('holdfast.fences'), /^2000000:/, 'the write landed before the storage was let go')
+    const next = await openStore({ storage })
+    await next.close()
+  })
+}
 
 test('LOCK-02: one fileStorage directory serves one open store at a time', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'holdfast-excl-'))

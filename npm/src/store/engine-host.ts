@@ -823,7 +823,13 @@ export class EngineHost implements LeaseOwner {
     this.#selfGrants.loseAll()
     this.#pools.trap(closed)
     for (const resource of this.names.byId) resource?.keys.clear()
-    this.#trapped(this.closeStorage().catch(() => {}))
+    // The storage goes only once a fence write under way landed (fence-writes.ts: a late write must
+    // never land over a larger ceiling kept by the next store on the same storage, LOCK-02).
+    this.#trapped(
+      this.writesLanded()
+        .then(() => this.closeStorage())
+        .catch(() => {}),
+    )
     return closed
   }
 
