@@ -235,11 +235,13 @@ for (const trapped of [false, true]) {
     if (trapped) assert.throws(() => store._trapForTest(), { code: 'closed' })
     const closing = store.close()
     assert.equal(await isSettled(closing), false, 'close waits for the write')
+    const again = store.close()
+    assert.equal(await isSettled(again), false, 'so does a second close(), called meanwhile')
     assert.equal(closedStorage, false)
     // The storage still serves the store whose write is under way: no other store may open on it yet.
     await assert.rejects(openStore({ storage }), StorageError)
     release()
-    await closing
+    await Promise.all([closing, again])
     assert.equal(closedStorage, true)
     assert.match(storage.values.get('holdfast.fences'), /^2000000:/, 'the write landed before the storage was let go')
     const next = await openStore({ storage })

@@ -82,6 +82,8 @@ export class Store implements LockStore, ServedStore {
   readonly #servers = new Set<HoldfastServer>()
   /** Set by a trap: resolves once what it ended is closed, its servers and storage (never rejects). */
   #trapped: Promise<void> | undefined = undefined
+  /** The close `close()` started: what every call of it answers. */
+  #closing: Promise<void> | undefined = undefined
   readonly #pools: PoolRoom
   readonly #poolWrites: PoolWrites
 
@@ -233,12 +235,20 @@ export class Store implements LockStore, ServedStore {
    *
    * After an internal error (the store closed itself: a trap), or when one happens inside `close()`,
    * every request was answered `ClosedError` by the trap, which closes the servers (after those answers
-   * were sent) and the storage at once; `close()` resolves once they are closed. A second `close()`
-   * does nothing more.
+   * were sent) and the storage once its fence write under way landed; `close()` resolves once they are
+   * closed. A second `close()` does nothing more: it answers the first's promise, resolved once the
+   * store is closed.
    */
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    // A close() under way or done: the same, so that every caller's close() resolves once the store
+    // is closed (a second one used to resolve at once, before the first had let its storage go).
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
     const host = this.#host
-    // Closed already: by a trap, whose closing this awaits, or by a close() under way.
+    // Closed already by a trap: its closing (the servers, the storage once its writes landed).
     if (host.closed) return this.#trapped
     if (!host.close()) return this.#trapped
     this.#lent.loseAll()
