@@ -92,7 +92,7 @@ export async function isSettled(promise) {
   return done
 }
 
-export { collectUntil, fullGc } from './gc.js'
+export { STRAY, collectUntil, fullGc } from './gc.js'
 
 /**
  * A manual clock whose time can also move without running its timers, as for a process that was
