@@ -125,7 +125,7 @@ export class EngineHost implements LeaseOwner {
   #remote!: RemoteEvents
   #selfGrants!: SelfGrants
   #pools!: PoolEvents
-  #trapped!: (storageClosed: Promise<void>) => void
+  #trapped!: (closed: ClosedError, storageClosed: Promise<void>) => void
   /** The engine trapped (`trap`): its state cannot be trusted, and it is never freed (left to the finalizer). */
   #coreTrapped = false
   /** `free()` freed the engine: a call into it throws, and that is no trap of its own. */
@@ -148,9 +148,10 @@ export class EngineHost implements LeaseOwner {
 
   /**
    * The parts built on the host, which its drain and trap answer through; and what the trap tells the
-   * store once it answered every request, with the closing of the storage it let go (never rejects).
+   * store once it answered every request: its error, and the closing of the storage it let go (never
+   * rejects).
    */
-  attach(selfGrants: SelfGrants, remote: RemoteEvents, pools: PoolEvents, trapped: (storageClosed: Promise<void>) => void): void {
+  attach(selfGrants: SelfGrants, remote: RemoteEvents, pools: PoolEvents, trapped: (closed: ClosedError, storageClosed: Promise<void>) => void): void {
     this.#selfGrants = selfGrants
     this.#remote = remote
     this.#pools = pools
@@ -826,6 +827,7 @@ export class EngineHost implements LeaseOwner {
     // The storage goes only once a fence write under way landed (fence-writes.ts: a late write must
     // never land over a larger ceiling kept by the next store on the same storage, LOCK-02).
     this.#trapped(
+      closed,
       this.writesLanded()
         .then(() => this.closeStorage())
         .catch(() => {}),

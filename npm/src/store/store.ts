@@ -82,6 +82,9 @@ export class Store implements LockStore, ServedStore {
   readonly #servers = new Set<HoldfastServer>()
   /** Set by a trap: resolves once what it ended is closed, its servers and storage (never rejects). */
   #trapped: Promise<void> | undefined = undefined
+  /** What `_whenTrapped()` answers: the trap's error, once `#trapped` resolved. */
+  readonly #trapEnded: Promise<ClosedError>
+  #endTrap!: (closed: ClosedError) => void
   /** The close `close()` started: what every call of it answers. */
   #closing: Promise<void> | undefined = undefined
   readonly #pools: PoolRoom
@@ -119,6 +122,7 @@ export class Store implements LockStore, ServedStore {
       storageError: () => poolWrites.storageError(),
     })
     const pools = this.#pools
+    this.#trapEnded = new Promise(resolve => (this.#endTrap = resolve))
     host.attach(
       this.#lent,
       this.#remote,
@@ -130,10 +134,10 @@ export class Store implements LockStore, ServedStore {
           pools.trap(closed)
         },
       },
-      storageClosed => {
+      (closed, storageClosed) => {
         // The store closed itself: its servers stop listening, and their connections close once the
         // answers the trap gave were sent, as at `close()` (which awaits this).
-        this.#trapped = Promise.all([this.#closeServers(), storageClosed]).then(() => {})
+        this.#trapped = Promise.all([this.#closeServers(), storageClosed]).then(() => this.#endTrap(closed))
       },
     )
     this.#clock = clock
@@ -284,6 +288,16 @@ export class Store implements LockStore, ServedStore {
   /** Whether the store was closed (by `close()`, or after an internal error). */
   get closed(): boolean {
     return this.#host.closed !== undefined
+  }
+
+  /**
+   * @internal For `holdfast serve`: resolves, once the store closed itself after an internal error (a
+   * trap) and what that ended is closed — its servers, after the trap's answers were sent over their
+   * connections, and its storage — to the trap's `ClosedError` (its `cause` the internal error). Never
+   * settles when the store is closed by `close()` and nothing traps. Never rejects.
+   */
+  _whenTrapped(): Promise<ClosedError> {
+    return this.#trapEnded
   }
 
   // ---- what handles call (LockStore) ----
