@@ -71,11 +71,11 @@ export function fileAppears(file) {
 }
 
 /**
- * Starts `holdfast serve` on a free port in a fresh directory (or `dir`), and waits until it says where
- * it listens. Answers { url, tokenFile, dir, proc, stop() }.
+ * Starts `holdfast serve` on a free port in a fresh directory (or `dir`), with `env` added to its
+ * environment, and waits until it says where it listens. Answers { url, tokenFile, dir, proc, stop() }.
  */
-export async function serve({ dir = join(tempDir(), 'store'), args = ['--port', '0'] } = {}) {
-  const proc = start(['serve', '--dir', dir, ...args])
+export async function serve({ dir = join(tempDir(), 'store'), args = ['--port', '0'], env } = {}) {
+  const proc = start(['serve', '--dir', dir, ...args], { env })
   let exited = false
   void proc.done.then(() => (exited = true))
   const m = await until(() => {
@@ -94,6 +94,15 @@ export async function serve({ dir = join(tempDir(), 'store'), args = ['--port', 
     },
   }
   return server
+}
+
+/**
+ * The environment of a `holdfast serve` whose store traps, as a bug in the engine would, when its
+ * process gets SIGUSR2 (test-only: trap-on-sigusr2.js, loaded with NODE_OPTIONS=--import).
+ */
+export function trapOnSignal() {
+  const preload = new URL('./trap-on-sigusr2.js', import.meta.url).href
+  return { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${preload}`.trim() }
 }
 
 /** A TCP port nothing listens on (it was free a moment ago). */

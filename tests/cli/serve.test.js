@@ -1,13 +1,14 @@
 // `holdfast serve`: prints where it listens, makes a token with mode 0600 (or reads the one given),
 // serves a Unix socket, keeps fences growing across restarts on one directory, and stops cleanly on
-// SIGTERM and SIGINT: holders lose their leases, waiters are answered, exit 0.
+// SIGTERM and SIGINT: holders lose their leases, waiters are answered, exit 0; exits 1 when its store
+// closed itself after an internal error (a wasm trap), once that ending was answered.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { connect, LimitError } from 'holdfast'
-import { BIN, fileAppears, run, serve, start, tempDir, until } from './helpers.js'
+import { ClosedError, connect, LimitError } from 'holdfast'
+import { BIN, fileAppears, run, serve, start, tempDir, trapOnSignal, until } from './helpers.js'
 
 function assertStopped(r) {
   assert.equal(r.code, 0, JSON.stringify(r))
@@ -198,4 +199,32 @@ test('serve refuses a directory another server uses, and a busy port: exit 2, on
   assert.equal(samePort.code, 2, JSON.stringify(samePort))
   assert.match(samePort.stderr, /^holdfast: serve: .*EADDRINUSE.*\n$/)
   assert.ok(!existsSync(join(otherDir, 'holdfast.lock')), 'the failed server let its directory go')
+})
+
+test('LOCK-06, a wasm trap: serve exits 1 once its store closed itself, after the trap\'s answers were sent, naming the error (its code and message) on stderr', async t => {
+  const server = await serve({ env: trapOnSignal() })
+  t.after(() => server.stop('SIGKILL'))
+  const remote = await connect(server.url, { token: server.token(), reconnect: false })
+  t.after(() => remote.close())
+  const lock = remote.lock('jobs', { ttl: '1h' })
+  const lease = await lock.acquire('k')
+  const waiter = lock.acquire('k', { wait: '1h' })
+  waiter.catch(() => {}) // looked at below
+  // Wait until the server has the waiter in line.
+  await until(async () => (await remote.inspect()).some(info => info.key === 'k' && info.waiting === 1), 'the waiter in line')
+
+  server.proc.child.kill('SIGUSR2') // the store traps (trap-on-sigusr2.js)
+  // The trap's answers come over the connection before the process leaves: a connection merely cut
+  // would have ended both as "connection closed" (reconnect: false).
+  const lost = lease.signal.aborted ? lease.signal.reason : await new Promise(resolve => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason)))
+  assert.ok(lost instanceof ClosedError && /the server's store closed/.test(lost.message), String(lost))
+  await assert.rejects(waiter, e => e instanceof ClosedError && /internal error/.test(e.message))
+  // Before the fix: the server stopped listening, then the process left with exit 0, printing nothing.
+  let exited
+  void server.proc.done.then(r => (exited = r))
+  await until(() => exited, 'holdfast serve to exit after its store trapped')
+  assert.equal(exited.code, 1, JSON.stringify(exited))
+  assert.match(exited.stderr, /^holdfast: serve: stopped by an internal error \(code closed\): the store closed after an internal error: .+\n$/)
+  assert.doesNotMatch(exited.stdout, /stopped/)
+  assert.ok(!existsSync(join(server.dir, 'holdfast.lock')), 'the directory lock is let go')
 })

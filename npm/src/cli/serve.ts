@@ -1,10 +1,14 @@
-/** `holdfast serve`: runs a store server, its fences kept in a directory, until SIGINT or SIGTERM. */
+/**
+ * `holdfast serve`: runs a store server, its fences kept in a directory, until SIGINT or SIGTERM (exit
+ * 0), or until the store closes itself after an internal error (a wasm trap: exit 1, the error on
+ * stderr, once its answers were sent and its servers and directory let go). 2 for every other error.
+ */
 
 import { randomBytes } from 'node:crypto'
 import * as fs from 'node:fs'
 import * as net from 'node:net'
 import * as path from 'node:path'
-import { fileStorage, openStore, type Store } from '../entry/node.js'
+import { ClosedError, fileStorage, openStore, type Store } from '../entry/node.js'
 import { UsageError, errnoText, parseArgs, readToken, say, signalNumber, warn } from './args.js'
 
 export const SERVE_USAGE = `Usage: holdfast serve [--dir DIR] [--host HOST] [--port PORT | --socket PATH] [--token-file FILE]
@@ -27,6 +31,10 @@ Options:
 
 Prints where it listens. Clients give the token with --token-file FILE or HOLDFAST_TOKEN.
 SIGINT or SIGTERM stops it cleanly: waiters are answered, leases end, exit 0.
+
+Exit status: 0 stopped by SIGINT or SIGTERM; 1 the store closed itself after an internal error (a
+bug: waiters were answered and leases ended as at SIGTERM, then the error is printed); 2 any other
+error (usage, a directory in use, a busy port).
 `
 
 export async function serve(args: string[]): Promise<number> {
@@ -98,7 +106,14 @@ export async function serve(args: string[]): Promise<number> {
       } else throw new UsageError(`serve: ${(error as Error)?.message ?? error}`)
     }
     say(`serving ${server.url} (token in ${tokenFile})`)
-    const signal = await stopSignal
+    // Until a signal, or until the store closes itself after an internal error: it answered every
+    // request `closed`, then closed the servers once those answers were sent, and let the directory go.
+    const ended = await Promise.race([stopSignal, open._whenTrapped()])
+    if (ended instanceof ClosedError) {
+      warn(`serve: stopped by an internal error (code ${ended.code}): ${ended.message}`)
+      return 1
+    }
+    const signal = ended
     say(`stopping (${signal})`)
     store = undefined
     try {
