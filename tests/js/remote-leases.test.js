@@ -325,6 +325,29 @@ test('LOCK-05: close() says goodbye, and the server releases its leases at once'
   await s.close()
 })
 
+test('LOCK-06: a second close() of a client, or of a server, answers the first\'s promise: it resolves once that close is done, not before (one goodbye)', async t => {
+  const s = await served()
+  t.after(() => s.close())
+  const a = await s.client()
+  await a.client.lock('jobs', { ttl: '1h' }).acquire('k')
+  const order = []
+  const closing = a.client.close()
+  const again = a.client.close()
+  assert.equal(again, closing, "the client's second close() is its first's promise")
+  closing.then(() => order.push('first'))
+  again.then(() => order.push('second'))
+  await again
+  assert.deepEqual(order, ['first', 'second'])
+  await until(() => s.store.inspect().length === 0, 'released at the goodbye')
+  const stopping = s.server.close()
+  const stoppingAgain = s.server.close()
+  assert.equal(stoppingAgain, stopping, "the server's second close() is its first's promise")
+  stopping.then(() => order.push('server first'))
+  stoppingAgain.then(() => order.push('server second'))
+  await stoppingAgain
+  assert.deepEqual(order.slice(2), ['server first', 'server second'], 'the second resolved only with the first, once the listener closed')
+})
+
 test('LOCK-06: a client closed ends each of its leases and waiting holds with a ClosedError naming its own lock and key', async () => {
   const s = await served()
   const a = await s.client()

@@ -221,7 +221,7 @@ test('LOCK-06: fn throwing lets the key go; an aborted waiter and one whose wait
   await first.done
 })
 
-test('LOCK-06: close() releases its leases in Redis (the other store is served at once), answers its waiters ClosedError, and refuses later calls', async t => {
+test('LOCK-06: close() releases its leases in Redis (the other store is served at once), answers its waiters ClosedError, and refuses later calls; a second close() answers the first\'s promise, resolved only once the releases were sent', async t => {
   const { a, b } = await twoStores(t)
   const held = holder(a.lock('c'), 'k')
   const lease = await held.granted
@@ -231,7 +231,14 @@ test('LOCK-06: close() releases its leases in Redis (the other store is served a
   const next = b.lock('c').hold('k', { wait: '20s' }, () => Date.now())
   await until(b, 'c', 'k', e => e?.waiting === 1)
   const closedAt = Date.now()
-  await a.close()
+  const closing = a.close()
+  const again = a.close()
+  assert.equal(again, closing, 'the second close() is the first one\'s promise')
+  const order = []
+  closing.then(() => order.push('first'))
+  again.then(() => order.push('second'))
+  await again
+  assert.deepEqual(order, ['first', 'second'], 'the second resolved with the first, not before it')
   assert.ok(lease.signal.reason instanceof ClosedError)
   await waiting
   assert.ok((await next) - closedAt < 1_000, 'the key was released in Redis, not left to its ttl')

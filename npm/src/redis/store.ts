@@ -223,6 +223,8 @@ export class RedisStore implements LeaseOwner {
   readonly #first: DueLines<Request>
   #nextLocal = 1
   #closed: ClosedError | undefined
+  /** The first `close()`'s promise, which every later one answers. */
+  #closing: Promise<void> | undefined
   /** The pools (issue #16): `pool.ts`. */
   readonly #pools: RedisPools
 
@@ -818,10 +820,17 @@ export class RedisStore implements LeaseOwner {
 
   /**
    * Releases this process's leases in Redis (their signals abort with a `ClosedError`), takes its
-   * waiting holds out of the line (they reject `ClosedError`), and closes what it opened.
+   * waiting holds out of the line (they reject `ClosedError`), and closes what it opened. A second
+   * `close()` answers the first's promise, resolved once all that is done.
    */
-  async close(): Promise<void> {
-    if (this.#closed) return
+  close(): Promise<void> {
+    // A second caller (two shutdown hooks, say) must not go on, and exit, before the first close()
+    // sent the releases: the keys would stay held until their ttl.
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
     this.#closed = new ClosedError('the store closed')
     const ends: Promise<unknown>[] = []
     for (const p of [...this.#requests.values()]) {

@@ -269,6 +269,8 @@ export class RemoteStore implements LeaseOwner {
     else p({ id, type: 'granted', request: '', lease: hexOfWords(l0, l1, l2, l3), fence, ttl, revokeIn })
   }
   #closed: ClosedError | undefined
+  /** The first `close()`'s promise, which every later one answers. */
+  #closing: Promise<void> | undefined = undefined
   /** When the message being read arrived (what a grant's first deadline counts from). */
   #receivedAt = 0
   /** An error the server sent unasked (id 0) on the current connection: why it closes, if it does. */
@@ -960,8 +962,17 @@ export class RemoteStore implements LeaseOwner {
     return this.#reconnecting !== undefined
   }
 
-  /** Says goodbye (the server releases this client's leases at once) and closes the connection. */
-  async close(): Promise<void> {
+  /**
+   * Says goodbye (the server releases this client's leases at once) and closes the connection. A
+   * second `close()` answers the first's promise.
+   */
+  close(): Promise<void> {
+    // One goodbye, and every caller's close() resolves only once it was answered (or given up on).
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
     if (this.#closed) return
     const socket = this.#socket
     if (socket) await settledWithin(this.#clock, this.#ask({ type: 'goodbye' }), 1_000)

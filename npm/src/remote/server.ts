@@ -67,7 +67,10 @@ export interface Server {
   readonly url: string
   /** How many connections are open past hello. */
   readonly connections: number
-  /** Stops listening and closes every connection; their leases live until their ttl. */
+  /**
+   * Stops listening and closes every connection; their leases live until their ttl. A second `close()`
+   * answers the first's promise.
+   */
   close(): Promise<void>
 }
 
@@ -89,6 +92,8 @@ export class HoldfastServer implements Server {
   #listener: Listener | undefined
   readonly #store: ServedStore
   #closed = false
+  /** The first `close()`'s promise, which every later one answers. */
+  #closing: Promise<void> | undefined = undefined
 
   constructor(store: ServedStore, options: ServeOptions, clock: Clock) {
     this.#store = store
@@ -195,8 +200,13 @@ export class HoldfastServer implements Server {
     return this.#protocol.answered()
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return
+  close(): Promise<void> {
+    // A second close() resolves with the first, once the listener closed.
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true
     this.#silent.stop()
     for (const session of [...this.#pending.keys()]) {
