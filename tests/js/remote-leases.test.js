@@ -325,27 +325,26 @@ test('LOCK-05: close() says goodbye, and the server releases its leases at once'
   await s.close()
 })
 
+/** Calls `close` twice at once: the second call must answer the first's promise, settled with it, not before. */
+async function closeTwice(close, what) {
+  const first = close()
+  const second = close()
+  assert.equal(second, first, `${what}: the second close() is the first's promise`)
+  const order = []
+  first.then(() => order.push('first'))
+  second.then(() => order.push('second'))
+  await second
+  assert.deepEqual(order, ['first', 'second'], `${what}: the second close() resolved with the first, not before`)
+}
+
 test('LOCK-06: a second close() of a client, or of a server, answers the first\'s promise: it resolves once that close is done, not before (one goodbye)', async t => {
   const s = await served()
   t.after(() => s.close())
   const a = await s.client()
   await a.client.lock('jobs', { ttl: '1h' }).acquire('k')
-  const order = []
-  const closing = a.client.close()
-  const again = a.client.close()
-  assert.equal(again, closing, "the client's second close() is its first's promise")
-  closing.then(() => order.push('first'))
-  again.then(() => order.push('second'))
-  await again
-  assert.deepEqual(order, ['first', 'second'])
+  await closeTwice(() => a.client.close(), 'a client')
   await until(() => s.store.inspect().length === 0, 'released at the goodbye')
-  const stopping = s.server.close()
-  const stoppingAgain = s.server.close()
-  assert.equal(stoppingAgain, stopping, "the server's second close() is its first's promise")
-  stopping.then(() => order.push('server first'))
-  stoppingAgain.then(() => order.push('server second'))
-  await stoppingAgain
-  assert.deepEqual(order.slice(2), ['server first', 'server second'], 'the second resolved only with the first, once the listener closed')
+  await closeTwice(() => s.server.close(), 'a server')
 })
 
 test('LOCK-06: a client closed ends each of its leases and waiting holds with a ClosedError naming its own lock and key', async () => {
