@@ -96,6 +96,11 @@ function selfHoldError(handle: Lock, key: string): InvalidError {
   )
 }
 
+/** The error a trap answers (`EngineHost.trap`): the store closed, its cause the trap. */
+function closedBy(error: unknown): ClosedError {
+  return new ClosedError(`the store closed after an internal error: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+}
+
 export class EngineHost implements LeaseOwner {
   readonly core: Core
   readonly clock: Clock
@@ -801,11 +806,11 @@ export class EngineHost implements LeaseOwner {
       // the writes stop, else close() (and a release, confirm or resize in them) waited for good.
       if (!this.#coreTrapped && !this.#freed) {
         this.#coreTrapped = true
-        this.#pools.trap(new ClosedError(`the store closed after an internal error: ${(error as Error)?.message ?? String(error)}`, { cause: error }))
+        this.#pools.trap(closedBy(error))
       }
       return this.closed
     }
-    const closed = new ClosedError(`the store closed after an internal error: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+    const closed = closedBy(error)
     this.closed = closed
     this.#coreTrapped = true
     this.#clearTimer()
