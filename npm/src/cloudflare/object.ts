@@ -369,7 +369,6 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   readonly #leases = new Map<string, KeptLease>()
   /** Restored leases not renewed since: the timer that ends them at their old deadline. */
   readonly #restored = new Map<string, unknown>()
-  #conn = 0
   /**
    * Calls of `poolClaim` not yet answered, by pool and claim id, each with its caller's asker id (see
    * `PoolClaimOptions`): `poolOp('cancel')` aborts the asker's, or all of them.
@@ -428,8 +427,15 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     this.#leases.clear()
     this.#restored.clear()
     this.#sessions.clear()
+    // (Undefined at the first open, in the constructor.)
+    const before = this.#store as Store | undefined
     await this.#clock.load()
     this.#store = await openStore({ storage: durableObjectStorage(storage), clock: this.#clock })
+    // Connections are numbered by the store (`_nextConnection`: one per WebSocket client and per call,
+    // so that none's requests count against another's). Reopened after an internal error, the new
+    // store counts from past the old one's numbers, as the object always did: none is given twice
+    // while the object stays in memory.
+    if (before) this.#store._connectionTaken(before._nextConnection())
     const kept = [...(await storage.list({ prefix: LEASE_PREFIX })).values()].filter(isKept).sort((a, b) => a.fence - b.fence)
     const sockets = this.#state.getWebSockets()
     // Connection numbers of clients still connected stay theirs: new ones are counted from past them.
@@ -437,7 +443,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     for (const ws of sockets) {
       const conn = attachmentOf(ws)?.conn ?? 0
       connected.add(conn)
-      this.#conn = Math.max(this.#conn, conn)
+      this.#store._connectionTaken(conn)
     }
     const now = Date.now()
     this.#restoring = true
@@ -492,7 +498,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       this.#leases.set(l.lease, l)
       let granted = false
       const sink = new Call(this.#sink, answer => (granted = 'ok' in answer && answer.ok !== null), true)
-      const conn = l.conn !== undefined && connected.has(l.conn) ? l.conn : this.#nextConn()
+      const conn = l.conn !== undefined && connected.has(l.conn) ? l.conn : this.#store._nextConnection()
       const record = new RemoteRequest(l.kind, l.name, l.key, l.request, l.lease, l.ttl, l.maxHold > 0 ? revokeLeft : 0, conn, 0, sink, l.limit)
       try {
         const handle = this.#protocol.handle(l.kind, l.name, l.limit)
@@ -510,13 +516,6 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         this.#clock.setTimeout(() => this.#expireRestored(l.lease), left),
       )
     }
-  }
-
-  #nextConn(): number {
-    // u32 on the way into the engine; one per call and per WebSocket client, so that none's requests
-    // count against another's. It wraps long after any live one ended.
-    this.#conn = (this.#conn + 1) >>> 0 || 1
-    return this.#conn
   }
 
   /**
@@ -723,7 +722,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       if (earlier && earlier.sink instanceof Call && earlier.sink.pending) earlier.sink.supersede(earlier)
       return await new Promise<AcquireAnswer | TryAcquireAnswer>(resolve => {
         const call = new Call(this.#sink, resolve, isTry)
-        const record = new RemoteRequest(kind, name, k, request, randomId(), o.ttl as number, o.maxHold as number, this.#nextConn(), 0, call, limit)
+        const conn = this.#store._nextConnection()
+        const record = new RemoteRequest(kind, name, k, request, randomId(), o.ttl as number, o.maxHold as number, conn, 0, call, limit)
         this.#store._remoteHold(handle, record, wait)
         this.#store._letGo(handle)
       })
@@ -907,7 +907,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     const client = pair[0]
     const server = pair[1]
     this.#state.acceptWebSocket(server)
-    const attached: Attachment = { conn: this.#nextConn(), authed: false, waiting: false }
+    const attached: Attachment = { conn: this.#store._nextConnection(), authed: false, waiting: false }
     // Refused, but as the answer to its hello, so that the client can tell why.
     if (this.#sessions.size >= MAX_CONNECTIONS) attached.refused = true
     else this.#session(server, attached.conn)

@@ -1,8 +1,8 @@
 /**
  * What serving a store asks of it: the calls a server's sessions (`session.ts`) and `serve()`
- * (`server.ts`) make. The in-process `Store` is the one that answers them (and `HoldfastObject` hosts
- * one); declaring them here, on the calling side, keeps the protocol's code free of the store's module,
- * so that the store may import the server without a circle.
+ * (`server.ts`) make, and `HoldfastObject`, which serves the store it hosts. The in-process `Store` is
+ * the one that answers them; declaring them here, on the calling side, keeps the protocol's code free
+ * of the store's module, so that the store may import the server without a circle.
  *
  * The rules these calls keep are the store's (LOCK-05): a hold over a connection is a request of the
  * same engine as a local one, with a ttl; every lease it is granted, renews or ends passes through the
@@ -52,6 +52,16 @@ export interface ServedStore {
   _remoteRequest(request: Id): RemoteRequest | undefined
   /** @internal The request holding a lease id, if the store has it. */
   _remoteLease(lease: Id): RemoteRequest | undefined
+  /**
+   * @internal The number of a new connection (u32, never 0): one of its own in the store, whichever
+   * server (or Durable Object) took it, since the calls below name a connection by its number alone.
+   */
+  _nextConnection(): number
+  /**
+   * @internal A live connection has number `conn` already (a Durable Object's client that outlived
+   * its restart, numbered in its socket's attachment): new ones are counted from past it.
+   */
+  _connectionTaken(conn: number): void
   /** @internal A connection ended: with `goodbye` its requests end at once, else they live their ttl. */
   _connectionEnded(conn: number, goodbye: boolean): void
   /** @internal How many holds of a connection wait in line (not away). */

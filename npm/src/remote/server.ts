@@ -151,12 +151,8 @@ export class HoldfastServer implements Server {
   }
 
   #accept(socket: Socket): void {
-    // Connection numbers are u32 on the wire to the engine; they wrap long after any live one ended.
-    // Counted per store, across its servers: the engine knows a connection by its number alone (its
-    // leases ended at its goodbye, its waiting holds at its drop, its requests counted).
-    const conn = ((lastConnection.get(this.#store) ?? 0) + 1) >>> 0
-    lastConnection.set(this.#store, conn)
-    const session = new Session(conn, socket, this.#protocol)
+    // Numbered by the store, across its servers: the engine knows a connection by its number alone.
+    const session = new Session(this.#store._nextConnection(), socket, this.#protocol)
     socket.onMessage = bytes => this.#protocol.frame(session, bytes)
     socket.onClose = () => {
       this.#unpend(session)
@@ -220,9 +216,6 @@ export class HoldfastServer implements Server {
     await this.#listener?.close()
   }
 }
-
-/** The number of the last connection accepted by any server of a store (see `HoldfastServer.#accept`). */
-const lastConnection = new WeakMap<ServedStore, number>()
 
 /** Starts a server for `store` on `transport`; its deadlines run on `clock` (the store's). */
 export async function serveOn(store: ServedStore, transport: Transport | undefined, options: ServeOptions, clock: Clock): Promise<HoldfastServer> {

@@ -15,6 +15,10 @@
  *   until they end, so reconnecting frees nothing.
  * - A lease over a connection always has a deadline (its ttl, renewed by `renew`): the host's timer is
  *   set at every grant and renewal, and the engine ends the lease at it (`EXPIRED`).
+ * - Every connection to the store has a number of its own (`nextConnection`), whichever of its
+ *   servers, or the Durable Object hosting it, took the connection: the engine knows a connection by
+ *   its number alone (its leases end at its goodbye, its waiting holds at its drop, its requests are
+ *   counted against `connectionLimit`), so two connections sharing one would end or count each other's.
  */
 
 import type { Lock } from '../handle/lock.js'
@@ -79,6 +83,8 @@ export class RemoteHolds implements RemoteEvents {
   #lastHandle: Lock | undefined
   /** The name kept (`KEPT`) until the end of this turn, if one is. */
   #kept: Resource | undefined
+  /** The number of the last connection (`nextConnection`). */
+  #lastConnection = 0
 
   constructor(host: EngineHost) {
     this.#host = host
@@ -383,6 +389,24 @@ export class RemoteHolds implements RemoteEvents {
     } catch (error) {
       throw host.trap(error)
     }
+  }
+
+  /**
+   * The number of a new connection. u32, as the engine takes it; it wraps long after any live
+   * connection ended, and skips 0, which the Durable Object reads as no number (a socket without
+   * its attachment).
+   */
+  nextConnection(): number {
+    this.#lastConnection = (this.#lastConnection + 1) >>> 0 || 1
+    return this.#lastConnection
+  }
+
+  /**
+   * `conn` is a live connection's number already (one a restarted Durable Object's client kept in
+   * its socket's attachment): the numbers of new connections are counted from past it.
+   */
+  connectionTaken(conn: number): void {
+    this.#lastConnection = Math.max(this.#lastConnection, conn)
   }
 
   /** How many requests one connection may have. */

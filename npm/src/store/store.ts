@@ -429,6 +429,16 @@ export class Store implements LockStore, ServedStore {
     return this.#remote.byLease(lease)
   }
 
+  /** @internal The number of a new connection, unique in the store across its servers (u32, never 0). */
+  _nextConnection(): number {
+    return this.#remote.nextConnection()
+  }
+
+  /** @internal A live connection has number `conn` already: new ones are counted from past it. */
+  _connectionTaken(conn: number): void {
+    this.#remote.connectionTaken(conn)
+  }
+
   /** @internal A connection ended: its waiters leave their lines; with `goodbye`, its leases end too. */
   _connectionEnded(conn: number, goodbye: boolean): void {
     this.#remote.connectionEnded(conn, goodbye)
