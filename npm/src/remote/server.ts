@@ -191,7 +191,7 @@ export class HoldfastServer implements Server {
     this.#pending.delete(session)
   }
 
-  /** @internal Resolves once the answers of the pool frames asked so far were sent (`Protocol.answered`). */
+  /** @internal Resolves once the answers of the pool frames asked so far were sent (`Protocol.answered`); never rejects. */
   _answered(): Promise<void> {
     return this.#protocol.answered()
   }

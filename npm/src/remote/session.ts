@@ -42,7 +42,7 @@
  *   A client of revision 5 or older releases a claim whose `claimed` answer crossed its cancel: such
  *   a release is read as its withdraw (crossed-releases.ts). From revision 7 each `claimed` answer is
  *   kept as told to its frame id, which the client's withdraw names: it takes back that answer alone.
- *   A pool frame's answer is kept until sent (`answered`): a store that closes sends those its last
+ *   A pool frame's answer is counted until sent (`answered`): a store that closes sends those its last
  *   writes gave before it closes the connections.
  * - A party's connections (revision 6: a hello naming its party, `partyOf`) are one client's, which
  *   has one connection at a time: its newest (the one accepted last, by connection number) supersedes
@@ -288,8 +288,10 @@ export class Protocol {
   readonly #store: () => ServedStore
   readonly #token: Uint8Array | undefined
   readonly hooks: SessionHooks
-  /** The answers of pool frames not yet sent (see `answered`). */
-  readonly #answering = new Set<Promise<void>>()
+  /** How many answers of pool frames are under way: asked, not yet sent (see `answered`). */
+  #answering = 0
+  /** Who waits for them all to be sent (`answered`): resolved when `#answering` comes back to 0. */
+  #allAnswered: (() => void)[] = []
   /** Each party's newest session (a hello of revision 6 or later naming one): see the module doc. */
   readonly #parties = new Map<string, Session>()
 
@@ -411,13 +413,24 @@ export class Protocol {
   }
 
   /**
-   * Resolves once the answers of the pool frames asked so far were sent (or found their connection
-   * gone). A closing store calls it once its pools' writes landed, when every such answer is settled,
-   * before it closes the connections: without it, those answers are dropped with them (see
-   * store.ts `close`). Anything else may still be waiting for its answer, so nothing else calls it.
+   * Resolves once no answer of a pool frame is under way: those asked so far, and any asked
+   * meanwhile, were sent (or found their connection gone, or could not be made). Never rejects. A
+   * closing store calls it once its pools' writes landed, when every such answer is settled (and a
+   * frame asked after that finds the store closed, answered at once), before it closes the
+   * connections: without it, those answers are dropped with them (see store.ts `close`). Anything
+   * else may still be waiting for its answer, so nothing else calls it.
    */
   answered(): Promise<void> {
-    return Promise.all(this.#answering).then(() => undefined)
+    if (this.#answering === 0) return Promise.resolve()
+    return new Promise(resolve => this.#allAnswered.push(resolve))
+  }
+
+  /** An answer under way was sent (or failed): the last one lets `answered()` resolve. */
+  readonly #sent = (): void => {
+    if (--this.#answering !== 0) return
+    const waiting = this.#allAnswered
+    this.#allAnswered = []
+    for (const resolve of waiting) resolve()
   }
 
   /** `session`'s connection ended without goodbye: its waiting holds step aside, its leases live on. */
@@ -640,15 +653,13 @@ export class Protocol {
     }
     const pool = store._servedPool(frame.pool, frame.capacity)
     const answer = (p: Promise<unknown>, message: (value: unknown) => ServerMessage) => {
-      const sent = p.then(
+      // Counted until sent, for a closing store to wait for (`answered`): counted down however it
+      // ends, a `message` that throws included.
+      this.#answering++
+      p.then(
         value => session.later(frame.id, message(value)),
         error => session.later(frame.id, errorMessage(error)),
-      )
-      // Kept until sent, for a closing store to wait for (`answered`).
-      const answering = this.#answering
-      answering.add(sent)
-      const done = () => void answering.delete(sent)
-      void sent.then(done, done)
+      ).then(this.#sent, this.#sent)
     }
     if (frame.type === 'claim') {
       const key = `${frame.pool}\0${frame.claim}`

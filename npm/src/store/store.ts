@@ -280,8 +280,8 @@ export class Store implements LockStore, ServedStore {
    */
   async #closeServers(): Promise<void> {
     const servers = [...this.#servers]
-    // (A send that failed was its connection's to lose: it must not keep the servers from closing.)
-    await Promise.all(servers.map(server => server._answered().catch(() => {})))
+    // (A send that failed counts as sent: it was its connection's to lose, and `_answered()` never rejects.)
+    await Promise.all(servers.map(server => server._answered()))
     await Promise.all(servers.map(server => server.close().catch(() => {})))
   }
 
