@@ -118,6 +118,26 @@ for (const end of ['close', 'trap']) {
   })
 }
 
+for (const end of ['close', 'trap']) {
+  test(`LOCK-06: close() ${end === 'close' ? '' : 'after a wasm trap '}resolves only once a serve() still beginning to listen settled (rejected ClosedError): nothing listens by then`, async t => {
+    const store = await openStore({ storage: memoryStorage(), clock: manualClock(1_000_000) })
+    const socket = path.join(tempDir(t), 'holdfast.sock')
+    let settled = false
+    const serving = store.serve({ path: socket, token: TOKEN })
+    serving.then(
+      server => ((settled = true), t.after(() => server.close())),
+      () => (settled = true),
+    )
+    if (end === 'trap') assert.throws(() => store._trapForTest(), ClosedError)
+    await within(store.close(), 'close()')
+    // Before the fix: close() resolved at once, the serve() still binding its socket, which then
+    // listened (for a while) after the store was closed.
+    assert.equal(settled, true, 'serve() settled before close() resolved')
+    await assert.rejects(serving, ClosedError)
+    await notListening(`ws+unix://${socket}`)
+  })
+}
+
 test('POOL-02/LOCK-06, a wasm trap inside close() once the engine closed (its pools\' last write told back): the release in that write, over the connection too, is answered closed, and close() resolves', async t => {
   // A storage whose pool writes wait until let go: the releases' write is under way when close() begins.
   const values = new Map()

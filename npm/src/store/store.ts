@@ -80,6 +80,8 @@ export class Store implements LockStore, ServedStore {
   readonly #direct: boolean
   readonly #transport: Transport | undefined
   readonly #servers = new Set<HoldfastServer>()
+  /** The `serve()` calls not yet settled: one beginning to listen when the store closes closes its server itself. */
+  readonly #serving = new Set<Promise<Server>>()
   /** Set by a trap: resolves once what it ended is closed, its servers and storage (never rejects). */
   #trapped: Promise<void> | undefined = undefined
   /** What `_whenTrapped()` answers: the trap's error, once `#trapped` resolved. */
@@ -169,9 +171,18 @@ export class Store implements LockStore, ServedStore {
    * Serves this store to other processes over WebSocket: `{ port, host, token }` (host defaults to
    * 127.0.0.1) or `{ path, token }` for a Unix socket. Clients `connect()` with the same token.
    * Rejects `ClosedError` when the store closed (or closed itself) before it listened; it then
-   * listens no more.
+   * listens no more, and `close()` resolves only once it settled.
    */
-  async serve(options: ServeOptions): Promise<Server> {
+  serve(options: ServeOptions): Promise<Server> {
+    const serving = this.#serve(options)
+    // Kept until settled: a close (or trap) meanwhile waits for it (`#closeServers`).
+    this.#serving.add(serving)
+    const done = () => void this.#serving.delete(serving)
+    serving.then(done, done)
+    return serving
+  }
+
+  async #serve(options: ServeOptions): Promise<Server> {
     const host = this.#host
     host.checkOpen('serve')
     const server = await serveOn(this, this.#transport, options, this.#clock)
@@ -279,6 +290,9 @@ export class Store implements LockStore, ServedStore {
    * go then. Never rejects.
    */
   async #closeServers(): Promise<void> {
+    // A serve() still beginning to listen finds the store closed and closes its server: awaited, so
+    // that nothing listens once the close resolves (each was called before the store closed).
+    await Promise.all([...this.#serving].map(serving => serving.catch(() => {})))
     const servers = [...this.#servers]
     // (A send that failed counts as sent: it was its connection's to lose, and `_answered()` never rejects.)
     await Promise.all(servers.map(server => server._answered()))
