@@ -138,6 +138,29 @@ for (const end of ['close', 'trap']) {
   })
 }
 
+test('LOCK-06: a server\'s second close() (its store\'s close() among them) resolves only once the first closed it: nothing listens by then', async t => {
+  const store = await openStore({ storage: memoryStorage(), clock: manualClock(1_000_000) })
+  const socket = path.join(tempDir(t), 'holdfast.sock')
+  const server = await store.serve({ path: socket, token: TOKEN })
+  let closed = false
+  const first = server.close()
+  first.then(() => (closed = true))
+  // Before the fix: the second close() resolved at once, the listener still closing.
+  await within(server.close(), 'the server\'s second close()')
+  assert.equal(closed, true, 'the first close() settled before the second resolved')
+  await within(first, 'the first close()')
+  await notListening(`ws+unix://${socket}`)
+  // And the store's close(), after a close() of its server under way.
+  const other = await openStore({ storage: memoryStorage(), clock: manualClock(1_000_000) })
+  const otherSocket = path.join(tempDir(t), 'other.sock')
+  const served = await other.serve({ path: otherSocket, token: TOKEN })
+  let serverClosed = false
+  served.close().then(() => (serverClosed = true))
+  await within(other.close(), 'the store\'s close()')
+  assert.equal(serverClosed, true, 'its server closed before the store\'s close() resolved')
+  await notListening(`ws+unix://${otherSocket}`)
+})
+
 test('POOL-02/LOCK-06, a wasm trap inside close() once the engine closed (its pools\' last write told back): the release in that write, over the connection too, is answered closed, and close() resolves', async t => {
   // A storage whose pool writes wait until let go: the releases' write is under way when close() begins.
   const values = new Map()

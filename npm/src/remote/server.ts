@@ -68,8 +68,8 @@ export interface Server {
   /** How many connections are open past hello. */
   readonly connections: number
   /**
-   * Stops listening and closes every connection; their leases live until their ttl. A second `close()`
-   * answers the first's promise.
+   * Stops listening and closes every connection; their leases live until their ttl. Calls after the
+   * first answer its promise, resolved once the server stopped listening.
    */
   close(): Promise<void>
 }
@@ -92,7 +92,7 @@ export class HoldfastServer implements Server {
   #listener: Listener | undefined
   readonly #store: ServedStore
   #closed = false
-  /** The first `close()`'s promise, which every later one answers. */
+  /** The close `close()` started: what every call of it answers. */
   #closing: Promise<void> | undefined = undefined
 
   constructor(store: ServedStore, options: ServeOptions, clock: Clock) {
@@ -196,8 +196,12 @@ export class HoldfastServer implements Server {
     return this.#protocol.answered()
   }
 
+  /**
+   * Closes every connection and stops listening. A second call answers the first's promise: it
+   * resolves once the server no longer listens (a store's close() closes its servers so, and awaits
+   * it), not at once while the first is still closing.
+   */
   close(): Promise<void> {
-    // A second close() resolves with the first, once the listener closed.
     this.#closing ??= this.#close()
     return this.#closing
   }
