@@ -294,6 +294,59 @@ test('LOCK-05: a client\'s close() (goodbye) releases at once a lease its object
   assert.ok(after.value > lease.fence)
 })
 
+/**
+ * A raw client that reads nothing more from now on: the object's close of its connection (after its
+ * goodbye, or when superseded) is neither seen nor answered, so the socket stays open and a frame sent
+ * on it later reaches the object, as a late frame from a client that has not yet read the close does.
+ */
+function deaf(client) {
+  client.ws.pause()
+  return client
+}
+
+/** Whether a hold of `key` by `client` is granted at once (`wait` 0), and so the key was free. */
+async function free(client, key) {
+  return (await client.ask(id => encode.hold(id, { name: 'jobs', key, ttl: 60_000, wait: 0 }))).type === 'granted'
+}
+
+test('LOCK-05: a frame a client sends after its goodbye, on the same connection, acts on nothing, as from serve(): a hold there is granted no lease, whether the object kept its sessions in memory or lost them between (hibernation)', async t => {
+  // The goodbye ended the session and the object forgot it; the late frame rebuilt it from its
+  // socket's attachment (authed), and its hold was granted a lease to a connection that had ended.
+  // (A goodbye with leases to let go hid it: its socket said it had frames waiting, and was closed 1012.)
+  for (const hibernate of [false, true]) {
+    const name = `late-after-bye-${hibernate ? 'hib' : 'mem'}`
+    const leaving = await raw(t, name, { revision: 6 })
+    const other = await raw(t, name, { revision: 6 })
+    deaf(leaving).ws.send(encode.goodbye(100))
+    if (hibernate) {
+      await sleep(300)
+      await server.getWorker().evictDurableObject('HoldfastObject', { name, webSockets: 'hibernate' })
+    }
+    leaving.ws.send(encode.hold(101, { name: 'jobs', key: 'late', ttl: 60_000, wait: 0 }))
+    await sleep(500)
+    assert.ok(await free(other, 'late'), `${name}: the hold sent after the goodbye holds nothing`)
+  }
+})
+
+test('LOCK-05: a connection superseded by a newer one of its client (closed 4409) stays ended after the newer one ended too: a late frame on it acts on nothing, whether the object kept its sessions in memory or lost them between (hibernation)', async t => {
+  // The superseded session was forgotten; once the newer one ended (goodbye), its party had no
+  // session, and the older connection's late frame rebuilt it, authed, and it stood again: its hold was granted.
+  for (const hibernate of [false, true]) {
+    const name = `late-superseded-${hibernate ? 'hib' : 'mem'}`
+    const party = 'raw-test party=fedcba9876543210fedcba9876543210'
+    const other = await raw(t, name, { revision: 7 })
+    const old = deaf(await raw(t, name, { revision: 7, client: party }))
+    const fresh = await raw(t, name, { revision: 7, client: party })
+    assert.equal((await fresh.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000, wait: 0 }))).type, 'granted')
+    assert.equal((await fresh.ask(id => encode.goodbye(id))).type, 'done')
+    await until(() => free(other, 'k'), 5_000, 'the newer connection\'s goodbye let its lease go')
+    if (hibernate) await server.getWorker().evictDurableObject('HoldfastObject', { name, webSockets: 'hibernate' })
+    old.ws.send(encode.hold(101, { name: 'jobs', key: 'late', ttl: 60_000, wait: 0 }))
+    await sleep(500)
+    assert.ok(await free(other, 'late'), `${name}: the hold sent on the superseded connection holds nothing`)
+  }
+})
+
 test('LOCK-02: a hold over WebSocket whose kept lease the object\'s storage fails to write is answered StorageError, never granted; the next in line is served at once; a renewal it fails to keep is answered storage, not renewed', async t => {
   // The object sent the grant before the lease's write settled, and ignored its failure: the client
   // held a lease a restart would forget, and the next in line waited behind it for its ttl.

@@ -4,8 +4,9 @@
  *
  * Invariants: the attachment is small (a few numbers, and a party of at most 64 characters; the
  * platform allows 2 KiB) and written only when it changes (accepted, welcomed, holds in line or
- * none); sending on or closing a socket that already closed is not an error (its close event ends
- * the session).
+ * none, ended); one that says `ended` stays so, and its session is never rebuilt from it (a frame
+ * that still comes on its socket acts on nothing: HoldfastObject `#resume`); sending on or closing a
+ * socket that already closed is not an error (its close event ends the session).
  */
 
 import type { Socket } from '../runtime/transport.js'
@@ -24,6 +25,15 @@ export interface Attachment {
   revision?: number
   /** The party its hello named, if it named one (remote/session.ts `partyOf`: at most 64 characters). */
   party?: string
+  /**
+   * Its session ended (goodbye, a dropped connection, superseded by a newer connection of its party,
+   * dropped when the object reopened its store) or was refused (its connection closing): no frame of
+   * it acts any more, as from `serve()` (remote/session.ts `Protocol.frame`). The object forgets an
+   * ended session while its socket may still bring a late frame (the close is not instant, a client
+   * may send after its goodbye): such a frame, in memory or after a wake, must not rebuild the
+   * session from the rest of this attachment (authed, its party) and act. Absent: it stands.
+   */
+  ended?: true
 }
 
 export function attachmentOf(ws: HibernatableWebSocketLike): Attachment | undefined {

@@ -53,12 +53,17 @@
  * - The token is `env.HOLDFAST_TOKEN` (a secret of the Worker). Without it every client is refused at
  *   its hello (`closed`, saying so); a wrong one is refused `permission` and closed 4401, as by serve().
  * - What a connection must keep while the object is out of memory lives in its socket's attachment:
- *   its connection number, whether it said a good hello, and whether it has holds in line. After a wake
- *   (the constructor runs again) sessions are rebuilt from `ctx.getWebSockets()` and the attachments;
- *   so they are when the object reopens its store after an internal error, the old sessions let go.
- *   A client whose frames wait behind its release (or goodbye) then is closed 1012 (as one with holds
- *   in line): its old session ends, its waiting frames dropped, so that none of them acts beside the
- *   new session, after frames the client sent later (see `#open`).
+ *   its connection number, whether it said a good hello, whether it has holds in line, and whether
+ *   its session ended. After a wake (the constructor runs again) sessions are rebuilt from
+ *   `ctx.getWebSockets()` and the attachments; so they are when the object reopens its store after an
+ *   internal error, the old sessions let go. A client whose frames wait behind its release (or
+ *   goodbye) then is closed 1012 (as one with holds in line): its old session ends, its waiting frames
+ *   dropped, and no new one is made for its socket, so that none of them acts after frames the client
+ *   sent later (see `#open`).
+ * - A session that ended (goodbye, a dropped connection, superseded, or refused and closing) stays
+ *   ended, as from `serve()`: its attachment says so (`ended`), and a frame that still comes on its
+ *   socket (its close is not instant; a client may send after its goodbye) acts on nothing, whether
+ *   the object kept it in memory or lost it since; it is never rebuilt (see `#resume`).
  * - A client's newer connection supersedes its older one (its party, kept in the attachment: remote/
  *   session.ts `Protocol.resumed`): at the newer hello, and when sessions are rebuilt after a wake,
  *   the older is ended as a dropped connection and closed 4409.
@@ -417,12 +422,17 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   async #open(): Promise<void> {
     const storage = this.#state.storage
     // Reopened after an internal error: a session whose frames wait behind a release (or goodbye)
-    // whose delete is under way ends here, its frames dropped, and its client is closed 1012 below
-    // (its socket says it is waiting: see #waitingOf). Its socket gets a new session, which takes the
-    // client's next frames at once: were the old one still to drain its queue, the frames sent
-    // before those would act after them. The release's own delete still lets its key go once done
-    // (in the store open then: session.ts #released).
-    for (const session of [...this.#sessions.values()]) if (session.queue !== undefined) this.#protocol.dropped(session)
+    // whose delete is under way ends here, its frames dropped, and its client is closed 1012 to ask
+    // again. Its socket gets no new session (its attachment says it ended: #resume): were the old
+    // one still to drain its queue, the frames sent before the client's next ones would act after
+    // them. The release's own delete still lets its key go once done (in the store open then:
+    // session.ts #released).
+    for (const session of [...this.#sessions.values()]) {
+      if (session.queue === undefined) continue
+      this.#protocol.dropped(session)
+      const ws = this.#sockets.get(session)
+      if (ws) closeQuietly(ws, 1012, 'holdfast object restarted: ask again')
+    }
     this.#clock.reset()
     this.#leases.clear()
     this.#restored.clear()
@@ -456,9 +466,11 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   }
 
   /**
-   * A client still connected when the object (re)started: its session again, from the socket's
-   * attachment. Its leases were taken back with the others; holds it had in line were not kept
-   * anywhere, so such a client is closed (1012) to reconnect and ask again with its request ids.
+   * A client still connected when the object (re)started, or whose frame came while its session is
+   * not in memory: its session again, from the socket's attachment. Its leases were taken back with
+   * the others; holds it had in line were not kept anywhere, so such a client is closed (1012) to
+   * reconnect and ask again with its request ids. A session that ended is never rebuilt: nothing of
+   * its socket acts any more (answers `undefined`, and its frame is ignored, as from `serve()`).
    */
   #resume(ws: HibernatableWebSocketLike): Session | undefined {
     const attached = attachmentOf(ws)
@@ -468,6 +480,15 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     }
     // Refused at the limit: answered at its first frame (webSocketMessage), never a session.
     if (attached.refused) return undefined
+    if (attached.ended) {
+      // Closed (again): every way a session ends closes its socket or finds it closed already
+      // (goodbye 1000, superseded 4409, silent 4408, refused 44xx, sent to ask again 1012: #open), so
+      // this close is a no-op (closeQuietly) where that close was sent. A socket still open here is
+      // one whose close did not complete, or was lost with the object's memory: it answers nothing
+      // any more, so it is closed, for its client to learn so rather than wait on it.
+      closeQuietly(ws, 1000, 'holdfast object: this connection ended')
+      return undefined
+    }
     const session = this.#session(ws, attached.conn)
     session.authed = attached.authed
     session.revision = attached.revision ?? session.revision
@@ -929,10 +950,20 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         `holdfast object: ${MAX_CONNECTIONS} WebSocket clients is the most`,
       )
     }
+    // (Not in memory: the object hibernated since, or the session ended, which #resume then ignores.)
     const session = attached ? (this.#sessions.get(attached.conn) ?? this.#resume(ws)) : this.#resume(ws)
     if (!session) return
-    if (typeof message === 'string') return session.refuse(0, 'protocol', 'server: text messages are not frames (send binary)')
-    if (message.byteLength > MAX_FRAME) return session.refuse(0, 'protocol', `server: a frame of ${message.byteLength} bytes is over ${MAX_FRAME}`)
+    if (typeof message === 'string' || message.byteLength > MAX_FRAME) {
+      session.refuse(
+        0,
+        'protocol',
+        typeof message === 'string'
+          ? 'server: text messages are not frames (send binary)'
+          : `server: a frame of ${message.byteLength} bytes is over ${MAX_FRAME}`,
+      )
+      // Refused: its late frames act on nothing after a wake either (see Attachment.ended).
+      return this.#attach(session)
+    }
     // Frames behind a release wait for its kept lease's delete (see #unkeep): the socket says so
     // meanwhile (see #waitingOf), and the attachment is looked at again once they acted.
     const ran = this.#protocol.frame(session, new Uint8Array(message))
@@ -940,9 +971,12 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       if (attachmentOf(ws)?.waiting !== true && !session.ended) this.#attach(session)
       await ran
     }
+    // (An ended session's attachment was written as it ended: #closed.)
     if (session.ended) return
     // A claim unanswered lives in memory only, as a hold in line does: the socket says so (see #attach).
-    if (attachmentOf(ws)?.waiting !== this.#waitingOf(session)) this.#attach(session)
+    // A session refused by its frame (closing) is kept ended there, as one that ended.
+    const now = attachmentOf(ws)
+    if (now?.waiting !== this.#waitingOf(session) || (session.closing && now?.ended !== true)) this.#attach(session)
   }
 
   /** A client's connection closed without goodbye: its waiting holds step aside, its leases live until their ttl (LOCK-05). */
@@ -970,7 +1004,10 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     return session
   }
 
-  /** Keeps what a client's session must keep through hibernation in its socket's attachment. */
+  /**
+   * Keeps what a client's session must keep through hibernation in its socket's attachment. A
+   * session that ended (or is closing) is written `ended`, whatever writes it after: never undone.
+   */
   #attach(session: Session): void {
     this.#sockets.get(session)?.serializeAttachment({
       conn: session.conn,
@@ -978,6 +1015,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       waiting: this.#waitingOf(session),
       revision: session.revision,
       ...(typeof session.party === 'string' ? { party: session.party } : {}),
+      ...(session.ended || session.closing ? { ended: true } : {}),
     } satisfies Attachment)
   }
 
@@ -995,9 +1033,20 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     return session.waiting || session.claims.size > 0 || session.queue !== undefined
   }
 
-  /** A client's session ended; with goodbye, the engine ended its leases, which are forgotten here too. */
+  /**
+   * A client's session ended; with goodbye, the engine ended its leases, which are forgotten here too.
+   * It is forgotten while its socket may still bring a frame (a client that sends after its goodbye,
+   * or before it read the close of a superseded connection): its attachment says it ended
+   * (`session.ended` is set before this hook runs), so that such a frame, now or after a wake,
+   * rebuilds nothing (#resume), and is ignored as `Protocol.frame` ignores an ended session's.
+   */
   #closed(session: Session, goodbye: boolean): void {
     this.#sessions.delete(session.conn)
+    try {
+      this.#attach(session)
+    } catch {
+      // its socket is gone: no frame comes on it any more
+    }
     if (!goodbye) return
     for (const lease of [...this.#leases.keys()]) if (!this.#store._remoteLease(lease)) this.#ended(lease)
   }
