@@ -6,6 +6,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import path from 'node:path'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { openStore, connect, memoryStorage, ClosedError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 import { encode } from './frames.js'
@@ -137,6 +139,20 @@ for (const end of ['close', 'trap']) {
     await notListening(`ws+unix://${socket}`)
   })
 }
+
+test('LOCK-06: a serve() that fails to listen, its promise awaited by nobody, is reported as any rejection nobody handles: the store keeping it for a close() to wait for does not handle it', async t => {
+  const socket = path.join(tempDir(t), 'no-such-directory', 'holdfast.sock')
+  const script = fileURLToPath(new URL('./serve-unawaited.js', import.meta.url))
+  const child = spawn(process.execPath, [script, socket], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', chunk => (stdout += chunk))
+  child.stderr.on('data', chunk => (stderr += chunk))
+  const code = await within(new Promise(resolve => child.on('close', resolve)), 'the process')
+  // Before the fix: nothing reported, exit 0 (the store's own note of the serve() handled its rejection).
+  assert.doesNotMatch(stdout, /nothing reported/, `stderr: ${stderr}`)
+  assert.notEqual(code, 0, `stdout: ${stdout}, stderr: ${stderr}`)
+})
 
 test('LOCK-06: a server\'s second close() (its store\'s close() among them) resolves only once the first closed it: nothing listens by then', async t => {
   const store = await openStore({ storage: memoryStorage(), clock: manualClock(1_000_000) })

@@ -80,8 +80,11 @@ export class Store implements LockStore, ServedStore {
   readonly #direct: boolean
   readonly #transport: Transport | undefined
   readonly #servers = new Set<HoldfastServer>()
-  /** The `serve()` calls not yet settled: one beginning to listen when the store closes closes its server itself. */
-  readonly #serving = new Set<Promise<Server>>()
+  /**
+   * The `serve()` calls not yet settled, each as a promise that resolves when it settles (never
+   * rejects): one beginning to listen when the store closes closes its server itself.
+   */
+  readonly #serving = new Set<Promise<void>>()
   /** Set by a trap: resolves once what it ended is closed, its servers and storage (never rejects). */
   #trapped: Promise<void> | undefined = undefined
   /** What `_whenTrapped()` answers: the trap's error, once `#trapped` resolved. */
@@ -176,10 +179,12 @@ export class Store implements LockStore, ServedStore {
   serve(options: ServeOptions): Promise<Server> {
     const serving = this.#serve(options)
     // Kept until settled: a close (or trap) meanwhile waits for it (`#closeServers`).
-    this.#serving.add(serving)
-    const done = () => void this.#serving.delete(serving)
-    serving.then(done, done)
-    return serving
+    const done = (): void => void this.#serving.delete(settled)
+    const settled = serving.then(done, done)
+    this.#serving.add(settled)
+    // The caller's promise is one of its own: `settled` handles `serving`'s rejection, and a rejection
+    // nobody handles (a serve() that could not listen, its promise ignored) must still be reported.
+    return serving.then(server => server)
   }
 
   async #serve(options: ServeOptions): Promise<Server> {
@@ -292,7 +297,7 @@ export class Store implements LockStore, ServedStore {
   async #closeServers(): Promise<void> {
     // A serve() still beginning to listen finds the store closed and closes its server: awaited, so
     // that nothing listens once the close resolves (each was called before the store closed).
-    await Promise.all([...this.#serving].map(serving => serving.catch(() => {})))
+    await Promise.all(this.#serving)
     const servers = [...this.#servers]
     // (A send that failed counts as sent: it was its connection's to lose, and `_answered()` never rejects.)
     await Promise.all(servers.map(server => server._answered()))
