@@ -218,8 +218,14 @@ test('LOCK-02, #14: a storage.set that throws at once (no promise) fails the hol
   await store.close()
 })
 
-for (const trapped of [false, true]) {
-  const how = trapped ? 'a store that closed itself after an internal error (a wasm trap)' : 'close'
+for (const end of ['close', 'trap', 'inside the trap']) {
+  const how = {
+    close: 'close',
+    trap: 'a store that closed itself after an internal error (a wasm trap)',
+    // A common shutdown: the lease lost, close the store. The trap had not yet told the store its
+    // closing: before the fix, that close() resolved at once, and so did every later one.
+    'inside the trap': 'a close() called inside a wasm trap (the abort listener of a lease it ended)',
+  }[end]
   test(`LOCK-02: ${how} waits for a fence write under way before it lets the storage go (a late write never lands over the next store's ceiling)`, async () => {
     const storage = countingStorage()
     let closedStorage = false
@@ -232,8 +238,14 @@ for (const trapped of [false, true]) {
     const l = store.lock('x')
     for (let i = 0; i < 500_001; i++) await (await l.acquire('k')).release()
     assert.equal(storage.writes, 2, 'the next ceiling is being written')
-    if (trapped) assert.throws(() => store._trapForTest(), { code: 'closed' })
-    const closing = store.close()
+    let closing
+    if (end === 'inside the trap') {
+      const lease = await store.lock('y').acquire('k')
+      lease.signal.addEventListener('abort', () => (closing = store.close()))
+    }
+    if (end !== 'close') assert.throws(() => store._trapForTest(), { code: 'closed' })
+    if (end === 'inside the trap') assert.ok(closing, 'close() was called as the trap ended the lease')
+    else closing = store.close()
     assert.equal(await isSettled(closing), false, 'close waits for the write')
     const again = store.close()
     assert.equal(await isSettled(again), false, 'so does a second close(), called meanwhile')

@@ -269,7 +269,14 @@ export class Store implements LockStore, ServedStore {
   async #close(): Promise<void> {
     const host = this.#host
     // Closed already by a trap: its closing (the servers, the storage once its writes landed).
-    if (host.closed) return this.#trapped
+    if (host.closed) {
+      // Called inside the trap (a lease it ended, whose abort listener closes the store): the trap
+      // tells the store its closing (`#trapped`) only once it answered every request, before it
+      // returns. Without waiting for that, this close() (and every later one, answering its promise)
+      // resolved at once, the storage not let go, a fence write possibly under way (LOCK-02).
+      if (this.#trapped === undefined) await Promise.resolve()
+      return this.#trapped
+    }
     if (!host.close()) return this.#trapped
     this.#lent.loseAll()
     // The pools' last write keeps what changed before the close, and answers the releases, confirms
