@@ -249,6 +249,23 @@ test('LOCK-06: close() releases its leases in Redis (the other store is served a
   other.release()
 })
 
+test('LOCK-06: a close() called inside close() (the abort listener of a lease it ended) answers the first close()\'s promise: the close runs once', async t => {
+  const { a, b } = await twoStores(t)
+  const first = await a.lock('c').acquire('k1')
+  const second = await a.lock('c').acquire('k2')
+  // A common shutdown: the lease lost, close the store.
+  let inner
+  first.signal.addEventListener('abort', () => (inner = a.close()))
+  const outer = a.close()
+  assert.ok(inner, 'close() was called as the close ended the lease')
+  // Before the fix: a close of its own, run again over the requests the first had yet to end (their
+  // releases sent twice, the store's Redis connections closed twice), resolved on its own.
+  assert.equal(inner, outer, 'the close() called inside it is the first one\'s promise')
+  await outer
+  assert.ok(second.signal.reason instanceof ClosedError)
+  assert.deepEqual(await b.inspect(), [], 'both keys released in Redis')
+})
+
 test('LOCK-06: a closed store is collected as soon as it closed, whatever it did: holds free and handed over, a semaphore, a pool claim, a lease and waiters at its close', async t => {
   const server = await startRedis(t)
   const collected = []

@@ -825,8 +825,14 @@ export class RedisStore implements LeaseOwner {
    */
   close(): Promise<void> {
     // A second caller (two shutdown hooks, say) must not go on, and exit, before the first close()
-    // sent the releases: the keys would stay held until their ttl.
-    this.#closing ??= this.#close()
+    // sent the releases: the keys would stay held until their ttl. The promise is kept before the
+    // close begins: one called inside it (the abort listener of a lease it ends) answers it too,
+    // rather than running the close again over the requests it has yet to end.
+    if (this.#closing === undefined) {
+      let close!: (closing: Promise<void>) => void
+      this.#closing = new Promise<void>(resolve => (close = resolve))
+      close(this.#close())
+    }
     return this.#closing
   }
 
