@@ -182,6 +182,28 @@ test('LOCK-06: the default wait is 10 s', async () => {
   await store.close()
 })
 
+test('LOCK-06: a close() called inside close() (the abort listener of a lease it ended) answers the first close()\'s promise: it resolves once the storage was let go', async () => {
+  const values = new Map()
+  let letGo
+  const storage = {
+    get: k => values.get(k),
+    set: (k, v) => void values.set(k, v),
+    close: () => new Promise(resolve => (letGo = resolve)),
+  }
+  const { store } = await openTestStore({ storage })
+  const lease = await store.lock('x').acquire('a')
+  // A common shutdown: the lease lost, close the store (and then, say, leave the process).
+  let inner
+  lease.signal.addEventListener('abort', () => (inner = store.close()))
+  const outer = store.close()
+  assert.ok(inner, 'close() was called as the close ended the lease')
+  // Before the fix: a close of its own, which found the store closed and resolved at once.
+  assert.equal(inner, outer, 'the close() called inside it is the first one\'s promise')
+  assert.equal(await isSettled(inner), false, 'it waits for the storage to be let go')
+  letGo()
+  await outer
+})
+
 test('LOCK-06: close ends every lease (signal aborts with ClosedError), answers every waiter ClosedError once, and later calls fail ClosedError', async () => {
   const { store } = await openTestStore()
   const l = store.lock('x', { wait: Infinity })

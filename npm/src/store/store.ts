@@ -261,8 +261,14 @@ export class Store implements LockStore, ServedStore {
    */
   close(): Promise<void> {
     // A close() under way or done: the same, so that every caller's close() resolves once the store
-    // is closed (a second one used to resolve at once, before the first had let its storage go).
-    this.#closing ??= this.#close()
+    // is closed (a second one used to resolve at once, before the first had let its storage go). The
+    // promise is kept before the close begins: one called inside it (the abort listener of a lease it
+    // ends) answers it too, rather than finding the store closed and resolving at once.
+    if (this.#closing === undefined) {
+      let close!: (closing: Promise<void>) => void
+      this.#closing = new Promise<void>(resolve => (close = resolve))
+      close(this.#close())
+    }
     return this.#closing
   }
 
