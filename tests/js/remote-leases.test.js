@@ -325,6 +325,75 @@ test('LOCK-05: close() says goodbye, and the server releases its leases at once'
   await s.close()
 })
 
+test('LOCK-05, LOCK-01: a connection open while the numbers wrap keeps its own: a newer connection gets another, and its goodbye leaves the first\'s lease held', async () => {
+  const s = await served()
+  const a = await s.client()
+  const lease = await a.client.lock('jobs', { ttl: '1h' }).acquire('k')
+  // As after 2^32 - 1 connections: the next number wraps to 1, a's (the store's first).
+  s.store._connectionTaken(0xffff_ffff, false)
+  const b = await s.client()
+  const next = s.store._nextConnection(false)
+  await b.client.close()
+  await s.advance(100)
+  assert.equal(lease.signal.aborted, false, 'a still holds k')
+  assert.equal(s.store.inspect().find(k => k.key === 'k')?.holders.length, 1, 'and the server says so')
+  const c = await s.client()
+  assert.equal((await c.client.lock('jobs').tryHold('k', () => 'taken by c')).acquired, false, 'c cannot take k while a holds it')
+  assert.equal(next, 3, 'b got 2, past a\'s 1, which is live')
+  await lease.release()
+  assert.equal((await c.client.lock('jobs').tryHold('k', () => 'taken by c')).value, 'taken by c')
+  await s.close()
+})
+
+test('LOCK-05: a number the store has a request of is not given to a new connection past a wrap, even once its connection dropped (its lease lives on)', async () => {
+  const s = await served()
+  const a = await s.client({ reconnect: false })
+  await a.client.lock('jobs', { ttl: '1h' }).acquire('k')
+  a.client._dropConnectionForTest()
+  await until(() => s.server.connections === 0, 'a dropped')
+  assert.equal(s.store.inspect().find(k => k.key === 'k')?.holders.length, 1, 'its lease lives until its ttl')
+  s.store._connectionTaken(0xffff_ffff, false)
+  const b = await s.client()
+  const next = s.store._nextConnection(false)
+  await b.client.close()
+  await s.advance(100)
+  assert.equal(s.store.inspect().find(k => k.key === 'k')?.holders.length, 1, 'b\'s goodbye did not end a\'s lease')
+  assert.equal(next, 3, 'b got 2: 1 still has a lease')
+  await s.close()
+})
+
+test('LOCK-05: the numbers of connections that ended are not kept: refused, timed out at hello, dropped or closed, none is left live', async () => {
+  const s = await served({ maxConnections: 4, helloTimeout: 1_000 })
+  for (let round = 0; round < 3; round++) {
+    const open = []
+    for (let i = 0; i < 4; i++) open.push(await s.client({ reconnect: false }))
+    for (const [i, { client }] of open.entries()) await client.lock('jobs', { ttl: '1h' }).acquire(`k${round}.${i}`)
+    // Over the limit: refused as it connects.
+    await assert.rejects(connect(s.server.url, { token: TOKEN, reconnect: false }), LimitError)
+    // Half say goodbye, half drop.
+    for (const [i, { client }] of open.entries()) {
+      if (i % 2 === 0) await client.close()
+      else client._dropConnectionForTest()
+    }
+    // A bad token: refused at hello.
+    await assert.rejects(connect(s.server.url, { token: 'wrong', reconnect: false }), PermissionError)
+    if (typeof WebSocket === 'function') {
+      // Never says hello: ended at the hello timeout.
+      const silent = new WebSocket(s.server.url)
+      await new Promise((resolve, reject) => {
+        silent.onopen = resolve
+        silent.onerror = reject
+      })
+      await until(() => s.store._liveConnections === 1, 'only the silent one left')
+      const closed = new Promise(resolve => (silent.onclose = resolve))
+      await s.advance(1_100)
+      await closed
+    }
+    await until(() => s.store._liveConnections === 0, `round ${round}: no number left live`)
+  }
+  await s.close()
+})
+
 /** Calls `close` twice at once: the second call must answer the first's promise, settled with it, not before. */
 async function closeTwice(close, what) {
   const first = close()

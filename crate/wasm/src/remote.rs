@@ -162,6 +162,13 @@ impl Core {
         self.inner.borrow().engine.connection_waiting(conn) as u32
     }
 
+    /// How many requests a connection has, leases and waiting (away ones too): a number with any is
+    /// not given to a new connection (remote-holds.ts `nextConnection`).
+    #[wasm_bindgen(js_name = connectionRequests)]
+    pub fn connection_requests(&self, conn: u32) -> u32 {
+        self.inner.borrow().engine.connection_requests(conn) as u32
+    }
+
     /// How long until a request's `maxHold` revokes it, from `now`; -1 for none (or not holding).
     #[wasm_bindgen(js_name = revokeIn)]
     pub fn revoke_in(&self, req: f64, now: f64) -> f64 {

@@ -442,18 +442,21 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     await this.#clock.load()
     this.#store = await openStore({ storage: durableObjectStorage(storage), clock: this.#clock })
     // Connections are numbered by the store (`_nextConnection`: one per WebSocket client and per call,
-    // so that none's requests count against another's). Reopened after an internal error, the new
-    // store counts from past the old one's numbers, as the object always did: none is given twice
-    // while the object stays in memory.
-    if (before) this.#store._connectionTaken(before._nextConnection())
+    // so that none's requests count against another's; never one in use, even past a wrap: see
+    // remote-holds.ts). Reopened after an internal error, the new store counts from past the old
+    // one's numbers, as the object always did (that number is no connection's: not live).
+    if (before) this.#store._connectionTaken(before._nextConnection(false), false)
     const kept = [...(await storage.list({ prefix: LEASE_PREFIX })).values()].filter(isKept).sort((a, b) => a.fence - b.fence)
     const sockets = this.#state.getWebSockets()
-    // Connection numbers of clients still connected stay theirs: new ones are counted from past them.
+    // Connection numbers of clients still connected stay theirs: new ones are counted from past them,
+    // and skip them while they are live. A socket whose session ended, or that was refused, is no
+    // session any more (#resume): its number is not live (no `_connectionEnded` would free it).
     const connected = new Set<number>()
     for (const ws of sockets) {
-      const conn = attachmentOf(ws)?.conn ?? 0
+      const attached = attachmentOf(ws)
+      const conn = attached?.conn ?? 0
       connected.add(conn)
-      this.#store._connectionTaken(conn)
+      this.#store._connectionTaken(conn, attached !== undefined && attached.ended !== true && attached.refused !== true)
     }
     const now = Date.now()
     this.#restoring = true
@@ -519,7 +522,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       this.#leases.set(l.lease, l)
       let granted = false
       const sink = new Call(this.#sink, answer => (granted = 'ok' in answer && answer.ok !== null), true)
-      const conn = l.conn !== undefined && connected.has(l.conn) ? l.conn : this.#store._nextConnection()
+      // (A number of its own, not live: no goodbye ends it; in use while the lease is.)
+      const conn = l.conn !== undefined && connected.has(l.conn) ? l.conn : this.#store._nextConnection(false)
       const record = new RemoteRequest(l.kind, l.name, l.key, l.request, l.lease, l.ttl, l.maxHold > 0 ? revokeLeft : 0, conn, 0, sink, l.limit)
       try {
         const handle = this.#protocol.handle(l.kind, l.name, l.limit)
@@ -743,7 +747,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       if (earlier && earlier.sink instanceof Call && earlier.sink.pending) earlier.sink.supersede(earlier)
       return await new Promise<AcquireAnswer | TryAcquireAnswer>(resolve => {
         const call = new Call(this.#sink, resolve, isTry)
-        const conn = this.#store._nextConnection()
+        // A call is no connection that says goodbye: its number is in use while its request is, never live.
+        const conn = this.#store._nextConnection(false)
         const record = new RemoteRequest(kind, name, k, request, randomId(), o.ttl as number, o.maxHold as number, conn, 0, call, limit)
         this.#store._remoteHold(handle, record, wait)
         this.#store._letGo(handle)
@@ -928,9 +933,11 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     const client = pair[0]
     const server = pair[1]
     this.#state.acceptWebSocket(server)
-    const attached: Attachment = { conn: this.#store._nextConnection(), authed: false, waiting: false }
-    // Refused, but as the answer to its hello, so that the client can tell why.
-    if (this.#sessions.size >= MAX_CONNECTIONS) attached.refused = true
+    // Refused, but as the answer to its hello, so that the client can tell why: never a session, so
+    // its number is not live (nothing would end it); a session's is, until it ends (#closed).
+    const refused = this.#sessions.size >= MAX_CONNECTIONS
+    const attached: Attachment = { conn: this.#store._nextConnection(!refused), authed: false, waiting: false }
+    if (refused) attached.refused = true
     else this.#session(server, attached.conn)
     server.serializeAttachment(attached)
     return new Response(null, { status: 101, webSocket: client } as ResponseInit)

@@ -55,14 +55,24 @@ export interface ServedStore {
   /**
    * @internal The number of a new connection (u32, never 0): one of its own in the store, whichever
    * server (or Durable Object) took it, since the calls below name a connection by its number alone.
+   * Invariant: a number is never given while a connection of it is live, nor while the store has a
+   * request of it, even once the u32 counter wrapped (remote-holds.ts). With `live` (the default),
+   * it is a connection's, live from here until `_connectionEnded`, which every way its session ends
+   * must reach (refused, timed out, superseded, dropped, goodbye, closed); with `live` false (a
+   * Durable Object's RPC call, a lease taken back), it never is live, and is in use only while the
+   * store has a request of it.
    */
-  _nextConnection(): number
+  _nextConnection(live?: boolean): number
   /**
    * @internal A live connection has number `conn` already (a Durable Object's client that outlived
-   * its restart, numbered in its socket's attachment): new ones are counted from past it.
+   * its restart, numbered in its socket's attachment): live until `_connectionEnded` (with `live`
+   * false: never, only counted past), and new ones are counted from past it.
    */
-  _connectionTaken(conn: number): void
-  /** @internal A connection ended: with `goodbye` its requests end at once, else they live their ttl. */
+  _connectionTaken(conn: number, live?: boolean): void
+  /**
+   * @internal A connection ended: with `goodbye` its requests end at once, else they live their ttl.
+   * Its number is no longer live (see `_nextConnection`).
+   */
   _connectionEnded(conn: number, goodbye: boolean): void
   /** @internal How many holds of a connection wait in line (not away). */
   _connectionWaiting(conn: number): number

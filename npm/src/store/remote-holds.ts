@@ -19,8 +19,16 @@
  *   servers, or the Durable Object hosting it, took the connection: the engine knows a connection by
  *   its number alone (its leases end at its goodbye, its waiting holds at its drop, its requests are
  *   counted against `connectionLimit`), so two connections sharing one would end or count each other's.
+ * - A number is never given while it is in use, even once the u32 counter wrapped: not while a
+ *   connection of that number is live (`liveConnections`: from `nextConnection(true)` or
+ *   `connectionTaken` until `connectionEnded`, which every way a session ends reaches), nor while the
+ *   engine has a request of it (a dropped connection's leases, an RPC call's, a lease taken back
+ *   after a restart). A Durable Object's RPC calls and taken-back leases are numbered so
+ *   (`nextConnection(false)`) without being live: they never say goodbye, so `liveConnections` holds
+ *   only connections open now, and never grows with calls.
  */
 
+import { LimitError } from '../errors.js'
 import type { Lock } from '../handle/lock.js'
 import type { Resource } from './key-ids.js'
 import { RemoteRequest, followRequestShape } from '../remote/request.js'
@@ -85,6 +93,11 @@ export class RemoteHolds implements RemoteEvents {
   #kept: Resource | undefined
   /** The number of the last connection (`nextConnection`). */
   #lastConnection = 0
+  /**
+   * The numbers of the connections live now (see the module doc): from `nextConnection(true)` or
+   * `connectionTaken` until `connectionEnded`. Never given to another meanwhile.
+   */
+  readonly #liveConnections = new Set<number>()
 
   constructor(host: EngineHost) {
     this.#host = host
@@ -364,6 +377,9 @@ export class RemoteHolds implements RemoteEvents {
 
   /** A connection ended: its waiters leave their lines; with `goodbye`, its leases end too. */
   connectionEnded(conn: number, goodbye: boolean): void {
+    // Its number is free once nothing of it is left (a dropped connection's leases keep it: see
+    // nextConnection), whatever the store does below.
+    this.#liveConnections.delete(conn)
     const host = this.#host
     if (host.closed) return
     const now = host.clock.now()
@@ -392,21 +408,50 @@ export class RemoteHolds implements RemoteEvents {
   }
 
   /**
-   * The number of a new connection. u32, as the engine takes it; it wraps long after any live
-   * connection ended, and skips 0, which the Durable Object reads as no number (a socket without
-   * its attachment).
+   * The number of a new connection. u32, as the engine takes it, counted up and wrapping past the
+   * last u32 to 1: it skips 0, which the Durable Object reads as no number (a socket without its
+   * attachment), the numbers of live connections, and those the engine has requests of (see the
+   * module doc), so that a connection open through 2^32 newer numbers keeps its own. `live`: the
+   * number is a connection's, live until `connectionEnded`; else (a Durable Object's RPC call, a
+   * lease taken back) it is in use only while the engine has a request of it.
    */
-  nextConnection(): number {
-    this.#lastConnection = (this.#lastConnection + 1) >>> 0 || 1
-    return this.#lastConnection
+  nextConnection(live: boolean): number {
+    const host = this.#host
+    let conn = this.#lastConnection
+    for (let tried = 0; ; tried++) {
+      // (Every number in use would take more memory than a store has: a bound, not a case.)
+      if (tried === 0xffff_ffff) throw new LimitError('the store has a connection (or a request) of every connection number')
+      conn = (conn + 1) >>> 0 || 1
+      if (!this.#liveConnections.has(conn) && (host.closed || this.#requestsOf(conn) === 0)) break
+    }
+    this.#lastConnection = conn
+    if (live) this.#liveConnections.add(conn)
+    return conn
+  }
+
+  /** How many requests the engine has of connection `conn` (leases, waiting or away). */
+  #requestsOf(conn: number): number {
+    try {
+      return this.#host.core.connectionRequests(conn)
+    } catch (error) {
+      throw this.#host.trap(error)
+    }
   }
 
   /**
    * `conn` is a live connection's number already (one a restarted Durable Object's client kept in
-   * its socket's attachment): the numbers of new connections are counted from past it.
+   * its socket's attachment): it is never given to another until `connectionEnded`, and the numbers
+   * of new connections are counted from past it. With `live` false (the last number an old store of
+   * the same Durable Object gave), new numbers are only counted from past it.
    */
-  connectionTaken(conn: number): void {
+  connectionTaken(conn: number, live: boolean): void {
     this.#lastConnection = Math.max(this.#lastConnection, conn)
+    if (live && conn !== 0) this.#liveConnections.add(conn)
+  }
+
+  /** For tests: how many connections are live (`#liveConnections`). */
+  get liveConnections(): number {
+    return this.#liveConnections.size
   }
 
   /** How many requests one connection may have. */

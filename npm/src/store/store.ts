@@ -461,14 +461,25 @@ export class Store implements LockStore, ServedStore {
     return this.#remote.byLease(lease)
   }
 
-  /** @internal The number of a new connection, unique in the store across its servers (u32, never 0). */
-  _nextConnection(): number {
-    return this.#remote.nextConnection()
+  /**
+   * @internal The number of a new connection, unique in the store across its servers (u32, never 0,
+   * never one in use): live until `_connectionEnded` unless `live` is false (see remote-holds.ts).
+   */
+  _nextConnection(live = true): number {
+    return this.#remote.nextConnection(live)
   }
 
-  /** @internal A live connection has number `conn` already: new ones are counted from past it. */
-  _connectionTaken(conn: number): void {
-    this.#remote.connectionTaken(conn)
+  /**
+   * @internal A live connection has number `conn` already (live until `_connectionEnded`; with
+   * `live` false, a number only to count past): new ones are counted from past it.
+   */
+  _connectionTaken(conn: number, live = true): void {
+    this.#remote.connectionTaken(conn, live)
+  }
+
+  /** @internal For tests: how many connection numbers are live (given and not ended). */
+  get _liveConnections(): number {
+    return this.#remote.liveConnections
   }
 
   /** @internal A connection ended: its waiters leave their lines; with `goodbye`, its leases end too. */
