@@ -32,6 +32,7 @@
 
 import { CancelledError, ClosedError, InUseError, InvalidError, type LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
+import { closeOnce } from '../util/close-once.js'
 import { toMs } from '../util/duration.js'
 import { GrantedLease, type Lease, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
@@ -223,8 +224,8 @@ export class RedisStore implements LeaseOwner {
   readonly #first: DueLines<Request>
   #nextLocal = 1
   #closed: ClosedError | undefined
-  /** The first `close()`'s promise, which every later one answers. */
-  #closing: Promise<void> | undefined
+  /** `close()`: `#close()` run once, its promise answered to every call (util/close-once.ts). */
+  readonly #closeOnce = closeOnce(() => this.#close())
   /** The pools (issue #16): `pool.ts`. */
   readonly #pools: RedisPools
 
@@ -825,15 +826,10 @@ export class RedisStore implements LeaseOwner {
    */
   close(): Promise<void> {
     // A second caller (two shutdown hooks, say) must not go on, and exit, before the first close()
-    // sent the releases: the keys would stay held until their ttl. The promise is kept before the
-    // close begins: one called inside it (the abort listener of a lease it ends) answers it too,
-    // rather than running the close again over the requests it has yet to end.
-    if (this.#closing === undefined) {
-      let close!: (closing: Promise<void>) => void
-      this.#closing = new Promise<void>(resolve => (close = resolve))
-      close(this.#close())
-    }
-    return this.#closing
+    // sent the releases: the keys would stay held until their ttl. One called inside it (the abort
+    // listener of a lease it ends) answers its promise too, rather than running the close again over
+    // the requests it has yet to end.
+    return this.#closeOnce()
   }
 
   async #close(): Promise<void> {

@@ -64,6 +64,7 @@ import {
 import { hexOfWords, idWords } from '../util/hex.js'
 import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, placed, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
+import { closeOnce } from '../util/close-once.js'
 import { GrantedLease, type Lease, followLeaseShape, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
 import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
@@ -269,8 +270,8 @@ export class RemoteStore implements LeaseOwner {
     else p({ id, type: 'granted', request: '', lease: hexOfWords(l0, l1, l2, l3), fence, ttl, revokeIn })
   }
   #closed: ClosedError | undefined
-  /** The first `close()`'s promise, which every later one answers. */
-  #closing: Promise<void> | undefined = undefined
+  /** `close()`: `#close()` run once, its promise answered to every call (util/close-once.ts). */
+  readonly #closeOnce = closeOnce(() => this.#close())
   /** When the message being read arrived (what a grant's first deadline counts from). */
   #receivedAt = 0
   /** An error the server sent unasked (id 0) on the current connection: why it closes, if it does. */
@@ -967,9 +968,9 @@ export class RemoteStore implements LeaseOwner {
    * second `close()` answers the first's promise.
    */
   close(): Promise<void> {
-    // One goodbye, and every caller's close() resolves only once it was answered (or given up on).
-    this.#closing ??= this.#close()
-    return this.#closing
+    // One goodbye, and every caller's close() (one inside it too: the abort listener of a lease it
+    // ends) resolves only once it was answered (or given up on).
+    return this.#closeOnce()
   }
 
   async #close(): Promise<void> {

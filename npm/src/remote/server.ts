@@ -34,6 +34,7 @@ import type { Clock } from '../util/clock.js'
 import type { ServedStore } from './host.js'
 import type { Listener, Socket, Transport } from '../runtime/transport.js'
 import { checkOptions } from '../util/options.js'
+import { closeOnce } from '../util/close-once.js'
 
 export interface ServeOptions {
   /** TCP port (default 7420) and host (default 127.0.0.1: bind other addresses on purpose). */
@@ -92,8 +93,8 @@ export class HoldfastServer implements Server {
   #listener: Listener | undefined
   readonly #store: ServedStore
   #closed = false
-  /** The close `close()` started: what every call of it answers. */
-  #closing: Promise<void> | undefined = undefined
+  /** `close()`: `#close()` run once, its promise answered to every call (util/close-once.ts). */
+  readonly #closeOnce = closeOnce(() => this.#close())
 
   constructor(store: ServedStore, options: ServeOptions, clock: Clock) {
     this.#store = store
@@ -202,8 +203,7 @@ export class HoldfastServer implements Server {
    * it), not at once while the first is still closing.
    */
   close(): Promise<void> {
-    this.#closing ??= this.#close()
-    return this.#closing
+    return this.#closeOnce()
   }
 
   async #close(): Promise<void> {

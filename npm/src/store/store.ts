@@ -37,6 +37,7 @@ import type { ContextStorage } from '../handle/context.js'
 import type { ServedStore } from '../remote/host.js'
 import type { KeyInfo, LockOptions, SemaphoreOptions } from '../types.js'
 import { checkOptions } from '../util/options.js'
+import { closeOnce } from '../util/close-once.js'
 import { claimStorage, isStorage, releaseStorage, type Storage } from '../storage/storage.js'
 import { isClock, systemClock, type Clock } from '../util/clock.js'
 import type { Id } from '../util/hex.js'
@@ -90,8 +91,8 @@ export class Store implements LockStore, ServedStore {
   /** What `_whenTrapped()` answers: the trap's error, once `#trapped` resolved. */
   readonly #trapEnded: Promise<ClosedError>
   #endTrap!: (closed: ClosedError) => void
-  /** The close `close()` started: what every call of it answers. */
-  #closing: Promise<void> | undefined = undefined
+  /** `close()`: `#close()` run once, its promise answered to every call (util/close-once.ts). */
+  readonly #closeOnce = closeOnce(() => this.#close())
   readonly #pools: PoolRoom
   readonly #poolWrites: PoolWrites
 
@@ -261,15 +262,10 @@ export class Store implements LockStore, ServedStore {
    */
   close(): Promise<void> {
     // A close() under way or done: the same, so that every caller's close() resolves once the store
-    // is closed (a second one used to resolve at once, before the first had let its storage go). The
-    // promise is kept before the close begins: one called inside it (the abort listener of a lease it
-    // ends) answers it too, rather than finding the store closed and resolving at once.
-    if (this.#closing === undefined) {
-      let close!: (closing: Promise<void>) => void
-      this.#closing = new Promise<void>(resolve => (close = resolve))
-      close(this.#close())
-    }
-    return this.#closing
+    // is closed (a second one used to resolve at once, before the first had let its storage go), one
+    // called inside it too (the abort listener of a lease it ends), which would otherwise find the
+    // store closed and resolve at once.
+    return this.#closeOnce()
   }
 
   async #close(): Promise<void> {
