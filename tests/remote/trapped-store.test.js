@@ -1,8 +1,10 @@
 // A store that closed itself after an internal error (a wasm trap: `_trapForTest()`, or one inside
 // `close()`) ends what it started as `close()` does: every request over a connection is answered
 // (a lease lost `closed`, a waiting hold `error` `closed`), then its servers stop listening and their
-// connections close; `close()` resolves once they did, and again at once. No clock runs: the store's
-// timers are on a manual clock, and everything awaited is an event.
+// connections close; `close()` resolves once they did, and again at once. `_whenTrapped()` (what
+// `holdfast serve` waits for) answers a trap before `close()` or during it, never one after it (nothing
+// traps then). No clock runs: the store's timers are on a manual clock, and everything awaited is an
+// event.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import path from 'node:path'
@@ -214,14 +216,51 @@ test('POOL-02/LOCK-06, a wasm trap inside close() once the engine closed (its po
     return this.trapForTest()
   }
   t.after(() => (Core.prototype.poolWritten = written))
+  let trapped
+  store._whenTrapped().then(closed => (trapped = closed))
   const closing = store.close()
   letGo()
   // Before the fix: the trap found the store closed and answered nothing; close() waited for good.
   await within(closing, 'close() whose engine traps on its pools\' last write')
+  // Before the fix: _whenTrapped() never settled, and holdfast serve stopped as cleanly stopped.
+  assert.ok(trapped instanceof ClosedError && trapped.cause instanceof WebAssembly.RuntimeError, `_whenTrapped() settled before close() resolved: ${trapped}`)
   await assert.rejects(within(released, 'the release in that write'), e => e instanceof ClosedError && /internal error/.test(e.message))
   const answer = await raw.answer(3)
   assert.deepEqual([answer.type, answer.code], ['error', 'closed'], 'the release over the connection is answered closed')
   await within(raw.whenClosed, 'the connection closing')
   await notListening(server.url)
   await within(store.close(), 'a second close()')
+})
+
+for (const when of ['before close()', "inside the engine's close", 'once close() closed the engine']) {
+  test(`LOCK-06: _whenTrapped() answers a trap ${when}: its ClosedError (the internal error its cause), once the servers closed and the storage was let go, before close() resolves`, async t => {
+    const storage = memoryStorage()
+    const store = await openStore({ storage, clock: manualClock(1_000_000) })
+    const server = await store.serve({ port: 0, token: TOKEN })
+    t.after(() => server.close())
+    let trapped
+    store._whenTrapped().then(closed => (trapped = closed))
+    if (when === 'before close()') assert.throws(() => store._trapForTest(), ClosedError)
+    if (when === "inside the engine's close") await trapInsideNextClose()
+    const closing = store.close()
+    // The close closed the engine before it first waits: the trap finds the store closed, and throws that.
+    if (when === 'once close() closed the engine') assert.throws(() => store._trapForTest(), e => e instanceof ClosedError && e.cause === undefined)
+    await within(closing, 'close()')
+    // Before the fix: once close() closed the engine, a trap left _whenTrapped() unsettled.
+    assert.ok(trapped instanceof ClosedError && trapped.cause instanceof WebAssembly.RuntimeError, `_whenTrapped() settled before close() resolved: ${trapped}`)
+    assert.match(trapped.message, /^the store closed after an internal error: /)
+    await notListening(server.url)
+    // The storage is let go: another store opens on it.
+    await (await openStore({ storage })).close()
+  })
+}
+
+test('LOCK-06: nothing traps once close() resolved (the engine is freed: a call into it fails as the closed store does, no internal error), and _whenTrapped() never settles', async () => {
+  const store = await openStore({ storage: memoryStorage(), clock: manualClock(1_000_000) })
+  let trapped = false
+  store._whenTrapped().then(() => (trapped = true))
+  await store.close()
+  assert.throws(() => store._trapForTest(), e => e instanceof ClosedError && e.message === 'the store is closed' && e.cause === undefined)
+  await new Promise(resolve => setImmediate(resolve))
+  assert.equal(trapped, false, '_whenTrapped() settled with no trap')
 })

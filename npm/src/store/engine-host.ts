@@ -106,6 +106,11 @@ export class EngineHost implements LeaseOwner {
   readonly clock: Clock
   /** Set once the store closed (by `close()`, or after a trap): the reason later calls fail with. */
   closed: ClosedError | undefined = undefined
+  /**
+   * Set by a trap once `close()` closed the engine, while it waits for what it closes (before it frees
+   * the engine: after, a call into it fails with no trap): the trap's error, for the store to tell.
+   */
+  trappedClosing: ClosedError | undefined = undefined
   /** Every live request by the index of its id. */
   readonly reqs: (Waiter | Lease | RemoteRequest | undefined)[] = []
   /** The names in use. */
@@ -806,7 +811,8 @@ export class EngineHost implements LeaseOwner {
       // the writes stop, else close() (and a release, confirm or resize in them) waited for good.
       if (!this.#coreTrapped && !this.#freed) {
         this.#coreTrapped = true
-        this.#pools.trap(closedBy(error))
+        this.trappedClosing = closedBy(error)
+        this.#pools.trap(this.trappedClosing)
       }
       return this.closed
     }

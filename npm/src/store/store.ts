@@ -88,7 +88,7 @@ export class Store implements LockStore, ServedStore {
   readonly #serving = new Set<Promise<void>>()
   /** Set by a trap: resolves once what it ended is closed, its servers and storage (never rejects). */
   #trapped: Promise<void> | undefined = undefined
-  /** What `_whenTrapped()` answers: the trap's error, once `#trapped` resolved. */
+  /** What `_whenTrapped()` answers: the trap's error, once `#trapped` resolved (or `close()` closed all). */
   readonly #trapEnded: Promise<ClosedError>
   #endTrap!: (closed: ClosedError) => void
   /** `close()`: `#close()` run once, its promise answered to every call (util/close-once.ts). */
@@ -257,8 +257,12 @@ export class Store implements LockStore, ServedStore {
    * After an internal error (the store closed itself: a trap), or when one happens inside `close()`,
    * every request was answered `ClosedError` by the trap, which closes the servers (after those answers
    * were sent) and the storage once its fence write under way landed; `close()` resolves once they are
-   * closed. A second `close()` does nothing more: it answers the first's promise, resolved once the
-   * store is closed.
+   * closed. A trap once `close()` closed the engine (every lease ended, every waiter answered) answers
+   * the pool requests still waiting on the engine (a release in the pools' last write) `ClosedError`,
+   * and `close()` goes on closing the servers and the storage, and resolves. Either way `close()`
+   * resolves, as the store is closed all the same: the trap is told to the requests it answered (and
+   * to `holdfast serve`, by `_whenTrapped()`), not by `close()`. A second `close()` does nothing more:
+   * it answers the first's promise, resolved once the store is closed.
    */
   close(): Promise<void> {
     // A close() under way or done: the same, so that every caller's close() resolves once the store
@@ -295,6 +299,10 @@ export class Store implements LockStore, ServedStore {
     } finally {
       // Nothing asks the engine anything more: its memory goes back now, not when the store is collected.
       host.free()
+      // A trap while this close closed what the store started (its pools' last write told back, say)
+      // is told as one before it, now that all is closed: before this close resolves, so that its
+      // caller (`holdfast serve`) knows the store did not close cleanly. None can come after `free()`.
+      if (host.trappedClosing !== undefined) this.#endTrap(host.trappedClosing)
     }
   }
 
@@ -319,10 +327,14 @@ export class Store implements LockStore, ServedStore {
   }
 
   /**
-   * @internal For `holdfast serve`: resolves, once the store closed itself after an internal error (a
-   * trap) and what that ended is closed — its servers, after the trap's answers were sent over their
-   * connections, and its storage — to the trap's `ClosedError` (its `cause` the internal error). Never
-   * settles when the store is closed by `close()` and nothing traps. Never rejects.
+   * @internal For `holdfast serve`: resolves to a trap's `ClosedError` (its `cause` the internal error)
+   * once the store is closed after it — its servers, after the answers were sent over their
+   * connections, and its storage. A trap before `close()` (the store closed itself) or in the engine's
+   * own close, once the trap closed those; one once `close()` closed the engine, while it waits for
+   * what it closes, once the close closed those, before its promise settles. So a caller that awaited
+   * `close()` finds it settled if the engine trapped during that close. Never settles when nothing traps
+   * before `close()` frees the engine: after, a call into it fails as the closed store does, and no
+   * trap comes. Never rejects.
    */
   _whenTrapped(): Promise<ClosedError> {
     return this.#trapEnded
