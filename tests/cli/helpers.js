@@ -96,13 +96,27 @@ export async function serve({ dir = join(tempDir(), 'store'), args = ['--port', 
   return server
 }
 
+/** The environment of a `holdfast serve` that loads the test-only module `file` (NODE_OPTIONS=--import) first. */
+function preloading(file) {
+  const preload = new URL(file, import.meta.url).href
+  return { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${preload}`.trim() }
+}
+
 /**
  * The environment of a `holdfast serve` whose store traps, as a bug in the engine would, when its
- * process gets SIGUSR2 (test-only: trap-on-sigusr2.js, loaded with NODE_OPTIONS=--import).
+ * process gets SIGUSR2 (test-only: trap-on-sigusr2.js).
  */
 export function trapOnSignal() {
-  const preload = new URL('./trap-on-sigusr2.js', import.meta.url).href
-  return { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${preload}`.trim() }
+  return preloading('./trap-on-sigusr2.js')
+}
+
+/**
+ * The environment of a `holdfast serve` whose store traps during the close a signal begins: `where`
+ * is `engine` (in the engine's own close) or `after` (once the close closed the engine, while it waits
+ * for what it closes). Test-only: trap-in-close.js.
+ */
+export function trapInClose(where) {
+  return { ...preloading('./trap-in-close.js'), HOLDFAST_TEST_TRAP_IN_CLOSE: where }
 }
 
 /** A TCP port nothing listens on (it was free a moment ago). */

@@ -1,14 +1,15 @@
 // `holdfast serve`: prints where it listens, makes a token with mode 0600 (or reads the one given),
 // serves a Unix socket, keeps fences growing across restarts on one directory, and stops cleanly on
 // SIGTERM and SIGINT: holders lose their leases, waiters are answered, exit 0; exits 1 when its store
-// closed itself after an internal error (a wasm trap), once that ending was answered.
+// closed itself after an internal error (a wasm trap), once that ending was answered, or when one
+// happened during the close a signal began.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ClosedError, connect, LimitError } from 'holdfast'
-import { BIN, fileAppears, run, serve, start, tempDir, trapOnSignal, until } from './helpers.js'
+import { BIN, fileAppears, run, serve, start, tempDir, trapInClose, trapOnSignal, until } from './helpers.js'
 
 function assertStopped(r) {
   assert.equal(r.code, 0, JSON.stringify(r))
@@ -201,30 +202,68 @@ test('serve refuses a directory another server uses, and a busy port: exit 2, on
   assert.ok(!existsSync(join(otherDir, 'holdfast.lock')), 'the failed server let its directory go')
 })
 
-test('LOCK-06, a wasm trap: serve exits 1 once its store closed itself, after the trap\'s answers were sent, naming the error (its code and message) on stderr', async t => {
-  const server = await serve({ env: trapOnSignal() })
-  t.after(() => server.stop('SIGKILL'))
+/**
+ * A client of `server` holding jobs/k, and a hold of it waiting in line on the server: `lost` resolves
+ * to the reason the lease ends with. With no reconnect, a connection merely cut would end both as
+ * "connection closed": the server's own answers say the store closed.
+ */
+async function heldAndWaiting(t, server) {
   const remote = await connect(server.url, { token: server.token(), reconnect: false })
   t.after(() => remote.close())
   const lock = remote.lock('jobs', { ttl: '1h' })
   const lease = await lock.acquire('k')
+  const lost = new Promise(resolve => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason)))
   const waiter = lock.acquire('k', { wait: '1h' })
-  waiter.catch(() => {}) // looked at below
+  waiter.catch(() => {}) // looked at by the test
   // Wait until the server has the waiter in line.
   await until(async () => (await remote.inspect()).some(info => info.key === 'k' && info.waiting === 1), 'the waiter in line')
+  return { lost, waiter }
+}
+
+/** `holdfast serve` left with exit 1, the trap's code and message on one stderr line, the directory let go. */
+function assertTrapped(exited, server) {
+  assert.equal(exited.code, 1, JSON.stringify(exited))
+  assert.match(exited.stderr, /^holdfast: serve: stopped by an internal error \(code closed\): the store closed after an internal error: .+\n$/)
+  assert.doesNotMatch(exited.stdout, /stopped/)
+  assert.ok(!existsSync(join(server.dir, 'holdfast.lock')), 'the directory lock is let go')
+}
+
+test('LOCK-06, a wasm trap: serve exits 1 once its store closed itself, after the trap\'s answers were sent, naming the error (its code and message) on stderr', async t => {
+  const server = await serve({ env: trapOnSignal() })
+  t.after(() => server.stop('SIGKILL'))
+  const { lost, waiter } = await heldAndWaiting(t, server)
 
   server.proc.child.kill('SIGUSR2') // the store traps (trap-on-sigusr2.js)
-  // The trap's answers come over the connection before the process leaves: a connection merely cut
-  // would have ended both as "connection closed" (reconnect: false).
-  const lost = lease.signal.aborted ? lease.signal.reason : await new Promise(resolve => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason)))
-  assert.ok(lost instanceof ClosedError && /the server's store closed/.test(lost.message), String(lost))
+  // The trap's answers come over the connection before the process leaves.
+  const reason = await lost
+  assert.ok(reason instanceof ClosedError && /the server's store closed/.test(reason.message), String(reason))
   await assert.rejects(waiter, e => e instanceof ClosedError && /internal error/.test(e.message))
   // Before the fix: the server stopped listening, then the process left with exit 0, printing nothing.
   let exited
   void server.proc.done.then(r => (exited = r))
   await until(() => exited, 'holdfast serve to exit after its store trapped')
-  assert.equal(exited.code, 1, JSON.stringify(exited))
-  assert.match(exited.stderr, /^holdfast: serve: stopped by an internal error \(code closed\): the store closed after an internal error: .+\n$/)
-  assert.doesNotMatch(exited.stdout, /stopped/)
-  assert.ok(!existsSync(join(server.dir, 'holdfast.lock')), 'the directory lock is let go')
+  assertTrapped(exited, server)
 })
+
+for (const where of ['engine', 'after']) {
+  const during = where === 'engine' ? "in the engine's own close" : 'once the close closed the engine, while it waits for what it closes'
+  test(`LOCK-06, a wasm trap during the close SIGTERM began (${during}): serve exits 1, the error's code and message on stderr; the client was answered closed, and the directory let go`, async t => {
+    const server = await serve({ env: trapInClose(where) })
+    t.after(() => server.stop('SIGKILL'))
+    const { lost, waiter } = await heldAndWaiting(t, server)
+
+    const stopped = await server.stop('SIGTERM') // the store traps as it closes (trap-in-close.js)
+    // Before the fix: exit 0, "stopped" on stdout and nothing on stderr, as after a clean stop.
+    assertTrapped(stopped, server)
+    assert.match(stopped.stdout, /stopping \(SIGTERM\)/)
+    // The answers came over the connection before it closed.
+    const reason = await lost
+    assert.ok(reason instanceof ClosedError && /the server's store closed/.test(reason.message), String(reason))
+    await assert.rejects(waiter, e => e instanceof ClosedError && /the store (is closed|closed after an internal error)/.test(e.message))
+    // A new server serves the directory.
+    const next = await serve({ dir: server.dir })
+    const r = await run(['hold', next.url, 'jobs', 'k', '--token-file', next.tokenFile, '--', 'true'])
+    assert.equal(r.code, 0, r.stderr)
+    assertStopped(await next.stop())
+  })
+}

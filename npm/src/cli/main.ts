@@ -7,7 +7,8 @@
  * held by another after `--wait` (nothing ran); 3 when the lease was lost (the command was stopped);
  * 2 for every other error (usage, bad duration, no token, unreachable server, refused token), with one
  * line on stderr. `serve` answers 0 (stopped by a signal), 1 (its store closed itself after an internal
- * error) or 2; `inspect` 0 or 2; `claim` 0 (claimed), 1 (not enough left) or 2.
+ * error, or had one as a signal stopped it) or 2; `inspect` 0 or 2; `claim` 0 (claimed), 1 (not enough
+ * left) or 2.
  */
 import * as fs from 'node:fs'
 import { UsageError, warn } from './args.js'

@@ -1,7 +1,9 @@
 /**
  * `holdfast serve`: runs a store server, its fences kept in a directory, until SIGINT or SIGTERM (exit
  * 0), or until the store closes itself after an internal error (a wasm trap: exit 1, the error on
- * stderr, once its answers were sent and its servers and directory let go). 2 for every other error.
+ * stderr, once its answers were sent and its servers and directory let go). A trap during the close a
+ * signal began exits 1 too, once that close let everything go: the stop was not clean. 2 for every
+ * other error.
  */
 
 import { randomBytes } from 'node:crypto'
@@ -32,9 +34,9 @@ Options:
 Prints where it listens. Clients give the token with --token-file FILE or HOLDFAST_TOKEN.
 SIGINT or SIGTERM stops it cleanly: waiters are answered, leases end, exit 0.
 
-Exit status: 0 stopped by SIGINT or SIGTERM; 1 the store closed itself after an internal error (a
-bug: waiters were answered and leases ended as at SIGTERM, then the error is printed); 2 any other
-error (usage, a directory in use, a busy port).
+Exit status: 0 stopped by SIGINT or SIGTERM; 1 the store closed itself after an internal error, or
+had one while SIGINT or SIGTERM stopped it (a bug: waiters were answered and leases ended as at
+SIGTERM, then the error is printed); 2 any other error (usage, a directory in use, a busy port).
 `
 
 export async function serve(args: string[]): Promise<number> {
@@ -109,19 +111,23 @@ export async function serve(args: string[]): Promise<number> {
     // Until a signal, or until the store closes itself after an internal error: it answered every
     // request `closed`, then closed the servers once those answers were sent, and let the directory go.
     const ended = await Promise.race([stopSignal, open._whenTrapped()])
-    if (ended instanceof ClosedError) {
-      warn(`serve: stopped by an internal error (code ${ended.code}): ${ended.message}`)
-      return 1
-    }
-    const signal = ended
-    say(`stopping (${signal})`)
+    if (ended instanceof ClosedError) return stoppedByTrap(ended)
+    say(`stopping (${ended})`)
     store = undefined
+    // A trap during the close (in the engine's own, or once it closed the engine) still lets the close
+    // end everything and resolve; `_whenTrapped()` settles before it does, so `trap` is set by then.
+    let trap: ClosedError | undefined
+    void open._whenTrapped().then(closed => (trap = closed))
     try {
       await open.close()
     } catch (error) {
-      warn(`serve: close: ${(error as Error).message}`)
-      return 2
+      // A trap during the close came first, and is the bug: it is the one told (exit 1, below).
+      if (trap === undefined) {
+        warn(`serve: close: ${(error as Error).message}`)
+        return 2
+      }
     }
+    if (trap !== undefined) return stoppedByTrap(trap)
     say('stopped')
     stopped = true
     return 0
@@ -134,6 +140,12 @@ export async function serve(args: string[]): Promise<number> {
     // Not serving after all: let the directory go.
     await store?.close().catch(() => {})
   }
+}
+
+/** The store closed after an internal error (a wasm trap), before or during a signal's close: exit 1. */
+function stoppedByTrap(closed: ClosedError): number {
+  warn(`serve: stopped by an internal error (code ${closed.code}): ${closed.message}`)
+  return 1
 }
 
 /** The server's token: read from `file` when it exists, else made (32 random bytes, hex) with mode 0600. */
