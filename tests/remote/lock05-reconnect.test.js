@@ -85,6 +85,40 @@ test('LOCK-05: a waiting hold whose connection drops on the client side and is r
   assert.equal((await first.next({ ev: 'done', id: 'lease' })).value, mine.fence)
 })
 
+test('LOCK-05, limits: a client whose connection went half-open while the server is at maxConnections gets back in at once: its new hello supersedes the old connection and takes its slot, and its lease outlives its ttl (renewed there) and is released', async t => {
+  // The new connection was refused `limit` at accept while the old one, still open on the server,
+  // held the slot: the client was kept out until the silent-client sweep dropped it (30-40 s), and a
+  // lease shorter than that was lost.
+  const own = procs(t)
+  const server = await startServer(own, { maxConnections: 2 })
+  // The server side stays open well past the lease's ttl: only the new hello can end it in time.
+  const proxy = await startProxy(own, portOf(server.url), { holdOpen: 60_000 })
+  const holder = await startAgent(own, 'holder', RUNTIMES.node24, `ws://127.0.0.1:${proxy.port}`)
+  const other = await startAgent(own, 'other', RUNTIMES.bun, server.url)
+  await ask(holder, { id: 'h', lock: 'jobs', key: 'held', ttl: 3000 })
+  const held = await holder.next({ ev: 'granted', id: 'h' })
+  await untilServer(server, s => s.connections === 2, 5_000, 'the server full')
+
+  proxy.kill('SIGUSR1')
+  await proxy.next({ ev: 'half-dropped' })
+  const droppedAt = Date.now()
+  // Answered once the client is back: its hello was welcomed, past the limit only for the old slot.
+  holder.send({ op: 'inspect' })
+  await holder.next({ ev: 'inspected' }, 5_000)
+  assert.equal((await serverInspect(server)).connections, 2, 'the old connection ended at the new hello')
+  // Past the ttl counted from the drop: the lease was asked for again and renewed, not lost.
+  await sleep(Math.max(0, droppedAt + 3_500 - Date.now()))
+  const s = await serverInspect(server)
+  assert.deepEqual(entryOf(s, 'jobs', 'held')?.holders.map(h => h.fence), [held.fence])
+  assert.equal(s.connections, 2)
+  await ask(other, { id: 'h', lock: 'jobs', key: 'held', ttl: 3000, wait: 0 })
+  const busy = await other.next({ ev: 'done', id: 'h' })
+  assert.deepEqual([busy.ok, busy.error.code], [false, 'in_use'], "still the holder's")
+  holder.send({ op: 'release', id: 'h' })
+  assert.equal((await holder.next({ ev: 'done', id: 'h' })).value, held.fence)
+  assert.ok(!holder.saw({ ev: 'lost' }), 'no lease was lost')
+})
+
 test('LOCK-05: a grant sent while the client\'s connection is down is not lost: asked again, the hold answers that same lease and fence, once', async t => {
   const own = procs(t)
   const server = await startServer(own)

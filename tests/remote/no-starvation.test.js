@@ -62,7 +62,7 @@ test('#13 item 2: 200 connections that never say hello keep no client with the t
   await b.check()
 })
 
-test('#13 item 2: a connection that says no hello within helloTimeout is closed; one that never even upgrades is cut too; past maxConnections one is refused at once (LimitError)', async t => {
+test('#13 item 2: a connection that says no hello within helloTimeout is closed; one that never even upgrades is cut too; past maxConnections one is refused at its hello (LimitError)', async t => {
   const own = procs(t)
   const server = await startServer(own, { helloTimeout: 800, maxConnections: 2 })
   const b = await bystander(own, server)
@@ -83,10 +83,13 @@ test('#13 item 2: a connection that says no hello within helloTimeout is closed;
   const second = await connect(server.url, { token: TOKEN })
   t.after(() => second.close())
   await assert.rejects(connect(server.url, { token: TOKEN }), e => isLimit(e) && /2 connections is the most/.test(e.message))
-  const raw = await rawClient(server.url) // refused before it says anything
+  // Refused at its hello, not at accept: a hello may supersede its client's older connection (see
+  // pools.test.js); until then it is one of those not past hello.
+  const raw = await rawClient(server.url)
+  raw.send(encode.hello(1, TOKEN))
   const refused = await within(raw.whenClosed, 10_000, 'the connection past maxConnections closed')
   assert.equal(refused.code, 4429)
-  assert.deepEqual([raw.frames[0]?.id, raw.frames[0]?.code], [0, 'limit'])
+  assert.deepEqual([raw.frames[0]?.id, raw.frames[0]?.code], [1, 'limit'])
   await b.check()
 })
 

@@ -478,6 +478,57 @@ test('LOCK-05, revision 6: a connection superseded by a newer one of its party k
   )
 })
 
+test('limits, LOCK-05, revision 6: at maxConnections a newer hello of a party whose older connection holds a slot (half-open) is welcomed at once: it supersedes that connection (4409), whose slot it takes, and renews and releases its lease; an older connection of the party whose hello comes later is superseded at once, as below the limit; any other hello past the limit (another party, none, revision 5) is still refused limit (4429); the count never passes maxConnections', async t => {
+  // The newer connection was refused at accept, before its hello could supersede the older one: its
+  // client was kept out until the silent-client sweep dropped that (30-40 s), and its leases ran out.
+  const store = await openStore({ storage: memoryStorage() })
+  const server = await store.serve({ port: 0, token: TOKEN, maxConnections: 2 })
+  t.after(() => store.close())
+  const P = '00112233445566778899aabbccddeeff'
+  const old = await partyAt(t, server, 7, P)
+  old.send(encode.hold(2, { name: 'jobs', key: 'k', ttl: 60_000 }))
+  const granted = await old.answer(2)
+  assert.equal(granted.type, 'granted')
+  const other = await partyAt(t, server, 7, 'ffeeddccbbaa99887766554433221100')
+  assert.equal(server.connections, 2)
+  // Accepted before the client's reconnection, its hello read after: an older connection of the party.
+  const late = await rawClient(server.url)
+  t.after(() => late.close())
+  const fresh = await partyAt(t, server, 7, P)
+  assert.equal(server.connections, 2, 'the superseded connection gave its slot to the new one')
+  assert.deepEqual(await closedOf(old), { code: 4409, reason: 'server: superseded by a newer connection of this client (party)' })
+  fresh.send(encode.renew(2, granted.lease))
+  assert.equal((await fresh.answer(2)).type, 'renewed', 'the lease is still its own')
+  // As below the limit: superseded at once, unanswered.
+  late.send(encode.hello3(1, TOKEN, 7, `raw-test party=${P}`))
+  assert.equal((await closedOf(late)).code, 4409)
+  assert.equal(late.frames.length, 0, 'never welcomed')
+  assert.equal(server.connections, 2)
+  const hellos = [
+    ['another party', encode.hello3(1, TOKEN, 7, 'raw-test party=0000000000000000ffffffffffffffff')],
+    ['no party', encode.hello3(1, TOKEN, 7)],
+    ['revision 5, naming the party', encode.hello3(1, TOKEN, 5, `raw-test party=${P}`)],
+    ['the old hello', encode.hello(1, TOKEN)],
+  ]
+  for (const [what, hello] of hellos) {
+    const raw = await rawClient(server.url)
+    t.after(() => raw.close())
+    raw.send(hello)
+    const answer = await raw.answer(1)
+    assert.deepEqual([answer.type, answer.code, answer.message], ['error', 'limit', 'server: 2 connections is the most'], what)
+    assert.equal((await closedOf(raw)).code, 4429, what)
+    assert.equal(server.connections, 2, what)
+  }
+  for (const raw of [fresh, other]) {
+    raw.send(encode.ping(9))
+    assert.equal((await raw.answer(9)).type, 'done', 'both still served')
+  }
+  fresh.send(encode.release(3, granted.lease))
+  assert.equal((await fresh.answer(3)).type, 'done')
+  assert.equal(store.inspect().find(e => e.name === 'jobs'), undefined, 'released')
+  assert.equal(server.connections, 2)
+})
+
 /** How `raw`'s connection closed: rejects if it is still open 5 s from now. */
 function closedOf(raw, ms = 5_000) {
   let timer

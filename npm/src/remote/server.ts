@@ -14,8 +14,13 @@
  *   connection closes the *oldest* one not past hello: a client that means to say hello does so at
  *   once, so the oldest is the likeliest to be silent, and a flood of silent connections cannot keep
  *   out a client that comes with the token.
- * - A connection past `maxConnections` is refused at once (`error` `limit`, close 4429), as is one
- *   whose hello finds the server full.
+ * - A hello that finds `maxConnections` connections past hello is refused (`error` `limit`, close
+ *   4429), save one of a party (revision 6, session.ts) that has a connection past hello: one of the
+ *   two, the older, is superseded at once (4409). So a client whose connection went half-open (cut on
+ *   its side only, still counted here) gets back in at once, in the old connection's place; the count
+ *   never passes `maxConnections`, and a client with the token that names another's party takes only
+ *   that party's place (as it may below the limit). A connection is not refused at accept for it:
+ *   until its hello it is one of those not past hello, in their budget.
  * - Bytes not yet written to one connection never stay above `maxBuffered`: the transport closes a
  *   connection that does not read what it asked for (transport.ts), and its buffers go with it.
  * - A client of revision 5 or more silent for 30 s with holds in line (its host gone without a close)
@@ -48,7 +53,10 @@ export interface ServeOptions {
   token: string
   /** PEM certificate and key, to serve `wss://` (or end TLS at a reverse proxy instead). */
   tls?: { cert: string | Uint8Array; key: string | Uint8Array }
-  /** Connections past hello at once (default 1,000); one more is refused `limit`. */
+  /**
+   * Connections past hello at once (default 1,000); one more is refused `limit` at its hello, save a
+   * client's reconnection, which takes the place of its older connection (see # What one client can take).
+   */
   maxConnections?: number
   /** Connections not yet past hello at once (default 64); one more closes the oldest of them. */
   maxUnauthenticated?: number
@@ -160,7 +168,8 @@ export class HoldfastServer implements Server {
       this.#protocol.dropped(session)
     }
     if (this.#closed) return session.refuse(0, 'closed', 'server: closing')
-    if (this.#sessions.size >= this.#maxConnections) return session.refuse(0, 'limit', this.#full())
+    // Not refused here at maxConnections: its hello may supersede an older connection of its client
+    // (`#admit`); until then it waits in the budget of connections not past hello, as any other.
     if (this.#pending.size >= this.#maxUnauthenticated) {
       const [oldest] = this.#pending.keys()
       this.#unpend(oldest!)
@@ -173,9 +182,14 @@ export class HoldfastServer implements Server {
     this.#pending.set(session, deadline)
   }
 
-  /** A connection presents the token: it is past hello, unless the server is full. */
+  /**
+   * A connection presents the token: it is past hello, unless the server is full — save for a hello
+   * of a party that has a live connection (`Protocol.takesPlace`): the older of the two is superseded
+   * as this one is welcomed (`Protocol.resumed`, in the same turn), so the count is back at most
+   * maxConnections before anything else runs.
+   */
   #admit(session: Session): string | undefined {
-    if (this.#sessions.size >= this.#maxConnections) return this.#full()
+    if (this.#sessions.size >= this.#maxConnections && !this.#protocol.takesPlace(session)) return this.#full()
     this.#unpend(session)
     this.#sessions.add(session)
     this.#silent.watch()

@@ -53,7 +53,10 @@
  *   client's side only) never answers a claim there after the client, reconnected, withdrew that
  *   claim's frame on the new one: the claim is cancelled instead. An older connection's hello read
  *   after the newer one's (it was delayed) is superseded at once. A host that takes back its sessions
- *   (a Durable Object woken up) tells each (`resumed`), and the same rule applies.
+ *   (a Durable Object woken up) tells each (`resumed`), and the same rule applies. A host at its limit
+ *   of connections still admits a hello of a party that has a live connection (`takesPlace`): one
+ *   of the two is superseded at once, so the half-open connection gives its place to its client's new
+ *   one rather than keep it out.
  * - A `ping` (revision 5, the client's heartbeat) is answered `done` at once, whatever the client said.
  *   Every message marks its session `heard`: a host (`serve()`, the Durable Object) drops a session of
  *   revision 5 silent for 30 s with a hold in line or a claim awaited (silent-clients.ts).
@@ -136,7 +139,10 @@ export interface SessionHooks {
    * as goodbye does.
    */
   leaving?(session: Session): Promise<boolean> | undefined
-  /** A session presents the right token: answers why it is refused (a limit reached), or nothing to welcome it. */
+  /**
+   * A session presents the right token (its revision and party read, for `Protocol.takesPlace`):
+   * answers why it is refused (a limit reached), or nothing to welcome it.
+   */
   admit?(session: Session): string | undefined
   /** A session said hello with the right token. */
   welcomed?(session: Session): void
@@ -335,12 +341,13 @@ export class Protocol {
       if (frames.length !== 1 || frame.type !== 'hello' || !sameToken(frame.token, this.#token)) {
         return session.refuse(frame.id, 'permission', 'server: token refused')
       }
+      // The old hello says no revision (2); the new one the client's highest: the lower side's is used.
+      session.revision = Math.min(frame.revision, this.revision)
+      // Read before `admit`: a host at its limit admits a hello that takes its party's place (`takesPlace`).
+      session.party = partyOf(frame.client) ?? session
       const refusal = this.hooks.admit?.(session)
       if (refusal !== undefined) return session.refuse(frame.id, 'limit', refusal)
       session.authed = true
-      // The old hello says no revision (2); the new one the client's highest: the lower side's is used.
-      session.revision = Math.min(frame.revision, this.revision)
-      session.party = partyOf(frame.client) ?? session
       // An older connection of its client ends before anything of this one acts (or this one, if older).
       if (!this.resumed(session)) return
       if (session.revision >= BATCHES) session.socket.pack = packServer
@@ -446,19 +453,35 @@ export class Protocol {
    * names no party, stands alone.
    */
   resumed(session: Session): boolean {
-    const party = session.party
-    if (typeof party !== 'string' || session.revision < HANDED_BACK) return true
-    const known = this.#parties.get(party)
-    // (A session taken back anew for the same connection replaces the one kept for it.)
-    if (known !== undefined && known !== session && !known.ended && known.conn !== session.conn) {
+    if (typeof session.party !== 'string' || session.revision < HANDED_BACK) return true
+    const known = this.#rival(session)
+    if (known !== undefined) {
       if (newer(known.conn, session.conn)) {
         this.#supersede(session)
         return false
       }
       this.#supersede(known)
     }
-    this.#parties.set(party, session)
+    this.#parties.set(session.party, session)
     return true
+  }
+
+  /**
+   * Whether welcoming `session` (its hello read) adds no connection: its party has another live one,
+   * and `resumed` supersedes one of the two in the same turn — the older, which is mostly the other
+   * (its client's connection gone half-open, say), else `session` itself, closed unanswered. A host
+   * at its limit of connections admits it, so that its client's own old connection never keeps it out.
+   */
+  takesPlace(session: Session): boolean {
+    return session.revision >= HANDED_BACK && this.#rival(session) !== undefined
+  }
+
+  /** The live session of `session`'s party other than it, if any (a party's newest: see `resumed`). */
+  #rival(session: Session): Session | undefined {
+    if (typeof session.party !== 'string') return undefined
+    const known = this.#parties.get(session.party)
+    // (A session taken back anew for the same connection replaces the one kept for it.)
+    return known !== undefined && known !== session && !known.ended && known.conn !== session.conn ? known : undefined
   }
 
   /** Ends `session` as a dropped connection, and closes it: a newer connection of its client took its place. */
