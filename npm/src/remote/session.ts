@@ -53,10 +53,12 @@
  *   client's side only) never answers a claim there after the client, reconnected, withdrew that
  *   claim's frame on the new one: the claim is cancelled instead. An older connection's hello read
  *   after the newer one's (it was delayed) is superseded at once. A host that takes back its sessions
- *   (a Durable Object woken up) tells each (`resumed`), and the same rule applies. A host at its limit
- *   of connections still admits a hello of a party that has a live connection (`takesPlace`): one
- *   of the two is superseded at once, so the half-open connection gives its place to its client's new
- *   one rather than keep it out.
+ *   (a Durable Object woken up) tells each (`resumed`), and the same rule applies. A host whose
+ *   limit of connections is judged at hello (`admit`: `serve()`'s) still admits at that limit a hello
+ *   of a party that has a live connection (`takesPlace`): one of the two is superseded at once, so the
+ *   half-open connection gives its place to its client's new one rather than keep it out. (The
+ *   Durable Object counts its sockets from the upgrade, before any hello: one past its limit is
+ *   refused, a reconnection too.)
  * - A `ping` (revision 5, the client's heartbeat) is answered `done` at once, whatever the client said.
  *   Every message marks its session `heard`: a host (`serve()`, the Durable Object) drops a session of
  *   revision 5 silent for 30 s with a hold in line or a claim awaited (silent-clients.ts).
@@ -470,7 +472,8 @@ export class Protocol {
    * Whether welcoming `session` (its hello read) adds no connection: its party has another live one,
    * and `resumed` supersedes one of the two in the same turn — the older, which is mostly the other
    * (its client's connection gone half-open, say), else `session` itself, closed unanswered. A host
-   * at its limit of connections admits it, so that its client's own old connection never keeps it out.
+   * at its limit of connections (`serve()`'s `admit`) admits it, so that its client's own old
+   * connection never keeps it out.
    */
   takesPlace(session: Session): boolean {
     return session.revision >= HANDED_BACK && this.#rival(session) !== undefined
