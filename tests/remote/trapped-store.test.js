@@ -23,17 +23,19 @@ function within(promise, what) {
 }
 
 /**
- * Makes the engine trap inside the next `close()` of a store's engine: its `Core.close` (the wasm
- * glue of the installed package, the module the store itself loaded) makes a real wasm panic instead,
- * once.
+ * Makes the engine trap at the next call of its `method` (`close` by default): `Core`'s (the wasm glue
+ * of the installed package, the module the store itself loaded) makes a real wasm panic instead,
+ * once. Answers whether that call came yet; the method is put back after the test (`t`) either way.
  */
-async function trapInsideNextClose() {
+async function trapAtNext(t, method = 'close') {
   const { Core } = await import(new URL('../../wasm/holdfast_wasm.js', import.meta.resolve('holdfast')).href)
-  const close = Core.prototype.close
-  Core.prototype.close = function () {
-    Core.prototype.close = close
+  const original = Core.prototype[method]
+  Core.prototype[method] = function () {
+    Core.prototype[method] = original
     return this.trapForTest()
   }
+  t.after(() => (Core.prototype[method] = original))
+  return () => Core.prototype[method] === original
 }
 
 /**
@@ -96,7 +98,7 @@ test('LOCK-05/LOCK-06, a wasm trap: a store that closed itself answers its conne
 test('LOCK-05/LOCK-06, a wasm trap inside close(): every request is answered closed (over the connection too), the connection closes and the server stops listening before close() resolves; a second close() resolves', async t => {
   const held = await servedAndHeld(t)
   const { store, server } = held
-  await trapInsideNextClose()
+  await trapAtNext(t)
   // Before the fix: the trap answered nothing (it found the store closing), and the server was skipped.
   await within(store.close(), 'close() whose engine traps')
   assert.equal(store.closed, true)
@@ -209,13 +211,7 @@ test('POOL-02/LOCK-06, a wasm trap inside close() once the engine closed (its po
   const released = pool.release('mine')
   released.catch(() => {})
   // The engine traps when told the write's outcome, inside close().
-  const { Core } = await import(new URL('../../wasm/holdfast_wasm.js', import.meta.resolve('holdfast')).href)
-  const written = Core.prototype.poolWritten
-  Core.prototype.poolWritten = function () {
-    Core.prototype.poolWritten = written
-    return this.trapForTest()
-  }
-  t.after(() => (Core.prototype.poolWritten = written))
+  await trapAtNext(t, 'poolWritten')
   let trapped
   store._whenTrapped().then(closed => (trapped = closed))
   const closing = store.close()
@@ -241,7 +237,7 @@ for (const when of ['before close()', "inside the engine's close", 'once close()
     let trapped
     store._whenTrapped().then(closed => (trapped = closed))
     if (when === 'before close()') assert.throws(() => store._trapForTest(), ClosedError)
-    if (when === "inside the engine's close") await trapInsideNextClose()
+    if (when === "inside the engine's close") await trapAtNext(t)
     const closing = store.close()
     // The close closed the engine before it first waits: the trap finds the store closed, and throws that.
     if (when === 'once close() closed the engine') assert.throws(() => store._trapForTest(), e => e instanceof ClosedError && e.cause === undefined)
@@ -263,4 +259,48 @@ test('LOCK-06: nothing traps once close() resolved (the engine is freed: a call 
   assert.throws(() => store._trapForTest(), e => e instanceof ClosedError && e.message === 'the store is closed' && e.cause === undefined)
   await new Promise(resolve => setImmediate(resolve))
   assert.equal(trapped, false, '_whenTrapped() settled with no trap')
+})
+
+test('LOCK-06, a wasm trap inside close() once it read a first page of the engine\'s events (its close ends more than 256 requests, leases and waiters, the rest read from `drain`): every request is answered, those read before the trap closed and the rest by the trap, over the connection too; the server stops listening and the storage is let go before close() resolves; _whenTrapped() answers the trap', async t => {
+  const storage = memoryStorage()
+  const store = await openStore({ storage, clock: manualClock(1_000_000) })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  t.after(() => server.close())
+  // Held first, in the engine (a maxHold: not the store's own grant of a free key): the endings of
+  // some are read before the trap (the close's first page), and told after it.
+  const leases = []
+  for (let i = 0; i < 300; i++) leases.push(await store.lock('held', { maxHold: '1h' }).acquire(`k${i}`))
+  const raw = await rawClient(server.url)
+  t.after(() => raw.close())
+  raw.send(encode.hello3(1, TOKEN, 6))
+  assert.equal((await raw.answer(1)).type, 'welcome')
+  raw.send(encode.hold(2, { name: 'jobs', key: 'k' }))
+  assert.equal((await raw.answer(2)).type, 'granted')
+  const lock = store.lock('jobs')
+  const waiters = []
+  for (let i = 0; i < 300; i++) {
+    const waiter = lock.acquire('k', { wait: '1h' })
+    waiter.catch(() => {}) // looked at below
+    waiters.push(waiter)
+  }
+  let told
+  store._whenTrapped().then(closed => (told = closed))
+  // The engine traps on reading the events past the first page of its close.
+  const trapped = await trapAtNext(t, 'drain')
+  // Before the fix: close() rejected the bare wasm error (no code), the waiters past the first page
+  // were never answered, the server kept listening and the storage stayed held.
+  await within(store.close(), 'close() whose engine traps reading its events')
+  assert.ok(trapped(), 'the close read past its first page')
+  for (const [i, lease] of leases.entries()) {
+    assert.ok(lease.signal.aborted && lease.signal.reason instanceof ClosedError, `lease ${i} is told it ended: ${lease.signal.reason}`)
+  }
+  for (const [i, waiter] of waiters.entries()) {
+    await assert.rejects(within(waiter, `waiter ${i}`), e => e instanceof ClosedError, `waiter ${i}`)
+  }
+  const lost = await raw.answer(f => f.type === 'lost')
+  assert.equal(lost.code, 'closed', 'the lease over the connection is lost: the store closed')
+  assert.equal((await within(raw.whenClosed, 'the connection closing')).code, 1001)
+  await notListening(server.url)
+  assert.ok(told instanceof ClosedError && told.cause instanceof WebAssembly.RuntimeError, `_whenTrapped() settled before close() resolved: ${told}`)
+  await (await openStore({ storage })).close()
 })

@@ -610,10 +610,10 @@ export class EngineHost implements LeaseOwner {
    * `settle`. A call that made a request reads its events with this *before* it records the request
    * (see `#granted`), then settles them.
    */
-  answer(n: number, now: number): Lost | undefined {
+  answer(n: number, now: number, lost?: Lost): Lost | undefined {
     // Aborting a lease's signal runs user listeners at once, and they may call into the store, which
-    // would overwrite the buffer: abort only after the whole drain.
-    let lost: Lost | undefined
+    // would overwrite the buffer: abort only after the whole drain. (`lost`, given: where they go, so
+    // that the close still has those read before a trap: `close`.)
     const handOvers = this.handOvers
     for (;;) {
       const buf = this.view()
@@ -750,8 +750,9 @@ export class EngineHost implements LeaseOwner {
 
   /**
    * Closes the engine: every request it knows is answered by the drain of its events (leases end,
-   * waiters are answered `ClosedError`). Answers false when the engine trapped instead: then the trap
-   * answered them, as any trap does (`trap`).
+   * waiters are answered `ClosedError`). Answers false when the engine trapped instead, in its close
+   * or as its events were read: then the trap answered them (those not read yet), as any trap does
+   * (`trap`).
    */
   close(): boolean {
     this.closed = new ClosedError('the store is closed')
@@ -766,12 +767,37 @@ export class EngineHost implements LeaseOwner {
       this.trap(error)
       return false
     }
-    this.drain(n, this.clock.now())
+    // More events than a page are read from `core.drain()`, which may trap too (or a call an event
+    // makes: it finds the store closed, and throws that). Then the trap answers what was not read yet.
+    const lost: Lost = []
+    try {
+      this.answer(n, this.clock.now(), lost)
+    } catch (error) {
+      this.#trapReadingClose(error, lost)
+      return false
+    }
+    this.settle(lost.length === 0 ? undefined : lost)
     // What the pools changed before the close is still written, and so are the undos of the claims
     // the close ended while their writes were under way (they took nothing: engine pool/write.rs).
     // A release, confirm or resize in those writes is answered by them (the close did not end it).
     this.#pools.poke()
     return true
+  }
+
+  /**
+   * The engine trapped while `close` read the events of its close: the requests it ended that were
+   * read are answered as closed (`lost`: the leases among them, told now); every other is answered by
+   * the trap, which ends what the store started (its servers, its storage), as one in `core.close()`
+   * does. Without it the requests not read were never answered, and `close()` rejected the bare wasm
+   * error, its servers listening and its storage held.
+   */
+  #trapReadingClose(error: unknown, lost: Lost): void {
+    // A call an event made met the trap first (`trap` found the store closed): its error is the cause.
+    const cause = this.trappedClosing?.cause ?? error
+    this.trappedClosing = undefined
+    this.closed = undefined
+    this.trap(cause)
+    this.settle(lost.length === 0 ? undefined : lost)
   }
 
   checkOpen(place: string): void {

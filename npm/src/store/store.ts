@@ -330,7 +330,7 @@ export class Store implements LockStore, ServedStore {
    * @internal For `holdfast serve`: resolves to a trap's `ClosedError` (its `cause` the internal error)
    * once the store is closed after it — its servers, after the answers were sent over their
    * connections, and its storage. A trap before `close()` (the store closed itself) or in the engine's
-   * own close, once the trap closed those; one once `close()` closed the engine, while it waits for
+   * own close (or as the close read its events), once the trap closed those; one once `close()` closed the engine, while it waits for
    * what it closes, once the close closed those, before its promise settles. So a caller that awaited
    * `close()` finds it settled if the engine trapped during that close. Never settles when nothing traps
    * before `close()` frees the engine: after, a call into it fails as the closed store does, and no
