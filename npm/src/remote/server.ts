@@ -33,7 +33,7 @@
 import { InvalidError } from '../errors.js'
 import { toMs } from '../util/duration.js'
 import { MAX_ANSWER } from './inspect-pages.js'
-import { MAX_FRAME, Protocol, Session } from './session.js'
+import { MAX_FRAME, Protocol, Session, type Refusal } from './session.js'
 import { SilentClients } from './silent-clients.js'
 import type { Clock } from '../util/clock.js'
 import type { ServedStore } from './host.js'
@@ -186,18 +186,19 @@ export class HoldfastServer implements Server {
    * A connection presents the token: it is past hello, unless the server is full — save for a hello
    * of a party that has a live connection (`Protocol.takesPlace`): the older of the two is superseded
    * as this one is welcomed (`Protocol.resumed`, in the same turn), so the count is back at most
-   * maxConnections before anything else runs.
+   * maxConnections before anything else runs. Once the server is closing, none is: a hello read on a
+   * connection `#close` is closing (sent before its client read that close) is refused `closed`, or
+   * it would be past hello after close() ended every connection, its frames acting on the store.
    */
-  #admit(session: Session): string | undefined {
-    if (this.#sessions.size >= this.#maxConnections && !this.#protocol.takesPlace(session)) return this.#full()
+  #admit(session: Session): Refusal | undefined {
+    if (this.#closed) return { code: 'closed', message: 'server: closing' }
+    if (this.#sessions.size >= this.#maxConnections && !this.#protocol.takesPlace(session)) {
+      return { code: 'limit', message: `server: ${this.#maxConnections} connections is the most` }
+    }
     this.#unpend(session)
     this.#sessions.add(session)
     this.#silent.watch()
     return undefined
-  }
-
-  #full(): string {
-    return `server: ${this.#maxConnections} connections is the most`
   }
 
   #unpend(session: Session): void {

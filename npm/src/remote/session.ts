@@ -143,15 +143,21 @@ export interface SessionHooks {
   leaving?(session: Session): Promise<boolean> | undefined
   /**
    * A session presents the right token (its revision and party read, for `Protocol.takesPlace`):
-   * answers why it is refused (a limit reached), or nothing to welcome it.
+   * answers why it is refused (a limit reached, the host closing), or nothing to welcome it.
    */
-  admit?(session: Session): string | undefined
+  admit?(session: Session): Refusal | undefined
   /** A session said hello with the right token. */
   welcomed?(session: Session): void
   /** A session started (`true`) or stopped (`false`) having holds in line. */
   waiting?(session: Session, waiting: boolean): void
   /** A session ended (goodbye, or its connection dropped), after the store ended what it ends. */
   closed?(session: Session, goodbye: boolean): void
+}
+
+/** Why a host refuses a hello (`SessionHooks.admit`): a limit reached, or the host closing. */
+export interface Refusal {
+  code: 'limit' | 'closed'
+  message: string
 }
 
 /** One client's connection. */
@@ -348,7 +354,7 @@ export class Protocol {
       // Read before `admit`: a host at its limit admits a hello that takes its party's place (`takesPlace`).
       session.party = partyOf(frame.client) ?? session
       const refusal = this.hooks.admit?.(session)
-      if (refusal !== undefined) return session.refuse(frame.id, 'limit', refusal)
+      if (refusal !== undefined) return session.refuse(frame.id, refusal.code, refusal.message)
       session.authed = true
       // An older connection of its client ends before anything of this one acts (or this one, if older).
       if (!this.resumed(session)) return
