@@ -41,8 +41,11 @@ function clients(t) {
   }
 }
 
-/** A raw client of the wire protocol: frames in, decoded frames out, nothing done on its own. */
-async function raw(t, name, { revision, client: text } = {}) {
+/**
+ * A raw client of the wire protocol: frames in, decoded frames out, nothing done on its own. It says
+ * hello (and checks it is welcomed) unless `hello` is false.
+ */
+async function raw(t, name, { revision, client: text, hello = true } = {}) {
   const ws = new WebSocket(`${base}/ws/${name}`)
   ws.binaryType = 'nodebuffer'
   const frames = []
@@ -88,6 +91,7 @@ async function raw(t, name, { revision, client: text } = {}) {
       ws.terminate()
     },
   }
+  if (!hello) return client
   // The old hello (revision 2), unless a revision is given: the new one, saying it (and `client`, its client text).
   const welcome = await client.ask(id => (revision ? encode.hello3(id, TOKEN, revision, text) : encode.hello(id, TOKEN)))
   assert.equal(welcome.type, 'welcome', JSON.stringify(welcome))
@@ -494,6 +498,50 @@ test('POOL-01/POOL-03, revision 7 in the object, a half-open connection: a newer
   assert.equal(fresh.closed, 4409)
   assert.equal((await holder.ask(id => encode.hold(id, { name: 'jobs', key: 'k', wait: 0 }))).type, 'busy', 'the lease lives on')
   assert.equal((await newest.ask(id => encode.renew(id, leased.lease))).type, 'renewed', 'renewed by the newest connection')
+})
+
+test('limits, LOCK-05, revision 6 in the object: at its limit of WebSocket clients (2 here), a newer hello of a party whose older connection holds a slot (half-open) is welcomed: it supersedes that connection (4409), takes its slot, and renews its lease; any other hello past the limit (another party, none, revision 5, the old hello) is refused limit (4429); the count never stays above the limit — in memory, after a wake from hibernation, and for a socket that came in before the object hibernated and says hello after', async t => {
+  // The object counted every socket at its upgrade and refused the one past its limit at its first
+  // frame: a client's reconnection was kept out by its own half-open connection (still open and
+  // counted there), which a hibernating object never drops.
+  const P = 'raw-test party=00112233445566778899aabbccddeeff'
+  const others = [
+    ['another party', id => encode.hello3(id, TOKEN, 7, 'raw-test party=0000000000000000ffffffffffffffff')],
+    ['no party', id => encode.hello3(id, TOKEN, 7)],
+    ['revision 5, naming the party', id => encode.hello3(id, TOKEN, 5, P)],
+    ['the old hello', id => encode.hello(id, TOKEN)],
+  ]
+  /** A hello past the limit: refused limit, with its id, and closed 4429. */
+  const refused = async (name, hello, what) => {
+    const late = await raw(t, name, { hello: false })
+    const answer = await late.ask(hello)
+    assert.deepEqual([answer.type, answer.code, answer.message], ['error', 'limit', 'holdfast object: 2 WebSocket clients is the most'], what)
+    await until(() => late.closed !== null, 5_000, `${what}: closed`)
+    assert.equal(late.closed, 4429, what)
+  }
+  for (const when of ['in memory', 'after a wake', 'upgraded before the object hibernated']) {
+    const object = `limit-party-${when.replaceAll(' ', '-')}`
+    const name = `${object}?ns=small`
+    const hibernate = () => server.getWorker().evictDurableObject('SmallHoldfast', { name: object, webSockets: 'hibernate' })
+    const old = await raw(t, name, { revision: 7, client: P })
+    const granted = await old.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 60_000 }))
+    assert.equal(granted.type, 'granted')
+    const other = await raw(t, name, { revision: 7, client: 'raw-test party=ffeeddccbbaa99887766554433221100' })
+    if (when === 'after a wake') await hibernate()
+    const fresh = await raw(t, name, { hello: false })
+    if (when === 'upgraded before the object hibernated') await hibernate()
+    const welcome = await fresh.ask(id => encode.hello3(id, TOKEN, 7, P))
+    assert.equal(welcome.type, 'welcome', `${when}: ${JSON.stringify(welcome)}`)
+    await until(() => old.closed !== null, 5_000, `${when}: the older connection closed`)
+    assert.equal(old.closed, 4409, when)
+    assert.equal((await fresh.ask(id => encode.renew(id, granted.lease))).type, 'renewed', `${when}: the lease is still its own`)
+    for (const [what, hello] of others) await refused(name, hello, `${when}: ${what}`)
+    // Back at the limit, not past it: with one gone, there is room for one more, and one only.
+    assert.equal((await other.ask(id => encode.goodbye(id))).type, 'done')
+    await raw(t, name, { revision: 7 })
+    await refused(name, others[0][1], `${when}: full again`)
+    assert.equal((await fresh.ask(id => encode.ping(id))).type, 'done', `${when}: still served`)
+  }
 })
 
 test('#16: a claim waiting over WebSocket when the object restarts asks again (closed 1012) and is served in its turn (POOL-04)', async t => {

@@ -19,8 +19,12 @@ export interface Attachment {
   authed: boolean
   /** Whether it had holds in line (not kept anywhere else). */
   waiting: boolean
-  /** Refused at its hello (the object was at its connection limit). */
-  refused?: boolean
+  /**
+   * Came past the object's limit of connections (at its upgrade): no session until its hello, which
+   * is admitted only if there is room then, or it takes its party's place (HoldfastObject `#admit`).
+   * Once admitted, the attachment is written anew, without it.
+   */
+  overLimit?: true
   /** The revision of its conversation, once welcomed (absent: 2, the old hello's). */
   revision?: number
   /** The party its hello named, if it named one (remote/session.ts `partyOf`: at most 64 characters). */

@@ -53,13 +53,14 @@
  * - The token is `env.HOLDFAST_TOKEN` (a secret of the Worker). Without it every client is refused at
  *   its hello (`closed`, saying so); a wrong one is refused `permission` and closed 4401, as by serve().
  * - What a connection must keep while the object is out of memory lives in its socket's attachment:
- *   its connection number, whether it said a good hello, whether it has holds in line, and whether
- *   its session ended. After a wake (the constructor runs again) sessions are rebuilt from
- *   `ctx.getWebSockets()` and the attachments; so they are when the object reopens its store after an
- *   internal error, the old sessions let go. A client whose frames wait behind its release (or
- *   goodbye) then is closed 1012 (as one with holds in line): its old session ends, its waiting frames
- *   dropped, and no new one is made for its socket, so that none of them acts after frames the client
- *   sent later (see `#open`).
+ *   its connection number, whether it said a good hello, whether it has holds in line, whether its
+ *   session ended, and whether it came past the limit with no hello yet. After a wake (the
+ *   constructor runs again) sessions are rebuilt from `ctx.getWebSockets()` and the attachments
+ *   (one past the limit only at its frame: see below); so they are when the object reopens its store
+ *   after an internal error, the old sessions let go. A client whose frames wait behind its release
+ *   (or goodbye) then is closed 1012 (as one with holds in line): its old session ends, its waiting
+ *   frames dropped, and no new one is made for its socket, so that none of them acts after frames the
+ *   client sent later (see `#open`).
  * - A session that ended (goodbye, a dropped connection, superseded, or refused and closing) stays
  *   ended, as from `serve()`: its attachment says so (`ended`), and a frame that still comes on its
  *   socket (its close is not instant; a client may send after its goodbye) acts on nothing, whether
@@ -67,6 +68,14 @@
  * - A client's newer connection supersedes its older one (its party, kept in the attachment: remote/
  *   session.ts `Protocol.resumed`): at the newer hello, and when sessions are rebuilt after a wake,
  *   the older is ended as a dropped connection and closed 4409.
+ * - 1,000 WebSocket clients at once (`MAX_CONNECTIONS`), counted from the upgrade. One past them is
+ *   not refused at its upgrade, nor yet a session (its attachment says `overLimit`, after a wake
+ *   too): its hello is admitted if there is room by then, or if it names a party (revision 6) that
+ *   has a live connection here, as `serve()` admits at `maxConnections` (`Protocol.admits`). That
+ *   older connection — its client's, gone half-open, still open and counted here: a hibernating
+ *   object never drops an idle one — is superseded (4409) in the same turn, so the count never stays
+ *   above the limit and the client gets back in at once. Any other hello past the limit is refused
+ *   `limit` (4429), with its id.
  * - Hibernation keeps idle connections cheap: an object whose clients are quiet leaves memory while
  *   their sockets stay open. It does not make holding cheap: each renewal (every ttl/3 per lease) is a
  *   frame that wakes the object. Holds in line live in memory only, so a client that had some when the
@@ -95,7 +104,7 @@
 import { DurableObject } from 'cloudflare:workers'
 import { openStore } from '../entry/workerd.js'
 import { RemoteRequest, type RemoteSink } from '../remote/request.js'
-import { MAX_FRAME, Protocol, Session, refuseHello } from '../remote/session.js'
+import { MAX_FRAME, Protocol, Session, type Refusal } from '../remote/session.js'
 import { MAX_ANSWER } from '../remote/inspect-pages.js'
 import { REVISION } from '../remote/wire.js'
 import { SilentClients } from '../remote/silent-clients.js'
@@ -331,7 +340,10 @@ class Call implements RemoteSink {
 const NO_TOKEN =
   'holdfast object: no token is set, so WebSocket clients are refused: set the secret HOLDFAST_TOKEN (wrangler secret put HOLDFAST_TOKEN; in development, .dev.vars)'
 
-/** WebSocket clients at once per object; one more is refused `limit` (the platform allows 32,768). */
+/**
+ * WebSocket clients at once per object, counted from the upgrade; one more is refused `limit` at its
+ * hello, save one that takes its party's place (see `#admit`). The platform allows 32,768.
+ */
 const MAX_CONNECTIONS = 1_000
 
 /** Where a kept lease is, as errors name it: `lock NAME: key "KEY"`. */
@@ -365,7 +377,10 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   #store!: Store
   /** The wire protocol of WebSocket clients; its handles serve RPC calls too. */
   readonly #protocol: Protocol
-  /** WebSocket clients' sessions by connection number (kept in each socket's attachment). */
+  /**
+   * WebSocket clients' sessions by connection number (kept in each socket's attachment): those counted
+   * against `_maxConnections`, from their upgrade (or their hello, for one that came past it: #admit).
+   */
   readonly #sessions = new Map<number, Session>()
   readonly #sockets = new WeakMap<Session, HibernatableWebSocketLike>()
   /** Closes clients gone silent with holds in line, swept as events come (no timer: see silent-clients.ts). */
@@ -381,6 +396,11 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   readonly #claims = new Map<string, Set<{ asker: string | undefined; controller: AbortController }>>()
   /** While leases kept before a restart are taken back. */
   #restoring = false
+  /**
+   * @internal for tests: WebSocket clients at once (`MAX_CONNECTIONS`). A test's subclass sets fewer
+   * in its constructor, so that the limit is reached with a few clients, after a wake too.
+   */
+  _maxConnections = MAX_CONNECTIONS
   readonly #sink = {
     granted: (record: RemoteRequest, fence: number): number | Promise<number> => this.#granted(record, fence),
     ended: (lease: string) => this.#ended(lease),
@@ -401,6 +421,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         // Its kept lease deleted first, as an RPC release does (the protocol holds the client's next frames back meanwhile).
         releasing: lease => (this.#leases.has(lease) ? this.#unkeep(lease) : undefined),
         leaving: session => this.#leaving(session.conn),
+        admit: session => this.#admit(session),
         welcomed: session => this.#attach(session),
         waiting: session => this.#attach(session),
         closed: (session, goodbye) => this.#closed(session, goodbye),
@@ -449,14 +470,15 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     const kept = [...(await storage.list({ prefix: LEASE_PREFIX })).values()].filter(isKept).sort((a, b) => a.fence - b.fence)
     const sockets = this.#state.getWebSockets()
     // Connection numbers of clients still connected stay theirs: new ones are counted from past them,
-    // and skip them while they are live. A socket whose session ended, or that was refused, is no
-    // session any more (#resume): its number is not live (no `_connectionEnded` would free it).
+    // and skip them while they are live. A socket whose session ended is no session any more
+    // (#resume): its number is not live (no `_connectionEnded` would free it). One that came past the
+    // limit and has said no hello is no session yet, but its number is live (see `fetch`).
     const connected = new Set<number>()
     for (const ws of sockets) {
       const attached = attachmentOf(ws)
       const conn = attached?.conn ?? 0
       connected.add(conn)
-      this.#store._connectionTaken(conn, attached !== undefined && attached.ended !== true && attached.refused !== true)
+      this.#store._connectionTaken(conn, attached !== undefined && attached.ended !== true)
     }
     const now = Date.now()
     this.#restoring = true
@@ -473,16 +495,17 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
    * not in memory: its session again, from the socket's attachment. Its leases were taken back with
    * the others; holds it had in line were not kept anywhere, so such a client is closed (1012) to
    * reconnect and ask again with its request ids. A session that ended is never rebuilt: nothing of
-   * its socket acts any more (answers `undefined`, and its frame is ignored, as from `serve()`).
+   * its socket acts any more (answers `undefined`, and its frame is ignored, as from `serve()`). A
+   * socket that came past the limit is no session until its hello is admitted (#admit): `framed`
+   * (its frame came), a session not counted, for that hello; else none.
    */
-  #resume(ws: HibernatableWebSocketLike): Session | undefined {
+  #resume(ws: HibernatableWebSocketLike, framed = false): Session | undefined {
     const attached = attachmentOf(ws)
     if (!attached) {
       closeQuietly(ws, 1011, 'holdfast object: a socket without its session')
       return undefined
     }
-    // Refused at the limit: answered at its first frame (webSocketMessage), never a session.
-    if (attached.refused) return undefined
+    if (attached.overLimit) return framed ? this.#session(ws, attached.conn, false) : undefined
     if (attached.ended) {
       // Closed (again): every way a session ends closes its socket or finds it closed already
       // (goodbye 1000, superseded 4409, silent 4408, refused 44xx, sent to ask again 1012: #open), so
@@ -933,11 +956,12 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     const client = pair[0]
     const server = pair[1]
     this.#state.acceptWebSocket(server)
-    // Refused, but as the answer to its hello, so that the client can tell why: never a session, so
-    // its number is not live (nothing would end it); a session's is, until it ends (#closed).
-    const refused = this.#sessions.size >= MAX_CONNECTIONS
-    const attached: Attachment = { conn: this.#store._nextConnection(!refused), authed: false, waiting: false }
-    if (refused) attached.refused = true
+    // Past the limit: not refused here, for its hello may take its party's place (#admit), nor yet a
+    // session. Its number is live all the same, so that no other takes it before that hello: until it
+    // is refused (#refused) or closes first (#drop), as a session's until it ends (#closed).
+    const over = this.#sessions.size >= this._maxConnections
+    const attached: Attachment = { conn: this.#store._nextConnection(), authed: false, waiting: false }
+    if (over) attached.overLimit = true
     else this.#session(server, attached.conn)
     server.serializeAttachment(attached)
     return new Response(null, { status: 101, webSocket: client } as ResponseInit)
@@ -948,17 +972,9 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     // Read once: the attachment is a copy made anew at each read.
     const attached = attachmentOf(ws)
     await this.#begin(attached?.conn)
-    if (attached?.refused) {
-      const bytes = typeof message === 'string' ? new Uint8Array(0) : new Uint8Array(message)
-      return refuseHello(
-        new Session(attached.conn, socketOf(ws), this.#protocol),
-        bytes,
-        'limit',
-        `holdfast object: ${MAX_CONNECTIONS} WebSocket clients is the most`,
-      )
-    }
-    // (Not in memory: the object hibernated since, or the session ended, which #resume then ignores.)
-    const session = attached ? (this.#sessions.get(attached.conn) ?? this.#resume(ws)) : this.#resume(ws)
+    // (Not in memory: the object hibernated since, the session ended, which #resume then ignores, or
+    // the socket came past the limit, its hello judged now: #admit.)
+    const session = (attached && this.#sessions.get(attached.conn)) ?? this.#resume(ws, true)
     if (!session) return
     if (typeof message === 'string' || message.byteLength > MAX_FRAME) {
       session.refuse(
@@ -969,7 +985,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
           : `server: a frame of ${message.byteLength} bytes is over ${MAX_FRAME}`,
       )
       // Refused: its late frames act on nothing after a wake either (see Attachment.ended).
-      return this.#attach(session)
+      return this.#refused(session)
     }
     // Frames behind a release wait for its kept lease's delete (see #unkeep): the socket says so
     // meanwhile (see #waitingOf), and the attachment is looked at again once they acted.
@@ -983,7 +999,18 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     // A claim unanswered lives in memory only, as a hold in line does: the socket says so (see #attach).
     // A session refused by its frame (closing) is kept ended there, as one that ended.
     const now = attachmentOf(ws)
-    if (now?.waiting !== this.#waitingOf(session) || (session.closing && now?.ended !== true)) this.#attach(session)
+    if (session.closing && now?.ended !== true) this.#refused(session)
+    else if (now?.waiting !== this.#waitingOf(session)) this.#attach(session)
+  }
+
+  /**
+   * `session` was refused (its connection closing): its attachment says it ended, so that its late
+   * frames act on nothing, after a wake either. One that came past the limit (not counted: a hello
+   * not admitted, or no hello) ends here, its number let go: no close event would find it (#drop).
+   */
+  #refused(session: Session): void {
+    if (this.#sessions.get(session.conn) === session) this.#attach(session)
+    else this.#protocol.dropped(session)
   }
 
   /** A client's connection closed without goodbye: its waiting holds step aside, its leases live until their ttl (LOCK-05). */
@@ -1002,13 +1029,33 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     const attached = attachmentOf(ws)
     const session = attached && this.#sessions.get(attached.conn)
     if (session) this.#protocol.dropped(session)
+    // Came past the limit and went before its hello: its number, live since the upgrade, is let go.
+    else if (attached?.overLimit) this.#store._connectionEnded(attached.conn, false)
   }
 
-  #session(ws: HibernatableWebSocketLike, conn: number): Session {
+  /** A session for a client's socket; `counted`: one of `#sessions` (one past the limit is not, until #admit). */
+  #session(ws: HibernatableWebSocketLike, conn: number, counted = true): Session {
     const session = new Session(conn, socketOf(ws), this.#protocol)
-    this.#sessions.set(conn, session)
+    if (counted) this.#sessions.set(conn, session)
     this.#sockets.set(session, ws)
     return session
+  }
+
+  /**
+   * A hello with the token: a session counted from its upgrade is welcomed. One that came past the
+   * limit is counted from here if there is room now, or if it takes its party's place, as in
+   * `serve()` (`Protocol.admits`): a client whose older connection went half-open, still open and
+   * counted here (a hibernating object never drops an idle one), gets back in, and that connection
+   * is superseded (4409) in the same turn (`Protocol.resumed`), so the count is back at the limit
+   * before anything else runs. Any other is refused `limit` (4429), with its hello's id.
+   */
+  #admit(session: Session): Refusal | undefined {
+    if (this.#sessions.get(session.conn) === session) return undefined
+    if (!this.#protocol.admits(session, this.#sessions.size, this._maxConnections)) {
+      return { code: 'limit', message: `holdfast object: ${this._maxConnections} WebSocket clients is the most` }
+    }
+    this.#sessions.set(session.conn, session)
+    return undefined
   }
 
   /**

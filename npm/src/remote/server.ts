@@ -184,15 +184,15 @@ export class HoldfastServer implements Server {
 
   /**
    * A connection presents the token: it is past hello, unless the server is full — save for a hello
-   * of a party that has a live connection (`Protocol.takesPlace`): the older of the two is superseded
-   * as this one is welcomed (`Protocol.resumed`, in the same turn), so the count is back at most
-   * maxConnections before anything else runs. Once the server is closing, none is: a hello read on a
+   * that takes its party's place (`Protocol.admits`): the older of the two is superseded as this one
+   * is welcomed (`Protocol.resumed`, in the same turn), so the count is back at most maxConnections
+   * before anything else runs. Once the server is closing, none is: a hello read on a
    * connection `#close` is closing (sent before its client read that close) is refused `closed`, or
    * it would be past hello after close() ended every connection, its frames acting on the store.
    */
   #admit(session: Session): Refusal | undefined {
     if (this.#closed) return { code: 'closed', message: 'server: closing' }
-    if (this.#sessions.size >= this.#maxConnections && !this.#protocol.takesPlace(session)) {
+    if (!this.#protocol.admits(session, this.#sessions.size, this.#maxConnections)) {
       return { code: 'limit', message: `server: ${this.#maxConnections} connections is the most` }
     }
     this.#unpend(session)

@@ -53,12 +53,11 @@
  *   client's side only) never answers a claim there after the client, reconnected, withdrew that
  *   claim's frame on the new one: the claim is cancelled instead. An older connection's hello read
  *   after the newer one's (it was delayed) is superseded at once. A host that takes back its sessions
- *   (a Durable Object woken up) tells each (`resumed`), and the same rule applies. A host whose
- *   limit of connections is judged at hello (`admit`: `serve()`'s) still admits at that limit a hello
- *   of a party that has a live connection (`takesPlace`): one of the two is superseded at once, so the
- *   half-open connection gives its place to its client's new one rather than keep it out. (The
- *   Durable Object counts its sockets from the upgrade, before any hello: one past its limit is
- *   refused, a reconnection too.)
+ *   (a Durable Object woken up) tells each (`resumed`), and the same rule applies. A host at its
+ *   limit of connections (`serve()`'s `maxConnections`, the Durable Object's WebSocket clients) still
+ *   admits a hello of a party that has a live connection (`admits`, from its `admit` hook): one of the
+ *   two is superseded at once, so the half-open connection gives its place to its client's new one
+ *   rather than keep it out, and the count is back at the limit before anything else runs.
  * - A `ping` (revision 5, the client's heartbeat) is answered `done` at once, whatever the client said.
  *   Every message marks its session `heard`: a host (`serve()`, the Durable Object) drops a session of
  *   revision 5 silent for 30 s with a hold in line or a claim awaited (silent-clients.ts).
@@ -81,7 +80,6 @@ import {
   NAMED_ASKS,
   REVISION,
   batchOf,
-  decodeClient,
   decodeClientByCodec,
   encodeGrantedOf,
   encodeServer,
@@ -142,8 +140,8 @@ export interface SessionHooks {
    */
   leaving?(session: Session): Promise<boolean> | undefined
   /**
-   * A session presents the right token (its revision and party read, for `Protocol.takesPlace`):
-   * answers why it is refused (a limit reached, the host closing), or nothing to welcome it.
+   * A session presents the right token (its revision and party read, for `Protocol.admits`): answers
+   * why it is refused (a limit reached, the host closing), or nothing to welcome it.
    */
   admit?(session: Session): Refusal | undefined
   /** A session said hello with the right token. */
@@ -286,17 +284,6 @@ export class Session implements RemoteSink {
   }
 }
 
-/** Answers the first frame of a connection that is refused before hello (at a limit, or closing). */
-export function refuseHello(session: Session, bytes: Uint8Array, code: ErrorCode, message: string): void {
-  let id = 0
-  try {
-    id = decodeClient(bytes).id
-  } catch {
-    // a bad frame: refused all the same
-  }
-  session.refuse(id, code, message)
-}
-
 /** The protocol over one store: decodes each session's frames and acts on the store. */
 export class Protocol {
   readonly #store: () => ServedStore
@@ -351,7 +338,7 @@ export class Protocol {
       }
       // The old hello says no revision (2); the new one the client's highest: the lower side's is used.
       session.revision = Math.min(frame.revision, this.revision)
-      // Read before `admit`: a host at its limit admits a hello that takes its party's place (`takesPlace`).
+      // Read before `admit`: a host at its limit admits a hello that takes its party's place (`admits`).
       session.party = partyOf(frame.client) ?? session
       const refusal = this.hooks.admit?.(session)
       if (refusal !== undefined) return session.refuse(frame.id, refusal.code, refusal.message)
@@ -475,14 +462,16 @@ export class Protocol {
   }
 
   /**
-   * Whether welcoming `session` (its hello read) adds no connection: its party has another live one,
-   * and `resumed` supersedes one of the two in the same turn — the older, which is mostly the other
-   * (its client's connection gone half-open, say), else `session` itself, closed unanswered. A host
-   * at its limit of connections (`serve()`'s `admit`) admits it, so that its client's own old
-   * connection never keeps it out.
+   * Whether a host with `count` connections, of `max` at most, admits `session`'s hello (read: its
+   * revision and party): there is room for one more, or welcoming it adds no connection — its party
+   * has another live one, and `resumed` supersedes one of the two in the same turn: the older, which
+   * is mostly the other (its client's connection gone half-open, say), else `session` itself, closed
+   * unanswered. So its client's own old connection never keeps it out, and the count is back at most
+   * `max` before anything else runs. The rule of `serve()`'s `maxConnections` and of the Durable
+   * Object's WebSocket clients alike (their `admit` hooks).
    */
-  takesPlace(session: Session): boolean {
-    return session.revision >= HANDED_BACK && this.#rival(session) !== undefined
+  admits(session: Session, count: number, max: number): boolean {
+    return count < max || (session.revision >= HANDED_BACK && this.#rival(session) !== undefined)
   }
 
   /** The live session of `session`'s party other than it, if any (a party's newest: see `resumed`). */

@@ -161,6 +161,17 @@ export class TokenlessHoldfast extends HoldfastObject {
   }
 }
 
+/**
+ * HoldfastObject with room for 2 WebSocket clients (its `_maxConnections`, for tests), so that a test
+ * reaches the limit with a few raw clients; set in the constructor, which runs again at each wake.
+ */
+export class SmallHoldfast extends HoldfastObject {
+  constructor(ctx, env) {
+    super(ctx, env)
+    this._maxConnections = 2
+  }
+}
+
 function errorInfo(e) {
   if (e instanceof HoldfastError) return { error: { code: e.code, name: e.name, message: e.message } }
   return { error: { code: null, name: e?.name ?? typeof e, message: String(e?.message ?? e) } }
