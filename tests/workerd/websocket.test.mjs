@@ -544,6 +544,27 @@ test('limits, LOCK-05, revision 6 in the object: at its limit of WebSocket clien
   }
 })
 
+test('limits in the object: a socket that came past its limit of WebSocket clients (2 here) is admitted at its hello if a slot was freed since its upgrade, and one only: the next such hello is refused limit (4429) — in memory and after a wake from hibernation', async t => {
+  // The guarantee of docs/cloudflare.md beside the party's: a socket past the limit is judged at its
+  // hello, not at its upgrade (HoldfastObject `#admit`, `Protocol.admits`: room for one more).
+  for (const when of ['in memory', 'after a wake']) {
+    const object = `limit-room-${when.replaceAll(' ', '-')}`
+    const name = `${object}?ns=small`
+    const first = await raw(t, name, { revision: 7 })
+    await raw(t, name, { revision: 7 })
+    const [late, later] = [await raw(t, name, { hello: false }), await raw(t, name, { hello: false })]
+    if (when === 'after a wake') await server.getWorker().evictDurableObject('SmallHoldfast', { name: object, webSockets: 'hibernate' })
+    assert.equal((await first.ask(id => encode.goodbye(id))).type, 'done')
+    const welcome = await late.ask(id => encode.hello3(id, TOKEN, 7))
+    assert.equal(welcome.type, 'welcome', `${when}: ${JSON.stringify(welcome)}`)
+    const answer = await later.ask(id => encode.hello3(id, TOKEN, 7))
+    assert.deepEqual([answer.type, answer.code], ['error', 'limit'], `${when}: ${JSON.stringify(answer)}`)
+    await until(() => later.closed !== null, 5_000, `${when}: closed`)
+    assert.equal(later.closed, 4429, when)
+    assert.equal((await late.ask(id => encode.ping(id))).type, 'done', `${when}: served`)
+  }
+})
+
 test('#16: a claim waiting over WebSocket when the object restarts asks again (closed 1012) and is served in its turn (POOL-04)', async t => {
   const open = clients(t)
   const [holder, waiter] = await Promise.all([open('pools-wait'), open('pools-wait')])
