@@ -118,9 +118,10 @@ test('a renewal answered lost aborts lease.signal with LostError, and hold rejec
 })
 
 test('maxHold revokes a lease over RPC: signal aborted, hold rejects LostError (LOCK-03)', async () => {
-  // A ttl long enough that a renewal delayed by a loaded machine does not lose the lease before
-  // maxHold does (seen once with ttl 1s: "renewal refused" in place of the maxHold message).
-  const answer = await cf('hold', { name: 'bounded', key: 'k', ttl: '2s', maxHold: '3s', ms: 4_000 })
+  // A ttl longer than maxHold: no renewal is due before maxHold revokes the lease (the first comes at
+  // a third of the ttl), so none delayed by a loaded machine can lose it first. With ttl 1s, then 2s,
+  // a loaded machine lost it so ("renewal refused", "not renewed within its ttl": session 39's CI).
+  const answer = await cf('hold', { name: 'bounded', key: 'k', ttl: '10s', maxHold: '3s', ms: 4_000 })
   assert.equal(answer.error?.name, 'LostError', JSON.stringify(answer))
   assert.match(answer.error.message, /maxHold/)
   const after = await cf('tryHold', { name: 'bounded', key: 'k' })
