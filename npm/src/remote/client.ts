@@ -412,8 +412,11 @@ export class RemoteStore implements LeaseOwner {
       throw new ClosedError(`connect ${this.url}: no welcome within ${CONNECT_PATIENCE}ms of dialing`)
     }
     if (welcome.type !== 'welcome') {
+      // Let go of it as a drop does: what was asked on it while its hello was in flight (a reconnect's:
+      // an inspection, a pool operation, a renewal) is answered `dropped`, and asked again on the next
+      // connection. Its close event, read after this answer, would find it let go already.
+      this.#dropped(socket)
       socket.close()
-      this.#socket = undefined
       // Refused before its hello was read (a server at a limit closes at once): that error says why.
       const error = welcome.type === 'error' ? welcome : this.#refusal
       const code = error ? String(error.code) : 'closed'
