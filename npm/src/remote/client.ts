@@ -27,6 +27,8 @@
  * # Connections drop
  * The client reconnects by itself, with backoff, and asks again for every hold it has (the same
  * request id): a held key answers with the same lease and fence, a waiting hold keeps its place.
+ * A lease released, or a hold given up (its signal, its wait), while the connection is down is
+ * released or cancelled first on the next connection (`#unsent`), rather than held there until its ttl.
  * `close()` says goodbye, which releases its leases at once. A connection not open and welcomed
  * within `CONNECT_PATIENCE` is cut: `connect()` rejects `ClosedError`, a reconnect dials again. A
  * connection that goes silent while an answer is awaited on it (a server stopped, a connection that
@@ -95,6 +97,9 @@ export interface ConnectOptions {
   /** @internal for tests */
   clock?: Clock
 }
+
+/** A release or a cancel, kept while it cannot go (see `RemoteStore.#unsent`). */
+type LetGo = Extract<ClientMessage, { type: 'release' | 'cancel' }>
 
 /** A server's answer, or `dropped`: the connection ended before it came. */
 type ServerFrame = WireFrame | { id: number; type: 'dropped' }
@@ -174,6 +179,8 @@ class Pending {
   /** A grant read late was asked again (see `#grantAnswered`); the answer to that is taken as it is. */
   confirming = false
   cancelled = false
+  /** Its hold frame went on a connection: the server may know it, and a cancel must reach it (see `#cancel`). */
+  sent = false
 
   constructor(
     readonly handle: RemoteLock,
@@ -302,6 +309,15 @@ export class RemoteStore implements LeaseOwner {
   readonly #waits: DueLines<Pending>
   /** Pings a connection quiet while an answer is awaited, and drops one that stays silent. */
   readonly #heartbeat: Heartbeat
+  /**
+   * Releases and cancels that could not go (the connection down, or dropped before a cancel was
+   * answered): sent first on the next connection (`#reconnectLoop`). A lease released, or a hold
+   * given up, while the client reconnects would otherwise keep its key on the server, held by
+   * nobody, until its ttl: a lease held from before the drop, or one granted as the connection
+   * dropped (its grant lost with it) or on a connection the server had not yet seen drop. Only holds
+   * whose frame went are cancelled, so this holds no more than the holds the server was sent.
+   */
+  #unsent: LetGo[] = []
 
   /** @internal Use `connect()`. */
   constructor(
@@ -505,7 +521,10 @@ export class RemoteStore implements LeaseOwner {
     this.#answers.set(id, answered)
     this.#heartbeat.awaited()
     try {
-      socket.send(message instanceof Pending ? holdFrameOf(id, message) : encodeClient(id, message))
+      if (message instanceof Pending) {
+        socket.send(holdFrameOf(id, message))
+        message.sent = true
+      } else socket.send(encodeClient(id, message))
     } catch (error) {
       this.#answers.take(id)
       this.#answered(answered, { id, type: 'error', code: 'invalid', message: String((error as Error)?.message ?? error) })
@@ -557,6 +576,10 @@ export class RemoteStore implements LeaseOwner {
           if (error instanceof PermissionError) return this.#fail(error)
           continue
         }
+        // Let go what could not be let go while it was down, before a hold asked again finds its key.
+        const unsent = this.#unsent
+        this.#unsent = []
+        for (const message of unsent) this.#letGo(message)
         // Ask again for every hold, waiting or held, with its request id; and every claim unanswered.
         const now = this.#clock.now()
         for (const p of this.#pendingInOrder()) {
@@ -588,6 +611,7 @@ export class RemoteStore implements LeaseOwner {
         p.reject(closed)
       }
     }
+    this.#unsent = []
     // Every hold was answered: timers left set would keep this client alive until they fired.
     this.#first.clear()
     this.#waits.clear()
@@ -647,7 +671,7 @@ export class RemoteStore implements LeaseOwner {
         p.cancelled = true
         this.#forget(p)
         p.reject(new CancelledError(`${p.place()}: cancelled while waiting`, { cause: signal.reason }))
-        void this.#ask({ type: 'cancel', request: p.request })
+        this.#cancel(p)
       }
       signal.addEventListener('abort', onAbort, { once: true })
       void p.promise.then(
@@ -680,12 +704,28 @@ export class RemoteStore implements LeaseOwner {
     p.guarded = false
     if (p.lease || p.forgotten) return
     this.#forget(p)
-    if (this.#socket) void this.#ask({ type: 'cancel', request: p.request })
+    this.#cancel(p)
     if (this.#socket && this.#receivedAt > p.askedAt) {
       p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
     } else {
       p.reject(new ClosedError(`${p.place()}: no answer from the server within the wait (${this.url} unreachable)`))
     }
+  }
+
+  /**
+   * Cancels `p`'s hold on the server, given up here (its signal, its wait): a waiting hold leaves the
+   * line, a granted one (its grant crossing the cancel, or lost with a dropped connection) is
+   * released. Not sent if its hold never went: the server knows nothing of it.
+   */
+  #cancel(p: Pending): void {
+    if (p.sent) this.#letGo({ type: 'cancel', request: p.request })
+  }
+
+  /** Sends a release or a cancel; kept for the next connection if it cannot go, or its connection drops unanswered. */
+  #letGo(message: LetGo): void {
+    this.#send(message, answer => {
+      if (answer.type === 'dropped') this.#unsent.push(message)
+    })
   }
 
   /**
@@ -832,15 +872,18 @@ export class RemoteStore implements LeaseOwner {
 
   /**
    * Lets a lease go on the server. Frame id 0: no answer wanted. Frames of one connection arrive in
-   * order, so a hold sent after this release finds the key released. A release lost with a dropped
-   * connection ends at its ttl.
+   * order, so a hold sent after this release finds the key released. With the connection down it
+   * goes first on the next one (`#unsent`); one lost with a connection that drops after it went (or
+   * that went half-open unseen) ends at its ttl.
    */
   #releaseLease(l0: number, l1: number, l2: number, l3: number): void {
+    const socket = this.#socket
     try {
-      this.#socket?.send(encodeReleaseOf(0, l0, l1, l2, l3))
+      if (socket) return socket.send(encodeReleaseOf(0, l0, l1, l2, l3))
     } catch {
-      // the connection is gone; the lease ends at its ttl
+      // the connection is gone: as if it were down
     }
+    this.#unsent.push({ type: 'release', lease: hexOfWords(l0, l1, l2, l3) })
   }
 
   /** @internal The clock a lease's deadline is counted on. */
