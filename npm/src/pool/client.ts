@@ -380,13 +380,20 @@ export class RemotePools implements PoolStore {
     return this.#operation(pool, 'resize', '', capacity, () => undefined)
   }
 
-  /** Every pool of the server's store (none from a server older than revision 4). */
+  /**
+   * Every pool of the server's store (none from a server older than revision 4). An ask whose
+   * connection drops is asked again once the client is back, within the patience, as an inspection
+   * of keys is (remote/client.ts `#inspectKeys`).
+   */
   async inspect(): Promise<PoolInfo[]> {
-    if (this.#link.revision() < POOLS) return []
-    const answer = await new Promise<LinkFrame>(resolve => this.#link.send({ type: 'inspectPools' }, resolve))
-    if (answer.type === 'pools') return answer.pools.map(p => ({ kind: 'pool', ...p }))
-    if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, `inspect: ${answer.message}`)
-    throw new ClosedError(`inspect: ${this.#link.url}: connection closed`)
+    for (;;) {
+      if (this.#link.revision() < POOLS) return []
+      const answer = await new Promise<LinkFrame>(resolve => this.#link.send({ type: 'inspectPools' }, resolve))
+      if (answer.type === 'pools') return answer.pools.map(p => ({ kind: 'pool', ...p }))
+      if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, `inspect: ${answer.message}`)
+      if (answer.type !== 'dropped') throw new ClosedError(`inspect: ${this.#link.url}: unexpected answer ${answer.type}`)
+      await this.#link.reconnected(this.#link.clock.now() + PATIENCE, 'inspect: ')
+    }
   }
 
   /**
