@@ -3,6 +3,9 @@
  * dial is a connection of its own, which keeps the frames its client sent; the test answers them.
  */
 
+import { before } from 'node:test'
+import { readFileSync } from 'node:fs'
+import { initSync } from '../wasm/holdfast_wasm.js'
 import { decodeClientAll, encodeServer, type ClientFrame } from '../src/remote/wire.js'
 import type { Socket, Transport } from '../src/runtime/transport.js'
 
@@ -13,12 +16,25 @@ export interface Connection {
   closed: boolean
 }
 
-/** A server that welcomes (revision 7) every hello but those `refuse` says to leave unanswered. */
-export function fakeServer(refuse: (connection: number) => boolean) {
+/**
+ * A server that welcomes (revision 7) every hello but those `refuse` says to leave unanswered. The
+ * dials `hang` names are never answered: they reject once their signal aborts (`abandoned` counts them).
+ */
+export function fakeServer(refuse: (connection: number) => boolean, hang: (dial: number) => boolean = () => false) {
   const connections: Connection[] = []
-  const transport: Transport = {
+  let dials = 0
+  const server = { transport: undefined as unknown as Transport, connections, abandoned: 0 }
+  server.transport = {
     listen: () => Promise.reject(new Error('no')),
-    async dial() {
+    async dial(_url, options) {
+      if (hang(dials++)) {
+        return new Promise<Socket>((_, reject) =>
+          options.signal?.addEventListener('abort', () => {
+            server.abandoned++
+            reject(new Error('no answer to the WebSocket upgrade'))
+          }),
+        )
+      }
       const n = connections.length
       const c: Connection = {
         frames: [],
@@ -46,10 +62,17 @@ export function fakeServer(refuse: (connection: number) => boolean) {
       return c.socket
     },
   }
-  return { transport, connections }
+  return server
 }
 
 /** Lets the client's promises and the fake's deferred events run. */
 export const turns = async (n = 5) => {
   for (let i = 0; i < n; i++) await new Promise(r => setImmediate(r))
+}
+
+/** Loads the engine (the codec's wasm) before the tests of the file that calls it. */
+export function loadEngine(): void {
+  before(() => {
+    initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })
+  })
 }

@@ -4,18 +4,14 @@
  * the keys are (docs/serving.md, *Silent connections*) — not refused `ClosedError` at once.
  */
 
-import { test, before } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
-import { initSync } from '../wasm/holdfast_wasm.js'
 import { encodeServer } from '../src/remote/wire.js'
 import { connectOn } from '../src/remote/client.js'
 import { manualClock } from '../src/testing.js'
-import { fakeServer, turns } from './dialed.js'
+import { fakeServer, loadEngine, turns } from './dialed.js'
 
-before(() => {
-  initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })
-})
+loadEngine()
 
 test('remote: an inspection whose connection drops after its keys were answered asks for the pools again once the client is back (test clock)', {
   timeout: 10_000,

@@ -5,19 +5,15 @@
  * nobody. They go first on the next connection (remote/client.ts `#unsent`).
  */
 
-import { test, before } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
-import { initSync } from '../wasm/holdfast_wasm.js'
 import { encodeServer } from '../src/remote/wire.js'
 import { connectOn } from '../src/remote/client.js'
 import { manualClock } from '../src/testing.js'
 import type { Lease } from '../src/handle/lease.js'
-import { fakeServer, turns } from './dialed.js'
+import { fakeServer, loadEngine, turns } from './dialed.js'
 
-before(() => {
-  initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })
-})
+loadEngine()
 
 test('LOCK-06 over a connection: a lease released and holds given up (signal, wait) while the connection is down are released and cancelled first on the next connection; a hold never sent is not (test clock)', {
   timeout: 10_000,

@@ -5,18 +5,14 @@
  * awaited for good (remote/client.ts `_open`).
  */
 
-import { test, before } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
-import { initSync } from '../wasm/holdfast_wasm.js'
 import { encodeServer } from '../src/remote/wire.js'
 import { connectOn } from '../src/remote/client.js'
 import { manualClock } from '../src/testing.js'
-import { fakeServer, turns } from './dialed.js'
+import { fakeServer, loadEngine, turns } from './dialed.js'
 
-before(() => {
-  initSync({ module: new WebAssembly.Module(readFileSync(new URL('../wasm/holdfast_wasm_bg.wasm', import.meta.url))) })
-})
+loadEngine()
 
 test('LOCK-05: an inspection and a pool operation asked while a reconnect says hello, that hello refused (limit), are asked again on the next connection; nothing is left awaited on the refused one (test clock)', {
   timeout: 10_000,

@@ -289,6 +289,11 @@ export class RemoteStore implements LeaseOwner {
   #reconnecting: Promise<void> | undefined
   /** Ends the reconnect loop's backoff at once (set while it sleeps). */
   #wakeReconnect: (() => void) | undefined
+  /**
+   * Abandons the dial under way (set while `_open` awaits it): the client ending cuts it at once,
+   * rather than keep the connection being dialed, and the patience's timer, after it ended.
+   */
+  #abandonDial: AbortController | undefined
   /** The server refused the hello of revision 3 (it is older): say the old one. */
   #oldServer = false
   /** The revision of the conversation on the last connection, as its welcome said (2 for the old welcome). */
@@ -385,7 +390,7 @@ export class RemoteStore implements LeaseOwner {
   /** @internal Dials and says hello; rejects when the server cannot be reached or refuses the token. */
   async _open(): Promise<void> {
     const deadline = this.#clock.now() + CONNECT_PATIENCE
-    const abandon = new AbortController()
+    const abandon = (this.#abandonDial = new AbortController())
     let dialing: Promise<Socket>
     try {
       dialing = this.#transport.dial(this.url, { maxPayload: MAX_FRAME, signal: abandon.signal, ...(this.#ca ? { ca: this.#ca } : {}) })
@@ -397,6 +402,8 @@ export class RemoteStore implements LeaseOwner {
       socket = await settledWithin(this.#clock, dialing, CONNECT_PATIENCE)
     } catch (error) {
       throw new ClosedError(`connect ${this.url}: cannot reach the server: ${(error as Error)?.message ?? error}`, { cause: error })
+    } finally {
+      this.#abandonDial = undefined
     }
     if (socket === undefined) {
       abandon.abort()
@@ -617,6 +624,7 @@ export class RemoteStore implements LeaseOwner {
     this.#waits.clear()
     this.#heartbeat.stop()
     this.#wakeReconnect?.()
+    this.#abandonDial?.abort()
   }
 
   // ---- holds ----
