@@ -1,8 +1,9 @@
 /**
  * `fileStorage(dir)`: a storage kept in files of one directory, for Node, Bun and Deno.
  *
- * - Each value is written atomically: to a temporary file, fsynced, renamed over the old one, and the
- *   directory fsynced, so that a crash leaves the old value or the new, never a torn one.
+ * - Each value is written atomically: whole to a temporary file (a write the disk took only part of
+ *   goes on until it took all or failed: a full disk fails the `set`), fsynced, renamed over the old
+ *   one, and the directory fsynced, so that a crash leaves the old value or the new, never a torn one.
  * - The directory serves one open store at a time: the first `get` (or `set`) claims it with a Unix
  *   socket bound in it (`dir-claim.ts`). A second store, in this process or another, fails with a
  *   `StorageError` naming the directory, instead of repeating fences. The kernel closes the socket
@@ -175,15 +176,32 @@ function readOr<T>(file: string, otherwise: T): string | T {
 function writeAtomically(dir: string, name: string, value: string): void {
   const target = path.join(dir, name)
   const temp = path.join(dir, `.${name}.${process.pid}.tmp`)
-  const fd = fs.openSync(temp, 'w')
   try {
-    fs.writeSync(fd, value)
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
+    const fd = fs.openSync(temp, 'w')
+    try {
+      writeAll(fd, value)
+      fs.fsyncSync(fd)
+    } finally {
+      fs.closeSync(fd)
+    }
+    fs.renameSync(temp, target)
+  } catch (error) {
+    // Not renamed: the old value stands, and the part written goes (a full disk gets it back).
+    fs.rmSync(temp, { force: true })
+    throw error
   }
-  fs.renameSync(temp, target)
   syncDir(dir)
+}
+
+/**
+ * Writes all of `value`: one `write(2)` may take only part of it (a disk that fills up in its middle, a
+ * file size limit), answering how much it took and no error, and the next one fails (ENOSPC, EFBIG).
+ * Renamed into place, a value cut short was acknowledged kept, and then refused as damaged by the
+ * next store, which could not open (a pools' write: the claims it confirmed lost with it).
+ */
+function writeAll(fd: number, value: string): void {
+  const bytes = new TextEncoder().encode(value)
+  for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at, bytes.length - at)
 }
 
 function syncDir(dir: string): void {

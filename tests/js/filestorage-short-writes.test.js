@@ -1,0 +1,71 @@
+// POOL-02 and LOCK-02 on a fileStorage whose files cannot grow (a full disk, a quota, a file size
+// limit): a write the filesystem took only part of fails, and is never acknowledged as kept. The
+// store writes in a process of its own under `ulimit -f` (file size limit; a write past it is cut
+// short, as on a disk that fills up in its middle, and the next one fails EFBIG), then the directory
+// is opened here without the limit: it opens, and keeps every claim its caller was told it made.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { openStore, fileStorage } from 'holdfast'
+
+const SCRIPT = fileURLToPath(new URL('./claims-process.js', import.meta.url))
+const RUNTIME = [process.execPath, ...(globalThis.Deno ? ['run', '-A'] : []), SCRIPT]
+
+/** Runs claims-process.js on `dir` under a file size limit of `kib` KiB: its output lines and status. */
+function claimsUnderLimit(dir, kib, n, prefix) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', ['-c', `ulimit -f ${kib} && exec "$@"`, 'sh', ...RUNTIME, dir, String(n), prefix], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    child.stdout.setEncoding('utf8').on('data', d => (out += d))
+    child.stderr.setEncoding('utf8').on('data', d => (err += d))
+    child.on('error', reject)
+    child.on('close', status => {
+      const lines = out.split('\n').filter(Boolean)
+      try {
+        assert.equal(status, 0, `the claiming process failed: ${err}`)
+        assert.equal(lines.at(-1), 'closed', err)
+        assert.equal(lines.length, n + 1, lines.join('\n'))
+      } catch (error) {
+        return reject(error)
+      }
+      const claimed = lines.filter(line => line.startsWith('claimed ')).map(line => line.slice('claimed '.length))
+      const refused = lines.filter(line => line.startsWith('refused '))
+      resolve({ claimed, refused })
+    })
+  })
+}
+
+test('POOL-02: a pool write cut short by a full disk (a file size limit) is not acknowledged: the directory opens again with every claim confirmed', { skip: process.platform === 'win32' && 'needs sh and ulimit', timeout: 120_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'holdfast-short-'))
+  try {
+    // Two claims: a write well under the limit, kept.
+    const small = await claimsUnderLimit(dir, 4, 2, 'small')
+    assert.equal(small.claimed.length, 2, 'a write under the limit is kept')
+    // 40 claims in one turn: a write of about 6 KiB, over the 4 KiB a file may have.
+    const big = await claimsUnderLimit(dir, 4, 40, 'big')
+    for (const line of big.refused) assert.match(line, / storage$/, 'a claim whose write failed is refused with a StorageError')
+    const claimed = [...small.claimed, ...big.claimed]
+    const again = await openStore({ storage: fileStorage(dir) })
+    try {
+      const seats = again.pool('seats', { capacity: 1000 })
+      assert.equal(await seats.remaining(), 1000 - claimed.length, 'every claim confirmed is kept, no other')
+      // Asked again by id, a claim kept answers its first outcome and takes nothing more.
+      for (const id of claimed) assert.equal((await seats.claim(1, { id })).claimed, true, `${id} is kept`)
+      assert.equal(await seats.remaining(), 1000 - claimed.length, 'no claim kept was taken again')
+    } finally {
+      await again.close()
+    }
+    assert.deepEqual(
+      readdirSync(dir).filter(name => name.endsWith('.tmp')),
+      [],
+      'a write that failed leaves no temporary file behind',
+    )
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
