@@ -597,6 +597,44 @@ test('POOL-04: a wasm trap answers every waiting claim ClosedError', async () =>
   await assert.rejects(waiting, e => e instanceof ClosedError && /internal error/.test(e.message))
 })
 
+for (const when of ['before close()', 'inside close()']) {
+  test(`POOL-02: a store that closed itself after a wasm trap (${when}) lets its storage go only once the pools' write under way landed: a late write never lands over the next store's pools`, async () => {
+    const { slow, store, seats } = await slowSeats(10)
+    const claiming = seats.claim(4, { id: 'order-1' })
+    await settle()
+    assert.equal(slow.pending, 1, "the claim's write is under way")
+    // Inside: close() waits for that write (and the undo of the claim it ends) when the engine traps.
+    let closing = when === 'inside close()' ? store.close() : undefined
+    assert.throws(() => store._trapForTest(), ClosedError)
+    await assert.rejects(claiming, ClosedError)
+    closing ??= store.close()
+    await settle()
+    // Before the fix: close() resolved and the storage was let go at once, the write still under way.
+    // A store opened on the storage then read the pools without it, and numbered its own first write
+    // as this one: this one, landing late, put its segment over the next store's (the same slot), and
+    // a claim that store had confirmed was gone on its next open, this claim (answered ClosedError)
+    // kept in its place.
+    assert.equal(await isSettled(closing), false, 'close() waits for the write under way')
+    await assert.rejects(openStore({ storage: slow.storage, clock: manualClock() }), StorageError, 'no other store opens on the storage meanwhile')
+    slow.land()
+    await closing
+    assert.equal(slow.pending, 0, 'nothing more is written after the trap')
+    const next = await openStore({ storage: slow.storage, clock: manualClock() })
+    const seats2 = next.pool('seats', { capacity: 10 })
+    // The trap could not undo the claim its write kept (a close does): released by its id, it gives
+    // its units back.
+    assert.equal(await seats2.remaining(), 6)
+    const releasing = seats2.release('order-1')
+    await settle()
+    await landAll(slow)
+    assert.equal(await releasing, true)
+    assert.equal(await seats2.remaining(), 10)
+    const closingNext = next.close()
+    await landAll(slow)
+    await closingNext
+  })
+}
+
 test('#16: a storage that keeps failing the pools\' writes is tried again after a wait that doubles (10 ms, 20 ms, ...), never at once: timers still run, a claim made meanwhile goes in the next write, and close does not wait on the broken storage', async () => {
   let failing = false
   let poolSets = 0

@@ -16,6 +16,9 @@
  *   claims it made.
  * - Every outcome of a write taken is told to the engine exactly once, unless the engine trapped
  *   (`stop()`): then nothing more is asked of it.
+ * - `stored()` resolves only when no `set` of a write is under way, also once `stop()` let go of the
+ *   write (a trap): a store lets its storage go only then, so that no write of it lands after the
+ *   next store on the storage opened.
  * - `landed()` resolves only when no flush is scheduled and no write is under way: a store closes its
  *   storage after the pools' last write (the engine's close leaves what changed before it to write, and
  *   the undos of the claims it answered `ClosedError` before their writes were acknowledged: that write
@@ -109,6 +112,9 @@ export class PoolWrites {
   #closing = false
   /** A write was taken since the store began closing: if it fails, none follows it. */
   #closeWrite = false
+  /** The storage's part of the write under way (its `set`s), until they settle: `stop()` ends the
+   * write's part in the engine, not the storage's (see `stored`). */
+  #storing: Promise<boolean> | undefined = undefined
 
   constructor(host: PoolWritesHost, storage: Storage) {
     this.#host = host
@@ -146,6 +152,16 @@ export class PoolWrites {
     while (this.#scheduled || this.#inFlight) await new Promise<void>(resolve => this.#landed.push(resolve))
   }
 
+  /**
+   * Resolves once no `set` of the pools is under way: after `stop()` too, whose write may still be in
+   * storage's hands. A store lets its storage go only then: the next store on it reads the pools
+   * without that write and numbers its own first write as it (log.rs), which the late one would then
+   * overwrite (POOL-02).
+   */
+  async stored(): Promise<void> {
+    while (this.#storing !== undefined) await this.#storing
+  }
+
   /** The engine trapped: nothing more is asked of it, and whoever waits for the writes is let go. */
   stop(): void {
     if (this.#retryTimer !== undefined) this.#host.clock.clearTimeout(this.#retryTimer)
@@ -170,12 +186,22 @@ export class PoolWrites {
     if (write === undefined) return this.#wakeLanded()
     if (this.#closing) this.#closeWrite = true
     this.#inFlight = true
-    void this.#set(write).then(ok => this.#settled(write, ok))
+    const storing = this.#set(write)
+    this.#storing = storing
+    void storing.then(ok => {
+      if (this.#storing === storing) this.#storing = undefined
+      this.#settled(write, ok)
+    })
   }
 
   async #set(write: PoolWrite): Promise<boolean> {
     try {
-      for (let i = 0; i < write.keys.length; i++) await this.#storage.set(write.keys[i]!, write.values[i]!)
+      for (let i = 0; i < write.keys.length; i++) {
+        // Stopped by a trap: the keys not set yet stay unset (any prefix of a write reads back as
+        // the writes before it: log.rs), and the storage can be let go sooner.
+        if (this.#stopped) return false
+        await this.#storage.set(write.keys[i]!, write.values[i]!)
+      }
       return true
     } catch (error) {
       this.#error = error

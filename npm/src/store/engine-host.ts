@@ -81,6 +81,8 @@ export interface PoolEvents {
   poke(): void
   /** The engine trapped: every pool request is answered `closed`, and no write is asked for again. */
   trap(closed: ClosedError): void
+  /** Resolves once no pools' write is in storage's hands (a trap stops the writes, not a `set` under way). */
+  stored(): Promise<void>
 }
 
 /** What the host's trap asks of the keys the store granted itself (lent-fences.ts). */
@@ -713,11 +715,14 @@ export class EngineHost implements LeaseOwner {
   }
 
   /**
-   * Resolves once no fence write is under way. A write landing after the storage was let go could
-   * overwrite a larger ceiling written by the next store to open on the same storage.
+   * Resolves once no fence write is under way, nor a pools' write in storage's hands. A write landing
+   * after the storage was let go could overwrite a larger ceiling written by the next store to open on
+   * the same storage (LOCK-02), or that store's pools with a segment of the same number (POOL-02: the
+   * claims it confirmed lost). A trap (before `close()` or inside it) stops the pools' writes without
+   * waiting for them: this waits.
    */
   async writesLanded(): Promise<void> {
-    await this.#writes.landed()
+    await Promise.all([this.#writes.landed(), this.#pools.stored()])
   }
 
   /**
@@ -861,8 +866,9 @@ export class EngineHost implements LeaseOwner {
     this.#selfGrants.loseAll()
     this.#pools.trap(closed)
     for (const resource of this.names.byId) resource?.keys.clear()
-    // The storage goes only once a fence write under way landed (fence-writes.ts: a late write must
-    // never land over a larger ceiling kept by the next store on the same storage, LOCK-02).
+    // The storage goes only once the writes under way landed (fence-writes.ts: a late write must never
+    // land over a larger ceiling kept by the next store on the same storage, LOCK-02; nor over its
+    // pools, POOL-02).
     this.#trapped(
       closed,
       this.writesLanded()

@@ -139,6 +139,7 @@ export class Store implements LockStore, ServedStore {
           poolWrites.stop()
           pools.trap(closed)
         },
+        stored: () => poolWrites.stored(),
       },
       (closed, storageClosed) => {
         // The store closed itself: its servers stop listening, and their connections close once the
@@ -256,7 +257,7 @@ export class Store implements LockStore, ServedStore {
    *
    * After an internal error (the store closed itself: a trap), or when one happens inside `close()`,
    * every request was answered `ClosedError` by the trap, which closes the servers (after those answers
-   * were sent) and the storage once its fence write under way landed; `close()` resolves once they are
+   * were sent) and the storage once its writes under way landed (a pools' write too); `close()` resolves once they are
    * closed. A trap once `close()` closed the engine (every lease ended, every waiter answered) answers
    * the pool requests still waiting on the engine (a release in the pools' last write) `ClosedError`,
    * and `close()` goes on closing the servers and the storage, and resolves. Either way `close()`
@@ -292,7 +293,8 @@ export class Store implements LockStore, ServedStore {
     // storage whose write never lands holds close() here, as it did before.)
     await this.#poolWrites.landed()
     await this.#closeServers()
-    // A fence write still under way must land before the storage is let go.
+    // A fence write still under way must land before the storage is let go, and so must a pools' write
+    // that a trap inside this close stopped waiting for.
     await host.writesLanded()
     try {
       await host.closeStorage()
