@@ -105,3 +105,32 @@ test('LOCK-02: a fence file with a digit changed to a smaller one is refused', (
 
 test('LOCK-02: a fence file deleted from a used directory is refused', () =>
   refused(file => unlinkSync(file)))
+
+test('POOL-02: a pools value deleted from a directory is refused, also when the fileStorage that opens it was closed while another one wrote the pools there', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'holdfast-corrupt-'))
+  try {
+    const mine = fileStorage(dir)
+    const first = await openStore({ storage: mine })
+    await first.close()
+    // Meanwhile another storage of the directory (another process, say) keeps the pools there.
+    const other = await openStore({ storage: fileStorage(dir) })
+    assert.equal((await other.pool('seats', { capacity: 10 }).claim(3, { id: 'order-1' })).claimed, true)
+    await other.close()
+    const marked = readFileSync(join(dir, 'holdfast.used'), 'utf8')
+    assert.match(marked, /^key holdfast\.pools$/m, 'the snapshot is marked kept')
+    // The first storage opens a store again, and writes a pools' key it had not marked itself.
+    const again = await openStore({ storage: mine })
+    assert.equal((await again.pool('seats', { capacity: 10 }).claim(1, { id: 'order-2' })).claimed, true)
+    await again.close()
+    // Before the fix, it wrote its mark from what it read at its first open: the other's marks were gone.
+    assert.match(readFileSync(join(dir, 'holdfast.used'), 'utf8'), /^key holdfast\.pools$/m, 'the marks of the other storage stay')
+    unlinkSync(join(dir, 'holdfast.pools.value'))
+    await assert.rejects(openStore({ storage: fileStorage(dir) }), error => {
+      assert.ok(error instanceof StorageError, `a StorageError, not ${error?.constructor?.name}: ${error?.message}`)
+      assert.match(error.message, /holdfast\.pools\.value is missing/)
+      return true
+    })
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -47,7 +47,8 @@ export function fileStorage(dir: string): Storage {
   const place = `fileStorage ${root}`
   /** The claim of the directory: under way or held; undefined before it and after `close()`. */
   let claim: Promise<Claim> | undefined
-  /** The keys `USED_FILE` names, once read. */
+  /** The keys `USED_FILE` names, once read while this storage holds the directory: read again at each
+   * claim, as another storage (another process) may have marked keys while this one was closed. */
   let used: Set<string> | undefined
   const usedKeys = (): Set<string> => {
     if (used) return used
@@ -150,6 +151,8 @@ export function fileStorage(dir: string): Storage {
       const held = claim
       if (!held) return
       claim = undefined
+      // Written from a stale copy, the marks of the keys others kept meanwhile would be lost.
+      used = undefined
       const release = await held.catch(() => undefined)
       if (!release) return
       // The pid file first: once the socket is closed, the next store may write its own.
