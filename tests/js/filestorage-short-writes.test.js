@@ -18,7 +18,11 @@ const RUNTIME = [process.execPath, ...(globalThis.Deno ? ['run', '-A'] : []), SC
 /** Runs claims-process.js on `dir` under a file size limit of `kib` KiB: its output lines and status. */
 function claimsUnderLimit(dir, kib, n, prefix) {
   return new Promise((resolve, reject) => {
-    const child = spawn('sh', ['-c', `ulimit -f ${kib} && exec "$@"`, 'sh', ...RUNTIME, dir, String(n), prefix], { stdio: ['ignore', 'pipe', 'pipe'] })
+    // SIGXFSZ ignored (Node and Bun ignore it themselves; Deno does not), so that a write past the
+    // limit fails EFBIG rather than kill the process.
+    const child = spawn('sh', ['-c', `trap '' XFSZ && ulimit -f ${kib} && exec "$@"`, 'sh', ...RUNTIME, dir, String(n), prefix], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let out = ''
     let err = ''
     child.stdout.setEncoding('utf8').on('data', d => (out += d))
