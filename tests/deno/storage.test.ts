@@ -122,6 +122,33 @@ Deno.test('#16: pools on denoKvStorage across restarts; a snapshot larger than a
   }
 })
 
+Deno.test('#16: a denoKvStorage closed and given to a store again checks its writes against what it reads then: the writes another storage of the prefix made meanwhile fail none of its own', async () => {
+  const kv = await Deno.openKv(':memory:')
+  try {
+    const mine = denoKvStorage(kv)
+    const first = await openStore({ storage: mine })
+    const seats = first.pool('seats', { capacity: 1_000 })
+    // One write a claim: segments in most slots (64 of them, used in turn).
+    for (let i = 0; i < 60; i++) assert.equal((await seats.claim(1, { id: `first-${i}` })).claimed, true)
+    await first.close()
+    // Another storage of the prefix (another process, say) writes them over, and closes.
+    const other = await openStore({ storage: denoKvStorage(kv) })
+    const seats2 = other.pool('seats', { capacity: 1_000 })
+    for (let i = 0; i < 75; i++) assert.equal((await seats2.claim(1, { id: `other-${i}` })).claimed, true)
+    await other.close()
+    // Before the fix, the first storage checked its writes of slots the open did not read against the
+    // versionstamps it had written them with: the check failed, and so did 29 of these claims
+    // (StorageError: "another store keeps fences under this KV prefix").
+    const again = await openStore({ storage: mine })
+    const seats3 = again.pool('seats', { capacity: 1_000 })
+    for (let i = 0; i < 70; i++) assert.equal((await seats3.claim(1, { id: `again-${i}` })).claimed, true, `claim ${i}`)
+    assert.equal(await seats3.remaining(), 1_000 - 205)
+    await again.close()
+  } finally {
+    kv.close()
+  }
+})
+
 Deno.test('LOCK-02: denoKvStorage hands out no fence before KV acknowledged the write (commit ok)', async () => {
   const real = await Deno.openKv(':memory:')
   try {

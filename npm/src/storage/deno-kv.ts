@@ -14,7 +14,8 @@
  *   one write in thirty made while a second handle opens) committed nothing, and is tried again after
  *   a short wait, for up to `BUSY_AGAIN` in all. One refused after Deno's own wait for the lock (5 s)
  *   is not: the file is held, and the write fails.
- * - `kv` stays the caller's: closing the store does not close it.
+ * - `kv` stays the caller's: closing the store does not close it. The storage may serve another store
+ *   once that one closed: it then checks against what it reads and writes from then on.
  */
 
 import { InvalidError, StorageError } from '../errors.js'
@@ -62,7 +63,8 @@ export function denoKvStorage(kv: DenoKvLike, options?: DenoKvStorageOptions): S
   }
   const prefixId = prefix.map(describe).join(', ')
   const place = `denoKvStorage [${prefixId}]`
-  /** The versionstamp of each value as this storage last read or wrote it (`null`: absent). */
+  /** The versionstamp of each value as this storage last read or wrote it (`null`: absent), while it
+   * serves a store: forgotten at close, as another storage of the prefix may write meanwhile. */
   const stamps = new Map<string, string | null>()
   let claimed = false
 
@@ -133,6 +135,9 @@ export function denoKvStorage(kv: DenoKvLike, options?: DenoKvStorageOptions): S
     close() {
       if (!claimed) return
       claimed = false
+      // Kept, they would fail the next store's writes of keys its open does not read (the pools' slots
+      // after their log), which another store of the prefix wrote meanwhile, as if it still ran.
+      stamps.clear()
       inUse.get(kv)?.delete(prefixId)
     },
   }
