@@ -139,9 +139,12 @@ export function fileStorage(dir: string): Storage {
         const keys = usedKeys()
         if (!keys.has(key)) {
           // Marked after the value landed (a crash between the two leaves a value unmarked, marked
-          // by the next write; the other way round it would leave a mark of no value, refused).
+          // by the next write; the other way round it would leave a mark of no value, refused). Kept
+          // as marked only once the mark is written: a mark a full disk refused is tried again by the
+          // next write of the key, which fails until it is made.
+          const marked = [...keys, key]
+          writeAtomically(root, USED_FILE, USED_HEAD + marked.map(k => `key ${k}\n`).join(''))
           keys.add(key)
-          writeAtomically(root, USED_FILE, USED_HEAD + [...keys].map(k => `key ${k}\n`).join(''))
         }
       } catch (error) {
         throw denied(error)
