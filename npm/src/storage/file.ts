@@ -207,7 +207,12 @@ function writeAtomically(dir: string, name: string, value: string): void {
  */
 function writeAll(fd: number, value: string): void {
   const bytes = new TextEncoder().encode(value)
-  for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at, bytes.length - at)
+  for (let at = 0; at < bytes.length; ) {
+    const took = fs.writeSync(fd, bytes, at, bytes.length - at)
+    // A regular file takes at least a byte or fails; were a runtime to answer 0, this would spin.
+    if (took <= 0) throw new Error(`write took ${took} of ${bytes.length - at} bytes`)
+    at += took
+  }
 }
 
 function syncDir(dir: string): void {
