@@ -586,3 +586,28 @@ test('#15 Functions: a user whose ACL refuses FUNCTION gets every guarantee by s
   assert.equal(stats.fcall ?? 0, 0, 'no FCALL')
   assert.ok(stats.evalsha > 0, 'by EVALSHA')
 })
+
+/** How many connections the server has of `user`, polled until it is `want` (or 3 s passed): the last count. */
+async function connectionsOf(port, user, want) {
+  const end = Date.now() + 3_000
+  for (;;) {
+    const n = String(await raw(port, 'CLIENT', 'LIST')).split('\n').filter(line => line.includes(` user=${user} `)).length
+    if (n === want || Date.now() > end) return n
+    await sleep(20)
+  }
+}
+
+test('#15: a user whose ACL refuses pub/sub cannot open a store: StorageError naming the refusal, and no connection left behind (its own client\'s, or a url\'s)', async t => {
+  // Its subscriber's SUBSCRIBE was refused NOPERM: openRedisStore rejected the client's own error
+  // (ReplyError, SimpleError: no `code`) and left the subscriber connection it had made open.
+  const server = await startRedis(t)
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nosub', 'on', '>secret', '~*', 'resetchannels', '+@all'), 'OK')
+  const url = `redis://nosub:secret@127.0.0.1:${server.port}`
+  const refused = e => e instanceof StorageError && e.code === 'storage' && /^openRedisStore: Redis refused: NOPERM/.test(e.message)
+  await assert.rejects(openRedisStore({ redis: await redisClient(t, url) }), refused)
+  assert.equal(await connectionsOf(server.port, 'nosub', 1), 1, "the application's client alone")
+  if (CLIENT === 'ioredis') {
+    await assert.rejects(openRedisStore({ url }), refused)
+    assert.equal(await connectionsOf(server.port, 'nosub', 1), 1, 'nothing of the store that opened its own client')
+  }
+})

@@ -266,11 +266,19 @@ export class RedisStore implements LeaseOwner {
     if (!this.#functions) {
       for (const script of Object.values(this.#scripts.scripts)) await this.#send(['SCRIPT', 'LOAD', script.source], PATIENCE)
     }
-    await this.#wakeups.open(
-      this.#adapter,
-      wake => this.#woken(wake),
-      () => this.#catchUp(),
-    )
+    try {
+      await this.#wakeups.open(
+        this.#adapter,
+        wake => this.#woken(wake),
+        () => this.#catchUp(),
+      )
+    } catch (error) {
+      // A subscription refused (an ACL without the channel: NOPERM) or not answered: the subscriber
+      // connection made for it goes too (the store is never handed out, nobody would close it), and
+      // the error is the store's (a refusal, or no answer), not the client's own.
+      await this.#wakeups.close()
+      throw failureOf(error)
+    }
   }
 
   // ---- talking to Redis ----
