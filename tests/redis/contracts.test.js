@@ -611,3 +611,24 @@ test('#15: a user whose ACL refuses pub/sub cannot open a store: StorageError na
     assert.equal(await connectionsOf(server.port, 'nosub', 1), 1, 'nothing of the store that opened its own client')
   }
 })
+
+test('#15: the bounds of a handle\'s options are a local store\'s, named as given: ttl 1s to 1h and maxHold 1ms to 30 days in whole milliseconds', async t => {
+  // A maxHold of 0.5 ms was taken (as 1 ms) where a local store refuses it; a ttl of 1 h and half a
+  // millisecond, or a maxHold of 30 days and half of one, refused where a local store takes them.
+  const { a } = await twoStores(t)
+  a.lock('ok', { ttl: '1s', maxHold: '30d', wait: Infinity })
+  a.lock('ok', { ttl: '1h', maxHold: 1 })
+  a.lock('ok', { ttl: 3_600_000.5, maxHold: 30 * 86_400_000 + 0.5 })
+  a.lock('ok', { ttl: 999.9 + 0.2, maxHold: 1.5 })
+  for (const [bad, message] of [
+    [{ ttl: 0.5 }, 'lock b: ttl 0.5ms must be 1s to 1h'],
+    [{ ttl: 1e300 }, 'lock b: ttl 1e+300ms must be 1s to 1h'],
+    [{ ttl: 999.9 }, 'lock b: ttl 999.9ms must be 1s to 1h'],
+    [{ ttl: 3_600_001 }, 'lock b: ttl 3600001ms must be 1s to 1h'],
+    [{ maxHold: 0.5 }, 'lock b: maxHold 0.5ms must be 1ms to 30 days'],
+    [{ maxHold: 1e300 }, 'lock b: maxHold 1e+300ms must be 1ms to 30 days'],
+    [{ maxHold: 30 * 86_400_000 + 1 }, 'lock b: maxHold 2592000001ms must be 1ms to 30 days'],
+  ]) {
+    assert.throws(() => a.lock('b', bad), e => e instanceof InvalidError && e.message === message, JSON.stringify(bad))
+  }
+})

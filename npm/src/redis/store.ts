@@ -766,13 +766,15 @@ export class RedisStore implements LeaseOwner {
     if (this.#closed) throw new ClosedError(`${place}: ${this.#closed.message}`)
     if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`${kind}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
     const o = handleOptions(options, place, kind === 'semaphore')
-    if (!(o.ttl >= TTL_MS[0] && o.ttl <= TTL_MS[1])) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
-    if (o.hasMaxHold && !(o.maxHold > 0 && o.maxHold <= MAX_HOLD_MS)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be 1ms to 30 days`)
+    // In whole milliseconds, as a local store's engine judges them (bounds.rs): a maxHold of 0.5 ms is
+    // none, a ttl of 1 h and half a millisecond is 1 h; named as given.
+    const ttl = Math.trunc(o.ttl)
+    const maxHold = Math.trunc(o.maxHold)
+    if (!(ttl >= TTL_MS[0] && ttl <= TTL_MS[1])) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
+    if (o.hasMaxHold && !(maxHold >= 1 && maxHold <= MAX_HOLD_MS)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be 1ms to 30 days`)
     const resource = this.#resources.get(kind, name, o.limit)
     if (resource.limit !== o.limit)
       throw new InvalidError(`${place}: limit ${o.limit} differs from the limit ${resource.limit} this store's semaphore ${name} has`)
-    const ttl = Math.round(o.ttl)
-    const maxHold = Math.ceil(o.maxHold)
     const consts = constants(this.#grace, this.#wakeups.publish, ttl, maxHold, o.limit, '')
     return new RedisLock(this, resource, o.limit, ttl, maxHold, o.wait, consts)
   }
