@@ -632,3 +632,19 @@ test('#15: the bounds of a handle\'s options are a local store\'s, named as give
     assert.throws(() => a.lock('b', bad), e => e instanceof InvalidError && e.message === message, JSON.stringify(bad))
   }
 })
+
+test('LOCK-05: a waiter Redis forgot (its data lost) and that finds the key busy when it joins again after its wait rejects InUseError "still held after waiting", not "held by another (… under 1 ms: not waited)"', async t => {
+  // Joining again with nothing of its wait left, it asks as a try; Redis's "busy" was answered as for a
+  // hold that never waited.
+  const { server, a, b } = await twoStores(t)
+  const first = holder(a.lock('lost'), 'k')
+  await first.granted
+  const waiting = b.lock('lost').hold('k', { wait: 300 }, () => 'never').catch(e => e)
+  await until(a, 'lost', 'k', e => e?.waiting === 1)
+  assert.equal(await raw(server.port, 'FLUSHALL'), 'OK')
+  const second = await a.lock('lost').acquire('k')
+  const answer = await waiting
+  assert.ok(answer instanceof InUseError && /: still held after waiting 300ms$/.test(answer.message), String(answer))
+  await second.release()
+  first.release()
+})

@@ -486,7 +486,8 @@ export class RedisStore implements LeaseOwner {
     const h = p.handle
     const sentAt = this.#clock.now()
     const left = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - sentAt))
-    // A wait that ran out while Redis could not be reached: ask as a try (Redis still judges the key).
+    // A wait that ran out while Redis could not be reached (or before the request joined again:
+    // #rejoin): ask as a try (Redis still judges the key).
     const wait = p.wait === 0 ? 0 : left === 0 ? 0 : left
     if (p.unansweredSince < 0) p.unansweredSince = sentAt
     // The first copy of the acquire: Redis took one copy before any grant of this id (a copy sent
@@ -542,7 +543,10 @@ export class RedisStore implements LeaseOwner {
       }
       case 'b':
         this.#forget(p)
-        return p.resolve(undefined)
+        // Busy, to a try: a hold that would not wait, else one whose wait ran out before this ask
+        // (asked again after no answer, or joining again: #rejoin): it waited.
+        if (p.wait === 0) return p.resolve(undefined)
+        return p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
       case 'e':
         if (answer[1] === 'T') {
           this.#forget(p)
