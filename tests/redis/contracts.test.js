@@ -633,6 +633,19 @@ test('#15: the bounds of a handle\'s options are a local store\'s, named as give
   }
 })
 
+test('#15: a wait under 1 ms is no wait, and the InUseError says so with the wait as given (as a local store\'s)', async t => {
+  // It was sent as a wait of 1 ms: the hold joined the line, and was refused "still held after waiting 0.5ms".
+  const { a, b } = await twoStores(t)
+  const lease = await a.lock('w').acquire('k')
+  const l = b.lock('w')
+  for (const [wait, said] of [[0, /held by another \(wait 0\)$/], [0.5, /held by another \(wait 0\.5ms, under 1 ms: not waited\)$/]]) {
+    await assert.rejects(l.hold('k', { wait }, () => {}), e => e instanceof InUseError && said.test(e.message), `hold, wait ${wait}`)
+    await assert.rejects(l.acquire('k', { wait }), e => e instanceof InUseError && said.test(e.message), `acquire, wait ${wait}`)
+    await assert.rejects(b.lock('w', { wait }).hold('k', () => {}), e => e instanceof InUseError && said.test(e.message), `the handle's wait ${wait}`)
+  }
+  await lease.release()
+})
+
 test('LOCK-05: a waiter Redis forgot (its data lost) and that finds the key busy when it joins again after its wait rejects InUseError "still held after waiting", not "held by another (… under 1 ms: not waited)"', async t => {
   // Joining again with nothing of its wait left, it asks as a try; Redis's "busy" was answered as for a
   // hold that never waited.

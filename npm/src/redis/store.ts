@@ -420,7 +420,7 @@ export class RedisStore implements LeaseOwner {
 
   // ---- holds ----
 
-  /** @internal Asks for a key; resolves to the lease, or `undefined` when busy and `wait` is 0. */
+  /** @internal Asks for a key; resolves to the lease, or `undefined` when busy and `wait` is under 1 ms. */
   _take(handle: RedisLock, key: string, wait: number, signal: AbortSignal | undefined, isTry: boolean): Promise<Lease | undefined> {
     if (this.#closed) return Promise.reject(new ClosedError(`${placeOf(handle.kind, handle.name, key)}: ${this.#closed.message}`))
     if (this.#context && this.#heldByCaller(handle, key)) {
@@ -486,9 +486,9 @@ export class RedisStore implements LeaseOwner {
     const h = p.handle
     const sentAt = this.#clock.now()
     const left = p.wait === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - sentAt))
-    // A wait that ran out while Redis could not be reached (or before the request joined again:
-    // #rejoin): ask as a try (Redis still judges the key).
-    const wait = p.wait === 0 ? 0 : left === 0 ? 0 : left
+    // A wait under 1 ms is none, as on a local store; one that ran out while Redis could not be reached
+    // (or before the request joined again: #rejoin) asks as a try (Redis still judges the key).
+    const wait = p.wait < 1 ? 0 : left
     if (p.unansweredSince < 0) p.unansweredSince = sentAt
     // The first copy of the acquire: Redis took one copy before any grant of this id (a copy sent
     // again later may arrive after it).
@@ -543,9 +543,9 @@ export class RedisStore implements LeaseOwner {
       }
       case 'b':
         this.#forget(p)
-        // Busy, to a try: a hold that would not wait, else one whose wait ran out before this ask
-        // (asked again after no answer, or joining again: #rejoin): it waited.
-        if (p.wait === 0) return p.resolve(undefined)
+        // Busy, to a try: a hold that would not wait (a wait under 1 ms is none), else one whose wait
+        // ran out before this ask (asked again after no answer, or joining again: #rejoin): it waited.
+        if (p.wait < 1) return p.resolve(undefined)
         return p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
       case 'e':
         if (answer[1] === 'T') {
