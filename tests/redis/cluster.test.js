@@ -6,7 +6,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore } from 'holdfast/redis'
-import { startCluster, raw, later, sleep, commandStats } from './helpers.js'
+import { startCluster, raw, later, sleep, commandStats, listenersAroundStores } from './helpers.js'
 
 for (const kind of ['ioredis', 'node-redis'])
 test(`#15 Cluster (3 primaries, ${kind}): keys spread over every node, one holder a key, FIFO across stores with growing fences woken by sharded pub/sub, inspect sees every node`, async t => {
@@ -134,4 +134,14 @@ test(`#16 Cluster (${kind}): pools spread over every node, each pool's keys in o
   assert.ok(Date.now() - releasedAt < 3_000, 'woken by the release (a heartbeat comes every 3.3 s)')
   const stats = await Promise.all(cluster.nodes.map(n => commandStats(n.port)))
   assert.equal(stats.reduce((n, s) => n + (s.publish ?? 0), 0), 0, 'no classic PUBLISH')
+})
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`#15 Cluster (${kind}): a store closed leaves no listener on the application's client`, async t => {
+  // node-redis's Cluster client was given a 'node-ready' listener by each store (a node connecting
+  // anew: wake-ups may have been missed), never taken off at close(): the closed store stayed
+  // reachable from the client, never collected, and each store opened on it added one more.
+  const cluster = await startCluster(t)
+  const { before, after } = await listenersAroundStores(openRedisStore, await cluster.client(kind))
+  assert.deepEqual(after, before)
 })

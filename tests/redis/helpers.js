@@ -353,3 +353,20 @@ export async function startCluster(t) {
     },
   }
 }
+
+/**
+ * The listeners on an application's client (by event name) before and after three stores were opened
+ * on it, used and closed (after one first, which may leave what the client keeps once): equal when a
+ * closed store leaves nothing of its own on the client.
+ */
+export async function listenersAroundStores(openRedisStore, client) {
+  const listeners = () => Object.fromEntries(client.eventNames().map(name => [String(name), client.listenerCount(name)]))
+  await (await openRedisStore({ redis: client })).close()
+  const before = listeners()
+  for (let i = 0; i < 3; i++) {
+    const store = await openRedisStore({ redis: client })
+    await store.lock('l').hold('k', () => {})
+    await store.close()
+  }
+  return { before, after: listeners() }
+}

@@ -7,7 +7,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, LostError } from 'holdfast/redis'
-import { startSentinelSet, raw, later, sleep } from './helpers.js'
+import { startSentinelSet, raw, later, sleep, listenersAroundStores } from './helpers.js'
 
 async function untilPrimaryMoves(set, from, ms = 30_000) {
   const end = Date.now() + ms
@@ -104,4 +104,14 @@ test(`#16 Sentinel (${kind}): a graceful failover keeps every claim answered (PO
   assert.equal(await seats.release('order-0'), true)
   const served = await waiting
   assert.deepEqual([served.claimed, served.remaining], [true, 0])
+})
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`#15 Sentinel (${kind}): a store closed leaves no listener on the application's client`, async t => {
+  // node-redis's Sentinel client was given a 'topology-change' listener by each store (a new primary:
+  // wake-ups may have been missed), never taken off at close(): the closed store stayed reachable
+  // from the client, never collected, and each store opened on it added one more.
+  const set = await startSentinelSet(t)
+  const { before, after } = await listenersAroundStores(openRedisStore, await set.client(kind))
+  assert.deepEqual(after, before)
 })

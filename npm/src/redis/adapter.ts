@@ -104,6 +104,7 @@ type Listener = (message: string, channel: string) => void
 interface NodeRedisBase {
   isOpen: boolean
   on(event: string, fn: (...args: never[]) => void): unknown
+  off(event: string, fn: (...args: never[]) => void): unknown
   quit?(): Promise<unknown>
   close?(): Promise<unknown>
   destroy?(): unknown
@@ -314,11 +315,15 @@ async function endNodeRedis(c: NodeRedisBase): Promise<void> {
   if (!settled || failed) await cut()
 }
 
-/** The pub/sub side made of a client's own `subscribe` / `unsubscribe` (Sentinel's, a Cluster's sharded ones). */
+/**
+ * The pub/sub side made of a client's own `subscribe` / `unsubscribe` (Sentinel's, a Cluster's sharded
+ * ones). `off` takes the store's listener of the client's events off at close.
+ */
 function ownPubSub(
   subscribe: (channel: string, listener: Listener) => Promise<unknown>,
   unsubscribe: (channel: string, listener: Listener) => Promise<unknown>,
   message: (channel: string, text: string) => void,
+  off: () => void,
 ): Subscriber {
   const listener: Listener = (text, channel) => message(channel, text)
   const channels = new Set<string>()
@@ -331,8 +336,10 @@ function ownPubSub(
       channels.delete(channel)
       await unsubscribe(channel, listener)
     },
-    // The client is the application's: only this store's channels go.
+    // The client is the application's: only this store's channels go, and its listener (which refers
+    // to the store: left on, a closed store would live as long as the client, one more for each).
     close: async () => {
+      off()
       await Promise.all([...channels].map(channel => unsubscribe(channel, listener).catch(noop)))
       channels.clear()
     },
@@ -371,7 +378,7 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
 /**
  * node-redis's Sentinel and Cluster clients: commands by `raw`, pub/sub by the client's own
  * (`subscribe`, or the sharded one), `missed` wires the client's event that says messages may have
- * been missed; closed only if holdfast opened the client.
+ * been missed and answers how to unwire it; closed only if holdfast opened the client.
  */
 function nodeRedisOwnPubSubAdapter(
   c: NodeRedisBase,
@@ -382,7 +389,7 @@ function nodeRedisOwnPubSubAdapter(
     primaries?: () => Promise<Sender[]>
     subscribe: (channel: string, listener: Listener) => Promise<unknown>
     unsubscribe: (channel: string, listener: Listener) => Promise<unknown>
-    missed: (ready: () => void) => void
+    missed: (ready: () => void) => () => void
   },
 ): Adapter {
   const send = replying(o.raw)
@@ -396,8 +403,7 @@ function nodeRedisOwnPubSubAdapter(
     primaries,
     scan: async pattern => scanAll(await primaries(), pattern),
     async subscriber(message, ready) {
-      o.missed(ready)
-      return ownPubSub(o.subscribe, o.unsubscribe, message)
+      return ownPubSub(o.subscribe, o.unsubscribe, message, o.missed(ready))
     },
     async close() {
       if (owned) await endNodeRedis(c)
@@ -413,10 +419,13 @@ function nodeRedisSentinelAdapter(c: NodeRedisSentinel, owned: boolean): Adapter
     // channels) when the primary changes: messages published meanwhile may be missed.
     subscribe: (channel, listener) => c.subscribe(channel, listener),
     unsubscribe: (channel, listener) => c.unsubscribe(channel, listener),
-    missed: ready =>
-      c.on('topology-change', ((event: { type?: string }) => {
+    missed: ready => {
+      const listener = ((event: { type?: string }) => {
         if (event?.type === 'MASTER_CHANGE') ready()
-      }) as (...args: never[]) => void),
+      }) as (...args: never[]) => void
+      c.on('topology-change', listener)
+      return () => c.off('topology-change', listener)
+    },
   })
 }
 
@@ -436,7 +445,11 @@ function nodeRedisClusterAdapter(c: NodeRedisCluster, owned: boolean): Adapter {
     // it (and moves when the slot does); a node connecting anew may have missed messages.
     subscribe: (channel, listener) => c.sSubscribe(channel, listener),
     unsubscribe: (channel, listener) => c.sUnsubscribe(channel, listener),
-    missed: ready => c.on('node-ready', afterFirst(ready)),
+    missed: ready => {
+      const listener = afterFirst(ready)
+      c.on('node-ready', listener)
+      return () => c.off('node-ready', listener)
+    },
   })
 }
 
