@@ -661,3 +661,25 @@ test('LOCK-05: a waiter Redis forgot (its data lost) and that finds the key busy
   await second.release()
   first.release()
 })
+
+test('LOCK-06: a waiter whose heartbeat Redis refuses (an error reply) rejects StorageError and leaves the line in Redis too: the release that frees the key is not granted to it', async t => {
+  // It was forgotten here only: its place in Redis's line stayed until its heartbeat's deadline, and a
+  // release meanwhile granted the key to it, nobody holding it until that lease's ttl.
+  const { server, a } = await twoStores(t)
+  const library = /holdfast_[0-9a-f]{12}/.exec(String(await raw(server.port, 'FUNCTION', 'LIST')))[0]
+  const allowed = ['acquire', 'release', 'inspect', 'pool'].map(f => `+fcall|${library}_${f}`)
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'norenew', 'on', '>secret', '~*', '&*', '+@all', '-fcall', ...allowed), 'OK')
+  const b = await openRedisStore({ redis: await redisClient(t, `redis://norenew:secret@127.0.0.1:${server.port}`) })
+  later(t, () => b.close())
+  const first = holder(a.lock('refused', { ttl: '30s' }), 'k')
+  await first.granted
+  const waiting = b.lock('refused', { ttl: '3s' }).hold('k', { wait: '20s' }, () => 'never').catch(e => e)
+  await until(a, 'refused', 'k', e => e?.waiting === 1)
+  // Its first heartbeat, ttl/3 after it joined (its place lasts 3 s without one), is refused NOPERM.
+  const answer = await waiting
+  assert.ok(answer instanceof StorageError && /NOPERM/.test(answer.message), String(answer))
+  await until(a, 'refused', 'k', e => e?.waiting === 0, 1_000)
+  first.release()
+  await first.done
+  assert.deepEqual(await a.lock('refused').tryHold('k', () => 'free'), { acquired: true, value: 'free' })
+})

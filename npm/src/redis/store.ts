@@ -507,12 +507,17 @@ export class RedisStore implements LeaseOwner {
     )
   }
 
-  /** A command of a request failed: an error reply ends it; no answer is asked again a little later. */
+  /**
+   * A command of a request failed: an error reply ends it, here and in Redis (a copy of its acquire
+   * may have put it in line, or a heartbeat found it there: left, it would be granted, and hold the key
+   * for nobody until its ttl); no answer is asked again a little later.
+   */
   #failed(p: Request, error: unknown, again: () => void): void {
     if (this.#requests.get(p.id) !== p || p.lease) return
     this.#armGiveUp(p)
     if (error instanceof ReplyFailure) {
       this.#forget(p)
+      void this.#end(p, 'C')
       return p.reject(new StorageError(`${p.place()}: Redis refused the script: ${error.message}`, { cause: error }))
     }
     this.#beat(p, Math.max(50, Math.floor(p.handle.ttl / 10)), again)
