@@ -330,6 +330,13 @@ test('a bad name, key, ttl or limit gets a typed error over the boundary', async
     const answer = await cf('hold', params)
     assert.equal(answer.error?.name, 'InvalidError', `${JSON.stringify(params)}: ${JSON.stringify(answer)}`)
   }
+  // ttl and maxHold in whole ms, as a local store's engine judges them, named as given: a ttl of 1 h
+  // and half a ms is 1 h (workerStore refused it), a maxHold of 0.5 ms is none (it let it go).
+  const halfMs = await cf('hold', { maxHoldNum: 0.5 })
+  assert.equal(halfMs.error?.name, 'InvalidError', JSON.stringify(halfMs))
+  assert.equal(halfMs.error.message, 'lock jobs: maxHold 0.5ms must be 1ms to 30 days')
+  const hourAndHalfMs = await cf('hold', { name: 'whole-ms', ttlNum: 3_600_000.5 })
+  assert.ok(hourAndHalfMs.fence > 0, JSON.stringify(hourAndHalfMs))
   // #13: a key with a lone surrogate ('user-' and half an emoji), through workerStore and straight to
   // the object's RPC: refused, as in process and over a connection, before anything is held.
   const lone = { keyUnits: [...'user-'].map(c => c.charCodeAt(0)).concat(0xd83d).join(',') }

@@ -33,7 +33,7 @@ import { ClosedError, InvalidError, LimitError, type LostError, errorOf } from '
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'
-import { handleOptions } from '../handle/lock.js'
+import { handleOptions, leaseBounds } from '../handle/lock.js'
 import type { LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
 import { randomId } from '../util/random.js'
 import type { ContextStorage } from '../handle/context.js'
@@ -70,8 +70,6 @@ const workersClock: Clock = {
 }
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
-const TTL = [1_000, 3_600_000] as const
-const MAX_HOLD = 30 * 24 * 3_600_000
 /** How many times a failed call is asked again, at most. */
 const RETRIES = 3
 
@@ -180,10 +178,9 @@ export class WorkerStore implements LeaseOwner {
     const place = `${kind} ${name}`
     const o = handleOptions(options, place, kind === 'semaphore')
     // The object checks them too; checking here answers before anything is sent.
-    if (o.ttl < TTL[0] || o.ttl > TTL[1]) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
-    if (o.hasMaxHold && (o.maxHold <= 0 || o.maxHold > MAX_HOLD)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be 1ms to 30 days`)
+    const { ttl, maxHold } = leaseBounds(o, place)
     const resource = this.#resources.get(kind, name, o.limit)
-    return new WorkerLock(this, resource, o.limit, o.ttl, o.maxHold, o.wait)
+    return new WorkerLock(this, resource, o.limit, ttl, maxHold, o.wait)
   }
 
   /** The name of the object that keeps `key` of the lock or semaphore `name` (one of its shards). */

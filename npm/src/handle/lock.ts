@@ -191,6 +191,25 @@ export class Semaphore extends Lock {
   }
 }
 
+/** A lease's ttl (ms): 1 s to 1 h, as the engine bounds it (bounds.rs). */
+const TTL_MS = [1_000, 3_600_000] as const
+/** A lease's maxHold (ms): at most 30 days. */
+const MAX_HOLD_MS = 30 * 24 * 3_600_000
+
+/**
+ * A handle's `ttl` and `maxHold` (ms, from `handleOptions`) for a store whose engine is not in this
+ * process (Redis, the Workers' store), judged as a local store's engine judges them: in whole
+ * milliseconds (a maxHold of 0.5 ms is none, a ttl of 1 h and half a millisecond is 1 h), and named
+ * as given when refused. Answers them in whole ms.
+ */
+export function leaseBounds(o: { ttl: number; maxHold: number; hasMaxHold: boolean }, place: string): { ttl: number; maxHold: number } {
+  const ttl = Math.trunc(o.ttl)
+  const maxHold = Math.trunc(o.maxHold)
+  if (!(ttl >= TTL_MS[0] && ttl <= TTL_MS[1])) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
+  if (o.hasMaxHold && !(maxHold >= 1 && maxHold <= MAX_HOLD_MS)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be 1ms to 30 days`)
+  return { ttl, maxHold }
+}
+
 /** Parses a handle's options; throws `InvalidError` naming the bad one. */
 export function handleOptions(options: unknown, place: string, semaphore: boolean) {
   const o = checkOptions(options, place, semaphore ? ['ttl', 'maxHold', 'wait', 'limit'] : ['ttl', 'maxHold', 'wait'])

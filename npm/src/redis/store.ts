@@ -35,7 +35,7 @@ import { checkOptions } from '../util/options.js'
 import { closeOnce } from '../util/close-once.js'
 import { toMs } from '../util/duration.js'
 import { GrantedLease, type Lease, type LeaseOwner } from '../handle/lease.js'
-import { handleOptions } from '../handle/lock.js'
+import { handleOptions, leaseBounds } from '../handle/lock.js'
 import { clearTimer, isClock, setTimer, systemClock, type Clock } from '../util/clock.js'
 import { randomId } from '../util/random.js'
 import { runInLease } from '../handle/run-in-lease.js'
@@ -87,8 +87,6 @@ export interface RedisServerInfo {
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 const PREFIX = /^[A-Za-z0-9_.:-]{1,64}$/
-const TTL_MS = [1_000, 3_600_000] as const
-const MAX_HOLD_MS = 30 * 24 * 3_600_000
 /** How long past its wait this side waits for Redis's own answer to a hold. */
 const WAIT_GRACE = 1_000
 /** How long `inspect()` and opening wait for Redis. */
@@ -775,12 +773,7 @@ export class RedisStore implements LeaseOwner {
     if (this.#closed) throw new ClosedError(`${place}: ${this.#closed.message}`)
     if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`${kind}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
     const o = handleOptions(options, place, kind === 'semaphore')
-    // In whole milliseconds, as a local store's engine judges them (bounds.rs): a maxHold of 0.5 ms is
-    // none, a ttl of 1 h and half a millisecond is 1 h; named as given.
-    const ttl = Math.trunc(o.ttl)
-    const maxHold = Math.trunc(o.maxHold)
-    if (!(ttl >= TTL_MS[0] && ttl <= TTL_MS[1])) throw new InvalidError(`${place}: ttl ${o.ttl}ms must be 1s to 1h`)
-    if (o.hasMaxHold && !(maxHold >= 1 && maxHold <= MAX_HOLD_MS)) throw new InvalidError(`${place}: maxHold ${o.maxHold}ms must be 1ms to 30 days`)
+    const { ttl, maxHold } = leaseBounds(o, place)
     const resource = this.#resources.get(kind, name, o.limit)
     if (resource.limit !== o.limit)
       throw new InvalidError(`${place}: limit ${o.limit} differs from the limit ${resource.limit} this store's semaphore ${name} has`)

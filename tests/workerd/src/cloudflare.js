@@ -197,6 +197,9 @@ export async function cloudflare(op, q, env) {
   const options = { wait: q.get('wait') ?? '10s' }
   if (q.has('ttl')) options.ttl = q.get('ttl')
   if (q.has('maxHold')) options.maxHold = q.get('maxHold')
+  // As numbers of ms, which a URL's text cannot be: fractions of a ms.
+  if (q.has('ttlNum')) options.ttl = Number(q.get('ttlNum'))
+  if (q.has('maxHoldNum')) options.maxHold = Number(q.get('maxHoldNum'))
   const handle = q.has('limit') ? store.semaphore(name, { ...options, limit: Number(q.get('limit')) }) : store.lock(name, options)
   const stub = () => namespace.get(namespace.idFromName(objectName(name, key, shard === undefined ? undefined : { shard })))
   switch (op) {
