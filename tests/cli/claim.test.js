@@ -3,7 +3,7 @@
 // pools after the busy keys.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { run, serve } from './helpers.js'
+import { run, serve, start, until } from './helpers.js'
 
 test('claim takes units once per id (a retry answers the first claim), exits 1 when not enough is left, and inspect lists the pool', async t => {
   const server = await serve()
@@ -48,4 +48,25 @@ test('claim: usage mistakes and a pool that does not exist exit 2 with one line'
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}`)
     assert.match(r.stderr, /^holdfast: [^\n]+\n$/, args.join(' '))
   }
+})
+
+test('claim: a claim waiting in line when its server goes away exits 2 with one line, never 0 with nothing printed', async t => {
+  const server = await serve()
+  t.after(() => server.stop('SIGKILL'))
+  const args = ['--token-file', server.tokenFile]
+  const full = await run(['claim', server.url, 'seats', '1', '--capacity', '1', ...args])
+  assert.equal(full.code, 0, full.stderr)
+  const waiter = start(['claim', server.url, 'seats', '1', '--wait', '2s', ...args])
+  t.after(() => waiter.child.kill('SIGKILL'))
+  await until(async () => {
+    const r = await run(['inspect', server.url, '--json', ...args])
+    return JSON.parse(r.stdout || '[]').some(p => p.kind === 'pool' && p.waiting === 1)
+  }, 'the claim to wait in line')
+  await server.stop('SIGKILL')
+  // Its answer timers are the client's, which keep no process alive: with nothing else alive, the
+  // process ended there, exit 0 ("claimed") with nothing printed.
+  const r = await waiter.done
+  assert.equal(r.code, 2, `exit ${r.code}, stdout ${JSON.stringify(r.stdout)}`)
+  assert.equal(r.stdout, '')
+  assert.match(r.stderr, /^holdfast: [^\n]+\n$/)
 })

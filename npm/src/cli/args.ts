@@ -7,7 +7,23 @@
 import * as fs from 'node:fs'
 import { constants as osConstants } from 'node:os'
 import { connect, type KeyInfo, type LockOptions, type PoolInfo, type RemoteLock } from '../entry/node.js'
+import type { Clock } from '../util/clock.js'
 import { toMs } from '../util/duration.js'
+
+/** How much longer than `--wait` a hold or a claim may go unanswered (the server unreachable meanwhile). */
+export const ANSWER_MARGIN = 10_000
+
+/**
+ * The timers of the commands (the answer a hold or a claim waits for, the grace before SIGKILL),
+ * which keep the process alive, unlike a store's or a client's: a command's process has nothing else
+ * that does while its server is away, and ended there it would exit 0 with nothing said. Through
+ * `setTimer`, since `--wait 25d` is longer than a runtime's timer.
+ */
+export const cliClock: Clock = {
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: handle => clearTimeout(handle as ReturnType<typeof setTimeout>),
+}
 
 /** An error of the command line itself: printed as one line, exit 2. */
 export class UsageError extends Error {}

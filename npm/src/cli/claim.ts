@@ -4,8 +4,9 @@
  * error (usage, no token, unreachable server, a pool that does not exist, a server without pools).
  */
 
-import { connect } from '../entry/node.js'
-import { UsageError, clientToken, duration, parseArgs, type Spec } from './args.js'
+import { type ClaimResult, HoldfastError, connect } from '../entry/node.js'
+import { clearTimer, setTimer } from '../util/clock.js'
+import { ANSWER_MARGIN, UsageError, cliClock, clientToken, duration, parseArgs, type Spec } from './args.js'
 import { escapeControls } from './inspect.js'
 
 export const CLAIM_USAGE = `Usage: holdfast claim URL POOL N [--id ID] [--capacity C] [--wait DURATION] [--ttl DURATION]
@@ -48,7 +49,23 @@ export async function claim(args: string[]): Promise<number> {
   try {
     const pool = remote.pool(name, capacity === undefined ? undefined : { capacity })
     const id = options.get('id')
-    const got = await pool.claim(n, { wait, ...(id === undefined ? {} : { id }), ...(ttl === undefined ? {} : { ttl }) })
+    // The client's timers keep no process alive: with its server away, nothing else here did, and the
+    // process ended with the claim unanswered, exit 0 ("claimed") with nothing printed. A timer of the
+    // command's keeps it alive until an answer, the client's own (no answer at --wait and 1 s more: a
+    // ClosedError, exit 2), or this one's.
+    const unanswered = new AbortController()
+    const timer = setTimer(cliClock, () => unanswered.abort('no answer'), wait + ANSWER_MARGIN)
+    let got: ClaimResult
+    try {
+      got = await pool.claim(n, { wait, signal: unanswered.signal, ...(id === undefined ? {} : { id }), ...(ttl === undefined ? {} : { ttl }) })
+    } catch (error) {
+      if (unanswered.signal.aborted && error instanceof HoldfastError && error.code === 'cancelled') {
+        throw new UsageError(`claim: ${url}: no answer from the server within --wait and ${ANSWER_MARGIN / 1000}s more`)
+      }
+      throw error
+    } finally {
+      clearTimer(cliClock, timer)
+    }
     if (!got.claimed) {
       process.stdout.write(`not claimed: ${got.remaining} left\n`)
       return 1

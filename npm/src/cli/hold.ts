@@ -5,8 +5,21 @@
 
 import { spawn } from 'node:child_process'
 import { HoldfastError, InUseError, type Lease } from '../entry/node.js'
-import { clearTimer, setTimer, type Clock } from '../util/clock.js'
-import { UsageError, age, duration, errnoText, openClient, parseArgs, signalNumber, warn, type ClientStore, type Spec } from './args.js'
+import { clearTimer, setTimer } from '../util/clock.js'
+import {
+  ANSWER_MARGIN,
+  UsageError,
+  age,
+  cliClock,
+  duration,
+  errnoText,
+  openClient,
+  parseArgs,
+  signalNumber,
+  warn,
+  type ClientStore,
+  type Spec,
+} from './args.js'
 
 export const HOLD_USAGE = `Usage: holdfast hold URL LOCK KEY [OPTIONS] -- COMMAND [ARGS...]
 
@@ -41,19 +54,6 @@ Exit status:
 `
 
 type Outcome = { code: number } | { spawnError: NodeJS.ErrnoException }
-
-/** How much longer than `--wait` a hold may go unanswered (the server unreachable meanwhile). */
-const ANSWER_MARGIN = 10_000
-
-/**
- * The timers of `hold` (the answer it waits for, the grace before SIGKILL), which keep the process
- * alive, unlike a store's; through `setTimer`, since `--wait 25d` is longer than a runtime's timer.
- */
-const cliClock: Clock = {
-  now: () => performance.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: handle => clearTimeout(handle as ReturnType<typeof setTimeout>),
-}
 
 export async function hold(args: string[]): Promise<number> {
   const split = args.indexOf('--')
