@@ -4,9 +4,11 @@
 // wait leaves the line.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { openStore, fileStorage, InvalidError, CancelledError, ClosedError, LostError, StorageError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 import { openTestStore, settle, isSettled } from './helpers.js'
@@ -682,4 +684,17 @@ test('#16: a storage that keeps failing the pools\' writes is tried again after 
   failing = true
   await assert.rejects(seats.claim(1), e => e.code === 'storage')
   await store.close() // a retry pending: made once, at once, and not again when it fails
+})
+
+test('POOL-02: a claim whose write waits for the retry of a failed pools\' write is answered, even with nothing else alive in the process', async () => {
+  // The retry's timer was the store's, which keeps no process alive: on Node the process ended at
+  // that wait (exit 13, "unsettled top-level await"), the claim unanswered. A fresh process, as it needs one.
+  const child = spawn(process.execPath, [...(globalThis.Deno ? ['run', '-A'] : []), join(dirname(fileURLToPath(import.meta.url)), 'pool-retry-child.js')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let out = ''
+  child.stdout.on('data', chunk => (out += chunk))
+  const code = await new Promise(resolve => child.once('exit', resolve))
+  assert.equal(code, 0, `exit ${code}, printed ${JSON.stringify(out)}`)
+  assert.deepEqual(JSON.parse(out), { failed: 'storage', retried: true })
 })

@@ -377,6 +377,46 @@ fn pool_02_a_failed_write_takes_its_claims_back_and_the_next_write_is_a_snapshot
 }
 
 #[test]
+fn pool_02_a_write_is_awaited_while_a_request_waits_for_it_not_for_a_snapshot_owed_alone() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 3).unwrap();
+    flush(&mut e, &mut disk, 0);
+    assert!(!e.pool_write_awaited());
+    let a = writing(claim(&mut e, p, 1, "a", 0));
+    assert!(
+        e.pool_write_awaited(),
+        "the claim's answer waits for the next write"
+    );
+    let w = e.poll_pool_write().unwrap();
+    assert!(
+        !e.pool_write_awaited(),
+        "taken: it waits for the write under way"
+    );
+    e.pool_write_failed(w.seq, 1);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::PoolFailed {
+            req: a,
+            why: Failure::Storage
+        }]
+    );
+    // A snapshot is owed (the failed write may have landed), and nobody waits for it.
+    assert!(e.pool_write_wanted() && !e.pool_write_awaited());
+    let b = writing(claim(&mut e, p, 1, "b", 1));
+    assert!(
+        e.pool_write_awaited(),
+        "a claim made before the retry waits for it"
+    );
+    assert_eq!(e.cancel_claim(b, 2).unwrap(), Cancelled::Released);
+    assert!(
+        !e.pool_write_awaited(),
+        "a claim given up waits for nothing"
+    );
+    e.check();
+}
+
+#[test]
 fn pool_02_segments_are_read_back_in_order_and_a_snapshot_comes_before_a_slot_is_reused() {
     let mut e = opened();
     let mut disk = Disk::new();

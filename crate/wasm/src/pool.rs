@@ -147,6 +147,12 @@ impl Core {
         self.inner.borrow().engine.pool_write_wanted()
     }
 
+    /// Whether a pool request's answer waits for the next pools' write (not one under way).
+    #[wasm_bindgen(js_name = poolWriteAwaited)]
+    pub fn pool_write_awaited(&self) -> bool {
+        self.inner.borrow().engine.pool_write_awaited()
+    }
+
     /// The pools' write to make now, `{ seq, keys, values }` (set each key to its value, in order),
     /// or `undefined` when none is wanted. Every pool request waiting for a write waits for this one,
     /// answered by `poolWritten(seq, ...)`.

@@ -35,6 +35,13 @@
  *   close fails: it carries the undos of the claims the close ended), and a write taken during the
  *   close that fails is not followed by another: close waits on a broken storage for one write at most
  *   beyond the one under way.
+ * - That wait's timer keeps the process alive (`keepAlive`) once a request's answer waits for the
+ *   write it comes before (`core.poolWriteAwaited()`: a claim that took its units, a release, a
+ *   confirm, a resize made since the failure): holdfast's own work owes it an answer, at most
+ *   `LAST_RETRY` away, kept or failed — unlike a wait for units, which waits for the caller's code
+ *   (README: its timers never keep the process alive). Before, on Node, a process with nothing else
+ *   alive ended there, the claim unanswered (exit 13). A snapshot owed alone keeps nothing alive: a
+ *   storage that keeps failing never keeps an idle process from ending.
  *
  * Who pokes: the pool calls (room.ts), and the host after its timer, its fence writes and its close.
  * A hold that acts on a pool's deadline (a ttl running out, a waiting claim then taking its units)
@@ -44,7 +51,7 @@
 import { type Core, PoolReader } from '../../wasm/holdfast_wasm.js'
 import { StorageError, fromEngine } from '../errors.js'
 import type { Storage } from '../storage/storage.js'
-import type { Clock } from '../util/clock.js'
+import { type Clock, keepAlive } from '../util/clock.js'
 
 /** The wait before the write that follows a failed one (ms), doubled while writes keep failing. */
 export const FIRST_RETRY = 10
@@ -108,6 +115,8 @@ export class PoolWrites {
   /** The timer of the write that follows a failed one, and the wait it had (see # Invariants). */
   #retryTimer: unknown = undefined
   #retryWait = 0
+  /** That timer keeps the process alive: a request's answer waits for the write it comes before. */
+  #retryKept = false
   /** The store is closing (`landed()` was called). */
   #closing = false
   /** A write was taken since the store began closing: if it fails, none follows it. */
@@ -123,7 +132,8 @@ export class PoolWrites {
 
   /** After a call that may have changed a pool: schedules the flush if a write is wanted. */
   poke(): void {
-    if (this.#scheduled || this.#inFlight || this.#stopped || this.#retryTimer !== undefined) return
+    if (this.#retryTimer !== undefined) return this.#keepRetry()
+    if (this.#scheduled || this.#inFlight || this.#stopped) return
     let wanted: boolean
     try {
       wanted = this.#host.core.poolWriteWanted()
@@ -234,12 +244,30 @@ export class PoolWrites {
         this.#retryTimer = undefined
         this.poke()
       }, this.#retryWait)
+      this.#retryKept = false
+      // A waiting claim served from the units the failed write gave back waits for the retry already.
+      this.#keepRetry()
       return this.#wakeLanded()
     }
     this.#retryWait = 0
     // The changes made while it was under way go in the next write.
     this.poke()
     if (!this.#scheduled && !this.#inFlight) this.#wakeLanded()
+  }
+
+  /** During the wait before a retry: its timer keeps the process alive once a request awaits the retry (see # Invariants). */
+  #keepRetry(): void {
+    if (this.#retryKept) return
+    let awaited: boolean
+    try {
+      awaited = this.#host.core.poolWriteAwaited()
+    } catch (error) {
+      this.#host.trap(error)
+      return
+    }
+    if (!awaited) return
+    this.#retryKept = true
+    keepAlive(this.#retryTimer)
   }
 
   #wakeLanded(): void {

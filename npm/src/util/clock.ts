@@ -36,6 +36,16 @@ export const systemClock: Clock = {
 }
 
 /**
+ * Makes timer `handle` of a clock keep the process alive after all (Node, Bun: `systemClock`'s keep
+ * none; Deno's keep it anyway), for a timer whose end answers a caller holdfast's own work still owes
+ * an answer, not one waiting for the caller's code (the retry of a failed pools' write, writes.ts). A
+ * handle without `ref` (a test's clock) is left as it is.
+ */
+export function keepAlive(handle: unknown): void {
+  ;(handle as { ref?: () => void } | null)?.ref?.()
+}
+
+/**
  * Calls `fn` after `ms` on `clock`, however long `ms` is (see # Long timers); a delay up to
  * `LONGEST_TIMER` is one timer of the clock's, as before. Cancel it with `clearTimer`.
  */

@@ -167,6 +167,12 @@ impl Engine {
         self.pools.write_wanted()
     }
 
+    /// Whether a pool request's answer waits for the next pools' write (not one under way): a host
+    /// that waits before making that write (a retry after a failed one) keeps its process alive.
+    pub fn pool_write_awaited(&self) -> bool {
+        self.pools.write_awaited()
+    }
+
     /// Whether a pool write was taken and not yet answered. A host that lets its storage go waits
     /// for it first.
     pub fn pool_write_pending(&self) -> bool {

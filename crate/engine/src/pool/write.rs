@@ -28,6 +28,15 @@ impl Pools {
         self.writer.dirty && self.writer.inflight.is_none()
     }
 
+    /// Whether a request's answer waits for the next write (a claim that took its units, a
+    /// release, a confirm, a resize): that write answers it, kept or failed.
+    pub fn write_awaited(&self) -> bool {
+        self.writer
+            .next
+            .iter()
+            .any(|&req| self.reqs.get(req).is_some())
+    }
+
     /// Whether a write was taken and not yet answered.
     pub fn write_pending(&self) -> bool {
         self.writer.inflight.is_some()
