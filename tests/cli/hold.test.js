@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { createServer } from 'node:net'
 import { fileAppears, processGone, run, serve, start, tempDir, until } from './helpers.js'
 
 test('the command gets the fence and its exit status passes through', async t => {
@@ -166,4 +167,26 @@ test('SIGINT while waiting for the key cancels the wait: exit 130, nothing ran',
   assert.equal(w.code, 130, w.stderr)
   assert.ok(!existsSync(join(dir, 'ran')))
   await until(async () => / 0$/m.test((await run(['inspect', server.url, '--token-file', server.tokenFile])).stdout), 'the waiter to leave the line')
+})
+
+test('SIGINT while connecting to a server that does not answer ends the wait at once: exit 130, nothing ran', async t => {
+  // A listener that takes the connection and never answers its WebSocket upgrade.
+  const sockets = []
+  const silent = createServer(socket => sockets.push(socket))
+  await new Promise(resolve => silent.listen(0, '127.0.0.1', resolve))
+  t.after(() => {
+    for (const s of sockets) s.destroy()
+    silent.close()
+  })
+  const dir = tempDir()
+  const url = `ws://127.0.0.1:${silent.address().port}`
+  const waiter = start(['hold', url, 'jobs', 'int', '--', 'touch', join(dir, 'ran')], { env: { HOLDFAST_TOKEN: 'a-token-nobody-reads' } })
+  t.after(() => waiter.child.kill('SIGKILL'))
+  await until(() => sockets.length > 0, 'holdfast hold to connect')
+  waiter.child.kill('SIGINT')
+  // It was ignored until the connect gave up, 10 s later: exit 2, "no answer to the WebSocket upgrade".
+  const w = await waiter.done
+  assert.equal(w.code, 130, w.stderr)
+  assert.equal(w.stderr, '')
+  assert.ok(!existsSync(join(dir, 'ran')))
 })

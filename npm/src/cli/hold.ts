@@ -91,8 +91,14 @@ export async function hold(args: string[]): Promise<number> {
   let lost: Lease | undefined
   let answerTimer: unknown
   try {
-    remote = await openClient(url, options.get('token-file'), 'hold')
-    if (waiting.signal.aborted) return 128 + signalNumber(waiting.signal.reason as NodeJS.Signals)
+    // A signal ends the wait for a connection too, at once: a server that takes the connection and
+    // never answers its upgrade kept holdfast deaf to SIGINT until the connect gave up (10 s).
+    const opening = openClient(url, options.get('token-file'), 'hold')
+    const opened = await Promise.race([opening, aborted(waiting.signal)])
+    // The connect goes on unless it failed: its client, if it comes, is let go.
+    if (opened === undefined) void opening.then(client => client.close()).catch(() => {})
+    remote = opened
+    if (remote === undefined || waiting.signal.aborted) return 128 + signalNumber(waiting.signal.reason as NodeJS.Signals)
     const lock = remote.lock(name, maxHold === undefined ? { ttl, wait } : { ttl, wait, maxHold })
     // A hold the server never answers (it went away and stays away) ends some time after its wait.
     if (Number.isFinite(wait)) answerTimer = setTimer(cliClock, () => waiting.abort('no answer'), wait + ANSWER_MARGIN)
@@ -142,6 +148,14 @@ export async function hold(args: string[]): Promise<number> {
     if (answerTimer !== undefined) clearTimer(cliClock, answerTimer)
     await remote?.close().catch(() => {})
   }
+}
+
+/** Resolves (to nothing) once `signal` aborts. */
+function aborted(signal: AbortSignal): Promise<undefined> {
+  return new Promise(resolve => {
+    if (signal.aborted) resolve(undefined)
+    else signal.addEventListener('abort', () => resolve(undefined), { once: true })
+  })
 }
 
 /** Runs the command under `lease`: stopped (TERM, then KILL after `grace`) if the lease is lost. */
