@@ -11,7 +11,7 @@ URL may be a Redis (redis://HOST:PORT): the keys holdfast/redis keeps there.
 
 Options:
   --token-file FILE  the server's token (default: the environment variable HOLDFAST_TOKEN)
-  --json             print the keys as JSON instead of a table
+  --json             print the keys and pools as one JSON array instead of tables
   -h, --help         this text
 `
 
