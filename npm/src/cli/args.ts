@@ -25,6 +25,14 @@ export const cliClock: Clock = {
   clearTimeout: handle => clearTimeout(handle as ReturnType<typeof setTimeout>),
 }
 
+/** Resolves (to nothing) once `signal` aborts: a command's wait for a connection, raced with its signals. */
+export function aborted(signal: AbortSignal): Promise<undefined> {
+  return new Promise(resolve => {
+    if (signal.aborted) resolve(undefined)
+    else signal.addEventListener('abort', () => resolve(undefined), { once: true })
+  })
+}
+
 /** An error of the command line itself: printed as one line, exit 2. */
 export class UsageError extends Error {}
 

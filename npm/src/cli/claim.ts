@@ -4,9 +4,9 @@
  * error (usage, no token, unreachable server, a pool that does not exist, a server without pools).
  */
 
-import { type ClaimResult, HoldfastError, connect } from '../entry/node.js'
+import { type ClaimResult, HoldfastError, type Pool, connect } from '../entry/node.js'
 import { clearTimer, setTimer } from '../util/clock.js'
-import { ANSWER_MARGIN, UsageError, cliClock, clientToken, duration, parseArgs, type Spec } from './args.js'
+import { ANSWER_MARGIN, UsageError, aborted, cliClock, clientToken, duration, parseArgs, signalNumber, type Spec } from './args.js'
 import { escapeControls } from './inspect.js'
 
 export const CLAIM_USAGE = `Usage: holdfast claim URL POOL N [--id ID] [--capacity C] [--wait DURATION] [--ttl DURATION]
@@ -24,6 +24,8 @@ Options:
   --ttl DURATION       the units come back by themselves this long after the claim
   --token-file FILE    the server's token (default: the environment variable HOLDFAST_TOKEN)
   -h, --help           this text
+
+SIGINT, SIGTERM or SIGHUP while it connects or waits cancel the claim (exit 128+n).
 
 Exit status: 0 claimed (prints "claimed ID: N units, R left"); 1 not enough left (prints
 "not claimed: R left"); 2 any other error (usage, no token, unreachable server, a server
@@ -43,23 +45,40 @@ export async function claim(args: string[]): Promise<number> {
   const capacity = options.has('capacity') ? wholeNumber(options.get('capacity')!, '--capacity') : undefined
   const wait = duration(options.get('wait'), 'wait', 0)
   const ttl = options.has('ttl') ? duration(options.get('ttl'), 'ttl', 0) : undefined
-  const remote = /^rediss?:\/\//.test(url)
-    ? await (await import('../redis/index.js')).openRedisStore({ url })
-    : await connect(url, { token: clientToken(options.get('token-file'), 'claim') })
+  const token = /^rediss?:\/\//.test(url) ? undefined : clientToken(options.get('token-file'), 'claim')
+
+  // SIGINT, SIGTERM and SIGHUP cancel the claim, as they cancel a hold's wait: the client cancels it
+  // on the server and says goodbye, and the command exits 128+n. Uncaught, they killed the process,
+  // which left the server a dropped connection to find. From the answer on they are ignored: the
+  // process exits right after.
+  const ended = new AbortController()
+  const onSignal = (signal: NodeJS.Signals) => ended.abort(signal)
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
+  for (const s of signals) process.on(s, onSignal)
+  const cancelled = () => 128 + signalNumber(ended.signal.reason as NodeJS.Signals)
+
+  const opening: Promise<Store> =
+    token === undefined ? import('../redis/index.js').then(({ openRedisStore }) => openRedisStore({ url })) : connect(url, { token })
+  const remote = await Promise.race([opening, aborted(ended.signal)])
+  if (remote === undefined) {
+    void opening.then(client => client.close()).catch(() => {})
+    return cancelled()
+  }
   try {
+    if (ended.signal.aborted) return cancelled()
     const pool = remote.pool(name, capacity === undefined ? undefined : { capacity })
     const id = options.get('id')
     // The client's timers keep no process alive: with its server away, nothing else here did, and the
     // process ended with the claim unanswered, exit 0 ("claimed") with nothing printed. A timer of the
     // command's keeps it alive until an answer, the client's own (no answer at --wait and 1 s more: a
     // ClosedError, exit 2), or this one's.
-    const unanswered = new AbortController()
-    const timer = setTimer(cliClock, () => unanswered.abort('no answer'), wait + ANSWER_MARGIN)
+    const timer = setTimer(cliClock, () => ended.abort('no answer'), wait + ANSWER_MARGIN)
     let got: ClaimResult
     try {
-      got = await pool.claim(n, { wait, signal: unanswered.signal, ...(id === undefined ? {} : { id }), ...(ttl === undefined ? {} : { ttl }) })
+      got = await pool.claim(n, { wait, signal: ended.signal, ...(id === undefined ? {} : { id }), ...(ttl === undefined ? {} : { ttl }) })
     } catch (error) {
-      if (unanswered.signal.aborted && error instanceof HoldfastError && error.code === 'cancelled') {
+      if (ended.signal.aborted && error instanceof HoldfastError && error.code === 'cancelled') {
+        if (ended.signal.reason !== 'no answer') return cancelled()
         throw new UsageError(`claim: ${url}: no answer from the server within --wait and ${ANSWER_MARGIN / 1000}s more`)
       }
       throw error
@@ -75,6 +94,12 @@ export async function claim(args: string[]): Promise<number> {
   } finally {
     await remote.close().catch(() => {})
   }
+}
+
+/** What `claim` uses of a store over a connection or in Redis. */
+interface Store {
+  pool(name: string, options?: { capacity: number }): Pool
+  close(): Promise<void>
 }
 
 /** A whole number of units, from the command line. */

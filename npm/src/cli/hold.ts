@@ -9,6 +9,7 @@ import { clearTimer, setTimer } from '../util/clock.js'
 import {
   ANSWER_MARGIN,
   UsageError,
+  aborted,
   age,
   cliClock,
   duration,
@@ -148,14 +149,6 @@ export async function hold(args: string[]): Promise<number> {
     if (answerTimer !== undefined) clearTimer(cliClock, answerTimer)
     await remote?.close().catch(() => {})
   }
-}
-
-/** Resolves (to nothing) once `signal` aborts. */
-function aborted(signal: AbortSignal): Promise<undefined> {
-  return new Promise(resolve => {
-    if (signal.aborted) resolve(undefined)
-    else signal.addEventListener('abort', () => resolve(undefined), { once: true })
-  })
 }
 
 /** Runs the command under `lease`: stopped (TERM, then KILL after `grace`) if the lease is lost. */
