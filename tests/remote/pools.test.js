@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { WebSocketServer } from 'ws'
 import { openStore, connect, memoryStorage, InvalidError, CancelledError, ClosedError, LostError } from 'holdfast'
+import { manualClock } from 'holdfast/testing'
 import { encode, encodeServer, CLIENT } from './frames.js'
 import { TOKEN, rawClient, refusedUnauthenticated, sleep } from './helpers.js'
 
@@ -624,3 +625,41 @@ test('#16: an unauthenticated caller is refused pools as it is locks: a claim, a
   assert.deepEqual(store.inspect().find(e => e.kind === 'pool')?.capacity, 3, 'nor resized')
   await store.close()
 })
+
+test('POOL-04 across a dropped connection: a waiting claim asked again once the client is back waits only what is left of its wait, and is answered not claimed when it runs out, not ClosedError', async t => {
+  const serverClock = manualClock(1_000_000)
+  const clientClock = manualClock(0)
+  const advance = ms => (serverClock.advance(ms), clientClock.advance(ms))
+  const store = await openStore({ storage: memoryStorage(), clock: serverClock })
+  t.after(() => store.close())
+  const server = await store.serve({ port: 0, token: TOKEN })
+  const client = await connect(server.url, { token: TOKEN, clock: clientClock })
+  t.after(() => client.close())
+  const waiting = () => store.inspect().find(e => e.kind === 'pool')?.waiting
+  const seats = client.pool('seats', { capacity: 1 })
+  assert.equal((await seats.claim(1)).claimed, true)
+  let answer
+  void seats.claim(1, { wait: 10_000 }).then(
+    r => (answer = r),
+    e => (answer = e),
+  )
+  await until(() => waiting() === 1, 'the claim in line')
+  advance(8_000)
+  client._dropConnectionForTest()
+  await until(() => client._redialingForTest && waiting() === 0, 'the drop, seen by both sides')
+  advance(100)
+  await until(() => !client._redialingForTest && waiting() === 1, 'the claim in line again')
+  // Its wait ran out 10 s after it was asked. Asked again with the whole wait, the server kept it in
+  // line until 18.1 s; the client gave up at 11 s (its wait and a grace): ClosedError, "no answer
+  // from ... within the wait", from a server that answered everything.
+  advance(3_500)
+  await until(() => answer !== undefined, 'the answer')
+  assert.deepEqual(answer, { claimed: false, remaining: 0 })
+})
+
+/** Polls `check` until it answers truthy; fails after 10 s (a hang, never a speed check). */
+async function until(check, what) {
+  for (const end = Date.now() + 10_000; !check(); await sleep(10)) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+  }
+}

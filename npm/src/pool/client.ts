@@ -89,6 +89,8 @@ class Ask {
   off: (() => void) | undefined
   constructor(
     readonly wait: number,
+    /** When its wait runs out, on the link's clock (Infinity: never). */
+    readonly deadline: number,
     readonly ttl: number,
     readonly resolve: (result: ClaimResult) => void,
     readonly reject: (error: Error) => void,
@@ -180,7 +182,7 @@ export class RemotePools implements PoolStore {
       if (p && p.n !== request.n) return reject(new InvalidError(`${place}: is being claimed for ${p.n} units; asked again for ${request.n}`))
       if (!p) this.#pending.set(key, (p = new PendingClaim(pool, request.n, id)))
       const claim = p
-      const ask = new Ask(request.wait, request.ttl, resolve, reject)
+      const ask = new Ask(request.wait, this.#link.clock.now() + request.wait, request.ttl, resolve, reject)
       claim.asks.add(ask)
       const signal = request.signal
       if (signal) {
@@ -233,7 +235,11 @@ export class RemotePools implements PoolStore {
     })
   }
 
-  /** Sends (or sends again, after a reconnect) one ask of a claim, and acts on its answer. */
+  /**
+   * Sends (or sends again, after a reconnect) one ask of a claim, and acts on its answer. Sent again,
+   * it waits only what is left of its wait: with the whole wait again, the server kept it in line past
+   * the caller's, and this side's timer gave it up first (`ClosedError`, not `claimed: false`).
+   */
   #ask(key: string, p: PendingClaim, ask: Ask): void {
     const pool = p.pool
     this.#link.send(
@@ -243,7 +249,7 @@ export class RemotePools implements PoolStore {
         capacity: this.#capacities.carried(pool),
         n: p.n,
         claim: p.id,
-        wait: ask.wait === Infinity ? null : ask.wait,
+        wait: ask.wait === Infinity ? null : Math.min(ask.wait, Math.max(0, Math.ceil(ask.deadline - this.#link.clock.now()))),
         ttl: ask.ttl,
       },
       answer => {
