@@ -1,6 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { batchOf, encodeClient, type ServerFrame } from '../src/remote/wire.js'
+import { REVISION, batchOf, decodeServerAll, encodeClient, type ServerFrame } from '../src/remote/wire.js'
+import { Session } from '../src/remote/session.js'
+import type { Socket } from '../src/runtime/transport.js'
 import { servedSession } from './served.js'
 
 /**
@@ -13,12 +15,12 @@ import { servedSession } from './served.js'
 const request = (i: number) => i.toString(16).padStart(32, '0')
 
 async function served(maxHolds: number) {
-  const { store, send, frames } = await servedSession()
+  const { store, send, frames, protocol, session } = await servedSession()
   store._setMaxHolds(maxHolds)
   const hold = (i: number, key: string, wait: number | null) =>
     encodeClient(i, { type: 'hold', semaphore: false, limit: 1, name: 'x', key, ttl: 30_000, maxHold: 0, wait, request: request(i) })
   const release = (id: number, lease: string) => encodeClient(id, { type: 'release', lease })
-  return { store, send, hold, release, frames }
+  return { store, send, hold, release, frames, protocol, session }
 }
 
 const granted = (frames: ServerFrame[], id: number) => {
@@ -84,6 +86,64 @@ test('#17 LOCK-05: a release of a lease id no request holds (never granted, or r
       [7, 'granted'],
     ],
     'released once (the second release is of a lease no longer held), and counted out once: a new hold fits',
+  )
+  await s.store.close()
+})
+
+test("LOCK-01: a release and a cancel sent again on a new connection (their first may have been read before the drop) never end the lease of the key's next holder", async () => {
+  const s = await served(100)
+  // Another client's connection, on the same protocol and store.
+  const sentB: Uint8Array[] = []
+  const socketB = { send: (f: Uint8Array) => void sentB.push(f), close() {}, onMessage() {}, onClose() {} } as unknown as Socket
+  const b = new Session(2, socketB, s.protocol)
+  s.protocol.frame(b, encodeClient(1, { type: 'hello', revision: REVISION, token: 'token', client: 'test' }))
+  const framesB = () => sentB.splice(0).flatMap(m => decodeServerAll(m))
+  framesB()
+
+  // The first client holds a, releases it (read), and its connection drops; b is next in line.
+  s.send(s.hold(1, 'a', null))
+  const first = granted(s.frames(), 1)
+  s.protocol.frame(
+    b,
+    encodeClient(2, { type: 'hold', semaphore: false, limit: 1, name: 'x', key: 'a', ttl: 30_000, maxHold: 0, wait: null, request: request(99) }),
+  )
+  assert.deepEqual(framesB(), [], 'b waits')
+  s.send(s.release(0, first.lease))
+  const next = granted(framesB(), 2)
+  assert.ok(next.fence > first.fence)
+  s.protocol.dropped(s.session)
+
+  // Reconnected, the first client sends again what it could not know was read: the release, and a cancel of its request.
+  const sentC: Uint8Array[] = []
+  const socketC = { send: (f: Uint8Array) => void sentC.push(f), close() {}, onMessage() {}, onClose() {} } as unknown as Socket
+  const c = new Session(3, socketC, s.protocol)
+  s.protocol.frame(c, encodeClient(1, { type: 'hello', revision: REVISION, token: 'token', client: 'test' }))
+  s.protocol.frame(c, batchOf([s.release(2, first.lease), encodeClient(3, { type: 'cancel', request: request(1) }), s.hold(4, 'a', 0)], false))
+  assert.deepEqual(
+    sentC
+      .splice(1)
+      .flatMap(m => decodeServerAll(m))
+      .map(f => [f.id, f.type]),
+    [
+      [2, 'done'],
+      [3, 'done'],
+      [4, 'busy'],
+    ],
+    'answered, and a is still held: one holder at a time',
+  )
+  assert.deepEqual(
+    s.store
+      .inspectKeys()
+      .find(k => k.key === 'a')
+      ?.holders.map(h => h.fence),
+    [next.fence],
+    'b holds a, with its fence',
+  )
+  // b's lease is b's to renew and release.
+  s.protocol.frame(b, encodeClient(3, { type: 'renew', lease: next.lease }))
+  assert.deepEqual(
+    framesB().map(f => f.type),
+    ['renewed'],
   )
   await s.store.close()
 })

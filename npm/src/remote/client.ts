@@ -28,7 +28,9 @@
  * The client reconnects by itself, with backoff, and asks again for every hold it has (the same
  * request id): a held key answers with the same lease and fence, a waiting hold keeps its place.
  * A lease released, or a hold given up (its signal, its wait), while the connection is down is
- * released or cancelled first on the next connection (`#unsent`), rather than held there until its ttl.
+ * released or cancelled first on the next connection (`#unsent`), rather than held there until its ttl;
+ * so is a release that went on a connection that dropped before the server answered a frame sent
+ * after it (`#unconfirmed`, unconfirmed-releases.ts: a release is not answered).
  * `close()` says goodbye, which releases its leases at once. A connection not open and welcomed
  * within `CONNECT_PATIENCE` is cut: `connect()` rejects `ClosedError`, a reconnect dials again. A
  * connection that goes silent while an answer is awaited on it (a server stopped, a connection that
@@ -74,6 +76,7 @@ import { settledWithin, systemClock, type Clock } from '../util/clock.js'
 import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
 import { Heartbeat } from './heartbeat.js'
+import { UnconfirmedReleases } from './unconfirmed-releases.js'
 import { type HashTable, intTable } from '../util/hash-table.js'
 import { randomId, randomWord } from '../util/random.js'
 import { keepSettlers, settlers } from '../util/settlers.js'
@@ -273,6 +276,7 @@ export class RemoteStore implements LeaseOwner {
   readonly #onGranted: OnGranted = (id, fence, ttl, revokeIn, l0, l1, l2, l3) => {
     const p = this.#answers.take(id)
     if (p === undefined) return
+    if (this.#unconfirmed.any) this.#unconfirmed.answered(id, this.#nextFrame)
     if (p instanceof Pending) this.#grantAnswered(p, fence, ttl, revokeIn, l0, l1, l2, l3)
     else p({ id, type: 'granted', request: '', lease: hexOfWords(l0, l1, l2, l3), fence, ttl, revokeIn })
   }
@@ -323,6 +327,13 @@ export class RemoteStore implements LeaseOwner {
    * whose frame went are cancelled, so this holds no more than the holds the server was sent.
    */
   #unsent: LetGo[] = []
+  /**
+   * Releases sent on this connection (unanswered: frame id 0) before any frame the server answered:
+   * they may be lost with it, and go to `#unsent` if it drops (see unconfirmed-releases.ts). The
+   * heartbeat counts them as answers awaited, so that a connection gone half-open after a release
+   * is found silent and dropped, and the release sent again on the next, well within most ttls.
+   */
+  readonly #unconfirmed = new UnconfirmedReleases(LAST_FRAME)
 
   /** @internal Use `connect()`. */
   constructor(
@@ -355,7 +366,7 @@ export class RemoteStore implements LeaseOwner {
     )
     this.#heartbeat = new Heartbeat(clock, {
       heard: () => this.#receivedAt,
-      awaiting: () => this.#welcomed && this.#socket !== undefined && this.#revision >= HEARTBEAT && this.#answers.size > 0,
+      awaiting: () => this.#welcomed && this.#socket !== undefined && this.#revision >= HEARTBEAT && (this.#answers.size > 0 || this.#unconfirmed.any),
       ping: () => this.#send({ type: 'ping' }, () => {}),
       silent: () => {
         const socket = this.#socket!
@@ -492,6 +503,8 @@ export class RemoteStore implements LeaseOwner {
     if (frame.id === 0 && frame.type === 'error') this.#refusal = frame
     const answer = this.#answers.take(frame.id)
     if (answer) {
+      // An answer to a frame sent after a release proves the release was read (frames act in order).
+      if (this.#unconfirmed.any) this.#unconfirmed.answered(frame.id, this.#nextFrame)
       if (answer instanceof Pending) this.#holdAnswered(answer, frame)
       else answer(frame)
     }
@@ -548,6 +561,9 @@ export class RemoteStore implements LeaseOwner {
     this.#socket = undefined
     // A new connection's silence counts from its own first frame.
     this.#heartbeat.stop()
+    // Releases it carried that may not have been read go first on the next connection, as if they
+    // had been made while it was down.
+    if (this.#unconfirmed.any) this.#unconfirmed.take((l0, l1, l2, l3) => this.#unsent.push({ type: 'release', lease: hexOfWords(l0, l1, l2, l3) }))
     // Every answer awaited on this connection is lost with it; their askers ask again.
     // (In the order they were asked: frame ids count up from the oldest, wrapping past LAST_FRAME.)
     const { keys, values } = this.#answers.drain()
@@ -619,6 +635,7 @@ export class RemoteStore implements LeaseOwner {
       }
     }
     this.#unsent = []
+    this.#unconfirmed.clear()
     // Every hold was answered: timers left set would keep this client alive until they fired.
     this.#first.clear()
     this.#waits.clear()
@@ -881,13 +898,19 @@ export class RemoteStore implements LeaseOwner {
   /**
    * Lets a lease go on the server. Frame id 0: no answer wanted. Frames of one connection arrive in
    * order, so a hold sent after this release finds the key released. With the connection down it
-   * goes first on the next one (`#unsent`); one lost with a connection that drops after it went (or
-   * that went half-open unseen) ends at its ttl.
+   * goes first on the next one (`#unsent`); sent, it is kept unconfirmed until the server answers a
+   * frame sent after it, and goes first on the next connection if this one drops before that
+   * (`#unconfirmed`).
    */
   #releaseLease(l0: number, l1: number, l2: number, l3: number): void {
     const socket = this.#socket
     try {
-      if (socket) return socket.send(encodeReleaseOf(0, l0, l1, l2, l3))
+      if (socket) {
+        socket.send(encodeReleaseOf(0, l0, l1, l2, l3))
+        this.#unconfirmed.sent(this.#nextFrame, l0, l1, l2, l3)
+        this.#heartbeat.awaited()
+        return
+      }
     } catch {
       // the connection is gone: as if it were down
     }

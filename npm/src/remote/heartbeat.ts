@@ -10,10 +10,11 @@
  * pool's release, a waiting hold's grant — waits until the connection ends, which may be never.
  *
  * Invariants:
- * - It beats only while an answer is awaited (`HeartbeatHost.awaiting`): an idle client sends
- *   nothing, so that it does not wake a server that sleeps (a Durable Object), and its timer ends at
- *   the first beat that finds nothing awaited (at most 15 s on; at once when the client ends or its
- *   connection drops: `stop`).
+ * - It beats only while an answer is awaited (`HeartbeatHost.awaiting`; for the client, a release
+ *   not yet known read counts: see unconfirmed-releases.ts): an idle client sends nothing, but the
+ *   one ping that confirms its last release, so that it does not wake a server that sleeps (a
+ *   Durable Object), and its timer ends at the first beat that finds nothing awaited (at most 15 s
+ *   on; at once when the client ends or its connection drops: `stop`).
  * - Silence counts from the later of the last message heard and the moment the heartbeat began: an
  *   answer asked of a connection idle for an hour is given `PING_AFTER` like any other.
  * - One ping per silence: another only once something was heard since. A beat falls 5 s into a
