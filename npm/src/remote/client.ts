@@ -179,7 +179,10 @@ class Pending {
    * the server granted it after, so a grant's ttl never counts from before then (see `#grantAnswered`).
    */
   sentAt = 0
-  /** A grant read late was asked again (see `#grantAnswered`); the answer to that is taken as it is. */
+  /**
+   * A grant read late was asked again (see `#grantAnswered`); the answer to that is taken as it is.
+   * Only on the connection it was asked on: a hold asked again after a reconnect is asked anew.
+   */
   confirming = false
   cancelled = false
   /** Its hold frame went on a connection: the server may know it, and a cancel must reach it (see `#cancel`). */
@@ -607,6 +610,8 @@ export class RemoteStore implements LeaseOwner {
         const now = this.#clock.now()
         for (const p of this.#pendingInOrder()) {
           p.sentAt = now
+          // A new ask: a grant of it read late is asked again, whatever was asked on the old connection.
+          p.confirming = false
           this.#send(p, p)
         }
         this.#pools.reconnected()
