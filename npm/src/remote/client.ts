@@ -31,7 +31,8 @@
  * released or cancelled first on the next connection (`#unsent`), rather than held there until its ttl;
  * so is a release that went on a connection that dropped before the server answered a frame sent
  * after it (`#unconfirmed`, unconfirmed-releases.ts: a release is not answered).
- * `close()` says goodbye, which releases its leases at once. A connection not open and welcomed
+ * `close()` says goodbye, which releases its leases at once (while the connection is down, on one it
+ * dials at once if it has leases to let go, given a second). A connection not open and welcomed
  * within `CONNECT_PATIENCE` is cut: `connect()` rejects `ClosedError`, a reconnect dials again. A
  * connection that goes silent while an answer is awaited on it (a server stopped, a connection that
  * died without a close) is pinged, and dropped after `SILENCE_LIMIT` (heartbeat.ts; a server of
@@ -112,6 +113,8 @@ const MAX_FRAME = 16 * 1024 * 1024
 const LAST_FRAME = 0xffff_fffe
 /** How long past its wait a client waits for the server's own answer to a hold. */
 const WAIT_GRACE = 1_000
+/** How long `close()` waits for its goodbye's answer, and first for a connection back if it has leases to let go. */
+const GOODBYE_PATIENCE = 1_000
 /** How long `inspect()` waits for a connection back, once the one it asked on dropped. */
 const INSPECT_PATIENCE = 10_000
 /**
@@ -1057,8 +1060,17 @@ export class RemoteStore implements LeaseOwner {
 
   async #close(): Promise<void> {
     if (this.#closed) return
+    // Down with something to let go: the goodbye goes on the connection the reconnect makes, dialed
+    // at once and given `GOODBYE_PATIENCE`; else the leases held from before the drop, and what waits
+    // in `#unsent`, would stay held on the server, by nobody, until their ttl. With nothing to let
+    // go, it ends at once.
+    if (!this.#socket && this.#reconnect && (this.#unsent.length > 0 || this.#pending.values().some(p => p.lease !== undefined))) {
+      const back = this.#reconnectLoop()
+      this.#wakeReconnect?.()
+      await settledWithin(this.#clock, back, GOODBYE_PATIENCE)
+    }
     const socket = this.#socket
-    if (socket) await settledWithin(this.#clock, this.#ask({ type: 'goodbye' }), 1_000)
+    if (socket) await settledWithin(this.#clock, this.#ask({ type: 'goodbye' }), GOODBYE_PATIENCE)
     this.#fail(new ClosedError(`${this.url}: the client closed`))
     const current = this.#socket
     if (current === undefined) return
