@@ -8,6 +8,9 @@
 //                server does not yet (a NAT or a load balancer resetting one side); for `pauseAccept`
 //                ms after it (default 0) new connections are reset as they come, so that the client's
 //                reconnection waits
+//   SIGUSR2      a one-way silence: what the clients of the connections open now send is dropped from
+//                then on, while both sides stay open and what the server sends still passes (a
+//                connection gone half-open one way); new connections pass both ways
 // With `"frames": true` it also prints each WebSocket message from the server as
 // `{ "ev": "frame", "conn", "hex" }` (server-to-client frames are not masked), so that a test can see
 // the server's answers (a refused renewal, say) without touching the client.
@@ -74,6 +77,15 @@ process.on('SIGUSR1', () => {
     setTimeout(() => pair.upstream.destroy(), hold)
   }
   say({ ev: 'half-dropped', count: pairs.size })
+})
+
+process.on('SIGUSR2', () => {
+  for (const pair of pairs) {
+    pair.client.unpipe(pair.upstream)
+    // Read and dropped, so that the client's writes never back up.
+    pair.client.on('data', () => {})
+  }
+  say({ ev: 'swallowing', count: pairs.size })
 })
 
 server.listen(o.listen ?? 0, '127.0.0.1', () => say({ ev: 'listening', port: server.address().port }))
