@@ -4,6 +4,9 @@
  * - Each value is written atomically: whole to a temporary file (a write the disk took only part of
  *   goes on until it took all or failed: a full disk fails the `set`), fsynced, renamed over the old
  *   one, and the directory fsynced, so that a crash leaves the old value or the new, never a torn one.
+ *   The directory, made if missing, is synced into its parent (each level made). A directory fsync that
+ *   fails fails the `set` (or the first use) with a `StorageError`: the value may be in place, but not
+ *   known to last a crash.
  * - The directory serves one open store at a time: the first `get` (or `set`) claims it with a Unix
  *   socket bound in it (`dir-claim.ts`). A second store, in this process or another, fails with a
  *   `StorageError` naming the directory, instead of repeating fences. The kernel closes the socket
@@ -50,6 +53,9 @@ export function fileStorage(dir: string): Storage {
   /** The keys `USED_FILE` names, once read while this storage holds the directory: read again at each
    * claim, as another storage (another process) may have marked keys while this one was closed. */
   let used: Set<string> | undefined
+  /** The top level of the directory this storage made and has not synced into its parent yet (a sync
+   * failed): synced at the next claim, as the directory is there by then and `mkdirSync` says nothing. */
+  let unsynced: string | undefined
   const usedKeys = (): Set<string> => {
     if (used) return used
     const text = readOr(path.join(root, USED_FILE), undefined)
@@ -81,7 +87,9 @@ export function fileStorage(dir: string): Storage {
       return Promise.reject(new StorageError(`${place}: the directory is in use by another open store of this process; one storage serves one store at a time`))
     lockedHere.add(root)
     const claiming = (async () => {
-      fs.mkdirSync(root, { recursive: true })
+      unsynced = fs.mkdirSync(root, { recursive: true }) ?? unsynced
+      if (unsynced !== undefined) syncMade(root, unsynced, place)
+      unsynced = undefined
       const held = await claimDirectory(root, place, inUse)
       try {
         // Replaced in one rename, so that an older holdfast never reads it empty (as dead).
@@ -135,7 +143,7 @@ export function fileStorage(dir: string): Storage {
     async set(key, value) {
       try {
         await lock()
-        writeAtomically(root, fileName(key), value)
+        writeAtomically(root, fileName(key), value, place)
         const keys = usedKeys()
         if (!keys.has(key)) {
           // Marked after the value landed (a crash between the two leaves a value unmarked, marked
@@ -143,7 +151,7 @@ export function fileStorage(dir: string): Storage {
           // as marked only once the mark is written: a mark a full disk refused is tried again by the
           // next write of the key, which fails until it is made.
           const marked = [...keys, key]
-          writeAtomically(root, USED_FILE, USED_HEAD + marked.map(k => `key ${k}\n`).join(''))
+          writeAtomically(root, USED_FILE, USED_HEAD + marked.map(k => `key ${k}\n`).join(''), place)
           keys.add(key)
         }
       } catch (error) {
@@ -179,7 +187,19 @@ function readOr<T>(file: string, otherwise: T): string | T {
   }
 }
 
-function writeAtomically(dir: string, name: string, value: string): void {
+/**
+ * Syncs each level of `root` from `made` (the first one `mkdirSync` made) down into its parent: a
+ * directory entry is durable only once its parent is fsynced, and a crash that lost the store's
+ * directory would lose every value written in it, each synced as it was (fences would start again).
+ */
+function syncMade(root: string, made: string, place: string): void {
+  for (let dir = root; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    syncDir(path.dirname(dir), place)
+    if (dir === path.resolve(made)) break
+  }
+}
+
+function writeAtomically(dir: string, name: string, value: string, place: string): void {
   const target = path.join(dir, name)
   const temp = path.join(dir, `.${name}.${process.pid}.tmp`)
   try {
@@ -196,7 +216,7 @@ function writeAtomically(dir: string, name: string, value: string): void {
     fs.rmSync(temp, { force: true })
     throw error
   }
-  syncDir(dir)
+  syncDir(dir, place)
 }
 
 /**
@@ -215,16 +235,35 @@ function writeAll(fd: number, value: string): void {
   }
 }
 
-function syncDir(dir: string): void {
+/**
+ * Fsyncs directory `dir`, so that the entries renamed or made in it last a crash. A sync that fails
+ * (EIO: the disk could not keep them) fails the write it guards with a `StorageError`: counted as done,
+ * a value acknowledged would be lost by a crash after. Only a platform or filesystem that cannot sync a
+ * directory at all passes (Windows cannot open one; some filesystems answer EINVAL): the rename is still
+ * atomic there, as durable as it gets.
+ */
+function syncDir(dir: string, place: string): void {
   let fd: number | undefined
   try {
     fd = fs.openSync(dir, 'r')
     fs.fsyncSync(fd)
-  } catch {
-    // Some platforms cannot fsync a directory; the rename is still atomic there.
+  } catch (error) {
+    if (cannotSyncDirectories(error)) return
+    throw new StorageError(
+      `${place}: fsync of the directory ${dir} failed, so what was written in it may not last a crash: ${(error as Error)?.message ?? String(error)}`,
+      { cause: error },
+    )
   } finally {
     if (fd !== undefined) fs.closeSync(fd)
   }
+}
+
+/** Errors of opening or fsyncing a directory that mean it cannot be done here, not that it failed. */
+const NO_DIRECTORY_SYNC = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'])
+
+function cannotSyncDirectories(error: unknown): boolean {
+  if (process.platform === 'win32') return true
+  return NO_DIRECTORY_SYNC.has((error as NodeJS.ErrnoException | null)?.code ?? '')
 }
 
 /** Whether Deno refused for want of a permission flag (`NotCapable`; `PermissionDenied` before Deno 2). */
