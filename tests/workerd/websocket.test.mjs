@@ -565,6 +565,36 @@ test('limits in the object: a socket that came past its limit of WebSocket clien
   }
 })
 
+test('limits in the object: a socket past its limit that fails (error event) and then closes lets its connection number go once: the number given again since, past a wrap of the u32 count, stays the new socket\'s, never shared by two sockets, and the new socket\'s session is not ended by the old one\'s close', async t => {
+  // #drop let an over-limit socket's number go at its error and again at its close: a second let-go
+  // of a number another socket took meanwhile ended that socket's session, or gave it to a third.
+  const object = 'limit-double-free'
+  const name = `${object}?ns=small`
+  const cf = async op => (await fetch(`${http}/cf/${op}?${new URLSearchParams({ object })}`)).json()
+  const first = await raw(t, name, { revision: 7 })
+  await raw(t, name, { revision: 7 })
+  const failing = await raw(t, name, { hello: false })
+  assert.deepEqual(await cf('small-fail-over-limit'), { failed: 1 })
+  // 2^32 connections later: the next number is the smallest free, the failed socket's.
+  assert.deepEqual(await cf('small-wrap'), { wrapped: true })
+  const next = await raw(t, name, { hello: false })
+  failing.drop()
+  await until(async () => (await cf('small-connections')).conns.length === 3, 5_000, 'the failed socket closed')
+  const three = await cf('small-connections')
+  assert.equal(new Set(three.conns).size, 3, `each socket its own number: ${JSON.stringify(three)}`)
+  assert.equal(three.live, 3, `every open socket's number is live: ${JSON.stringify(three)}`)
+  assert.deepEqual(await cf('small-wrap'), { wrapped: true })
+  const another = await raw(t, name, { hello: false })
+  const four = await cf('small-connections')
+  assert.equal(new Set(four.conns).size, 4, `each socket its own number: ${JSON.stringify(four)}`)
+  // The socket that took the number is admitted when a slot frees, and another's close leaves it be.
+  assert.equal((await first.ask(id => encode.goodbye(id))).type, 'done')
+  assert.equal((await next.ask(id => encode.hello3(id, TOKEN, 7))).type, 'welcome')
+  another.drop()
+  await until(async () => (await cf('small-connections')).conns.length === 2, 5_000, 'the other socket closed')
+  assert.equal((await next.ask(id => encode.ping(id))).type, 'done', 'still served')
+})
+
 test('#16: a claim waiting over WebSocket when the object restarts asks again (closed 1012) and is served in its turn (POOL-04)', async t => {
   const open = clients(t)
   const [holder, waiter] = await Promise.all([open('pools-wait'), open('pools-wait')])

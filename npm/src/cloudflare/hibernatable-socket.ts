@@ -22,7 +22,8 @@ export interface Attachment {
   /**
    * Came past the object's limit of connections (at its upgrade): no session until its hello, which
    * is admitted only if there is room then, or it takes its party's place (HoldfastObject `#admit`).
-   * Once admitted, the attachment is written anew, without it.
+   * Once admitted, the attachment is written anew, without it; so it is once its number was let go
+   * (its error or close event, whichever came first: `ended`, so that the other lets go nothing).
    */
   overLimit?: true
   /** The revision of its conversation, once welcomed (absent: 2, the old hello's). */

@@ -1029,8 +1029,18 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     const attached = attachmentOf(ws)
     const session = attached && this.#sessions.get(attached.conn)
     if (session) this.#protocol.dropped(session)
-    // Came past the limit and went before its hello: its number, live since the upgrade, is let go.
-    else if (attached?.overLimit) this.#store._connectionEnded(attached.conn, false)
+    // Came past the limit and went before its hello: its number, live since the upgrade, is let go,
+    // once. Its error and its close both come here: the attachment says it ended first, so that the
+    // second finds nothing to let go. Let go twice, a number given again since (past a wrap of the
+    // count) would no longer be live for the socket that has it, and would be given to a third.
+    else if (attached?.overLimit) {
+      try {
+        ws.serializeAttachment({ conn: attached.conn, authed: false, waiting: false, ended: true } satisfies Attachment)
+      } catch {
+        // its socket is gone: no event comes on it any more
+      }
+      this.#store._connectionEnded(attached.conn, false)
+    }
   }
 
   /** A session for a client's socket; `counted`: one of `#sessions` (one past the limit is not, until #admit). */

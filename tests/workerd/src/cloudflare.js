@@ -170,6 +170,53 @@ export class SmallHoldfast extends HoldfastObject {
     super(ctx, env)
     this._maxConnections = 2
   }
+
+  /**
+   * The object's store, out of reach here otherwise: caught in its class's `inspectKeys` for one call
+   * (as `CountingHoldfast.trapWhileDeleteHeld` puts a trap there).
+   */
+  async #store() {
+    const spare = await openStore({ storage: memoryStorage() })
+    const proto = Object.getPrototypeOf(spare)
+    await spare.close()
+    const inspectKeys = proto.inspectKeys
+    let store
+    proto.inspectKeys = function (...args) {
+      proto.inspectKeys = inspectKeys
+      store = this
+      return inspectKeys.apply(this, args)
+    }
+    await this.inspect()
+    return store
+  }
+
+  /** Counts connection numbers on from the last u32, as 2^32 connections later: the next is the smallest free. */
+  async wrapConnectionNumbers() {
+    ;(await this.#store())._connectionTaken(0xffff_ffff, false)
+    return true
+  }
+
+  /**
+   * The runtime's error event on each socket that came past the limit and said no hello yet, as a
+   * socket that fails gets (its close event comes after, when its client goes).
+   */
+  async failOverLimit() {
+    let n = 0
+    for (const ws of this.ctx.getWebSockets()) {
+      const attached = ws.deserializeAttachment()
+      if (attached?.overLimit && !attached.ended) {
+        await this.webSocketError(ws, new Error('test: the socket failed'))
+        n++
+      }
+    }
+    return n
+  }
+
+  /** The numbers of the sockets open, and how many numbers the store counts live. */
+  async connectionNumbers() {
+    const store = await this.#store()
+    return { conns: this.ctx.getWebSockets().map(ws => ws.deserializeAttachment()?.conn), live: store._liveConnections }
+  }
 }
 
 function errorInfo(e) {
@@ -202,6 +249,8 @@ export async function cloudflare(op, q, env) {
   if (q.has('maxHoldNum')) options.maxHold = Number(q.get('maxHoldNum'))
   const handle = q.has('limit') ? store.semaphore(name, { ...options, limit: Number(q.get('limit')) }) : store.lock(name, options)
   const stub = () => namespace.get(namespace.idFromName(objectName(name, key, shard === undefined ? undefined : { shard })))
+  /** SmallHoldfast named `object`, as /ws/OBJECT?ns=small reaches it. */
+  const small = () => env.SMALL.get(env.SMALL.idFromName(q.get('object')))
   switch (op) {
     case 'hold':
       return await handle.hold(key, async lease => {
@@ -293,6 +342,12 @@ export async function cloudflare(op, q, env) {
       return { let: await stub().letLeaseDeletes() }
     case 'trap-while-delete-held':
       return await stub().trapWhileDeleteHeld()
+    case 'small-wrap':
+      return { wrapped: await small().wrapConnectionNumbers() }
+    case 'small-fail-over-limit':
+      return { failed: await small().failOverLimit() }
+    case 'small-connections':
+      return await small().connectionNumbers()
     case 'crash':
       // The call that resets the object fails itself (a reset).
       return await stub()
