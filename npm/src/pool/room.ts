@@ -543,7 +543,14 @@ export class PoolRoom implements PoolStore {
         () => {
           a.timer = undefined
           // Taken meanwhile, the claim is being written: its answer comes to every asker.
-          if (!this.#waits(req)) return
+          let waits: boolean
+          try {
+            waits = this.#waits(req)
+          } catch {
+            // A trap: it answered every asker of the claim, this one too (a timer throws nothing).
+            return
+          }
+          if (!waits) return
           // Its wait ran out, not the claim's: answered as a claim that did not fit, with what is left now.
           this.#leave(record, req, a, () => a.resolve({ claimed: false, remaining: this.#remainingNow(record.pool) }))
         },
@@ -561,12 +568,25 @@ export class PoolRoom implements PoolStore {
     if (this.#records.get(req) !== record || !record.askers.has(asker) || this.#host.closed(record.place)) return
     record.askers.delete(asker)
     settled(this.#host.clock, asker)
-    if (record.askers.size > 0) return answer()
-    this.#records.delete(req)
+    const last = record.askers.size === 0
     const now = this.#host.now()
-    this.#call(() => this.#host.core.cancelClaim(req, now))
-    answer()
-    this.#after(this.#host.view(), now)
+    let answered = false
+    try {
+      if (last) {
+        this.#records.delete(req)
+        this.#call(() => this.#host.core.cancelClaim(req, now))
+      }
+      answer()
+      answered = true
+      if (last) this.#after(this.#host.view(), now)
+    } catch (error) {
+      if (answered) return
+      // A trap (in the cancel, in what `answer` asks, or in the claims it let in): it answered every
+      // request it found, but not this asker, who had left already: answered here, once. Runs in an
+      // abort listener or a timer: throws nothing.
+      const closed = error instanceof ClosedError ? error : this.#host.trap(error)
+      asker.reject(new ClosedError(`${record.place}: ${closed.message}`, closed.cause === undefined ? undefined : { cause: closed.cause }))
+    }
   }
 
   /** Whether pool request `req` is a claim waiting in line. */

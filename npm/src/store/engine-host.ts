@@ -339,20 +339,30 @@ export class EngineHost implements LeaseOwner {
     return false
   }
 
-  /** A waiter's signal aborted: it leaves the line, answered `CancelledError`. */
+  /**
+   * A waiter's signal aborted: it leaves the line, answered `CancelledError`. Runs as the signal's
+   * abort listener, so it throws nothing (on Node, an uncaught exception): a trap of the cancel, or of
+   * the drain after it, closes the store, which answers every request it finds.
+   */
   #cancel(waiter: Waiter): void {
     if (this.reqs[waiter.req >>> 0] !== waiter || this.closed) return
-    this.reqs[waiter.req >>> 0] = undefined
     const now = this.clock.now()
     let n: number
     try {
       n = this.core.cancel(waiter.req, now)
     } catch (error) {
+      // Still recorded: the trap answers it with the others, ClosedError.
       this.trap(error)
       return
     }
+    this.reqs[waiter.req >>> 0] = undefined
     waiter.reject(new CancelledError(`${waiter.place()}: cancelled while waiting`, { cause: waiter.signal!.reason }))
-    if (n > 0) this.drain(n, now)
+    if (n === 0) return
+    try {
+      this.drain(n, now)
+    } catch (error) {
+      this.trap(error)
+    }
   }
 
   /**
