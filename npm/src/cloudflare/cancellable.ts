@@ -3,7 +3,8 @@
  * is answered `CancelledError` as soon as the signal aborts, the object is told (`cancel`), and an
  * answer that still comes and took something (a grant, a claim that raced the cancel) is let go
  * (`letGo`), since this caller will not be told of it: a grant released, a claim withdrawn (which
- * the object undoes only if it told no other caller of the claim id: worker-pools.ts).
+ * the object undoes only if it told no other caller of the claim id: worker-pools.ts). A signal that
+ * aborted already (after its caller looked, before this) cancels at once: no abort event comes for it.
  */
 
 import { CancelledError } from '../errors.js'
@@ -24,7 +25,9 @@ export async function cancellable<A>(
       reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
       cancel().catch(() => {})
     }
-    signal.addEventListener('abort', onAbort, { once: true })
+    // Aborted since the caller looked (an await of the caller's, between): an abort event never comes.
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
   })
   aborted.catch(() => {})
   try {

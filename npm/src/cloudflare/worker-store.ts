@@ -29,7 +29,7 @@
  * error as its `cause`.
  */
 
-import { ClosedError, InvalidError, LimitError, type LostError, errorOf } from '../errors.js'
+import { CancelledError, ClosedError, InvalidError, LimitError, type LostError, errorOf } from '../errors.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
 import { Lease, type LeaseOwner } from '../handle/lease.js'
@@ -211,6 +211,8 @@ export class WorkerStore implements LeaseOwner {
       if (isTry) return undefined
       throw new InvalidError(`${place}: held by this very hold (a hold inside its own hold would wait for itself)`)
     }
+    // Aborted while this looked for AsyncLocalStorage: nothing is asked.
+    if (signal?.aborted) throw new CancelledError(`${place}: cancelled before it began`, { cause: signal.reason })
     const object = this.#objectOf(handle.name, key)
     const request = randomId()
     const answering = this.#call(
