@@ -1,14 +1,18 @@
 // LOCK-06 and POOL-04 for workerStore (Workers RPC to a HoldfastObject): a hold or claim whose signal
 // aborts while its call is under way is answered CancelledError at once and its object told (cancel),
-// however early the abort came: a request left at the object would wait in its line for nobody (a
-// claim at the head blocks the smaller ones behind it), and a grant to a Worker that may be gone keeps
-// its key until its ttl. Over objects faked in-process (tests/workerd runs the real ones).
-import { test } from 'node:test'
+// however early the abort came; and a call that failed in a way Workers RPC marks retryable is not
+// asked again once the signal aborted. The cancel found nothing on the object then (the request had
+// not reached it), so a request asked after it would wait in the object's line for nobody: a place in
+// line (a claim at the head blocks the smaller ones behind it), and a grant to a Worker that may be
+// gone, its key kept until its ttl. Over objects faked in-process (tests/workerd runs the real ones);
+// the backoff's timers on node:test's mock timers (Node; skipped where the runtime has none).
+import { test, mock } from 'node:test'
 import assert from 'node:assert/strict'
 import { CancelledError } from 'holdfast'
 import { settle, workerStoreModule } from './helpers.js'
 
 const { workerStore } = await workerStoreModule()
+const skip = typeof mock?.timers?.enable !== 'function' && 'no node:test mock timers here'
 
 /**
  * A namespace whose object answers each acquire or claim as `answers` says, in turn: `'fail'` (throws,
@@ -68,5 +72,20 @@ for (const [what, call, ask] of asks) {
     assert.ok(answered?.error instanceof CancelledError, `CancelledError, not ${JSON.stringify(answered)}`)
     // Not asked at all, or asked and cancelled: nothing of it waits on the object.
     assert.ok(objects.calls.length === 0 || (objects.calls.length === 2 && objects.calls[0] === call && objects.calls[1] === 'cancel'), JSON.stringify(objects.calls))
+  })
+
+  test(`${what} whose call failed retryably and whose signal aborted before it was asked again is not asked again`, { skip }, async t => {
+    t.mock.timers.enable({ apis: ['setTimeout'] })
+    const objects = fakeObject('fail', 'never')
+    const controller = new AbortController()
+    const outcome = watch(ask(workerStore(objects.namespace), controller.signal))
+    await settle()
+    assert.deepEqual(objects.calls, [call], 'the first call failed; the next waits for its backoff')
+    controller.abort(new Error('the caller gave up'))
+    const answered = await outcome()
+    assert.ok(answered?.error instanceof CancelledError, `CancelledError, not ${JSON.stringify(answered)}`)
+    t.mock.timers.tick(60_000)
+    await settle()
+    assert.deepEqual(objects.calls, [call, 'cancel'], 'nothing asked after the cancel')
   })
 }

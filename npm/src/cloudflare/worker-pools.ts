@@ -39,9 +39,9 @@ export interface PoolCaller {
   stub(name: string): HoldfastObjectRpc
   /**
    * Calls the object named `object`, asking again (the same arguments, through a new stub, with
-   * what is left of `wait` ms) after a retryable failure within `wait`.
+   * what is left of `wait` ms) after a retryable failure within `wait`, unless `signal` aborted.
    */
-  call<T>(place: string, object: string, call: (stub: HoldfastObjectRpc, left: number) => Promise<T>, wait: number): Promise<T>
+  call<T>(place: string, object: string, call: (stub: HoldfastObjectRpc, left: number) => Promise<T>, wait: number, signal?: AbortSignal): Promise<T>
 }
 
 function ok<T>(answer: { ok: T } | ErrorAnswer): T {
@@ -82,6 +82,7 @@ export class WorkerPools implements PoolStore {
       (stub, left) =>
         stub.poolClaim(pool.name, this.#capacities.carried(pool), request.n, { id, wait: left === Infinity ? null : left, ttl: request.ttl, asker }),
       request.wait,
+      request.signal,
     )
     const answer = ok(
       await cancellable(

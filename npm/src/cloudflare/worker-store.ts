@@ -145,7 +145,7 @@ export class WorkerStore implements LeaseOwner {
   readonly #clock: Clock
   readonly #pools = new WorkerPools({
     stub: name => this.#stubOf(name),
-    call: (place, object, call, wait) => this.#call(place, object, call, wait),
+    call: (place, object, call, wait, signal) => this.#call(place, object, call, wait, signal),
   })
 
   /** @internal Use `workerStore()`. */
@@ -224,6 +224,7 @@ export class WorkerStore implements LeaseOwner {
         return isTry ? stub.tryAcquire(handle.kind, handle.name, key, options) : stub.acquire(handle.kind, handle.name, key, options)
       },
       wait,
+      signal,
     )
     const answer = await cancellable(
       place,
@@ -246,9 +247,10 @@ export class WorkerStore implements LeaseOwner {
   /**
    * Calls the object named `object`, asking again (the call's own arguments: the same request id)
    * after a retryable failure, within `wait`: each time through a new stub (see `#stubOf`), given
-   * what is left of the wait.
+   * what is left of the wait. Never again once `signal` aborted: its cancel, sent then, found nothing
+   * on the object, and a request asked after it would wait there for nobody.
    */
-  async #call<T>(place: string, object: string, call: (stub: HoldfastObjectRpc, left: number) => Promise<T>, wait: number): Promise<T> {
+  async #call<T>(place: string, object: string, call: (stub: HoldfastObjectRpc, left: number) => Promise<T>, wait: number, signal?: AbortSignal): Promise<T> {
     const started = Date.now()
     for (let attempt = 0; ; attempt++) {
       try {
@@ -261,7 +263,8 @@ export class WorkerStore implements LeaseOwner {
         if (!retryable || attempt >= RETRIES || Date.now() - started + backoff > Math.max(wait, 1_000)) {
           throw new ClosedError(`${place}: the call to its Durable Object failed: ${String(e?.message ?? error)}`, { cause: error })
         }
-        await sleep(backoff)
+        if (!signal?.aborted) await sleep(backoff)
+        if (signal?.aborted) throw new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason })
       }
     }
   }
