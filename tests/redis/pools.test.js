@@ -4,7 +4,7 @@
 // processes, restart and Cluster cases are in pool-processes.test.js and cluster.test.js.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { openRedisStore, InvalidError, CancelledError, ClosedError, LostError } from 'holdfast/redis'
+import { openRedisStore, InvalidError, CancelledError, ClosedError, LostError, StorageError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -435,4 +435,36 @@ test('#16: an uncontended claim is one command to Redis (FCALL), and so is its r
   // Inside each: the clock, the pool's counts, a look for due deadlines, the claim's record, the counts
   // written; the claim makes the keys permanent (an open claim without a ttl), the release lets them expire.
   assert.deepEqual(delta, { fcall: 2, time: 2, hmget: 2, zrangebyscore: 2, hget: 2, hlen: 1, hset: 3, hdel: 1, persist: 2, pexpireat: 2 })
+})
+
+test('POOL-04: a waiting claim whose heartbeat Redis refuses (an error reply) rejects StorageError and leaves the line in Redis too: the units freed next are not served to it', async t => {
+  // It was forgotten here only: its place in Redis's line stayed until its heartbeat's deadline (10 s),
+  // in the way of the claims behind it, and a release meanwhile served it the units, held for nobody
+  // until its ack deadline. The waiting store's user may not run ZSCORE, which a heartbeat at the head of
+  // the line runs (looking up when the first open claim's ttl ends) and a claim behind the head, or a
+  // cancel, does not. Its clock moves only when told: its heartbeat is sent when the test says.
+  const server = await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => a.close())
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nozscore', 'on', '>secret', '~*', '&*', '+@all', '-zscore'), 'OK')
+  const clock = manualClock()
+  const b = await openRedisStore({ redis: await redisClient(t, `redis://nozscore:secret@127.0.0.1:${server.port}`), clock })
+  later(t, () => b.close())
+  const seats = a.pool('seats', { capacity: 2 })
+  const held = await seats.claim(2, { ttl: '1h' })
+  const ac = new AbortController()
+  const head = seats.claim(1, { wait: Infinity, signal: ac.signal })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const refused = b.pool('seats', { capacity: 2 }).claim(1, { wait: Infinity }).catch(e => e)
+  await until(a, 'seats', e => e?.waiting === 2)
+  ac.abort()
+  await assert.rejects(head, CancelledError)
+  await until(a, 'seats', e => e?.waiting === 1)
+  // Now at the head: its heartbeat (every 10 s / 3) runs ZSCORE, refused.
+  clock.advance(3_334)
+  const answer = await bounded(refused, 'the refused heartbeat was not answered')
+  assert.ok(answer instanceof StorageError && /can't run this command/.test(answer.message), String(answer))
+  await until(a, 'seats', e => e?.waiting === 0, 1_000)
+  await held.claim.release()
+  assert.equal(await seats.remaining(), 2, 'nobody in line took the units')
 })

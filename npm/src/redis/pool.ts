@@ -329,7 +329,16 @@ export class RedisPools implements PoolStore {
       error => {
         if (p.done) return
         if (mode === 'e') p.extend = true
-        if (error instanceof ReplyFailure) return this.#end(p, this.#failure(error, p.place))
+        if (error instanceof ReplyFailure) {
+          // An error reply ends the claim, in Redis too when it may be in line there as this process's
+          // (Redis said it waits, or an ask of it went unanswered): left, it would stand in the way of
+          // the claims behind it until its heartbeat's deadline, and be served units held for nobody
+          // until its ack deadline. Not a first ask refused: its id may be another process's claim,
+          // which a cancel would undo.
+          this.#end(p, this.#failure(error, p.place))
+          if (p.waiting || mode === 'r') void this.#cancel(p, Infinity)
+          return
+        }
         if (this.#host.clock.now() + AGAIN_MS >= p.giveUpAt) {
           this.#end(p, new ClosedError(`${p.place}: no answer from Redis within the wait: unreachable`, { cause: error }))
           return void this.#cancel(p, Infinity)
