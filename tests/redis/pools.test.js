@@ -437,6 +437,24 @@ test('#16: an uncontended claim is one command to Redis (FCALL), and so is its r
   assert.deepEqual(delta, { fcall: 2, time: 2, hmget: 2, zrangebyscore: 2, hget: 2, hlen: 1, hset: 3, hdel: 1, persist: 2, pexpireat: 2 })
 })
 
+test('POOL-04: a wait under 1 ms is no wait, as on a local store: the claim is a try, answered claimed: false at once, never put in line', async t => {
+  // It was sent to Redis as a wait of 1 ms: the claim joined the line (in the way of claims behind it,
+  // and served if units came back within that ms), and was answered only at its next ask.
+  // The claiming store's clock never moves: a claim put in line is never answered.
+  const server = await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url), clock: manualClock() })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const held = await a.pool('seats', { capacity: 2 }).claim(2)
+  const seats = b.pool('seats', { capacity: 2 })
+  for (const wait of [0, 0.5, 0.999]) {
+    assert.deepEqual(await bounded(seats.claim(1, { wait }), `wait ${wait}: the claim waited in line`), { claimed: false, remaining: 0 }, `wait ${wait}`)
+    assert.deepEqual(await bounded(seats.claim(1, { wait, id: `order-${wait}` }), `wait ${wait}, an id: the claim waited in line`), { claimed: false, remaining: 0 })
+  }
+  assert.equal((await until(a, 'seats', e => e !== undefined)).waiting, 0)
+  await held.claim.release()
+})
+
 test('POOL-04: a waiting claim whose heartbeat Redis refuses (an error reply) rejects StorageError and leaves the line in Redis too: the units freed next are not served to it', async t => {
   // It was forgotten here only: its place in Redis's line stayed until its heartbeat's deadline (10 s),
   // in the way of the claims behind it, and a release meanwhile served it the units, held for nobody

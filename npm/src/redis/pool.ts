@@ -215,8 +215,11 @@ export class RedisPools implements PoolStore {
   // ---- claims ----
 
   /** @internal */
-  _claim(pool: Pool, request: ClaimRequest): Promise<ClaimResult> {
+  _claim(pool: Pool, asked: ClaimRequest): Promise<ClaimResult> {
     const state = this.#state(pool)
+    // A wait under 1 ms is none, as on a local store (whose engine counts whole ms): the claim asks as
+    // a try, never put in line for the 1 ms its wait would be sent as.
+    const request = asked.wait < 1 ? { ...asked, wait: 0 } : asked
     let place = `pool ${pool.name}`
     const closed = this.#host.closed(place)
     if (closed) return Promise.reject(closed)
