@@ -7,6 +7,7 @@ import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { openRedisStore, InvalidError, InUseError, LostError, ClosedError, CancelledError, StorageError } from 'holdfast/redis'
 import { startRedis, redisClient, commandClient, commandStats, raw, sleep, later, CLIENT } from './helpers.js'
+import { manualClock } from 'holdfast/testing'
 import { collectUntil } from './gc.js'
 import { useEveryWayAndEnd } from './every-use.js'
 
@@ -247,6 +248,40 @@ test('LOCK-06: close() releases its leases in Redis (the other store is served a
   assert.throws(() => a.lock('c'), ClosedError)
   await assert.rejects(a.inspect(), ClosedError)
   other.release()
+})
+
+test('LOCK-06: close() while Redis does not answer leaves no timer of the store running once it resolved, whatever commands are still unanswered (a renewal, heartbeats)', async t => {
+  // The sweep that gives up on unanswered commands went on, every 100 ms, until the last of them (a
+  // lease's renewal, a waiter's heartbeat: a ttl's patience) ran out, long after the close.
+  const server = await startRedis(t)
+  const clock = manualClock()
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => a.close())
+  const b = await openRedisStore({ redis: await redisClient(t, server.url), clock })
+  later(t, () => b.close())
+  await a.lock('frozen', { ttl: '30s' }).acquire('busy')
+  await a.pool('seats', { capacity: 1 }).claim(1)
+  const lease = await b.lock('frozen', { ttl: '30s' }).acquire('k')
+  const waiting = b.lock('frozen', { ttl: '30s' }).hold('busy', { wait: Infinity }, () => 'never').catch(e => e)
+  const claiming = b.pool('seats', { capacity: 1 }).claim(1, { wait: Infinity }).catch(e => e)
+  await until(a, 'frozen', 'busy', e => e?.waiting === 1)
+  while ((await a.inspect()).find(e => e.kind === 'pool')?.waiting !== 1) await sleep(10)
+  server.kill('SIGSTOP')
+  later(t, () => server.kill('SIGCONT'))
+  // A third of the ttl on: the lease's renewal and both heartbeats are sent, and never answered.
+  clock.advance(10_001)
+  let closed = false
+  const closing = b.close().then(() => (closed = true))
+  // The close's own releases wait a second for Redis (on the store's clock), no more.
+  for (let i = 0; i < 12 && !closed; i++) {
+    clock.advance(100)
+    await sleep(20)
+  }
+  await closing
+  assert.equal(clock.pending, 0, 'timers of the closed store still set')
+  assert.ok((await waiting) instanceof ClosedError)
+  assert.ok((await claiming) instanceof ClosedError)
+  assert.ok(lease.signal.reason instanceof ClosedError)
 })
 
 test('LOCK-06: a close() called inside close() (the abort listener of a lease it ended) answers the first close()\'s promise: the close runs once', async t => {

@@ -860,8 +860,12 @@ export class RedisStore implements LeaseOwner {
     await Promise.all(ends)
     await this.#wakeups.close()
     await this.#adapter.close()
-    // Nothing is sent any more: the sweep's timer would only keep this store alive until it fired.
-    if (this.#waited.size === 0 && this.#sweepTimer !== undefined) {
+    // Nothing is sent any more, and nobody waits for what was sent before (a renewal, a heartbeat: every
+    // request was ended above): those commands are given up at once, and the sweep's timer goes, rather
+    // than run on until the last of them ran out of patience (a ttl, with Redis unreachable).
+    for (const w of this.#waited) w.reject(new NoAnswer('the store closed'))
+    this.#waited.clear()
+    if (this.#sweepTimer !== undefined) {
       clearTimer(this.#clock, this.#sweepTimer)
       this.#sweepTimer = undefined
     }
