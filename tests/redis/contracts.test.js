@@ -647,6 +647,27 @@ test('#15: a user whose ACL refuses pub/sub cannot open a store: StorageError na
   }
 })
 
+test('#15: a store opened on a client whose password changed since it connected rejects StorageError naming the refusal, and its subscriber connection does not go on trying', async t => {
+  // node-redis: the subscriber connection it duplicates from the client was refused WRONGPASS, and
+  // node-redis's connect() tried again for good (every 2 s at most) without rejecting: openRedisStore
+  // never settled. (ioredis answered the SUBSCRIBE with the refusal.)
+  const server = await startRedis(t)
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'rotated', 'on', '>secret', '~*', '&*', '+@all'), 'OK')
+  const client = await redisClient(t, `redis://rotated:secret@127.0.0.1:${server.port}`)
+  assert.equal(await (client.call ? client.call('PING') : client.ping()), 'PONG', 'connected before the change')
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'rotated', 'resetpass', '>changed'), 'OK')
+  let timer
+  const late = new Promise(resolve => (timer = setTimeout(resolve, 12_000, 'not settled in 12 s')))
+  const answer = await Promise.race([openRedisStore({ redis: client }).then(s => (later(t, () => s.close()), s), e => e), late])
+  clearTimeout(timer)
+  assert.ok(answer instanceof StorageError && /^openRedisStore: Redis refused: WRONGPASS/.test(answer.message), String(answer))
+  const connections = async () => Number(/total_connections_received:(\d+)/.exec(String(await raw(server.port, 'INFO', 'stats')))[1])
+  const before = await connections()
+  await sleep(3_000)
+  // Each look is one connection of the test's own (raw).
+  assert.equal((await connections()) - before, 1, 'no connection tried again after the rejection')
+})
+
 test('#15: the bounds of a handle\'s options are a local store\'s, named as given: ttl 1s to 1h and maxHold 1ms to 30 days in whole milliseconds', async t => {
   // A maxHold of 0.5 ms was taken (as 1 ms) where a local store refuses it; a ttl of 1 h and half a
   // millisecond, or a maxHold of 30 days and half of one, refused where a local store takes them.

@@ -361,7 +361,7 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
       const sub = c.duplicate()
       sub.on('error', noop)
       sub.on('ready', afterFirst(ready))
-      await sub.connect()
+      await connectSubscriber(sub)
       const listener: Listener = (text, ch) => message(ch, text)
       return {
         subscribe: async channel => void (await sub.subscribe(channel, listener)),
@@ -372,6 +372,39 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
     async close() {
       if (owned) await endNodeRedis(c)
     },
+  }
+}
+
+/** How long a subscriber connection holdfast makes has to connect. */
+const CONNECT_PATIENCE = 10_000
+
+/**
+ * Connects the subscriber connection duplicated from a node-redis client; rejects its first error (a
+ * refused AUTH: the password changed since the application's client connected), or none within
+ * `CONNECT_PATIENCE`, with the connection cut. node-redis's `connect()` does not reject while its
+ * reconnect strategy tries again (by default, for good): openRedisStore waited for good, and the
+ * connection, which nobody would close, tried again every 2 s.
+ */
+async function connectSubscriber(sub: NodeRedis): Promise<void> {
+  let onError: (error: unknown) => void = noop
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const failed = new Promise<never>((_, reject) => {
+    onError = reject
+    timer = setTimeout(() => reject(new Error(`no connection for pub/sub within ${CONNECT_PATIENCE}ms`)), CONNECT_PATIENCE)
+  })
+  sub.on('error', onError as (...args: never[]) => void)
+  const connecting = sub.connect()
+  try {
+    await Promise.race([connecting, failed])
+  } catch (error) {
+    // Cut, not closed: a QUIT would wait behind the connection it never made.
+    connecting.catch(noop)
+    if (typeof sub.destroy === 'function') sub.destroy()
+    else await sub.disconnect?.().catch(noop)
+    throw error
+  } finally {
+    clearTimeout(timer)
+    sub.off('error', onError as (...args: never[]) => void)
   }
 }
 
