@@ -5,7 +5,8 @@
 // sharded pub/sub: SPUBLISH to a channel carrying the key's hash tag, heard by the node of its slot.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { openRedisStore } from 'holdfast/redis'
+import { openRedisStore, CancelledError } from 'holdfast/redis'
+import { manualClock } from 'holdfast/testing'
 import { startCluster, raw, later, sleep, commandStats, listenersAroundStores } from './helpers.js'
 
 for (const kind of ['ioredis', 'node-redis'])
@@ -145,3 +146,68 @@ test(`#15 Cluster (${kind}): a store closed leaves no listener on the applicatio
   const { before, after } = await listenersAroundStores(openRedisStore, await cluster.client(kind))
   assert.deepEqual(after, before)
 })
+
+/** A Cluster client of `kind` logged in as `username`, closed after the test. */
+async function userClient(t, cluster, kind, username, password) {
+  if (kind === 'node-redis') {
+    const { createCluster } = await import('redis')
+    const client = createCluster({ rootNodes: cluster.nodes.map(n => ({ url: n.url })), defaults: { username, password } })
+    client.on('error', () => {})
+    await client.connect()
+    later(t, () => client.destroy())
+    return client
+  }
+  const { Cluster } = await import('ioredis')
+  const client = new Cluster(
+    cluster.nodes.map(n => ({ host: '127.0.0.1', port: n.port })),
+    { redisOptions: { username, password } },
+  )
+  client.on('error', () => {})
+  later(t, () => client.disconnect())
+  return client
+}
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`#15 Cluster (${kind}), sharded wake-ups: a key's subscription refused (NOPERM) is tried again by its next waiter, and the first waiter's leaving does not let the second's channel go: it is woken by the release`, async t => {
+  // A failed SSUBSCRIBE dropped the channel's count of waiters, and the first waiter's leaving took one
+  // from the count the second made: at 0, the channel was let go after 30 s idle while the second
+  // still waited on it, told of its grant only by its next heartbeat.
+  // The waiting store's clock moves only when told: without the wake-up, the second is never answered.
+  const cluster = await startCluster(t)
+  for (const n of cluster.nodes) assert.equal(await raw(n.port, 'ACL', 'SETUSER', 'nochan', 'on', '>secret', '~*', 'resetchannels', '+@all'), 'OK')
+  const a = await openRedisStore({ redis: await cluster.client(kind) })
+  const clock = manualClock()
+  const b = await openRedisStore({ redis: await userClient(t, cluster, kind, 'nochan', 'secret'), clock })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const lease = await a.lock('sub', { ttl: '30s' }).acquire('k')
+  const refusals = async () => (await Promise.all(cluster.nodes.map(n => raw(n.port, 'INFO', 'errorstats')))).join('').match(/errorstat_NOPERM:count=(\d+)/)?.[1] ?? '0'
+  const channels = async () => (await Promise.all(cluster.nodes.map(n => raw(n.port, 'PUBSUB', 'SHARDCHANNELS', 'holdfast:w:*')))).join('').split('holdfast:w:').length - 1
+  const ac = new AbortController()
+  const first = b.lock('sub', { ttl: '30s' }).hold('k', { wait: Infinity, signal: ac.signal }, () => 'first').catch(e => e)
+  const end = Date.now() + 5_000
+  while ((await refusals()) === '0') {
+    assert.ok(Date.now() < end, 'the first waiter\'s SSUBSCRIBE was not refused')
+    await sleep(20)
+  }
+  await sleep(100)
+  for (const n of cluster.nodes) assert.equal(await raw(n.port, 'ACL', 'SETUSER', 'nochan', 'allchannels'), 'OK')
+  const second = b.lock('sub', { ttl: '30s' }).hold('k', { wait: Infinity }, () => 'second')
+  while ((await channels()) !== 1) {
+    assert.ok(Date.now() < end + 5_000, 'the second waiter did not subscribe')
+    await sleep(20)
+  }
+  ac.abort()
+  assert.ok((await first) instanceof CancelledError)
+  // Past the 30 s a channel stays subscribed once nobody waits on it (and a heartbeat of the second's).
+  clock.advance(31_000)
+  await sleep(300)
+  assert.equal(await channels(), 1, 'the second waiter\'s channel is still subscribed')
+  await lease.release()
+  assert.equal(await bounded(second, 'the second waiter was not woken by the release'), 'second')
+})
+
+/** `promise`, or a rejection saying `what` 15 s on: bounds an answer only a wake-up can bring. */
+function bounded(promise, what) {
+  let timer
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(what)), 15_000)))]).finally(() => clearTimeout(timer))
+}

@@ -43,12 +43,19 @@ export interface PoolWake {
 /** How long a sharded channel stays subscribed after its last local waiter left. */
 const IDLE_MS = 30_000
 
-/** A sharded channel: how many local waiters use it, its subscription, and the timer that ends it once idle. */
+/**
+ * A sharded channel: how many local waiters use it, its subscription, and the timer that ends it once
+ * idle. It stays while a waiter uses it, its subscription failed or not: each waiter that `want`ed it
+ * lets it go once (`release`), so a count of one kept by a failed subscription is never taken from
+ * another's.
+ */
 interface Channel {
   refs: number
   subscribed: Promise<void>
   /** Whether the server took the subscription (a hold that waits from then on cannot miss its grant). */
   confirmed: boolean
+  /** Whether the subscription failed: the next `want` tries again. */
+  failed: boolean
   idle: unknown
 }
 
@@ -115,22 +122,31 @@ export class Wakeups {
       known.refs++
       if (known.idle !== undefined) clearTimer(this.#clock, known.idle)
       known.idle = undefined
+      if (known.failed) return this.#subscribe(channel, known)
       const missed = !known.confirmed
       return known.subscribed.then(
         () => missed,
         () => false,
       )
     }
-    const subscribed = this.#subscriber.subscribe(channel)
-    const entry: Channel = { refs: 1, subscribed, confirmed: false, idle: undefined }
+    const entry: Channel = { refs: 1, subscribed: Promise.resolve(), confirmed: false, failed: false, idle: undefined }
     this.#channels.set(channel, entry)
+    return this.#subscribe(channel, entry)
+  }
+
+  /** Subscribes to `channel` (again, after a failure); resolves true once subscribed, false if it failed. */
+  #subscribe(channel: string, entry: Channel): Promise<boolean> {
+    entry.failed = false
+    entry.confirmed = false
+    const subscribed = this.#subscriber!.subscribe(channel)
+    entry.subscribed = subscribed
     return subscribed.then(
       () => {
-        entry.confirmed = true
+        if (entry.subscribed === subscribed) entry.confirmed = true
         return true
       },
       () => {
-        if (this.#channels.get(channel) === entry) this.#channels.delete(channel)
+        if (entry.subscribed === subscribed) entry.failed = true
         return false
       },
     )
@@ -145,7 +161,7 @@ export class Wakeups {
       () => {
         if (this.#channels.get(channel) !== entry || entry.refs > 0) return
         this.#channels.delete(channel)
-        void this.#subscriber?.unsubscribe(channel).catch(() => {})
+        if (!entry.failed) void this.#subscriber?.unsubscribe(channel).catch(() => {})
       },
       IDLE_MS,
     )
