@@ -147,6 +147,24 @@ test(`#15 Cluster (${kind}): a store closed leaves no listener on the applicatio
   assert.deepEqual(after, before)
 })
 
+test('#15 Cluster (ioredis): calls made while the Cluster is unreachable leave no listener on the application\'s client once they ended', async t => {
+  // Each call that needs the primaries (inspect(), loading the library) waits up to 10 s for the
+  // client's 'ready'; a wait that ended without it left its listener on the client, one more a call,
+  // for as long as the Cluster stayed unreachable (ioredis warns past 10).
+  const cluster = await startCluster(t)
+  const client = await cluster.client('ioredis')
+  const store = await openRedisStore({ redis: client })
+  later(t, () => store.close())
+  const before = client.listenerCount('ready')
+  for (const n of cluster.nodes) await n.stop()
+  while (client.status === 'ready') await sleep(10)
+  const asked = Array.from({ length: 3 }, () => store.inspect().catch(e => e))
+  assert.ok((await Promise.all(asked)).every(e => e instanceof Error), 'inspect() answered with nothing reachable')
+  // The waits for 'ready' end 10 s after they began, about as the inspections' patience runs out.
+  await sleep(500)
+  assert.equal(client.listenerCount('ready'), before)
+})
+
 /** A Cluster client of `kind` logged in as `username`, closed after the test. */
 async function userClient(t, cluster, kind, username, password) {
   if (kind === 'node-redis') {

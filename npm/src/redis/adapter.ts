@@ -92,6 +92,7 @@ interface IoRedis {
   sunsubscribe?(channel: string): Promise<unknown>
   on(event: string, fn: (...args: never[]) => void): unknown
   once(event: string, fn: (...args: never[]) => void): unknown
+  off(event: string, fn: (...args: never[]) => void): unknown
   quit(): Promise<unknown>
   disconnect(): void
   status: string
@@ -187,15 +188,23 @@ function afterFirst(ready: () => void): () => void {
   }
 }
 
-/** A Cluster client that has not found its nodes yet: waits until it has (at most 10 s, then goes on). */
+/**
+ * A Cluster client that has not found its nodes yet: waits until it has (at most 10 s, then goes on).
+ * A wait that ends without it takes its listener off the application's client: left on, each call while
+ * the Cluster is unreachable (every `inspect()`) added one more, for as long as it stayed so.
+ */
 async function clusterReady(c: IoRedis): Promise<void> {
   if (c.status === 'ready') return
   await new Promise<void>(resolve => {
-    const timer = setTimeout(resolve, 10_000)
-    c.once('ready', () => {
+    const ready = () => {
       clearTimeout(timer)
       resolve()
-    })
+    }
+    const timer = setTimeout(() => {
+      c.off('ready', ready)
+      resolve()
+    }, 10_000)
+    c.once('ready', ready)
   })
 }
 
