@@ -120,3 +120,37 @@ test('LOCK-05: a goodbye whose leases its host could not all forget ends the ses
     await s.store.close()
   }
 })
+
+test('LOCK-05: frames queued behind a slow release still let go once it is done though the connection dropped meanwhile: a goodbye ends the leases, a release its lease; a hold acts on nothing', async () => {
+  for (const last of ['goodbye', 'release'] as const) {
+    const s = await host()
+    s.send(hold(1, 'a'))
+    const a = s.granted(s.frames(), 1)
+    s.send(hold(2, 'b'))
+    const b = s.granted(s.frames(), 2)
+    // The client's release waits for its host; its goodbye (or a release) and a hold wait behind it.
+    s.send(encodeClient(3, { type: 'release', lease: a.lease }))
+    s.send(hold(4, 'c'))
+    s.send(last === 'goodbye' ? encodeClient(5, { type: 'goodbye' }) : encodeClient(5, { type: 'release', lease: b.lease }))
+    await tick()
+    // It gave up waiting for the answer and closed: the connection ended before its frames acted.
+    s.protocol.dropped(s.session)
+    assert.equal(s.session.ended, true)
+    s.settle()
+    await tick()
+    if (last === 'goodbye') {
+      assert.equal(s.leaving.length, 1, 'the host is asked to forget the leases the goodbye ends')
+      s.leaving.shift()!(true)
+    } else {
+      s.settle()
+    }
+    await tick()
+    assert.deepEqual(
+      s.store.inspectKeys().map(k => k.key),
+      [],
+      'a let go by its release, b by the goodbye or its own release, c never held for a connection gone',
+    )
+    assert.deepEqual(s.frames(), [], 'nothing is sent to a connection gone')
+    await s.store.close()
+  }
+})

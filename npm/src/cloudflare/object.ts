@@ -450,7 +450,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     // session.ts #released).
     for (const session of [...this.#sessions.values()]) {
       if (session.queue === undefined) continue
-      this.#protocol.dropped(session)
+      this.#protocol.dropped(session, false)
       const ws = this.#sockets.get(session)
       if (ws) closeQuietly(ws, 1012, 'holdfast object restarted: ask again')
     }

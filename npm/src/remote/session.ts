@@ -29,7 +29,9 @@
  *   one, the session ends as a dropped connection, which leaves that lease to its ttl.
  * - A session ends once: `goodbye` ends its leases and waiting holds at once; a dropped connection
  *   (`dropped`) ends only its waiting holds, which keep their place for their ttl, while its leases
- *   live until their ttl (LOCK-05).
+ *   live until their ttl (LOCK-05). Frames that wait behind a release (`Session.queue`) when the
+ *   connection drops and let go (a release, a cancel, a goodbye) still act once it is done, answered
+ *   nothing: a goodbye there ends the leases all the same.
  * - A host that can lose the engine's memory while a connection stays open (a Durable Object that
  *   hibernates) learns through `waiting` when a session starts or stops having holds in line, since
  *   those are not kept anywhere else.
@@ -185,6 +187,11 @@ export class Session implements RemoteSink {
    * new store beside the session it makes anew for the connection (cloudflare/object.ts `#open`).
    */
   queue: { frames: (ClientFrame | HeldFrame)[]; ran: Promise<void>; done: () => void } | undefined
+  /**
+   * Its connection ended (`Protocol.dropped`) while frames waited in `queue`: those that let go still
+   * act, answered nothing (see `Protocol.dropped`), and nothing more is sent.
+   */
+  gone = false
 
   constructor(
     /** The connection's number in the engine (u32). */
@@ -199,6 +206,7 @@ export class Session implements RemoteSink {
   }
 
   send(frame: number, message: ServerMessage): void {
+    if (this.gone) return
     this.socket.send(encodeServer(frame, message))
   }
 
@@ -366,8 +374,13 @@ export class Protocol {
    */
   #run(session: Session, frames: (ClientFrame | HeldFrame)[]): Promise<void> | undefined {
     for (let i = 0; i < frames.length; i++) {
-      if (session.ended || session.closing) return undefined
+      if (session.closing) return undefined
       const frame = frames[i]!
+      if (session.ended) {
+        // Its connection dropped while these waited (`dropped`): only what lets go acts.
+        if (!session.gone) return undefined
+        if (!LETS_GO.has(frame.type)) continue
+      }
       // Whatever its token, a second hello could only be a confused or probing client.
       if (frame.type === 'hello') {
         session.refuse(frame.id, 'protocol', 'server: a second hello on this connection (a connection says hello once, first)')
@@ -435,8 +448,17 @@ export class Protocol {
     for (const resolve of waiting) resolve()
   }
 
-  /** `session`'s connection ended without goodbye: its waiting holds step aside, its leases live on. */
-  dropped(session: Session): void {
+  /**
+   * `session`'s connection ended without goodbye: its waiting holds step aside, its leases live on.
+   * Frames of its that wait behind a release its host is keeping (`Session.queue`) and let go — a
+   * `release`, a `cancel`, a `goodbye` (`LETS_GO`) — still act once it is done, answered nothing: a
+   * client's goodbye sent behind a slow release, whose client gave up waiting for its answer and
+   * closed, still ends its leases, rather than leave them until their ttl. The others act on nothing
+   * (a hold would wait, or be granted, for nobody). `queued` false drops them all: a host that
+   * reopened its store, where they would act after what the client sends on its next connection.
+   */
+  dropped(session: Session, queued = true): void {
+    if (queued && session.queue !== undefined && !session.ended) session.gone = true
     this.#end(session, false)
   }
 
@@ -495,7 +517,12 @@ export class Protocol {
   }
 
   #end(session: Session, goodbye: boolean): void {
-    if (session.ended) return
+    if (session.ended) {
+      // A goodbye that waited behind a release while its connection dropped (`dropped`): its leases,
+      // which the drop left, end now. (Its number is not given again while they live: remote-holds.ts.)
+      if (goodbye && session.gone) this.#endLeases(session)
+      return
+    }
     session.ended = true
     if (typeof session.party === 'string' && this.#parties.get(session.party) === session) this.#parties.delete(session.party)
     // Its claims not yet answered are cancelled (undone, if they took their units): see the module doc.
@@ -508,6 +535,16 @@ export class Protocol {
       // the store closed
     }
     this.hooks.closed?.(session, goodbye)
+  }
+
+  /** Ends the leases of `session`, whose connection ended already as a drop (`#end`). */
+  #endLeases(session: Session): void {
+    try {
+      this.#store()._connectionEnded(session.conn, true)
+    } catch {
+      // the store closed
+    }
+    this.hooks.closed?.(session, true)
   }
 
   /** Acts on one frame: a promise when it is a release (or goodbye) that waits for its host (see `#released`). */
@@ -615,6 +652,8 @@ export class Protocol {
         if (leaving !== undefined) {
           const id = frame.id
           const bye = (all: boolean) => {
+            // Its connection dropped meanwhile: its leases end all the same (if all were forgotten).
+            if (session.gone) return this.#end(session, all)
             if (session.ended) return
             this.#end(session, all)
             try {
@@ -792,6 +831,9 @@ class ClaimAsks extends AbortController {
   /** How many of its `claim` frames are not yet answered. */
   open = 0
 }
+
+/** The frames that let go what a session holds: they act even once its connection dropped behind a release (`Protocol.dropped`). */
+const LETS_GO = new Set<string>(['release', 'cancel', 'goodbye'])
 
 /** A server's batch of `frames` (for `Socket.pack`). */
 const packServer = (frames: Uint8Array[]): Uint8Array => batchOf(frames, true)
