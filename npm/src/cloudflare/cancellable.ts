@@ -5,6 +5,7 @@
  * (`letGo`), since this caller will not be told of it: a grant released, a claim withdrawn (which
  * the object undoes only if it told no other caller of the claim id: worker-pools.ts). A signal that
  * aborted already (after its caller looked, before this) cancels at once: no abort event comes for it.
+ * A cancel that fails, or throws as it is called, changes nothing of that (nothing escapes the listener).
  */
 
 import { CancelledError } from '../errors.js'
@@ -23,7 +24,13 @@ export async function cancellable<A>(
     onAbort = () => {
       cancelled = true
       reject(new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason }))
-      cancel().catch(() => {})
+      // A cancel that fails (one that throws as it is called too: a stub that could not be made) is
+      // not this caller's error, which is CancelledError; thrown here, it would escape the listener.
+      try {
+        cancel().catch(() => {})
+      } catch {
+        // the object was not told: the answer that still comes is let go (`letGo`)
+      }
     }
     // Aborted since the caller looked (an await of the caller's, between): an abort event never comes.
     if (signal.aborted) onAbort()
