@@ -87,6 +87,33 @@ test('tryHold on a held key answers acquired: false; a wait that runs out is InU
   assert.ok(after.value.fence > held.fence)
 })
 
+test('LOCK-06 over Workers RPC: an acquire that comes after its own cancel (the two travel on different stubs, in no order) is answered cancelled at once, never waits in line or is granted for a caller that gave up', async () => {
+  const at = { name: 'early-cancel' }
+  const request = 'e'.repeat(31) + '1'
+  // The cancel finds nothing yet: the object remembers it.
+  assert.deepEqual(await cf('raw-cancel', { ...at, key: 'k', request }), { ok: true })
+  // The key free: granted before (held to its ttl, the caller having gone), now answered cancelled.
+  const free = await cf('raw-acquire', { ...at, key: 'k', ttlMs: 30_000, request })
+  assert.equal(free.error?.code, 'cancelled', JSON.stringify(free))
+  assert.deepEqual(await cf('inspect', at), [], 'nothing held')
+  // The key busy: it waited its whole wait in line before, now answered at once.
+  const holder = await cf('raw-acquire', { ...at, key: 'b', ttlMs: 30_000 })
+  assert.ok(holder.ok, JSON.stringify(holder))
+  const late = 'e'.repeat(31) + '2'
+  assert.deepEqual(await cf('raw-cancel', { ...at, key: 'b', request: late }), { ok: true })
+  const asked = Date.now()
+  const busy = await cf('raw-acquire', { ...at, key: 'b', ttlMs: 30_000, waitMs: 5_000, request: late })
+  assert.equal(busy.error?.code, 'cancelled', JSON.stringify(busy))
+  assert.ok(Date.now() - asked < 4_000, 'answered without waiting in line')
+  const [view] = await cf('inspect', at)
+  assert.deepEqual([view.key, view.holders.length, view.waiting], ['b', 1, 0], JSON.stringify(view))
+  await cf('raw-release', { ...at, key: 'b', lease: holder.ok.lease })
+  // A request id its cancel did not name is served as ever.
+  const other = await cf('raw-acquire', { ...at, key: 'k', ttlMs: 30_000 })
+  assert.ok(other.ok, JSON.stringify(other))
+  await cf('raw-release', { ...at, key: 'k', lease: other.ok.lease })
+})
+
 test('a holder that stops renewing loses the key after its ttl; its late renewal answers lost (LOCK-05)', async () => {
   // The object's RPC directly, as a Worker that died after its grant: a lease of 1 s, never renewed.
   const granted = await cf('raw-acquire', { name: 'stall', key: 'k', ttlMs: 1000 })

@@ -99,6 +99,8 @@
  * `acquire`, `tryAcquire`, `renew`, `release` and `cancel` answer plain values, `{ ok }` or
  * `{ error: { code, message } }` (see `types.ts`); they never throw. A waiting `acquire` stays pending
  * for at most its `wait`. A grant whose caller vanished is never renewed, and ends after its ttl.
+ * A `cancel` of a request the object does not know (its acquire, on another stub, not come yet) is
+ * remembered for a while: that acquire is answered `cancelled` when it comes (early-cancels.ts).
  */
 
 import { DurableObject } from 'cloudflare:workers'
@@ -110,7 +112,8 @@ import { REVISION } from '../remote/wire.js'
 import { SilentClients } from '../remote/silent-clients.js'
 import { attachmentOf, closeQuietly, socketOf, type Attachment } from './hibernatable-socket.js'
 import { checkMaxHold, checkTtl } from '../../wasm/holdfast_wasm.js'
-import { HoldfastError, InvalidError, LostError, StorageError, fromEngine, type ErrorCode } from '../errors.js'
+import { CancelledError, HoldfastError, InvalidError, LostError, StorageError, fromEngine, type ErrorCode } from '../errors.js'
+import { EarlyCancels } from './early-cancels.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
@@ -394,6 +397,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
    * `PoolClaimOptions`): `poolOp('cancel')` aborts the asker's, or all of them.
    */
   readonly #claims = new Map<string, Set<{ asker: string | undefined; controller: AbortController }>>()
+  /** Request ids whose cancel came before their acquire (over another stub): see early-cancels.ts. */
+  readonly #earlyCancels = new EarlyCancels(() => Date.now())
   /** While leases kept before a restart are taken back. */
   #restoring = false
   /**
@@ -765,6 +770,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       if (typeof wait !== 'number' || Number.isNaN(wait) || wait < 0) throw new InvalidError(`${place}: wait must be a number of ms, or null`)
       const handle = this.#protocol.handle(kind, name, limit)
       const request = o.request
+      // Its cancel came first: its caller gave up already, and nobody would take its grant.
+      if (this.#earlyCancels.has(request)) throw new CancelledError(`${place}: key ${JSON.stringify(k)}: cancelled before it came`)
       // Asked again (a retry after a failed call): an earlier call still waiting here is answered, and this one goes on.
       const earlier = this.#store._remoteRequest(request)
       if (earlier && earlier.sink instanceof Call && earlier.sink.pending) earlier.sink.supersede(earlier)
@@ -825,6 +832,9 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         this.#store._endRemote(record)
         if (waiting) record.sink.failed(record, 'cancelled', `${record.place()}: cancelled while waiting`)
         else this.#ended(record.lease)
+      } else {
+        // Its acquire may still come (it travels on another stub): it is answered cancelled then.
+        this.#earlyCancels.add(request)
       }
       return { ok: true }
     } catch (error) {

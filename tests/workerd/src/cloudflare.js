@@ -304,6 +304,9 @@ export async function cloudflare(op, q, env) {
         wait: q.has('waitMs') ? Number(q.get('waitMs')) : 0,
         request: q.get('request') ?? hexId(),
       })
+    case 'raw-cancel':
+      // The object's RPC cancel of a request id, as workerStore's cancellable sends it.
+      return await stub().cancel(q.get('request'))
     case 'raw-try':
       return await stub().tryAcquire('lock', name, key, { limit: 1, ttl: 30_000, maxHold: 0, wait: 0, request: hexId() })
     case 'raw-renew':

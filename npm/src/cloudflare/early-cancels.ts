@@ -1,0 +1,46 @@
+/**
+ * Cancels that came before their request: a `HoldfastObject.cancel` of a request id the object does
+ * not know. A Worker's acquire and its cancel travel on different stubs, with no order between them
+ * (worker-store.ts, cancellable.ts), so the acquire may come after its cancel: remembered here, the
+ * object answers it `cancelled` at once, rather than let it wait in line for a caller that gave up
+ * (a place that holds up those behind it) and be granted to nobody (its key kept until the Worker's
+ * letGo released it, or until its ttl if that Worker is gone).
+ *
+ * A request id is drawn anew for each acquire, and asked again only after a failed call, never once
+ * its signal aborted (worker-store.ts `#call`): remembering a cancelled one refuses nothing else.
+ * Bounded: the last `max` ids, each for `keepMs` — an acquire that crossed its cancel is in flight
+ * about as long as the cancel was, no more. In memory only: an object restarted between the two
+ * forgets the cancel (the acquire then waits, as it did before).
+ */
+export class EarlyCancels {
+  /** When each was cancelled, oldest first (a Map keeps its order of insertion). */
+  readonly #at = new Map<string, number>()
+
+  constructor(
+    readonly now: () => number,
+    readonly max = 10_000,
+    readonly keepMs = 60_000,
+  ) {}
+
+  /** A cancel of `request` found nothing. */
+  add(request: string): void {
+    const now = this.now()
+    this.#at.delete(request)
+    this.#at.set(request, now)
+    for (const [id, at] of this.#at) {
+      if (this.#at.size <= this.max && now - at <= this.keepMs) break
+      this.#at.delete(id)
+    }
+  }
+
+  /** Whether `request` was cancelled before it came (within `keepMs`). */
+  has(request: string): boolean {
+    const at = this.#at.get(request)
+    return at !== undefined && this.now() - at <= this.keepMs
+  }
+
+  /** How many are remembered (for tests). */
+  get size(): number {
+    return this.#at.size
+  }
+}
