@@ -788,6 +788,30 @@ test('LOCK-05: a WebSocket client whose release waits on its kept lease\'s delet
   await letGo()
 })
 
+test('LOCK-05: a WebSocket client\'s goodbye sent behind a release whose kept lease\'s delete is slow still ends its leases though the client closed before its answer; a hold sent there acts on nothing', async t => {
+  // connect()'s goodbye waits 1 s for its answer, then closes: the goodbye, queued behind the slow
+  // release (session.ts `Session.queue`), was dropped with the connection, and the client's other
+  // lease held its key, for nobody, until its ttl.
+  const { cf, client, granted: k } = await heldWithDeletesHeld(t, 'goodbye-behind-slow-release')
+  const j = await client.ask(id => encode.hold(id, { name: 'jobs', key: 'j', ttl: 60_000, wait: 0 }))
+  assert.equal(j.type, 'granted', JSON.stringify(j))
+  client.ws.send(encode.batch([encode.release(101, k.lease), encode.hold(102, { name: 'jobs', key: 'q', ttl: 60_000, wait: 0 }), encode.goodbye(103)]))
+  client.ws.close()
+  await until(() => client.closed !== null, 5_000, 'the client closed')
+  // The release's delete done, 'k' is let go, and 'j' by the goodbye: another client takes both.
+  assert.deepEqual(await cf('let-deletes'), { let: true })
+  const third = await raw(t, 'goodbye-behind-slow-release?ns=counting', { revision: 6 })
+  for (const [key, before] of [['k', k], ['j', j]]) {
+    const taken = await until(async () => {
+      const r = await third.ask(id => encode.hold(id, { name: 'jobs', key, ttl: 60_000, wait: 0 }))
+      return r.type === 'granted' ? r : null
+    }, 5_000, `'${key}' is let go, not kept to its ttl`)
+    assert.ok(taken.fence > before.fence)
+  }
+  const keys = (await cf('inspect')).map(key => key.key).sort()
+  assert.deepEqual(keys, ['j', 'k'], 'the hold sent behind the release never acted')
+})
+
 test('LOCK-05: a WebSocket client\'s cancel of its granted hold, waiting on the kept lease\'s delete when the object reopens its store (after an internal error), lets its key go once the delete is done, as a release does', async t => {
   // The cancel's end compared the old store's request record with the reopened store's (the lease
   // taken back is a new record): nothing was let go, and the lease, no longer kept, held its key to its ttl.
