@@ -6,6 +6,9 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { createHash } from 'node:crypto'
+import { spawn } from 'node:child_process'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { openStore, memoryStorage, connect, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 import { heldUpStorage, isSettled, stallClock } from './helpers.js'
@@ -1476,4 +1479,17 @@ test('#17: the server keeps its last handle for the next hold of its name, never
   } finally {
     await s.close()
   }
+})
+
+test('LOCK-06: a client closed while its connection is down, holding a lease, settles close() though nothing else is alive in the process', async () => {
+  // close() dials to say goodbye (e8b9574) and waits up to a second for it; that wait kept no process
+  // alive: on Node, with the server gone, the process ended there (exit 13), close() unanswered.
+  const child = spawn(process.execPath, [...(globalThis.Deno ? ['run', '-A'] : []), join(dirname(fileURLToPath(import.meta.url)), 'close-while-down-child.js')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let out = ''
+  child.stdout.on('data', chunk => (out += chunk))
+  const code = await new Promise(resolve => child.once('exit', resolve))
+  assert.equal(code, 0, `exit ${code}, printed ${JSON.stringify(out)}`)
+  assert.equal(out, 'closed\n')
 })

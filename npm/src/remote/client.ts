@@ -1067,7 +1067,10 @@ export class RemoteStore implements LeaseOwner {
     if (!this.#socket && this.#reconnect && (this.#unsent.length > 0 || this.#pending.values().some(p => p.lease !== undefined))) {
       const back = this.#reconnectLoop()
       this.#wakeReconnect?.()
-      await settledWithin(this.#clock, back, GOODBYE_PATIENCE)
+      // The caller awaits this close, and the connection being dialed may be all that is alive (a
+      // server refusing at once leaves nothing): the wait keeps the process alive, or on Node it ends
+      // there (exit 13) with close() unanswered.
+      await settledWithin(this.#clock, back, GOODBYE_PATIENCE, true)
     }
     const socket = this.#socket
     if (socket) await settledWithin(this.#clock, this.#ask({ type: 'goodbye' }), GOODBYE_PATIENCE)

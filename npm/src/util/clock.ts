@@ -88,12 +88,15 @@ class ChainedTimer {
 
 /**
  * Resolves as `promise` does, or after `ms` on `clock` if that comes first; the timer is cleared once
- * either happened, so that it keeps nothing alive (a closed client) for the rest of `ms`.
+ * either happened, so that it keeps nothing alive (a closed client) for the rest of `ms`. `keep`: the
+ * timer keeps the process alive meanwhile (`keepAlive`), for a wait whose answer a caller awaits of
+ * holdfast's own work, with nothing else of it alive (a client's `close()` while its connection is down).
  */
-export function settledWithin<T>(clock: Clock, promise: Promise<T>, ms: number): Promise<T | undefined> {
+export function settledWithin<T>(clock: Clock, promise: Promise<T>, ms: number, keep = false): Promise<T | undefined> {
   let timer: unknown
   const lapse = new Promise<undefined>(resolve => {
     timer = setTimer(clock, () => resolve(undefined), Math.max(0, ms))
+    if (keep) keepAlive(timer)
   })
   return Promise.race([promise, lapse]).finally(() => clearTimer(clock, timer))
 }
