@@ -93,7 +93,13 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
     const pool = new PoolModel(keys[0])
     const firstCap = 1 + Math.floor(random() * 6)
     const processes = []
-    const newProcess = () => processes.push({ chan: `model:w:${seed}:${processes.length}`, alive: true, claims: new Set() })
+    // A process's ask id for each claim id it asks (a new one now and then: a new claim of the id).
+    const newProcess = () => processes.push({ chan: `model:w:${seed}:${processes.length}`, alive: true, claims: new Set(), asks: new Map() })
+    let asks = 0
+    const askOf = (proc, id, fresh) => {
+      if (fresh || !proc.asks.has(id)) proc.asks.set(id, `k${asks++}`)
+      return proc.asks.get(id)
+    }
     newProcess()
     newProcess()
     let fresh = 0
@@ -116,9 +122,9 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
     const tell = (chans, what, id) => {
       for (const chan of chans) expected.push([chan, `${what} ${p.cap - p.used} ${p.key} ${id}`])
     }
-    const take = (id, n, ttl, remember, ackAt) => {
+    const take = (id, n, ttl, remember, ackAt, owner) => {
       p.used += n
-      p.recs.set(id, { kind: 'O', n, first: p.cap - p.used, ttlAt: ttl > 0 ? now + ttl : 0, forget: remember ? now + DAY : 0, seen: false, ackAt })
+      p.recs.set(id, { kind: 'O', n, first: p.cap - p.used, ttlAt: ttl > 0 ? now + ttl : 0, forget: remember ? now + DAY : 0, seen: false, ackAt, owner })
     }
     const giveBack = (id, undo) => {
       const r = p.recs.get(id)
@@ -136,7 +142,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         const r = p.recs.get(id)
         if (r.n <= p.cap - p.used) {
           leave(id)
-          take(id, r.n, r.ttl, r.remember, now + BEAT)
+          take(id, r.n, r.ttl, r.remember, now + BEAT, r.owner)
           tell(r.chans, 'p', id)
           mark('served from the line')
         } else break
@@ -191,14 +197,14 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       p.exists = true
     }
     const model = {
-      claim(id, n, wait, ttl, remember, mode, chan) {
+      claim(id, n, wait, ttl, remember, mode, chan, ask) {
         const r = p.recs.get(id)
         if (r) {
           if (r.n !== n) return ['x', 'invalid', `took ${r.n} units; asked again for ${n}`]
           if (r.kind === 'O') {
             r.ackAt = 0
-            if (mode === 'f' || mode === 'B') r.seen = true
-            mark('an id asked again while open')
+            if (ask !== r.owner || mode === 'B') r.seen = true
+            mark(ask === r.owner ? 'a claim asked again by its own claim while open' : 'an id asked again while open')
             return ['k', r.first, 1]
           }
           if (r.kind === 'E') {
@@ -212,7 +218,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
           r.at = waiterAt(r.waitUntil)
           if ((mode === 'f' || mode === 'r') && !r.chans.includes(chan) && r.chans.length < 8) r.chans.push(chan)
           const answer = waitingAnswer(id, r.waitUntil)
-          if (mode === 'f') {
+          if ((mode === 'f' || mode === 'r') && ask !== r.owner) {
             answer.push(1)
             mark('another caller joined a claim in line')
           }
@@ -222,7 +228,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         if (n > p.cap) return ['x', 'invalid', `a claim takes 1 to ${p.cap} units (its capacity), not ${n}`]
         if (p.line.length === 0 && n <= p.cap - p.used) {
           create()
-          take(id, n, ttl, remember, 0)
+          take(id, n, ttl, remember, 0, ask)
           return ['c', p.cap - p.used]
         }
         if (wait === 0) {
@@ -231,7 +237,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         }
         create()
         const waitUntil = wait >= 0 ? now + wait : -1
-        p.recs.set(id, { kind: 'W', n, waitUntil, ttl, remember, chans: [chan], ticket: ++ticket, at: waiterAt(waitUntil) })
+        p.recs.set(id, { kind: 'W', n, waitUntil, ttl, remember, chans: [chan], ticket: ++ticket, at: waiterAt(waitUntil), owner: ask })
         p.line.push(id)
         return waitingAnswer(id, waitUntil)
       },
@@ -249,8 +255,12 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         r.ackAt = 0
         return 'd'
       },
-      cancel(id) {
+      cancel(id, ask) {
         const r = p.recs.get(id)
+        if ((r?.kind === 'W' || r?.kind === 'O') && r.owner !== ask) {
+          mark("a cancel by another claim's ask: it stands")
+          return 'n'
+        }
         if (r?.kind === 'W') {
           leave(id)
           serve()
@@ -336,7 +346,8 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         const n = known && random() < 0.8 ? known.n : 1 + Math.floor(random() * (p.exists ? p.cap + 1 : firstCap + 1))
         const wait = pick([0, 0, -1, Math.floor(random() * 3 * BEAT)])
         const ttl = random() < 0.3 ? 1 + Math.floor(random() * 2 * BEAT) : 0
-        await call('claim', spec, id, n, wait, ttl, remember ? 1 : 0, pick(['f', 'f', 'r']), proc.chan)
+        const mode = pick(['f', 'f', 'r'])
+        await call('claim', spec, id, n, wait, ttl, remember ? 1 : 0, mode, proc.chan, askOf(proc, id, mode === 'f' && random() < 0.3))
         proc.claims.add(id)
       } else if (r < 0.45) {
         // A process asks where its claims stand (a heartbeat, or a wake-up's question).
@@ -344,7 +355,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
           const rec = p.recs.get(id)
           const mode = pick(['b', 'b', 'B', 'e'])
           const wait = mode === 'e' ? pick([-1, Math.floor(random() * 3 * BEAT)]) : -1
-          if (rec) await call('claim', spec, id, rec.n, wait, 0, 1, mode, proc.chan)
+          if (rec) await call('claim', spec, id, rec.n, wait, 0, 1, mode, proc.chan, askOf(proc, id, false))
         }
       } else if (r < 0.55) {
         const id = pick([...p.recs.keys(), 'a', 'nobody'])
@@ -352,7 +363,11 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       } else if (r < 0.6) {
         await call('confirm', spec, pick([...p.recs.keys(), 'nobody']))
       } else if (r < 0.67) {
-        await call('cancel', spec, pick([...p.recs.keys(), 'nobody']))
+        // Mostly by the claim that owns it; else by another claim's ask of its id, or by nobody's.
+        const id = pick([...p.recs.keys(), 'nobody'])
+        const owner = p.recs.get(id)?.owner
+        const others = processes.map(pr => pr.asks.get(id)).filter(a => a !== undefined && a !== owner)
+        await call('cancel', spec, id, owner !== undefined && random() < 0.6 ? owner : pick([...others, 'k-nobody']))
       } else if (r < 0.72) {
         const to = Math.max(1, p.used + Math.floor(random() * 5) - 2)
         if (to < p.used) mark('a resize below what is claimed')
@@ -417,6 +432,8 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       'an id asked again after its release',
       'no barging: refused while others wait',
       'a claim undone by its cancel',
+      "a cancel by another claim's ask: it stands",
+      'a claim asked again by its own claim while open',
       'a resize below what is claimed',
       'another caller joined a claim in line',
       'a stale entry in the index of ttls',
@@ -455,4 +472,66 @@ test('#16: tombstones that end together are forgotten at most 1,000 a call, neve
     assert.ok(++calls <= Math.ceil(N / 1_000), `${calls} calls and tombstones left`)
   }
   assert.match(await send(['HGET', M, `#${last.slice(1)}`]), /^O 2 /, 'the new claim stands')
+})
+
+test('POOL-01/POOL-03: a cancel undoes only a claim its own asks put in Redis and nobody else was answered; another ask of the id, asked again, never makes that claim its own', async t => {
+  // Each claim's asks and its cancel carry its ask id (the last argument). A claim answered `c` to its
+  // first asker was written unseen, and an ask again (`r`) neither marked it seen nor told who asked:
+  // another process whose first ask never reached Redis, asked again (answered `k`, lost) and then
+  // gave up, cancelled the claim the first process had been told it holds.
+  const { send } = await modelRedis(t)
+  const { scriptsFor, poolKeysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const { library } = scriptsFor(true, { clockKey: CLOCK })
+  await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
+  const [M, Z] = poolKeysOf('holdfast', 'asks')
+  const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, 'c3', `${GRACE} PUBLISH ${BEAT}`, ...rest])
+  await send(['SET', CLOCK, Date.now() + 365 * DAY])
+  // X is answered; Y's ask again is answered the same (lost): Y's cancel leaves X's claim alone.
+  assert.deepEqual(await pool('claim', 'order-1', 2, 0, 0, 1, 'f', 'model:w:x', 'x1'), ['c', 1])
+  assert.deepEqual(await pool('claim', 'order-1', 2, 0, 0, 1, 'r', 'model:w:y', 'y1'), ['k', 1, 1])
+  assert.equal(await pool('cancel', 'order-1', 'y1'), 'n')
+  assert.equal(await pool('remaining'), 1, 'the claim X was answered stands')
+  // A claim whose answers all went to its own asks, lost: its cancel undoes it (what it is for).
+  assert.deepEqual(await pool('claim', 'order-2', 1, 0, 0, 1, 'f', 'model:w:x', 'x2'), ['c', 0])
+  assert.deepEqual(await pool('claim', 'order-2', 1, 0, 0, 1, 'r', 'model:w:x', 'x2'), ['k', 0, 1])
+  assert.equal(await pool('cancel', 'order-2', 'x2'), 'u')
+  // In line: Y's ask again joins X's claim (told so: 1), its cancel leaves it there.
+  assert.deepEqual(await pool('claim', 'order-3', 2, -1, 0, 1, 'f', 'model:w:x', 'x3'), ['w', -1, -1])
+  assert.deepEqual(await pool('claim', 'order-3', 2, -1, 0, 1, 'r', 'model:w:y', 'y3'), ['w', -1, -1, 1])
+  assert.equal(await pool('cancel', 'order-3', 'y3'), 'n')
+  assert.equal(await pool('inspect').then(i => i[3]), 1, "X's claim is still in line")
+  // Served at the release; X's answer on its heartbeat (b) is lost: X's cancel undoes it, nobody else told.
+  assert.equal(await pool('release', 'order-1'), 1)
+  assert.deepEqual(await pool('claim', 'order-3', 2, -1, 0, 1, 'b', 'model:w:x', 'x3'), ['k', 1, 1])
+  assert.equal(await pool('cancel', 'order-3', 'x3'), 'u')
+  // Served again; Y, which joined, is answered it (B): X's cancel leaves it.
+  assert.deepEqual(await pool('claim', 'order-4', 3, -1, 0, 1, 'f', 'model:w:x', 'x4'), ['c', 0])
+  assert.equal(await pool('release', 'order-4'), 1)
+  assert.deepEqual(await pool('claim', 'order-5', 2, 0, 0, 1, 'f', 'model:w:z', 'z5'), ['c', 1])
+  assert.deepEqual(await pool('claim', 'order-6', 2, -1, 0, 1, 'f', 'model:w:x', 'x6'), ['w', -1, -1])
+  assert.deepEqual(await pool('claim', 'order-6', 2, -1, 0, 1, 'r', 'model:w:y', 'y6'), ['w', -1, -1, 1])
+  assert.equal(await pool('release', 'order-5'), 1)
+  assert.deepEqual(await pool('claim', 'order-6', 2, -1, 0, 1, 'B', 'model:w:y', 'y6'), ['k', 1, 1])
+  assert.equal(await pool('cancel', 'order-6', 'x6'), 'n')
+  assert.equal(await pool('remaining'), 1, 'the claim Y was answered stands')
+  // Records of the layout before owners (none kept, as a store of before writes them) are read as
+  // owned by no claim: asked, answered; no cancel takes them out; a release, and being served, do.
+  const clock = Number(await send(['GET', CLOCK]))
+  await send(['HSET', M, '#old-1', `O 1 0 0 ${clock + DAY} 0 0`])
+  await send(['HINCRBY', M, 'u', 1])
+  await send(['HINCRBY', M, 'o', 1])
+  await send(['HINCRBY', M, 'k', 1])
+  assert.deepEqual(await pool('claim', 'old-1', 1, 0, 0, 1, 'r', 'model:w:y', 'y7'), ['k', 0, 1])
+  assert.equal(await pool('cancel', 'old-1', 'y7'), 'n')
+  assert.equal(await pool('release', 'old-1'), 1)
+  const ticket = await send(['HINCRBY', M, 't', 1])
+  await send(['HSET', M, '#old-2', 'W 2 -1 0 1 model:w:x'])
+  await send(['ZADD', Z, ticket - 2 ** 52, 'qold-2', clock + BEAT, 'wold-2'])
+  await send(['HINCRBY', M, 'q', 1])
+  assert.deepEqual(await pool('claim', 'old-2', 2, -1, 0, 1, 'r', 'model:w:y', 'y8'), ['w', -1, -1, 1])
+  assert.equal(await pool('cancel', 'old-2', 'y8'), 'n')
+  assert.equal(await pool('release', 'order-6'), 1)
+  assert.match(await send(['HGET', M, '#old-2']), /^O 2 1 0 \d+ 0 \d+$/, 'served in the layout it was written in')
+  assert.deepEqual(await pool('claim', 'old-2', 2, -1, 0, 1, 'B', 'model:w:y', 'y8'), ['k', 1, 1])
+  assert.deepEqual(await pool('inspect'), [3, 1, 1, 0])
 })

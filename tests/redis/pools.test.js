@@ -486,3 +486,34 @@ test('POOL-04: a waiting claim whose heartbeat Redis refuses (an error reply) re
   await held.claim.release()
   assert.equal(await seats.remaining(), 2, 'nobody in line took the units')
 })
+
+test('POOL-01: a claim id asked from another store, which gives up before its answer, never undoes the claim the first store was answered (nor takes it out of the line)', async t => {
+  // A cancel undid any open claim of its id that no later ask had been answered, whoever put it in
+  // Redis: a store whose ask of the id was refused there (another n), or never reached Redis, and
+  // which then gave up on it (its signal, its wait, no answer), gave back the units of the claim
+  // another store held, and took a claim another store had in line out of it.
+  const { a, b } = await twoStores(t)
+  const sa = a.pool('seats', { capacity: 3 })
+  const sb = b.pool('seats', { capacity: 3 })
+  const held = await sa.claim(2, { id: 'order-1' })
+  assert.equal(held.claimed, true)
+  const ac = new AbortController()
+  const asked = sb.claim(1, { id: 'order-1', signal: ac.signal })
+  ac.abort()
+  await assert.rejects(asked, CancelledError)
+  // b's commands run in order: its cancel ran before this.
+  assert.equal(await sb.remaining(), 1, "a's claim still holds its units")
+  assert.deepEqual(await sb.claim(2), { claimed: false, remaining: 1 }, 'never oversold')
+  const waiting = sa.claim(2, { id: 'order-2', wait: Infinity })
+  await until(a, 'seats', e => e?.waiting === 1)
+  const ac2 = new AbortController()
+  const asked2 = sb.claim(1, { id: 'order-2', wait: Infinity, signal: ac2.signal })
+  ac2.abort()
+  await assert.rejects(asked2, CancelledError)
+  assert.equal(await sb.remaining(), 1)
+  assert.equal((await until(a, 'seats', e => e !== undefined)).waiting, 1, "a's claim is still in line")
+  await held.claim.release()
+  const served = await bounded(waiting, "a's claim in line was not served")
+  assert.deepEqual([served.claimed, served.remaining], [true, 1])
+  await served.claim.release()
+})

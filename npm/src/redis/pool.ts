@@ -30,9 +30,12 @@
  * A claim that got no answer (a dropped connection, a failover) is asked again with the same id (`r`)
  * until its wait and a grace are over: Redis never takes units twice for one id. Given up on, it is
  * cancelled in Redis (sent whenever Redis is back), which undoes it if it took units nobody was told
- * of; so is a claim whose signal aborts or whose store closes. A claim answered to another ask of its
- * id (`seen`) is never undone: it stands, and its id releases it. A release, confirm, resize or
- * remaining is asked once: a release whose answer was lost cannot tell whether it released.
+ * of; so is a claim whose signal aborts or whose store closes. Its asks and its cancel carry its own
+ * ask id (`Pending.ask`), kept with the claim by the ask that put it in Redis: a cancel takes out only
+ * that claim, never one of its id that another process (or an earlier claim here) put there, whose ask
+ * may never have reached Redis. A claim answered to an ask of another (`seen`) is never undone: it
+ * stands, and its id releases it. A release, confirm, resize or remaining is asked once: a release
+ * whose answer was lost cannot tell whether it released.
  *
  * # Capacity
  * A handle's calls carry its capacity. Until one was answered, Redis refuses them when the pool has
@@ -128,6 +131,8 @@ class Pending {
     readonly pool: Pool,
     readonly state: HandleState,
     readonly id: string,
+    /** Its ask id, sent with every ask and its cancel: Redis lets a cancel undo only the claim this one put there. */
+    readonly ask: string,
     readonly n: number,
     readonly remember: boolean,
     readonly ttl: number,
@@ -147,6 +152,9 @@ export class RedisPools implements PoolStore {
   /** Claim ids drawn here: a random prefix of this store's and a count (as request ids, store.ts). */
   readonly #idPrefix = randomId().slice(0, 20)
   #idCount = 0
+  /** Ask ids (see `Pending.ask`): a random prefix of this store's and a count; unique among the asks of one claim id. */
+  readonly #askPrefix = randomId().slice(0, 12)
+  #askCount = 0
 
   constructor(host: PoolHost) {
     this.#host = host
@@ -239,7 +247,7 @@ export class RedisPools implements PoolStore {
       if (joined.extend && joined.waiting && !joined.joined) this.#ask(joined, 'e')
       return answer
     }
-    const p = new Pending(pool, state, id, request.n, request.id !== undefined, request.ttl)
+    const p = new Pending(pool, state, id, this.#askPrefix + (this.#askCount++).toString(36), request.n, request.id !== undefined, request.ttl)
     this.#pending.set(p.key, p)
     const answer = this.#addAsker(p, request)
     p.extend = false
@@ -327,7 +335,7 @@ export class RedisPools implements PoolStore {
     const wait = p.waitUntil === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - now))
     if (mode === 'e') p.extend = false
     const patience = Math.min(PATIENCE, p.giveUpAt - now)
-    this.#call(p.state, 'claim', [p.id, p.n, wait, p.ttl, p.remember ? 1 : 0, sent, p.state.channel], Math.max(WAIT_GRACE, patience)).then(
+    this.#call(p.state, 'claim', [p.id, p.n, wait, p.ttl, p.remember ? 1 : 0, sent, p.state.channel, p.ask], Math.max(WAIT_GRACE, patience)).then(
       answer => this.#answered(p, answer),
       error => {
         if (p.done) return
@@ -336,8 +344,7 @@ export class RedisPools implements PoolStore {
           // An error reply ends the claim, in Redis too when it may be in line there as this process's
           // (Redis said it waits, or an ask of it went unanswered): left, it would stand in the way of
           // the claims behind it until its heartbeat's deadline, and be served units held for nobody
-          // until its ack deadline. Not a first ask refused: its id may be another process's claim,
-          // which a cancel would undo.
+          // until its ack deadline. (A cancel never takes out a claim of its id another ask put there.)
           this.#end(p, this.#failure(error, p.place))
           if (p.waiting || mode === 'r') void this.#cancel(p, Infinity)
           return
@@ -446,7 +453,7 @@ export class RedisPools implements PoolStore {
    */
   #cancel(p: Pending, patience: number): Promise<unknown> {
     if (p.joined) return Promise.resolve()
-    return this.#call(p.state, 'cancel', [p.id], patience).catch(() => undefined)
+    return this.#call(p.state, 'cancel', [p.id, p.ask], patience).catch(() => undefined)
   }
 
   /** A wake-up on this process's channel. */

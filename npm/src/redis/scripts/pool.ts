@@ -9,14 +9,17 @@
  *   not expire), `q` how many wait, `t` the last ticket, `x` when the keys expire unless permanent
  *   claims keep them, `f` a time no tombstone ends before (absent in a pool of before it: looked up).
  *   And the records, by `#` + claim id:
- *   `O n first ttlAt forgetAt seen ackAt` (open: `first` the units left right after it took its own,
+ *   `O n first ttlAt forgetAt seen ackAt owner` (open: `first` the units left right after it took its own,
  *   `ttlAt` when its units come back unless confirmed, 0 for never; `forgetAt` when its id is
- *   forgotten once it holds nothing, 0 for a claim nobody can ask again; `seen` 1 once a later ask of
- *   its id was answered its outcome; `ackAt`, for a claim served from the line, when its units come
+ *   forgotten once it holds nothing, 0 for a claim nobody can ask again; `seen` 1 once an ask of its
+ *   id by another claim than its owner was answered its outcome; `ackAt`, for a claim served from the line, when its units come
  *   back unless its process asked about it by then — a process that died while it waited is told
- *   nothing, and takes nothing — else 0), `E n first forgetAt` (a tombstone: released or expired, its id remembered),
- *   `W n waitUntil ttl remember chan…` (waiting; `waitUntil` -1 for no limit; the channels of the
- *   processes that asked it).
+ *   nothing, and takes nothing — else 0; `owner` the ask id of the claim that put it here: the only
+ *   one whose cancel undoes it), `E n first forgetAt` (a tombstone: released or expired, its id remembered),
+ *   `W n waitUntil ttl remember @owner chan…` (waiting; `waitUntil` -1 for no limit; `owner` as an open
+ *   record's, which it becomes when served; the channels of the processes that asked it). A record
+ *   written before owners were kept has none (`O` ends at `ackAt`, `W` has no `@` word): it is read as
+ *   owned by no claim, so that no cancel takes it out (its ttl, or its id's release, still does).
  * - `P:{p:NAME}:z` zset: the line, `q` + id scored by ticket − 2^52 (so that it comes before every
  *   deadline and its head is the zset's first member); the deadlines (server ms): `x` + id an open
  *   claim's ttl, `a` + id a served claim's `ackAt`, `w` + id a waiter's (its wait, or its last
@@ -56,19 +59,22 @@
  * + capacity: the pool must have it, or be made with it; `c` + capacity: made with it if Redis has no
  * such pool; `-`: the pool must exist), 3 `'grace publish beat'` (the grace ms, PUBLISH or SPUBLISH, how long a waiter keeps its
  * place without a heartbeat), then the operation's own:
- * - `claim` id n wait(-1: none) ttl(0: none) remember(0/1) mode chan. mode `f`: a caller's ask; `r`:
- *   this process asking again after no answer (it does not mark the claim seen); `b`: a heartbeat or a
+ * - `claim` id n wait(-1: none) ttl(0: none) remember(0/1) mode chan ask. `ask`: the ask id of the
+ *   claim asking (one a claim of a process, the same in all its asks and its cancel): a claim it puts
+ *   here is its owner's, and an answer to another's ask marks it seen. mode `f`: a caller's ask; `r`:
+ *   this process asking again after no answer; `b`: a heartbeat or a
  *   waiter asking where it stands (it never makes a claim); `B`: the same by a caller that joined the
  *   claim (it marks the claim seen: that caller is told); `e`: as `b`, by the process whose claim it is
  *   when a caller of its own joined it with a longer wait: the claim in line waits until `now + wait`
  *   if that is later (-1: no limit). Answers `{'c', remaining}` claimed now,
  *   `{'k', first, open}` known (the first outcome), `{'w', waitLeftMs, hintMs[, 1]}` waiting (-1: no
- *   limit; the hint: at the head, the ms to the earliest ttl or ackAt of an open claim, else -1; 1: a
- *   caller's ask joined a claim already in line), `{'n', remaining}` not claimed, `{'g', remaining}`
+ *   limit; the hint: at the head, the ms to the earliest ttl or ackAt of an open claim, else -1; 1: an
+ *   ask (`f` or `r`) joined a claim in line that another claim's ask put there), `{'n', remaining}` not claimed, `{'g', remaining}`
  *   (modes b and B) no such claim or waiter.
  * - `release` id → 1 released, 0 it held nothing. `confirm` id → `d` done, `l` it holds nothing.
- * - `cancel` id → `w` it left the line, `u` it was undone (it took units no caller was told of: open
- *   and not seen), `n` nothing (ended, or seen: it stands).
+ * - `cancel` id ask → `w` it left the line, `u` it was undone (it took units no caller was told of: open
+ *   and not seen), `n` nothing (ended, seen, or put here by another claim's ask: it stands). Only the
+ *   claim whose ask put the record here (`owner`) takes it out.
  * - `remaining` → the units left. `resize` capacity → `ok`. `inspect` → `{capacity, remaining,
  *   claims, waiting}`, or `{}` for a pool Redis does not have.
  * Errors are answered `{'x', code, message}` (code `invalid` or `limit`). Any operation may answer `{'a'}`:
@@ -128,18 +134,30 @@ do
     return rec
   end
 
+  -- An open record; \`owner\` '' when written without one (an older layout: no cancel matches it).
   local function parseOpen(rec)
-    local n, first, ttlAt, forget, seen, ackAt = string.match(rec, '^O (%d+) (%d+) (%d+) (%d+) (%d) (%d+)$')
-    return tonumber(n), tonumber(first), tonumber(ttlAt), tonumber(forget), seen == '1', tonumber(ackAt)
+    local n, first, ttlAt, forget, seen, ackAt, owner = string.match(rec, '^O (%d+) (%d+) (%d+) (%d+) (%d) (%d+) ?(%S*)$')
+    return tonumber(n), tonumber(first), tonumber(ttlAt), tonumber(forget), seen == '1', tonumber(ackAt), owner
   end
 
-  local function writeOpen(id, n, first, ttlAt, forget, seen, ackAt)
-    redis.call('HSET', M, '#' .. id, string.format('O %d %d %d %d %d %d', n, first, ttlAt, forget, seen and 1 or 0, ackAt))
+  local function writeOpen(id, n, first, ttlAt, forget, seen, ackAt, owner)
+    local rec = string.format('O %d %d %d %d %d %d', n, first, ttlAt, forget, seen and 1 or 0, ackAt)
+    if owner ~= '' then rec = rec .. ' ' .. owner end
+    redis.call('HSET', M, '#' .. id, rec)
   end
 
+  -- A waiting record: its owner is its first word after \`remember\`, marked \`@\` (never a channel's
+  -- first character); '' in an older layout, which had none.
   local function parseWait(rec)
     local n, waitUntil, ttl, remember, chans = string.match(rec, '^W (%d+) (%-?%d+) (%d+) (%d) (.*)$')
-    return tonumber(n), tonumber(waitUntil), tonumber(ttl), remember == '1', chans
+    local owner, rest = string.match(chans, '^@(%S+) (.*)$')
+    if owner then chans = rest else owner = '' end
+    return tonumber(n), tonumber(waitUntil), tonumber(ttl), remember == '1', chans, owner
+  end
+
+  local function writeWait(id, n, waitUntil, ttl, remember, chans, owner)
+    if owner ~= '' then chans = '@' .. owner .. ' ' .. chans end
+    redis.call('HSET', M, '#' .. id, string.format('W %d %d %d %d %s', n, waitUntil, ttl, remember and 1 or 0, chans))
   end
 
   -- The units of any record (open, tombstone, waiting).
@@ -155,8 +173,9 @@ do
   end
 
   -- Claim \`id\` takes \`n\` units now (they are there). \`ackAt\`: served from the line, when its units
-  -- come back unless its process asked about it by then (0: it was answered directly).
-  local function take(id, n, ttl, remember, ackAt)
+  -- come back unless its process asked about it by then (0: it was answered directly). \`owner\`: the
+  -- ask id of the claim that put it in Redis.
+  local function take(id, n, ttl, remember, ackAt, owner)
     used = used + n
     opened = opened + 1
     local ttlAt, forget = 0, 0
@@ -175,7 +194,7 @@ do
       due('a', id, ackAt)
       covers(ackAt)
     end
-    writeOpen(id, n, cap - used, ttlAt, forget, false, ackAt)
+    writeOpen(id, n, cap - used, ttlAt, forget, false, ackAt, owner)
     changed = true
   end
 
@@ -227,10 +246,10 @@ do
         waiting = waiting - 1
         changed = true
       else
-        local n, _, ttl, remember, chans = parseWait(rec)
+        local n, _, ttl, remember, chans, owner = parseWait(rec)
         if n <= cap - used then
           leave(id)
-          take(id, n, ttl, remember, now + beat)
+          take(id, n, ttl, remember, now + beat, owner)
           tell(chans, 'p', id)
         else
           break
@@ -351,7 +370,7 @@ do
   end
 
   local function claim(args)
-    local id, n, wait, ttl, remember, mode, chan = args[4], tonumber(args[5]), tonumber(args[6]), tonumber(args[7]), args[8] == '1', args[9], args[10]
+    local id, n, wait, ttl, remember, mode, chan, ask = args[4], tonumber(args[5]), tonumber(args[6]), tonumber(args[7]), args[8] == '1', args[9], args[10], args[11] or ''
     local rec = record(id)
     if rec then
       local kind, had = string.sub(rec, 1, 1), unitsOf(rec)
@@ -359,18 +378,19 @@ do
         return fail('invalid', string.format('took %d units; asked again for %d', had, n))
       end
       if kind == 'O' then
-        local _, first, ttlAt, forget, seen, ackAt = parseOpen(rec)
-        local tells = mode == 'f' or mode == 'B'
+        local _, first, ttlAt, forget, seen, ackAt, owner = parseOpen(rec)
+        -- Answered to an ask of another claim than the one that put it here: it stands (see cancel).
+        local tells = ask ~= owner or mode == 'B'
         if ackAt > 0 or (tells and not seen) then
           if ackAt > 0 then undue(false, true, id) end
-          writeOpen(id, n, first, ttlAt, forget, seen or tells, 0)
+          writeOpen(id, n, first, ttlAt, forget, seen or tells, 0, owner)
           changed = true
         end
         return {'k', first, 1}
       elseif kind == 'E' then
         return {'k', tonumber(string.match(rec, '^E %d+ (%d+)')), 0}
       end
-      local _, waitUntil, wttl, wremember, chans = parseWait(rec)
+      local _, waitUntil, wttl, wremember, chans, owner = parseWait(rec)
       local rewrite = false
       -- Its process has a caller that waits longer: the claim waits as long.
       if mode == 'e' and waitUntil >= 0 and (wait < 0 or now + wait > waitUntil) then
@@ -389,11 +409,11 @@ do
         end
       end
       if rewrite then
-        redis.call('HSET', M, '#' .. id, string.format('W %d %d %d %d %s', n, waitUntil, wttl, wremember and 1 or 0, chans))
+        writeWait(id, n, waitUntil, wttl, wremember, chans, owner)
       end
       local answer = waiting_(id, waitUntil)
-      -- Another caller's ask joins the claim in line: it must not take the claim out (its cancel).
-      if mode == 'f' then answer[4] = 1 end
+      -- Another claim's ask (first or again) joins the claim in line: it is told, and its cancel never takes it out.
+      if (mode == 'f' or mode == 'r') and ask ~= owner then answer[4] = 1 end
       return answer
     end
     if mode == 'b' or mode == 'B' or mode == 'e' then return {'g', cap - used} end
@@ -406,7 +426,7 @@ do
     end
     if waiting == 0 and n <= cap - used then
       create()
-      take(id, n, ttl, remember, 0)
+      take(id, n, ttl, remember, 0, ask)
       return {'c', cap - used}
     end
     if wait == 0 then return {'n', cap - used} end
@@ -417,7 +437,7 @@ do
     local ticket = redis.call('HINCRBY', M, 't', 1)
     local waitUntil = wait >= 0 and now + wait or -1
     local at = waiterDeadline(waitUntil)
-    redis.call('HSET', M, '#' .. id, string.format('W %d %d %d %d %s', n, waitUntil, ttl, remember and 1 or 0, chan))
+    writeWait(id, n, waitUntil, ttl, remember, chan, ask)
     redis.call('ZADD', Z, int(ticket - LINE), 'q' .. id, int(at), 'w' .. id)
     covers(at)
     waiting = waiting + 1
@@ -456,24 +476,28 @@ do
     local id = args[4]
     local rec = record(id)
     if not rec or string.sub(rec, 1, 1) ~= 'O' then return 'l' end
-    local n, first, ttlAt, forget, seen, ackAt = parseOpen(rec)
+    local n, first, ttlAt, forget, seen, ackAt, owner = parseOpen(rec)
     if ttlAt > 0 or ackAt > 0 then
       if ttlAt > 0 then perm = perm + 1 end
       undue(ttlAt > 0, ackAt > 0, id)
-      writeOpen(id, n, first, 0, forget, seen, 0)
+      writeOpen(id, n, first, 0, forget, seen, 0, owner)
       changed = true
     end
     return 'd'
   end
+  -- Only the claim whose ask put the record in Redis takes it out (an id may be asked by several).
   function ops.cancel(args)
-    local id = args[4]
+    local id, ask = args[4], args[5] or ''
     local rec = record(id)
     local kind = rec and string.sub(rec, 1, 1)
-    if kind == 'W' then
+    if kind == 'W' and select(6, parseWait(rec)) == ask and ask ~= '' then
       leave(id)
       serve()
       return 'w'
-    elseif kind == 'O' and not select(5, parseOpen(rec)) then
+    end
+    if kind ~= 'O' then return 'n' end
+    local _, _, _, _, seen, _, owner = parseOpen(rec)
+    if not seen and owner == ask and ask ~= '' then
       giveBack(id, rec, true)
       serve()
       return 'u'
