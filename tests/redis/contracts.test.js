@@ -702,6 +702,28 @@ test('#15: a wait under 1 ms is no wait, and the InUseError says so with the wai
   await lease.release()
 })
 
+test('#15: a wait of a fraction of a ms counts its whole ms, as on a local store (1000.5 ms is 1000): Redis is told 1000, and the waiter asks when that ran out', async t => {
+  // It was rounded up (1.5 ms sent as 2, 1000.5 as 1001): Redis kept the waiter in line a ms longer
+  // than a local store's engine, which takes a wait in whole ms, rounded down. The waiting store's
+  // clock moves only when told: it asks again when Redis said the wait ends, plus 5 ms (1005 ms).
+  const server = await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  const clock = manualClock()
+  const b = await openRedisStore({ redis: await redisClient(t, server.url), clock })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const lease = await a.lock('w').acquire('k')
+  const waiter = b.lock('w').acquire('k', { wait: 1000.5 })
+  waiter.catch(() => {})
+  await until(a, 'w', 'k', e => e?.waiting === 1)
+  // Redis (its own clock) ends the wait: the waiter learns it at its next ask.
+  await until(a, 'w', 'k', e => e?.waiting === 0)
+  clock.advance(1005)
+  let timer
+  const bound = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('not asked at 1005 ms: Redis was told a longer wait')), 15_000)))
+  await assert.rejects(Promise.race([waiter, bound]).finally(() => clearTimeout(timer)), e => e instanceof InUseError && /still held after waiting 1000\.5ms$/.test(e.message))
+  await lease.release()
+})
+
 test('LOCK-05: a waiter Redis forgot (its data lost) and that finds the key busy when it joins again after its wait rejects InUseError "still held after waiting", not "held by another (… under 1 ms: not waited)"', async t => {
   // Joining again with nothing of its wait left, it asks as a try; Redis's "busy" was answered as for a
   // hold that never waited.

@@ -517,3 +517,22 @@ test('POOL-01: a claim id asked from another store, which gives up before its an
   assert.deepEqual([served.claimed, served.remaining], [true, 1])
   await served.claim.release()
 })
+
+test('POOL-04: a wait of a fraction of a ms counts its whole ms, as on a local store (1000.5 ms is 1000): Redis is told 1000, and the claim asks when that ran out', async t => {
+  // It was rounded up (1.5 ms sent as 2, 1000.5 as 1001): Redis kept the claim in line a ms longer
+  // than a local store's engine, which takes a wait in whole ms, rounded down. The claiming store's
+  // clock moves only when told: it asks again when Redis said the wait ends, plus 5 ms (1005 ms).
+  const server = await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  const clock = manualClock()
+  const b = await openRedisStore({ redis: await redisClient(t, server.url), clock })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const held = await a.pool('seats', { capacity: 2 }).claim(2)
+  const claim = b.pool('seats', { capacity: 2 }).claim(1, { wait: 1000.5 })
+  await until(a, 'seats', e => e?.waiting === 1)
+  // Redis (its own clock) ends the wait: the claim learns it at its next ask.
+  await until(a, 'seats', e => e?.waiting === 0, 5_000)
+  clock.advance(1005)
+  assert.deepEqual(await bounded(claim, 'not asked at 1005 ms: Redis was told a longer wait'), { claimed: false, remaining: 0 })
+  await held.claim.release()
+})

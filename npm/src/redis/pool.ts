@@ -225,9 +225,10 @@ export class RedisPools implements PoolStore {
   /** @internal */
   _claim(pool: Pool, asked: ClaimRequest): Promise<ClaimResult> {
     const state = this.#state(pool)
-    // A wait under 1 ms is none, as on a local store (whose engine counts whole ms): the claim asks as
-    // a try, never put in line for the 1 ms its wait would be sent as.
-    const request = asked.wait < 1 ? { ...asked, wait: 0 } : asked
+    // A wait counts its whole ms, as on a local store (whose engine takes it in whole ms, rounded
+    // down): 1.5 ms is 1; one under 1 ms is none, so the claim asks as a try, never put in line.
+    const wait = Math.floor(asked.wait)
+    const request = wait === asked.wait ? asked : { ...asked, wait }
     let place = `pool ${pool.name}`
     const closed = this.#host.closed(place)
     if (closed) return Promise.reject(closed)

@@ -164,7 +164,8 @@ class Request {
     this.keys = keys
     this.channel = channel
     this.consts = handle._constantsWith(channel)
-    this.waitUntil = now + wait
+    // A wait counts its whole ms, as on a local store (whose engine takes it in whole ms, rounded down).
+    this.waitUntil = now + Math.floor(wait)
     this.promise = new Promise((resolve, reject) => {
       this.resolve = resolve
       this.reject = reject
