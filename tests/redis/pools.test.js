@@ -536,3 +536,26 @@ test('POOL-04: a wait of a fraction of a ms counts its whole ms, as on a local s
   assert.deepEqual(await bounded(claim, 'not asked at 1005 ms: Redis was told a longer wait'), { claimed: false, remaining: 0 })
   await held.claim.release()
 })
+
+test('POOL-04: a claim put in line whose first ask Redis refuses (an error reply) leaves nothing behind: its process was told it failed', async t => {
+  // The script wrote the claim in line and then ran the command refused (a claim at the head looks up
+  // when the first open claim's ttl ends, ZSCORE), so the call ended without counting it: the claim
+  // stood in the line, uncounted, served units when it came first, and at its heartbeat's deadline left
+  // the pool's count of waiters at -1, which made every later claim, with units free, wait or be
+  // refused. The store's user may not run ZSCORE.
+  const server = await startRedis(t)
+  const a = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => a.close())
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nozscore', 'on', '>secret', '~*', '&*', '+@all', '-zscore'), 'OK')
+  const b = await openRedisStore({ redis: await redisClient(t, `redis://nozscore:secret@127.0.0.1:${server.port}`) })
+  later(t, () => b.close())
+  const seats = a.pool('seats', { capacity: 2 })
+  const held = await seats.claim(2, { ttl: '1h' })
+  const refused = await b.pool('seats', { capacity: 2 }).claim(1, { wait: Infinity, id: 'order-1' }).catch(e => e)
+  assert.ok(refused instanceof StorageError && /can't run this command/.test(refused.message), String(refused))
+  assert.equal(await raw(server.port, 'HEXISTS', 'holdfast:{p:seats}:m', '#order-1'), 0, 'the claim refused is not in Redis')
+  assert.equal(await raw(server.port, 'ZSCORE', 'holdfast:{p:seats}:z', 'qorder-1'), null, 'nor in its line')
+  await held.claim.release()
+  const again = await seats.claim(1, { id: 'order-1' })
+  assert.deepEqual([again.claimed, again.remaining], [true, 1], 'its id is a new claim, served at once')
+})

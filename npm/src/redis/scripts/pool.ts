@@ -434,6 +434,12 @@ do
       return fail('limit', MAX_WAITING .. ' waiting claims on one pool is the most')
     end
     create()
+    -- What it is told is read before it goes in line: a call refused there (by an ACL: ZSCORE) ends
+    -- before \`save\`, and a claim written in line would stay there uncounted, in the line's way.
+    -- It will be the head (as \`waiting_\` says) when nobody is in line.
+    local head = redis.call('ZRANGE', Z, 0, 0)[1]
+    local hint = -1
+    if not (head and string.sub(head, 1, 1) == 'q') then hint = nextBack() end
     local ticket = redis.call('HINCRBY', M, 't', 1)
     local waitUntil = wait >= 0 and now + wait or -1
     local at = waiterDeadline(waitUntil)
@@ -442,7 +448,7 @@ do
     covers(at)
     waiting = waiting + 1
     changed = true
-    return waiting_(id, waitUntil)
+    return {'w', waitUntil >= 0 and waitUntil - now or -1, hint}
   end
 
   -- After a resize down: every claim in line for more than the capacity leaves it, told so, wherever
