@@ -249,6 +249,42 @@ test('POOL-02: a failed write answers its claims StorageError (cause: the storag
   await store.close()
 })
 
+test('POOL-01/02: a confirm or release by id of a claim whose write then fails acted on no claim: LostError, and false (the claim took nothing)', async () => {
+  const slow = slowStorage()
+  const clock = manualClock()
+  const store = await openStore({ storage: slow.storage, clock })
+  const seats = store.pool('seats', { capacity: 10 })
+  await settle()
+  await landAll(slow)
+  const cart = seats.claim(3, { id: 'cart', ttl: '10m' })
+  const order = seats.claim(2, { id: 'order' })
+  await settle()
+  assert.equal(slow.pending, 1, "the claims' write is in storage's hands")
+  // By id (another process over a connection, say), before the claims are answered.
+  const confirming = seats.confirm('cart').then(
+    () => 'confirmed',
+    e => e,
+  )
+  const releasing = seats.release('order')
+  await settle()
+  slow.fail(new Error('disk full'))
+  await assert.rejects(cart, e => e instanceof StorageError && /took nothing/.test(e.message))
+  await assert.rejects(order, StorageError)
+  // The next write (a snapshot, 10 ms after the failure) lands.
+  clock.advance(10)
+  await settle()
+  await landAll(slow)
+  // Before the fix: the confirm resolved and the release answered true once the next write landed,
+  // though their claims took nothing: a caller believing the confirm held units back in the pool.
+  const confirmed = await confirming
+  assert.ok(confirmed instanceof LostError && /claim "cart"/.test(confirmed.message), String(confirmed))
+  assert.equal(await releasing, false)
+  assert.equal(await seats.remaining(), 10)
+  const closing = store.close()
+  await landAll(slow)
+  await closing
+})
+
 test('POOL-03: a claim id asked again answers the first claim and never takes units twice', async () => {
   const { store } = await openTestStore()
   const seats = store.pool('seats', { capacity: 10 })

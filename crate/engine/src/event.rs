@@ -48,6 +48,11 @@ pub enum Event {
     /// a release, confirm or resize stands in memory, and is written again with the next write. The
     /// host answers `storage`.
     PoolFailed { req: Id, why: Failure },
+    /// A release or confirm acted on a claim that was then undone before it was answered (its
+    /// write failed, its caller cancelled it, or the store closed): the claim took nothing, so
+    /// neither did this request. The host answers as for an id no open claim has: a release
+    /// `false`, a confirm `lost`.
+    NoClaim { req: Id },
     /// The store closed while a claim waited (in line, or for its write: undone then, it took
     /// nothing). The host answers `closed`. A release, confirm or resize waiting for its write is
     /// not ended by the close: its write's outcome answers it (`Durable`, `PoolFailed`).

@@ -111,9 +111,11 @@ pub enum Mark {
     PoolCrashMidChunks,
     /// The store closed while a claim that took its units waited for its write: it was undone.
     PoolCloseUndidClaim,
+    /// A release or confirm of a claim being written found it undone: it acted on nothing.
+    PoolNoClaim,
 }
 
-pub const MARKS: [Mark; 49] = [
+pub const MARKS: [Mark; 50] = [
     Mark::GrantRacedCancel,
     Mark::WriteFailedWhileWaitersQueue,
     Mark::SemaphoreHeadWaits,
@@ -163,6 +165,7 @@ pub const MARKS: [Mark; 49] = [
     Mark::PoolSnapshotInChunks,
     Mark::PoolCrashMidChunks,
     Mark::PoolCloseUndidClaim,
+    Mark::PoolNoClaim,
 ];
 
 impl Mark {
@@ -217,6 +220,9 @@ impl Mark {
             Mark::PoolSnapshotInChunks => "pool: a snapshot written in chunks",
             Mark::PoolCrashMidChunks => "pool: a crash between a snapshot's chunks",
             Mark::PoolCloseUndidClaim => "pool: the close undid a claim being written",
+            Mark::PoolNoClaim => {
+                "pool: a release or confirm of a claim then undone acted on nothing"
+            }
         }
     }
 

@@ -110,6 +110,9 @@ pub mod event {
     pub const POOL_FAILED: f64 = 11.0;
     /// id: a pool request ended by closing.
     pub const POOL_ENDED: f64 = 12.0;
+    /// id: a pool request (a release or confirm) whose claim was undone before it was answered: it
+    /// acted on no claim.
+    pub const NO_CLAIM: f64 = 13.0;
 }
 
 /// Negative answers of `hold` and friends.
@@ -623,6 +626,7 @@ impl Core {
                 Event::Durable { req } => (event::DURABLE, req, 0.0),
                 Event::PoolFailed { req, .. } => (event::POOL_FAILED, req, 1.0),
                 Event::PoolEnded { req } => (event::POOL_ENDED, req, 0.0),
+                Event::NoClaim { req } => (event::NO_CLAIM, req, 0.0),
             };
             let at = buffer::EVENTS + n * buffer::EVENT_SIZE;
             self.buf[at] = kind;

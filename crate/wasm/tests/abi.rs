@@ -41,6 +41,7 @@ const RUST: &[(&str, f64)] = table![
     event::DURABLE,
     event::POOL_FAILED,
     event::POOL_ENDED,
+    event::NO_CLAIM,
     claim::CLAIM_WRITING,
     claim::CLAIM_QUEUED,
     claim::CLAIM_JOINED,

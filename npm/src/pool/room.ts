@@ -9,7 +9,10 @@
  * when the write failed, `POOL_ENDED` when the store closed (a claim that took its units and was not
  * yet answered is undone by the engine then: it took nothing, and the store's last write says so). A
  * release, confirm or resize is answered `DURABLE` or `POOL_FAILED` by its write, even when the store
- * closes meanwhile: the close waits for that write, so it happens, and its caller is told so. The
+ * closes meanwhile: the close waits for that write, so it happens, and its caller is told so. But a
+ * release or confirm of a claim still being written whose claim is then undone (its write failed, a
+ * cancel, the close) acted on no claim: `NO_CLAIM`, answered as one of an id no open claim has (a
+ * release `false`, a confirm `LostError`), never as done. The
  * engine's writes are grouped here in TypeScript (one under way, taken a microtask after the turn's
  * calls: writes.ts), poked after every call (`#after`); their outcome goes back to the engine, and the
  * host's drain hands the pool events it answers here (`event`).
@@ -77,6 +80,7 @@ import {
   HOLD_EVENTS,
   INVALID,
   LIMIT,
+  NO_CLAIM,
   NOT_CLAIMED,
   POOL_ENDED,
   POOL_FAILED,
@@ -176,6 +180,8 @@ class Pending {
   readonly claim: { id: string; n: number; remember: boolean; tracked: boolean } | undefined
   /** Who waits for its answer, first asker first. */
   readonly askers = new Set<Asker>()
+  /** A release's or confirm's answer when its claim was undone before it was answered (`NO_CLAIM`). */
+  noClaim: ((asker: Asker) => void) | undefined
 
   constructor(pool: Pool, place: string, claim: { id: string; n: number; remember: boolean; tracked: boolean } | undefined) {
     this.pool = pool
@@ -338,6 +344,11 @@ export class PoolRoom implements PoolStore {
         return answer
       },
       () => undefined,
+      asker => {
+        // Its claim took nothing after all: it released nothing.
+        released = 0
+        asker.resolve(undefined)
+      },
     ).then(() => released)
   }
 
@@ -440,6 +451,7 @@ export class PoolRoom implements PoolStore {
       place,
       now => this.#host.core.confirmClaim(pool._id, id, now),
       answer => (answer === 3 ? new LostError(`${place}: holds no units to confirm (released, or its ttl ran out)`) : undefined),
+      asker => asker.reject(new LostError(`${place}: holds no units to confirm (its claim took nothing: its write failed, or it was cancelled)`)),
     )
   }
 
@@ -456,9 +468,16 @@ export class PoolRoom implements PoolStore {
   /**
    * A call that changes something the engine then writes (a release, a confirm, a resize): answered
    * once storage kept it (1: a request the `DURABLE` event answers), at once when there was nothing to
-   * write, or with `refuse`'s error (else the status's).
+   * write, or with `refuse`'s error (else the status's). `noClaim` answers a release or confirm whose
+   * claim was undone before it was answered (`NO_CLAIM`).
    */
-  #barrier(pool: Pool, place: string, call: (now: number) => number, refuse: (answer: number) => Error | undefined): Promise<void> {
+  #barrier(
+    pool: Pool,
+    place: string,
+    call: (now: number) => number,
+    refuse: (answer: number) => Error | undefined,
+    noClaim?: (asker: Asker) => void,
+  ): Promise<void> {
     const closed = this.#host.closed(place)
     if (closed) return Promise.reject(closed)
     const now = this.#host.now()
@@ -467,6 +486,7 @@ export class PoolRoom implements PoolStore {
     let result: Promise<unknown>
     if (answer === 1) {
       const record = new Pending(pool, place, undefined)
+      record.noClaim = noClaim
       this.#records.set(buf[REQ]!, record)
       const asker = new Asker(Number.POSITIVE_INFINITY)
       record.askers.add(asker)
@@ -616,6 +636,7 @@ export class PoolRoom implements PoolStore {
       })
     } else if (kind === NOT_CLAIMED) record.answer(clock, asker => asker.resolve({ claimed: false, remaining: a }))
     else if (kind === DURABLE) record.answer(clock, asker => asker.resolve(undefined))
+    else if (kind === NO_CLAIM) record.answer(clock, record.noClaim ?? (asker => asker.resolve(undefined)))
     else if (kind === POOL_FAILED) {
       const cause = this.#host.storageError()
       // A claim is undone; a release, confirm or resize stands here, written again with the next write.

@@ -51,6 +51,8 @@ export const DURABLE = 10
 export const POOL_FAILED = 11
 /** A pool request ended by closing. */
 export const POOL_ENDED = 12
+/** A release or confirm whose claim was undone before it was answered: it acted on no claim. */
+export const NO_CLAIM = 13
 
 // Answers of claim (crate/wasm/src/pool.rs, module `claim`).
 export const CLAIM_WRITING = 1

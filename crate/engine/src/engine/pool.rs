@@ -52,7 +52,8 @@ impl Engine {
 
     /// Gives back the units of claim `id` of `pool`, once: a request answered
     /// [`crate::Event::Durable`] once storage kept the release, or `None` when no open claim has that
-    /// id. Claims waiting in line that now fit take their units in this call.
+    /// id. Claims waiting in line that now fit take their units in this call. Of a claim still being
+    /// written that is then undone, it acted on nothing: answered [`crate::Event::NoClaim`].
     pub fn release_claim(&mut self, pool: PoolId, id: &str, now: u64) -> Result<Option<Id>, Error> {
         self.check_open()?;
         self.advance(now);
@@ -72,7 +73,8 @@ impl Engine {
         self.pools.withdraw(pool, id, now)
     }
 
-    /// Confirms claim `id` of `pool`: its ttl is gone, its units stay until released.
+    /// Confirms claim `id` of `pool`: its ttl is gone, its units stay until released. Of a claim still
+    /// being written that is then undone, it acted on nothing: answered [`crate::Event::NoClaim`].
     pub fn confirm_claim(&mut self, pool: PoolId, id: &str, now: u64) -> Result<Confirm, Error> {
         self.check_open()?;
         self.advance(now);
@@ -97,7 +99,7 @@ impl Engine {
     pub fn cancel_claim(&mut self, req: Id, now: u64) -> Result<Cancelled, Error> {
         self.check_open()?;
         self.advance(now);
-        Ok(self.pools.cancel(req, now))
+        Ok(self.pools.cancel(req, now, &mut self.events))
     }
 
     /// Units left in `pool`, deadlines up to `now` acted on first.
@@ -188,7 +190,8 @@ impl Engine {
     }
 
     /// Storage failed to keep pool write `seq`: its claims give their units back and are answered
-    /// [`crate::Event::PoolFailed`], as are its confirms and resizes (which stand, and are written again).
+    /// [`crate::Event::PoolFailed`], as are its confirms and resizes (which stand, and are written again),
+    /// but for the releases and confirms of a claim it undid ([`crate::Event::NoClaim`]).
     pub fn pool_write_failed(&mut self, seq: u64, now: u64) {
         if !self.closed {
             self.advance(now);

@@ -179,20 +179,44 @@ impl Pools {
     /// Gives back the units of the claim `id` of `pool`: the request [`Event::Durable`] answers
     /// once storage kept the release (so that a release answered is never undone by a crash), or
     /// `None` when no open claim has that id (released before, expired, never claimed). Waiting
-    /// claims that now fit take their units in this same call.
+    /// claims that now fit take their units in this same call. A release of a claim still being
+    /// written is answered [`Event::NoClaim`] if that claim is undone (see the module docs).
     pub fn release(&mut self, pool: PoolId, id: &str, now: u64) -> Result<Option<Id>, Error> {
         let p = self.index(pool)?;
         let Some(&cid) = self.pools[p].ids.get(id) else {
             return Ok(None);
         };
-        if !self.claims.get(cid).expect("kept").open {
+        let c = self.claims.get(cid).expect("kept");
+        if !c.open {
             return Ok(None);
         }
+        let writing = c.writing;
         self.give_back(cid, now);
         self.pump(p, now);
         let req = self.reqs.insert(PoolReq::Barrier);
         self.writer.next.push(req);
+        self.tie(writing, req);
         Ok(Some(req))
+    }
+
+    /// Ties release or confirm `req` to the request still writing its claim, if there is one (see
+    /// `ties`).
+    fn tie(&mut self, writing: Option<Id>, req: Id) {
+        if let Some(claiming) = writing {
+            self.ties.entry(claiming).or_default().push(req);
+        }
+    }
+
+    /// The claim request `claiming` took nothing (undone): the releases and confirms tied to it
+    /// acted on no claim, and are answered so now ([`Event::NoClaim`]), not by their writes.
+    pub(super) fn untie(&mut self, claiming: Id, events: &mut VecDeque<Event>) {
+        for req in self.ties.remove(&claiming).unwrap_or_default() {
+            // Cancelled by its host meanwhile: answered then.
+            if matches!(self.reqs.get(req), Some(PoolReq::Barrier)) {
+                self.reqs.remove(req);
+                events.push_back(Event::NoClaim { req });
+            }
+        }
     }
 
     /// Undoes the open claim `id` of `pool` whose `claimed` answer reached nobody who still wanted it
@@ -294,6 +318,8 @@ impl Pools {
     }
 
     /// Confirms the open claim `id` of `pool`: its ttl is gone, and it keeps its units until released.
+    /// A confirm of a claim still being written is answered [`Event::NoClaim`] if that claim is
+    /// undone (see the module docs).
     pub fn confirm(&mut self, pool: PoolId, id: &str) -> Result<Confirm, Error> {
         let p = self.index(pool)?;
         let Some(&cid) = self.pools[p].ids.get(id) else {
@@ -306,6 +332,7 @@ impl Pools {
         if c.ttl.take().is_none() {
             return Ok(Confirm::Done);
         }
+        let writing = c.writing;
         self.forget_timer();
         let pool = self.pools[p].name.clone();
         self.log(Record::Confirm {
@@ -314,6 +341,7 @@ impl Pools {
         });
         let req = self.reqs.insert(PoolReq::Barrier);
         self.writer.next.push(req);
+        self.tie(writing, req);
         Ok(Confirm::Writing { req })
     }
 
@@ -383,8 +411,9 @@ impl Pools {
     /// Ends a request the host no longer wants: a waiting claim leaves its line (`Left`); one that
     /// took its units (its write not yet answered) is undone (`Released`): its units come back and its
     /// id is not remembered, since no caller was told of it; a release, confirm or resize stands,
-    /// unanswered (`Left`).
-    pub fn cancel(&mut self, req: Id, now: u64) -> crate::Cancelled {
+    /// unanswered (`Left`). Releases and confirms tied to a claim undone are answered
+    /// [`Event::NoClaim`].
+    pub fn cancel(&mut self, req: Id, now: u64, events: &mut VecDeque<Event>) -> crate::Cancelled {
         match self.reqs.get(req) {
             None => crate::Cancelled::Unknown,
             Some(PoolReq::Waiting { pool, .. }) => {
@@ -398,6 +427,7 @@ impl Pools {
                 if let Some(p) = self.undo_unanswered(claim, req) {
                     self.pump(p, now);
                 }
+                self.untie(req, events);
                 crate::Cancelled::Released
             }
             Some(PoolReq::Barrier) => {

@@ -38,6 +38,12 @@
 //!   storage once the next write lands (an undo after its claim's record, or, after a failed write,
 //!   a snapshot). A claim that took its units and whose write is not yet answered when the host
 //!   cancels it or the store closes is undone ([`Pools::cancel`], [`Pools::close`]).
+//! - **A release or confirm acts on a claim, not on an id**: one of a claim still being written is
+//!   tied to it; if that claim is then undone (its write failed, it was cancelled, the store
+//!   closed), it took nothing, and the release or confirm is answered as one of an id no open claim
+//!   has ([`crate::Event::NoClaim`]: a release `false`, a confirm `lost`), never as done: else a
+//!   confirm of a claim that took nothing was answered kept, and another process believing it
+//!   thought it held units that were back in the pool.
 //! - **A release, confirm or resize is answered what happened**: one whose write is under way (or
 //!   waits for the next) when the store closes is not ended by the close; the host's writes after
 //!   the close keep it, and their outcome answers it ([`Pools::close`]).
@@ -226,6 +232,10 @@ pub struct Pools {
     reqs: Slab<PoolReq>,
     timers: Timers,
     writer: Writer,
+    /// The releases and confirms made of a claim still being written, by that claim's request: if
+    /// the claim is undone they acted on nothing ([`crate::Event::NoClaim`]); once it is answered
+    /// taken, they are as any other.
+    ties: HashMap<Id, Vec<Id>>,
     clock: Clock,
     /// Whether [`Pools::open`] may still read storage back (only before any pool is named).
     fresh: bool,
@@ -245,6 +255,7 @@ impl Default for Pools {
                 snapshot_due: true,
                 ..Writer::default()
             },
+            ties: HashMap::new(),
             clock: Clock::default(),
             fresh: true,
             value_limit: MAX_VALUE_BYTES,
@@ -485,5 +496,11 @@ impl Pools {
             .count();
         let lines: usize = self.pools.iter().map(|p| p.waiting.len()).sum();
         assert_eq!(waiting, lines, "every waiting claim is in its line");
+        for req in self.ties.keys() {
+            assert!(
+                matches!(self.reqs.get(*req), Some(PoolReq::Claiming { .. })),
+                "a release or confirm is tied only to a claim being written"
+            );
+        }
     }
 }

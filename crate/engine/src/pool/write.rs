@@ -144,6 +144,8 @@ impl Pools {
             match self.reqs.get(req) {
                 Some(&PoolReq::Claiming { claim, first }) => {
                     self.reqs.remove(req);
+                    // Taken: its releases and confirms are answered by their own writes.
+                    self.ties.remove(&req);
                     if let Some(c) = self.claims.get_mut(claim) {
                         if c.writing == Some(req) {
                             c.writing = None;
@@ -167,7 +169,8 @@ impl Pools {
     /// Storage failed to keep write `seq` (it may or may not have landed). Its claims give their
     /// units back, and they and its releases, confirms and resizes are answered
     /// [`Event::PoolFailed`]; a release, confirm or resize stands in memory (an unknown outcome, as a
-    /// timeout's). The next write is a snapshot of what memory holds.
+    /// timeout's), but one of a claim this write undoes acted on nothing ([`Event::NoClaim`], after
+    /// its claim's answer). The next write is a snapshot of what memory holds.
     pub fn write_failed(&mut self, seq: u64, now: u64, events: &mut VecDeque<Event>) {
         let Some(failed) = self.take_inflight(seq) else {
             return;
@@ -176,23 +179,30 @@ impl Pools {
         self.writer.dirty = true;
         let mut touched = Vec::new();
         for req in failed.reqs {
-            match self.reqs.get(req) {
+            let claiming = match self.reqs.get(req) {
                 Some(&PoolReq::Claiming { claim, .. }) => {
                     self.reqs.remove(req);
                     // No record of it: the next write is a snapshot of what memory holds.
                     if let Some((p, _)) = self.undo(claim, req) {
                         touched.push(p);
                     }
+                    true
                 }
                 Some(PoolReq::Barrier) => {
                     self.reqs.remove(req);
+                    false
                 }
                 _ => continue,
-            }
+            };
             events.push_back(Event::PoolFailed {
                 req,
                 why: Failure::Storage,
             });
+            if claiming {
+                // It took nothing: its releases and confirms, in this write or the next, acted on
+                // nothing either (the next write, a snapshot, keeps neither).
+                self.untie(req, events);
+            }
         }
         touched.sort_unstable();
         touched.dedup();
@@ -306,7 +316,8 @@ impl Pools {
     /// storage goes, so it happens; answered `closed`, its caller was told it failed when it had not
     /// (and asked again after a reopen, a release found no claim). It is answered by that write's
     /// outcome, as before the close ([`Pools::written`], [`Pools::write_failed`]). Undoing it instead
-    /// would give back a release its caller asked for: units held by nobody who wants them.
+    /// would give back a release its caller asked for: units held by nobody who wants them. But a
+    /// release or confirm of a claim the close undoes acted on nothing: answered [`Event::NoClaim`].
     pub fn close(&mut self, events: &mut VecDeque<Event>) {
         let claiming: Vec<(Id, Id)> = self
             .reqs
@@ -318,6 +329,7 @@ impl Pools {
             .collect();
         for (req, claim) in claiming {
             self.undo_unanswered(claim, req);
+            self.untie(req, events);
         }
         let ended: Vec<Id> = self
             .reqs

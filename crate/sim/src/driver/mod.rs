@@ -511,7 +511,8 @@ impl Host {
                 | Event::NotClaimed { .. }
                 | Event::Durable { .. }
                 | Event::PoolFailed { .. }
-                | Event::PoolEnded { .. } => {}
+                | Event::PoolEnded { .. }
+                | Event::NoClaim { .. } => {}
             }
         }
         if self.model.is_some() {

@@ -290,6 +290,9 @@ impl Host {
     pub(super) fn pool_marks(&mut self, events: &[holdfast_engine::Event]) {
         use holdfast_engine::Event;
         for ev in events {
+            if let Event::NoClaim { .. } = ev {
+                self.marks.hit(Mark::PoolNoClaim);
+            }
             if let Event::Claimed { req, .. } = ev {
                 if let Some(at) = self.pool_queued.iter().position(|r| r == req) {
                     self.pool_queued.swap_remove(at);

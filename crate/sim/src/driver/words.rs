@@ -117,6 +117,7 @@ pub(super) fn event_words(ev: &Event) -> [u64; 3] {
         Event::Durable { req } => [10, req.to_u64(), 0],
         Event::PoolFailed { req, why } => [11, req.to_u64(), why as u64],
         Event::PoolEnded { req } => [12, req.to_u64(), 0],
+        Event::NoClaim { req } => [13, req.to_u64(), 0],
     }
 }
 

@@ -24,6 +24,9 @@
 //! - Deadlines, instant by instant: at one instant the waits that ran out leave (in id order), the
 //!   ttls give their units back, each pool's line takes what fits (in pool order), and tombstones are
 //!   forgotten.
+//! - A release or confirm acts on a claim: one made while its claim is being written is tied to it,
+//!   and if that claim is then undone (its write failed, a cancel, the close) it acted on nothing:
+//!   answered `NoClaim` at once (right after its claim's `PoolFailed`), never by a write.
 //! - `close` ends every claim waiting or being written (`PoolEnded`, in id order); one that took its
 //!   units and was not yet answered is undone as a cancel undoes it (its caller is told `closed`: it
 //!   holds nothing); what changed is still written, and a release, confirm or resize waiting for its
@@ -109,6 +112,8 @@ pub enum MReq {
         pool: usize,
         id: String,
         first: u64,
+        /// The releases and confirms made of its claim while it was being written.
+        tied: Vec<Id>,
     },
     Barrier,
 }
@@ -385,7 +390,15 @@ impl PoolModel {
             open: true,
             writing: Some(req),
         });
-        self.reqs.insert(req, MReq::Claiming { pool: p, id, first });
+        self.reqs.insert(
+            req,
+            MReq::Claiming {
+                pool: p,
+                id,
+                first,
+                tied: Vec::new(),
+            },
+        );
         self.next.push(req);
         self.dirty = true;
     }
@@ -416,11 +429,30 @@ impl PoolModel {
             return same("release_claim", None, got);
         };
         let req = self.written_by("release_claim", got.as_ref().ok().copied().flatten(), got)?;
+        let writing = self.pools[p].claims[i].writing;
         self.give_back(p, i, now);
         self.pump(p, now);
         self.reqs.insert(req, MReq::Barrier);
         self.next.push(req);
+        self.tie(writing, req);
         Ok(())
+    }
+
+    /// A release or confirm `req` of a claim still written by request `writing`.
+    fn tie(&mut self, writing: Option<Id>, req: Id) {
+        if let Some(Some(MReq::Claiming { tied, .. })) = writing.map(|w| self.reqs.get_mut(&w)) {
+            tied.push(req);
+        }
+    }
+
+    /// The claim of request `tied`'s releases and confirms took nothing: they acted on nothing.
+    fn untie(&mut self, tied: Vec<Id>, events: &mut Vec<Event>) {
+        for req in tied {
+            if matches!(self.reqs.get(&req), Some(MReq::Barrier)) {
+                self.reqs.remove(&req);
+                events.push(Event::NoClaim { req });
+            }
+        }
     }
 
     /// `Engine::confirm_claim`.
@@ -441,6 +473,7 @@ impl PoolModel {
         if c.ttl.take().is_none() {
             return same("confirm", Confirm::Done, got);
         }
+        let writing = c.writing;
         let req = match got {
             Ok(Confirm::Writing { req }) => Some(*req),
             _ => None,
@@ -448,6 +481,7 @@ impl PoolModel {
         let req = self.written_by("confirm", req, got)?;
         self.reqs.insert(req, MReq::Barrier);
         self.next.push(req);
+        self.tie(writing, req);
         self.dirty = true;
         Ok(())
     }
@@ -496,7 +530,7 @@ impl PoolModel {
     }
 
     /// `Engine::cancel_claim`.
-    pub fn cancel(&mut self, req: Id, now: u64) -> Cancelled {
+    pub fn cancel(&mut self, req: Id, now: u64, events: &mut Vec<Event>) -> Cancelled {
         match self.reqs.get(&req).cloned() {
             None => Cancelled::Unknown,
             Some(MReq::Waiting { pool, .. }) => {
@@ -504,11 +538,12 @@ impl PoolModel {
                 self.pump(pool, now);
                 Cancelled::Left
             }
-            Some(MReq::Claiming { pool, id, .. }) => {
+            Some(MReq::Claiming { pool, id, tied, .. }) => {
                 self.reqs.remove(&req);
                 if self.withdraw(pool, &id, req) {
                     self.pump(pool, now);
                 }
+                self.untie(tied, events);
                 Cancelled::Released
             }
             Some(MReq::Barrier) => {
@@ -640,7 +675,9 @@ impl PoolModel {
         let mut claims = 0;
         for req in reqs {
             match self.reqs.get(&req).cloned() {
-                Some(MReq::Claiming { pool, id, first }) => {
+                Some(MReq::Claiming {
+                    pool, id, first, ..
+                }) => {
                     self.reqs.remove(&req);
                     if let Some(c) = self.pools[pool]
                         .claims
@@ -672,8 +709,8 @@ impl PoolModel {
         self.dirty = true;
         let mut touched = Vec::new();
         for req in reqs {
-            match self.reqs.get(&req).cloned() {
-                Some(MReq::Claiming { pool, id, .. }) => {
+            let tied = match self.reqs.get(&req).cloned() {
+                Some(MReq::Claiming { pool, id, tied, .. }) => {
                     self.reqs.remove(&req);
                     let claims = &mut self.pools[pool].claims;
                     if let Some(i) = claims
@@ -684,16 +721,19 @@ impl PoolModel {
                             touched.push(pool);
                         }
                     }
+                    tied
                 }
                 Some(MReq::Barrier) => {
                     self.reqs.remove(&req);
+                    Vec::new()
                 }
                 _ => continue,
-            }
+            };
             events.push(Event::PoolFailed {
                 req,
                 why: Failure::Storage,
             });
+            self.untie(tied, events);
         }
         let undone = touched.len();
         touched.sort_unstable();
@@ -707,16 +747,19 @@ impl PoolModel {
     /// The store closes: every claim waiting or being written ends, in id order; one not yet answered
     /// is undone. A barrier (release, confirm, resize) waits for its write still.
     pub fn close(&mut self, events: &mut Vec<Event>) {
-        let claiming: Vec<(Id, usize, String)> = self
+        let claiming: Vec<(Id, usize, String, Vec<Id>)> = self
             .reqs
             .iter()
             .filter_map(|(&req, r)| match r {
-                MReq::Claiming { pool, id, .. } => Some((req, *pool, id.clone())),
+                MReq::Claiming { pool, id, tied, .. } => {
+                    Some((req, *pool, id.clone(), tied.clone()))
+                }
                 _ => None,
             })
             .collect();
-        for (req, pool, id) in claiming {
+        for (req, pool, id, tied) in claiming {
             self.withdraw(pool, &id, req);
+            self.untie(tied, events);
         }
         self.reqs.retain(|&req, r| {
             let ends = !matches!(r, MReq::Barrier);
@@ -887,7 +930,7 @@ impl super::Model {
         if let Some(done) = self.pool_call(now, got) {
             return done;
         }
-        let want = self.pools.cancel(req, now);
+        let want = self.pools.cancel(req, now, &mut self.events);
         same("cancel_claim", want, got)
     }
 
