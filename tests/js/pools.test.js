@@ -635,6 +635,38 @@ test('POOL-04: a wasm trap answers every waiting claim ClosedError', async () =>
   await assert.rejects(waiting, e => e instanceof ClosedError && /internal error/.test(e.message))
 })
 
+test('LOCK-06: a wasm trap inside remaining(), claim.release() or claim.confirm() rejects its promise ClosedError, as every pool call: none throws', async t => {
+  // The engine's own call traps, once, as a bug would (the glue the store loaded: see
+  // tests/remote/trapped-store.test.js).
+  const { Core } = await import(new URL('../../wasm/holdfast_wasm.js', import.meta.resolve('holdfast')).href)
+  const calls = [
+    ['poolRemaining', seats => seats.remaining()],
+    ['releaseClaim', (_, claim) => claim.release()],
+    ['confirmClaim', (_, claim) => claim.confirm()],
+    ['releaseClaim', seats => seats.release('a')],
+    ['confirmClaim', seats => seats.confirm('a')],
+    ['resizePool', seats => seats.resize(3)],
+  ]
+  for (const [method, call] of calls) {
+    const { store } = await openTestStore()
+    const seats = store.pool('seats', { capacity: 2 })
+    const { claim } = await seats.claim(1, { id: 'a', ttl: '1m' })
+    const original = Core.prototype[method]
+    Core.prototype[method] = function () {
+      Core.prototype[method] = original
+      return this.trapForTest()
+    }
+    t.after(() => (Core.prototype[method] = original))
+    let answer
+    // Before the fix: remaining(), claim.release() and claim.confirm() threw the ClosedError.
+    assert.doesNotThrow(() => {
+      answer = call(seats, claim)
+    }, `${method} throws`)
+    await assert.rejects(answer, e => e instanceof ClosedError && /internal error/.test(e.message), method)
+    assert.equal(Core.prototype[method], original, `${method} was called`)
+  }
+})
+
 for (const when of ['before close()', 'inside close()']) {
   test(`POOL-02: a store that closed itself after a wasm trap (${when}) lets its storage go only once the pools' write under way landed: a late write never lands over the next store's pools`, async () => {
     const { slow, store, seats } = await slowSeats(10)

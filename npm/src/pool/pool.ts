@@ -137,7 +137,12 @@ export class Pool {
 
   /** The units left. */
   remaining(): Promise<number> {
-    return this._store._remaining(this)
+    // A store's call may throw (a wasm trap inside it): a promise-returning method rejects, never throws.
+    try {
+      return this._store._remaining(this)
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
   /** Changes the capacity, never below what is claimed; resolves once storage kept it. */
@@ -214,11 +219,19 @@ export class Claim {
 
   /** Hands back what this claim took, once: `false` when it holds nothing (released before, or its ttl ran out). */
   release(): Promise<boolean> {
-    return this.#pool._store._releaseClaim(this.#pool, this.id)
+    try {
+      return this.#pool._store._releaseClaim(this.#pool, this.id)
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
   /** Keeps the units of a claim with a `ttl` until released; `LostError` if the ttl ran out first. */
   confirm(): Promise<void> {
-    return this.#pool._store._confirmClaim(this.#pool, this.id)
+    try {
+      return this.#pool._store._confirmClaim(this.#pool, this.id)
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 }
