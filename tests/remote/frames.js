@@ -53,7 +53,7 @@ export const encode = {
   ping: id => header(CLIENT.ping, id).bytes(),
 }
 
-/** A server's frames (for a fake server of an older revision): `welcome` (of `revision` 3 or more: the new one), an empty `inspected`. */
+/** A server's frames (for a fake server of an older revision, or a wrong one): `welcome` (of `revision` 3 or more: the new one), an empty `inspected`, `error`, `done`, `count`. */
 export const encodeServer = {
   welcome: (id, revision = 2, maxFrame = 65_536, connectionLimit = 0) =>
     revision >= 3
@@ -61,6 +61,8 @@ export const encodeServer = {
       : new Writer().u8(1).u8(0x81).u32(id).u32(maxFrame).u32(connectionLimit).bytes(),
   inspectedNone: id => new Writer().u8(1).u8(0x87).u32(id).u32(0).bytes(),
   error: (id, code, message) => new Writer().u8(1).u8(0x86).u32(id).u8(code).str(message).bytes(),
+  done: id => new Writer().u8(1).u8(0x85).u32(id).bytes(),
+  count: (id, value) => new Writer().u8(1).u8(0x8d).u32(id).u64(value).bytes(),
 }
 
 /** Decodes a server's frame into `{ id, type, ... }` (enough of it for the tests). */

@@ -607,6 +607,47 @@ for (const revision of [3, 2])
     server.close()
   })
 
+/** A fake server of revision 7 that answers each pool operation with the other type of answer: `done` for a count, `count` for a done. */
+async function wrongServer() {
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' })
+  await new Promise(resolve => wss.once('listening', resolve))
+  wss.on('connection', ws =>
+    ws.on('message', data => {
+      const bytes = Buffer.from(data)
+      const id = bytes.readUInt32LE(2)
+      if (bytes[1] === CLIENT.hello3) ws.send(encodeServer.welcome(id, 7))
+      else if (bytes[1] === CLIENT.pool) {
+        // op: 1 release, 2 confirm, 3 remaining (a count each but confirm's done).
+        ws.send(bytes[6] === 2 ? encodeServer.count(id, 1) : encodeServer.done(id))
+      } else if (bytes[1] === CLIENT.goodbye) ws.close(1000)
+      else ws.send(encodeServer.done(id))
+    }),
+  )
+  return {
+    url: `ws://127.0.0.1:${wss.address().port}`,
+    close: () => {
+      for (const ws of wss.clients) ws.terminate()
+      wss.close()
+    },
+  }
+}
+
+test('#16: a pool operation a server answers with an unexpected type of answer rejects ClosedError naming it (remaining() answered NaN, release() false, confirm() resolved)', async t => {
+  const server = await wrongServer()
+  t.after(() => server.close())
+  const client = await connect(server.url, { token: TOKEN, reconnect: false })
+  t.after(() => client.close())
+  const seats = client.pool('seats', { capacity: 3 })
+  // One at a time: frames asked in one turn go in one batch, which this server does not read.
+  for (const [what, attempt, type] of [
+    ['remaining', () => seats.remaining(), 'done'],
+    ['release', () => seats.release('x'), 'done'],
+    ['confirm', () => seats.confirm('x'), 'count'],
+  ]) {
+    await assert.rejects(attempt(), e => e instanceof ClosedError && new RegExp(`unexpected answer ${type} from ws://`).test(e.message) && /pool seats/.test(e.message), what)
+  }
+})
+
 test('#16: an unauthenticated caller is refused pools as it is locks: a claim, a pool operation or an inspection of pools as the first frame, or after a wrong token, is answered permission (4401) and nothing is claimed; connect() with a wrong token rejects PermissionError', async () => {
   const store = await openStore({ storage: memoryStorage() })
   const server = await store.serve({ port: 0, token: TOKEN })

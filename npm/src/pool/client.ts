@@ -333,13 +333,15 @@ export class RemotePools implements PoolStore {
   /**
    * A pool operation: asked again after a dropped connection, once the client is back (within the
    * patience, counted from the drop: a connection dropped for its silence, heartbeat.ts, is dropped
-   * past any patience counted from the ask); its answer mapped by `read`, or its error thrown.
+   * past any patience counted from the ask); its answer, of the type `expect`, mapped by `read`, or its
+   * error thrown (an answer of another type is a `ClosedError` naming it, as a claim's is).
    */
   async #operation<T>(
     pool: Pool,
     op: 'release' | 'confirm' | 'remaining' | 'resize',
     claim: string,
     value: number,
+    expect: 'count' | 'done',
     read: (answer: LinkFrame, again: boolean) => T,
   ): Promise<T> {
     const place = claim ? `pool ${pool.name}: claim ${JSON.stringify(claim)}` : `pool ${pool.name}`
@@ -357,6 +359,7 @@ export class RemotePools implements PoolStore {
         continue
       }
       if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, answer.message)
+      if (answer.type !== expect) throw new ClosedError(`${place}: unexpected answer ${answer.type} from ${this.#link.url}`)
       this.#capacities.answered(pool)
       return read(answer, again)
     }
@@ -368,22 +371,25 @@ export class RemotePools implements PoolStore {
     // after a drop, that is most likely this release's own first frame, done with its answer lost:
     // the units are back (by it, or just before it), so `true`; asked once, `false` (released before).
     // A server older than revision 6 answers 0 there: `false`, though the first frame may have done it.
-    return this.#operation(pool, 'release', id, 0, (a, again) => a.type === 'count' && (a.value === 1 || (again && a.value === 2)))
+    return this.#operation(pool, 'release', id, 0, 'count', (a, again) => {
+      const { value } = a as Extract<LinkFrame, { type: 'count' }>
+      return value === 1 || (again && value === 2)
+    })
   }
 
   /** @internal */
   _confirmClaim(pool: Pool, id: string): Promise<void> {
-    return this.#operation(pool, 'confirm', id, 0, () => undefined)
+    return this.#operation(pool, 'confirm', id, 0, 'done', () => undefined)
   }
 
   /** @internal */
   _remaining(pool: Pool): Promise<number> {
-    return this.#operation(pool, 'remaining', '', 0, a => (a.type === 'count' ? a.value : Number.NaN))
+    return this.#operation(pool, 'remaining', '', 0, 'count', a => (a as Extract<LinkFrame, { type: 'count' }>).value)
   }
 
   /** @internal */
   _resize(pool: Pool, capacity: number): Promise<void> {
-    return this.#operation(pool, 'resize', '', capacity, () => undefined)
+    return this.#operation(pool, 'resize', '', capacity, 'done', () => undefined)
   }
 
   /**
