@@ -59,6 +59,19 @@ test('a bad duration: exit 2, naming the option and the value', async () => {
   await refused(['hold', server.url, 'jobs', 'a', '--ttl', '500ms', '--token-file', t, '--', 'touch', marker], /ttl/)
 })
 
+test('a duration out of range: exit 2, naming the option and the value as given, never in ms', async () => {
+  const t = server.tokenFile
+  const asGiven = async (args, pattern) => {
+    const r = await refused(args, pattern)
+    // Before the fix: "ttl 2678400000ms must be ..." (the value converted), not the value typed.
+    assert.doesNotMatch(r.stderr, /\d{4,}ms/, r.stderr)
+  }
+  await asGiven(['claim', server.url, 'seats', '1', '--capacity', '3', '--ttl', '31d', '--token-file', t], /--ttl "31d" must be at most 30d/)
+  await asGiven(['hold', server.url, 'jobs', 'a', '--ttl', '2h', '--token-file', t, '--', 'touch', marker], /--ttl "2h" must be 1s to 1h/)
+  await asGiven(['hold', server.url, 'jobs', 'a', '--ttl', '500ms', '--token-file', t, '--', 'touch', marker], /--ttl "500ms" must be 1s to 1h/)
+  await asGiven(['hold', server.url, 'jobs', 'a', '--max-hold', '31d', '--token-file', t, '--', 'touch', marker], /--max-hold "31d" must be at most 30d/)
+})
+
 test('a bad URL or lock name: exit 2', async () => {
   const t = server.tokenFile
   await refused(['hold', 'http://127.0.0.1:1', 'jobs', 'a', '--token-file', t, '--', 'touch', marker], /ws:\/\//)

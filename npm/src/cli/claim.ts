@@ -6,7 +6,7 @@
 
 import { type ClaimResult, HoldfastError, type Pool, connect } from '../entry/node.js'
 import { clearTimer, setTimer } from '../util/clock.js'
-import { ANSWER_MARGIN, UsageError, aborted, cliClock, clientToken, duration, parseArgs, signalNumber, type Spec } from './args.js'
+import { ANSWER_MARGIN, UP_TO_30_DAYS, UsageError, aborted, cliClock, clientToken, duration, parseArgs, signalNumber, type Spec } from './args.js'
 import { escapeControls } from './inspect.js'
 
 export const CLAIM_USAGE = `Usage: holdfast claim URL POOL N [--id ID] [--capacity C] [--wait DURATION] [--ttl DURATION]
@@ -44,7 +44,7 @@ export async function claim(args: string[]): Promise<number> {
   const n = wholeNumber(count, 'N')
   const capacity = options.has('capacity') ? wholeNumber(options.get('capacity')!, '--capacity') : undefined
   const wait = duration(options.get('wait'), 'wait', 0)
-  const ttl = options.has('ttl') ? duration(options.get('ttl'), 'ttl', 0) : undefined
+  const ttl = options.has('ttl') ? duration(options.get('ttl'), 'ttl', 0, UP_TO_30_DAYS) : undefined
   const token = /^rediss?:\/\//.test(url) ? undefined : clientToken(options.get('token-file'), 'claim')
 
   // SIGINT, SIGTERM and SIGHUP cancel the claim, as they cancel a hold's wait: the client cancels it

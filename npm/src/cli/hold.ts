@@ -8,6 +8,8 @@ import { HoldfastError, InUseError, type Lease } from '../entry/node.js'
 import { clearTimer, setTimer } from '../util/clock.js'
 import {
   ANSWER_MARGIN,
+  LEASE_TTL,
+  UP_TO_30_DAYS,
   UsageError,
   aborted,
   age,
@@ -72,8 +74,8 @@ export async function hold(args: string[]): Promise<number> {
   if (command.length === 0) throw new UsageError(`hold: no command: put it after --, as in holdfast hold URL LOCK KEY -- COMMAND [ARGS...]`)
   const [url, name, key] = positionals as [string, string, string]
   const wait = duration(options.get('wait'), 'wait', 10_000)
-  const ttl = duration(options.get('ttl'), 'ttl', 30_000)
-  const maxHold = options.has('max-hold') ? duration(options.get('max-hold'), 'max-hold', 0) : undefined
+  const ttl = duration(options.get('ttl'), 'ttl', 30_000, LEASE_TTL)
+  const maxHold = options.has('max-hold') ? duration(options.get('max-hold'), 'max-hold', 0, UP_TO_30_DAYS) : undefined
   const grace = duration(options.get('grace'), 'grace', 5_000)
 
   // Signals: while waiting they cancel the hold; while the command runs they are passed on to it.
