@@ -30,6 +30,10 @@ test('claim takes units once per id (a retry answers the first claim), exits 1 w
   assert.equal(r.stdout, 'no busy keys\n\nPOOL   CAPACITY  LEFT  CLAIMS  WAITING\nseats  3         1     1       0\n')
   const json = JSON.parse((await run(['inspect', server.url, '--json', '--token-file', server.tokenFile])).stdout)
   assert.deepEqual(json, [{ kind: 'pool', name: 'seats', capacity: 3, remaining: 1, claims: 1, waiting: 0 }])
+  // One unit is one unit (it said "1 units").
+  const one = await claim('1', '--id', 'order-2')
+  assert.equal(one.code, 0, one.stderr)
+  assert.equal(one.stdout, 'claimed "order-2": 1 unit, 0 left\n')
 })
 
 test('claim: usage mistakes and a pool that does not exist exit 2 with one line', async t => {

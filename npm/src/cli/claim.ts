@@ -27,9 +27,9 @@ Options:
 
 SIGINT, SIGTERM or SIGHUP while it connects or waits cancel the claim (exit 128+n).
 
-Exit status: 0 claimed (prints "claimed ID: N units, R left"); 1 not enough left (prints
-"not claimed: R left"); 2 any other error (usage, no token, unreachable server, a server
-without pools).
+Exit status: 0 claimed (prints "claimed ID: N units, R left"; "1 unit" for one); 1 not enough
+left (prints "not claimed: R left"); 2 any other error (usage, no token, unreachable server, a
+server without pools).
 `
 
 export async function claim(args: string[]): Promise<number> {
@@ -89,7 +89,8 @@ export async function claim(args: string[]): Promise<number> {
       process.stdout.write(`not claimed: ${got.remaining} left\n`)
       return 1
     }
-    process.stdout.write(`claimed ${escapeControls(JSON.stringify(got.claim.id))}: ${got.claim.units} units, ${got.remaining} left\n`)
+    const units = got.claim.units === 1 ? 'unit' : 'units'
+    process.stdout.write(`claimed ${escapeControls(JSON.stringify(got.claim.id))}: ${got.claim.units} ${units}, ${got.remaining} left\n`)
     return 0
   } finally {
     await remote.close().catch(() => {})
