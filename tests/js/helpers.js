@@ -16,6 +16,19 @@ export function settle() {
   return new Promise(resolve => setImmediate(resolve))
 }
 
+/** Watches `promise` from now: `outcome()`, after a macrotask turn, is `{ value }`, `{ error }`, or undefined (pending). */
+export function watch(promise) {
+  let outcome
+  promise.then(
+    value => (outcome = { value }),
+    error => (outcome = { error }),
+  )
+  return async () => {
+    await settle()
+    return outcome
+  }
+}
+
 /** A promise and its resolve, for holders that wait for a test's say-so. */
 export function gate() {
   let open

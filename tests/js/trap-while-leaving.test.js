@@ -6,7 +6,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ClosedError } from 'holdfast'
-import { openTestStore, settle } from './helpers.js'
+import { openTestStore, settle, watch } from './helpers.js'
 
 // The wasm glue of the installed package: the module the store itself loaded (as tests/cli/trap-in-close.js).
 const { Core } = await import(new URL('../../wasm/holdfast_wasm.js', import.meta.resolve('holdfast')).href)
@@ -19,19 +19,6 @@ function trapAtNext(method) {
     return this.trapForTest()
   }
   return () => (Core.prototype[method] = real)
-}
-
-/** Watches `promise` from now: `outcome()`, after a macrotask turn, is `{ value }`, `{ error }`, or undefined (pending). */
-function watch(promise) {
-  let outcome
-  promise.then(
-    value => (outcome = { value }),
-    error => (outcome = { error }),
-  )
-  return async () => {
-    await settle()
-    return outcome
-  }
 }
 
 test('LOCK-06: a hold whose signal aborts while it waits, the engine trapping in its cancel, is answered ClosedError (the trap its cause) and the store closes', async () => {

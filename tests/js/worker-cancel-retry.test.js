@@ -9,7 +9,7 @@
 import { test, mock } from 'node:test'
 import assert from 'node:assert/strict'
 import { CancelledError } from 'holdfast'
-import { settle, workerStoreModule } from './helpers.js'
+import { settle, watch, workerStoreModule } from './helpers.js'
 
 const { workerStore } = await workerStoreModule()
 const skip = typeof mock?.timers?.enable !== 'function' && 'no node:test mock timers here'
@@ -42,19 +42,6 @@ function fakeObject(...answers) {
     },
   }
   return { calls, namespace: { idFromName: name => name, get: () => stub } }
-}
-
-/** Watches `promise` from now: `outcome()`, after a macrotask turn, is `{ value }`, `{ error }`, or undefined (pending). */
-function watch(promise) {
-  let outcome
-  promise.then(
-    value => (outcome = { value }),
-    error => (outcome = { error }),
-  )
-  return async () => {
-    await settle()
-    return outcome
-  }
 }
 
 const asks = [
