@@ -518,6 +518,29 @@ test('#16 part 1 in the Durable Object: a pool of 10,000 open claims with 36-cha
   assert.deepEqual(again, { claimed: 5_000, remaining: 10_000 }, JSON.stringify(again).slice(0, 500))
 })
 
+test('POOL-04 over Workers RPC: a claim that comes after its own cancel (the two travel on different stubs, in no order) is answered cancelled at once, never takes units or waits in line for a caller that gave up; another asker of the same claim id is served', async () => {
+  const at = { name: 'pool-early-cancel', capacity: 2 }
+  // The cancel finds no call of the claim yet: the object remembers it, with its asker.
+  assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'cancel', id: 'x', asker: 'a1' }), { ok: 0 })
+  // Units free: claimed before (held for good, its caller gone), now answered cancelled.
+  const free = await cf('raw-pool-claim', { ...at, n: 1, id: 'x', asker: 'a1' })
+  assert.equal(free.error?.code, 'cancelled', JSON.stringify(free))
+  assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'remaining' }), { ok: 2 }, 'no unit taken')
+  // No unit free: it waited its whole wait in line before (holding up those behind it), now answered at once.
+  assert.equal((await cf('raw-pool-claim', { ...at, n: 2, id: 'holder', asker: 'h' })).ok?.claimed, true)
+  assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'cancel', id: 'y', asker: 'a2' }), { ok: 0 })
+  const asked = Date.now()
+  const busy = await cf('raw-pool-claim', { ...at, n: 1, id: 'y', asker: 'a2', waitMs: 5_000 })
+  assert.equal(busy.error?.code, 'cancelled', JSON.stringify(busy))
+  assert.ok(Date.now() - asked < 4_000, 'answered without waiting in line')
+  const [view] = (await cf('inspect-pools', at)).filter(p => p.name === at.name)
+  assert.equal(view.waiting, 0, JSON.stringify(view))
+  assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'release', id: 'holder' }), { ok: 1 })
+  // The claim id asked by another caller (another asker) is served: a claim id may be reused.
+  assert.deepEqual(await cf('raw-pool-claim', { ...at, n: 1, id: 'x', asker: 'a3' }), { ok: { claimed: true, remaining: 1 } })
+  assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'release', id: 'x' }), { ok: 1 })
+})
+
 test('POOL-01/POOL-03 over Workers RPC: a claimed answer that crossed its caller\'s cancel is withdrawn, and the object keeps the claim when another caller of its id was told claimed (joined while it waited, or answered it open); told to that caller alone, it is undone as if it never was', async () => {
   // The crossed answer was released at once, though the other caller had been told claimed: its unit
   // went back to the pool, to be sold again (an oversell).

@@ -11,6 +11,11 @@
  * Bounded: the last `max` ids, each for `keepMs` — an acquire that crossed its cancel is in flight
  * about as long as the cancel was, no more. In memory only: an object restarted between the two
  * forgets the cancel (the acquire then waits, as it did before).
+ *
+ * A pool claim's call and its `poolOp('cancel')` cross the same way (worker-pools.ts): the object
+ * keeps those in another of these, by pool, claim id and asker. A claim id is the caller's and may be
+ * asked again by anyone; an asker is one `claim()` call's, asked again only after a failed call and
+ * never once its signal aborted: remembering it refuses no other caller of the claim id.
  */
 export class EarlyCancels {
   /** When each was cancelled, oldest first (a Map keeps its order of insertion). */

@@ -45,6 +45,9 @@
  *   asked again with its claim id; a WebSocket client with one is closed 1012 after a restart (as one
  *   with holds in line), and asks again with its claim ids. Either way the first outcome if the claim
  *   was kept, a claim anew if not: never units nobody was told of.
+ * - A `poolOp('cancel')` naming an asker that finds no call of it (its `poolClaim`, on another stub,
+ *   not come yet) is remembered for a while, by pool, claim id and asker: that call is answered
+ *   `cancelled` when it comes (early-cancels.ts), another asker of the claim id is served as ever.
  *
  * # WebSocket clients and hibernation
  * - `fetch` accepts an upgrade with `ctx.acceptWebSocket` (hibernatable) and answers 101; anything else
@@ -399,6 +402,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   readonly #claims = new Map<string, Set<{ asker: string | undefined; controller: AbortController }>>()
   /** Request ids whose cancel came before their acquire (over another stub): see early-cancels.ts. */
   readonly #earlyCancels = new EarlyCancels(() => Date.now())
+  /** The same for pool claims, by pool, claim id and asker (`earlyClaim`): a claim id may be reused, an asker is one call's. */
+  readonly #earlyClaimCancels = new EarlyCancels(() => Date.now())
   /** While leases kept before a restart are taken back. */
   #restoring = false
   /**
@@ -866,6 +871,9 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       if (o.asker !== undefined && typeof o.asker !== 'string') throw new InvalidError(`pool ${pool.name}: claim asker must be a string`)
       if (o.wait !== null && typeof o.wait !== 'number') throw new InvalidError(`pool ${pool.name}: wait must be a number of ms, or null`)
       if (typeof o.ttl !== 'number') throw new InvalidError(`pool ${pool.name}: ttl must be a number of ms (0: none)`)
+      // Its cancel came first: its caller gave up already, and nobody would take the units it claims.
+      if (o.asker !== undefined && this.#earlyClaimCancels.has(earlyClaim(pool.name, o.id, o.asker as string)))
+        throw new CancelledError(`pool ${pool.name}: claim ${JSON.stringify(o.id)}: cancelled before it came`)
       const key = `${pool.name}\0${o.id}`
       // Asked again while an earlier call still waits (a retry, or a second caller of the same id):
       // this call joins the claim, which keeps its place in line, and each call is answered by its own
@@ -899,6 +907,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   async poolOp(op: PoolOp, name: string, capacity: number, claim: string, value: number, asker?: string): Promise<PoolOpAnswer> {
     try {
       await this.#begin()
+      // Before the pool is looked up: the claim it cancels may be the pool's first use, not come yet.
+      if (op === 'cancel') return this.#poolCancel(name, claim, asker)
       const pool = this.#pool(name, capacity)
       switch (op) {
         case 'release':
@@ -911,10 +921,6 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         case 'resize':
           await pool.resize(value)
           return { ok: 0 }
-        case 'cancel':
-          // The asker's calls only (its retries too); with none named, every call of the claim.
-          for (const call of this.#claims.get(`${pool.name}\0${claim}`) ?? []) if (asker === undefined || call.asker === asker) call.controller.abort()
-          return { ok: 0 }
         case 'withdraw':
           // A `claimed` answer that crossed its caller's cancel: undone (1) only if no caller but this
           // asker was answered `claimed` for it; else (0) it is theirs, and this caller lets it be.
@@ -926,6 +932,23 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     } catch (error) {
       return errorAnswer(error)
     }
+  }
+
+  /** `poolOp('cancel')`: ends the asker's calls of claim `claim` (its retries too); with none named, every call of the claim. */
+  #poolCancel(name: unknown, claim: unknown, asker: unknown): PoolOpAnswer {
+    if (typeof name !== 'string') throw new InvalidError(`pool: name must be a string, not ${typeof name}`)
+    if (typeof claim !== 'string') throw new InvalidError(`pool ${name}: claim id must be a string`)
+    if (asker !== undefined && typeof asker !== 'string') throw new InvalidError(`pool ${name}: cancel asker must be a string`)
+    let found = false
+    for (const call of this.#claims.get(`${name}\0${claim}`) ?? [])
+      if (asker === undefined || call.asker === asker) {
+        call.controller.abort()
+        found = true
+      }
+    // Its call may still come (it travels on another stub): it is answered cancelled then. Only an
+    // asker's: without one, a later call of the claim id may be anyone's.
+    if (!found && asker !== undefined) this.#earlyClaimCancels.add(earlyClaim(name, claim, asker))
+    return { ok: 0 }
   }
 
   /** The busy keys of this object's store (a restored lease shows the engine's new fence). */
@@ -1132,4 +1155,9 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
  */
 function rpcParty(asker: string): string {
   return `rpc:${asker}`
+}
+
+/** What `#earlyClaimCancels` remembers of a claim's call: its pool, its claim id and its asker. */
+function earlyClaim(pool: string, claim: string, asker: string): string {
+  return `${pool}\0${claim}\0${asker}`
 }

@@ -86,7 +86,8 @@ export interface HoldfastObjectRpc {
   /**
    * Releases, confirms or cancels (a waiting or unanswered claim: `asker`'s call, or every one) claim
    * `claim`; withdraws it (`asker`'s `claimed` answer crossed its cancel: undone only if no other asker
-   * was answered `claimed`); reads what remains; resizes to `value`.
+   * was answered `claimed`); reads what remains; resizes to `value`. A cancel naming an asker whose
+   * call has not come yet (it travels on another stub) answers that call `cancelled` when it comes.
    */
   poolOp(op: PoolOp, name: string, capacity: number, claim: string, value: number, asker?: string): Promise<PoolOpAnswer>
 }

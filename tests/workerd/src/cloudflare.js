@@ -307,6 +307,15 @@ export async function cloudflare(op, q, env) {
     case 'raw-cancel':
       // The object's RPC cancel of a request id, as workerStore's cancellable sends it.
       return await stub().cancel(q.get('request'))
+    case 'raw-pool-claim': {
+      // The object's RPC poolClaim, as workerStore's pool sends it (its object named by the pool alone).
+      const wait = q.has('waitMs') ? Number(q.get('waitMs')) : 0
+      const options = { id: q.get('id'), wait, ttl: 0, ...(q.has('asker') ? { asker: q.get('asker') } : {}) }
+      return await env.HOLDFAST.get(env.HOLDFAST.idFromName(name)).poolClaim(name, Number(q.get('capacity') ?? 3), Number(q.get('n') ?? 1), options)
+    }
+    case 'raw-pool-op':
+      // The object's RPC poolOp: a cancel of claim `id` by its `asker`, as workerStore's cancellable sends it.
+      return await env.HOLDFAST.get(env.HOLDFAST.idFromName(name)).poolOp(q.get('op'), name, 0, q.get('id') ?? '', 0, q.get('asker') ?? undefined)
     case 'raw-try':
       return await stub().tryAcquire('lock', name, key, { limit: 1, ttl: 30_000, maxHold: 0, wait: 0, request: hexId() })
     case 'raw-renew':
