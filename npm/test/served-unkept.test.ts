@@ -154,3 +154,46 @@ test('LOCK-05: frames queued behind a slow release still let go once it is done 
     await s.store.close()
   }
 })
+
+test('POOL-01: a pool release and a withdraw queued behind a slow release still let go once it is done though the connection dropped meanwhile; a claim queued there takes nothing', async () => {
+  const s = await host()
+  const pool = s.store.pool('seats', { capacity: 4 })
+  const claim = (id: number, claim: string) => encodeClient(id, { type: 'claim', pool: 'seats', capacity: 0, n: 1, claim, wait: 0, ttl: 0 })
+  // A withdraw names the claim frame whose answer it takes back (revision 7); a release names none.
+  const op = (id: number, op: 'release' | 'withdraw', claim: string, value = 0) =>
+    encodeClient(id, { type: 'pool', op, pool: 'seats', capacity: 0, claim, value })
+  s.send(hold(1, 'a'))
+  const a = s.granted(s.frames(), 1)
+  s.send(claim(2, 'kept'))
+  s.send(claim(3, 'crossed'))
+  s.send(claim(4, 'unnamed'))
+  const answered: ServerFrame[] = []
+  for (let i = 0; i < 50 && answered.length < 3; i++) {
+    await tick()
+    answered.push(...s.frames())
+  }
+  assert.deepEqual(
+    answered.map(f => [f.id, f.type]),
+    [2, 3, 4].map(id => [id, 'claimed']),
+  )
+  assert.equal(await pool.remaining(), 1, 'all three claimed')
+  // The client's lock release waits for its host; a pool release (its caller's), a withdraw (a
+  // `claimed` answer that crossed its cancel) and a claim wait behind it. A withdraw naming no claim
+  // frame (revision 6) could undo, acting late, a claim of its id that its client asked again since.
+  s.send(encodeClient(5, { type: 'release', lease: a.lease }))
+  s.send(op(6, 'release', 'kept'))
+  s.send(op(7, 'withdraw', 'crossed', 3))
+  s.send(op(8, 'withdraw', 'unnamed'))
+  s.send(claim(9, 'late'))
+  await tick()
+  // The client gave up waiting (its close) and the connection ended before these acted.
+  s.protocol.dropped(s.session)
+  s.settle()
+  for (let i = 0; i < 50 && (await pool.remaining()) !== 3; i++) await tick()
+  for (let i = 0; i < 10; i++) await tick()
+  assert.equal(await pool.remaining(), 3, 'the release and the withdraw gave their units back; the claim for a connection gone took none')
+  assert.ok(s.store._claimOpen('seats', 'unnamed'), 'the withdraw naming no frame acted on nothing')
+  assert.deepEqual(s.store.inspectKeys(), [], 'a let go by its release')
+  assert.deepEqual(s.frames(), [], 'nothing is sent to a connection gone')
+  await s.store.close()
+})

@@ -30,8 +30,8 @@
  * - A session ends once: `goodbye` ends its leases and waiting holds at once; a dropped connection
  *   (`dropped`) ends only its waiting holds, which keep their place for their ttl, while its leases
  *   live until their ttl (LOCK-05). Frames that wait behind a release (`Session.queue`) when the
- *   connection drops and let go (a release, a cancel, a goodbye) still act once it is done, answered
- *   nothing: a goodbye there ends the leases all the same.
+ *   connection drops and let go (a release, a cancel, a goodbye, a pool release or withdraw) still
+ *   act once it is done, answered nothing: a goodbye there ends the leases all the same.
  * - A host that can lose the engine's memory while a connection stays open (a Durable Object that
  *   hibernates) learns through `waiting` when a session starts or stops having holds in line, since
  *   those are not kept anywhere else.
@@ -379,7 +379,7 @@ export class Protocol {
       if (session.ended) {
         // Its connection dropped while these waited (`dropped`): only what lets go acts.
         if (!session.gone) return undefined
-        if (!LETS_GO.has(frame.type)) continue
+        if (!letsGo(frame)) continue
       }
       // Whatever its token, a second hello could only be a confused or probing client.
       if (frame.type === 'hello') {
@@ -451,9 +451,10 @@ export class Protocol {
   /**
    * `session`'s connection ended without goodbye: its waiting holds step aside, its leases live on.
    * Frames of its that wait behind a release its host is keeping (`Session.queue`) and let go — a
-   * `release`, a `cancel`, a `goodbye` (`LETS_GO`) — still act once it is done, answered nothing: a
-   * client's goodbye sent behind a slow release, whose client gave up waiting for its answer and
-   * closed, still ends its leases, rather than leave them until their ttl. The others act on nothing
+   * `release`, a `cancel`, a `goodbye`, a pool `release` or `withdraw` (`letsGo`) — still act once it
+   * is done, answered nothing: a client's goodbye sent behind a slow release, whose client gave up
+   * waiting for its answer and closed, still ends its leases, rather than leave them until their
+   * ttl. The others act on nothing
    * (a hold would wait, or be granted, for nobody). `queued` false drops them all: a host that
    * reopened its store, where they would act after what the client sends on its next connection.
    */
@@ -832,7 +833,22 @@ class ClaimAsks extends AbortController {
   open = 0
 }
 
-/** The frames that let go what a session holds: they act even once its connection dropped behind a release (`Protocol.dropped`). */
+/**
+ * Whether `frame` lets go what its session holds, so that it acts even once its connection dropped
+ * behind a release (`Protocol.dropped`): a lock's release or cancel, a goodbye, and a pool claim's
+ * release or withdraw. The client asks those last two again only on a connection it gets back, which
+ * one that closed (its goodbye's answer given up) never does: dropped here, the claim kept its units
+ * until its ttl, or for good.
+ */
+function letsGo(frame: ClientFrame | HeldFrame): boolean {
+  // A withdraw only when it names the claim frame whose answer it takes back (revision 7): one that
+  // names none (revision 6) would undo whichever claim of the id this client holds, and acting late
+  // (after its client, back, asked the id again and was told `claimed`) it could undo that one.
+  if (frame.type === 'pool') return frame.op === 'release' || (frame.op === 'withdraw' && frame.value !== 0)
+  return LETS_GO.has(frame.type)
+}
+
+/** The frames of the locks that let go (see `letsGo`). */
 const LETS_GO = new Set<string>(['release', 'cancel', 'goodbye'])
 
 /** A server's batch of `frames` (for `Socket.pack`). */
