@@ -454,9 +454,9 @@ export class Protocol {
    * `release`, a `cancel`, a `goodbye`, a pool `release` or `withdraw` (`letsGo`) — still act once it
    * is done, answered nothing: a client's goodbye sent behind a slow release, whose client gave up
    * waiting for its answer and closed, still ends its leases, rather than leave them until their
-   * ttl. The others act on nothing
-   * (a hold would wait, or be granted, for nobody). `queued` false drops them all: a host that
-   * reopened its store, where they would act after what the client sends on its next connection.
+   * ttl. The others act on nothing (a hold would wait, or be granted, for nobody). `queued` false
+   * drops them all: a host that reopened its store, where they would act after what the client sends
+   * on its next connection.
    */
   dropped(session: Session, queued = true): void {
     if (queued && session.queue !== undefined && !session.ended) session.gone = true
