@@ -201,6 +201,32 @@ test('POOL-02 over a connection: a release, confirm or resize whose write is und
   await again.close()
 })
 
+test("POOL-02 over a connection: a release, confirm, resize or remaining asked before the client's close() is answered by its write before close() resolves, as in process (the server answers them before its goodbye), not ClosedError", async t => {
+  const storage = gatedStorage()
+  const { store, client } = await served(storage)
+  t.after(() => (storage.open?.(), store.close()))
+  const seats = client.pool('seats', { capacity: 5 })
+  assert.equal((await seats.claim(2, { id: 'gone' })).claimed, true)
+  assert.equal((await seats.claim(1, { id: 'bought', ttl: 60_000 })).claimed, true)
+  await client.lock('jobs').acquire('nightly')
+  storage.shut()
+  const asked = [seats.release('gone'), seats.confirm('bought'), seats.resize(8), seats.remaining()].map(p =>
+    p.then(
+      value => value,
+      error => `${error.name}: ${error.message}`,
+    ),
+  )
+  await storage.held
+  const closing = client.close()
+  // Its goodbye acted on the server (its lease ended there at once) while the pools' write still waits.
+  while (store.inspect().some(e => e.kind === 'lock')) await new Promise(resolve => setTimeout(resolve, 1))
+  storage.open()
+  await closing
+  // Before the fix: the goodbye was answered first, and the four rejected ClosedError though the server did them.
+  assert.deepEqual(await Promise.all(asked), [true, undefined, undefined, 7])
+  assert.deepEqual(pick(store), { remaining: 7, claims: 1, waiting: 0 }, 'the release and the resize were applied')
+})
+
 function pick(store) {
   const { remaining, claims, waiting } = store.inspect().find(e => e.kind === 'pool')
   return { remaining, claims, waiting }

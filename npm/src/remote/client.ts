@@ -32,7 +32,9 @@
  * so is a release that went on a connection that dropped before the server answered a frame sent
  * after it (`#unconfirmed`, unconfirmed-releases.ts: a release is not answered).
  * `close()` says goodbye, which releases its leases at once (while the connection is down, on one it
- * dials at once if it has leases to let go, given a second). A connection not open and welcomed
+ * dials at once if it has leases to let go, given a second). The server answers a pool release,
+ * confirm or resize asked before the goodbye (once storage kept it) before it answers the goodbye,
+ * which `close()` awaits (`GOODBYE_PATIENCE`): so it is answered what the server did, not `ClosedError`. A connection not open and welcomed
  * within `CONNECT_PATIENCE` is cut: `connect()` rejects `ClosedError`, a reconnect dials again. A
  * connection that goes silent while an answer is awaited on it (a server stopped, a connection that
  * died without a close) is pinged, and dropped after `SILENCE_LIMIT` (heartbeat.ts; a server of

@@ -27,11 +27,13 @@
  *   wait (`Session.queue`): they act after the release, in the order sent, as they would at once.
  *   A `goodbye` likewise (`leaving`): the leases the host forgot are let go; if it failed to forget
  *   one, the session ends as a dropped connection, which leaves that lease to its ttl.
- * - A session ends once: `goodbye` ends its leases and waiting holds at once; a dropped connection
- *   (`dropped`) ends only its waiting holds, which keep their place for their ttl, while its leases
- *   live until their ttl (LOCK-05). Frames that wait behind a release (`Session.queue`) when the
- *   connection drops and let go (a release, a cancel, a goodbye, a pool release or withdraw) still
- *   act once it is done, answered nothing: a goodbye there ends the leases all the same.
+ * - A session ends once: `goodbye` ends its leases and waiting holds at once (its `done`, and the
+ *   close, wait for the answers of its pool frames other than claims asked before it: `Session.owe`);
+ *   a dropped connection (`dropped`) ends only its waiting holds, which keep their place for their
+ *   ttl, while its leases live until their ttl (LOCK-05). Frames that wait behind a release
+ *   (`Session.queue`) when the connection drops and let go (a release, a cancel, a goodbye, a pool
+ *   release or withdraw) still act once it is done, answered nothing: a goodbye there ends the
+ *   leases all the same.
  * - A host that can lose the engine's memory while a connection stays open (a Durable Object that
  *   hibernates) learns through `waiting` when a session starts or stops having holds in line, since
  *   those are not kept anywhere else.
@@ -192,6 +194,15 @@ export class Session implements RemoteSink {
    * act, answered nothing (see `Protocol.dropped`), and nothing more is sent.
    */
   gone = false
+  /**
+   * Said goodbye and ended, while answers of its pool frames asked before the goodbye are still owed
+   * (`owe`): those go out all the same, then the goodbye's `done` (`Protocol.#farewell`).
+   */
+  leaving = false
+  /** How many answers of its pool frames other than claims are under way (`owe`). */
+  #owing = 0
+  /** Who waits for those to be sent (`owed`). */
+  #paid: (() => void)[] = []
 
   constructor(
     /** The connection's number in the engine (u32). */
@@ -213,6 +224,39 @@ export class Session implements RemoteSink {
   /** Sends an answer that comes later (a claim's): nothing once the connection ended. */
   later(frame: number, message: ServerMessage): void {
     this.#later(() => this.send(frame, message))
+  }
+
+  /**
+   * An answer of a pool frame other than a claim (a release, confirm, resize, remaining, withdraw) is
+   * under way: what it reports is done on the server, or will be, whatever the client does next. Its
+   * goodbye answers after it (`owed`), as `store.close()` answers such frames before it resolves; a
+   * claim is not owed: the goodbye cancels it. Answers the function to call once it was sent (or failed).
+   */
+  owe(): () => void {
+    this.#owing++
+    return () => {
+      if (--this.#owing !== 0) return
+      const waiting = this.#paid
+      this.#paid = []
+      for (const resolve of waiting) resolve()
+    }
+  }
+
+  /** Resolves once no answer it owes (`owe`) is under way; `undefined` when none is. Never rejects. */
+  owed(): Promise<void> | undefined {
+    if (this.#owing === 0) return undefined
+    return new Promise(resolve => this.#paid.push(resolve))
+  }
+
+  /** Sends an owed answer (`owe`): once the session ended too, while it is `leaving`. */
+  pay(frame: number, message: ServerMessage): void {
+    if (!this.leaving) return this.later(frame, message)
+    if (this.closing) return
+    try {
+      this.send(frame, message)
+    } catch {
+      // the connection went away meanwhile
+    }
   }
 
   #later(send: () => void): void {
@@ -657,18 +701,17 @@ export class Protocol {
             if (session.gone) return this.#end(session, all)
             if (session.ended) return
             this.#end(session, all)
-            try {
-              session.send(id, { type: 'done' })
-              session.socket.close(1000, 'goodbye')
-            } catch {
-              // the connection went away meanwhile
-            }
+            this.#farewell(session, id)
           }
           return leaving.then(bye, () => bye(false))
         }
         this.#end(session, true)
-        session.send(frame.id, { type: 'done' })
-        return session.socket.close(1000, 'goodbye')
+        const owed = session.owed()
+        if (owed === undefined) {
+          session.send(frame.id, { type: 'done' })
+          return session.socket.close(1000, 'goodbye')
+        }
+        return this.#farewell(session, frame.id, owed)
       }
       case 'claim':
       case 'pool':
@@ -682,6 +725,29 @@ export class Protocol {
         }
         return this.#pool(session, frame, store)
     }
+  }
+
+  /**
+   * A goodbye (frame `id`) ended `session`: answered `done`, and the connection closed, once the answers
+   * it owes (`Session.owe`: a pool release, confirm, resize... asked before it, answered once storage
+   * kept it) were sent, so that its client, which awaits the goodbye's answer, is told them first
+   * rather than `ClosedError` for what the server did. Its leases ended at once all the same. Later
+   * frames act on nothing meanwhile (the session ended).
+   */
+  #farewell(session: Session, id: number, owed = session.owed()): void {
+    const bye = () => {
+      session.leaving = false
+      if (session.closing) return
+      try {
+        session.send(id, { type: 'done' })
+        session.socket.close(1000, 'goodbye')
+      } catch {
+        // the connection went away meanwhile
+      }
+    }
+    if (owed === undefined) return bye()
+    session.leaving = true
+    void owed.then(bye)
   }
 
   /**
@@ -713,14 +779,22 @@ export class Protocol {
       return session.send(frame.id, { type: 'pools', pools: store.inspectPools().map(({ kind: _, ...p }) => p) })
     }
     const pool = store._servedPool(frame.pool, frame.capacity)
+    // Every answer but a claim's is owed to a goodbye that comes after it (`Session.owe`).
+    const owed = frame.type !== 'claim'
     const answer = (p: Promise<unknown>, message: (value: unknown) => ServerMessage) => {
-      // Counted until sent, for a closing store to wait for (`answered`): counted down however it
-      // ends, a `message` that throws included.
+      // Counted until sent, for a closing store to wait for (`answered`), and for a goodbye when
+      // owed: counted down however it ends, a `message` that throws included.
       this.#answering++
+      const paid = owed ? session.owe() : undefined
+      const send = (message: ServerMessage) => (owed ? session.pay(frame.id, message) : session.later(frame.id, message))
+      const sent = () => {
+        this.#sent()
+        paid?.()
+      }
       p.then(
-        value => session.later(frame.id, message(value)),
-        error => session.later(frame.id, errorMessage(error)),
-      ).then(this.#sent, this.#sent)
+        value => send(message(value)),
+        error => send(errorMessage(error)),
+      ).then(sent, sent)
     }
     if (frame.type === 'claim') {
       const key = `${frame.pool}\0${frame.claim}`
