@@ -45,7 +45,7 @@ test('claim: usage mistakes and a pool that does not exist exit 2 with one line'
     ['claim', server.url, 'seats', '0'],
     ['claim', server.url, 'seats', '1', '--wait', 'soon'],
     ['claim', server.url, 'nothing', '1', '--token-file', server.tokenFile],
-    // A ttl of 0 is refused as the API refuses it (it was dropped: a claim that never came back).
+    // A ttl of 0 is refused as any ttl out of range (it was dropped: a claim that never came back).
     ['claim', server.url, 'seats', '1', '--capacity', '3', '--ttl', '0', '--token-file', server.tokenFile],
   ]) {
     const r = await run(args)

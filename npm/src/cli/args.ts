@@ -79,7 +79,7 @@ export function parseArgs(args: string[], spec: Spec, command: string): Parsed {
   return { options, positionals, help }
 }
 
-/** The bounds of a duration option, in ms, and how its error says them (`1s to 1h`, `at most 30d`). */
+/** The bounds of a duration option, in ms, and how its error says them (`1s to 1h`, `more than 0 and at most 30d`). */
 export interface DurationRange {
   min: number
   max: number
@@ -89,22 +89,24 @@ export interface DurationRange {
 /** A lease's ttl, as the engine bounds it (bounds.rs). */
 export const LEASE_TTL: DurationRange = { min: 1_000, max: 3_600_000, said: '1s to 1h' }
 /** A maxHold, or a claim's ttl: at most 30 days (bounds.rs `MAX_HOLD_MS`). */
-export const UP_TO_30_DAYS: DurationRange = { min: 1, max: 30 * 86_400_000, said: 'at most 30d' }
+export const UP_TO_30_DAYS: DurationRange = { min: 1, max: 30 * 86_400_000, said: 'more than 0 and at most 30d' }
 
 /**
  * A duration option: as in the API (`250ms`, `30s`, `1m30s`), or a bare `0`. Out of `range`, refused
- * here, naming the value as typed: the API's own check would name it in ms (`2678400000ms`).
+ * here, naming the value as typed: the API's own check would name it in ms (`2678400000ms`, `0ms`).
  */
 export function duration(value: string | undefined, name: string, fallback: number, range?: DurationRange): number {
   if (value === undefined) return fallback
-  if (value === '0') return 0
-  let ms: number
-  try {
-    ms = toMs(value, `--${name}`)
-  } catch {
-    throw new UsageError(
-      `--${name} ${JSON.stringify(value)} must be a duration: whole numbers with units, largest first, such as 250ms, 30s, 1m30s, 2h, 1d; or 0`,
-    )
+  // A bare 0 is no duration to the API (it has no unit), but it is one here: checked as any other.
+  let ms = 0
+  if (value !== '0') {
+    try {
+      ms = toMs(value, `--${name}`)
+    } catch {
+      throw new UsageError(
+        `--${name} ${JSON.stringify(value)} must be a duration: whole numbers with units, largest first, such as 250ms, 30s, 1m30s, 2h, 1d; or 0`,
+      )
+    }
   }
   if (range && !(ms >= range.min && ms <= range.max)) throw new UsageError(`--${name} ${JSON.stringify(value)} must be ${range.said}`)
   return ms
