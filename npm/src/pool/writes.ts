@@ -134,14 +134,7 @@ export class PoolWrites {
   poke(): void {
     if (this.#retryTimer !== undefined) return this.#keepRetry()
     if (this.#scheduled || this.#inFlight || this.#stopped) return
-    let wanted: boolean
-    try {
-      wanted = this.#host.core.poolWriteWanted()
-    } catch (error) {
-      this.#host.trap(error)
-      return
-    }
-    if (!wanted) return
+    if (!this.#asks(core => core.poolWriteWanted())) return
     this.#scheduled = true
     queueMicrotask(this.#flush)
   }
@@ -258,16 +251,19 @@ export class PoolWrites {
   /** During the wait before a retry: its timer keeps the process alive once a request awaits the retry (see # Invariants). */
   #keepRetry(): void {
     if (this.#retryKept) return
-    let awaited: boolean
-    try {
-      awaited = this.#host.core.poolWriteAwaited()
-    } catch (error) {
-      this.#host.trap(error)
-      return
-    }
-    if (!awaited) return
+    if (!this.#asks(core => core.poolWriteAwaited())) return
     this.#retryKept = true
     keepAlive(this.#retryTimer)
+  }
+
+  /** Asks the engine a yes-or-no question of its pools' writes; a trap closes the store (the host's `trap`) and answers no. */
+  #asks(question: (core: Core) => boolean): boolean {
+    try {
+      return question(this.#host.core)
+    } catch (error) {
+      this.#host.trap(error)
+      return false
+    }
   }
 
   #wakeLanded(): void {
