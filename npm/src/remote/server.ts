@@ -163,6 +163,7 @@ export class HoldfastServer implements Server {
     // Numbered by the store, across its servers: the engine knows a connection by its number alone.
     const session = new Session(this.#store._nextConnection(), socket, this.#protocol)
     socket.onMessage = bytes => this.#protocol.frame(session, bytes)
+    socket.onText = () => this.#protocol.text(session)
     socket.onClose = () => {
       this.#unpend(session)
       this.#protocol.dropped(session)

@@ -7,7 +7,8 @@
  * Invariants:
  * - Nothing reaches the store before a good `hello`: the first frame must be `hello` with the token,
  *   compared in constant time; anything else is answered `error` `permission` and the connection closed
- *   (4401). A frame that does not decode, or a second `hello`, is answered `protocol` and closed (4400);
+ *   (4401). A frame that does not decode, a text message (`text`), or a second `hello`, is answered
+ *   `protocol` and closed (4400), and nothing the connection sends after it acts;
  *   a refusal at a limit closes with 4429.
  * - No inspection frame is larger than `maxAnswer` (inspect-pages.ts): a larger `inspect` is refused
  *   `limit`, naming its size, and a client of revision 2 asks page by page instead.
@@ -409,6 +410,17 @@ export class Protocol {
     // Behind a release the host is keeping: these act after it, in order.
     for (const frame of frames) queue.frames.push(frame)
     return queue.ran
+  }
+
+  /**
+   * A text message from `session`'s connection: no frame is one, so it is refused as a frame that
+   * does not decode (`protocol`, 4400), and nothing the connection sends after it is read (`closing`):
+   * `ws` still hands over the messages of the read that carried it, which would act for a client
+   * whose connection is closing (a hold granted to nobody, kept until its ttl).
+   */
+  text(session: Session): void {
+    if (session.ended || session.closing) return
+    session.refuse(0, 'protocol', 'server: text messages are not frames (send binary)')
   }
 
   /**

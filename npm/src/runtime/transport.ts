@@ -25,6 +25,17 @@ export interface Socket {
   /** Set by the user of the socket. */
   onMessage: (frame: Uint8Array) => void
   onClose: () => void
+  /**
+   * Set by a server's user of the socket: a text message came, which no frame is, and it refuses it
+   * as the protocol says (`textMessage`). Unset, the transport closes the connection (1003).
+   */
+  onText?: () => void
+}
+
+/** A text message came on `socket`: its user refuses it (`onText`), else the connection is closed (1003). */
+export function textMessage(socket: Socket): void {
+  if (socket.onText !== undefined) return socket.onText()
+  socket.close(1003, 'holdfast speaks binary frames')
 }
 
 export interface ListenOptions {

@@ -11,7 +11,18 @@
  * (after about 12 s, whatever `idleTimeout` says): `handshakeTimeout` is not used here.
  */
 
-import { CLOSE_GRACE, onAbandon, packed, withHandlers, type DialOptions, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import {
+  CLOSE_GRACE,
+  onAbandon,
+  packed,
+  textMessage,
+  withHandlers,
+  type DialOptions,
+  type Listener,
+  type ListenOptions,
+  type Socket,
+  type Transport,
+} from '../transport.js'
 import { wsTransport } from '../node/transport.js'
 
 /** The part of Bun's API used here (Bun's own types are not a dependency of the package). */
@@ -130,7 +141,7 @@ export const bunTransport: Transport = {
           message(ws, message) {
             const socket = ws.data.socket
             if (!socket) return
-            if (typeof message === 'string') return socket.close(1003, 'holdfast speaks binary frames')
+            if (typeof message === 'string') return textMessage(socket)
             socket.onMessage(message)
           },
           close(ws) {

@@ -17,7 +17,7 @@
  * at once). A Unix socket is given its mode right after `Deno.serve` made it (Deno's umask is unstable).
  */
 
-import { onAbandon, withHandlers, type DialOptions, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import { onAbandon, textMessage, withHandlers, type DialOptions, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
 
 /** The parts of the `Deno` namespace this transport uses (the package is typed without Deno's types). */
 interface DenoServer {
@@ -55,7 +55,7 @@ function adapt(ws: WebSocket, maxPayload: number, onClosed?: () => void, maxBuff
   ws.binaryType = 'arraybuffer'
   ws.onmessage = event => {
     const data: unknown = event.data
-    if (!(data instanceof ArrayBuffer)) return socket.close(1003, 'holdfast speaks binary frames')
+    if (!(data instanceof ArrayBuffer)) return textMessage(socket)
     if (data.byteLength > maxPayload) return socket.close(1009, `frames of more than ${maxPayload} bytes are refused`)
     message(new Uint8Array(data))
   }

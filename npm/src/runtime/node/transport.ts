@@ -4,7 +4,18 @@
  * `node:https`; a reverse proxy that ends TLS works as well.
  */
 
-import { CLOSE_GRACE, onAbandon, packed, withHandlers, type DialOptions, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import {
+  CLOSE_GRACE,
+  onAbandon,
+  packed,
+  textMessage,
+  withHandlers,
+  type DialOptions,
+  type Listener,
+  type ListenOptions,
+  type Socket,
+  type Transport,
+} from '../transport.js'
 import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
 type WsSocket = import('ws').WebSocket
@@ -111,7 +122,7 @@ function adapt(ws: WsSocket, masked: boolean, maxBuffered = Infinity): Socket {
   })
   ws.binaryType = 'nodebuffer'
   ws.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
-    if (!isBinary) return socket.close(1003, 'holdfast speaks binary frames')
+    if (!isBinary) return textMessage(socket)
     message(Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data)
   })
   ws.on('close', closed)
