@@ -7,7 +7,7 @@ import path from 'node:path'
 import assert from 'node:assert/strict'
 import WebSocket from 'ws'
 import net from 'node:net'
-import { encode, framesOf, masked } from './frames.js'
+import { encode, framesOf, masked, wsStream } from './frames.js'
 
 
 /** The runtimes: the one running the tests, and those the runner names (else the same one). */
@@ -181,6 +181,52 @@ export async function stallingClient(url, frames) {
   })
   s.write(Buffer.concat(frames.map(masked)))
   return { socket: s, closed, close: () => s.destroy() }
+}
+
+/**
+ * A client that reads what the server sends but never answers its close (a host that froze, a client
+ * that only half-implements WebSocket): a raw TCP connection upgraded by hand, which sends `frames`
+ * (masked here) and `send(frame)` later, keeps every decoded server frame in `frames` and the close
+ * frame's code in `closeCode`, and answers nothing. `answer(match)` as `rawClient`'s.
+ */
+export async function closeDeafClient(url, frames) {
+  const { port, hostname } = new URL(url)
+  const s = net.connect(Number(port), hostname)
+  s.on('error', () => {})
+  await new Promise(resolve => s.once('connect', resolve))
+  const client = { socket: s, frames: [], closeCode: undefined, waiters: [] }
+  let upgraded
+  const upgrade = new Promise(resolve => (upgraded = resolve))
+  s.on(
+    'data',
+    wsStream(
+      frame => {
+        if (frame.opcode === 8) return void (client.closeCode = frame.payload.length >= 2 ? frame.payload.readUInt16BE(0) : 1005)
+        if (frame.opcode !== 2) return
+        for (const f of framesOf(frame.payload)) {
+          client.frames.push(f)
+          for (const w of [...client.waiters]) if (w.match(f)) w.resolve(f)
+        }
+      },
+      upgraded,
+    ),
+  )
+  s.write(`GET / HTTP/1.1\r\nHost: ${hostname}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${Buffer.alloc(16, 9).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`)
+  const head = await upgrade
+  if (!head.startsWith('HTTP/1.1 101')) throw new Error(`no upgrade: ${head.split('\r\n')[0]}`)
+  client.send = frame => s.write(masked(frame))
+  for (const f of frames) client.send(f)
+  client.answer = (match, ms = 5_000) => {
+    const m = typeof match === 'function' ? match : f => f.id === match
+    const seen = client.frames.find(m)
+    if (seen) return Promise.resolve(seen)
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`close-deaf client: no answer in ${ms}ms; frames ${JSON.stringify(client.frames)}`)), ms)
+      client.waiters.push({ match: m, resolve: f => (clearTimeout(timer), resolve(f)) })
+    })
+  }
+  client.close = () => s.destroy()
+  return client
 }
 
 /** A process holding a lease (ttl 3 s: the flood of 10,000 holds may keep a loaded server busy for

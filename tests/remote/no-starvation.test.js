@@ -10,7 +10,7 @@ import { statSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { connect, LimitError } from 'holdfast'
-import { TOKEN, procs, startServer, untilServer, rawClient, stallingClient, tempDir, bystander, authed, sleep } from './helpers.js'
+import { TOKEN, procs, startServer, serverInspect, entryOf, untilServer, rawClient, stallingClient, closeDeafClient, tempDir, bystander, authed, sleep } from './helpers.js'
 import { encode, newId } from './frames.js'
 
 delete process.env.HOLDFAST_TOKEN
@@ -107,6 +107,33 @@ test('#13 item 12: a second hello, with the right token or a wrong one, is a pro
     assert.ok(!raw.frames.some(f => f.type === 'welcome' && f.id === 2), 'never welcomed twice')
   }
   await b.check()
+})
+
+test('LOCK-05, #13 item 12: a connection refused past its hello (a second hello) ends at once as a dropped one, before its client answers the close: its hold in line steps aside, and the key released meanwhile is not granted to it, to be kept for nobody until its ttl', async t => {
+  const own = procs(t)
+  const server = await startServer(own)
+  const holder = await authed(server.url)
+  holder.send(encode.hold(2, { name: 'refused', key: 'k', ttl: 60_000 }))
+  const held = await holder.answer(2)
+  assert.equal(held.type, 'granted')
+  // Its client reads, but never answers the close (the server cuts it only after a grace).
+  const deaf = await closeDeafClient(server.url, [encode.hello(1, TOKEN), encode.hold(2, { name: 'refused', key: 'k', ttl: 60_000 })])
+  assert.equal((await deaf.answer(1)).type, 'welcome')
+  await untilServer(server, s => entryOf(s, 'refused', 'k')?.waiting === 1, 5_000, 'the hold waits in line')
+  deaf.send(encode.hello(3, TOKEN))
+  assert.equal((await deaf.answer(3)).code, 'protocol')
+  // Its connection is closing now: the key released here must not go to its hold.
+  holder.send(encode.release(4, held.lease))
+  assert.equal((await holder.answer(4)).type, 'done')
+  const s = await serverInspect(server)
+  // (Its hold stood aside, keeping its place for its ttl, as any dropped connection's: no holder.)
+  assert.deepEqual(entryOf(s, 'refused', 'k')?.holders ?? [], [], `the key is free, not held for the refused connection: ${JSON.stringify(entryOf(s, 'refused', 'k'))}`)
+  assert.ok(!deaf.frames.some(f => f.type === 'granted'), 'nothing granted after the refusal')
+  holder.send(encode.hold(5, { name: 'refused', key: 'k', ttl: 60_000, wait: 0 }))
+  assert.equal((await holder.answer(5)).type, 'granted', 'the key is free for the next')
+  assert.equal(s.connections, 1, 'the refused connection no longer counts')
+  deaf.close()
+  holder.close()
 })
 
 test('#13 item 3: a client that does not read is cut once maxBuffered bytes wait for it, and the server serves the others', async t => {

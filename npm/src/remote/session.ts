@@ -298,12 +298,20 @@ export class Session implements RemoteSink {
     this.send(0, { type: 'lost', lease: record.lease, code })
   }
 
-  /** Refuses and disconnects a client (with frame id 0 when no frame of its is answered). */
+  /**
+   * Refuses and disconnects a client (with frame id 0 when no frame of its is answered). Past hello,
+   * it ends at once as a dropped connection (LOCK-05), as a silent or superseded one does, not when
+   * its socket closes: its client reads nothing more, and may take a while to answer the close, or
+   * never answer (the transport cuts it after a grace), while a key handed on meanwhile would be
+   * granted to its hold in line, for nobody, until the lease's ttl.
+   */
   refuse(frame: number, code: ErrorCode | 'protocol', message: string): void {
     if (this.closing) return
     this.closing = true
     this.send(frame, { type: 'error', code, message })
     this.socket.close(code === 'permission' ? CLOSE_PERMISSION : code === 'limit' ? CLOSE_LIMIT : CLOSE_PROTOCOL, message.slice(0, 120))
+    // (Frames waiting behind a release act on nothing: it is closing.)
+    if (this.authed) this.protocol.dropped(this, false)
   }
 
   /** @internal A hold of this session went into line. */
