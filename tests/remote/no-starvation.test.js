@@ -93,6 +93,24 @@ test('#13 item 2: a connection that says no hello within helloTimeout is closed;
   await b.check()
 })
 
+test('#13 item 2: a connection that dribbles its WebSocket upgrade (a byte of its request every 300 ms) is cut at helloTimeout, as a silent one is, not kept for the HTTP server\'s minute of headersTimeout', { skip: process.versions.bun ? 'Bun.serve cuts it by itself, after about 12 s, whatever it is told' : false }, async t => {
+  const own = procs(t)
+  // (A fraction of a ms too: Node's own timeouts take whole ms only.)
+  const server = await startServer(own, { helloTimeout: 800.5 })
+  const tcp = net.connect(Number(new URL(server.url).port), '127.0.0.1')
+  tcp.on('error', () => {})
+  const tcpClosed = new Promise(resolve => tcp.once('close', resolve))
+  await new Promise(resolve => tcp.once('connect', resolve))
+  tcp.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n`)
+  // Each byte restarts an idle timeout: only a deadline from the connection's start cuts it.
+  const dribble = setInterval(() => tcp.destroyed || tcp.write('X'), 300)
+  t.after(() => {
+    clearInterval(dribble)
+    tcp.destroy()
+  })
+  await within(tcpClosed, 5_000, 'the dribbling connection closed')
+})
+
 test('#13 item 12: a second hello, with the right token or a wrong one, is a protocol error: answered and closed (4400)', async t => {
   const own = procs(t)
   const server = await startServer(own)

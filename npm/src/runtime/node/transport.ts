@@ -147,10 +147,23 @@ export const wsTransport: Transport = {
       res.writeHead(426)
       res.end('holdfast: connect with a WebSocket client\n')
     }
+    // A connection has `handshakeTimeout` to send its upgrade request, counted from its start: the idle
+    // timeout (`setTimeout`, which ws clears on the ones it upgrades) cuts a silent one, but restarts
+    // at every byte, so a request dribbled a byte at a time would be cut only at Node's own
+    // `headersTimeout` (a minute, looked at every 30 s), none of it counted among the connections not
+    // past hello. The HTTP server stops counting a connection's request once it is upgraded.
+    const timeouts =
+      options.handshakeTimeout === undefined
+        ? {}
+        : {
+            // (Whole ms: Node refuses a fraction.)
+            headersTimeout: Math.ceil(options.handshakeTimeout),
+            requestTimeout: Math.ceil(options.handshakeTimeout),
+            connectionsCheckingInterval: Math.min(1_000, Math.ceil(options.handshakeTimeout)),
+          }
     const server = options.tls
-      ? (http as typeof import('node:https')).createServer({ cert: pem(options.tls.cert), key: pem(options.tls.key) }, refuse)
-      : (http as typeof import('node:http')).createServer(refuse)
-    // A connection silent before its upgrade is cut (ws clears the timeout of the ones it upgrades).
+      ? (http as typeof import('node:https')).createServer({ cert: pem(options.tls.cert), key: pem(options.tls.key), ...timeouts }, refuse)
+      : (http as typeof import('node:http')).createServer(timeouts, refuse)
     if (options.handshakeTimeout !== undefined) server.setTimeout(options.handshakeTimeout)
     const wss = new WebSocketServer({ server, maxPayload: options.maxPayload })
     wss.on('connection', ws => onSocket(adapt(ws, false, options.maxBuffered)))
