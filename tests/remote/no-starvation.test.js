@@ -111,6 +111,32 @@ test('#13 item 2: a connection that dribbles its WebSocket upgrade (a byte of it
   await within(tcpClosed, 5_000, 'the dribbling connection closed')
 })
 
+test('#13 item 2: a helloTimeout longer than a runtime timer keeps (30 days, past 2^31-1 ms) is kept whole: a connection is not refused "no hello" a millisecond after it came, but at its deadline (test clock)', async t => {
+  const own = procs(t)
+  const server = await startServer(own, { manualClock: 0, helloTimeout: '30d' })
+  const advance = async ms => {
+    const since = server.events.length
+    server.send({ op: 'advance', ms })
+    await server.next({ ev: 'advanced' }, 5_000, { since })
+  }
+  const early = await rawClient(server.url)
+  await advance(1_000)
+  early.send(encode.hello(1, TOKEN))
+  assert.equal((await early.answer(1)).type, 'welcome', `welcomed 1 s in: ${JSON.stringify(early.frames)}, closed ${JSON.stringify(early.closed)}`)
+  const silent = await rawClient(server.url)
+  await advance(30 * 24 * 3600 * 1000 - 1)
+  const ping = await authed(server.url)
+  ping.send(encode.ping(2))
+  await ping.answer(2)
+  assert.equal(silent.closed, undefined, 'not refused before its deadline')
+  await advance(1)
+  const error = await silent.answer(f => f.type === 'error')
+  assert.equal(error.code, 'closed')
+  assert.match(error.message, /no hello within 2592000000ms/)
+  early.close()
+  ping.close()
+})
+
 test('#13 item 12: a second hello, with the right token or a wrong one, is a protocol error: answered and closed (4400)', async t => {
   const own = procs(t)
   const server = await startServer(own)

@@ -35,7 +35,7 @@ import { toMs } from '../util/duration.js'
 import { MAX_ANSWER } from './inspect-pages.js'
 import { MAX_FRAME, Protocol, Session, type Refusal } from './session.js'
 import { SilentClients } from './silent-clients.js'
-import type { Clock } from '../util/clock.js'
+import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import type { ServedStore } from './host.js'
 import type { Listener, Socket, Transport } from '../runtime/transport.js'
 import { checkOptions } from '../util/options.js'
@@ -176,10 +176,15 @@ export class HoldfastServer implements Server {
       this.#unpend(oldest!)
       oldest!.refuse(0, 'limit', `server: ${this.#maxUnauthenticated} connections not past hello is the most; this was the oldest`)
     }
-    const deadline = this.#clock.setTimeout(() => {
-      if (!this.#pending.delete(session)) return
-      session.refuse(0, 'closed', `server: no hello within ${this.#helloTimeout}ms`)
-    }, this.#helloTimeout)
+    // (Through `setTimer`: a helloTimeout past a runtime's longest timer, 24.8 days, fired at once.)
+    const deadline = setTimer(
+      this.#clock,
+      () => {
+        if (!this.#pending.delete(session)) return
+        session.refuse(0, 'closed', `server: no hello within ${this.#helloTimeout}ms`)
+      },
+      this.#helloTimeout,
+    )
     this.#pending.set(session, deadline)
   }
 
@@ -204,7 +209,7 @@ export class HoldfastServer implements Server {
 
   #unpend(session: Session): void {
     if (!this.#pending.has(session)) return
-    this.#clock.clearTimeout(this.#pending.get(session))
+    clearTimer(this.#clock, this.#pending.get(session))
     this.#pending.delete(session)
   }
 

@@ -16,6 +16,7 @@ import {
   type Socket,
   type Transport,
 } from '../transport.js'
+import { LONGEST_TIMER } from '../../util/clock.js'
 import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
 type WsSocket = import('ws').WebSocket
@@ -164,7 +165,8 @@ export const wsTransport: Transport = {
     const server = options.tls
       ? (http as typeof import('node:https')).createServer({ cert: pem(options.tls.cert), key: pem(options.tls.key), ...timeouts }, refuse)
       : (http as typeof import('node:http')).createServer(timeouts, refuse)
-    if (options.handshakeTimeout !== undefined) server.setTimeout(options.handshakeTimeout)
+    // (At most what a timer keeps: past it, Node truncates it to that, with a warning.)
+    if (options.handshakeTimeout !== undefined) server.setTimeout(Math.min(options.handshakeTimeout, LONGEST_TIMER))
     const wss = new WebSocketServer({ server, maxPayload: options.maxPayload })
     wss.on('connection', ws => onSocket(adapt(ws, false, options.maxBuffered)))
     await new Promise<void>((resolve, reject) => {
