@@ -192,11 +192,14 @@ test(`#15 Cluster (${kind}), sharded wake-ups: a key's subscription refused (NOP
   // still waited on it, told of its grant only by its next heartbeat.
   // The waiting store's clock moves only when told: without the wake-up, the second is never answered.
   const cluster = await startCluster(t)
-  for (const n of cluster.nodes) assert.equal(await raw(n.port, 'ACL', 'SETUSER', 'nochan', 'on', '>secret', '~*', 'resetchannels', '+@all'), 'OK')
+  // Its channels are taken once it opened: a store opens only if its user may run every command of
+  // the scripts, SPUBLISH to its channels too (pools.test.js), and an ACL may change after.
+  for (const n of cluster.nodes) assert.equal(await raw(n.port, 'ACL', 'SETUSER', 'nochan', 'on', '>secret', '~*', '&*', '+@all'), 'OK')
   const a = await openRedisStore({ redis: await cluster.client(kind) })
   const clock = manualClock()
   const b = await openRedisStore({ redis: await userClient(t, cluster, kind, 'nochan', 'secret'), clock })
   later(t, () => Promise.all([a.close(), b.close()]))
+  for (const n of cluster.nodes) assert.equal(await raw(n.port, 'ACL', 'SETUSER', 'nochan', 'resetchannels'), 'OK')
   const lease = await a.lock('sub', { ttl: '30s' }).acquire('k')
   const refusals = async () => (await Promise.all(cluster.nodes.map(n => raw(n.port, 'INFO', 'errorstats')))).join('').match(/errorstat_NOPERM:count=(\d+)/)?.[1] ?? '0'
   const channels = async () => (await Promise.all(cluster.nodes.map(n => raw(n.port, 'PUBSUB', 'SHARDCHANNELS', 'holdfast:w:*')))).join('').split('holdfast:w:').length - 1

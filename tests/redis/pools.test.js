@@ -464,10 +464,13 @@ test('POOL-04: a waiting claim whose heartbeat Redis refuses (an error reply) re
   const server = await startRedis(t)
   const a = await openRedisStore({ redis: await redisClient(t, server.url) })
   later(t, () => a.close())
-  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nozscore', 'on', '>secret', '~*', '&*', '+@all', '-zscore'), 'OK')
+  // ZSCORE is taken from its user once it opened: a store opens only if its user may run every command
+  // of the scripts (see the test of PUBLISH below), and an ACL may change after.
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nozscore', 'on', '>secret', '~*', '&*', '+@all'), 'OK')
   const clock = manualClock()
   const b = await openRedisStore({ redis: await redisClient(t, `redis://nozscore:secret@127.0.0.1:${server.port}`), clock })
   later(t, () => b.close())
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nozscore', '-zscore'), 'OK')
   const seats = a.pool('seats', { capacity: 2 })
   const held = await seats.claim(2, { ttl: '1h' })
   const ac = new AbortController()
@@ -546,9 +549,11 @@ test('POOL-04: a claim put in line whose first ask Redis refuses (an error reply
   const server = await startRedis(t)
   const a = await openRedisStore({ redis: await redisClient(t, server.url) })
   later(t, () => a.close())
-  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nozscore', 'on', '>secret', '~*', '&*', '+@all', '-zscore'), 'OK')
+  // Taken from its user once it opened (see the test before).
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nozscore', 'on', '>secret', '~*', '&*', '+@all'), 'OK')
   const b = await openRedisStore({ redis: await redisClient(t, `redis://nozscore:secret@127.0.0.1:${server.port}`) })
   later(t, () => b.close())
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nozscore', '-zscore'), 'OK')
   const seats = a.pool('seats', { capacity: 2 })
   const held = await seats.claim(2, { ttl: '1h' })
   const refused = await b.pool('seats', { capacity: 2 }).claim(1, { wait: Infinity, id: 'order-1' }).catch(e => e)
@@ -558,4 +563,26 @@ test('POOL-04: a claim put in line whose first ask Redis refuses (an error reply
   await held.claim.release()
   const again = await seats.claim(1, { id: 'order-1' })
   assert.deepEqual([again.claimed, again.remaining], [true, 1], 'its id is a new claim, served at once')
+})
+
+test('POOL-01: a store whose Redis user may not run a command of the scripts (PUBLISH) refuses to open, naming it: a refusal inside a call left half its writes, units lost for good', async t => {
+  // It opened, and a release of its that served the line gave the units back and served the waiter,
+  // then was refused at PUBLISH (telling the waiter): the call ended before its counts were written,
+  // and rejected StorageError though done. The pool counted the released units claimed for good: with
+  // every claim released, 1 of 2 left, a claim of 2 refused. The other commands the same (any of them,
+  // a write too, may be refused after a write), so the store checks them all when it opens.
+  const server = await startRedis(t)
+  // A store that opens (as it did) is closed at the end, so that the test ends.
+  const open = async (url, prefix) => openRedisStore({ redis: await redisClient(t, url), prefix }).then(store => (later(t, () => store.close()), store))
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nopub', 'on', '>secret', '~*', '&*', '+@all', '-publish', '-spublish'), 'OK')
+  const url = `redis://nopub:secret@127.0.0.1:${server.port}`
+  const refused = e => e instanceof StorageError && /^openRedisStore: the Redis user may not run PUBLISH /.test(e.message)
+  await assert.rejects(open(url), refused)
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'nohlen', 'on', '>secret', '~*', '&*', '+@all', '-hlen'), 'OK')
+  const other = `redis://nohlen:secret@127.0.0.1:${server.port}`
+  await assert.rejects(open(other), e => e instanceof StorageError && /may not run HLEN /.test(e.message))
+  // A user allowed them all on its keys alone opens.
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'app', 'on', '>secret', '~app:*', '&app:*', '+@all'), 'OK')
+  const ok = await open(`redis://app:secret@127.0.0.1:${server.port}`, 'app:locks')
+  assert.deepEqual([(await ok.pool('seats', { capacity: 2 }).claim(2)).claimed], [true], 'a user allowed all of them opens')
 })

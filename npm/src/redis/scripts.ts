@@ -69,9 +69,10 @@ import renewBody from './scripts/renew.js'
 import releaseBody from './scripts/release.js'
 import inspectBody from './scripts/inspect.js'
 import poolBody from './scripts/pool.js'
+import accessBody from './scripts/access.js'
 
 /** The entry points, each a Function of the library and a script of its own. */
-export type Op = 'acquire' | 'renew' | 'release' | 'inspect' | 'pool'
+export type Op = 'acquire' | 'renew' | 'release' | 'inspect' | 'pool' | 'access'
 
 export interface Script {
   readonly source: string
@@ -112,7 +113,7 @@ export function scriptsFor(
     ? poolBody.replace(/local REAP = \d+/, `local REAP = ${reap.deadlines}`).replace(/local FORGET = \d+/, `local FORGET = ${reap.tombstones}`)
     : poolBody
   // Pools (scripts/pool.ts) share only the clock with the locks.
-  const lua = shared + acquireBody + renewBody + releaseBody + inspectBody + poolLua
+  const lua = shared + acquireBody + renewBody + releaseBody + inspectBody + poolLua + accessBody
   const name = `holdfast_${sha1(lua).slice(0, 12)}`
   const functions = {
     acquire: `${name}_acquire`,
@@ -120,6 +121,7 @@ export function scriptsFor(
     release: `${name}_release`,
     inspect: `${name}_inspect`,
     pool: `${name}_pool`,
+    access: `${name}_access`,
   }
   const source = `#!lua name=${name}\n${lua}
 redis.register_function('${functions.acquire}', acquire)
@@ -127,6 +129,7 @@ redis.register_function('${functions.renew}', renew)
 redis.register_function('${functions.release}', release)
 redis.register_function{function_name='${functions.inspect}', callback=inspect, flags={'no-writes'}}
 redis.register_function('${functions.pool}', pool)
+redis.register_function{function_name='${functions.access}', callback=access, flags={'no-writes'}}
 `
   const writes = shebang ? '#!lua\n' : ''
   const reads = shebang ? '#!lua flags=no-writes\n' : ''
@@ -138,6 +141,7 @@ redis.register_function('${functions.pool}', pool)
       release: script(`${writes}${shared}${releaseBody}return release(KEYS, ARGV)\n`),
       inspect: script(`${reads}${inspectBody}return inspect(KEYS, ARGV)\n`),
       pool: script(`${writes}${time}${poolLua}return pool(KEYS, ARGV)\n`),
+      access: script(`${reads}${accessBody}return access(KEYS, ARGV)\n`),
     },
   }
 }

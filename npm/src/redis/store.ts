@@ -46,7 +46,7 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 /** A resource as the package's stores keep it (in the local store, a key it granted itself stands as its lease). */
 type Resource = SharedResource<Lease>
 import { adapterForUrl, adapterOf, asReply, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
-import { constants, keysOf, parseMetaKey, parsePoolKey, poolKeysOf, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
+import { constants, keysOf, parseMetaKey, parsePoolKey, poolKeysOf, poolTagOf, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
 import { Renewal, margin, renewInterval, type Renewed } from '../remote/renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
 import { ResourceNames } from '../handle/resource-names.js'
@@ -264,6 +264,17 @@ export class RedisStore implements LeaseOwner {
     if (Number(this.server.version.split('.')[0]) >= 7) this.#functions = await this.#loadLibrary()
     if (!this.#functions) {
       for (const script of Object.values(this.#scripts.scripts)) await this.#send(['SCRIPT', 'LOAD', script.source], PATIENCE)
+    }
+    // A command refused in the middle of a script leaves that call's writes and not its counts (see
+    // scripts/access.ts): a user that may not run one of them is refused here, before it writes.
+    const check = poolKeysOf(this.prefix, 'access-check')
+    const lock = keysOf(this.prefix, 'lock', 'access-check', 'k')
+    const channel = this.#wakeups.channelFor(poolTagOf('access-check'))
+    const refused = await this.#run('access', check, [...lock, this.#wakeups.publish, channel], PATIENCE)
+    if (refused !== '' && refused !== null) {
+      throw new StorageError(
+        `openRedisStore: the Redis user may not run ${String(refused)} (on keys ${this.prefix}:*, channels ${this.prefix}:w:*), which holdfast's scripts run: refused inside one, it would leave half of that call's writes. Allow it in the user's ACL`,
+      )
     }
     try {
       await this.#wakeups.open(
