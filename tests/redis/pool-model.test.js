@@ -211,16 +211,16 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
             mark('an id asked again after its release')
             return ['k', r.first, 0]
           }
-          if (mode === 'e' && r.waitUntil >= 0 && (wait < 0 || now + wait > r.waitUntil)) {
+          if (mode === 'e' && ask === r.owner && r.waitUntil >= 0 && (wait < 0 || now + wait > r.waitUntil)) {
             r.waitUntil = wait < 0 ? -1 : now + wait
             mark('a wait made longer by a caller that joined in its process')
           }
           r.at = waiterAt(r.waitUntil)
           if ((mode === 'f' || mode === 'r') && !r.chans.includes(chan) && r.chans.length < 8) r.chans.push(chan)
           const answer = waitingAnswer(id, r.waitUntil)
-          if ((mode === 'f' || mode === 'r') && ask !== r.owner) {
+          if (mode !== 'B' && ask !== r.owner) {
             answer.push(1)
-            mark('another caller joined a claim in line')
+            mark(mode === 'f' || mode === 'r' ? 'another caller joined a claim in line' : 'a process asked of a claim in line another put there')
           }
           return answer
         }
@@ -534,4 +534,33 @@ test('POOL-01/POOL-03: a cancel undoes only a claim its own asks put in Redis an
   assert.match(await send(['HGET', M, '#old-2']), /^O 2 1 0 \d+ 0 \d+$/, 'served in the layout it was written in')
   assert.deepEqual(await pool('claim', 'old-2', 2, -1, 0, 1, 'B', 'model:w:y', 'y8'), ['k', 1, 1])
   assert.deepEqual(await pool('inspect'), [3, 1, 1, 0])
+})
+
+test('POOL-04: a process whose claim left the line unknown to it (no heartbeat reached Redis), and whose id another claim then put in line, never makes that claim wait longer: it is told it joined it', async t => {
+  // X's heartbeats did not reach Redis for a BEAT (a connection down): its claim left the line. Y, of
+  // another process, claimed the id, waiting 1 s. X's process, back, asked where its claim stands (b):
+  // answered waiting, as if the claim were still its own, so that a caller of X's with a longer wait
+  // (e) made Y's claim wait that long (here without limit): Y's caller, told it waits 1 s, waited on.
+  const { send } = await modelRedis(t)
+  const { scriptsFor, poolKeysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const { library } = scriptsFor(true, { clockKey: CLOCK })
+  await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
+  const [M, Z] = poolKeysOf('holdfast', 'owners')
+  const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, 'c2', `${GRACE} PUBLISH ${BEAT}`, ...rest])
+  await send(['SET', CLOCK, Date.now() + 365 * DAY])
+  assert.deepEqual(await pool('claim', 'held', 2, 0, 0, 1, 'f', 'model:w:z', 'z1'), ['c', 0])
+  assert.deepEqual(await pool('claim', 'order-1', 1, -1, 0, 1, 'f', 'model:w:x', 'x1'), ['w', -1, -1])
+  await send(['INCRBY', CLOCK, BEAT + 1])
+  assert.deepEqual(await pool('inspect'), [2, 0, 1, 0], "X's claim left the line")
+  assert.deepEqual(await pool('claim', 'order-1', 1, 1_000, 0, 1, 'f', 'model:w:y', 'y1'), ['w', 1_000, -1])
+  // X's process asks, as the claim's owner it believes it is: it is told it joined another's claim.
+  assert.deepEqual(await pool('claim', 'order-1', 1, -1, 0, 1, 'b', 'model:w:x', 'x1'), ['w', 1_000, -1, 1])
+  assert.deepEqual(await pool('claim', 'order-1', 1, -1, 0, 1, 'e', 'model:w:x', 'x1'), ['w', 1_000, -1, 1])
+  // Y's wait runs out when Y's caller was told.
+  await send(['INCRBY', CLOCK, 1_001])
+  assert.deepEqual(await pool('claim', 'order-1', 1, 0, 0, 1, 'b', 'model:w:y', 'y1'), ['g', 0], 'its wait ran out: it left the line')
+  assert.deepEqual(await pool('inspect'), [2, 0, 1, 0])
+  // Its own process's longer wait still counts (e by its owner).
+  assert.deepEqual(await pool('claim', 'order-2', 1, 1_000, 0, 1, 'f', 'model:w:y', 'y2'), ['w', 1_000, -1])
+  assert.deepEqual(await pool('claim', 'order-2', 1, 5_000, 0, 1, 'e', 'model:w:y', 'y2'), ['w', 5_000, -1])
 })

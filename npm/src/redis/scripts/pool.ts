@@ -70,7 +70,9 @@
  *   `{'k', first, open}` known (the first outcome), `{'w', waitLeftMs, hintMs[, 1]}` waiting (-1: no
  *   limit; the hint: at the head, the ms to the earliest ttl or ackAt of an open claim, else -1; 1: an
  *   ask (`f` or `r`) joined a claim in line that another claim's ask put there), `{'n', remaining}` not claimed, `{'g', remaining}`
- *   (modes b and B) no such claim or waiter.
+ *   (modes b and B) no such claim or waiter. A `b` or `e` of a claim in line another claim's ask put
+ *   there (its own left the line unknown to it) is answered as an ask that joined it (1), and never
+ *   makes its wait longer.
  * - `release` id → 1 released, 0 it held nothing. `confirm` id → `d` done, `l` it holds nothing.
  * - `cancel` id ask → `w` it left the line, `u` it was undone (it took units no caller was told of: open
  *   and not seen), `n` nothing (ended, seen, or put here by another claim's ask: it stands). Only the
@@ -392,8 +394,10 @@ do
       end
       local _, waitUntil, wttl, wremember, chans, owner = parseWait(rec)
       local rewrite = false
-      -- Its process has a caller that waits longer: the claim waits as long.
-      if mode == 'e' and waitUntil >= 0 and (wait < 0 or now + wait > waitUntil) then
+      -- Its process has a caller that waits longer: the claim waits as long. Only its owner's: a
+      -- process whose claim left the line unknown to it (no heartbeat reached Redis for a beat) may
+      -- ask of the claim of its id another process put there since, whose callers wait what they said.
+      if mode == 'e' and ask == owner and waitUntil >= 0 and (wait < 0 or now + wait > waitUntil) then
         waitUntil = wait < 0 and -1 or now + wait
         rewrite = true
       end
@@ -412,8 +416,9 @@ do
         writeWait(id, n, waitUntil, wttl, wremember, chans, owner)
       end
       local answer = waiting_(id, waitUntil)
-      -- Another claim's ask (first or again) joins the claim in line: it is told, and its cancel never takes it out.
-      if (mode == 'f' or mode == 'r') and ask ~= owner then answer[4] = 1 end
+      -- Another claim's ask (first or again, or a process asking of a claim it believes its own: see
+      -- above) joins the claim in line: it is told, and its cancel never takes it out.
+      if mode ~= 'B' and ask ~= owner then answer[4] = 1 end
       return answer
     end
     if mode == 'b' or mode == 'B' or mode == 'e' then return {'g', cap - used} end
