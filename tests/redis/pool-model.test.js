@@ -253,6 +253,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         if (!r || r.kind !== 'O') return 'l'
         r.ttlAt = 0
         r.ackAt = 0
+        r.seen = true
         return 'd'
       },
       cancel(id, ask) {
@@ -563,4 +564,37 @@ test('POOL-04: a process whose claim left the line unknown to it (no heartbeat r
   // Its own process's longer wait still counts (e by its owner).
   assert.deepEqual(await pool('claim', 'order-2', 1, 1_000, 0, 1, 'f', 'model:w:y', 'y2'), ['w', 1_000, -1])
   assert.deepEqual(await pool('claim', 'order-2', 1, 5_000, 0, 1, 'e', 'model:w:y', 'y2'), ['w', 5_000, -1])
+})
+
+test('POOL-01/02: a confirm by id of a claim whose own answer was lost is never undone by that claim\'s cancel: the claim stands, confirmed', async t => {
+  // The claim took its units; its answer was lost (a connection dropped) and its process, given up,
+  // cancels it, which undoes a claim nobody was told of. A confirm by id meanwhile (another process's)
+  // was answered done, and the cancel then undid the claim: the confirm's caller believed it held
+  // units back in the pool, as 830f01b fixed for a local store. A confirm tells of the claim: it stands.
+  const { send } = await modelRedis(t)
+  const { scriptsFor, poolKeysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const { library } = scriptsFor(true, { clockKey: CLOCK })
+  await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
+  const [M, Z] = poolKeysOf('holdfast', 'confirms')
+  const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, 'c3', `${GRACE} PUBLISH ${BEAT}`, ...rest])
+  await send(['SET', CLOCK, Date.now() + 365 * DAY])
+  // Its answer lost; confirmed by id; its process's cancel.
+  assert.deepEqual(await pool('claim', 'cart', 2, 0, 60_000, 1, 'f', 'model:w:x', 'x1'), ['c', 1])
+  assert.equal(await pool('confirm', 'cart'), 'd')
+  assert.equal(await pool('cancel', 'cart', 'x1'), 'n', 'the confirmed claim stands')
+  assert.equal(await pool('remaining'), 1)
+  await send(['INCRBY', CLOCK, 60_001])
+  assert.equal(await pool('remaining'), 1, 'confirmed: its ttl no longer gives its units back')
+  // A claim without a ttl, served from the line (its ack deadline): the same.
+  assert.deepEqual(await pool('claim', 'order', 1, -1, 0, 1, 'f', 'model:w:x', 'x2'), ['c', 0])
+  assert.deepEqual(await pool('claim', 'next', 1, -1, 0, 1, 'f', 'model:w:x', 'x3'), ['w', -1, -1])
+  assert.equal(await pool('release', 'order'), 1)
+  assert.equal(await pool('confirm', 'next'), 'd')
+  assert.equal(await pool('cancel', 'next', 'x3'), 'n')
+  assert.equal(await pool('remaining'), 0)
+  // Unconfirmed, its cancel still undoes it (what it is for).
+  assert.equal(await pool('release', 'next'), 1)
+  assert.deepEqual(await pool('claim', 'lost', 1, 0, 0, 1, 'f', 'model:w:x', 'x4'), ['c', 0])
+  assert.equal(await pool('cancel', 'lost', 'x4'), 'u')
+  assert.equal(await pool('remaining'), 1)
 })

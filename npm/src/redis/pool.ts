@@ -33,8 +33,8 @@
  * of; so is a claim whose signal aborts or whose store closes. Its asks and its cancel carry its own
  * ask id (`Pending.ask`), kept with the claim by the ask that put it in Redis: a cancel takes out only
  * that claim, never one of its id that another process (or an earlier claim here) put there, whose ask
- * may never have reached Redis. A claim answered to an ask of another (`seen`) is never undone: it
- * stands, and its id releases it. A release, confirm, resize or remaining is asked once: a release
+ * may never have reached Redis. A claim answered to an ask of another, or confirmed (`seen`), is never
+ * undone: it stands, and its id releases it. A release, confirm, resize or remaining is asked once: a release
  * whose answer was lost cannot tell whether it released.
  *
  * # Capacity

@@ -12,7 +12,7 @@
  *   `O n first ttlAt forgetAt seen ackAt owner` (open: `first` the units left right after it took its own,
  *   `ttlAt` when its units come back unless confirmed, 0 for never; `forgetAt` when its id is
  *   forgotten once it holds nothing, 0 for a claim nobody can ask again; `seen` 1 once an ask of its
- *   id by another claim than its owner was answered its outcome; `ackAt`, for a claim served from the line, when its units come
+ *   id by another claim than its owner was answered its outcome, or a confirm of it done; `ackAt`, for a claim served from the line, when its units come
  *   back unless its process asked about it by then — a process that died while it waited is told
  *   nothing, and takes nothing — else 0; `owner` the ask id of the claim that put it here: the only
  *   one whose cancel undoes it), `E n first forgetAt` (a tombstone: released or expired, its id remembered),
@@ -73,7 +73,7 @@
  *   (modes b and B) no such claim or waiter. A `b` or `e` of a claim in line another claim's ask put
  *   there (its own left the line unknown to it) is answered as an ask that joined it (1), and never
  *   makes its wait longer.
- * - `release` id → 1 released, 0 it held nothing. `confirm` id → `d` done, `l` it holds nothing.
+ * - `release` id → 1 released, 0 it held nothing. `confirm` id → `d` done (and seen), `l` it holds nothing.
  * - `cancel` id ask → `w` it left the line, `u` it was undone (it took units no caller was told of: open
  *   and not seen), `n` nothing (ended, seen, or put here by another claim's ask: it stands). Only the
  *   claim whose ask put the record here (`owner`) takes it out.
@@ -488,10 +488,12 @@ do
     local rec = record(id)
     if not rec or string.sub(rec, 1, 1) ~= 'O' then return 'l' end
     local n, first, ttlAt, forget, seen, ackAt, owner = parseOpen(rec)
-    if ttlAt > 0 or ackAt > 0 then
+    -- Answered done, the claim is seen: its process, whose own answer may have been lost, cancels it
+    -- when it gives up, which undoes a claim nobody was told of; the confirm's caller was.
+    if ttlAt > 0 or ackAt > 0 or not seen then
       if ttlAt > 0 then perm = perm + 1 end
       undue(ttlAt > 0, ackAt > 0, id)
-      writeOpen(id, n, first, 0, forget, seen, 0, owner)
+      writeOpen(id, n, first, 0, forget, true, 0, owner)
       changed = true
     end
     return 'd'
