@@ -7,6 +7,7 @@ import { createRequire } from 'node:module'
 import {
   openStore,
   memoryStorage,
+  fileStorage,
   HoldfastError,
   InUseError,
   LostError,
@@ -118,6 +119,12 @@ test('unknown option names and options of the wrong type are InvalidError naming
   await assert.rejects(openStore({ storage: { get() {} } }), e => e instanceof InvalidError && /storage/.test(e.message))
   assert.deepEqual(store.inspect(), [], 'nothing changed')
   await store.close()
+})
+
+test('fileStorage(dir) without a directory name (plain JavaScript) is an InvalidError, not a StorageError: bad input, not a storage that failed', () => {
+  for (const bad of [undefined, '', 42, null, {}, ['./data']]) {
+    assert.throws(() => fileStorage(bad), e => e instanceof InvalidError && e.code === 'invalid' && /^fileStorage: dir must be a non-empty string/.test(e.message), String(bad))
+  }
 })
 
 test('names match [a-z0-9][a-z0-9_.-]{0,63}', async () => {

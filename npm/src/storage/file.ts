@@ -30,7 +30,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { claimDirectory, type Claim } from './dir-claim.js'
-import { StorageError } from '../errors.js'
+import { InvalidError, StorageError } from '../errors.js'
 import type { Storage } from './storage.js'
 
 /** Written while a store holds the directory, for older holdfast versions only (never gone by here). */
@@ -45,7 +45,13 @@ const FENCE_KEY = 'holdfast.fences'
 const lockedHere = new Set<string>()
 
 export function fileStorage(dir: string): Storage {
-  if (typeof dir !== 'string' || dir.length === 0) throw new StorageError(`fileStorage: dir must be a non-empty string`)
+  // Bad input, as a bad option anywhere: an InvalidError (a StorageError says a storage failed, which
+  // a caller may try again).
+  if (typeof dir !== 'string' || dir.length === 0) {
+    throw new InvalidError(
+      `fileStorage: dir must be a non-empty string, not ${dir === '' ? '""' : dir === null ? 'null' : Array.isArray(dir) ? 'an array' : typeof dir}`,
+    )
+  }
   const root = path.resolve(dir)
   const place = `fileStorage ${root}`
   /** The claim of the directory: under way or held; undefined before it and after `close()`. */
