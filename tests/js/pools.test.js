@@ -150,6 +150,24 @@ test('POOL-01: options are checked and named (typed errors)', async () => {
   await assert.rejects(seats.claim(1, { id: '' }), InvalidError)
   await assert.rejects(seats.claim(1, { id: 'x'.repeat(129) }), e => e instanceof InvalidError && /129 bytes/.test(e.message))
   await assert.rejects(seats.claim(1, { ttl: 0 }), e => e instanceof InvalidError && /ttl/.test(e.message))
+  // A claim's ttl is more than 0 and at most 30 days, named as given: not as the engine's u64 made
+  // it ("claim ttl 18446744073709551615ms"), and the same in every store (checked by the handle).
+  for (const [ttl, said] of [
+    [0, '0ms'],
+    [1e300, '1e+300ms'],
+    [2 ** 60, '1152921504606847000ms'],
+    ['31d', '2678400000ms'],
+    [30 * 86_400_000 + 0.5, '2592000000.5ms'],
+  ]) {
+    await assert.rejects(
+      seats.claim(1, { ttl }),
+      e => e instanceof InvalidError && e.message === `pool seats: claim ttl ${said} must be more than 0 and at most 30 days`,
+      String(ttl),
+    )
+  }
+  const month = await seats.claim(1, { ttl: '30d' })
+  assert.equal(month.claimed, true, 'a ttl of 30 days is taken')
+  await month.claim.release()
   await assert.rejects(seats.claim(1, { signal: AbortSignal.abort('no') }), CancelledError)
   await store.close()
   assert.throws(() => store.pool('seats', { capacity: 3 }), ClosedError)

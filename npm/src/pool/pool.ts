@@ -22,6 +22,8 @@ import type { ClaimOptions } from './types.js'
 
 /** The largest count: the largest integer a JavaScript number holds exactly. */
 const MAX_UNITS = 2 ** 53 - 1
+/** The longest claim ttl (ms): 30 days, as a maxHold (the engine's bounds.rs, Redis's pool.ts). */
+const MAX_TTL_MS = 30 * 24 * 3_600_000
 
 /** What a claim answers. */
 export type ClaimResult = { claimed: true; remaining: number; claim: Claim } | { claimed: false; remaining: number }
@@ -161,7 +163,11 @@ export class Pool {
     const id = o.id === undefined ? undefined : checkId(o.id, place)
     const wait = o.wait === undefined ? 0 : toMs(o.wait, `${place}: wait`, true)
     const ttl = o.ttl === undefined ? 0 : toMs(o.ttl, `${place}: ttl`)
-    if (o.ttl !== undefined && !(ttl > 0)) throw new InvalidError(`${place}: ttl ${String(o.ttl)} must be more than 0`)
+    // Checked here, for every store, and named as given: past this check the engine makes it a u64,
+    // and its refusal named 1e300 ms as 18446744073709551615 ms.
+    if (o.ttl !== undefined && !(ttl > 0 && ttl <= MAX_TTL_MS)) {
+      throw new InvalidError(`${place}: claim ttl ${ttl}ms must be more than 0 and at most 30 days`)
+    }
     const signal = checkSignal(o.signal, `${place}: claim`)
     if (signal?.aborted) throw new CancelledError(`${place}: claim cancelled before it began`, { cause: signal.reason })
     return { n: units, id, wait, signal, ttl: Math.ceil(ttl) }

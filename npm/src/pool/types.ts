@@ -21,7 +21,10 @@ export interface ClaimOptions {
   wait?: Duration
   /** Aborting it ends the wait with a `CancelledError` (and gives back units taken but not yet answered). */
   signal?: AbortSignal
-  /** The units come back by themselves this long after the claim unless `claim.confirm()` comes first. */
+  /**
+   * The units come back by themselves this long after the claim unless `claim.confirm()` comes first
+   * (more than 0, up to 30 days).
+   */
   ttl?: Duration
 }
 
