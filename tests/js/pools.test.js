@@ -142,7 +142,9 @@ test('POOL-01: options are checked and named (typed errors)', async () => {
   const { store } = await openTestStore()
   assert.throws(() => store.pool('seats'), e => e instanceof InvalidError && /capacity is required/.test(e.message))
   assert.throws(() => store.pool('seats', { capacity: 1.5 }), e => e instanceof InvalidError && /1.5/.test(e.message))
-  assert.throws(() => store.pool('Seats!', { capacity: 3 }), InvalidError)
+  // The place first, as a lock's or a semaphore's bad name says it.
+  assert.throws(() => store.pool('Seats!', { capacity: 3 }), e => e instanceof InvalidError && e.message === 'pool Seats!: name "Seats!" must match [a-z0-9][a-z0-9_.-]{0,63}')
+  assert.throws(() => store.lock('Seats!'), e => e instanceof InvalidError && e.message === 'lock Seats!: name "Seats!" must match [a-z0-9][a-z0-9_.-]{0,63}')
   assert.throws(() => store.pool('seats', { capacity: 3, limit: 2 }), e => e instanceof InvalidError && /limit/.test(e.message))
   const seats = store.pool('seats', { capacity: 3 })
   await assert.rejects(seats.claim(0), e => e instanceof InvalidError && /pool seats/.test(e.message))

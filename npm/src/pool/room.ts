@@ -249,7 +249,8 @@ export class PoolRoom implements PoolStore {
       id = this.#host.core.pool(name, capacity)
     } catch (error) {
       const e = error as { code?: unknown }
-      if (e && typeof e.code === 'string') throw fromEngine(error)
+      // Named at its place (a bad name, a capacity that differs), as a lock's errors are.
+      if (e && typeof e.code === 'string') throw fromEngine(error, place)
       throw this.#host.trap(error)
     }
     // A pool made is written (its capacity), as any change.
