@@ -111,6 +111,75 @@ test('LOCK-06: a waiter whose signal aborts is answered CancelledError (cause: t
   await store.close()
 })
 
+/** A handle of each way a hold waits: the engine's line (a finite wait, a maxHold), the store's own line for a lock's key, a semaphore's. */
+function everyLine(store) {
+  return [
+    store.lock('finite'),
+    store.lock('own-line', { wait: Infinity }),
+    store.lock('max-hold', { maxHold: '1m' }),
+    store.lock('max-hold-inf', { maxHold: '1m', wait: Infinity }),
+    store.semaphore('sem', { limit: 2 }),
+    store.semaphore('sem-own-line', { limit: 2, wait: Infinity }),
+    store.semaphore('sem-max-hold', { limit: 2, maxHold: '1m' }),
+  ]
+}
+
+test('LOCK-06: in every line, a hold or an acquire whose signal aborts while it waits rejects CancelledError (cause: the reason), leaves the line, and the next is served', async () => {
+  const { store } = await openTestStore()
+  for (const handle of everyLine(store)) {
+    for (const form of ['hold', 'acquire']) {
+      const at = `${handle.name} ${form}`
+      const held = []
+      for (let i = 0; i < (handle.limit ?? 1); i++) held.push(await handle.acquire('k'))
+      const ac = new AbortController()
+      let ran = false
+      const waiting = form === 'hold' ? handle.hold('k', { signal: ac.signal }, () => (ran = true)) : handle.acquire('k', { signal: ac.signal })
+      const next = handle.hold('k', lease => lease.fence)
+      await settle()
+      assert.equal(store.inspect()[0].waiting, 2, at)
+      const reason = new Error('gave up')
+      ac.abort(reason)
+      await assert.rejects(waiting, e => e instanceof CancelledError && e.code === 'cancelled' && e.cause === reason, at)
+      assert.equal(store.inspect()[0].waiting, 1, `${at}: left the line`)
+      for (const lease of held) await lease.release()
+      assert.ok((await next) > held.at(-1).fence, `${at}: the next in line is served`)
+      assert.equal(ran, false, at)
+      assert.deepEqual(store.inspect(), [], at)
+    }
+  }
+  await store.close()
+})
+
+test('LOCK-06: in every line, a signal that aborts once its hold was granted changes nothing: the lease holds, fn runs to its end, the hold answers its value', async () => {
+  const { store } = await openTestStore()
+  for (const handle of everyLine(store)) {
+    const at = handle.name
+    // Granted at once, the signal aborting while fn runs.
+    const free = new AbortController()
+    const value = await handle.hold('k', { signal: free.signal }, async lease => {
+      free.abort(new Error('too late'))
+      await settle()
+      return lease.lost ? 'lost' : 'held'
+    })
+    assert.equal(value, 'held', `${at}: a free key`)
+    // Granted after a wait, the signal aborting as the grant came.
+    const held = []
+    for (let i = 0; i < (handle.limit ?? 1); i++) held.push(await handle.acquire('k'))
+    const waited = new AbortController()
+    const acquiring = handle.acquire('k', { signal: waited.signal })
+    await settle()
+    for (const lease of held) await lease.release()
+    const lease = await acquiring
+    waited.abort(new Error('too late'))
+    await settle()
+    assert.equal(lease.lost, false, `${at}: the lease still holds`)
+    assert.equal(lease.signal.aborted, false, `${at}: its own signal is quiet`)
+    await lease.release()
+    assert.deepEqual(store.inspect(), [], at)
+  }
+  await store.close()
+})
+
 test('LOCK-06: an already aborted signal rejects at once with CancelledError, free key or not (as Web Locks)', async () => {
   const { store } = await openTestStore()
   const l = store.lock('x')
