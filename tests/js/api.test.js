@@ -149,6 +149,16 @@ test('keys: strings or decimal numbers (42 and "42" are one key), 1 to 1024 byte
   for (const bad of ['', 'k'.repeat(1025), 'é'.repeat(513), '😀'.repeat(257), 1.5, NaN, null, undefined, {}, 10n]) {
     await assert.rejects(l.hold(bad, () => 1), e => e instanceof InvalidError && /summaries/.test(e.message), String(bad))
   }
+  // A number past 2^53-1 is whole but not exact (2^53 + 1 reads as 2^53): refused, saying so.
+  assert.equal(await l.hold(2 ** 53 - 1, lease => lease.key), '9007199254740991')
+  assert.equal(await l.hold(-42, lease => lease.key), '-42')
+  for (const [bad, said] of [[2 ** 53, '9007199254740992'], [-(2 ** 53), '-9007199254740992'], [1e21, '1e+21']]) {
+    await assert.rejects(
+      l.hold(bad, () => 1),
+      e => e instanceof InvalidError && e.message === `lock summaries: key ${said} must be a string or a whole number from -(2^53-1) to 2^53-1`,
+      said,
+    )
+  }
   assert.deepEqual(store.inspect(), [])
   await store.close()
 })

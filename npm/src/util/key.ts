@@ -1,5 +1,7 @@
 /**
  * Keys: strings, or numbers spelled in decimal (`42` and `'42'` are one key), 1 to 1024 bytes of UTF-8.
+ * A number must be a safe integer: past 2^53-1 a number is no longer exact (2^53 + 1 reads as 2^53),
+ * so two keys a caller told apart would be one.
  * Keys never cross into wasm on the in-process path, so they are checked here, without encoding them:
  * a string of at most 341 UTF-16 units is at most 1023 bytes, and only longer ones are counted.
  *
@@ -30,7 +32,7 @@ export function toKey(key: unknown, place: string): string {
   }
   if (typeof key === 'number' && Number.isSafeInteger(key)) return String(key)
   throw new InvalidError(
-    `${place}: key ${typeof key === 'number' ? String(key) : `of type ${key === null ? 'null' : typeof key}`} must be a string or a whole number`,
+    `${place}: key ${typeof key === 'number' ? String(key) : `of type ${key === null ? 'null' : typeof key}`} must be a string or a whole number from -(2^53-1) to 2^53-1`,
   )
 }
 
