@@ -115,6 +115,19 @@ test('unknown option names and options of the wrong type are InvalidError naming
   await assert.rejects(l.hold('k', { signal: 'abort' }, () => 1), e => e instanceof InvalidError && /signal/.test(e.message))
   await assert.rejects(l.tryHold('k', { wait: 5 }, () => 1), e => e instanceof InvalidError && /"wait"/.test(e.message))
   await assert.rejects(l.hold('k'), e => e instanceof InvalidError && /function/.test(e.message))
+  // Options after fn (the order of some other libraries) are not dropped silently, their signal and
+  // wait unheard: fn does not run.
+  let ran = false
+  const run = () => (ran = true)
+  for (const [what, call] of [
+    ['hold', () => l.hold('k', run, { wait: 0 })],
+    ['tryHold', () => l.tryHold('k', run, { signal: AbortSignal.abort() })],
+  ]) {
+    await assert.rejects(call(), e => e instanceof InvalidError && e.message === `lock x: key "k": ${what} takes (key, [options], fn): nothing after fn`, what)
+  }
+  await l.hold('k', () => 1) // the key held once through the handle: a try of it answers in its fast path
+  await assert.rejects(l.tryHold('k', run, {}), e => e instanceof InvalidError && /nothing after fn/.test(e.message), 'tryHold, a key held before')
+  assert.equal(ran, false)
   await assert.rejects(openStore({ storage: memoryStorage(), clok: 1 }), e => e instanceof InvalidError && /"clok"/.test(e.message))
   await assert.rejects(openStore({ storage: { get() {} } }), e => e instanceof InvalidError && /storage/.test(e.message))
   assert.deepEqual(store.inspect(), [], 'nothing changed')

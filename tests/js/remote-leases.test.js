@@ -60,6 +60,21 @@ async function until(check, what) {
   assert.fail(`timed out waiting for: ${what}`)
 }
 
+test('over a connection, options after fn are an InvalidError, as in process: not dropped silently', async () => {
+  const s = await served()
+  try {
+    const { client } = await s.client()
+    const l = client.lock('x')
+    let ran = false
+    const run = () => (ran = true)
+    await assert.rejects(l.hold('k', run, { wait: 0 }), e => e instanceof InvalidError && e.message === 'lock x: key "k": hold takes (key, [options], fn): nothing after fn')
+    await assert.rejects(l.tryHold('k', run, {}), e => e instanceof InvalidError && e.message === 'lock x: key "k": tryHold takes (key, [options], fn): nothing after fn')
+    assert.equal(ran, false)
+  } finally {
+    await s.close()
+  }
+})
+
 test('LOCK-05: remote and local holds share keys, lines and fences', async () => {
   const s = await served()
   const { client } = await s.client()

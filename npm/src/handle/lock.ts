@@ -5,7 +5,7 @@
  */
 
 import { InvalidError, heldByAnother } from '../errors.js'
-import { holdOptions, placeOf, plainWait, tryHoldSignal } from './travelling.js'
+import { afterFn, holdOptions, placeOf, plainWait, tryHoldSignal } from './travelling.js'
 import { toMs } from '../util/duration.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
@@ -90,8 +90,10 @@ export class Lock {
       let wait = this._wait
       let signal: AbortSignal | undefined
       const k = key === this.#lastKey ? key : this.#key(key)
-      if (typeof a === 'function') fn = a
-      else if ((wait = plainWait(a, wait)) !== wait) ({ wait, signal } = this.#holdOptions(a, k))
+      if (typeof a === 'function') {
+        fn = a
+        if (b !== undefined) throw afterFn(this.#place(k), 'hold')
+      } else if ((wait = plainWait(a, wait)) !== wait) ({ wait, signal } = this.#holdOptions(a, k))
       if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: hold needs a function to run`)
       const held = this._store._hold(this, k, wait, signal, fn)
       if (held === undefined) throw heldByAnother(this.#place(k), wait)
@@ -114,7 +116,7 @@ export class Lock {
     // up after a number of runs scaled by its whole size, so an answer taken early in a large one
     // stays in the slow tiers for many more calls (W5 times 100,000 of them).
     const r = this._resource
-    if (key === this.#lastKey && typeof a === 'function' && r.limit === 1 && !r.remote && r.keys.has(key) && !this._store.closed) {
+    if (key === this.#lastKey && typeof a === 'function' && b === undefined && r.limit === 1 && !r.remote && r.keys.has(key) && !this._store.closed) {
       return NOT_ACQUIRED_PROMISE
     }
     return this.#tryHold(key, a, b)
@@ -129,8 +131,10 @@ export class Lock {
       let fn = b
       let signal: AbortSignal | undefined
       const k = key === this.#lastKey ? key : this.#key(key)
-      if (typeof a === 'function') fn = a
-      else {
+      if (typeof a === 'function') {
+        fn = a
+        if (b !== undefined) throw afterFn(this.#place(k), 'tryHold')
+      } else {
         signal = tryHoldSignal(a, () => this.#place(k))
       }
       if (typeof fn !== 'function') throw new InvalidError(`${this.#place(k)}: tryHold needs a function to run`)

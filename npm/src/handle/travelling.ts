@@ -27,6 +27,14 @@ export function placeOf(kind: string, name: string, key?: string): string {
 }
 
 /**
+ * `hold(key, fn, options)`: options after fn (the order of some other libraries) would be dropped
+ * silently, their signal and wait unheard, so they are refused, as an unknown option name is.
+ */
+export function afterFn(place: string, what: 'hold' | 'tryHold'): InvalidError {
+  return new InvalidError(`${place}: ${what} takes (key, [options], fn): nothing after fn`)
+}
+
+/**
  * The options of `hold` and `acquire`: `wait` (the handle's unless given) and `signal`. `place` is
  * asked only for an error: the common options (`{ wait }` with a number, `{ signal }`) are read
  * without building it (a JSON of the key).
@@ -133,6 +141,7 @@ export abstract class TravellingHandle<L extends Lease> {
       fn = (typeof a === 'function' ? a : b)!
       k = toKey(key, placeOf(this.kind, this.name))
       if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: hold needs a function to run`)
+      if (typeof a === 'function' && b !== undefined) throw afterFn(placeOf(this.kind, this.name, k), 'hold')
       let signal: AbortSignal | undefined
       ;({ wait, signal } =
         typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait))
@@ -159,6 +168,7 @@ export abstract class TravellingHandle<L extends Lease> {
     const fn = typeof a === 'function' ? a : b
     const k = toKey(key, placeOf(this.kind, this.name))
     if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: tryHold needs a function to run`)
+    if (typeof a === 'function' && b !== undefined) throw afterFn(placeOf(this.kind, this.name, k), 'tryHold')
     const signal = typeof a === 'function' ? undefined : tryHoldSignal(a, () => placeOf(this.kind, this.name, k))
     const lease = await this._to._take(this, k, 0, signal, true)
     if (!lease) return { acquired: false }
