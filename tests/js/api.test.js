@@ -16,6 +16,7 @@ import {
   LimitError,
   CancelledError,
   StorageError,
+  PermissionError,
 } from 'holdfast'
 import { openTestStore, settle, fullGc } from './helpers.js'
 
@@ -28,6 +29,7 @@ test('every error class has its stable code and is a HoldfastError', () => {
     [LimitError, 'limit'],
     [CancelledError, 'cancelled'],
     [StorageError, 'storage'],
+    [PermissionError, 'permission'],
   ]
   for (const [Class, code] of codes) {
     const e = new Class('m', { cause: 'c' })
@@ -210,6 +212,10 @@ test('acquire gives a Lease with fence, name, key, signal, lost, release() and S
   await lease[dispose]()
   assert.deepEqual(await l.tryHold('chat', () => 'free'), { acquired: true, value: 'free' })
   await lease.release() // a second release is harmless
+  // A semaphore's permit is a Lease of its own kind, its key a string.
+  const permit = await store.semaphore('uploads', { limit: 2 }).acquire(7)
+  assert.deepEqual([permit.kind, permit.name, permit.key, permit.lost, typeof permit.fence], ['semaphore', 'uploads', '7', false, 'number'])
+  await permit[dispose]()
   await store.close()
 })
 
