@@ -187,6 +187,12 @@ test('LOCK-06: an already aborted signal rejects at once with CancelledError, fr
   let ran = false
   await assert.rejects(l.hold('free', { signal }, () => (ran = true)), e => e instanceof CancelledError && e.cause === 'nope')
   await assert.rejects(l.acquire('free', { signal }), CancelledError)
+  await assert.rejects(l.tryHold('free', { signal }, () => (ran = true)), e => e instanceof CancelledError && e.cause === 'nope')
+  const held = await l.acquire('busy')
+  for (const call of [() => l.hold('busy', { signal }, () => (ran = true)), () => l.acquire('busy', { signal }), () => l.tryHold('busy', { signal }, () => (ran = true))]) {
+    await assert.rejects(call(), e => e instanceof CancelledError && e.cause === 'nope', 'a busy key: cancelled, not in use')
+  }
+  await held.release()
   assert.equal(ran, false)
   assert.deepEqual(store.inspect(), [])
   await store.close()
