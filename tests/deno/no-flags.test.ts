@@ -122,6 +122,20 @@ Deno.test('fileStorage without --allow-read/--allow-write: a StorageError that n
   assert.ok((error.cause as Error).cause instanceof Deno.errors.NotCapable, "Deno's refusal is kept as its cause")
 })
 
+Deno.test('serve() without --allow-env: an error that names the flags (the server\'s ws package reads two variables as it loads)', async () => {
+  const store = await openStore({ storage: memoryStorage() })
+  try {
+    const error = await store.serve({ port: 0, token: 'deno-test-token-0123456789' }).then(
+      () => assert.fail('served without permissions'),
+      e => e,
+    )
+    assert.match(error.message, /--allow-env=WS_NO_BUFFER_UTIL,WS_NO_UTF_8_VALIDATE/)
+    assert.match(error.message, /--allow-net/)
+  } finally {
+    await store.close()
+  }
+})
+
 Deno.test('holdfast/cloudflare on Deno: importing is harmless, using it throws a clear InvalidError (workerd only)', async () => {
   const cloudflare = await import('npm:holdfast/cloudflare')
   assert.throws(() => new cloudflare.HoldfastObject({}, {}), (e: unknown) => e instanceof InvalidError && /runs in Cloudflare workerd only/.test(e.message))

@@ -1,5 +1,5 @@
-// Serving and connecting on Deno, over Deno's own server (Deno.serve + Deno.upgradeWebSocket) and
-// client (the global WebSocket): what tests/js/remote-leases.test.js does not cover there — Unix
+// Serving and connecting on Deno, over its server (Node's transport: node:http and ws, under Deno) and
+// Deno's own client (the global WebSocket): what tests/js/remote-leases.test.js does not cover there — Unix
 // sockets, TLS, the wire shared with Node's `ws` transport both ways, and bad clients refused one by
 // one. tests/deno/run.sh runs it with --allow-net, --allow-read/--allow-write (socket paths, temp
 // dirs), --allow-env and --allow-run (Node and Deno child processes, openssl for a test certificate).
@@ -263,5 +263,81 @@ Deno.test('Deno server over TLS (serve({ tls })): Node and Deno clients connect 
     }
   } finally {
     await Deno.remove(dir, { recursive: true })
+  }
+})
+
+/** `promise`, or a failure naming `what` after `ms` (a server that never cuts must fail, not hang). */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms}ms: ${what}`)), ms)))
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * A raw TCP connection to `url`'s port that reads (and drops) all it gets, and never answers a close:
+ * `answered` resolves at its first bytes read, `ended` when the server cuts it.
+ */
+async function rawTcp(url: string): Promise<{ conn: Deno.Conn; answered: Promise<void>; ended: Promise<void>; write(text: string): Promise<void> }> {
+  const conn = await Deno.connect({ hostname: '127.0.0.1', port: Number(new URL(url).port) })
+  let answer!: () => void
+  const answered = new Promise<void>(resolve => (answer = resolve))
+  const ended = (async () => {
+    const buffer = new Uint8Array(64 * 1024)
+    while ((await conn.read(buffer).catch(() => null)) !== null) answer()
+  })()
+  return { conn, answered, ended, write: async text => void (await conn.write(new TextEncoder().encode(text)).catch(() => 0)) }
+}
+
+const UPGRADE = 'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: CQkJCQkJCQkJCQkJCQkJCQ==\r\nSec-WebSocket-Version: 13\r\n\r\n'
+
+Deno.test('#13 item 2, Deno server: a connection that reads but never answers the close is cut a second (CLOSE_GRACE) after the server closed it — refused for no hello, or at close() — not kept for as long as Deno keeps it', async () => {
+  const store = await openStore({ storage: memoryStorage() })
+  const open: Deno.Conn[] = []
+  try {
+    const server = await store.serve({ port: 0, token: TOKEN, helloTimeout: 300 })
+    // Refused for no hello (300 ms), then a second of grace.
+    const refused = await rawTcp(server.url)
+    open.push(refused.conn)
+    await refused.write(UPGRADE)
+    await within(refused.ended, 4_000, 'the connection refused for no hello was cut')
+    // Closed by close() (its hello deadline far off).
+    const server2 = await store.serve({ port: 0, token: TOKEN, helloTimeout: 60_000 })
+    const closed = await rawTcp(server2.url)
+    open.push(closed.conn)
+    await closed.write(UPGRADE)
+    await within(closed.answered, 4_000, 'the upgrade answered')
+    await server2.close()
+    await within(closed.ended, 4_000, 'the connection closed by close() was cut')
+  } finally {
+    for (const conn of open) {
+      try {
+        conn.close()
+      } catch {
+        // cut already
+      }
+    }
+    await store.close()
+  }
+})
+
+Deno.test('#13 item 2, Deno server: a connection that dribbles its WebSocket upgrade (a byte of its request every 300 ms) is cut at helloTimeout, as a silent one is', async () => {
+  const store = await openStore({ storage: memoryStorage() })
+  let dribble: ReturnType<typeof setInterval> | undefined
+  const raw = await (async () => {
+    const server = await store.serve({ port: 0, token: TOKEN, helloTimeout: 800 })
+    return await rawTcp(server.url)
+  })()
+  try {
+    await raw.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n')
+    dribble = setInterval(() => void raw.write('X'), 300)
+    await within(raw.ended, 5_000, 'the dribbling connection was cut')
+  } finally {
+    clearInterval(dribble)
+    try {
+      raw.conn.close()
+    } catch {
+      // cut already
+    }
+    await store.close()
   }
 })

@@ -2,12 +2,12 @@
 # Tests the package under Deno 2 as users get it: `npm pack` of npm/, installed into a fresh project
 # (a package.json and node_modules, which Deno resolves `npm:holdfast` and `holdfast` from), then:
 #   1. tests/deno/no-flags.test.ts under `deno test` with no permission flag (the in-process API,
-#      denoKvStorage on an in-memory KV, fileStorage's error naming the flags it needs);
+#      denoKvStorage on an in-memory KV, fileStorage's and serve()'s errors naming the flags they need);
 #   2. tests/deno/storage.test.ts, tests/deno/remote.test.ts and the package's JS suite (tests/js, the
 #      remote-* tests included) under `deno test`, with the permissions those tests need: files in a temp
 #      dir (--allow-read/--allow-write, --allow-env for os.tmpdir()), --allow-run (tests that run stores
 #      in processes of their own) and --allow-net (fileStorage's Unix socket; store.serve() and connect()
-#      over Deno's own WebSocket server and client, on 127.0.0.1 and on Unix sockets).
+#      over the package's server (node:http and ws under Deno) and Deno's own WebSocket client, on 127.0.0.1 and on Unix sockets).
 # Build the package first (npm/build.sh). Deno comes from tests/runtimes (npm install there).
 #   PKG_DIR=dir   pack this directory instead of npm/ (a built copy of it)
 set -euo pipefail

@@ -3,8 +3,9 @@
  * `--allow-read`), and holds are tracked with `AsyncLocalStorage` from `node:async_hooks`. The
  * in-process API needs no permission flag with `memoryStorage()`, a callback storage or
  * `denoKvStorage(kv)`; `fileStorage(dir)` needs `--allow-read`, `--allow-write` and `--allow-net` (for
- * the Unix socket by which it holds the directory). Serving and connecting go over Deno's own server
- * and WebSocket (`runtime/deno/transport.ts`) and need `--allow-net`.
+ * the Unix socket by which it holds the directory). Serving goes over `node:http` and `ws` (as on Node),
+ * connecting over Deno's own WebSocket (`runtime/deno/transport.ts`); both need `--allow-net`, and
+ * serving `--allow-env=WS_NO_BUFFER_UTIL,WS_NO_UTF_8_VALIDATE` (`ws` reads them as it loads).
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks'

@@ -1,52 +1,46 @@
 /**
- * The transport of Deno, over Deno's own server and client: `Deno.serve` and `Deno.upgradeWebSocket`
- * for servers, the global `WebSocket` for clients. Unix sockets both ways: `Deno.serve({ path })`, and a
- * `WebSocket` whose `client` is `Deno.createHttpClient({ proxy: { transport: 'unix', path } })`. TLS is
- * `serve({ tls: { cert, key } })` (PEM), served by `Deno.serve({ cert, key })`; a client trusts the
- * system's certificates, Deno's own (`--cert`, `DENO_CERT`), and `connect(url, { ca })`'s, through a
- * `Deno.createHttpClient({ caCerts })`. Deno's TLS (rustls) refuses a server certificate that is itself
- * a CA (`CaUsedAsEndEntity`): a self-signed certificate must say `basicConstraints=CA:FALSE` (openssl's
- * `req -x509` makes a CA unless told so), or be signed by a CA certificate the client trusts.
+ * The transport of Deno. Clients over Deno's own WebSocket (the global `WebSocket`): Unix sockets
+ * through a `WebSocket` whose `client` is `Deno.createHttpClient({ proxy: { transport: 'unix', path } })`;
+ * `wss://` trusting the system's certificates, Deno's own (`--cert`, `DENO_CERT`), and
+ * `connect(url, { ca })`'s, through a `Deno.createHttpClient({ caCerts })`. Deno's TLS (rustls) refuses
+ * a server certificate that is itself a CA (`CaUsedAsEndEntity`): a self-signed certificate must say
+ * `basicConstraints=CA:FALSE` (openssl's `req -x509` makes a CA unless told so), or be signed by a CA
+ * certificate the client trusts.
+ *
+ * Servers are Node's transport's (`node:http`/`node:https` and `ws`, under Deno's Node APIs): see
+ * `listen` below for why not `Deno.serve`.
  *
  * Permissions: `--allow-net` for TCP; a Unix socket path also needs `--allow-read` and `--allow-write`
- * (or `--allow-net=unix:PATH`, where Deno scopes it so).
+ * (or `--allow-net=unix:PATH`, where Deno scopes it so). A server also needs `--allow-env` for `ws`
+ * (`--allow-env=WS_NO_BUFFER_UTIL,WS_NO_UTF_8_VALIDATE` at least).
  *
  * Deno's WebSocket has no bound on message size: a frame larger than `maxPayload` closes the
- * connection once it arrived (1009), as `ws` does before it is read whole. Past `maxBuffered` bytes
- * not yet written (its `bufferedAmount`), a server's connection is closed (Deno has no way to cut it
- * at once). A Unix socket is given its mode right after `Deno.serve` made it (Deno's umask is unstable).
+ * connection once it arrived (1009), as `ws` does before it is read whole.
  */
 
-import { onAbandon, textMessage, withHandlers, type DialOptions, type Listener, type ListenOptions, type Socket, type Transport } from '../transport.js'
+import { onAbandon, textMessage, withHandlers, type DialOptions, type Socket, type Transport } from '../transport.js'
+import { wsTransport } from '../node/transport.js'
 
 /** The parts of the `Deno` namespace this transport uses (the package is typed without Deno's types). */
-interface DenoServer {
-  readonly addr: { transport: string; hostname?: string; port?: number; path?: string | null }
-  shutdown(): Promise<void>
-}
 interface DenoHttpClient {
   close(): void
 }
 interface DenoLike {
-  chmodSync(path: string, mode: number): void
-  serve(options: Record<string, unknown>, handler: (request: Request) => Response | Promise<Response>): DenoServer
-  upgradeWebSocket(request: Request, options?: { idleTimeout?: number }): { socket: WebSocket; response: Response }
   createHttpClient(options: { proxy?: { transport: 'unix'; path: string }; caCerts?: string[] }): DenoHttpClient
 }
 
 function deno(): DenoLike {
   const d = (globalThis as { Deno?: DenoLike }).Deno
-  if (!d || typeof d.serve !== 'function') throw new Error('the Deno transport runs on Deno only')
+  if (!d || typeof d.createHttpClient !== 'function') throw new Error('the Deno transport runs on Deno only')
   return d
 }
 
-/** Adapts an open WebSocket (of either side) to a `Socket`. */
-function adapt(ws: WebSocket, maxPayload: number, onClosed?: () => void, maxBuffered = Infinity): Socket {
+/** Adapts a client's open WebSocket to a `Socket`. */
+function adapt(ws: WebSocket, maxPayload: number, onClosed?: () => void): Socket {
   const { socket, message, closed } = withHandlers({
     send(frame) {
       if (ws.readyState !== WebSocket.OPEN) return
       ws.send(frame)
-      if (ws.bufferedAmount > maxBuffered) ws.close(1008, 'holdfast: the client does not read its answers')
     },
     close(code, reason) {
       if (ws.readyState === WebSocket.CONNECTING || ws.readyState === WebSocket.OPEN) ws.close(code ?? 1000, reason)
@@ -70,6 +64,9 @@ function adapt(ws: WebSocket, maxPayload: number, onClosed?: () => void, maxBuff
   return socket
 }
 
+/** What `ws` reads from the environment as it loads. */
+const WS_ENV = ['WS_NO_BUFFER_UTIL', 'WS_NO_UTF_8_VALIDATE']
+
 function pem(value: string | Uint8Array): string {
   return typeof value === 'string' ? value : new TextDecoder().decode(value)
 }
@@ -89,56 +86,23 @@ function target(url: string): { url: string; unix?: string } {
 }
 
 export const denoTransport: Transport = {
-  async listen(options: ListenOptions, onSocket: (socket: Socket) => void): Promise<Listener> {
-    const Deno = deno()
-    const open = new Set<WebSocket>()
-    const handler = (request: Request): Response => {
-      if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') {
-        return new Response('holdfast: connect with a WebSocket client\n', { status: 426 })
-      }
-      const { socket: ws, response } = Deno.upgradeWebSocket(request)
-      open.add(ws)
-      // The socket goes to the server once open: it cannot send before.
-      ws.onopen = () => onSocket(adapt(ws, options.maxPayload, () => open.delete(ws), options.maxBuffered))
-      ws.onclose = () => open.delete(ws)
-      return response
-    }
-    let listening!: () => void
-    const ready = new Promise<void>(resolve => (listening = resolve))
-    const serveOptions: Record<string, unknown> = { onListen: () => listening() }
-    if (options.path !== undefined) serveOptions.path = options.path
-    else {
-      serveOptions.port = options.port ?? 7420
-      serveOptions.hostname = options.host ?? '127.0.0.1'
-    }
-    if (options.tls) {
-      serveOptions.cert = pem(options.tls.cert)
-      serveOptions.key = pem(options.tls.key)
-    }
-    // Deno.serve throws at once when it cannot listen (AddrInUse, with code EADDRINUSE, as on Node).
-    const server = Deno.serve(serveOptions, handler)
-    await ready
-    if (options.path !== undefined && options.mode !== undefined) Deno.chmodSync(options.path, options.mode)
-    const scheme = options.tls ? 'wss' : 'ws'
-    const addr = server.addr
-    const url =
-      options.path !== undefined
-        ? `${scheme}+unix://${options.path}`
-        : `${scheme}://${addr.hostname?.includes(':') ? `[${addr.hostname}]` : addr.hostname}:${addr.port}`
-    return {
-      url,
-      async close() {
-        for (const ws of open) {
-          try {
-            ws.close(1001, 'server closing')
-          } catch {
-            // already closing
-          }
-        }
-        open.clear()
-        // Also removes a Unix socket's file.
-        await server.shutdown()
-      },
+  // Deno's own server (`Deno.serve` and `Deno.upgradeWebSocket`) cannot bound what a peer keeps: a
+  // WebSocket it closed stays open until its peer answers the close, as long as the peer likes (even
+  // past the server's shutdown; nothing public ends the connection under it), and a request dribbled
+  // a byte at a time is never cut (no header timeout). Node's HTTP server under Deno gives both: the
+  // socket to cut after `CLOSE_GRACE`, and `headersTimeout`; so servers are Node's transport's.
+  //
+  // `ws` reads two environment variables as it loads: Deno refuses that without `--allow-env`, deep
+  // in `ws`; the refusal is told here with the flags to give.
+  async listen(options, onSocket) {
+    try {
+      return await wsTransport.listen(options, onSocket)
+    } catch (error) {
+      if ((error as Error)?.name !== 'NotCapable' || !/env access/.test((error as Error).message)) throw error
+      throw new Error(
+        `serve() on Deno: ${(error as Error).message}. The server (the ws package) reads ${WS_ENV.join(' and ')}: run with --allow-net and --allow-env (--allow-env=${WS_ENV.join(',')} is enough)`,
+        { cause: error },
+      )
     }
   },
 

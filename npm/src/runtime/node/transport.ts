@@ -177,11 +177,18 @@ export const wsTransport: Transport = {
       if (options.mode === undefined) return server.listen(options.path, resolve)
       // The socket file is made by listen(), at once (a path needs no lookup): under a umask that
       // leaves only `mode`, so that no other user can connect between its making and the chmod below.
-      const umask = process.umask(0o777 & ~options.mode)
+      // (Deno lets a process set its umask only with `--allow-sys`: without it, the file has its mode
+      // from the chmod alone, a moment after it was made, as under Deno's own server before.)
+      let umask: number | undefined
+      try {
+        umask = process.umask(0o777 & ~options.mode)
+      } catch {
+        // not allowed: the chmod below
+      }
       try {
         server.listen(options.path, resolve)
       } finally {
-        process.umask(umask)
+        if (umask !== undefined) process.umask(umask)
       }
     })
     // The mode asked for exactly (a umask can only take bits away).
