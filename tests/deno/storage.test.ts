@@ -258,6 +258,51 @@ Deno.test('denoKvStorage: a second store on the same KV prefix is refused, not a
   }
 })
 
+Deno.test('POOL-01, denoKvStorage: a second store on the same KV prefix through another handle (as from another process) makes the first one\'s next pool write fail, not overwrite a segment of the second\'s it never read and grant units past the capacity', async () => {
+  const dir = await tempDir('holdfast-kv-pools-')
+  const kv1 = await Deno.openKv(`${dir}/p.kv`)
+  let kv2: Deno.Kv | undefined
+  let a: Awaited<ReturnType<typeof openStore>> | undefined
+  let b: Awaited<ReturnType<typeof openStore>> | undefined
+  try {
+    a = await openStore({ storage: denoKvStorage(kv1) })
+    const seatsA = a.pool('seats', { capacity: 10 })
+    assert.equal((await seatsA.claim(6, { id: 'a-1' })).claimed, true)
+    // A second store on the prefix, through its own handle: it reads A's claim, and takes the rest.
+    kv2 = await Deno.openKv(`${dir}/p.kv`)
+    b = await openStore({ storage: denoKvStorage(kv2) })
+    const seatsB = b.pool('seats', { capacity: 10 })
+    assert.equal(await seatsB.remaining(), 4)
+    assert.equal((await seatsB.claim(4, { id: 'b-1' })).claimed, true)
+    // A does not know of it: its next write must fail rather than land over B's.
+    const late = await seatsA.claim(4, { id: 'a-2' }).then(
+      answer => answer,
+      error => error,
+    )
+    assert.ok(late instanceof StorageError, `A's claim past B's was answered ${JSON.stringify(late)}: 14 units of 10 granted`)
+  } finally {
+    await a?.close().catch(() => {})
+    await b?.close().catch(() => {})
+    kv1.close()
+    kv2?.close()
+    await Deno.remove(dir, { recursive: true })
+  }
+})
+
+Deno.test('denoKvStorage: writes of one store made at once (its fence ceiling and a pool\'s slot) both land: each checks what the one before left', async () => {
+  const kv = await Deno.openKv(':memory:')
+  try {
+    const storage = denoKvStorage(kv)
+    assert.equal(await storage.get('holdfast.fences'), undefined)
+    await Promise.all([storage.set('holdfast.fences', '1000000:00000000'), storage.set('holdfast.pools.1', 'segment')])
+    assert.equal((await kv.get<string>(FENCES)).value, '1000000:00000000')
+    assert.equal((await kv.get<string>(['holdfast', 'holdfast.pools.1'])).value, 'segment')
+    await storage.close?.()
+  } finally {
+    kv.close()
+  }
+})
+
 Deno.test('denoKvStorage: a damaged value is refused rather than fences restarted', async () => {
   const kv = await Deno.openKv(':memory:')
   try {

@@ -9,6 +9,11 @@
  *   `check`), so a second store counting fences from the same KV key, in this process or another,
  *   makes the next reservation of the first fail with a `StorageError` instead of repeating fences. In
  *   one process, a second open store on the same `kv` and prefix is refused at once.
+ * - Every write is also conditional on the versionstamp of the first key the storage read (a store
+ *   reads its fence ceiling first, and every store writes it as it opens): a write of a key it never
+ *   read (the pools' slots past the last one there at open) checks nothing of its own, and would land
+ *   over a second store's (through another handle, as from another process) unseen, both granting
+ *   the same units. So once a second store opened on the prefix, every write of the first fails.
  * - A write refused at once by SQLite's lock ("database is locked" within `BUSY_AGAIN` of its try: a
  *   handle on the same file, in this process or another, opening or writing just then; seen in about
  *   one write in thirty made while a second handle opens) committed nothing, and is tried again after
@@ -66,6 +71,10 @@ export function denoKvStorage(kv: DenoKvLike, options?: DenoKvStorageOptions): S
   /** The versionstamp of each value as this storage last read or wrote it (`null`: absent), while it
    * serves a store: forgotten at close, as another storage of the prefix may write meanwhile. */
   const stamps = new Map<string, string | null>()
+  /** The first key read while it serves a store (its fence ceiling), which every write checks too. */
+  let anchor: string | undefined
+  /** The write under way (settled: none). */
+  let queue: Promise<unknown> = Promise.resolve()
   let claimed = false
 
   const claim = () => {
@@ -81,6 +90,39 @@ export function denoKvStorage(kv: DenoKvLike, options?: DenoKvStorageOptions): S
     claimed = true
   }
 
+  async function write(key: string, value: string): Promise<void> {
+    const kvKey = [...prefix, key]
+    let result: { ok: boolean; versionstamp?: string }
+    const started = performance.now()
+    for (let pause = 10; ; pause *= 2) {
+      let op = kv.atomic()
+      // Unless this storage read the key first, the write cannot know what it replaces.
+      if (stamps.has(key)) op = op.check({ key: kvKey, versionstamp: stamps.get(key)! })
+      if (anchor !== undefined && anchor !== key && stamps.has(anchor)) op = op.check({ key: [...prefix, anchor], versionstamp: stamps.get(anchor)! })
+      try {
+        result = await op.set(kvKey, value).commit()
+        break
+      } catch (error) {
+        const message = (error as Error)?.message ?? String(error)
+        // The file was locked: nothing committed, and the same write (its check too) is tried again.
+        if (BUSY.test(message) && performance.now() - started < BUSY_AGAIN) {
+          await new Promise(resolve => setTimeout(resolve, pause))
+          continue
+        }
+        // Whether it committed is unknown. The next write still checks the old versionstamp: if this
+        // one did commit, that check fails, and the store reserves nothing more rather than guess.
+        throw new StorageError(`${place}: writing ${JSON.stringify(key)} failed: ${message}`, { cause: error })
+      }
+    }
+    if (result?.ok !== true) {
+      throw new StorageError(
+        `${place}: the value of ${JSON.stringify(key)}${anchor !== undefined && anchor !== key ? ` or ${JSON.stringify(anchor)}` : ''} changed since this store read it: another store keeps fences under this KV prefix; one storage serves one store at a time`,
+      )
+    }
+    if (typeof result.versionstamp === 'string') stamps.set(key, result.versionstamp)
+    else stamps.delete(key)
+  }
+
   return {
     async get(key) {
       claim()
@@ -90,6 +132,7 @@ export function denoKvStorage(kv: DenoKvLike, options?: DenoKvStorageOptions): S
       } catch (error) {
         throw new StorageError(`${place}: reading ${JSON.stringify(key)} failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })
       }
+      anchor ??= key
       if (entry.value === null || entry.value === undefined) {
         stamps.set(key, null)
         return undefined
@@ -102,35 +145,12 @@ export function denoKvStorage(kv: DenoKvLike, options?: DenoKvStorageOptions): S
     },
     async set(key, value) {
       claim()
-      const kvKey = [...prefix, key]
-      let result: { ok: boolean; versionstamp?: string }
-      const started = performance.now()
-      for (let pause = 10; ; pause *= 2) {
-        let op = kv.atomic()
-        // Unless this storage read the key first, the write cannot know what it replaces.
-        if (stamps.has(key)) op = op.check({ key: kvKey, versionstamp: stamps.get(key)! })
-        try {
-          result = await op.set(kvKey, value).commit()
-          break
-        } catch (error) {
-          const message = (error as Error)?.message ?? String(error)
-          // The file was locked: nothing committed, and the same write (its check too) is tried again.
-          if (BUSY.test(message) && performance.now() - started < BUSY_AGAIN) {
-            await new Promise(resolve => setTimeout(resolve, pause))
-            continue
-          }
-          // Whether it committed is unknown. The next write still checks the old versionstamp: if this
-          // one did commit, that check fails, and the store reserves nothing more rather than guess.
-          throw new StorageError(`${place}: writing ${JSON.stringify(key)} failed: ${message}`, { cause: error })
-        }
-      }
-      if (result?.ok !== true) {
-        throw new StorageError(
-          `${place}: the value of ${JSON.stringify(key)} changed since this store read it: another store keeps fences under this KV prefix; one storage serves one store at a time`,
-        )
-      }
-      if (typeof result.versionstamp === 'string') stamps.set(key, result.versionstamp)
-      else stamps.delete(key)
+      // One commit at a time, each checking the stamps the one before left: the store's fence writes
+      // and its pools' run side by side, and a pool write checking the fence ceiling's stamp while
+      // the store itself rewrote it would fail as if another store had.
+      const turn = queue.then(() => write(key, value))
+      queue = turn.catch(() => {})
+      await turn
     },
     close() {
       if (!claimed) return
@@ -138,6 +158,7 @@ export function denoKvStorage(kv: DenoKvLike, options?: DenoKvStorageOptions): S
       // Kept, they would fail the next store's writes of keys its open does not read (the pools' slots
       // after their log), which another store of the prefix wrote meanwhile, as if it still ran.
       stamps.clear()
+      anchor = undefined
       inUse.get(kv)?.delete(prefixId)
     },
   }
