@@ -141,3 +141,18 @@ test('LOCK-05: a request id asked again for another key is refused invalid, not 
   assert.equal(same.type, 'granted')
   assert.equal(same.fence, first.fence, 'asked again for its own key: the same lease and fence')
 })
+
+test('protocol: the welcome says the per-connection limit serve() was given (connectionLimit), and 0 (the default, 10,000) when none was', async t => {
+  const own = procs(t)
+  for (const [options, said] of [[{ connectionLimit: 25 }, 25], [{}, 0]]) {
+    const server = await startServer(own, options)
+    for (const hello of [encode.hello(1, TOKEN), encode.hello3(1, TOKEN)]) {
+      const raw = await rawClient(server.url)
+      t.after(() => raw.close())
+      raw.send(hello)
+      const welcome = await raw.answer(1)
+      assert.equal(welcome.type, 'welcome')
+      assert.equal(welcome.connectionLimit, said, `the welcome of a server given ${JSON.stringify(options)}`)
+    }
+  }
+})

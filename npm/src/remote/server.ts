@@ -130,7 +130,10 @@ export class HoldfastServer implements Server {
       this.#protocol,
       () => store,
     )
-    if (options.connectionLimit !== undefined) store._setConnectionLimit(options.connectionLimit)
+    if (options.connectionLimit !== undefined) {
+      store._setConnectionLimit(options.connectionLimit)
+      this.#protocol.connectionLimit = options.connectionLimit
+    }
     if (options.maxHolds !== undefined) store._setMaxHolds(options.maxHolds)
   }
 

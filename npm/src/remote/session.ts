@@ -356,6 +356,8 @@ export class Protocol {
   #allAnswered: (() => void)[] = []
   /** Each party's newest session (a hello of revision 6 or later naming one): see the module doc. */
   readonly #parties = new Map<string, Session>()
+  /** What the welcome says of the leases and waiting holds one connection may have (0: the default). */
+  connectionLimit = 0
 
   /**
    * `store`: the store (a function, for hosts that reopen theirs). `token`: what hello must present;
@@ -408,7 +410,7 @@ export class Protocol {
       if (!this.resumed(session)) return
       if (session.revision >= BATCHES) session.socket.pack = packServer
       this.hooks.welcomed?.(session)
-      return session.send(frame.id, { type: 'welcome', revision: session.revision, maxFrame: MAX_FRAME, connectionLimit: 0 })
+      return session.send(frame.id, { type: 'welcome', revision: session.revision, maxFrame: MAX_FRAME, connectionLimit: this.connectionLimit })
     }
     if (session.revision < BATCHES && isBatch(bytes)) {
       return session.refuse(0, 'protocol', `server: a batch from a client of revision ${session.revision} (batches need revision ${BATCHES}, said in hello)`)
