@@ -86,9 +86,9 @@ test('LOCK-01/LOCK-05: a store served twice numbers its connections across both 
   let entered
   const inside = new Promise(resolve => (entered = resolve))
   let release
-  const held = holder.lock('jobs').hold('b', () => (entered(), new Promise(resolve => (release = resolve))), { ttl: 30_000 })
+  const held = holder.lock('jobs', { ttl: 30_000 }).hold('b', () => (entered(), new Promise(resolve => (release = resolve))))
   await inside
-  await leaving.lock('jobs').hold('a', () => {}, { ttl: 30_000 })
+  await leaving.lock('jobs', { ttl: 30_000 }).hold('a', () => {})
   // Goodbye: the engine ends the leases of the leaving client's connection, and only its.
   await leaving.close()
   const b = (await store.inspect()).find(e => e.name === 'jobs' && e.key === 'b')
