@@ -22,7 +22,7 @@ import type { ClaimOptions } from './types.js'
 
 /** The largest count: the largest integer a JavaScript number holds exactly. */
 const MAX_UNITS = 2 ** 53 - 1
-/** The longest claim ttl (ms): 30 days, as a maxHold (the engine's bounds.rs, Redis's pool.ts). */
+/** The longest claim ttl (ms): 30 days, as a maxHold (the engine's bounds.rs); checked here for every store. */
 const MAX_TTL_MS = 30 * 24 * 3_600_000
 
 /** What a claim answers. */

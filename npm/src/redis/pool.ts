@@ -69,7 +69,6 @@ const CLOSE_PATIENCE = 1_000
 const AGAIN_MS = 100
 /** A question meant for a deadline is sent this much after it, so that Redis finds it past. */
 const SLACK = 5
-const MAX_TTL_MS = 30 * 24 * 3_600_000
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 
 /** What the pools need of their store. */
@@ -238,7 +237,6 @@ export class RedisPools implements PoolStore {
       const bytes = new TextEncoder().encode(id).length
       if (bytes > MAX_ID_BYTES) return Promise.reject(new InvalidError(`${place}: claim id of ${bytes} bytes must be 1 to ${MAX_ID_BYTES} bytes`))
     }
-    if (request.ttl > MAX_TTL_MS) return Promise.reject(new InvalidError(`${place}: claim ttl ${request.ttl}ms must be more than 0 and at most 30 days`))
     const joined = this.#pending.get(`${state.keys[0]} ${id}`)
     if (joined) {
       // The same id asked again in this process while its claim is unanswered: the same claim, the
