@@ -148,6 +148,25 @@ test('LOCK-02: one storage object serves one open store at a time: a second open
   }
 })
 
+test('LOCK-02: a storage answering null for a key never set (as Redis GET or localStorage.getItem do) opens empty, and fences still grow across restarts', async () => {
+  const values = new Map()
+  const nullStorage = () => ({ get: key => values.get(key) ?? null, set: (key, value) => void values.set(key, value) })
+  let last = 0
+  for (let run = 0; run < 2; run++) {
+    const store = await openStore({ storage: nullStorage() })
+    const fence = await store.lock('a').hold('k', lease => lease.fence)
+    assert.ok(fence > last, `run ${run}: fence ${fence} after ${last}`)
+    last = fence
+    // Pools read back every key they may have written, each answered null while never set.
+    const seats = store.pool('seats', { capacity: 3 })
+    const got = await seats.claim(1, { id: `order-${run}` })
+    assert.equal(got.claimed, true)
+    await got.claim.confirm()
+    assert.equal(await seats.remaining(), 2 - run, `run ${run}: the confirmed claims of earlier runs are kept`)
+    await store.close()
+  }
+})
+
 test('LOCK-02: a damaged stored value is refused rather than fences restarted', async () => {
   for (const bad of ['abc', '-5', '', '1.5', 42]) {
     const storage = { get: () => bad, set: () => {} }

@@ -1,7 +1,8 @@
 /**
  * Storage: where a store keeps what must outlive it, which is only its fence ceiling (see the engine's
  * `fence.rs`). A storage is any object with `get` and `set` over string keys and values; either may
- * return a promise. `get` answers `undefined` for a key never set. A store hands out no fence that a
+ * return a promise. `get` answers `undefined` (or `null`, as Redis's GET and `localStorage` do) for a
+ * key never set. A store hands out no fence that a
  * value `set` has not covered, so a storage that acknowledges a write must have made it durable.
  *
  * One storage serves one open store at a time: two stores counting fences from one stored value would
@@ -33,7 +34,8 @@ export function releaseStorage(storage: Storage): void {
 }
 
 export interface Storage {
-  get(key: string): string | undefined | Promise<string | undefined>
+  /** The value last set at `key`; `undefined` or `null` for a key never set. */
+  get(key: string): string | null | undefined | Promise<string | null | undefined>
   set(key: string, value: string): void | Promise<void>
   /** Called once when the store closes; lets a storage release what it holds (a directory lock). */
   close?(): void | Promise<void>
