@@ -19,6 +19,7 @@ import {
   type ServerMessage,
 } from '../src/remote/wire.js'
 import { RemoteRequest, type RemoteSink } from '../src/remote/request.js'
+import { poolsAnswerSize, poolsPageAfter } from '../src/remote/inspect-pages.js'
 import { hexOfWords, idWords } from '../src/util/hex.js'
 
 before(() => {
@@ -45,6 +46,8 @@ test('every client message survives encode then decode', () => {
     { type: 'pool', op: 'cancel', pool: 'seats', capacity: 180, claim: 'order-7', value: 0 },
     { type: 'inspectPools' },
     { type: 'ping' },
+    { type: 'inspectPoolsPage', after: '' },
+    { type: 'inspectPoolsPage', after: 'seats' },
   ]
   for (const [id, m] of messages.entries()) assert.deepEqual(decodeClient(encodeClient(id, m)), { id, ...m }, m.type)
 })
@@ -63,6 +66,8 @@ test('every server message survives encode then decode', () => {
     { type: 'claimed', claimed: false, remaining: 0 },
     { type: 'count', value: 2 ** 53 - 1 },
     { type: 'pools', pools: [{ name: 'seats', capacity: 180, remaining: 2, claims: 90, waiting: 1 }] },
+    { type: 'poolsPage', more: true, pools: [{ name: 'licences', capacity: 2 ** 53 - 1, remaining: 0, claims: 7, waiting: 0 }] },
+    { type: 'poolsPage', more: false, pools: [] },
   ]
   // A `lost` is pushed by the server, answering no frame: its id is 0 on the wire whatever is given.
   messages.forEach((m, i) => {
@@ -447,4 +452,32 @@ test('#17 batches past 64 bytes, cut from one block, each carry their own frames
       decodeClientAll(batch),
       frames.map(f => decodeClient(f)),
     )
+})
+
+test('revision 8: a page of pools is counted to the byte as the codec writes it: within its budget, at least one pool, in order of name after the one asked, and a whole answer sized as its frame', () => {
+  const pools = Array.from({ length: 500 }, (_, i) => {
+    const n = (i * 37) % 500
+    return { name: `p${n}-${'x'.repeat(n % 60)}`, capacity: 2 ** 53 - 1, remaining: n, claims: n % 7, waiting: n % 3 }
+  })
+  const names = pools.map(p => p.name).sort()
+  assert.equal(encodeServer(1, { type: 'pools', pools }).length + 1, poolsAnswerSize(pools), 'a whole answer, and the byte a page adds')
+  for (const budget of [1, 200, 4096, 10_000]) {
+    const seen: string[] = []
+    let after = ''
+    for (;;) {
+      const page = poolsPageAfter(pools, after, budget)
+      const bytes = encodeServer(1, { type: 'poolsPage', ...page }).length
+      assert.ok(page.pools.length >= 1, `budget ${budget}: a page holds a pool`)
+      assert.ok(bytes <= budget || page.pools.length === 1, `budget ${budget}: a page of ${bytes} bytes`)
+      if (page.more) {
+        const next = poolsPageAfter(pools, page.pools.at(-1)!.name, Number.MAX_SAFE_INTEGER).pools[0]!
+        assert.ok(bytes + 2 + next.name.length + 24 > budget, `budget ${budget}: the next pool would have fit`)
+      }
+      seen.push(...page.pools.map(p => p.name))
+      if (!page.more) break
+      after = page.pools.at(-1)!.name
+    }
+    assert.deepEqual(seen, names, `budget ${budget}: every pool once, in order of name`)
+  }
+  assert.deepEqual(poolsPageAfter(pools, names.at(-1)!, 4096), { pools: [], more: false })
 })

@@ -4,8 +4,8 @@
 // is 16 raw bytes; every frame starts with version (1), type, and a u32 correlation id.
 import { randomBytes } from 'node:crypto'
 
-export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07, inspectPage: 0x08, hello3: 0x09, batch: 0x0a, claim: 0x0b, pool: 0x0c, inspectPools: 0x0d, ping: 0x0e }
-const SERVER = { 0x81: 'welcome', 0x82: 'granted', 0x83: 'busy', 0x84: 'renewed', 0x85: 'done', 0x86: 'error', 0x87: 'inspected', 0x88: 'lost', 0x89: 'inspectedPage', 0x8a: 'welcome', 0x8b: 'batch', 0x8c: 'claimed', 0x8d: 'count', 0x8e: 'pools' }
+export const CLIENT = { hello: 0x01, hold: 0x02, renew: 0x03, release: 0x04, cancel: 0x05, inspect: 0x06, goodbye: 0x07, inspectPage: 0x08, hello3: 0x09, batch: 0x0a, claim: 0x0b, pool: 0x0c, inspectPools: 0x0d, ping: 0x0e, inspectPoolsPage: 0x0f }
+const SERVER = { 0x81: 'welcome', 0x82: 'granted', 0x83: 'busy', 0x84: 'renewed', 0x85: 'done', 0x86: 'error', 0x87: 'inspected', 0x88: 'lost', 0x89: 'inspectedPage', 0x8a: 'welcome', 0x8b: 'batch', 0x8c: 'claimed', 0x8d: 'count', 0x8e: 'pools', 0x8f: 'poolsPage' }
 const CODES = [undefined, 'in_use', 'lost', 'closed', 'invalid', 'limit', 'cancelled', 'storage', 'permission', 'protocol']
 
 class Writer {
@@ -51,9 +51,11 @@ export const encode = {
   inspectPools: id => header(CLIENT.inspectPools, id).bytes(),
   // Revision 5: the client's heartbeat.
   ping: id => header(CLIENT.ping, id).bytes(),
+  // Revision 8: the pools page by page, after the name of the last of the page before ('': the first).
+  inspectPoolsPage: (id, after = '') => header(CLIENT.inspectPoolsPage, id).str(after).bytes(),
 }
 
-/** A server's frames (for a fake server of an older revision, or a wrong one): `welcome` (of `revision` 3 or more: the new one), an empty `inspected`, `error`, `done`, `count`. */
+/** A server's frames (for a fake server of an older revision, or a wrong one): `welcome` (of `revision` 3 or more: the new one), an empty `inspected`, `error`, `done`, `count`, `pools` (of `{ name, capacity, remaining, claims, waiting }`). */
 export const encodeServer = {
   welcome: (id, revision = 2, maxFrame = 65_536, connectionLimit = 0) =>
     revision >= 3
@@ -63,6 +65,11 @@ export const encodeServer = {
   error: (id, code, message) => new Writer().u8(1).u8(0x86).u32(id).u8(code).str(message).bytes(),
   done: id => new Writer().u8(1).u8(0x85).u32(id).bytes(),
   count: (id, value) => new Writer().u8(1).u8(0x8d).u32(id).u64(value).bytes(),
+  pools: (id, pools) => {
+    const w = new Writer().u8(1).u8(0x8e).u32(id).u32(pools.length)
+    for (const p of pools) w.str(p.name).u64(p.capacity).u64(p.remaining).u32(p.claims).u32(p.waiting)
+    return w.bytes()
+  },
 }
 
 /** Decodes a server's frame into `{ id, type, ... }` (enough of it for the tests). */
@@ -78,6 +85,7 @@ export function decodeServer(buf) {
     at += 2 + n
     return b.subarray(at - n, at).toString('utf8')
   }
+  const pools = () => Array.from({ length: u32() }, () => ({ name: str(), capacity: u64(), remaining: u64(), claims: u32(), waiting: u32() }))
   if (u8() !== 1) throw new Error('not version 1')
   const kind = u8()
   const type = SERVER[kind]
@@ -92,7 +100,8 @@ export function decodeServer(buf) {
     case 'inspectedPage': frame.more = u8() === 1; frame.count = u32(); break
     case 'claimed': frame.claimed = u8() === 1; frame.remaining = u64(); break
     case 'count': frame.value = u64(); break
-    case 'pools': frame.count = u32(); break
+    case 'pools': frame.pools = pools(); frame.count = frame.pools.length; break
+    case 'poolsPage': frame.more = u8() === 1; frame.pools = pools(); frame.count = frame.pools.length; break
     case 'batch':
       frame.frames = []
       while (at < b.length) {

@@ -45,14 +45,14 @@ test('#17 revision 3: a client of revision 2 (the old hello) gets the old welcom
   assert.ok(!inspected.entries.some(e => e.key === 'old-batch'), 'nothing of the refused batch was held')
 })
 
-test('#17 revision 3: a client saying a later revision than the server speaks is answered the server’s (7: a withdraw names the claim frame it takes back); the new welcome says it', async t => {
+test('#17 revision 3: a client saying a later revision than the server speaks is answered the server’s (8: pools inspected page by page); the new welcome says it', async t => {
   const own = procs(t)
   const server = await startServer(own)
   const raw = await rawClient(server.url)
   t.after(() => raw.close())
   raw.send(encode.hello3(1, TOKEN, 9))
   const welcome = await raw.answer(1)
-  assert.deepEqual([welcome.type, welcome.revision], ['welcome', 7])
+  assert.deepEqual([welcome.type, welcome.revision], ['welcome', 8])
   // And it is taken at its word: a batch is answered.
   raw.send(encode.batch([hold(2, 'later', { wait: 0 })]))
   assert.equal((await raw.answer(2)).type, 'granted')

@@ -139,7 +139,7 @@ test('protocol, #17: a client meeting a server older than revision 3 is refused 
   }
 })
 
-test('protocol, #17: a client of revision 3 or later (7: a withdraw names its claim frame) welcomed at revision 3 sends the frames of a turn as one batch: one final binary masked message, its frames whole and in order', async () => {
+test('protocol, #17: a client of revision 3 or later (8: pools inspected page by page) welcomed at revision 3 sends the frames of a turn as one batch: one final binary masked message, its frames whole and in order', async () => {
   const messages = []
   const server = await handServer((frame, s) => {
     messages.push(frame)
@@ -149,7 +149,7 @@ test('protocol, #17: a client of revision 3 or later (7: a withdraw names its cl
   const remote = await connect(server.url, { token: TOKEN, reconnect: false })
   try {
     assert.equal(messages[0].payload[1], CLIENT.hello3, 'the hello that says the revision')
-    assert.equal(messages[0].payload[6], 7, 'revision 7 (a withdraw names its claim frame)')
+    assert.equal(messages[0].payload[6], 8, 'revision 8 (pools inspected page by page)')
     const lock = remote.lock('wire', { ttl: '30s' })
     const keys = Array.from({ length: 40 }, (_, i) => `key-${i}-${'x'.repeat(i * 5)}`)
     for (const key of keys) lock.hold(key, () => {}).catch(() => {})

@@ -443,6 +443,30 @@ test('#16: pools over WebSocket (revision 4) in the object: claim, release and r
   assert.equal(await seats.remaining(), 5)
 })
 
+test('revision 8 in the object: its pools are inspected page by page over WebSocket (connect().inspect(), in order of name); a client of revision 7 is answered them whole, and refused a page (protocol)', async t => {
+  const open = clients(t)
+  const client = await open('pool-pages')
+  const names = ['seats', 'beds', 'licences', 'desks']
+  for (const name of names) assert.equal(await client.pool(name, { capacity: 4 }).remaining(), 4)
+  await client.pool('beds').claim(3)
+  const pools = (await client.inspect()).filter(e => e.kind === 'pool')
+  assert.deepEqual(
+    pools.map(p => [p.name, p.remaining]),
+    [...names].sort().map(n => [n, n === 'beds' ? 1 : 4]),
+  )
+  const paged = await raw(t, 'pool-pages', { revision: 8 })
+  assert.equal(paged.revision, 8, 'the welcome says revision 8')
+  const first = await paged.ask(id => encode.inspectPoolsPage(id))
+  assert.deepEqual([first.type, first.more, first.pools.map(p => p.name)], ['poolsPage', false, [...names].sort()])
+  const after = await paged.ask(id => encode.inspectPoolsPage(id, 'desks'))
+  assert.deepEqual(after.pools.map(p => p.name), ['licences', 'seats'])
+  const old = await raw(t, 'pool-pages', { revision: 7 })
+  const whole = await old.ask(id => encode.inspectPools(id))
+  assert.deepEqual([whole.type, whole.pools.map(p => p.name).sort()], ['pools', [...names].sort()])
+  const refused = await old.ask(id => encode.inspectPoolsPage(id))
+  assert.deepEqual([refused.type, refused.code], ['error', 'protocol'])
+})
+
 test('POOL-01/POOL-03, revision 7 in the object: a withdraw over WebSocket names the claim frame whose claimed answer it takes back: none for a frame never answered claimed, that answer alone else; the claim is undone once no answer of it stands', async t => {
   // The object took any withdraw for one of the client's answers, whichever: a client could not let
   // go an answer a dropped connection lost without taking back one its caller holds.

@@ -65,6 +65,7 @@ pub mod kind {
     pub const POOL: f64 = 10.0;
     pub const INSPECT_POOLS: f64 = 20.0;
     pub const PING: f64 = 24.0;
+    pub const INSPECT_POOLS_PAGE: f64 = 25.0;
     pub const WELCOME: f64 = 11.0;
     pub const GRANTED: f64 = 12.0;
     pub const BUSY: f64 = 13.0;
@@ -77,6 +78,7 @@ pub mod kind {
     pub const CLAIMED: f64 = 21.0;
     pub const COUNT: f64 = 22.0;
     pub const POOLS: f64 = 23.0;
+    pub const POOLS_PAGE: f64 = 26.0;
 }
 
 /// The scratch table. wasm here is single-threaded, and JavaScript reads it right after the call
@@ -233,7 +235,8 @@ fn ms(value: f64) -> u64 {
 /// - claim: A capacity, B n, C wait (-1 none), D ttl (0 none); strings pool, claim; CUT1 = end of
 ///   pool (revision 4);
 /// - pool: A op (see `PoolOp`), B capacity, C value; strings pool, claim; CUT1 = end of pool
-///   (revision 4).
+///   (revision 4);
+/// - inspect pools page: string after (revision 8).
 #[wasm_bindgen(js_name = decodeClient)]
 pub fn decode_client(bytes: &[u8]) -> Result<String, JsValue> {
     let frames = wire::decode_client_batch(bytes).map_err(protocol_error)?;
@@ -343,6 +346,10 @@ fn flat_client(flat: &mut Flat, id: u32, message: ClientMessage<'_>) {
         }
         ClientMessage::InspectPools => flat.put(kind::INSPECT_POOLS, id, &[]),
         ClientMessage::Ping => flat.put(kind::PING, id, &[]),
+        ClientMessage::InspectPoolsPage { after } => {
+            flat.put(kind::INSPECT_POOLS_PAGE, id, &[]);
+            flat.push(after);
+        }
     }
 }
 
@@ -479,6 +486,12 @@ pub fn encode_inspect_pools(id: u32) -> Vec<u8> {
     wire::encode_client(id, &ClientMessage::InspectPools)
 }
 
+/// The pools after the one named `after` (empty: from the first). (Revision 8.)
+#[wasm_bindgen(js_name = encodeInspectPoolsPage)]
+pub fn encode_inspect_pools_page(id: u32, after: &str) -> Vec<u8> {
+    wire::encode_client(id, &ClientMessage::InspectPoolsPage { after })
+}
+
 /// (Revision 5.)
 #[wasm_bindgen(js_name = encodePing)]
 pub fn encode_ping(id: u32) -> Vec<u8> {
@@ -506,8 +519,8 @@ struct JsHolder {
 }
 
 /// Decodes a message a server sent: one frame, or a batch of them (revision 3). Throws a `protocol`
-/// error for a bad message. Answers `text`, or, when a frame is an `inspected`, `inspected page` or
-/// `pools`, an array: `text`, then the entries of each such frame in order, as arrays of `{ kind,
+/// error for a bad message. Answers `text`, or, when a frame is an `inspected`, `inspected page`,
+/// `pools` or `pools page`, an array: `text`, then the entries of each such frame in order, as arrays of `{ kind,
 /// name, key, holders: [{ fence, heldMs }], waiting }` (of a pools frame: `{ name, capacity,
 /// remaining, claims, waiting }`). Each frame's slots hold, by type:
 /// - welcome: A maxFrame, B connectionLimit, C revision (2 for the old welcome);
@@ -517,7 +530,8 @@ struct JsHolder {
 /// - error: strings code, message; CUT1 = end of code;
 /// - lost: strings code, lease; CUT1 = end of code;
 /// - inspected: nothing (its entries are in the array); inspected page: A more (0/1);
-/// - claimed: A claimed (0/1), B remaining; count: A value; pools: nothing (revision 4).
+/// - claimed: A claimed (0/1), B remaining; count: A value; pools: nothing (revision 4);
+/// - pools page: A more (0/1) (revision 8).
 #[wasm_bindgen(js_name = decodeServer)]
 pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
     let frames = wire::decode_server_batch(bytes).map_err(protocol_error)?;
@@ -542,7 +556,7 @@ pub fn decode_server(bytes: &[u8]) -> Result<JsValue, JsValue> {
     Ok(answer.into())
 }
 
-/// The entries a frame carries: busy keys (`inspected`, `inspected page`) or pools.
+/// The entries a frame carries: busy keys (`inspected`, `inspected page`) or pools (`pools`, `pools page`).
 enum Entries {
     Keys(Vec<InspectEntry>),
     Pools(Vec<PoolEntry>),
@@ -606,6 +620,10 @@ fn flat_server(flat: &mut Flat, id: u32, message: ServerMessage) -> Option<Entri
         ServerMessage::Count { value } => flat.put(kind::COUNT, id, &[value as f64]),
         ServerMessage::Pools { entries } => {
             flat.put(kind::POOLS, id, &[]);
+            return Some(Entries::Pools(entries));
+        }
+        ServerMessage::PoolsPage { more, entries } => {
+            flat.put(kind::POOLS_PAGE, id, &[more as u8 as f64]);
             return Some(Entries::Pools(entries));
         }
     }
@@ -788,9 +806,26 @@ pub fn encode_count(id: u32, value: f64) -> Vec<u8> {
 /// The pools: `entries` as `decodeServer` answers them. (Revision 4.)
 #[wasm_bindgen(js_name = encodePools)]
 pub fn encode_pools(id: u32, entries: JsValue) -> Result<Vec<u8>, JsValue> {
+    let entries = pools_from_js(entries)?;
+    Ok(wire::encode_server(id, &ServerMessage::Pools { entries }))
+}
+
+/// A page of the pools: `entries` as `decodeServer` answers them; `more`: pools follow its last.
+/// (Revision 8.)
+#[wasm_bindgen(js_name = encodePoolsPage)]
+pub fn encode_pools_page(id: u32, more: bool, entries: JsValue) -> Result<Vec<u8>, JsValue> {
+    let entries = pools_from_js(entries)?;
+    Ok(wire::encode_server(
+        id,
+        &ServerMessage::PoolsPage { more, entries },
+    ))
+}
+
+/// JavaScript's pools (as `decodeServer` answers them) for the codec.
+fn pools_from_js(entries: JsValue) -> Result<Vec<PoolEntry>, JsValue> {
     let entries: Vec<JsPool> = serde_wasm_bindgen::from_value(entries)
         .map_err(|e| js_error("invalid", &format!("pools: {e}"), None))?;
-    let entries = entries
+    Ok(entries
         .into_iter()
         .map(|e| PoolEntry {
             name: e.name,
@@ -799,6 +834,5 @@ pub fn encode_pools(id: u32, entries: JsValue) -> Result<Vec<u8>, JsValue> {
             claims: e.claims,
             waiting: e.waiting,
         })
-        .collect();
-    Ok(wire::encode_server(id, &ServerMessage::Pools { entries }))
+        .collect())
 }

@@ -6,7 +6,8 @@
  * The client says revision 4 in its hello; the server's welcome says the conversation's (the lower of
  * the two). A pool frame goes only when that is 4 or more (`POOLS`): an older server would close the
  * connection on it. To an older server every pool operation is refused at once, with an
- * `InvalidError` naming its revision.
+ * `InvalidError` naming its revision. An inspection of pools goes page by page when the conversation
+ * is of revision 8 (`POOL_PAGES`), and whole, as one `pools` frame, before.
  *
  * # Claims across dropped connections
  * Every claim travels with a claim id (the caller's, or one drawn here), which the server remembers
@@ -50,7 +51,7 @@
  */
 
 import { CancelledError, ClosedError, InvalidError, errorOf, type ErrorCode } from '../errors.js'
-import { HANDED_BACK, NAMED_ASKS, POOLS, type ClientMessage, type ServerMessage } from '../remote/wire.js'
+import { HANDED_BACK, NAMED_ASKS, POOL_PAGES, POOLS, type ClientMessage, type ServerMessage } from '../remote/wire.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
@@ -393,15 +394,31 @@ export class RemotePools implements PoolStore {
   }
 
   /**
-   * Every pool of the server's store (none from a server older than revision 4). An ask whose
-   * connection drops is asked again once the client is back, within the patience, as an inspection
-   * of keys is (remote/client.ts `#inspectKeys`).
+   * Every pool of the server's store (none from a server older than revision 4): page by page, in
+   * order of name, each page asked after the last name of the one before, from a server of revision 8
+   * (`POOL_PAGES`), which sends no frame larger than its bound however many pools it has; whole, in
+   * the server's order, from an older one. An ask whose connection drops is asked again once the
+   * client is back, within the patience, as an inspection of keys is (remote/client.ts
+   * `#inspectKeys`): the next page, as the server keeps nothing between pages — or all of it again,
+   * whole, if the server the client is back to speaks an older revision.
    */
   async inspect(): Promise<PoolInfo[]> {
+    const pools: PoolInfo[] = []
     for (;;) {
-      if (this.#link.revision() < POOLS) return []
-      const answer = await new Promise<LinkFrame>(resolve => this.#link.send({ type: 'inspectPools' }, resolve))
-      if (answer.type === 'pools') return answer.pools.map(p => ({ kind: 'pool', ...p }))
+      const revision = this.#link.revision()
+      if (revision < POOLS) return []
+      const paged = revision >= POOL_PAGES
+      if (!paged) pools.length = 0
+      const ask: ClientMessage = paged ? { type: 'inspectPoolsPage', after: pools[pools.length - 1]?.name ?? '' } : { type: 'inspectPools' }
+      const answer = await new Promise<LinkFrame>(resolve => this.#link.send(ask, resolve))
+      if (answer.type === 'pools' && !paged) return answer.pools.map(p => ({ kind: 'pool', ...p }))
+      if (answer.type === 'poolsPage' && paged) {
+        for (const p of answer.pools) pools.push({ kind: 'pool', ...p })
+        if (!answer.more) return pools
+        // A page holds a pool at least: one empty with more to come would be asked again forever.
+        if (answer.pools.length === 0) throw new ClosedError(`inspect: ${this.#link.url}: unexpected answer poolsPage, empty with more to come`)
+        continue
+      }
       if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, `inspect: ${answer.message}`)
       if (answer.type !== 'dropped') throw new ClosedError(`inspect: ${this.#link.url}: unexpected answer ${answer.type}`)
       await this.#link.reconnected(this.#link.clock.now() + PATIENCE, 'inspect: ')

@@ -48,6 +48,7 @@
  * that server (revision 2, a frame a message). Pools need revision 4 (`POOLS`): to an older server
  * every pool operation is refused at once with an `InvalidError` naming its revision (pool/client.ts).
  * The heartbeat's `ping` needs revision 5 (`HEARTBEAT`): a connection to an older server has none.
+ * Pools are inspected page by page from revision 8 (`POOL_PAGES`), whole before (pool/client.ts).
  */
 
 import { checkTtl, checkMaxHold } from '../../wasm/holdfast_wasm.js'

@@ -1,7 +1,8 @@
 /**
  * An inspection over a connection, bounded in size: the server never builds a frame larger than
  * `maxAnswer` bytes of entries (at most `MAX_ANSWER`, far below the 16 MiB a client accepts) — larger
- * inspections go page by page (protocol revision 2, `docs/protocol.md`).
+ * inspections go page by page (protocol revision 2, `docs/protocol.md`); an inspection of pools too,
+ * from revision 8, in pages of the same budget, by name.
  *
  * Invariants:
  * - Pages come in one order, by kind (locks first), name and key, and a page is asked for after the
@@ -10,11 +11,14 @@
  *   each entry is as it was when its page was read.
  * - A page holds at least one entry, however large (a semaphore with many holders), so that an
  *   inspection always moves on.
+ * - Pools likewise: by name, a page asked for after the last name of the one before (`''`: the
+ *   first), at least one pool a page. A pool that exists throughout the inspection is in exactly one
+ *   page; each is as it was when its page was read.
  * - Sizes are counted exactly as the codec writes them (`crate/engine/src/wire/codec.rs`).
  */
 
 import { utf8Length } from '../util/key.js'
-import type { WireEntry } from './wire.js'
+import type { WireEntry, WirePool } from './wire.js'
 
 /** The largest inspection answer (or page) a server sends, in bytes. */
 export const MAX_ANSWER = 4 * 1024 * 1024
@@ -66,6 +70,32 @@ export function pageAfter(entries: readonly WireEntry[], cursor: PageCursor, bud
     if (size > budget && n > 0) break
   }
   return { entries: rest.slice(0, n), more: n < rest.length }
+}
+
+/** The bytes of one pool on the wire: name, capacity, remaining, claims, waiting. A name is ASCII (its pattern). */
+function poolSize(p: WirePool): number {
+  return 2 + p.name.length + 8 + 8 + 4 + 4
+}
+
+/** The bytes of an answer that lists every pool in one frame (revision 4's `pools`). */
+export function poolsAnswerSize(pools: readonly WirePool[]): number {
+  let size = FRAME_OVERHEAD
+  for (const p of pools) size += poolSize(p)
+  return size
+}
+
+/** The page of `pools` after the name `after` (`''`: from the first) that fits in `budget` bytes (at least one pool), and whether more follow. */
+export function poolsPageAfter(pools: readonly WirePool[], after: string, budget: number): { pools: WirePool[]; more: boolean } {
+  // Names compare as the codec's bytes do: they are ASCII, so code units are bytes.
+  const rest = after === '' ? pools.slice() : pools.filter(p => p.name > after)
+  rest.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  let size = FRAME_OVERHEAD
+  let n = 0
+  for (; n < rest.length; n++) {
+    size += poolSize(rest[n]!)
+    if (size > budget && n > 0) break
+  }
+  return { pools: rest.slice(0, n), more: n < rest.length }
 }
 
 /** `bytes` for a message: `17.3 MiB`, `612 KiB`. */

@@ -11,7 +11,10 @@
  *   `protocol` and closed (4400), and nothing the connection sends after it acts;
  *   a refusal at a limit closes with 4429.
  * - No inspection frame is larger than `maxAnswer` (inspect-pages.ts): a larger `inspect` is refused
- *   `limit`, naming its size, and a client of revision 2 asks page by page instead.
+ *   `limit`, naming its size, and a client of revision 2 asks page by page instead. Likewise a larger
+ *   `inspectPools`, naming the count of pools: a client of revision 8 (`POOL_PAGES`) asks their
+ *   pages instead, which a client of an older revision never sent (refused `protocol`, as a pool frame
+ *   from a client older than pools).
  * - The conversation's revision is the lower of the two sides' (`Session.revision`: 2 for a client
  *   that said the old hello). Only when it is 3 or more are batches taken and sent: a batch from a
  *   client that did not say revision 3 is refused `protocol`, and frames to it go one a message. A
@@ -70,7 +73,7 @@
 
 import { InvalidError, type ErrorCode } from '../errors.js'
 import { CrossedReleases } from './crossed-releases.js'
-import { MAX_ANSWER, answerSize, pageAfter, sizeText } from './inspect-pages.js'
+import { MAX_ANSWER, answerSize, pageAfter, poolsAnswerSize, poolsPageAfter, sizeText } from './inspect-pages.js'
 import type { Lock } from '../handle/lock.js'
 import type { Party } from '../pool/pool.js'
 import { RemoteRequest, type RemoteSink } from './request.js'
@@ -83,6 +86,7 @@ import {
   POOLS,
   HANDED_BACK,
   NAMED_ASKS,
+  POOL_PAGES,
   REVISION,
   batchOf,
   decodeClientByCodec,
@@ -735,6 +739,15 @@ export class Protocol {
         }
         return this.#farewell(session, frame.id, owed)
       }
+      case 'inspectPoolsPage':
+        if (session.revision < POOL_PAGES) {
+          return session.refuse(
+            frame.id,
+            'protocol',
+            `server: a page of pools from a client of revision ${session.revision} (pages of pools need revision ${POOL_PAGES}, said in hello)`,
+          )
+        }
+        return this.#inspectPools(session, frame, store)
       case 'claim':
       case 'pool':
       case 'inspectPools':
@@ -795,11 +808,28 @@ export class Protocol {
     )
   }
 
+  /**
+   * An inspection of pools: whole (revision 4), refused `limit` when that is larger than `maxAnswer`
+   * (rather than a frame that would cut the connection at `maxBuffered`, or past what a client
+   * takes), or one page of it (revision 8), which is never larger.
+   */
+  #inspectPools(session: Session, frame: ClientFrame & { type: 'inspectPools' | 'inspectPoolsPage' }, store: ServedStore): void {
+    const pools = store.inspectPools().map(({ kind: _, ...p }) => p)
+    if (frame.type === 'inspectPoolsPage') {
+      const page = poolsPageAfter(pools, frame.after, this.maxAnswer)
+      return session.send(frame.id, { type: 'poolsPage', more: page.more, pools: page.pools })
+    }
+    const size = poolsAnswerSize(pools)
+    if (size > this.maxAnswer) {
+      const message = `inspect pools: the answer is ${sizeText(size)} (${pools.length} pools), more than the ${sizeText(this.maxAnswer)} a frame of this server carries: ask page by page (inspect pools page, protocol revision ${POOL_PAGES}: a newer holdfast client)`
+      return session.send(frame.id, { type: 'error', code: 'limit', message })
+    }
+    return session.send(frame.id, { type: 'pools', pools })
+  }
+
   /** A pool frame (revision 4): its answer comes when the store's (`later`). */
   #pool(session: Session, frame: ClientFrame & { type: 'claim' | 'pool' | 'inspectPools' }, store: ServedStore): void {
-    if (frame.type === 'inspectPools') {
-      return session.send(frame.id, { type: 'pools', pools: store.inspectPools().map(({ kind: _, ...p }) => p) })
-    }
+    if (frame.type === 'inspectPools') return this.#inspectPools(session, frame, store)
     const pool = store._servedPool(frame.pool, frame.capacity)
     // Every answer but a claim's is owed to a goodbye that comes after it (`Session.owe`).
     const owed = frame.type !== 'claim'

@@ -28,7 +28,9 @@
  * cancel) and `inspectPools`, answered `claimed`, `count`, `done` or `pools`; sent only between peers
  * whose `hello` and `welcome` both said revision 4 (`POOLS`). `ping` (revision 5, `HEARTBEAT`) is answered
  * `done`. A `withdraw` (revision 6) names in its `value` the frame id of the `claim` whose answer it
- * takes back (revision 7, `NAMED_ASKS`; 0 before): the frames are the same.
+ * takes back (revision 7, `NAMED_ASKS`; 0 before): the frames are the same. Pools are inspected page by
+ * page (revision 8, `POOL_PAGES`): `inspectPoolsPage` asks for the pools after the name `after`
+ * (empty: the first page), answered `poolsPage`.
  */
 
 import {
@@ -40,9 +42,11 @@ import {
   encodeClaimed,
   encodeCount,
   encodeInspectPools,
+  encodeInspectPoolsPage,
   encodePing,
   encodePool,
   encodePools,
+  encodePoolsPage,
   encodeDone,
   encodeError,
   encodeGoodbye,
@@ -99,6 +103,7 @@ export type ClientMessage =
   | { type: 'claim'; pool: string; capacity: number; n: number; claim: string; wait: number | null; ttl: number }
   | { type: 'pool'; op: PoolOp; pool: string; capacity: number; claim: string; value: number }
   | { type: 'inspectPools' }
+  | { type: 'inspectPoolsPage'; after: string }
   | { type: 'ping' }
 
 export type ServerMessage =
@@ -114,6 +119,7 @@ export type ServerMessage =
   | { type: 'claimed'; claimed: boolean; remaining: number }
   | { type: 'count'; value: number }
   | { type: 'pools'; pools: WirePool[] }
+  | { type: 'poolsPage'; more: boolean; pools: WirePool[] }
 
 export type ClientFrame = ClientMessage & { id: number }
 export type ServerFrame = ServerMessage & { id: number }
@@ -146,6 +152,7 @@ const CLAIM = 9
 const POOL = 10
 const INSPECT_POOLS = 20
 const PING = 24
+const INSPECT_POOLS_PAGE = 25
 const WELCOME = 11
 const GRANTED = 12
 const BUSY = 13
@@ -158,9 +165,10 @@ const INSPECTED_PAGE = 19
 const CLAIMED = 21
 const COUNT_FRAME = 22
 const POOLS_FRAME = 23
+const POOLS_PAGE = 26
 
 /** The revision of the protocol this build speaks (`docs/protocol.md` # Revisions; the codec's `wireRevision()`). */
-export const REVISION = 7
+export const REVISION = 8
 /** The first revision with batches, and with the revision in `hello` and `welcome`. */
 export const BATCHES = 3
 /** The first revision with pools. */
@@ -178,6 +186,11 @@ export const HANDED_BACK = 6
  * it did not hand to a caller, one lost with a dropped connection included.
  */
 export const NAMED_ASKS = 7
+/**
+ * The first revision whose pools are inspected page by page (`inspectPoolsPage`, `poolsPage`), as
+ * busy keys are from revision 2: no answer larger than a server's bound, however many pools.
+ */
+export const POOL_PAGES = 8
 /** The largest frame a batch carries (its length is a `u16`); a larger one is sent alone. */
 export const BATCHED_FRAME = 0xffff
 
@@ -293,6 +306,8 @@ function clientFrame(s: Float64Array, at: number, all: string): ClientFrame {
       }
     case INSPECT_POOLS:
       return { id, type: 'inspectPools' }
+    case INSPECT_POOLS_PAGE:
+      return { id, type: 'inspectPoolsPage', after: all.slice(start, end) }
     case PING:
       return { id, type: 'ping' }
     default:
@@ -325,6 +340,8 @@ export function encodeClient(id: number, m: ClientMessage): Uint8Array {
       return encodePool(id, POOL_OPS.indexOf(m.op) + 1, m.pool, m.capacity, m.claim, m.value)
     case 'inspectPools':
       return encodeInspectPools(id)
+    case 'inspectPoolsPage':
+      return encodeInspectPoolsPage(id, m.after)
     case 'ping':
       return encodePing(id)
   }
@@ -344,6 +361,7 @@ export function decodeServerAll(bytes: Uint8Array): ServerFrame[] {
     const at = FIRST + i * LEN
     const type = s[at + TYPE]
     if (type === POOLS_FRAME) frames[i] = { id: s[at + ID]!, type: 'pools', pools: (answer as WirePool[][])[inspection++]! }
+    else if (type === POOLS_PAGE) frames[i] = { id: s[at + ID]!, type: 'poolsPage', more: s[at + A] === 1, pools: (answer as WirePool[][])[inspection++]! }
     else frames[i] = type === INSPECTED || type === INSPECTED_PAGE ? inspected(s, at, (answer as WireEntry[][])[inspection++]!) : serverFrame(s, at, text)
   }
   return frames
@@ -424,6 +442,8 @@ export function encodeServer(id: number, m: ServerMessage): Uint8Array {
       return encodeCount(id, m.value)
     case 'pools':
       return encodePools(id, m.pools)
+    case 'poolsPage':
+      return encodePoolsPage(id, m.more, m.pools)
   }
 }
 

@@ -133,6 +133,7 @@ const CLAIM: u8 = 0x0b;
 const POOL: u8 = 0x0c;
 const INSPECT_POOLS: u8 = 0x0d;
 const PING: u8 = 0x0e;
+const INSPECT_POOLS_PAGE: u8 = 0x0f;
 
 const WELCOME: u8 = 0x81;
 const GRANTED: u8 = 0x82;
@@ -148,6 +149,7 @@ const BATCH_SERVER: u8 = 0x8b;
 const CLAIMED: u8 = 0x8c;
 const COUNT: u8 = 0x8d;
 const POOLS_FRAME: u8 = 0x8e;
+const POOLS_PAGE: u8 = 0x8f;
 
 /// Decodes a frame a client sent: `(id, message)`.
 pub fn decode_client(bytes: &[u8]) -> Result<(u32, ClientMessage<'_>), WireError> {
@@ -210,6 +212,9 @@ pub fn decode_client(bytes: &[u8]) -> Result<(u32, ClientMessage<'_>), WireError
         }
         INSPECT_POOLS => ClientMessage::InspectPools,
         PING => ClientMessage::Ping,
+        INSPECT_POOLS_PAGE => ClientMessage::InspectPoolsPage {
+            after: r.str("after", MAX_NAME_WIRE)?,
+        },
         other => return Err(bad(format!("unknown client message type {other:#04x}"))),
     };
     r.end()?;
@@ -273,21 +278,13 @@ pub fn decode_server(bytes: &[u8]) -> Result<(u32, ServerMessage), WireError> {
         COUNT => ServerMessage::Count {
             value: r.u64("value")?,
         },
-        POOLS_FRAME => {
-            // Each entry is at least a string and two u64s and two u32s.
-            let n = r.count("pools", 2 + 8 + 8 + 4 + 4)?;
-            let mut entries = Vec::with_capacity(n);
-            for _ in 0..n {
-                entries.push(PoolEntry {
-                    name: r.str("name", MAX_NAME_WIRE)?.to_owned(),
-                    capacity: r.u64("capacity")?,
-                    remaining: r.u64("remaining")?,
-                    claims: r.u32("claims")?,
-                    waiting: r.u32("waiting")?,
-                });
-            }
-            ServerMessage::Pools { entries }
-        }
+        POOLS_FRAME => ServerMessage::Pools {
+            entries: read_pools(&mut r)?,
+        },
+        POOLS_PAGE => ServerMessage::PoolsPage {
+            more: r.bool("more")?,
+            entries: read_pools(&mut r)?,
+        },
         other => return Err(bad(format!("unknown server message type {other:#04x}"))),
     };
     r.end()?;
@@ -424,6 +421,23 @@ fn read_entries(r: &mut Reader<'_>) -> Result<Vec<InspectEntry>, WireError> {
     Ok(entries)
 }
 
+/// The pools of an inspection of pools (or of one page of it).
+fn read_pools(r: &mut Reader<'_>) -> Result<Vec<PoolEntry>, WireError> {
+    // Each entry is at least a string and two u64s and two u32s.
+    let n = r.count("pools", 2 + 8 + 8 + 4 + 4)?;
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n {
+        entries.push(PoolEntry {
+            name: r.str("name", MAX_NAME_WIRE)?.to_owned(),
+            capacity: r.u64("capacity")?,
+            remaining: r.u64("remaining")?,
+            claims: r.u32("claims")?,
+            waiting: r.u32("waiting")?,
+        });
+    }
+    Ok(entries)
+}
+
 /// Builds a frame.
 struct Writer(Vec<u8>);
 
@@ -462,6 +476,17 @@ impl Writer {
                 self.u64(fence).u64(held);
             }
             self.u32(e.waiting);
+        }
+        self
+    }
+    fn pools(&mut self, entries: &[PoolEntry]) -> &mut Self {
+        self.u32(entries.len() as u32);
+        for e in entries {
+            self.str(&e.name)
+                .u64(e.capacity)
+                .u64(e.remaining)
+                .u32(e.claims)
+                .u32(e.waiting);
         }
         self
     }
@@ -572,6 +597,11 @@ pub fn encode_client(id: u32, message: &ClientMessage<'_>) -> Vec<u8> {
         }
         ClientMessage::InspectPools => Writer::new(INSPECT_POOLS, id),
         ClientMessage::Ping => Writer::new(PING, id),
+        ClientMessage::InspectPoolsPage { after } => {
+            let mut w = Writer::new(INSPECT_POOLS_PAGE, id);
+            w.str(after);
+            w
+        }
     };
     w.0
 }
@@ -652,14 +682,12 @@ pub fn encode_server(id: u32, message: &ServerMessage) -> Vec<u8> {
         }
         ServerMessage::Pools { entries } => {
             let mut w = Writer::new(POOLS_FRAME, id);
-            w.u32(entries.len() as u32);
-            for e in entries {
-                w.str(&e.name)
-                    .u64(e.capacity)
-                    .u64(e.remaining)
-                    .u32(e.claims)
-                    .u32(e.waiting);
-            }
+            w.pools(entries);
+            w
+        }
+        ServerMessage::PoolsPage { more, entries } => {
+            let mut w = Writer::new(POOLS_PAGE, id);
+            w.u8(*more as u8).pools(entries);
             w
         }
     };
@@ -736,6 +764,8 @@ mod tests {
             },
             ClientMessage::InspectPools,
             ClientMessage::Ping,
+            ClientMessage::InspectPoolsPage { after: "" },
+            ClientMessage::InspectPoolsPage { after: "seats" },
         ];
         for (i, m) in clients.iter().enumerate() {
             let bytes = encode_client(i as u32, m);
@@ -809,6 +839,20 @@ mod tests {
                     claims: 90,
                     waiting: 1,
                 }],
+            },
+            ServerMessage::PoolsPage {
+                more: true,
+                entries: vec![PoolEntry {
+                    name: "licences".into(),
+                    capacity: (1 << 53) - 1,
+                    remaining: 0,
+                    claims: 7,
+                    waiting: 0,
+                }],
+            },
+            ServerMessage::PoolsPage {
+                more: false,
+                entries: vec![],
             },
         ];
         for (i, m) in servers.iter().enumerate() {
@@ -898,7 +942,7 @@ mod tests {
     fn revision_7_a_withdraw_names_the_claim_frame_in_its_value() {
         // Any frame id a client draws (1 to 2^32 - 2) is carried and read back whole, and a
         // withdraw of value 0 (revision 6: names none) is the same frame it always was.
-        const { assert!(NAMED_ASKS == REVISION && NAMED_ASKS > HANDED_BACK) };
+        const { assert!(NAMED_ASKS < REVISION && NAMED_ASKS > HANDED_BACK) };
         for value in [0, 1, 0xffff_fffe] {
             let m = ClientMessage::Pool {
                 op: PoolOp::Withdraw,
@@ -912,6 +956,56 @@ mod tests {
             assert_eq!(bytes[bytes.len() - 8..], value.to_le_bytes());
             assert_eq!(decode_client(&bytes), Ok((9, m)));
         }
+    }
+
+    #[test]
+    fn revision_8_pools_go_page_by_page_after_a_name() {
+        const { assert!(POOL_PAGES == REVISION && POOL_PAGES > NAMED_ASKS) };
+        // The ask: the name after which the page starts, bounded as a name; empty for the first.
+        let ask = encode_client(3, &ClientMessage::InspectPoolsPage { after: "seats" });
+        assert_eq!(
+            ask,
+            [&[VERSION, 0x0f, 3, 0, 0, 0, 5, 0][..], b"seats"].concat()
+        );
+        let mut w = Writer::new(INSPECT_POOLS_PAGE, 1);
+        w.str(&"p".repeat(MAX_NAME_WIRE + 1));
+        assert!(decode_client(&w.0)
+            .unwrap_err()
+            .0
+            .contains("after: 65 bytes, at most 64"));
+        // The page: `more`, then the pools exactly as a whole `pools` frame lays them out.
+        let entries = vec![PoolEntry {
+            name: "seats".into(),
+            capacity: 180,
+            remaining: 2,
+            claims: 90,
+            waiting: 1,
+        }];
+        let whole = encode_server(
+            4,
+            &ServerMessage::Pools {
+                entries: entries.clone(),
+            },
+        );
+        let page = encode_server(
+            4,
+            &ServerMessage::PoolsPage {
+                more: true,
+                entries,
+            },
+        );
+        assert_eq!(page[1], 0x8f);
+        assert_eq!(page[HEADER], 1);
+        assert_eq!(page[HEADER + 1..], whole[HEADER..]);
+        let mut bad = page.clone();
+        bad[HEADER] = 2;
+        assert!(decode_server(&bad)
+            .unwrap_err()
+            .0
+            .contains("neither 0 nor 1"));
+        let mut w = Writer::new(POOLS_PAGE, 1);
+        w.u8(0).u32(u32::MAX);
+        assert!(decode_server(&w.0).unwrap_err().0.contains("cannot fit"));
     }
 
     #[test]

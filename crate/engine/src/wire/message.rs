@@ -39,11 +39,18 @@
 //! every `claimed` answer told for it was taken back. A client sends a non-zero `value` only when the
 //! `welcome` said [`NAMED_ASKS`] or later (an older server would read it as a withdraw of any one
 //! answer); a server refuses it from a client that said an older revision. The codec is unchanged.
+//!
+//! Revision 8 adds paged inspection of pools, as revision 2 did for keys: `InspectPoolsPage` (the
+//! pools after the one named, in order of name) answered `PoolsPage`, so that no answer is larger
+//! than a server's bound (4 MiB) however many pools a store has. A client sends it only when the
+//! `welcome` said [`POOL_PAGES`] or later, and asks with `InspectPools` otherwise; a server refuses
+//! it from a client that said an older revision (`protocol`), and answers such a client's
+//! `InspectPools` whole, or `error` `limit` when that would not fit in one frame.
 
 /// The protocol version this build speaks; the first byte of every frame.
 pub const VERSION: u8 = 1;
 /// The revision of version 1 this build speaks (new message types only; see the module docs).
-pub const REVISION: u8 = 7;
+pub const REVISION: u8 = 8;
 /// The first revision with batches and with the revision in `hello` and `welcome`.
 pub const BATCHES: u8 = 3;
 /// The first revision with pools.
@@ -55,6 +62,8 @@ pub const HANDED_BACK: u8 = 6;
 /// The first revision whose `pool` `withdraw` may name, in its `value`, the `claim` frame whose
 /// answer it takes back.
 pub const NAMED_ASKS: u8 = 7;
+/// The first revision with paged inspection of pools (`InspectPoolsPage`, `PoolsPage`).
+pub const POOL_PAGES: u8 = 8;
 /// The longest claim id, in bytes of UTF-8.
 pub const MAX_CLAIM_ID: usize = 128;
 /// The revision of a peer that says the old `hello` or `welcome`, which carry none: 2 or older, taken
@@ -139,6 +148,11 @@ pub enum ClientMessage<'a> {
     },
     /// Asks for every pool. (Revision 4.)
     InspectPools,
+    /// Asks for the next page of an inspection of pools: the pools whose name comes after `after`
+    /// (byte order), or from the first when `after` is empty. (Revision 8.)
+    InspectPoolsPage {
+        after: &'a str,
+    },
     /// Asks for an answer (`Done`) and nothing else: is the server there? (Revision 5.)
     Ping,
 }
@@ -309,4 +323,7 @@ pub enum ServerMessage {
     Count { value: u64 },
     /// The pools. (Revision 4.)
     Pools { entries: Vec<PoolEntry> },
+    /// A page of the pools, in order of name; `more`: there are pools after its last one.
+    /// (Revision 8.)
+    PoolsPage { more: bool, entries: Vec<PoolEntry> },
 }
