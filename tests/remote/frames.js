@@ -55,7 +55,7 @@ export const encode = {
   inspectPoolsPage: (id, after = '') => header(CLIENT.inspectPoolsPage, id).str(after).bytes(),
 }
 
-/** A server's frames (for a fake server of an older revision, or a wrong one): `welcome` (of `revision` 3 or more: the new one), an empty `inspected`, `error`, `done`, `count`, `pools` (of `{ name, capacity, remaining, claims, waiting }`). */
+/** A server's frames (for a fake server of an older revision, or a wrong one): `welcome` (of `revision` 3 or more: the new one), an empty `inspected`, an empty `inspected page` or `pools page`, `error`, `done`, `count`, `pools` (of `{ name, capacity, remaining, claims, waiting }`). */
 export const encodeServer = {
   welcome: (id, revision = 2, maxFrame = 65_536, connectionLimit = 0) =>
     revision >= 3
@@ -65,6 +65,10 @@ export const encodeServer = {
   error: (id, code, message) => new Writer().u8(1).u8(0x86).u32(id).u8(code).str(message).bytes(),
   done: id => new Writer().u8(1).u8(0x85).u32(id).bytes(),
   count: (id, value) => new Writer().u8(1).u8(0x8d).u32(id).u64(value).bytes(),
+  /** An `inspected page` with no entries: `more` set or not (a wrong server sends it set). */
+  inspectedPageNone: (id, more) => new Writer().u8(1).u8(0x89).u32(id).u8(more ? 1 : 0).u32(0).bytes(),
+  /** A `pools page` with no pools: `more` set or not (a wrong server sends it set). */
+  poolsPageNone: (id, more) => new Writer().u8(1).u8(0x8f).u32(id).u8(more ? 1 : 0).u32(0).bytes(),
   pools: (id, pools) => {
     const w = new Writer().u8(1).u8(0x8e).u32(id).u32(pools.length)
     for (const p of pools) w.str(p.name).u64(p.capacity).u64(p.remaining).u32(p.claims).u32(p.waiting)

@@ -7,7 +7,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { WebSocketServer } from 'ws'
-import { openStore, connect, memoryStorage } from 'holdfast'
+import { openStore, connect, memoryStorage, ClosedError } from 'holdfast'
 import { encode, encodeServer, CLIENT } from './frames.js'
 import { TOKEN, rawClient } from './helpers.js'
 
@@ -176,4 +176,38 @@ test('revision 8 against a server of revision 7: connect().inspect() asks the po
   await client.close()
   assert.ok(server.received.includes(CLIENT.inspectPools))
   assert.ok(!server.received.includes(CLIENT.inspectPoolsPage), `frames ${server.received}`)
+})
+
+test('a wrong server answering a page empty with more to come (of keys, or of pools) fails connect().inspect() with ClosedError rather than asking again forever', async t => {
+  for (const what of ['keys', 'pools']) {
+    const asked = []
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' })
+    await new Promise(resolve => wss.once('listening', resolve))
+    t.after(() => {
+      for (const ws of wss.clients) ws.terminate()
+      wss.close()
+    })
+    wss.on('connection', ws =>
+      ws.on('message', data => {
+        const bytes = Buffer.from(data)
+        const id = bytes.readUInt32LE(2)
+        const type = bytes[1]
+        asked.push(type)
+        if (type === CLIENT.hello3) ws.send(encodeServer.welcome(id, 8))
+        else if (type === CLIENT.inspect) ws.send(what === 'keys' ? encodeServer.error(id, 5, 'inspect: too large for one frame') : encodeServer.inspectedNone(id))
+        else if (type === CLIENT.inspectPage) ws.send(encodeServer.inspectedPageNone(id, true))
+        else if (type === CLIENT.inspectPoolsPage) ws.send(encodeServer.poolsPageNone(id, true))
+        else if (type === CLIENT.goodbye) (ws.send(encodeServer.done(id)), ws.close(1000))
+      }),
+    )
+    const client = await connect(`ws://127.0.0.1:${wss.address().port}`, { token: TOKEN, reconnect: false })
+    await assert.rejects(
+      client.inspect(),
+      e => e instanceof ClosedError && new RegExp(`unexpected answer ${what === 'keys' ? 'inspectedPage' : 'poolsPage'}, empty with more to come`).test(e.message),
+      what,
+    )
+    const pages = asked.filter(type => type === (what === 'keys' ? CLIENT.inspectPage : CLIENT.inspectPoolsPage)).length
+    assert.equal(pages, 1, `${what}: pages asked`)
+    await client.close()
+  }
 })

@@ -1020,6 +1020,8 @@ export class RemoteStore implements LeaseOwner {
       if (answer.type === 'inspectedPage') {
         for (const e of answer.entries) entries.push(e as KeyInfo)
         if (!answer.more) return entries
+        // A page holds an entry at least: one empty with more to come would be asked again forever.
+        if (answer.entries.length === 0) throw new ClosedError(`inspect: ${this.url}: unexpected answer inspectedPage, empty with more to come`)
         continue
       }
       if (answer.type === 'error' && answer.code === 'limit' && !paged) {
