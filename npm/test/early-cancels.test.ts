@@ -29,3 +29,18 @@ test('LOCK-06: a cancel that came first is remembered for keepMs, the last max o
   early.add('f')
   assert.ok(early.has('c') && !early.has('d'), 'a cancel asked again counts from then')
 })
+
+test('LOCK-06 across a restart: cancels kept from before are put back with the time they came, forgotten as ever; add and restore answer what they forgot, for the object to delete', () => {
+  let now = 1_000
+  const early = new EarlyCancels(() => now, 2, 100)
+  assert.deepEqual(early.restore('old', 850), ['old'], 'past keepMs already: forgotten at once')
+  assert.deepEqual(early.restore('a', 950), [])
+  assert.deepEqual(early.restore('b', 990), [])
+  assert.ok(early.has('a') && early.has('b') && !early.has('old'))
+  assert.deepEqual(early.restore('a', 999), [], 'remembered already: kept as it was')
+  now = 1_051
+  assert.ok(!early.has('a'), 'its keepMs counts from when it came, before the restart')
+  assert.deepEqual(early.add('c'), ['a'], 'past keepMs')
+  assert.deepEqual(early.add('d'), ['b'], 'past max')
+  assert.ok(early.has('c') && early.has('d'))
+})

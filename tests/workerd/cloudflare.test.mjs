@@ -114,6 +114,21 @@ test('LOCK-06 over Workers RPC: an acquire that comes after its own cancel (the 
   await cf('raw-release', { ...at, key: 'k', lease: other.ok.lease })
 })
 
+test('LOCK-06 across a restart: a cancel that came before its acquire is kept in the object\'s storage, so an object restarted between the two still answers the acquire cancelled, never grants it to a caller that gave up', async () => {
+  // Kept in memory only, the restarted object granted the acquire: a key held to its ttl by nobody.
+  const at = { name: 'early-cancel-restart' }
+  const request = 'e'.repeat(31) + '3'
+  assert.deepEqual(await cf('raw-cancel', { ...at, key: 'k', request }), { ok: true })
+  await restart('HoldfastObject', at.name)
+  const late = await cf('raw-acquire', { ...at, key: 'k', ttlMs: 30_000, request })
+  assert.equal(late.error?.code, 'cancelled', JSON.stringify(late))
+  assert.deepEqual(await cf('inspect', at), [], 'nothing held')
+  // Another request id is served as ever.
+  const other = await cf('raw-acquire', { ...at, key: 'k', ttlMs: 30_000 })
+  assert.ok(other.ok, JSON.stringify(other))
+  await cf('raw-release', { ...at, key: 'k', lease: other.ok.lease })
+})
+
 test('a holder that stops renewing loses the key after its ttl; its late renewal answers lost (LOCK-05)', async () => {
   // The object's RPC directly, as a Worker that died after its grant: a lease of 1 s, never renewed.
   const granted = await cf('raw-acquire', { name: 'stall', key: 'k', ttlMs: 1000 })
@@ -538,6 +553,19 @@ test('POOL-04 over Workers RPC: a claim that comes after its own cancel (the two
   assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'release', id: 'holder' }), { ok: 1 })
   // The claim id asked by another caller (another asker) is served: a claim id may be reused.
   assert.deepEqual(await cf('raw-pool-claim', { ...at, n: 1, id: 'x', asker: 'a3' }), { ok: { claimed: true, remaining: 1 } })
+  assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'release', id: 'x' }), { ok: 1 })
+})
+
+test('POOL-04 across a restart: a claim\'s cancel that came before its call is kept in the object\'s storage, so an object restarted between the two still answers the claim cancelled, taking no units', async () => {
+  // Kept in memory only, the restarted object took the units for a caller that gave up, for good.
+  const at = { name: 'pool-early-cancel-restart', capacity: 2 }
+  assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'cancel', id: 'x', asker: 'a1' }), { ok: 0 })
+  await restart('HoldfastObject', at.name)
+  const late = await cf('raw-pool-claim', { ...at, n: 1, id: 'x', asker: 'a1' })
+  assert.equal(late.error?.code, 'cancelled', JSON.stringify(late))
+  assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'remaining' }), { ok: 2 }, 'no unit taken')
+  // Another asker of the claim id is served.
+  assert.deepEqual(await cf('raw-pool-claim', { ...at, n: 1, id: 'x', asker: 'a2' }), { ok: { claimed: true, remaining: 1 } })
   assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'release', id: 'x' }), { ok: 1 })
 })
 

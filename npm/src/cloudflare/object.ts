@@ -47,7 +47,8 @@
  *   was kept, a claim anew if not: never units nobody was told of.
  * - A `poolOp('cancel')` naming an asker that finds no call of it (its `poolClaim`, on another stub,
  *   not come yet) is remembered for a while, by pool, claim id and asker: that call is answered
- *   `cancelled` when it comes (early-cancels.ts), another asker of the claim id is served as ever.
+ *   `cancelled` when it comes (early-cancels.ts), another asker of the claim id is served as ever;
+ *   kept in the object's storage too, as an acquire's early cancel is (see # Calls).
  *
  * # WebSocket clients and hibernation
  * - `fetch` accepts an upgrade with `ctx.acceptWebSocket` (hibernatable) and answers 101; anything else
@@ -103,7 +104,10 @@
  * `{ error: { code, message } }` (see `types.ts`); they never throw. A waiting `acquire` stays pending
  * for at most its `wait`. A grant whose caller vanished is never renewed, and ends after its ttl.
  * A `cancel` of a request the object does not know (its acquire, on another stub, not come yet) is
- * remembered for a while: that acquire is answered `cancelled` when it comes (early-cancels.ts).
+ * remembered for a while, in the object's storage too (`holdfast.cancel.<request>`: when it came), so
+ * that an object restarted before the acquire comes still knows it: that acquire is answered
+ * `cancelled` when it comes (early-cancels.ts). A cancel whose write fails is remembered in memory
+ * only, and answered a `StorageError` saying so.
  */
 
 import { DurableObject } from 'cloudflare:workers'
@@ -144,6 +148,9 @@ import type {
 } from './types.js'
 
 const LEASE_PREFIX = 'holdfast.lease.'
+/** Cancels that came before their acquire (`#earlyCancels`), and before their pool claim (`#earlyClaimCancels`). */
+const CANCEL_PREFIX = 'holdfast.cancel.'
+const CLAIM_CANCEL_PREFIX = 'holdfast.cancel-claim.'
 const HEX32 = /^[0-9a-f]{32}$/
 
 /**
@@ -498,6 +505,49 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       this.#restoring = false
     }
     for (const ws of sockets) this.#resume(ws)
+    await this.#restoreCancels(this.#earlyCancels, CANCEL_PREFIX)
+    await this.#restoreCancels(this.#earlyClaimCancels, CLAIM_CANCEL_PREFIX)
+  }
+
+  /**
+   * Puts back the early cancels kept under `prefix` before a restart (see early-cancels.ts), oldest
+   * first, and deletes those too old to matter now.
+   */
+  async #restoreCancels(early: EarlyCancels, prefix: string): Promise<void> {
+    const storage = this.#state.storage
+    const kept: [string, number][] = []
+    for (const [key, at] of await storage.list({ prefix })) {
+      const id = cancelIdOf(key.slice(prefix.length))
+      if (id !== undefined && typeof at === 'number') kept.push([id, at])
+      else storage.delete(key).catch(() => {})
+    }
+    kept.sort((a, b) => a[1] - b[1])
+    for (const [id, at] of kept) this.#forgetCancels(prefix, early.restore(id, at))
+  }
+
+  /**
+   * A cancel that found nothing: remembered, in memory and in the object's storage, so that its call
+   * is answered `cancelled` when it comes, after a restart too. A write that fails leaves it in memory
+   * only, and rejects a `StorageError`.
+   */
+  async #cancelledEarly(early: EarlyCancels, prefix: string, id: string, place: string): Promise<void> {
+    this.#forgetCancels(prefix, early.add(id))
+    // (An id that is not text UTF-8 can carry, a lone surrogate, is refused by its call anyway.)
+    const key = cancelKeyOf(prefix, id)
+    if (key === undefined) return
+    try {
+      await this.#state.storage.put(key, Date.now())
+    } catch (error) {
+      throw storageFailed(`${place}: its cancel came before it, and the object's storage did not keep it (kept until the object restarts only)`, error)
+    }
+  }
+
+  /** Deletes the kept early cancels that `early` forgot. */
+  #forgetCancels(prefix: string, forgotten: string[]): void {
+    for (const id of forgotten) {
+      const key = cancelKeyOf(prefix, id)
+      if (key !== undefined) this.#state.storage.delete(key).catch(() => {})
+    }
   }
 
   /**
@@ -839,7 +889,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         else this.#ended(record.lease)
       } else {
         // Its acquire may still come (it travels on another stub): it is answered cancelled then.
-        this.#earlyCancels.add(request)
+        await this.#cancelledEarly(this.#earlyCancels, CANCEL_PREFIX, request, `request ${request}`)
       }
       return { ok: true }
     } catch (error) {
@@ -908,7 +958,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     try {
       await this.#begin()
       // Before the pool is looked up: the claim it cancels may be the pool's first use, not come yet.
-      if (op === 'cancel') return this.#poolCancel(name, claim, asker)
+      if (op === 'cancel') return await this.#poolCancel(name, claim, asker)
       const pool = this.#pool(name, capacity)
       switch (op) {
         case 'release':
@@ -935,7 +985,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   }
 
   /** `poolOp('cancel')`: ends the asker's calls of claim `claim` (its retries too); with none named, every call of the claim. */
-  #poolCancel(name: unknown, claim: unknown, asker: unknown): PoolOpAnswer {
+  async #poolCancel(name: unknown, claim: unknown, asker: unknown): Promise<PoolOpAnswer> {
     if (typeof name !== 'string') throw new InvalidError(`pool: name must be a string, not ${typeof name}`)
     if (typeof claim !== 'string') throw new InvalidError(`pool ${name}: claim id must be a string`)
     if (asker !== undefined && typeof asker !== 'string') throw new InvalidError(`pool ${name}: cancel asker must be a string`)
@@ -947,7 +997,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       }
     // Its call may still come (it travels on another stub): it is answered cancelled then. Only an
     // asker's: without one, a later call of the claim id may be anyone's.
-    if (!found && asker !== undefined) this.#earlyClaimCancels.add(earlyClaim(name, claim, asker))
+    if (!found && asker !== undefined)
+      await this.#cancelledEarly(this.#earlyClaimCancels, CLAIM_CANCEL_PREFIX, earlyClaim(name, claim, asker), `pool ${name}: claim ${JSON.stringify(claim)}`)
     return { ok: 0 }
   }
 
@@ -1155,6 +1206,27 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
  */
 function rpcParty(asker: string): string {
   return `rpc:${asker}`
+}
+
+/**
+ * The storage key of an early cancel: its id as `encodeURIComponent` writes it (a claim's has `\0`s:
+ * see `earlyClaim`), or `undefined` for one it cannot (a lone surrogate).
+ */
+function cancelKeyOf(prefix: string, id: string): string | undefined {
+  try {
+    return prefix + encodeURIComponent(id)
+  } catch {
+    return undefined
+  }
+}
+
+/** An early cancel's id from its storage key (see `cancelKeyOf`), or `undefined` if none. */
+function cancelIdOf(encoded: string): string | undefined {
+  try {
+    return decodeURIComponent(encoded)
+  } catch {
+    return undefined
+  }
 }
 
 /** What `#earlyClaimCancels` remembers of a claim's call: its pool, its claim id and its asker. */
