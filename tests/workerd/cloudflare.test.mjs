@@ -216,6 +216,19 @@ test('an object reset (ctx.abort) while workerStore holds and waits: the waiting
   assert.deepEqual(await cf('inspect', { ns: 'counting', name: 'reset' }), [], 'both releases reached the new instance')
 })
 
+test('LOCK-05 across an object reset: a release under way when its object resets is asked again of the new instance, so the key is free once hold answers, not held until its ttl by the lease taken back', async () => {
+  // The release failed with the reset and was dropped: the new instance took the lease back from its
+  // storage (the delete never happened) and held the key for nobody until its ttl, 20 s here.
+  const at = { ns: 'counting', name: 'release-reset', key: 'k' }
+  assert.deepEqual(await cf('hold-deletes', at), { held: true })
+  const held = cf('hold', { ...at, ms: 0, ttl: '20s' })
+  const crash = await cf('crash-while-delete-held', at)
+  assert.equal(crash.reset, true, JSON.stringify(crash))
+  const answer = await held
+  assert.equal(typeof answer.fence, 'number', JSON.stringify(answer))
+  assert.deepEqual(await cf('inspect', at), [], 'released on the new instance')
+})
+
 test('POOL-03 across an object reset: a claim waiting when its pool\'s object resets is asked again with its claim id and claimed once the units come back', async () => {
   const first = await pool('pool-reset', 'claim', { ns: 'counting', capacity: 2, n: 2, id: 'first' })
   assert.equal(first.claimed, true)

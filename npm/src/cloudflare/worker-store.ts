@@ -321,7 +321,8 @@ export class WorkerStore implements LeaseOwner {
     const held = this.#held.get(local)
     if (!held) return
     this.#forget(held)
-    const releasing = this.#releaseOf(held).then(
+    const place = `${held.lease.kind} ${held.lease.name}: key ${JSON.stringify(held.lease.key)}`
+    const releasing = this.#releaseOf(place, held.object, held.leaseId).then(
       () => {},
       () => {}, // the lease ends at its ttl
     )
@@ -332,11 +333,14 @@ export class WorkerStore implements LeaseOwner {
   /**
    * Asks the object to release a lease; again, at most RETRIES more times, while it answers `storage`:
    * its storage did not delete the kept lease, so it let nothing go (a restart would take the lease
-   * back: object.ts `#unkeep`). A release never taken ends at the lease's ttl.
+   * back: object.ts `#unkeep`). A call that failed in a way Workers RPC marks retryable (the object
+   * reset, as at a deploy, its delete not done) is asked again of the next instance, which took the
+   * lease back (`#call`): a release is the same when asked again. A release never taken ends at the
+   * lease's ttl.
    */
-  async #releaseOf(held: Held): Promise<void> {
+  async #releaseOf(place: string, object: string, lease: string): Promise<void> {
     for (let attempt = 0; ; attempt++) {
-      const answer = await this.#stubOf(held.object).release(held.leaseId)
+      const answer = await this.#call(place, object, stub => stub.release(lease), 0)
       if (!('error' in answer) || answer.error.code !== 'storage' || attempt >= RETRIES) return
       await sleep(50 * 2 ** attempt)
     }

@@ -96,6 +96,15 @@ export class CountingHoldfast extends HoldfastObject {
     return { trapped }
   }
 
+  /**
+   * Once a delete of a kept lease is held up (`holdLeaseDeletes`), resets the object (`crash`): that
+   * delete never happens, and the call that asked it (a release) fails with the reset.
+   */
+  async crashWhileDeleteHeld() {
+    await this.#faults.held.arrived.promise
+    this.ctx.abort('crash while a delete is held')
+  }
+
   async alarm() {
     const n = (await this.ctx.storage.get('test.alarms')) ?? 0
     await this.ctx.storage.put('test.alarms', n + 1)
@@ -364,6 +373,10 @@ export async function cloudflare(op, q, env) {
       // The call that resets the object fails itself (a reset).
       return await stub()
         .crash('crash!')
+        .then(() => ({ value: 'no reset' }), e => ({ reset: e?.durableObjectReset === true, message: String(e?.message ?? e) }))
+    case 'crash-while-delete-held':
+      return await stub()
+        .crashWhileDeleteHeld()
         .then(() => ({ value: 'no reset' }), e => ({ reset: e?.durableObjectReset === true, message: String(e?.message ?? e) }))
     case 'object':
       return { name: objectName(name, key, shard === undefined ? undefined : { shard }), hash: fnv1a(key) }
