@@ -320,6 +320,18 @@ test('LOCK-05: a release whose kept lease the object\'s storage fails to delete 
   assert.deepEqual(await cf('inspect', at), [], 'and after a restart')
 })
 
+test('LOCK-06: a grant that crossed its hold\'s cancel is let go, asked again while the object\'s storage fails its delete: the key is not held until its ttl by a caller that gave up', async () => {
+  // The let-go release was asked once: answered StorageError (the lease still held and kept), it was
+  // dropped, and the key stayed held, for nobody, until its ttl.
+  const crossed = await cf('crossed-grant', { ns: 'counting', name: 'crossed-grant', key: 'k', refuse: 2 })
+  assert.equal(crossed.granted, true, JSON.stringify(crossed))
+  assert.equal(crossed.cancelled.error?.name, 'CancelledError', JSON.stringify(crossed))
+  assert.equal(crossed.cancel.error?.code, 'storage', `the cancel met the first refused delete: ${JSON.stringify(crossed)}`)
+  assert.equal(crossed.releases[0]?.error?.code, 'storage', JSON.stringify(crossed))
+  assert.deepEqual(crossed.releases.at(-1), { ok: true }, JSON.stringify(crossed))
+  assert.deepEqual(crossed.held, [], 'nothing held')
+})
+
 test('a lease taken back after a restart still ends at its old deadline, not a ttl after the restart', async () => {
   const granted = await cf('raw-acquire', { name: 'old-deadline', key: 'k', ttlMs: 3_000 })
   assert.ok(granted.ok, JSON.stringify(granted))

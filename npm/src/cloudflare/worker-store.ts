@@ -231,12 +231,9 @@ export class WorkerStore implements LeaseOwner {
       signal,
       answering,
       () => this.#stubOf(object).cancel(request),
-      // A grant that raced the cancel is let go.
+      // A grant that raced the cancel is let go, asked again as any release is (`#releaseOf`).
       answer => {
-        if ('ok' in answer && answer.ok)
-          this.#stubOf(object)
-            .release(answer.ok.lease)
-            .catch(() => {})
+        if ('ok' in answer && answer.ok) this.#releaseOf(place, object, answer.ok.lease).catch(() => {})
       },
     )
     if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)

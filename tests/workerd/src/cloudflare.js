@@ -378,6 +378,8 @@ export async function cloudflare(op, q, env) {
       return await stub()
         .crashWhileDeleteHeld()
         .then(() => ({ value: 'no reset' }), e => ({ reset: e?.durableObjectReset === true, message: String(e?.message ?? e) }))
+    case 'crossed-grant':
+      return await crossedGrant(namespace, name, key, stub, Number(q.get('refuse') ?? 0))
     case 'object':
       return { name: objectName(name, key, shard === undefined ? undefined : { shard }), hash: fnv1a(key) }
     case 'pool':
@@ -560,6 +562,66 @@ export async function cloudflareRoute(op, q, env) {
   } catch (e) {
     return errorInfo(e)
   }
+}
+
+/**
+ * A workerStore hold whose grant crosses its signal's abort: the object's answer held back on its way
+ * while the signal aborts, then let through once the cancel was answered, so that the caller lets the
+ * grant go (a release). The object's next `refuse` deletes of kept leases fail (the cancel's first:
+ * the grant is there when it comes). Answers what each call was answered, and what the object holds
+ * once the releases settled.
+ */
+async function crossedGrant(namespace, name, key, stub, refuse) {
+  let arrived
+  const answered = new Promise(resolve => (arrived = resolve))
+  let letGo
+  const gate = new Promise(resolve => (letGo = resolve))
+  const cancels = []
+  const releases = []
+  const parked = {
+    idFromName: n => namespace.idFromName(n),
+    get(id) {
+      const real = namespace.get(id)
+      return {
+        acquire: async (...args) => {
+          const answer = await real.acquire(...args)
+          arrived(answer)
+          await gate
+          return answer
+        },
+        cancel: request => {
+          const answer = real.cancel(request)
+          cancels.push(answer)
+          return answer
+        },
+        release: lease => {
+          const answer = real.release(lease)
+          releases.push(answer)
+          return answer
+        },
+        renew: lease => real.renew(lease),
+      }
+    },
+  }
+  const ac = new AbortController()
+  const asked = workerStore(parked).lock(name).acquire(key, { signal: ac.signal, wait: '10s' }).then(
+    lease => ({ fence: lease.fence }),
+    e => errorInfo(e),
+  )
+  const grant = await answered
+  await stub().refuseLeaseDeletes(refuse)
+  ac.abort('enough')
+  const cancelled = await asked
+  await poll(() => cancels.length > 0, 'the cancel is sent')
+  const cancel = await cancels[0]
+  letGo()
+  // Settled: a release answered ok, or none more asked for a second.
+  for (let seen = -1; seen !== releases.length; ) {
+    seen = releases.length
+    await sleep(1_000)
+    if ((await Promise.all(releases)).some(r => r.ok)) break
+  }
+  return { granted: 'ok' in grant, cancelled, cancel, releases: await Promise.all(releases), held: await stub().inspect() }
 }
 
 /**
