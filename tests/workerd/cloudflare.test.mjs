@@ -87,6 +87,16 @@ test('tryHold on a held key answers acquired: false; a wait that runs out is InU
   assert.ok(after.value.fence > held.fence)
 })
 
+test('a workerStore hold whose fn throws rejects with fn\'s own error and has let its key go when it rejects; its signal aborted once granted changes nothing (LOCK-05)', async () => {
+  for (const sync of ['1', '0']) {
+    const at = { name: 'throwing', key: `k${sync}` }
+    const answer = await cf('throwing', { ...at, sync, ms: 1_500, ttl: '1s' })
+    assert.deepEqual(answer.error, { name: 'RangeError', message: 'fn failed' }, JSON.stringify(answer))
+    assert.deepEqual(answer.seen, { lost: false, aborted: false }, `renewed past its ttl, the signal's abort ignored: ${JSON.stringify(answer)}`)
+    assert.deepEqual(await cf('inspect', at), [], 'let go once hold rejected')
+  }
+})
+
 test('LOCK-06 over Workers RPC: an acquire that comes after its own cancel (the two travel on different stubs, in no order) is answered cancelled at once, never waits in line or is granted for a caller that gave up', async () => {
   const at = { name: 'early-cancel' }
   const request = 'e'.repeat(31) + '1'

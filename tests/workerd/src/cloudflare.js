@@ -269,6 +269,24 @@ export async function cloudflare(op, q, env) {
       })
     case 'tryHold':
       return await handle.tryHold(key, lease => ({ fence: lease.fence }))
+    case 'throwing': {
+      // A hold whose fn throws (sync: at once; else: after a turn), its signal aborted once granted.
+      const ac = new AbortController()
+      let seen
+      const answer = await handle
+        .hold(key, { signal: ac.signal }, async lease => {
+          ac.abort('too late')
+          if (q.get('sync') === '1') {
+            seen = { lost: lease.lost, aborted: lease.signal.aborted }
+            throw new RangeError('fn failed')
+          }
+          await sleep(ms)
+          seen = { lost: lease.lost, aborted: lease.signal.aborted }
+          throw new RangeError('fn failed')
+        })
+        .then(value => ({ value }), e => ({ error: { name: e?.name, message: e?.message } }))
+      return { ...answer, seen }
+    }
     case 'cancel': {
       // A hold whose signal aborts while it waits.
       const ac = new AbortController()
