@@ -363,6 +363,24 @@ test('POOL-03: an id is remembered for 24 hours after its claim, then it is new 
   await store.close()
 })
 
+test('POOL-03: an id asked again after the pool shrank below its claim answers the first outcome, as before the resize (a new claim that large is InvalidError)', async () => {
+  // Before, the claim's size was checked against the new capacity first: a retry of an order that
+  // bought 5 seats, asked after its release and a resize to 3, was an InvalidError ("1 to 3 units"),
+  // not its outcome (on Redis it was its outcome).
+  const { store } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 10 })
+  const first = await seats.claim(5, { id: 'order-5' })
+  await first.claim.release()
+  await seats.resize(3)
+  const again = await seats.claim(5, { id: 'order-5' })
+  assert.deepEqual([again.claimed, again.remaining, again.claim.units], [true, 5, 5], 'the first outcome')
+  assert.equal(await again.claim.release(), false, 'it holds nothing')
+  assert.equal(await seats.remaining(), 3, 'nothing taken')
+  await assert.rejects(seats.claim(4, { id: 'order-5' }), e => e instanceof InvalidError && /took 5/.test(e.message))
+  await assert.rejects(seats.claim(5, { id: 'new' }), e => e instanceof InvalidError && /1 to 3/.test(e.message))
+  await store.close()
+})
+
 test('POOL-04: waiting claims are served in order, and the head is not overtaken', async () => {
   const { store } = await openTestStore()
   const seats = store.pool('seats', { capacity: 5 })

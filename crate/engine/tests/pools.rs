@@ -523,6 +523,31 @@ fn pool_03_an_id_asked_again_answers_the_first_claim_and_never_takes_units_twice
 }
 
 #[test]
+fn pool_03_an_id_asked_again_after_a_resize_below_its_claim_answers_the_first_outcome() {
+    let mut e = opened();
+    let mut disk = Disk::new();
+    let p = e.pool("seats", 10).unwrap();
+    writing(claim(&mut e, p, 5, "order-5", 0));
+    flush(&mut e, &mut disk, 1);
+    e.release_claim(p, "order-5", 2).unwrap().unwrap();
+    e.resize_pool(p, 3, 2).unwrap().unwrap();
+    flush(&mut e, &mut disk, 3);
+    assert_eq!(
+        claim(&mut e, p, 5, "order-5", 4),
+        Claim::Known {
+            remaining: 5,
+            open: false
+        },
+        "the first outcome, not a claim larger than the pool"
+    );
+    let err = e.claim(p, 4, "order-5", true, None, None, 4).unwrap_err();
+    assert!(err.to_string().contains("took 5"), "{err}");
+    let err = e.claim(p, 5, "new", true, None, None, 4).unwrap_err();
+    assert!(err.to_string().contains("1 to 3 units"), "{err}");
+    assert_eq!(e.pool_remaining(p, 4).unwrap(), 3);
+}
+
+#[test]
 fn pool_03_an_id_not_remembered_is_forgotten_once_released() {
     let mut e = opened();
     let p = e.pool("seats", 1).unwrap();

@@ -38,11 +38,14 @@ impl Pools {
             bounds::check_claim_ttl(ms).map_err(|e| Error::invalid(format!("{place}: {e}")))?;
         }
         let pl = &self.pools[p];
-        if n == 0 || n > pl.capacity {
-            return Err(Error::invalid(format!(
-                "{place}: a claim takes 1 to {} units (its capacity), not {n}",
-                pl.capacity
-            )));
+        let capacity = pl.capacity;
+        let beyond = || {
+            Error::invalid(format!(
+                "{place}: a claim takes 1 to {capacity} units (its capacity), not {n}"
+            ))
+        };
+        if n == 0 {
+            return Err(beyond());
         }
         let again = |had: u64| {
             Error::invalid(format!(
@@ -86,6 +89,12 @@ impl Pools {
                 }
             }
             return Ok(Claim::Joined { req });
+        }
+        // Checked only for a new claim: an id asked again answers its first outcome (POOL-03), also
+        // after a resize below what it took (a claim waiting in line is never larger than the pool:
+        // a resize below it ends its wait).
+        if n > pl.capacity {
+            return Err(beyond());
         }
         if pl.ids.len() >= MAX_POOL_CLAIMS {
             return Err(Error::limit(format!(

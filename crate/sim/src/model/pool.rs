@@ -249,7 +249,6 @@ impl PoolModel {
             || id.len() > MAX_CLAIM_ID_BYTES
             || ttl.is_some_and(|t| !(1..=MAX_HOLD_MS).contains(&t))
             || n == 0
-            || n > pool.capacity
         {
             return refuse("invalid", got);
         }
@@ -291,6 +290,11 @@ impl PoolModel {
                 Claim::Joined { req },
                 got,
             );
+        }
+        // Only a new claim is held to the capacity: an id asked again answers its first outcome,
+        // also after a resize below what it took (POOL-03).
+        if n > pool.capacity {
+            return refuse("invalid", got);
         }
         if pool.line.is_empty() && n <= pool.remaining() {
             let req = match got {
