@@ -420,6 +420,23 @@ test('POOL-04: every ending of a wait leaves the line: the signal, the wait runn
   await assert.rejects(last, ClosedError)
 })
 
+test('POOL-04: a resize below a waiting claim ends its wait at once (every ask joined to it), { claimed: false }; those behind it stay in line', async () => {
+  const { store } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 10 })
+  const held = await seats.claim(6)
+  const big = seats.claim(8, { id: 'big', wait: Infinity })
+  const again = seats.claim(8, { id: 'big', wait: '5s' })
+  const small = seats.claim(2, { wait: Infinity })
+  await settle()
+  await seats.resize(7)
+  assert.deepEqual(await big, { claimed: false, remaining: 1 })
+  assert.deepEqual(await again, { claimed: false, remaining: 1 })
+  assert.equal(store.inspect().find(e => e.kind === 'pool').waiting, 1, 'the small claim still waits (1 left of its 2)')
+  await held.claim.release()
+  assert.deepEqual((await small).remaining, 5)
+  await store.close()
+})
+
 test('a claim with a ttl comes back unless confirmed; confirm after it ran out is LostError', async () => {
   const { store, clock } = await openTestStore()
   const seats = store.pool('seats', { capacity: 10 })
