@@ -437,6 +437,20 @@ test('POOL-04: a resize below a waiting claim ends its wait at once (every ask j
   await store.close()
 })
 
+test('a confirm of an id that holds no units because it never took any (still in line, or never claimed) is LostError saying so, not "released, or its ttl ran out"', async () => {
+  const { store } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 2 })
+  const held = await seats.claim(2)
+  const waiting = seats.claim(1, { id: 'cart', ttl: '10m', wait: Infinity })
+  await settle()
+  for (const id of ['cart', 'typo']) {
+    await assert.rejects(seats.confirm(id), e => e instanceof LostError && /never took/.test(e.message) && /still waiting in line/.test(e.message), id)
+  }
+  await held.claim.release()
+  await (await waiting).claim.confirm()
+  await store.close()
+})
+
 test('a claim with a ttl comes back unless confirmed; confirm after it ran out is LostError', async () => {
   const { store, clock } = await openTestStore()
   const seats = store.pool('seats', { capacity: 10 })

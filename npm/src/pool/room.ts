@@ -451,7 +451,10 @@ export class PoolRoom implements PoolStore {
       pool,
       place,
       now => this.#host.core.confirmClaim(pool._id, id, now),
-      answer => (answer === 3 ? new LostError(`${place}: holds no units to confirm (released, or its ttl ran out)`) : undefined),
+      answer =>
+        answer === 3
+          ? new LostError(`${place}: holds no units to confirm (released, its ttl ran out, or it never took any: never claimed, or still waiting in line)`)
+          : undefined,
       asker => asker.reject(new LostError(`${place}: holds no units to confirm (its claim took nothing: its write failed, or it was cancelled)`)),
     )
   }

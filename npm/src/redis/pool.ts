@@ -479,7 +479,8 @@ export class RedisPools implements PoolStore {
   /** @internal */
   async _confirmClaim(pool: Pool, id: string): Promise<void> {
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
-    if ((await this.#once(pool, place, 'confirm', [id])) === 'l') throw new LostError(`${place}: holds no units to confirm (released, or its ttl ran out)`)
+    if ((await this.#once(pool, place, 'confirm', [id])) === 'l')
+      throw new LostError(`${place}: holds no units to confirm (released, its ttl ran out, or it never took any: never claimed, or still waiting in line)`)
   }
 
   /** @internal */
