@@ -244,6 +244,25 @@ test('POOL-02: on fileStorage, claims survive closing and opening the directory 
   }
 })
 
+test('POOL-02: on fileStorage, a resize is kept for good: opened again, the pool is asked with its new capacity (the old one is InvalidError naming both; inspect lists it)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'holdfast-pools-'))
+  try {
+    const store = await openStore({ storage: fileStorage(dir) })
+    const seats = store.pool('seats', { capacity: 180 })
+    await seats.claim(2, { id: 'order-1' })
+    await seats.resize(200)
+    await store.close()
+    const again = await openStore({ storage: fileStorage(dir) })
+    assert.throws(() => again.pool('seats', { capacity: 180 }), e => e instanceof InvalidError && /180/.test(e.message) && /200/.test(e.message))
+    const { capacity } = again.inspect().find(e => e.kind === 'pool' && e.name === 'seats')
+    assert.equal(capacity, 200)
+    assert.equal(await again.pool('seats', { capacity }).remaining(), 198)
+    await again.close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 test('POOL-02: a failed write answers its claims StorageError (cause: the storage error) and gives their units back', async () => {
   const slow = slowStorage()
   const clock = manualClock()
