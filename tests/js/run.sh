@@ -29,15 +29,15 @@ for rt in $runtimes; do
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 done
 
-# The published types: no internal member (stripInternal), and a strict user's file compiles against
-# them with skipLibCheck off.
+# The published types: no internal member (stripInternal), and a strict user's files (tests/types: the
+# package's entries, and holdfast/cloudflare's) compile against them with skipLibCheck off.
 echo "== the published types"
 if grep -rnE '@internal|^\s+(readonly |static |protected |private )*_[a-zA-Z]+[(:?<]' node_modules/holdfast/dist --include='*.d.ts'; then
   echo "internal members in the published types (above)"; status=1
 fi
-cp "$root/tests/types/consumer.ts" .
+cp "$root"/tests/types/*.ts .
 if ! "$root/npm/node_modules/.bin/tsc" --noEmit --strict --skipLibCheck false --module nodenext --moduleResolution nodenext \
-  --target es2022 --lib es2022,esnext.disposable,dom --types node --typeRoots "$root/npm/node_modules/@types" consumer.ts; then status=1; fi
+  --target es2022 --lib es2022,esnext.disposable,dom --types node --typeRoots "$root/npm/node_modules/@types" consumer.ts cloudflare.ts; then status=1; fi
 
 if [ "${EXAMPLE:-1}" != 0 ]; then
   # The example, installed the same way: its holdfast dependency pointed at the packed tarball.

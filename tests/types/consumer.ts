@@ -1,9 +1,26 @@
 // A strict TypeScript user of the published types, compiled with skipLibCheck off by
 // tests/js/run.sh against the installed package: every public entry's declarations must
 // compile on their own (no stripped internal type left dangling) and say what the API does.
-import { openStore, connect, memoryStorage, InvalidError, InUseError, HoldfastError, Lease, type ClaimResult, type PoolInfo, type Store } from 'holdfast'
+import {
+  openStore,
+  connect,
+  memoryStorage,
+  InvalidError,
+  InUseError,
+  HoldfastError,
+  Lease,
+  Lock,
+  Semaphore,
+  Store,
+  Pool,
+  Claim,
+  RemoteStore,
+  RemoteLock,
+  type ClaimResult,
+  type PoolInfo,
+} from 'holdfast'
 import * as slim from 'holdfast/slim'
-import { openRedisStore } from 'holdfast/redis'
+import { openRedisStore, RedisStore, RedisLock } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
 
 export async function use(): Promise<number> {
@@ -48,8 +65,41 @@ export async function useRedis(redis: unknown): Promise<number> {
   return got.remaining + pools.length + (await seats.remaining())
 }
 
-/** Leases come from holds only: the published types offer no constructor. */
-export function noHandMadeLeases(): void {
+/**
+ * Leases come from holds, stores from `openStore()`/`connect()`/`openRedisStore()`, handles from a
+ * store: the published types offer no constructor (one typed as TypeScript's implicit `new X()`
+ * compiled, and threw or half-worked at run time), yet `instanceof` narrows.
+ */
+export function noHandMade(anything: unknown): number {
   // @ts-expect-error: Lease's constructor is protected
   void new Lease()
+  // @ts-expect-error: nor made through a subclass of one
+  void new (class extends Lease {})()
+  // @ts-expect-error
+  void new Lock()
+  // @ts-expect-error
+  void new Semaphore()
+  // @ts-expect-error
+  void new Store()
+  // @ts-expect-error
+  void new Pool()
+  // @ts-expect-error
+  void new Claim()
+  // @ts-expect-error
+  void new RemoteStore()
+  // @ts-expect-error
+  void new RemoteLock()
+  // @ts-expect-error
+  void new RedisStore()
+  // @ts-expect-error
+  void new RedisLock()
+  // @ts-expect-error: any arguments alike
+  void new Store(anything)
+  if (anything instanceof Lease) return anything.fence
+  if (anything instanceof Semaphore) return anything.limit
+  if (anything instanceof Lock || anything instanceof RemoteLock || anything instanceof RedisLock) return anything.ttl
+  if (anything instanceof Store || anything instanceof RemoteStore || anything instanceof RedisStore) return anything.inspect.length
+  if (anything instanceof Pool) return anything.name.length
+  if (anything instanceof Claim) return anything.units
+  return 0
 }

@@ -25,7 +25,7 @@
 
 import { InvalidError, errorOf } from '../errors.js'
 import { HandleCapacities } from '../pool/capacities.js'
-import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
+import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
 import { cancellable } from './cancellable.js'
@@ -64,7 +64,7 @@ export class WorkerPools implements PoolStore {
     const place = `pool ${name}`
     const o = checkOptions(options, place, ['capacity'])
     if (o.capacity === undefined) throw new InvalidError(`${place}: option capacity is required (1 to 2^53-1)`)
-    const pool = new Pool(this, name, 0)
+    const pool = new MadePool(this, name, 0)
     this.#capacities.made(pool, checkUnits(o.capacity, `${place}: capacity`))
     return pool
   }
@@ -98,7 +98,7 @@ export class WorkerPools implements PoolStore {
     )
     this.#capacities.answered(pool)
     return answer.claimed
-      ? { claimed: true, remaining: answer.remaining, claim: new Claim(pool, id, request.n) }
+      ? { claimed: true, remaining: answer.remaining, claim: new MadeClaim(pool, id, request.n) }
       : { claimed: false, remaining: answer.remaining }
   }
 

@@ -107,8 +107,10 @@ const sleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, m
 export class WorkerLease extends Lease {
   readonly #store: WorkerStore
 
-  /** @internal */
-  constructor(store: WorkerStore, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, local: number) {
+  /** Leases are granted by holds (`hold`, `tryHold`, `acquire`), never made by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(store: WorkerStore, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, local: number) {
     super(store, handle, key, fence, local)
     this.#store = store
   }
@@ -148,8 +150,10 @@ export class WorkerStore implements LeaseOwner {
     call: (place, object, call, wait, signal) => this.#call(place, object, call, wait, signal),
   })
 
-  /** @internal Use `workerStore()`. */
-  constructor(namespace: DurableObjectNamespaceLike, shard: number | undefined, clock: Clock = workersClock) {
+  /** Worker stores are opened by `workerStore()`, never made by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(namespace: DurableObjectNamespaceLike, shard: number | undefined, clock: Clock = workersClock) {
     this.#namespace = namespace
     this.#shard = shard
     this.#clock = clock
@@ -180,7 +184,7 @@ export class WorkerStore implements LeaseOwner {
     // The object checks them too; checking here answers before anything is sent.
     const { ttl, maxHold } = leaseBounds(o, place)
     const resource = this.#resources.get(kind, name, o.limit)
-    return new WorkerLock(this, resource, o.limit, ttl, maxHold, o.wait)
+    return new MadeWorkerLock(this, resource, o.limit, ttl, maxHold, o.wait)
   }
 
   /** The name of the object that keeps `key` of the lock or semaphore `name` (one of its shards). */
@@ -268,7 +272,7 @@ export class WorkerStore implements LeaseOwner {
 
   #granted(handle: WorkerLock, key: string, object: string, grant: LeaseGrant): WorkerLease {
     const local = this.#nextLocal++
-    const lease = new WorkerLease(this, handle, key, grant.fence, local)
+    const lease = new MadeWorkerLease(this, handle, key, grant.fence, local)
     const held = new Held(lease, grant.lease, object)
     this.#held.set(local, held)
     // The first deadline counts from the grant's arrival (as over a connection); the margin covers the
@@ -367,8 +371,10 @@ export class WorkerStore implements LeaseOwner {
 
 /** A lock or semaphore of a `workerStore`: the API of `Lock`, over Workers RPC. */
 export class WorkerLock extends TravellingHandle<WorkerLease> {
-  /** @internal */
-  constructor(
+  /** Locks and semaphores are made by a store's `lock()` and `semaphore()`, never by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(
     readonly store: WorkerStore,
     resource: Resource,
     limit: number,
@@ -385,6 +391,26 @@ export class WorkerLock extends TravellingHandle<WorkerLease> {
   }
 }
 
+/** Makes a Worker store: `WorkerStore` itself, typed with the constructor its published type hides. */
+const MadeWorkerStore = WorkerStore as unknown as new (namespace: DurableObjectNamespaceLike, shard: number | undefined, clock?: Clock) => WorkerStore
+/** Makes a Worker store's lock or semaphore: `WorkerLock` itself, typed with the constructor its published type hides. */
+const MadeWorkerLock = WorkerLock as unknown as new (
+  store: WorkerStore,
+  resource: Resource,
+  limit: number,
+  ttl: number,
+  maxHold: number,
+  wait: number,
+) => WorkerLock
+/** Makes a Worker store's lease: `WorkerLease` itself, typed with the constructor its published type hides. */
+const MadeWorkerLease = WorkerLease as unknown as new (
+  store: WorkerStore,
+  handle: { kind: 'lock' | 'semaphore'; name: string },
+  key: string,
+  fence: number,
+  local: number,
+) => WorkerLease
+
 /**
  * A store for Worker code whose holds go to `HoldfastObject`s of `namespace` (the binding, such as
  * `env.HOLDFAST`): `lock`, `semaphore`, and their `hold`, `tryHold` and `acquire`, as in-process.
@@ -397,5 +423,5 @@ export function workerStore(namespace: DurableObjectNamespaceLike, options?: Wor
   }
   if (o.clock !== undefined && !isClock(o.clock))
     throw new InvalidError('workerStore: option clock must have now(), setTimeout(fn, ms) and clearTimeout(handle)')
-  return new WorkerStore(namespace, checkShard(o.shard), o.clock as Clock | undefined)
+  return new MadeWorkerStore(namespace, checkShard(o.shard), o.clock as Clock | undefined)
 }

@@ -92,17 +92,27 @@ export class Lease {
    */
   declare _line: Line<unknown> | undefined
 
+  // How the package's classes keep their constructor from users (Lease, Lock, Store, Pool and every
+  // other a user only gets from the package): the published types keep the first overload alone, the
+  // others being internal (stripInternal). With none left, a class would show TypeScript's implicit
+  // public `new X()`, which compiles and then throws, or half-works, at run time. Protected, so that
+  // neither `new Lease(...)` nor a user's subclass of it constructs one; its `never` takes no argument
+  // (`super()` included) and lets the implementation keep its parameters required. The package makes
+  // one through a constant typed with the hidden constructor (`GrantedLease`): the class itself, so
+  // that `instanceof` holds and a grant costs no call more. A class whose subclass calls `super` has
+  // an internal overload with its parameters too; the others need none. (A comment here must not
+  // name the tag itself: stripInternal drops a member when any comment before it does.)
   /** Leases are granted by holds (`hold`, `tryHold`, `acquire`), never made by hand. */
-  protected constructor()
-  /** @internal The store's, through `GrantedLease` (the published types keep only the overload above). */
+  protected constructor(...internal: never)
+  /** @internal The store's, through `GrantedLease`, and `WorkerLease`'s. */
   protected constructor(owner: LeaseOwner, handle: LeaseHandle, key: string, fence: number, req: number)
-  protected constructor(owner?: LeaseOwner, handle?: LeaseHandle, key?: string, fence?: number, req?: number) {
-    this._owner = owner!
-    this.kind = handle!.kind
-    this.name = handle!.name
-    this.key = key!
-    this.fence = fence!
-    this._req = req!
+  protected constructor(owner: LeaseOwner, handle: LeaseHandle, key: string, fence: number, req: number) {
+    this._owner = owner
+    this.kind = handle.kind
+    this.name = handle.name
+    this.key = key
+    this.fence = fence
+    this._req = req
     this._state = HOLDING
     this._reason = undefined
     this._controller = undefined

@@ -63,8 +63,10 @@ export class Lock {
   /** The last key string held through this handle as it was given (see `#key`). */
   #lastKey: string | undefined = undefined
 
-  /** @internal */
-  constructor(store: LockStore, resource: Resource, ttl: number, maxHold: number, wait: number, pin: object | undefined) {
+  /** Locks and semaphores are made by a store's `lock()` and `semaphore()`, never by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(store: LockStore, resource: Resource, ttl: number, maxHold: number, wait: number, pin: object | undefined) {
     this._store = store
     this._resource = resource
     this._pin = pin
@@ -194,6 +196,25 @@ export class Semaphore extends Lock {
     return this._resource.limit
   }
 }
+
+/** @internal Makes a lock: `Lock` itself, typed with the constructor its published type hides. */
+export const MadeLock = Lock as unknown as new (
+  store: LockStore,
+  resource: Resource,
+  ttl: number,
+  maxHold: number,
+  wait: number,
+  pin: object | undefined,
+) => Lock
+/** @internal Makes a semaphore: `Semaphore` itself, typed with the constructor its published type hides (`Lock`'s). */
+export const MadeSemaphore = Semaphore as unknown as new (
+  store: LockStore,
+  resource: Resource,
+  ttl: number,
+  maxHold: number,
+  wait: number,
+  pin: object | undefined,
+) => Semaphore
 
 /** A lease's ttl (ms): 1 s to 1 h, as the engine bounds it (bounds.rs). */
 const TTL_MS = [1_000, 3_600_000] as const

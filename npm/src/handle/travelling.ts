@@ -110,8 +110,12 @@ export abstract class TravellingHandle<L extends Lease> {
   /** The lease ttl in ms: a lease lasts this long from its last renewal. */
   readonly ttl: number
 
-  /** @internal */
-  constructor(resource: Resource, limit: number, ttl: number, maxHold: number, wait: number) {
+  /** Locks and semaphores are made by a store's `lock()` and `semaphore()`, never by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  /** @internal Its subclasses'. */
+  protected constructor(resource: Resource, limit: number, ttl: number, maxHold: number, wait: number)
+  protected constructor(resource: Resource, limit: number, ttl: number, maxHold: number, wait: number) {
     this._resource = resource
     this.kind = resource.kind
     this.name = resource.name

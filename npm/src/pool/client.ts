@@ -56,7 +56,7 @@ import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
 import { HandleCapacities } from './capacities.js'
-import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from './pool.js'
+import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type PoolStore } from './pool.js'
 import type { PoolInfo } from './types.js'
 
 /** An answer, or `dropped`: the connection ended before it came (id 0: the frame was not even sent). */
@@ -151,7 +151,7 @@ export class RemotePools implements PoolStore {
     if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`pool: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
     const o = checkOptions(options, place, ['capacity'])
     const capacity = o.capacity === undefined ? 0 : checkUnits(o.capacity, `${place}: capacity`)
-    const pool = new Pool(this, name, 0)
+    const pool = new MadePool(this, name, 0)
     this.#capacities.made(pool, capacity)
     return pool
   }
@@ -283,7 +283,7 @@ export class RemotePools implements PoolStore {
           if (claimed) p.delivered = true
           return ask.resolve(
             answer.claimed
-              ? { claimed: true, remaining: answer.remaining, claim: new Claim(pool, p.id, p.n) }
+              ? { claimed: true, remaining: answer.remaining, claim: new MadeClaim(pool, p.id, p.n) }
               : { claimed: false, remaining: answer.remaining },
           )
         }

@@ -89,8 +89,10 @@ export class Pool {
   /** @internal */
   readonly _store: PoolStore
 
-  /** @internal Use `store.pool(name, { capacity })`. */
-  constructor(store: PoolStore, name: string, id: number) {
+  /** Pools are made by a store's `pool(name, { capacity })`, never by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(store: PoolStore, name: string, id: number) {
     this._store = store
     this.name = name
     this._id = id
@@ -211,8 +213,10 @@ export class Claim {
   readonly units: number
   readonly #pool: Pool
 
-  /** @internal */
-  constructor(pool: Pool, id: string, units: number) {
+  /** Claims are made by a pool's `claim(n)`, never by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(pool: Pool, id: string, units: number) {
     this.#pool = pool
     this.id = id
     this.units = units
@@ -241,3 +245,8 @@ export class Claim {
     }
   }
 }
+
+/** @internal Makes a pool: `Pool` itself, typed with the constructor its published type hides. */
+export const MadePool = Pool as unknown as new (store: PoolStore, name: string, id: number) => Pool
+/** @internal Makes a claim: `Claim` itself, typed with the constructor its published type hides. */
+export const MadeClaim = Claim as unknown as new (pool: Pool, id: string, units: number) => Claim

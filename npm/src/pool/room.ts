@@ -89,7 +89,7 @@ import {
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { randomId } from '../util/random.js'
 import { checkOptions } from '../util/options.js'
-import { Claim, Pool, checkUnits, type ClaimRequest, type ClaimResult, type Party, type PoolStore } from './pool.js'
+import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type Party, type PoolStore } from './pool.js'
 import type { PoolInfo } from './types.js'
 
 /** What the room needs of its store. */
@@ -255,7 +255,7 @@ export class PoolRoom implements PoolStore {
     }
     // A pool made is written (its capacity), as any change.
     this.#host.poke()
-    return new Pool(this, name, id)
+    return new MadePool(this, name, id)
   }
 
   /**
@@ -268,7 +268,7 @@ export class PoolRoom implements PoolStore {
     this.#checkOpen(place)
     const id = this.#call(() => this.#host.core.findPool(name))
     if (id < 0) throw new InvalidError(`${place}: no such pool (its first use names its capacity)`)
-    return new Pool(this, name, id)
+    return new MadePool(this, name, id)
   }
 
   /** @internal Whether claim `id` of pool `name` is open, holding its units (false: no such pool, or the store closed). */
@@ -313,7 +313,7 @@ export class PoolRoom implements PoolStore {
       result = Promise.resolve({ claimed: false, remaining: buf[CLAIM_REMAINING]! })
     } else if (answer === CLAIM_KNOWN) {
       this.#tell(pool, id, request.party ?? LOCAL, false, request.ask)
-      result = Promise.resolve({ claimed: true, remaining: buf[CLAIM_REMAINING]!, claim: new Claim(pool, id, request.n) })
+      result = Promise.resolve({ claimed: true, remaining: buf[CLAIM_REMAINING]!, claim: new MadeClaim(pool, id, request.n) })
     } else result = Promise.reject(this.#refusal(answer, place))
     this.#after(buf, now)
     return result as Promise<ClaimResult>
@@ -636,7 +636,7 @@ export class PoolRoom implements PoolStore {
       const { id: claimId, n, remember, tracked } = record.claim!
       record.answer(clock, asker => {
         if (remember) this.#tell(record.pool, claimId, asker.party, tracked, asker.ask)
-        asker.resolve({ claimed: true, remaining: a, claim: new Claim(record.pool, claimId, n) })
+        asker.resolve({ claimed: true, remaining: a, claim: new MadeClaim(record.pool, claimId, n) })
       })
     } else if (kind === NOT_CLAIMED) record.answer(clock, asker => asker.resolve({ claimed: false, remaining: a }))
     else if (kind === DURABLE) record.answer(clock, asker => asker.resolve(undefined))

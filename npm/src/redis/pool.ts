@@ -48,7 +48,7 @@
  */
 
 import { CancelledError, ClosedError, InvalidError, LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
-import { Claim, MAX_ID_BYTES, Pool, checkUnits, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
+import { MadeClaim, MAX_ID_BYTES, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
 import type { PoolInfo } from '../pool/types.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { checkOptions } from '../util/options.js'
@@ -167,7 +167,7 @@ export class RedisPools implements PoolStore {
     if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`pool: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
     const o = checkOptions(options, place, ['capacity'])
     const capacity = o.capacity === undefined ? 0 : checkUnits(o.capacity, `${place}: capacity`)
-    const pool = new Pool(this, name, 0)
+    const pool = new MadePool(this, name, 0)
     const tag = poolTagOf(name)
     this.#handles.set(pool, { capacity, checked: false, keys: poolKeysOf(this.#host.prefix, name), channel: this.#host.channelFor(tag) })
     return pool
@@ -364,9 +364,9 @@ export class RedisPools implements PoolStore {
     if (!Array.isArray(answer)) return this.#end(p, new StorageError(`${p.place}: unexpected answer from Redis: ${JSON.stringify(answer)}`))
     switch (answer[0]) {
       case 'c':
-        return this.#end(p, { claimed: true, remaining: Number(answer[1]), claim: new Claim(p.pool, p.id, p.n) })
+        return this.#end(p, { claimed: true, remaining: Number(answer[1]), claim: new MadeClaim(p.pool, p.id, p.n) })
       case 'k':
-        return this.#end(p, { claimed: true, remaining: Number(answer[1]), claim: new Claim(p.pool, p.id, p.n) })
+        return this.#end(p, { claimed: true, remaining: Number(answer[1]), claim: new MadeClaim(p.pool, p.id, p.n) })
       case 'n':
       case 'g':
         // Not there at once, its wait ran out, it left the line (a resize), or (g) Redis no longer has

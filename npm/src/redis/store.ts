@@ -228,8 +228,10 @@ export class RedisStore implements LeaseOwner {
   /** The pools (issue #16): `pool.ts`. */
   readonly #pools: RedisPools
 
-  /** @internal Use `openRedisStore()`. */
-  constructor(adapter: Adapter, server: RedisServerInfo, prefix: string, grace: number, clock: Clock, context: ContextStorage | undefined) {
+  /** Redis stores are opened by `openRedisStore()`, never made by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(adapter: Adapter, server: RedisServerInfo, prefix: string, grace: number, clock: Clock, context: ContextStorage | undefined) {
     this.#adapter = adapter
     this.server = server
     this.prefix = prefix
@@ -790,7 +792,7 @@ export class RedisStore implements LeaseOwner {
     if (resource.limit !== o.limit)
       throw new InvalidError(`${place}: limit ${o.limit} differs from the limit ${resource.limit} this store's semaphore ${name} has`)
     const consts = constants(this.#grace, this.#wakeups.publish, ttl, maxHold, o.limit, '')
-    return new RedisLock(this, resource, o.limit, ttl, maxHold, o.wait, consts)
+    return new MadeRedisLock(this, resource, o.limit, ttl, maxHold, o.wait, consts)
   }
 
   /**
@@ -901,8 +903,10 @@ function describeEnd(why: string): string {
 
 /** A lock or semaphore of a Redis store: the API of `Lock`, kept in Redis. */
 export class RedisLock extends TravellingHandle<Lease> {
-  /** @internal */
-  constructor(
+  /** Locks and semaphores are made by a store's `lock()` and `semaphore()`, never by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(
     readonly store: RedisStore,
     resource: Resource,
     limit: number,
@@ -933,6 +937,26 @@ export class RedisLock extends TravellingHandle<Lease> {
   }
 }
 
+/** Makes a Redis store: `RedisStore` itself, typed with the constructor its published type hides. */
+const MadeRedisStore = RedisStore as unknown as new (
+  adapter: Adapter,
+  server: RedisServerInfo,
+  prefix: string,
+  grace: number,
+  clock: Clock,
+  context: ContextStorage | undefined,
+) => RedisStore
+/** Makes a Redis store's lock or semaphore: `RedisLock` itself, typed with the constructor its published type hides. */
+const MadeRedisLock = RedisLock as unknown as new (
+  store: RedisStore,
+  resource: Resource,
+  limit: number,
+  ttl: number,
+  maxHold: number,
+  wait: number,
+  constants: string,
+) => RedisLock
+
 /** Reads one field of `INFO` text. */
 function infoField(info: string, field: string): string | undefined {
   const m = new RegExp(`^${field}:(.*)$`, 'm').exec(info)
@@ -960,7 +984,7 @@ export async function openRedisStoreOn(context: ContextStorage | undefined, opti
   const adapter = o.redis !== undefined ? adapterOf(o.redis, place) : await adapterForUrl(o.url as string, place)
   try {
     const server = await checkServer(adapter, place, o.allowEviction === true)
-    const store = new RedisStore(adapter, server, prefix, Math.round(grace), clock, context)
+    const store = new MadeRedisStore(adapter, server, prefix, Math.round(grace), clock, context)
     await store._open()
     return store
   } catch (error) {

@@ -344,8 +344,10 @@ export class RemoteStore implements LeaseOwner {
    */
   readonly #unconfirmed = new UnconfirmedReleases(LAST_FRAME)
 
-  /** @internal Use `connect()`. */
-  constructor(
+  /** Remote stores are opened by `connect()`, never made by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(
     url: string,
     transport: Transport,
     token: string,
@@ -982,7 +984,7 @@ export class RemoteStore implements LeaseOwner {
     } catch (error) {
       throw fromEngine(error, place)
     }
-    return new RemoteLock(this, kind, checkName(name, kind), o.limit, o.ttl, o.maxHold, o.wait)
+    return new MadeRemoteLock(this, kind, checkName(name, kind), o.limit, o.ttl, o.maxHold, o.wait)
   }
 
   /** A pool of the server's store (see pool/client.ts); without a capacity, an existing pool. */
@@ -1110,8 +1112,10 @@ function checkName(name: unknown, kind: string): string {
 
 /** A lock or semaphore of a remote store: the API of `Lock`, over the connection. */
 export class RemoteLock extends TravellingHandle<Lease> {
-  /** @internal */
-  constructor(
+  /** Locks and semaphores are made by a store's `lock()` and `semaphore()`, never by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(
     readonly store: RemoteStore,
     kind: 'lock' | 'semaphore',
     name: string,
@@ -1129,6 +1133,27 @@ export class RemoteLock extends TravellingHandle<Lease> {
     return this.store
   }
 }
+
+/** Makes a remote store: `RemoteStore` itself, typed with the constructor its published type hides. */
+const MadeRemoteStore = RemoteStore as unknown as new (
+  url: string,
+  transport: Transport,
+  token: string,
+  reconnect: boolean,
+  clock: Clock,
+  context: ContextStorage | undefined,
+  ca?: string | Uint8Array,
+) => RemoteStore
+/** Makes a remote store's lock or semaphore: `RemoteLock` itself, typed with the constructor its published type hides. */
+const MadeRemoteLock = RemoteLock as unknown as new (
+  store: RemoteStore,
+  kind: 'lock' | 'semaphore',
+  name: string,
+  limit: number,
+  ttl: number,
+  maxHold: number,
+  wait: number,
+) => RemoteLock
 
 const resources = new WeakMap<RemoteStore, ResourceNames>()
 
@@ -1157,7 +1182,7 @@ export async function connectOn(
   }
   if (new TextEncoder().encode(token).length > 1024) throw new InvalidError('connect: a token is at most 1024 bytes')
   if (o.ca !== undefined && typeof o.ca !== 'string' && !(o.ca instanceof Uint8Array)) throw new InvalidError('connect: option ca must be PEM text or bytes')
-  const store = new RemoteStore(
+  const store = new MadeRemoteStore(
     url,
     transport,
     token,

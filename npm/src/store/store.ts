@@ -32,7 +32,7 @@ import type { RemoteRequest } from '../remote/request.js'
 import { runInLease, runLease } from '../handle/run-in-lease.js'
 import { ClosedError, InvalidError, StorageError, fromEngine } from '../errors.js'
 import { Lease } from '../handle/lease.js'
-import { Lock, Semaphore, handleOptions, type LockStore } from '../handle/lock.js'
+import { MadeLock, MadeSemaphore, type Lock, type Semaphore, handleOptions, type LockStore } from '../handle/lock.js'
 import type { ContextStorage } from '../handle/context.js'
 import type { ServedStore } from '../remote/host.js'
 import type { KeyInfo, LockOptions, SemaphoreOptions } from '../types.js'
@@ -96,8 +96,10 @@ export class Store implements LockStore, ServedStore {
   readonly #pools: PoolRoom
   readonly #poolWrites: PoolWrites
 
-  /** @internal Use `openStore()`. */
-  constructor(
+  /** Stores are opened by `openStore()`, never made by hand. */
+  protected constructor(...internal: never)
+  // The published types keep the overload above alone (see Lease's constructor).
+  protected constructor(
     core: Core,
     memory: WebAssembly.Memory,
     storage: Storage,
@@ -157,14 +159,14 @@ export class Store implements LockStore, ServedStore {
   lock(name: string, options?: LockOptions): Lock {
     const o = handleOptions(options, `lock ${String(name)}`, false)
     const resource = this.#host.resource('lock', name, 1, o.ttl, o.hasMaxHold ? o.maxHold : undefined)
-    return new Lock(this, resource, o.ttl, o.maxHold, o.wait, this.#host.names.pin(resource))
+    return new MadeLock(this, resource, o.ttl, o.maxHold, o.wait, this.#host.names.pin(resource))
   }
 
   /** A semaphore: up to `limit` holders of a key at a time. */
   semaphore(name: string, options: SemaphoreOptions): Semaphore {
     const o = handleOptions(options, `semaphore ${String(name)}`, true)
     const resource = this.#host.resource('semaphore', name, o.limit, o.ttl, o.hasMaxHold ? o.maxHold : undefined)
-    return new Semaphore(this, resource, o.ttl, o.maxHold, o.wait, this.#host.names.pin(resource))
+    return new MadeSemaphore(this, resource, o.ttl, o.maxHold, o.wait, this.#host.names.pin(resource))
   }
 
   /** A pool: a count of `capacity` units, claimed `n` at a time and never below zero (see `pool/`). */
@@ -433,7 +435,7 @@ export class Store implements LockStore, ServedStore {
     const semaphore = kind === 'semaphore'
     const o = handleOptions(semaphore ? { limit } : undefined, `${kind} ${String(name)}`, semaphore)
     const resource = this.#host.resource(kind, name, o.limit, o.ttl, undefined)
-    return this.#remote.keepHandle(new (semaphore ? Semaphore : Lock)(this, resource, o.ttl, o.maxHold, o.wait, undefined))
+    return this.#remote.keepHandle(new (semaphore ? MadeSemaphore : MadeLock)(this, resource, o.ttl, o.maxHold, o.wait, undefined))
   }
 
   /** @internal The server's handle was used (see `_serverHandle`): its name is forgotten if nothing else uses it. */
@@ -533,6 +535,17 @@ export class Store implements LockStore, ServedStore {
   }
 }
 
+/** Makes a store: `Store` itself, typed with the constructor its published type hides. */
+const MadeStore = Store as unknown as new (
+  core: Core,
+  memory: WebAssembly.Memory,
+  storage: Storage,
+  writes: FenceWrites,
+  clock: Clock,
+  context: ContextStorage | undefined,
+  transport?: Transport,
+) => Store
+
 /** Opens a store on `platform`; the entry of each runtime calls this. */
 export async function openStoreOn(platform: Platform, options?: StoreOptions): Promise<Store> {
   const o = checkOptions(options, 'openStore', ['storage', 'clock'])
@@ -560,7 +573,7 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
     releaseStorage(storage)
     throw fromEngine(error, 'openStore')
   }
-  return new Store(core, memory, storage, writes, clock, platform.context, platform.transport)
+  return new MadeStore(core, memory, storage, writes, clock, platform.context, platform.transport)
 }
 
 /**
