@@ -376,6 +376,21 @@ test('the alarm ends a lease past its ttl when nothing else wakes the object (th
   assert.equal(seen.leases, 0, 'and the lapsed lease is no longer kept')
 })
 
+test('LOCK-05: a deadline whose alarm the object\'s storage failed to set is armed again at the next call, so the alarm still ends the lease past its ttl with no call after it', async () => {
+  // The clock counted the refused alarm as set: no later call armed it again, and the lease lived on
+  // past its ttl until a call came after it.
+  const at = { ns: 'counting', name: 'alarm-refused', key: 'k' }
+  assert.deepEqual(await cf('refuse-alarms', { ...at, n: 1 }), { refused: 1 })
+  const granted = await cf('raw-acquire', { ...at, ttlMs: 1000 })
+  assert.ok(granted.ok, JSON.stringify(granted))
+  assert.deepEqual(await cf('alarms-refused', at), { refused: 1 }, 'the lease\'s alarm was refused')
+  assert.equal((await cf('inspect', at)).length, 1, 'a call before the deadline')
+  await sleep(2_500)
+  const seen = await cf('alarms', at)
+  assert.ok(seen.alarms >= 1, `the alarm fired: ${JSON.stringify(seen)}`)
+  assert.equal(seen.leases, 0, 'and the lapsed lease is no longer kept')
+})
+
 test('a bad name, key, ttl or limit gets a typed error over the boundary', async () => {
   // Straight to the object (past workerStore's own checks): error values, never thrown.
   for (const [params, message] of [

@@ -183,6 +183,11 @@ interface Timer {
  * `setTimeout` is left pending for a deadline: an evicted object's timers die with it (the alarm wakes
  * it again), and a pending timer keeps an idle object from being evicted (workerd waits for it). Only
  * 0 ms timers (the store's "after this turn") use `setTimeout`.
+ *
+ * A `setAlarm` the storage fails leaves the clock unarmed (the failure is nobody's to answer: the
+ * timer's setter asked for a deadline, not for an alarm), so that the next timer set, or the next
+ * request (`fireDue`), arms it again for the earliest deadline; counted as set, no later timer would
+ * arm it, and the deadlines would wait for a request after them.
  */
 class AlarmClock implements Clock {
   readonly #storage: DurableObjectStorageLike
@@ -224,23 +229,24 @@ class AlarmClock implements Clock {
     timer.fn()
   }
 
-  /** Runs every timer whose time came, earliest first (and those they set that are due too). */
+  /**
+   * Runs every timer whose time came, earliest first (and those they set that are due too); then, if
+   * no alarm is set (it fired, or its `setAlarm` failed), sets it for the earliest timer left.
+   */
   fireDue(): void {
     for (let round = 0; round < 100; round++) {
       const now = Date.now()
       const due = [...this.#timers].filter(t => t.at <= now && t.real === undefined).sort((a, b) => a.at - b.at)
-      if (due.length === 0) return
+      if (due.length === 0) break
       for (const timer of due) this.#fire(timer)
     }
+    if (this.#alarmAt === null) this.#armEarliest()
   }
 
   /** The alarm fired: runs what is due, and sets the alarm for what is left. */
   alarmed(): void {
     this.#alarmAt = null
     this.fireDue()
-    let next = Infinity
-    for (const t of this.#timers) if (t.real === undefined && t.at < next) next = t.at
-    if (next !== Infinity) this.#arm(next)
   }
 
   /** Stops every timer (the object opens its store anew). */
@@ -249,10 +255,26 @@ class AlarmClock implements Clock {
   }
 
   #arm(at: number): void {
-    // An alarm already set at or before `at` fires first, and sets the next one then.
-    if (this.#alarmAt !== null && this.#alarmAt <= at) return
+    // An alarm already set at or before `at` fires first, and sets the next one then. None set (its
+    // `setAlarm` failed): an earlier timer may be waiting for one too.
+    if (this.#alarmAt === null) return this.#armEarliest()
+    if (this.#alarmAt <= at) return
+    this.#set(at)
+  }
+
+  /** Sets the alarm for the earliest timer, if any. */
+  #armEarliest(): void {
+    let next = Infinity
+    for (const t of this.#timers) if (t.real === undefined && t.at < next) next = t.at
+    if (next !== Infinity) this.#set(next)
+  }
+
+  #set(at: number): void {
     this.#alarmAt = at
-    this.#storage.setAlarm(at).catch(() => {})
+    this.#storage.setAlarm(at).catch(() => {
+      // Not set: unarmed, for the next timer or request to arm again (unless a later call set it since).
+      if (this.#alarmAt === at) this.#alarmAt = null
+    })
   }
 }
 

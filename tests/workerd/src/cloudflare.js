@@ -12,7 +12,8 @@ export { HoldfastObject }
  * HoldfastObject counting its alarms in its own storage: the alarm backstop test reads the count. Its
  * storage refuses the next writes and deletes of kept leases when told (`refuseLeaseWrites`, `refuseLeaseDeletes`), as a storage that
  * fails does, or holds its deletes of kept leases up (`holdLeaseDeletes`, `letLeaseDeletes`), as a
- * slow one does: the object's own `ctx.storage`, its put and delete wrapped in place (a proxy is refused).
+ * slow one does; it refuses the next `setAlarm` calls when told (`refuseAlarms`): the object's own
+ * `ctx.storage`, its put, delete and setAlarm wrapped in place (a proxy is refused).
  */
 export class CountingHoldfast extends HoldfastObject {
   /** Writes of kept leases still to refuse (a closure's, not `this`'s: the store opens within super()). */
@@ -20,7 +21,8 @@ export class CountingHoldfast extends HoldfastObject {
 
   constructor(ctx, env) {
     // held: while deletes are held up, `{ gate, arrived }` (the gate they wait at; open once one waits).
-    const faults = { refusals: 0, deletes: 0, held: undefined }
+    // alarms: setAlarm calls still to refuse; alarmsRefused: how many were.
+    const faults = { refusals: 0, deletes: 0, held: undefined, alarms: 0, alarmsRefused: 0 }
     const storage = ctx.storage
     const put = storage.put.bind(storage)
     storage.put = async (key, value) => {
@@ -29,6 +31,15 @@ export class CountingHoldfast extends HoldfastObject {
         throw new Error(`storage.put(${key}): refused by the test`)
       }
       return await put(key, value)
+    }
+    const setAlarm = storage.setAlarm.bind(storage)
+    storage.setAlarm = async (...args) => {
+      if (faults.alarms > 0) {
+        faults.alarms--
+        faults.alarmsRefused++
+        throw new Error('storage.setAlarm: refused by the test')
+      }
+      return await setAlarm(...args)
     }
     const del = storage.delete.bind(storage)
     storage.delete = async key => {
@@ -51,6 +62,17 @@ export class CountingHoldfast extends HoldfastObject {
   refuseLeaseWrites(n) {
     this.#faults.refusals = n
     return n
+  }
+
+  /** The next `n` calls of `setAlarm` fail (in memory: a restart forgets the count). */
+  refuseAlarms(n) {
+    this.#faults.alarms = n
+    return n
+  }
+
+  /** How many `setAlarm` calls `refuseAlarms` refused. */
+  alarmsRefused() {
+    return this.#faults.alarmsRefused
   }
 
   /** The next `n` deletes of a kept lease fail (in memory: a restart forgets the count). */
@@ -373,6 +395,10 @@ export async function cloudflare(op, q, env) {
       return await stub().keptLeases()
     case 'refuse-writes':
       return { refused: await stub().refuseLeaseWrites(Number(q.get('n') ?? 1)) }
+    case 'refuse-alarms':
+      return { refused: await stub().refuseAlarms(Number(q.get('n') ?? 1)) }
+    case 'alarms-refused':
+      return { refused: await stub().alarmsRefused() }
     case 'refuse-deletes':
       return { refused: await stub().refuseLeaseDeletes(Number(q.get('n') ?? 1)) }
     case 'hold-deletes':
