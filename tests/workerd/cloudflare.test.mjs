@@ -239,6 +239,17 @@ test('LOCK-05 across an object reset: a release under way when its object resets
   assert.deepEqual(await cf('inspect', at), [], 'released on the new instance')
 })
 
+test('POOL-01 across an object reset: a release the object kept, then reset before answering, is asked again and resolves true (the units came back by it), not false', async () => {
+  const at = { ns: 'counting', capacity: 2 }
+  assert.equal((await pool('pool-release-reset', 'claim', { ...at, n: 2, id: 'r' })).claimed, true)
+  assert.deepEqual(await cf('crash-after-pool-write', { ...at, name: 'pool-release-reset' }), { armed: true })
+  // Asked again of the next instance, which read the release back: it held nothing (answered 0), and
+  // release() resolved false although this very release gave the units back.
+  assert.deepEqual(await pool('pool-release-reset', 'release', { ...at, id: 'r' }), { released: true })
+  assert.deepEqual(await pool('pool-release-reset', 'remaining', at), { remaining: 2 })
+  assert.deepEqual(await pool('pool-release-reset', 'release', { ...at, id: 'r' }), { released: false }, 'a second release, asked once: false')
+})
+
 test('POOL-03 across an object reset: a claim waiting when its pool\'s object resets is asked again with its claim id and claimed once the units come back', async () => {
   const first = await pool('pool-reset', 'claim', { ns: 'counting', capacity: 2, n: 2, id: 'first' })
   assert.equal(first.claimed, true)

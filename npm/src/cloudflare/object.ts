@@ -128,7 +128,7 @@ import type { Clock } from '../util/clock.js'
 import type { Storage } from '../storage/storage.js'
 import type { Store } from '../store/store.js'
 import type { KeyInfo } from '../types.js'
-import type { Pool } from '../pool/pool.js'
+import { checkId, type Pool } from '../pool/pool.js'
 import type { PoolInfo } from '../pool/types.js'
 import type {
   AcquireAnswer,
@@ -984,7 +984,11 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       const pool = this.#pool(name, capacity)
       switch (op) {
         case 'release':
-          return { ok: (await pool.release(claim)) ? 1 : 0 }
+          // 2 when the claim held nothing, having given its units back before (released, or its ttl
+          // ran out; its id remembered), as a connection's release of revision 6 is answered: a
+          // workerStore asking again a release whose call failed (the object reset after keeping it)
+          // learns that its units are back. An older workerStore reads 2 as 0, as it was answered.
+          return { ok: await this.#store._releaseServed(pool, checkId(claim, `pool ${pool.name}`)) }
         case 'confirm':
           await pool.confirm(claim)
           return { ok: 0 }

@@ -65,8 +65,10 @@ export interface PoolClaimOptions {
 /** A claim's outcome: `claimed` and the units left right after it (the first outcome, asked again). */
 export type PoolClaimAnswer = { ok: { claimed: boolean; remaining: number } } | ErrorAnswer
 /**
- * The other pool operations; `ok` is a count: `release` 1 or 0 (whether it held units), `withdraw` 1
- * or 0 (whether it undid the claim), `remaining` the units left, else 0.
+ * The other pool operations; `ok` is a count: `release` 1 (it gave the claim's units back), 2 (it
+ * held nothing, having given them back before: released, or its ttl ran out) or 0 (no such claim; an
+ * object before 2 answers 0 for both), `withdraw` 1 or 0 (whether it undid the claim), `remaining`
+ * the units left, else 0.
  */
 export type PoolOp = 'release' | 'confirm' | 'remaining' | 'resize' | 'cancel' | 'withdraw'
 export type PoolOpAnswer = { ok: number } | ErrorAnswer

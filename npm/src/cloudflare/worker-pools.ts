@@ -15,7 +15,9 @@
  * once, as over a connection (revision 6): the object undoes the claim as if it never was only if it
  * answered `claimed` to no other asker of its id (another caller, joined to it or asking it since, or a
  * WebSocket client), whom it stays with; this caller forgets it either way. An object of an older
- * holdfast, which knows no withdraw, is asked to release it.
+ * holdfast, which knows no withdraw, is asked to release it. A release asked again after a failed
+ * call (the object kept it, then reset before answering) finds the claim's units given back before:
+ * the object answers 2, and `release()` resolves `true` (see `_releaseClaim`).
  *
  * # Capacity
  * A handle's calls carry its capacity until one was answered (the object makes the pool with it, or
@@ -116,17 +118,34 @@ export class WorkerPools implements PoolStore {
       await this.#caller.call(place, pool.name, stub => stub.poolOp('release', pool.name, 0, id, 0), 0)
   }
 
-  async #op(pool: Pool, op: PoolOp, claim: string, value: number): Promise<number> {
+  /** `asked`: called as each call is made (the first, and each asked again). */
+  async #op(pool: Pool, op: PoolOp, claim: string, value: number, asked?: () => void): Promise<number> {
     const place = claim ? `pool ${pool.name}: claim ${JSON.stringify(claim)}` : `pool ${pool.name}`
     // Each is the same when asked again: a second release finds nothing to release, as the first left it.
-    const answer = ok(await this.#caller.call(place, pool.name, stub => stub.poolOp(op, pool.name, this.#capacities.carried(pool), claim, value), 0))
+    const answer = ok(
+      await this.#caller.call(
+        place,
+        pool.name,
+        stub => {
+          asked?.()
+          return stub.poolOp(op, pool.name, this.#capacities.carried(pool), claim, value)
+        },
+        0,
+      ),
+    )
     this.#capacities.answered(pool)
     return answer
   }
 
   /** @internal */
   async _releaseClaim(pool: Pool, id: string): Promise<boolean> {
-    return (await this.#op(pool, 'release', id, 0)) === 1
+    // 2: it held nothing, having given its units back before (an object of this version). Asked again
+    // after a failed call, that is most likely this release's own first call, kept with its answer
+    // lost (the object reset): the units are back (by it, or just before it), so `true`; asked once,
+    // `false` (released before), as over a connection (pool/client.ts). An older object answers 0.
+    let calls = 0
+    const answer = await this.#op(pool, 'release', id, 0, () => calls++)
+    return answer === 1 || (calls > 1 && answer === 2)
   }
 
   /** @internal */

@@ -186,7 +186,8 @@ export const MAX_ID_BYTES = 128
 /** At most this many UTF-16 units, a string is at most `MAX_ID_BYTES` bytes of UTF-8 (3 bytes a unit). */
 const MAX_ID_UNITS = Math.floor(MAX_ID_BYTES / 3)
 
-function checkId(id: unknown, place: string): string {
+/** @internal Checks a claim id (as `release(id)` does), for a host that passes one to its store's served calls. */
+export function checkId(id: unknown, place: string): string {
   if (typeof id === 'string' && id.length > 0) {
     // As a key must (util/key.ts): encoded as UTF-8, in wasm, on the wire or in Redis, a lone
     // surrogate becomes U+FFFD, and two different ids would name one claim.

@@ -12,7 +12,8 @@ export { HoldfastObject }
  * HoldfastObject counting its alarms in its own storage: the alarm backstop test reads the count. Its
  * storage refuses the next writes and deletes of kept leases when told (`refuseLeaseWrites`, `refuseLeaseDeletes`), as a storage that
  * fails does, or holds its deletes of kept leases up (`holdLeaseDeletes`, `letLeaseDeletes`), as a
- * slow one does; it refuses the next `setAlarm` calls when told (`refuseAlarms`): the object's own
+ * slow one does; it refuses the next `setAlarm` calls when told (`refuseAlarms`), and resets right
+ * after the next write of its pools landed when told (`crashAfterPoolWrite`): the object's own
  * `ctx.storage`, its put, delete and setAlarm wrapped in place (a proxy is refused).
  */
 export class CountingHoldfast extends HoldfastObject {
@@ -21,8 +22,9 @@ export class CountingHoldfast extends HoldfastObject {
 
   constructor(ctx, env) {
     // held: while deletes are held up, `{ gate, arrived }` (the gate they wait at; open once one waits).
-    // alarms: setAlarm calls still to refuse; alarmsRefused: how many were.
-    const faults = { refusals: 0, deletes: 0, held: undefined, alarms: 0, alarmsRefused: 0 }
+    // alarms: setAlarm calls still to refuse; alarmsRefused: how many were. crashAfterPoolWrite: the
+    // next write of the pools lands, then the object resets before the call it answers is answered.
+    const faults = { refusals: 0, deletes: 0, held: undefined, alarms: 0, alarmsRefused: 0, crashAfterPoolWrite: false }
     const storage = ctx.storage
     const put = storage.put.bind(storage)
     storage.put = async (key, value) => {
@@ -30,7 +32,13 @@ export class CountingHoldfast extends HoldfastObject {
         faults.refusals--
         throw new Error(`storage.put(${key}): refused by the test`)
       }
-      return await put(key, value)
+      const done = await put(key, value)
+      if (faults.crashAfterPoolWrite && String(key).startsWith('holdfast.pools')) {
+        faults.crashAfterPoolWrite = false
+        await storage.sync()
+        ctx.abort('crash after a pool write landed')
+      }
+      return done
     }
     const setAlarm = storage.setAlarm.bind(storage)
     storage.setAlarm = async (...args) => {
@@ -73,6 +81,12 @@ export class CountingHoldfast extends HoldfastObject {
   /** How many `setAlarm` calls `refuseAlarms` refused. */
   alarmsRefused() {
     return this.#faults.alarmsRefused
+  }
+
+  /** The next write of the pools lands, then the object resets (`crash`) before answering what it kept. */
+  crashAfterPoolWrite() {
+    this.#faults.crashAfterPoolWrite = true
+    return true
   }
 
   /** The next `n` deletes of a kept lease fail (in memory: a restart forgets the count). */
@@ -399,6 +413,8 @@ export async function cloudflare(op, q, env) {
       return { refused: await stub().refuseAlarms(Number(q.get('n') ?? 1)) }
     case 'alarms-refused':
       return { refused: await stub().alarmsRefused() }
+    case 'crash-after-pool-write':
+      return { armed: await stub().crashAfterPoolWrite() }
     case 'refuse-deletes':
       return { refused: await stub().refuseLeaseDeletes(Number(q.get('n') ?? 1)) }
     case 'hold-deletes':
