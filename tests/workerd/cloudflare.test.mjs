@@ -630,6 +630,33 @@ test('POOL-04 across a restart: a claim\'s cancel that came before its call is k
   assert.deepEqual(await cf('raw-pool-op', { ...at, op: 'release', id: 'x' }), { ok: 1 })
 })
 
+test('POOL-01 across an object reset: a claimed answer that crossed its caller\'s cancel, its claim id drawn by workerStore, is let go though the object reset before the withdraw came (the next instance knows nobody it told): its units are not taken for good; a caller\'s own id stays claimed, as any claim read back', async () => {
+  // The withdraw reached the next instance, which read the claim back and, not knowing whom it told,
+  // kept it (answered 0): with no ttl its unit stayed taken for good, by a claim whose id nobody knew.
+  const at = { ns: 'counting', capacity: 1 }
+  const drawn = await pool('pool-crossed-reset', 'crossed', { ...at, n: 1, drawn: '1', reset: '1' })
+  assert.deepEqual(drawn.answered, { ok: { claimed: true, remaining: 0 } }, JSON.stringify(drawn))
+  assert.equal(drawn.cancelled.error?.name, 'CancelledError', JSON.stringify(drawn))
+  assert.deepEqual(drawn.letGo, { op: 'withdraw', asker: 'string', answer: { ok: 0 } }, `kept by the next instance: ${JSON.stringify(drawn)}`)
+  assert.equal(drawn.remaining, 1, `the unit is back: ${JSON.stringify(drawn)}`)
+  // The caller's own id: another caller may hold it (asked with that id before the reset), so it stays claimed.
+  const own = await pool('pool-crossed-reset-own', 'crossed', { ...at, n: 1, id: 'mine', reset: '1' })
+  assert.deepEqual(own.ops, ['cancel', 'withdraw'], JSON.stringify(own))
+  assert.equal(own.remaining, 0, JSON.stringify(own))
+  assert.deepEqual(await pool('pool-crossed-reset-own', 'claim', { ...at, n: 1, id: 'mine' }), { claimed: true, remaining: 0, id: 'mine', units: 1 }, 'its first outcome')
+  assert.deepEqual(await pool('pool-crossed-reset-own', 'release', { ...at, id: 'mine' }), { released: true })
+})
+
+test('POOL-01/POOL-02: a withdraw of a crossed claim that the object\'s storage fails to write (answered storage, not asked again) undoes the claim all the same: the object writes it again, and its units are back, after a restart too', async () => {
+  const at = { ns: 'counting', capacity: 1 }
+  const crossed = await pool('pool-crossed-refused', 'crossed', { ...at, n: 1, id: 'w', refusePool: '1' })
+  assert.equal(crossed.letGo.op, 'withdraw', JSON.stringify(crossed))
+  assert.equal(crossed.letGo.answer.error?.code, 'storage', JSON.stringify(crossed))
+  assert.equal(crossed.remaining, 1, JSON.stringify(crossed))
+  await restart('CountingHoldfast', 'pool-crossed-refused')
+  assert.deepEqual(await pool('pool-crossed-refused', 'remaining', at), { remaining: 1 }, 'the undo was written again')
+})
+
 test('POOL-01/POOL-03 over Workers RPC: a claimed answer that crossed its caller\'s cancel is withdrawn, and the object keeps the claim when another caller of its id was told claimed (joined while it waited, or answered it open); told to that caller alone, it is undone as if it never was', async () => {
   // The crossed answer was released at once, though the other caller had been told claimed: its unit
   // went back to the pool, to be sold again (an oversell).

@@ -14,10 +14,12 @@
  * keeps waiting, the claim its place in line); a `claimed` answer that raced the cancel is withdrawn at
  * once, as over a connection (revision 6): the object undoes the claim as if it never was only if it
  * answered `claimed` to no other asker of its id (another caller, joined to it or asking it since, or a
- * WebSocket client), whom it stays with; this caller forgets it either way. An object of an older
- * holdfast, which knows no withdraw, is asked to release it. A release asked again after a failed
- * call (the object kept it, then reset before answering) finds the claim's units given back before:
- * the object answers 2, and `release()` resolves `true` (see `_releaseClaim`).
+ * WebSocket client), whom it stays with; this caller forgets it either way — unless its id was drawn
+ * here, which no other caller can have been told: one the object kept (it restarted since, and knows
+ * nobody it told) is released then (`#withdraw`). An object of an older holdfast, which knows no
+ * withdraw, is asked to release it. A release asked again after a failed call (the object kept it,
+ * then reset before answering) finds the claim's units given back before: the object answers 2, and
+ * `release()` resolves `true` (see `_releaseClaim`).
  *
  * # Capacity
  * A handle's calls carry its capacity until one was answered (the object makes the pool with it, or
@@ -94,7 +96,7 @@ export class WorkerPools implements PoolStore {
         () => this.#caller.stub(pool.name).poolOp('cancel', pool.name, 0, id, 0, asker),
         // A claim that raced the cancel is withdrawn: undone only if no other caller was told it (POOL-01).
         answer => {
-          if ('ok' in answer && answer.ok.claimed) this.#withdraw(pool, id, asker).catch(() => {})
+          if ('ok' in answer && answer.ok.claimed) this.#withdraw(pool, id, asker, request.id === undefined).catch(() => {})
         },
       ),
     )
@@ -108,14 +110,19 @@ export class WorkerPools implements PoolStore {
    * Withdraws claim `id`, whose `claimed` answer to `asker` crossed its cancel (see # Claims and failed
    * calls). Asked again after a retryable failure: an object that restarted meanwhile no longer knows
    * whom it told, and keeps the claim (as it keeps any claim it read back), which holds its units until
-   * released or its ttl: never an oversell.
+   * released or its ttl: never an oversell. But an id `drawn` here is nobody else's (no other caller
+   * can ask it), so a withdraw that undid nothing — the claim kept so, or told to this caller twice,
+   * its call asked again — is followed by a release: else it would hold its units until its ttl, or
+   * for good, with nobody to release it. Not asked again when answered `storage`: the object's store
+   * undid the claim in memory all the same, and writes it again (pool/writes.ts); a repeat would find
+   * nothing to undo.
    */
-  async #withdraw(pool: Pool, id: string, asker: string): Promise<void> {
+  async #withdraw(pool: Pool, id: string, asker: string, drawn: boolean): Promise<void> {
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
     const answer = await this.#caller.call(place, pool.name, stub => stub.poolOp('withdraw', pool.name, 0, id, 0, asker), 0)
     // An older object (no withdraw: `invalid`, naming the ops it knows) can only release it, as before.
-    if ('error' in answer && answer.error.code === 'invalid' && /must be release, confirm, remaining, resize or cancel$/.test(answer.error.message))
-      await this.#caller.call(place, pool.name, stub => stub.poolOp('release', pool.name, 0, id, 0), 0)
+    const older = 'error' in answer && answer.error.code === 'invalid' && /must be release, confirm, remaining, resize or cancel$/.test(answer.error.message)
+    if (older || (drawn && 'ok' in answer && answer.ok === 0)) await this.#caller.call(place, pool.name, stub => stub.poolOp('release', pool.name, 0, id, 0), 0)
   }
 
   /** `asked`: called as each call is made (the first, and each asked again). */

@@ -12,7 +12,8 @@ export { HoldfastObject }
  * HoldfastObject counting its alarms in its own storage: the alarm backstop test reads the count. Its
  * storage refuses the next writes and deletes of kept leases when told (`refuseLeaseWrites`, `refuseLeaseDeletes`), as a storage that
  * fails does, or holds its deletes of kept leases up (`holdLeaseDeletes`, `letLeaseDeletes`), as a
- * slow one does; it refuses the next `setAlarm` calls when told (`refuseAlarms`), and resets right
+ * slow one does; it refuses the next writes of its pools (`refusePoolWrites`) and the next `setAlarm`
+ * calls (`refuseAlarms`) when told, and resets right
  * after the next write of its pools landed when told (`crashAfterPoolWrite`): the object's own
  * `ctx.storage`, its put, delete and setAlarm wrapped in place (a proxy is refused).
  */
@@ -24,12 +25,17 @@ export class CountingHoldfast extends HoldfastObject {
     // held: while deletes are held up, `{ gate, arrived }` (the gate they wait at; open once one waits).
     // alarms: setAlarm calls still to refuse; alarmsRefused: how many were. crashAfterPoolWrite: the
     // next write of the pools lands, then the object resets before the call it answers is answered.
-    const faults = { refusals: 0, deletes: 0, held: undefined, alarms: 0, alarmsRefused: 0, crashAfterPoolWrite: false }
+    // poolRefusals: writes of the pools still to refuse.
+    const faults = { refusals: 0, deletes: 0, held: undefined, alarms: 0, alarmsRefused: 0, crashAfterPoolWrite: false, poolRefusals: 0 }
     const storage = ctx.storage
     const put = storage.put.bind(storage)
     storage.put = async (key, value) => {
       if (faults.refusals > 0 && String(key).startsWith('holdfast.lease.')) {
         faults.refusals--
+        throw new Error(`storage.put(${key}): refused by the test`)
+      }
+      if (faults.poolRefusals > 0 && String(key).startsWith('holdfast.pools')) {
+        faults.poolRefusals--
         throw new Error(`storage.put(${key}): refused by the test`)
       }
       const done = await put(key, value)
@@ -81,6 +87,12 @@ export class CountingHoldfast extends HoldfastObject {
   /** How many `setAlarm` calls `refuseAlarms` refused. */
   alarmsRefused() {
     return this.#faults.alarmsRefused
+  }
+
+  /** The next `n` writes of the pools fail (in memory: a restart forgets the count). */
+  refusePoolWrites(n) {
+    this.#faults.poolRefusals = n
+    return n
   }
 
   /** The next write of the pools lands, then the object resets (`crash`) before answering what it kept. */
@@ -563,19 +575,24 @@ function parking(namespace) {
  * caller's workerStore lets the claim go (the op it asks is reported). With `line`, the claim first
  * waits in line behind a holder of every unit; with `others`, a second caller (another workerStore)
  * asks the same id meanwhile (joined to it while it waits, or answered the open claim) and is told
- * `claimed` before the cancel. Then a claim of another id tells whether the units went back.
+ * `claimed` before the cancel. With `drawn`, the claim has no id of the caller's (workerStore draws
+ * one); with `reset`, the object resets (`crash`) before the answer is let through, so that what lets
+ * the claim go reaches the next instance, which read the claim back; with `refusePool`, the object's
+ * next writes of its pools fail then. Once the ops settled, the units left tell whether they went back.
  */
 async function crossed(pool, namespace, name, capacity, n, q) {
   const id = q.get('id') ?? 'crossed'
   const line = q.get('line') === '1'
   const others = q.get('others') === '1'
+  const drawn = q.get('drawn') === '1'
+  const reset = q.get('reset') === '1'
   const parked = parking(namespace)
   const mine = workerStore(parked.namespace).pool(name, { capacity })
   const object = namespace.get(namespace.idFromName(name))
   const waiting = async () => (await object.inspectPools()).find(p => p.name === name)?.waiting ?? 0
   if (line) assert((await pool.claim(capacity, { id: `${id}-holder` })).claimed, 'the holder took every unit')
   const ac = new AbortController()
-  const asked = mine.claim(n, { id, wait: '10s', signal: ac.signal }).then(
+  const asked = mine.claim(n, { ...(drawn ? {} : { id }), wait: '10s', signal: ac.signal }).then(
     r => ({ claimed: r.claimed }),
     e => errorInfo(e),
   )
@@ -591,8 +608,16 @@ async function crossed(pool, namespace, name, capacity, n, q) {
   const told = other ? (await other).claimed : undefined
   ac.abort('enough')
   const cancelled = await asked
+  if (q.has('refusePool')) await object.refusePoolWrites(Number(q.get('refusePool')))
+  if (reset) await object.crash('reset before the crossed claim is let go').catch(() => {})
   parked.letGo()
   const letGo = await poll(() => parked.ops.find(o => o.op !== 'cancel'), 'the crossed claim is let go')
+  // Settled: every op asked answered, and none more asked for 300 ms.
+  for (let seen = -1; seen !== parked.ops.length; ) {
+    seen = parked.ops.length
+    await Promise.allSettled(parked.ops.map(o => o.answer))
+    await sleep(300)
+  }
   return {
     answered,
     told,
