@@ -138,9 +138,32 @@ test('POOL-01: the capacity is fixed by first use (another is InvalidError namin
   await store.close()
 })
 
+test('POOL-01: a pool that exists is named alone, without its capacity (as over a connection and on Redis), whatever its capacity now', async () => {
+  const { store } = await openTestStore()
+  const seats = store.pool('seats', { capacity: 3 })
+  const held = await seats.claim(2, { id: 'order-1' })
+  await seats.resize(5)
+  const named = store.pool('seats')
+  assert.equal(named.name, 'seats')
+  assert.equal(await named.remaining(), 3, 'the same pool, with its new capacity')
+  const asked = await named.claim(2, { id: 'order-1' })
+  assert.deepEqual([asked.claimed, asked.remaining], [true, 1], 'its claims are the same: the first outcome of the id')
+  assert.equal(await named.release('order-1'), true)
+  assert.equal(await held.claim.release(), false, 'released once, through either handle')
+  assert.equal(await seats.remaining(), 5)
+  await store.close()
+  assert.throws(() => store.pool('seats'), ClosedError)
+})
+
 test('POOL-01: options are checked and named (typed errors)', async () => {
   const { store } = await openTestStore()
-  assert.throws(() => store.pool('seats'), e => e instanceof InvalidError && /capacity is required/.test(e.message))
+  // Without a capacity, a pool that exists; one that does not is refused in the words a server and
+  // Redis use for it (there, at the handle's first call).
+  const none = 'pool seats: no such pool (its first use names its capacity)'
+  assert.throws(() => store.pool('seats'), e => e instanceof InvalidError && e.code === 'invalid' && e.message === none)
+  assert.throws(() => store.pool('seats', {}), e => e instanceof InvalidError && e.message === none)
+  assert.throws(() => store.pool('Seats!'), e => e instanceof InvalidError && e.message === 'pool Seats!: name "Seats!" must match [a-z0-9][a-z0-9_.-]{0,63}')
+  assert.deepEqual(store.inspect(), [], 'a pool named alone is not made')
   assert.throws(() => store.pool('seats', { capacity: 1.5 }), e => e instanceof InvalidError && /1.5/.test(e.message))
   // The place first, as a lock's or a semaphore's bad name says it.
   assert.throws(() => store.pool('Seats!', { capacity: 3 }), e => e instanceof InvalidError && e.message === 'pool Seats!: name "Seats!" must match [a-z0-9][a-z0-9_.-]{0,63}')
@@ -244,7 +267,7 @@ test('POOL-02: on fileStorage, claims survive closing and opening the directory 
   }
 })
 
-test('POOL-02: on fileStorage, a resize is kept for good: opened again, the pool is asked with its new capacity (the old one is InvalidError naming both; inspect lists it)', async () => {
+test('POOL-02: on fileStorage, a resize is kept for good: opened again, the pool is asked with its new capacity (the old one is InvalidError naming both; inspect lists it), or named alone', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'holdfast-pools-'))
   try {
     const store = await openStore({ storage: fileStorage(dir) })
@@ -257,6 +280,11 @@ test('POOL-02: on fileStorage, a resize is kept for good: opened again, the pool
     const { capacity } = again.inspect().find(e => e.kind === 'pool' && e.name === 'seats')
     assert.equal(capacity, 200)
     assert.equal(await again.pool('seats', { capacity }).remaining(), 198)
+    // Startup code that names the pool alone opens it whatever it was resized to, as on every store.
+    const named = again.pool('seats')
+    assert.equal(await named.remaining(), 198)
+    assert.equal(await named.release('order-1'), true, 'the claim of before the restart, by its id')
+    assert.throws(() => again.pool('rows'), e => e instanceof InvalidError && e.message === 'pool rows: no such pool (its first use names its capacity)')
     await again.close()
   } finally {
     rmSync(dir, { recursive: true, force: true })

@@ -85,7 +85,7 @@ test('POOL-01: the capacity is fixed by first use, across stores (another is Inv
 
 test('POOL-01: options are checked and named (typed errors)', async t => {
   const { a } = await twoStores(t)
-  await assert.rejects(a.pool('nothing-here').remaining(), e => e instanceof InvalidError && /pool nothing-here: no such pool/.test(e.message))
+  await assert.rejects(a.pool('nothing-here').remaining(), e => e instanceof InvalidError && e.message === 'pool nothing-here: no such pool (its first use names its capacity)')
   assert.throws(() => a.pool('seats', { capacity: 1.5 }), e => e instanceof InvalidError && /1.5/.test(e.message))
   assert.throws(() => a.pool('Seats!', { capacity: 3 }), InvalidError)
   assert.throws(() => a.pool('seats', { capacity: 3, limit: 2 }), e => e instanceof InvalidError && /limit/.test(e.message))

@@ -72,7 +72,9 @@ test('POOL-01, POOL-03 over a connection: never below zero; a claim id asked aga
   // A handle without a capacity names an existing pool; a resize from any handle keeps them valid.
   await client.pool('seats').resize(5)
   assert.equal(await seats.remaining(), 5)
-  await assert.rejects(client.pool('nothing').remaining(), e => e instanceof InvalidError && /no such pool/.test(e.message))
+  // In the words of the server's store, as a local store says it at once (store.pool('nothing')).
+  await assert.rejects(client.pool('nothing').remaining(), e => e instanceof InvalidError && e.message === 'pool nothing: no such pool (its first use names its capacity)')
+  assert.throws(() => store.pool('nothing'), e => e instanceof InvalidError && e.message === 'pool nothing: no such pool (its first use names its capacity)')
   assert.deepEqual(
     (await client.inspect()).filter(e => e.kind === 'pool'),
     [{ kind: 'pool', name: 'seats', capacity: 5, remaining: 5, claims: 0, waiting: 0 }],

@@ -40,6 +40,8 @@ export async function use(): Promise<number> {
   const pools: PoolInfo[] = store.inspect().filter((e): e is PoolInfo => e.kind === 'pool')
   const left: number = (await seats.remaining()) + got.remaining + pools.length
   await seats.resize(200)
+  // A pool that exists, named alone (whatever its capacity now), as on every store.
+  const named: number = await store.pool('flight-aa123').remaining()
   const remote = await connect('ws://127.0.0.1:7420', { token: 't' })
   const busy = await remote.inspect()
   void slim.openStore
@@ -53,7 +55,7 @@ export async function use(): Promise<number> {
     const code: 'in_use' | 'lost' | 'closed' | 'invalid' | 'limit' | 'cancelled' | 'storage' | 'permission' = caught.code
     void code
   }
-  return fence + busy.length + lease.fence + (key?.length ?? 0) + left
+  return fence + busy.length + lease.fence + (key?.length ?? 0) + left + named
 }
 
 /** Pools on Redis: the same handles and answers. */

@@ -114,6 +114,8 @@ export interface PoolHost {
   storageError(): unknown
 }
 
+/** A pool's name, as the engine checks it (here only to word a pool named alone that no pool could have). */
+const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 /** The party of a caller in this process (never one that withdraws). */
 const LOCAL = Object.freeze({})
 /** More than one party was answered `claimed`, or who was told is not known. */
@@ -236,13 +238,16 @@ export class PoolRoom implements PoolStore {
     this.#scheduleNext()
   }
 
-  /** `store.pool(name, { capacity })`. */
+  /**
+   * `store.pool(name, { capacity })`; without a capacity, the pool as it is (it must exist), as over a
+   * connection and on Redis: startup code that names a pool alone opens it whatever a resize made it.
+   */
   pool(name: unknown, options: unknown): Pool {
     const place = `pool ${String(name)}`
     this.#checkOpen(place)
     if (typeof name !== 'string') throw new InvalidError(`pool: name must be a string, not ${typeof name}`)
     const o = checkOptions(options, place, ['capacity'])
-    if (o.capacity === undefined) throw new InvalidError(`${place}: option capacity is required (1 to 2^53-1)`)
+    if (o.capacity === undefined) return this.#existing(name, place)
     const capacity = checkUnits(o.capacity, `${place}: capacity`)
     let id: number
     try {
@@ -266,9 +271,16 @@ export class PoolRoom implements PoolStore {
     if (capacity !== 0) return this.pool(name, { capacity })
     const place = `pool ${name}`
     this.#checkOpen(place)
+    return this.#existing(name, place)
+  }
+
+  /** The pool `name` as it is: `InvalidError` if none was made (in the words of a server and of Redis). */
+  #existing(name: string, place: string): Pool {
     const id = this.#call(() => this.#host.core.findPool(name))
-    if (id < 0) throw new InvalidError(`${place}: no such pool (its first use names its capacity)`)
-    return new MadePool(this, name, id)
+    if (id >= 0) return new MadePool(this, name, id)
+    // No pool has a name the engine would refuse: say what is wrong with it rather than "no such pool".
+    if (!NAME.test(name)) throw new InvalidError(`${place}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    throw new InvalidError(`${place}: no such pool (its first use names its capacity)`)
   }
 
   /** @internal Whether claim `id` of pool `name` is open, holding its units (false: no such pool, or the store closed). */

@@ -169,8 +169,12 @@ export class Store implements LockStore, ServedStore {
     return new MadeSemaphore(this, resource, o.ttl, o.maxHold, o.wait, this.#host.names.pin(resource))
   }
 
-  /** A pool: a count of `capacity` units, claimed `n` at a time and never below zero (see `pool/`). */
-  pool(name: string, options: PoolOptions): Pool {
+  /**
+   * A pool: a count of `capacity` units, claimed `n` at a time and never below zero (see `pool/`).
+   * Without a capacity, a pool this store has (whatever a resize made it); one it has not is an
+   * `InvalidError` at once.
+   */
+  pool(name: string, options?: PoolOptions): Pool {
     return this.#pools.pool(name, options)
   }
 
