@@ -514,6 +514,15 @@ test('POOL-01 in the Durable Object: remaining never goes below zero nor above c
   assert.deepEqual(await pool('pool-01', 'release', { capacity: 8, id: 'four' }), { released: true })
 })
 
+test('POOL-01 in the Durable Object: a pool that exists is named alone from a Worker (workerStore(...).pool(name)), whatever a resize made it; one that does not is "no such pool", as on every store', async () => {
+  assert.deepEqual(await pool('pool-named', 'claim', { capacity: 3, n: 2, id: 'order-1' }), { claimed: true, remaining: 1, id: 'order-1', units: 2 })
+  assert.deepEqual(await pool('pool-named', 'resize', { capacity: 3, to: 5 }), { remaining: 3 })
+  assert.deepEqual(await pool('pool-named', 'remaining', { capacity: 'none' }), { remaining: 3 })
+  assert.deepEqual(await pool('pool-named', 'release', { capacity: 'none', id: 'order-1' }), { released: true })
+  const none = await pool('pool-nothing', 'remaining', { capacity: 'none' })
+  assert.deepEqual([none.error?.code, none.error?.message], ['invalid', 'pool pool-nothing: no such pool (its first use names its capacity)'], JSON.stringify(none))
+})
+
 test('POOL-02 in the Durable Object: a claim answered claimed survives a restart of the object (its storage keeps it)', async () => {
   const kept = await pool('pool-02', 'claim', { capacity: 10, n: 3, id: 'order-1' })
   assert.deepEqual(kept, { claimed: true, remaining: 7, id: 'order-1', units: 3 })

@@ -1,5 +1,5 @@
 /**
- * Pools in Worker code (`workerStore(env.HOLDFAST).pool(name, { capacity })`, issue #16): the same
+ * Pools in Worker code (`workerStore(env.HOLDFAST).pool(name, [{ capacity }])`, issue #16): the same
  * `Pool` and `Claim` handles as in process, whose operations are Workers RPC calls to the
  * `HoldfastObject` named by the pool's name (`idFromName(name)`, as a lock of that name; `shard` does
  * not apply: a pool is one count, in one object). The object's store keeps the pool in the object's
@@ -24,7 +24,9 @@
  * # Capacity
  * A handle's calls carry its capacity until one was answered (the object makes the pool with it, or
  * refuses another than the pool's, as `store.pool()` does), then 0 (the pool as it is), so that a
- * resize by anyone does not make the handle's calls invalid.
+ * resize by anyone does not make the handle's calls invalid. A handle made without a capacity
+ * (`pool(name)`, as on every store) carries 0 from the start: the object answers its calls for the pool
+ * it has, or `InvalidError` ("no such pool") when it has none.
  */
 
 import { InvalidError, errorOf } from '../errors.js'
@@ -62,14 +64,13 @@ export class WorkerPools implements PoolStore {
     this.#caller = caller
   }
 
-  /** `workerStore(...).pool(name, { capacity })`. */
+  /** `workerStore(...).pool(name, { capacity })`; without a capacity, a pool the object has (its calls are refused when it has none). */
   pool(name: unknown, options?: unknown): Pool {
     if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`pool: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
     const place = `pool ${name}`
     const o = checkOptions(options, place, ['capacity'])
-    if (o.capacity === undefined) throw new InvalidError(`${place}: option capacity is required (1 to 2^53-1)`)
     const pool = new MadePool(this, name, 0)
-    this.#capacities.made(pool, checkUnits(o.capacity, `${place}: capacity`))
+    this.#capacities.made(pool, o.capacity === undefined ? 0 : checkUnits(o.capacity, `${place}: capacity`))
     return pool
   }
 

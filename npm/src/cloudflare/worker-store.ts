@@ -172,8 +172,9 @@ export class WorkerStore implements LeaseOwner {
   /**
    * A pool (issue #16): `capacity` units, claimed `n` at a time, kept by the object named `name`
    * (see worker-pools.ts); claim, release, confirm, remaining and resize as on an in-process store.
+   * Without a capacity, a pool the object has (its calls are refused when it has none).
    */
-  pool(name: string, options: PoolOptions): Pool {
+  pool(name: string, options?: PoolOptions): Pool {
     return this.#pools.pool(name, options)
   }
 

@@ -8,8 +8,9 @@ import type { Duration } from '../types.js'
 export interface PoolOptions {
   /**
    * How many units the pool has (1 to 2^53−1); fixed by the pool's first use (`resize` changes it).
-   * Left out, the handle names a pool that exists, at whatever capacity it has now (one that does not is
-   * an `InvalidError`: at once in process, at the handle's first call over a connection or on Redis).
+   * Without options (`store.pool(name)`), the handle names a pool that exists, at whatever capacity it
+   * has now; one that does not is an `InvalidError` ("no such pool"): at once in process, at the
+   * handle's first call over a connection, from a Worker or on Redis.
    */
   capacity: number
 }

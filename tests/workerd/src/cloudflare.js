@@ -467,7 +467,8 @@ export async function cloudflare(op, q, env) {
  */
 async function pools(store, name, q, namespace) {
   const capacity = Number(q.get('capacity') ?? 3)
-  const pool = store.pool(name, { capacity })
+  // capacity=none: the pool named alone (one that exists, whatever its capacity now).
+  const pool = q.get('capacity') === 'none' ? store.pool(name) : store.pool(name, { capacity })
   const n = Number(q.get('n') ?? 1)
   const claimOptions = {}
   if (q.has('id')) claimOptions.id = q.get('id')
