@@ -247,6 +247,37 @@ test('POOL-02: pool counts and open claims survive a restart (the process killed
   await again.close()
 })
 
+test('POOL-02/03: a claim kept whose answer was lost (the process killed after its write landed) holds its units after the restart: with an id it is asked again and released, with a ttl it comes back, with neither nothing can release it', async () => {
+  // The pools' writes land in storage, then never answer: the process dies before its claims are told.
+  const values = new Map()
+  const storage = {
+    get: key => values.get(key),
+    set: (key, value) => {
+      values.set(key, value)
+      if (key === 'holdfast.fences') return undefined
+      return new Promise(() => {})
+    },
+  }
+  const store = await openStore({ storage, clock: manualClock() })
+  const seats = store.pool('seats', { capacity: 10 })
+  const unanswered = [seats.claim(2, { id: 'order-1' }), seats.claim(3, { ttl: '1h' }), seats.claim(4)]
+  await settle()
+  assert.equal(await isSettled(Promise.race(unanswered)), false, 'never answered')
+  // kill -9: the next process opens what the storage holds.
+  const clock = manualClock(1_000_000)
+  const again = await openStore({ storage: keptStorage(new Map(values)).storage, clock })
+  const seats2 = again.pool('seats')
+  assert.equal(await seats2.remaining(), 1, 'all three kept')
+  const asked = await seats2.claim(2, { id: 'order-1' })
+  assert.deepEqual([asked.claimed, asked.remaining], [true, 8], 'the id answers the claim kept')
+  assert.equal(await seats2.release('order-1'), true)
+  clock.advance(3_600_000)
+  await settle()
+  assert.equal(await seats2.remaining(), 6, 'the ttl claim came back; the one with neither holds its 4 units')
+  assert.deepEqual(again.inspect(), [{ kind: 'pool', name: 'seats', capacity: 10, remaining: 6, claims: 1, waiting: 0 }], 'counts, never claim ids')
+  await again.close()
+})
+
 test('POOL-02: on fileStorage, claims survive closing and opening the directory again', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'holdfast-pools-'))
   try {

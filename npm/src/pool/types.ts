@@ -19,7 +19,8 @@ export interface ClaimOptions {
   /**
    * The claim's id (1 to 128 bytes): asked again, it answers the first claim's outcome and never takes
    * units twice, for 24 hours after the claim (POOL-03). Without one, the store draws one nobody can ask
-   * again with.
+   * again with, carried only by the answer (`claim.id`): a claim kept whose answer was lost (the process
+   * killed mid-write, a wasm trap) cannot be released, and holds its units until its `ttl`, or for good.
    */
   id?: string
   /** How long to wait in line for units released meanwhile (default 0: answer at once; Infinity: no limit). */
