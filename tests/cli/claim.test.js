@@ -52,6 +52,11 @@ test('claim: usage mistakes and a pool that does not exist exit 2 with one line'
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}`)
     assert.match(r.stderr, /^holdfast: [^\n]+\n$/, args.join(' '))
   }
+  // Said as every store says it, and in --help's exit statuses.
+  const none = await run(['claim', server.url, 'nothing', '1', '--token-file', server.tokenFile])
+  assert.equal(none.stderr, 'holdfast: pool nothing: no such pool (its first use names its capacity)\n')
+  const help = await run(['claim', '--help'])
+  assert.match(help.stdout.replace(/\s+/g, ' '), /2 any other error \(usage, no token, unreachable server, a pool that does not exist, a server without pools\)/)
 })
 
 test('claim: a claim waiting in line when its server goes away exits 2 with one line, never 0 with nothing printed', async t => {

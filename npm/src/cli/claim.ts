@@ -15,6 +15,9 @@ export const CLAIM_USAGE = `Usage: holdfast claim URL POOL N [--id ID] [--capaci
 Claims N units of the pool POOL on the server at URL (or in the Redis at redis://…), and prints the
 claim's id and the units left.
 The claim holds its units until released (by its id, from any client), or until --ttl if given.
+Give --id (an id you keep) or --ttl to a claim that must never leak units: without either, one
+whose answer is lost (the command killed by SIGKILL as it came) is released by nobody, its id drawn
+here and never printed.
 
 Options:
   --id ID              the claim's id (1 to 128 bytes): asked again, as a retry after a timeout,
@@ -29,7 +32,7 @@ SIGINT, SIGTERM or SIGHUP while it connects or waits cancel the claim (exit 128+
 
 Exit status: 0 claimed (prints "claimed ID: N units, R left"; "1 unit" for one); 1 not enough
 left (prints "not claimed: R left"); 2 any other error (usage, no token, unreachable server, a
-server without pools).
+pool that does not exist, a server without pools).
 `
 
 export async function claim(args: string[]): Promise<number> {
