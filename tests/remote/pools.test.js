@@ -229,6 +229,37 @@ test("POOL-02 over a connection: a release, confirm, resize or remaining asked b
   assert.deepEqual(pick(store), { remaining: 7, claims: 1, waiting: 0 }, 'the release and the resize were applied')
 })
 
+test("POOL-02 over a connection: a release, confirm, resize or remaining asked before the client's close() is answered by its write before close() resolves when the server is closed alone (server.close(), the store left open) during that goodbye, not ClosedError", async t => {
+  const storage = gatedStorage()
+  const { store, server, client } = await served(storage)
+  t.after(() => (storage.open?.(), store.close()))
+  const seats = client.pool('seats', { capacity: 5 })
+  assert.equal((await seats.claim(2, { id: 'gone' })).claimed, true)
+  assert.equal((await seats.claim(1, { id: 'bought', ttl: 60_000 })).claimed, true)
+  await client.lock('jobs').acquire('nightly')
+  storage.shut()
+  const asked = [seats.release('gone'), seats.confirm('bought'), seats.resize(8), seats.remaining()].map(p =>
+    p.then(
+      value => value,
+      error => `${error.name}: ${error.message}`,
+    ),
+  )
+  await storage.held
+  const closing = client.close()
+  // Its goodbye acted on the server (its lease ended there at once) while the pools' write still waits.
+  while (store.inspect().some(e => e.kind === 'lock')) await new Promise(resolve => setTimeout(resolve, 1))
+  let stopped = false
+  const stopping = server.close().then(() => (stopped = true))
+  await sleep(50)
+  assert.equal(stopped, false, 'server.close() waits for the answers the leaving connection is owed')
+  storage.open()
+  await Promise.all([closing, stopping])
+  // Before the fix: server.close() cut the connection (its goodbye said, so no longer counted among its
+  // connections) with the four unanswered, and they rejected ClosedError though the server did them.
+  assert.deepEqual(await Promise.all(asked), [true, undefined, undefined, 7])
+  assert.deepEqual(pick(store), { remaining: 7, claims: 1, waiting: 0 }, 'the release and the resize were applied')
+})
+
 function pick(store) {
   const { remaining, claims, waiting } = store.inspect().find(e => e.kind === 'pool')
   return { remaining, claims, waiting }

@@ -77,8 +77,10 @@ export interface Server {
   /** How many connections are open past hello. */
   readonly connections: number
   /**
-   * Stops listening and closes every connection; their leases live until their ttl. Calls after the
-   * first answer its promise, resolved once the server stopped listening.
+   * Stops listening and closes every connection; their leases live until their ttl. A connection
+   * whose client is closing (its goodbye said) is first sent the answers of the pool frames it asked
+   * before (a release, confirm or resize, once storage kept it). Calls after the first answer its
+   * promise, resolved once the server stopped listening.
    */
   close(): Promise<void>
 }
@@ -96,6 +98,12 @@ export class HoldfastServer implements Server {
   readonly #sessions = new Set<Session>()
   /** Connections not yet past hello, oldest first, with the timer of their hello deadline. */
   readonly #pending = new Map<Session, unknown>()
+  /**
+   * Connections that said goodbye while answers of their pool frames asked before it were under way
+   * (`Session.owe`), until those were sent or the connection closed: `close()` waits for them before
+   * it cuts the connections, as the goodbye's answer does (session.ts `#farewell`).
+   */
+  readonly #leaving = new Map<Session, { done: Promise<void>; gone: () => void }>()
   /** Drops clients of revision 5 gone silent with holds in line (silent-clients.ts). */
   readonly #silent: SilentClients
   #listener: Listener | undefined
@@ -119,7 +127,10 @@ export class HoldfastServer implements Server {
       options.token,
       {
         admit: session => this.#admit(session),
-        closed: session => void this.#sessions.delete(session),
+        closed: (session, goodbye) => {
+          this.#sessions.delete(session)
+          if (goodbye) this.#leave(session)
+        },
       },
       undefined,
       maxAnswer,
@@ -169,6 +180,7 @@ export class HoldfastServer implements Server {
     socket.onText = () => this.#protocol.text(session)
     socket.onClose = () => {
       this.#unpend(session)
+      this.#leaving.get(session)?.gone()
       this.#protocol.dropped(session)
     }
     if (this.#closed) return session.refuse(0, 'closed', 'server: closing')
@@ -210,6 +222,21 @@ export class HoldfastServer implements Server {
     return undefined
   }
 
+  /**
+   * `session` said goodbye: counted among the leaving (`#leaving`) while it is owed answers, which its
+   * client awaits before its close() resolves. No longer past hello, it is not among `#sessions`, so
+   * without this `close()` cut it with them unsent: its client was told `ClosedError` for a release,
+   * confirm or resize the server did.
+   */
+  #leave(session: Session): void {
+    const owed = session.owed()
+    if (owed === undefined || session.gone) return
+    let gone!: () => void
+    const done = Promise.race([owed, new Promise<void>(resolve => (gone = resolve))])
+    this.#leaving.set(session, { done, gone })
+    void done.then(() => this.#leaving.delete(session))
+  }
+
   #unpend(session: Session): void {
     if (!this.#pending.has(session)) return
     clearTimer(this.#clock, this.#pending.get(session))
@@ -241,6 +268,10 @@ export class HoldfastServer implements Server {
       this.#protocol.dropped(session)
       session.socket.close(1001, 'server closing')
     }
+    // A connection that said goodbye gets the answers it is owed, then its goodbye's, before the
+    // listener's close cuts every connection: they wait on storage, as a store's close() does, or on
+    // the client, which closes its side if it waits no longer.
+    await Promise.all([...this.#leaving.values()].map(leaving => leaving.done))
     await this.#listener?.close()
   }
 }
