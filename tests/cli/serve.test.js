@@ -180,6 +180,21 @@ test('SIGTERM stops serve with exit 0: the holder loses its lease (exit 3), the 
   assert.ok(!existsSync(join(dir, 'waiter-ran')), 'the waiter never ran its command')
 })
 
+test('serve whose stdout is a pipe closed by its reader (holdfast serve | head -1) goes on serving, and SIGTERM still stops it cleanly: exit 0, no error', async t => {
+  const server = await serve()
+  t.after(() => server.stop('SIGKILL'))
+  // The reader goes away once it read where the server listens, as `head -1` would.
+  server.proc.child.stdout.destroy()
+  const held = await run(['hold', server.url, 'jobs', 'piped', '--token-file', server.tokenFile, '--', 'true'])
+  assert.equal(held.code, 0, held.stderr)
+  // Before the fix: "stopping (SIGTERM)" written to the closed pipe threw EPIPE, unhandled: exit 1 with
+  // a stack trace, the store never closed.
+  const stopped = await server.stop('SIGTERM')
+  assert.equal(stopped.code, 0, JSON.stringify(stopped))
+  assert.equal(stopped.stderr, '')
+  assert.ok(!existsSync(join(server.dir, 'holdfast.lock')), 'the directory lock is let go')
+})
+
 test('SIGINT stops serve with exit 0', async () => {
   const server = await serve()
   const stopped = await server.stop('SIGINT')

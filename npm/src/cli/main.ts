@@ -11,7 +11,7 @@
  * left) or 2.
  */
 import * as fs from 'node:fs'
-import { UsageError, warn } from './args.js'
+import { UsageError, outputMayClose, warn } from './args.js'
 import { CLAIM_USAGE, claim } from './claim.js'
 import { HOLD_USAGE, hold } from './hold.js'
 import { INSPECT_USAGE, inspect } from './inspect.js'
@@ -34,6 +34,7 @@ Options: -h, --help (this text), -v, --version (the package's version).
 /** Runs the command line `args` (without `node` and the script); answers the exit status. */
 export async function main(args: string[]): Promise<number> {
   const [command, ...rest] = args
+  outputMayClose()
   try {
     switch (command) {
       case 'serve':
