@@ -102,6 +102,17 @@ test('#13 item 4: serve --max-holds bounds the leases and waiting holds over con
   assert.match(bad.stderr, /--max-holds "0" must be a whole number, 1 or more/)
 })
 
+test('serve --max-holds takes any whole number the API takes (a billion too), and refuses one past 2^53-1 saying so', async t => {
+  // Before the fix: ten digits or more were refused "must be a whole number, 1 or more", which they are.
+  const big = await serve({ args: ['--port', '0', '--max-holds', '1000000000'] })
+  t.after(() => big.stop())
+  const r = await run(['hold', big.url, 'jobs', 'x', '--token-file', big.tokenFile, '--', 'true'])
+  assert.equal(r.code, 0, r.stderr)
+  const huge = await run(['serve', '--dir', join(tempDir(), 'store'), '--port', '0', '--max-holds', '9007199254740992'])
+  assert.equal(huge.code, 2)
+  assert.match(huge.stderr, /^holdfast: serve: --max-holds "9007199254740992" must be a whole number from 1 to 9007199254740991\n$/)
+})
+
 test('serve takes over a Unix socket left by a server that died', async () => {
   const socket = join(tempDir(), 'holdfast.sock')
   const first = await serve({ args: ['--socket', socket] })

@@ -65,9 +65,12 @@ export async function serve(args: string[]): Promise<number> {
     throw new UsageError(`serve: --socket-mode ${JSON.stringify(modeText)} must be a mode in octal, such as 600 or 660`)
   const socketMode = modeText === undefined ? undefined : parseInt(modeText, 8)
   const holdsText = options.get('max-holds')
-  if (holdsText !== undefined && (!/^\d{1,9}$/.test(holdsText) || Number(holdsText) < 1))
-    throw new UsageError(`serve: --max-holds ${JSON.stringify(holdsText)} must be a whole number, 1 or more`)
   const maxHolds = holdsText === undefined ? undefined : Number(holdsText)
+  if (holdsText !== undefined && (!/^\d+$/.test(holdsText) || maxHolds! < 1))
+    throw new UsageError(`serve: --max-holds ${JSON.stringify(holdsText)} must be a whole number, 1 or more`)
+  // As many as serve({ maxHolds }) takes: any whole number it can tell from the next one.
+  if (maxHolds !== undefined && !Number.isSafeInteger(maxHolds))
+    throw new UsageError(`serve: --max-holds ${JSON.stringify(holdsText)} must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`)
   const host = options.get('host') ?? '127.0.0.1'
   const dir = options.get('dir') ?? '.holdfast'
   const tokenFile = path.resolve(options.get('token-file') ?? path.join(dir, 'token'))
