@@ -124,6 +124,14 @@ test('serve takes over a Unix socket left by a server that died', async () => {
   assertStopped(await second.stop())
 })
 
+test('serve --socket in a directory that does not exist: exit 2, one line naming the directory (not "permission denied")', async () => {
+  const dir = join(tempDir(), 'missing')
+  const r = await run(['serve', '--dir', join(tempDir(), 'store'), '--socket', join(dir, 'holdfast.sock')])
+  assert.equal(r.code, 2, JSON.stringify(r))
+  // Before the fix: "listen EACCES: permission denied ...", Node's word for a missing directory there.
+  assert.match(r.stderr, /^holdfast: serve: --socket .*holdfast\.sock: no such directory .*missing\n$/)
+})
+
 /** The state letter of a process in /proc (`Z` for a zombie). */
 function procState(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')

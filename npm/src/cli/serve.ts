@@ -108,7 +108,7 @@ export async function serve(args: string[]): Promise<number> {
       if (socket !== undefined && (error as NodeJS.ErrnoException)?.code === 'EADDRINUSE' && (await staleSocket(socket))) {
         fs.rmSync(socket, { force: true })
         server = await listen()
-      } else throw new UsageError(`serve: ${(error as Error)?.message ?? error}`)
+      } else throw new UsageError(`serve: ${listenFailure(error, socket)}`)
     }
     say(`serving ${server.url} (token in ${tokenFile})`)
     // Until a signal, or until the store closes itself after an internal error: it answered every
@@ -190,6 +190,18 @@ function guardListen<T>(listen: () => Promise<T>): Promise<T> {
   })
   process.on('uncaughtException', onUncaught)
   return Promise.race([listen(), failed]).finally(() => process.off('uncaughtException', onUncaught))
+}
+
+/**
+ * Why listening failed, as the user can act on it. Node reports a Unix socket path whose directory
+ * does not exist as EACCES, "permission denied", which sent users to look at modes (as root too).
+ */
+function listenFailure(error: unknown, socket: string | undefined): string {
+  if (socket !== undefined && (error as NodeJS.ErrnoException)?.code === 'EACCES') {
+    const dir = path.dirname(path.resolve(socket))
+    if (!fs.existsSync(dir)) return `--socket ${socket}: no such directory ${dir}`
+  }
+  return (error as Error)?.message ?? String(error)
 }
 
 /** Whether a Unix socket path is left over by a server that is gone (nothing answers on it). */
