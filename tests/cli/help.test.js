@@ -33,6 +33,16 @@ test('--help on each command', async () => {
   assert.match(r.stdout, /Exit status:/)
 })
 
+test('every command\'s --help says its exit statuses, the 128+n of a signal that cancelled its wait too', async () => {
+  const hold = (await run(['hold', '--help'])).stdout
+  // Before: hold's list had no line for a SIGINT, SIGTERM or SIGHUP while it waited (it exits 128+n).
+  assert.match(hold, /^  128\+n +SIGINT, SIGTERM or SIGHUP \(signal n\) came while it connected or waited/m)
+  const inspect = (await run(['inspect', '--help'])).stdout
+  // Before: inspect's --help said none.
+  assert.match(inspect, /^Exit status: 0 .*; 2 any\s+other error/m)
+  for (const command of ['serve', 'claim']) assert.match((await run([command, '--help'])).stdout, /^Exit status:/m, command)
+})
+
 test('--version prints the package version', async () => {
   const r = await run(['--version'])
   assert.equal(r.code, 0)

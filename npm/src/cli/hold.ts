@@ -53,6 +53,8 @@ Exit status:
   1                the key was still held by another after --wait; the command did not run
   3                the lease was lost (maxHold, missed renewals, server stopped); the command
                    was stopped
+  128+n            SIGINT, SIGTERM or SIGHUP (signal n) came while it connected or waited for the
+                   key; the command did not run
   2                any other error: usage, bad duration, no token, unreachable server, refused token
 `
 

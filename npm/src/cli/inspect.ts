@@ -13,6 +13,9 @@ Options:
   --token-file FILE  the server's token (default: the environment variable HOLDFAST_TOKEN)
   --json             print the keys and pools as one JSON array instead of tables
   -h, --help         this text
+
+Exit status: 0 printed (also when its reader left early, as in holdfast inspect | head -1); 2 any
+other error (usage, no token, unreachable server, refused token, no answer within 10s).
 `
 
 export async function inspect(args: string[]): Promise<number> {

@@ -8,7 +8,8 @@
  * 2 for every other error (usage, bad duration, no token, unreachable server, refused token), with one
  * line on stderr. `serve` answers 0 (stopped by a signal), 1 (its store closed itself after an internal
  * error, or had one as a signal stopped it) or 2; `inspect` 0 or 2; `claim` 0 (claimed), 1 (not enough
- * left) or 2.
+ * left) or 2. `hold` and `claim` exit 128+n when signal n cancelled their wait; `serve` when a second
+ * signal came while it stopped.
  */
 import * as fs from 'node:fs'
 import { UsageError, outputMayClose, warn } from './args.js'
