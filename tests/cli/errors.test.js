@@ -96,3 +96,13 @@ test('usage mistakes: exit 2 with one line', async () => {
   await refused(['inspect'], /give the server's URL/)
   await refused(['frobnicate'], /unknown command "frobnicate"/)
 })
+
+test('a negative number where a positional goes is that positional, not an unknown option: a key -5 is held; a claim of -1 units is refused naming N', async () => {
+  const t = server.tokenFile
+  // Before the fix: "hold: unknown option -5" and "claim: unknown option -1". Keys may be negative
+  // whole numbers (-5 and '-5' are one key).
+  const held = await run(['hold', server.url, 'jobs', '-5', '--token-file', t, '--', 'sh', '-c', 'echo $HOLDFAST_FENCE'])
+  assert.equal(held.code, 0, held.stderr)
+  assert.match(held.stdout, /^\d+\n$/)
+  await refused(['claim', server.url, 'seats', '-1', '--capacity', '3', '--token-file', t], /claim: N "-1" must be a whole number from 1/)
+})

@@ -39,7 +39,7 @@ export class UsageError extends Error {}
 export type Spec = Record<string, 'value' | 'flag'>
 export type Parsed = { options: Map<string, string>; positionals: string[]; help: boolean }
 
-/** A small parser: `--name value`, `--name=value`, flags, `-h`/`--help`; every other dash-word is refused. */
+/** A small parser: `--name value`, `--name=value`, flags, `-h`/`--help`; every other dash-word but a negative number is refused. */
 export function parseArgs(args: string[], spec: Spec, command: string): Parsed {
   const options = new Map<string, string>()
   const positionals: string[] = []
@@ -50,7 +50,9 @@ export function parseArgs(args: string[], spec: Spec, command: string): Parsed {
       help = true
       continue
     }
-    if (!arg.startsWith('-') || arg === '-') {
+    // A negative number is no option (none is named so): a key (-5 and '-5' are one key), or a count
+    // its own check refuses, naming it.
+    if (!arg.startsWith('-') || arg === '-' || /^-\d/.test(arg)) {
       positionals.push(arg)
       continue
     }
