@@ -65,6 +65,17 @@ test('serve on a Unix socket: clients use ws+unix://PATH', async t => {
   assert.match(r.stdout, /^fence=\d+$/m)
 })
 
+test('serve --socket with a relative path prints a URL clients can use: ws+unix:// and the absolute path', async t => {
+  const cwd = tempDir()
+  const proc = start(['serve', '--dir', 'store', '--socket', 'holdfast.sock'], { cwd })
+  t.after(() => proc.child.kill('SIGTERM'))
+  const m = await until(() => /^holdfast: serving (\S+) \(token in (.+)\)$/m.exec(proc.output().stdout), 'serve to say where it listens')
+  // Before the fix: "serving ws+unix://holdfast.sock", read by every client as the socket "/" (ECONNREFUSED).
+  assert.equal(m[1], `ws+unix://${join(cwd, 'holdfast.sock')}`)
+  const r = await run(['hold', m[1], 'jobs', 'x', '--token-file', m[2], '--', 'true'])
+  assert.equal(r.code, 0, r.stderr)
+})
+
 test('#13 item 7: serve --socket makes the socket 0600 (only its owner may connect); --socket-mode 660 lets its group in', async t => {
   const dir = tempDir()
   const own = await serve({ args: ['--socket', join(dir, 'own.sock')] })
