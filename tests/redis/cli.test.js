@@ -50,6 +50,18 @@ test('#15 CLI: a Redis that cannot be reached exits 2 with one line', async t =>
   assert.equal(r.stderr.trim().split('\n').length, 1)
 })
 
+test('CLI: a Redis URL\'s password is never printed: an unreachable redis://:PASSWORD@HOST exits 2 with one line that masks it', async t => {
+  const port = await freePort()
+  for (const command of [['hold', `redis://:s3cret-pw@127.0.0.1:${port}`, 'cron', 'x', '--', 'true'], ['inspect', `redis://user:s3cret-pw@127.0.0.1:${port}`]]) {
+    const r = await cli(command)
+    assert.equal(r.code, 2)
+    // Before the fix: "cannot reach redis://:s3cret-pw@127.0.0.1:…", the password in cron's mail and the logs.
+    assert.doesNotMatch(r.stderr, /s3cret-pw/)
+    assert.match(r.stderr, /cannot reach redis:\/\/(user)?:\*\*\*@127\.0\.0\.1/)
+    assert.equal(r.stderr.trim().split('\n').length, 1)
+  }
+})
+
 test('#16 CLI: claim redis://… POOL N claims units of a pool kept in Redis (exit 0), an id asked again answers its first claim, not enough left exits 1; inspect lists the pool', async t => {
   const server = await startRedis(t)
   const first = await cli(['claim', server.url, 'seats', '2', '--capacity', '3', '--id', 'order-1'])

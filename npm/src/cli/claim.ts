@@ -8,6 +8,7 @@ import { type ClaimResult, HoldfastError, type Pool, connect } from '../entry/no
 import { clearTimer, setTimer } from '../util/clock.js'
 import { ANSWER_MARGIN, UP_TO_30_DAYS, UsageError, aborted, cliClock, clientToken, duration, parseArgs, signalNumber, type Spec } from './args.js'
 import { escapeControls } from './inspect.js'
+import { masked } from '../util/masked-url.js'
 
 export const CLAIM_USAGE = `Usage: holdfast claim URL POOL N [--id ID] [--capacity C] [--wait DURATION] [--ttl DURATION]
                      [--token-file FILE]
@@ -82,7 +83,7 @@ export async function claim(args: string[]): Promise<number> {
     } catch (error) {
       if (ended.signal.aborted && error instanceof HoldfastError && error.code === 'cancelled') {
         if (ended.signal.reason !== 'no answer') return cancelled()
-        throw new UsageError(`claim: ${url}: no answer from the server within --wait and ${ANSWER_MARGIN / 1000}s more`)
+        throw new UsageError(`claim: ${masked(url)}: no answer from the server within --wait and ${ANSWER_MARGIN / 1000}s more`)
       }
       throw error
     } finally {

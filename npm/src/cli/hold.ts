@@ -23,6 +23,7 @@ import {
   type ClientStore,
   type Spec,
 } from './args.js'
+import { masked } from '../util/masked-url.js'
 
 export const HOLD_USAGE = `Usage: holdfast hold URL LOCK KEY [OPTIONS] -- COMMAND [ARGS...]
 
@@ -140,7 +141,7 @@ export async function hold(args: string[]): Promise<number> {
     if (waiting.signal.aborted && error instanceof HoldfastError && error.code === 'cancelled') {
       const reason = waiting.signal.reason
       if (reason === 'no answer') {
-        warn(`hold: ${url}: no answer from the server within --wait and ${ANSWER_MARGIN / 1000}s more`)
+        warn(`hold: ${masked(url)}: no answer from the server within --wait and ${ANSWER_MARGIN / 1000}s more`)
         return 2
       }
       return 128 + signalNumber(reason as NodeJS.Signals)

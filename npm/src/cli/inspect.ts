@@ -2,6 +2,7 @@
 
 import type { KeyInfo, PoolInfo } from '../entry/node.js'
 import { UsageError, age, openClient, parseArgs } from './args.js'
+import { masked } from '../util/masked-url.js'
 
 export const INSPECT_USAGE = `Usage: holdfast inspect URL [--token-file FILE] [--json]
 
@@ -32,7 +33,9 @@ export async function inspect(args: string[]): Promise<number> {
   try {
     all = await Promise.race([
       remote.inspect(),
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new UsageError(`inspect: ${url}: no answer from the server within 10s`)), 10_000))),
+      new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new UsageError(`inspect: ${masked(url)}: no answer from the server within 10s`)), 10_000)),
+      ),
     ])
   } finally {
     clearTimeout(timer)

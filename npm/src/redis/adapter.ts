@@ -17,6 +17,7 @@
 
 import { nextTick } from 'node:process'
 import { ClosedError, InvalidError } from '../errors.js'
+import { masked } from '../util/masked-url.js'
 
 type Arg = string | number
 
@@ -524,7 +525,7 @@ export async function adapterForUrl(url: string, place: string): Promise<Adapter
       await (client as unknown as { connect(): Promise<void> }).connect()
     } catch (error) {
       client.disconnect()
-      throw new ClosedError(`${place}: cannot reach ${url}: ${(error as Error)?.message ?? error}`, { cause: error })
+      throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(error as Error)?.message ?? error}`, { cause: error })
     }
     return ioredisAdapter(client, true)
   }
@@ -541,7 +542,7 @@ export async function adapterForUrl(url: string, place: string): Promise<Adapter
       await client.connect()
     } catch (error) {
       await endNodeRedis(client)
-      throw new ClosedError(`${place}: cannot reach ${url}: ${(error as Error)?.message ?? error}`, { cause: error })
+      throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(error as Error)?.message ?? error}`, { cause: error })
     }
     return nodeRedisAdapter(client, true)
   }
