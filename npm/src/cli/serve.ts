@@ -110,10 +110,8 @@ export async function serve(args: string[]): Promise<number> {
         server = await listen()
       } else throw new UsageError(`serve: ${listenFailure(error, socket)}`)
     }
-    // A relative --socket is listened on as given (a socket's path is short: 107 bytes), but said
-    // whole: a client reads `ws+unix://holdfast.sock` as the host "holdfast.sock" and the socket "/".
-    const url = socket !== undefined ? `ws+unix://${path.resolve(socket)}` : server.url
-    say(`serving ${url} (token in ${tokenFile})`)
+    // A relative --socket is listened on as given (a socket's path is short: 107 bytes), and said whole.
+    say(`serving ${server.url} (token in ${tokenFile})`)
     // Until a signal, or until the store closes itself after an internal error: it answered every
     // request `closed`, then closed the servers once those answers were sent, and let the directory go.
     const ended = await Promise.race([stopSignal, open._whenTrapped()])

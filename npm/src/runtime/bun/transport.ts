@@ -162,7 +162,11 @@ export const bunTransport: Transport = {
       ;(await import('node:fs')).chmodSync(options.path, options.mode)
     }
     const scheme = options.tls ? 'wss' : 'ws'
-    const url = options.path !== undefined ? `${scheme}+unix://${options.path}` : `${scheme}://${server.hostname ?? options.host}:${server.port}`
+    // A relative path said whole, as on Node (node/transport.ts).
+    const url =
+      options.path !== undefined
+        ? `${scheme}+unix://${(await import('node:path')).resolve(options.path)}`
+        : `${scheme}://${server.hostname ?? options.host}:${server.port}`
     return {
       url,
       close: async () => {

@@ -196,9 +196,11 @@ export const wsTransport: Transport = {
     wss.on('error', () => {}) // later errors reach each socket's own 'error' and 'close'
     const address = server.address()
     const scheme = options.tls ? 'wss' : 'ws'
+    // A relative path is listened on as given (a socket's path is short), but said whole: a client
+    // reads `ws+unix://rel.sock` as the host "rel.sock" and the socket "/".
     const url =
       options.path !== undefined
-        ? `${scheme}+unix://${options.path}`
+        ? `${scheme}+unix://${(await import('node:path')).resolve(options.path)}`
         : typeof address === 'object' && address
           ? `${scheme}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
           : `${scheme}://${options.host}:${options.port}`
