@@ -203,33 +203,12 @@ test('POOL-02 over a connection: a release, confirm or resize whose write is und
   await again.close()
 })
 
-test("POOL-02 over a connection: a release, confirm, resize or remaining asked before the client's close() is answered by its write before close() resolves, as in process (the server answers them before its goodbye), not ClosedError", async t => {
-  const storage = gatedStorage()
-  const { store, client } = await served(storage)
-  t.after(() => (storage.open?.(), store.close()))
-  const seats = client.pool('seats', { capacity: 5 })
-  assert.equal((await seats.claim(2, { id: 'gone' })).claimed, true)
-  assert.equal((await seats.claim(1, { id: 'bought', ttl: 60_000 })).claimed, true)
-  await client.lock('jobs').acquire('nightly')
-  storage.shut()
-  const asked = [seats.release('gone'), seats.confirm('bought'), seats.resize(8), seats.remaining()].map(p =>
-    p.then(
-      value => value,
-      error => `${error.name}: ${error.message}`,
-    ),
-  )
-  await storage.held
-  const closing = client.close()
-  // Its goodbye acted on the server (its lease ended there at once) while the pools' write still waits.
-  while (store.inspect().some(e => e.kind === 'lock')) await new Promise(resolve => setTimeout(resolve, 1))
-  storage.open()
-  await closing
-  // Before the fix: the goodbye was answered first, and the four rejected ClosedError though the server did them.
-  assert.deepEqual(await Promise.all(asked), [true, undefined, undefined, 7])
-  assert.deepEqual(pick(store), { remaining: 7, claims: 1, waiting: 0 }, 'the release and the resize were applied')
-})
-
-test("POOL-02 over a connection: a release, confirm, resize or remaining asked before the client's close() is answered by its write before close() resolves when the server is closed alone (server.close(), the store left open) during that goodbye, not ClosedError", async t => {
+/**
+ * A client that asked a release, a confirm, a resize and a remaining (its pool's write held back by
+ * the storage's gate) and then closed: its goodbye acted on the server (its lease ended there at once)
+ * while the write still waits. `asked`: the four answers (an error as its text).
+ */
+async function closingWithAnswersOwed(t) {
   const storage = gatedStorage()
   const { store, server, client } = await served(storage)
   t.after(() => (storage.open?.(), store.close()))
@@ -246,8 +225,21 @@ test("POOL-02 over a connection: a release, confirm, resize or remaining asked b
   )
   await storage.held
   const closing = client.close()
-  // Its goodbye acted on the server (its lease ended there at once) while the pools' write still waits.
   while (store.inspect().some(e => e.kind === 'lock')) await new Promise(resolve => setTimeout(resolve, 1))
+  return { storage, store, server, asked, closing }
+}
+
+test("POOL-02 over a connection: a release, confirm, resize or remaining asked before the client's close() is answered by its write before close() resolves, as in process (the server answers them before its goodbye), not ClosedError", async t => {
+  const { storage, store, asked, closing } = await closingWithAnswersOwed(t)
+  storage.open()
+  await closing
+  // Before the fix: the goodbye was answered first, and the four rejected ClosedError though the server did them.
+  assert.deepEqual(await Promise.all(asked), [true, undefined, undefined, 7])
+  assert.deepEqual(pick(store), { remaining: 7, claims: 1, waiting: 0 }, 'the release and the resize were applied')
+})
+
+test("POOL-02 over a connection: a release, confirm, resize or remaining asked before the client's close() is answered by its write before close() resolves when the server is closed alone (server.close(), the store left open) during that goodbye, not ClosedError", async t => {
+  const { storage, store, server, asked, closing } = await closingWithAnswersOwed(t)
   let stopped = false
   const stopping = server.close().then(() => (stopped = true))
   await sleep(50)
