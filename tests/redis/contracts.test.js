@@ -762,3 +762,38 @@ test('LOCK-06: a waiter whose heartbeat Redis refuses (an error reply) rejects S
   await first.done
   assert.deepEqual(await a.lock('refused').tryHold('k', () => 'free'), { acquired: true, value: 'free' })
 })
+
+test('LOCK-06: a release, and a waiter\'s cancel, that the connection lost before Redis ran them are asked again: the key is not left held, nor the line blocked, until a ttl', async t => {
+  // Sent, not awaited: a release whose connection was cut with it unanswered was dropped. With
+  // node-redis (which rejects what was in flight when its socket closes) the key stayed held for the
+  // lease's ttl, and the cancelled waiter stayed in line, to be granted the key for nobody.
+  const { server, a, b } = await twoStores(t)
+  // Redis holds back every write (CLIENT PAUSE WRITE), so that what is sent waits there, unrun, until
+  // the connection is cut.
+  const cut = async send => {
+    assert.equal(await raw(server.port, 'CLIENT', 'PAUSE', '5000', 'WRITE'), 'OK')
+    await send()
+    await sleep(200)
+    await raw(server.port, 'CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+    assert.equal(await raw(server.port, 'CLIENT', 'UNPAUSE'), 'OK')
+  }
+  const lease = await a.lock('cut', { ttl: '30s' }).acquire('k')
+  await cut(() => void lease.release())
+  let from = Date.now()
+  assert.equal(await b.lock('cut').hold('k', { wait: '10s' }, () => 'free'), 'free')
+  assert.ok(Date.now() - from < 3_000, `the release was asked again, not left to the ttl (${Date.now() - from}ms)`)
+
+  const first = holder(b.lock('cut', { ttl: '30s' }), 'k')
+  await first.granted
+  const controller = new AbortController()
+  const cancelled = a.lock('cut', { ttl: '30s' }).hold('k', { wait: Infinity, signal: controller.signal }, () => 'never').catch(e => e)
+  await until(b, 'cut', 'k', e => e?.waiting === 1)
+  const behind = b.lock('cut', { ttl: '30s' }).hold('k', { wait: '20s' }, () => Date.now())
+  await until(b, 'cut', 'k', e => e?.waiting === 2)
+  await cut(() => controller.abort())
+  assert.ok((await cancelled) instanceof CancelledError)
+  await until(b, 'cut', 'k', e => e?.waiting === 1)
+  from = Date.now()
+  first.release()
+  assert.ok((await behind) - from < 3_000, 'the cancelled waiter left the line: the next was granted at the release')
+})

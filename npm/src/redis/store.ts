@@ -148,6 +148,9 @@ class Request {
   readonly consts: string
   /** Whether it `want`ed its (sharded) channel, and has not released it yet. */
   subscribed = false
+  /** Its release or cancel, unanswered, to be asked again (see `#end`): why, and the timer that asks. */
+  ending: 'R' | 'C' | undefined = undefined
+  endTimer: unknown = undefined
 
   constructor(
     id: string,
@@ -227,6 +230,8 @@ export class RedisStore implements LeaseOwner {
   readonly #closeOnce = closeOnce(() => this.#close())
   /** The pools (issue #16): `pool.ts`. */
   readonly #pools: RedisPools
+  /** Requests whose release or cancel went unanswered, to be asked again (see `#end`). */
+  readonly #ending = new Set<Request>()
 
   /** Redis stores are opened by `openRedisStore()`, never made by hand. */
   protected constructor(...internal: never)
@@ -424,10 +429,31 @@ export class RedisStore implements LeaseOwner {
   /**
    * Ends a request in Redis (release or cancel), without waiting for it; nothing is thrown. Redis keeps
    * a tombstone of it only while a copy of its acquire may still come (one is unanswered).
+   *
+   * One not answered (a connection cut with it unsent or unanswered: node-redis rejects what was in
+   * flight, where ioredis sends it again) is asked again, with the same id, until Redis would have
+   * ended the request by itself: dropped, it left the key held until its lease's ttl, or a cancelled
+   * waiter in line, to be granted the key for nobody. Ending a request twice does nothing more. Two
+   * ttls: a waiter's place lasts a ttl from its last heartbeat, and a grant within it a ttl more.
+   * Asked again at once (50 ms: a client reconnecting sends it when it is back), then less often, up
+   * to every ttl/10 as a heartbeat would. `close()` asks once more for those still unanswered.
    */
-  #end(p: Request, why: 'R' | 'C', patience = Infinity): Promise<unknown> {
+  #end(p: Request, why: 'R' | 'C', patience = Infinity, until = this.#clock.now() + 2 * p.handle.ttl, delay = 50): Promise<unknown> {
     const tomb = p.asking > 0 || p.uncertain ? 1 : 0
-    return this.#run('release', p.keys, [p.id, why + tomb, p.consts], patience).catch(() => undefined)
+    return this.#run('release', p.keys, [p.id, why + tomb, p.consts], patience).catch(error => {
+      if (patience !== Infinity || error instanceof ReplyFailure || this.#closed || this.#clock.now() >= until) return
+      p.ending = why
+      p.endTimer = setTimer(
+        this.#clock,
+        () => {
+          p.endTimer = p.ending = undefined
+          this.#ending.delete(p)
+          void this.#end(p, why, Infinity, until, Math.min(delay * 2, Math.max(50, Math.floor(p.handle.ttl / 10))))
+        },
+        delay,
+      )
+      this.#ending.add(p)
+    })
   }
 
   // ---- holds ----
@@ -868,6 +894,12 @@ export class RedisStore implements LeaseOwner {
       if (lease) lease._lose(new ClosedError(`${p.place()}: the store closed`))
       else p.reject(new ClosedError(`${p.place()}: the store closed`))
     }
+    for (const p of this.#ending) {
+      if (p.endTimer !== undefined) clearTimer(this.#clock, p.endTimer)
+      if (p.ending) ends.push(this.#end(p, p.ending, CLOSE_PATIENCE))
+      p.endTimer = p.ending = undefined
+    }
+    this.#ending.clear()
     ends.push(this.#pools.close(this.#closed))
     // Every request was answered above; a timer left set would keep this store alive until it fired.
     this.#first.clear()
