@@ -797,3 +797,20 @@ test('LOCK-06: a release, and a waiter\'s cancel, that the connection lost befor
   first.release()
   assert.ok((await behind) - from < 3_000, 'the cancelled waiter left the line: the next was granted at the release')
 })
+
+test('#15: an acquire whose connection was cut unanswered is asked again at once: a tryHold, and a hold with a short wait, of a free key are granted when Redis is back in moments, not ClosedError', async t => {
+  // It was asked again a tenth of its ttl later (3 s for 30 s), after its wait and grace had given
+  // up: with node-redis (which rejects what was in flight when its socket closes) a tryHold of a free
+  // key rejected ClosedError "unreachable", Redis back within milliseconds.
+  const { server, a } = await twoStores(t)
+  const lock = a.lock('cut-acquire', { ttl: '30s' })
+  for (const ask of [() => lock.tryHold('k', () => 'try'), () => lock.hold('k', { wait: '1s' }, () => 'hold')]) {
+    assert.equal(await raw(server.port, 'CLIENT', 'PAUSE', '5000', 'WRITE'), 'OK')
+    const asked = ask().catch(e => e)
+    await sleep(200)
+    await raw(server.port, 'CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+    assert.equal(await raw(server.port, 'CLIENT', 'UNPAUSE'), 'OK')
+    const answer = await asked
+    assert.ok(answer === 'hold' || answer?.acquired === true, String(answer?.stack ?? JSON.stringify(answer)))
+  }
+})

@@ -143,6 +143,8 @@ class Request {
   /** Copies of its acquire sent and not answered yet; `uncertain`: one was given up unanswered. */
   asking = 0
   uncertain = false
+  /** How long after its last unanswered command it asks again (0: Redis answered the last; see `#failed`). */
+  retryMs = 0
   /** The channel that tells of its grant, and what it sends with every call (the handle's constants and that channel). */
   readonly channel: string
   readonly consts: string
@@ -558,7 +560,11 @@ export class RedisStore implements LeaseOwner {
       void this.#end(p, 'C')
       return p.reject(new StorageError(`${p.place()}: Redis refused the script: ${error.message}`, { cause: error }))
     }
-    this.#beat(p, Math.max(50, Math.floor(p.handle.ttl / 10)), again)
+    // At once (50 ms: a connection cut and made again is back by then; node-redis rejects what was in
+    // flight, where ioredis sends it again), then less often, up to every ttl/10: asked first a ttl/10
+    // later, a hold's wait (and its grace) could run out before Redis, back in moments, was asked again.
+    p.retryMs = p.retryMs === 0 ? 50 : Math.min(p.retryMs * 2, Math.max(50, Math.floor(p.handle.ttl / 10)))
+    this.#beat(p, p.retryMs, again)
   }
 
   /**
@@ -568,6 +574,7 @@ export class RedisStore implements LeaseOwner {
   #answered(p: Request, answer: unknown, sentAt: number): void {
     if (this.#requests.get(p.id) !== p || p.lease) return
     p.unansweredSince = -1
+    p.retryMs = 0
     if (!Array.isArray(answer)) return this.#granted(p, Number(answer), p.handle.ttl, p.handle._maxHold, sentAt)
     switch (answer[0]) {
       case 'g':
