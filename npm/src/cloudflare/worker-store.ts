@@ -110,7 +110,7 @@ export class WorkerLease extends Lease {
   /** Leases are granted by holds (`hold`, `tryHold`, `acquire`), never made by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(store: WorkerStore, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, local: number) {
+  protected constructor(...[store, handle, key, fence, local]: WorkerLeaseArgs) {
     super(store, handle, key, fence, local)
     this.#store = store
   }
@@ -153,7 +153,7 @@ export class WorkerStore implements LeaseOwner {
   /** Worker stores are opened by `workerStore()`, never made by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(namespace: DurableObjectNamespaceLike, shard: number | undefined, clock: Clock = workersClock) {
+  protected constructor(...[namespace, shard, clock = workersClock]: WorkerStoreArgs) {
     this.#namespace = namespace
     this.#shard = shard
     this.#clock = clock
@@ -372,18 +372,14 @@ export class WorkerStore implements LeaseOwner {
 
 /** A lock or semaphore of a `workerStore`: the API of `Lock`, over Workers RPC. */
 export class WorkerLock extends TravellingHandle<WorkerLease> {
+  readonly store: WorkerStore
+
   /** Locks and semaphores are made by a store's `lock()` and `semaphore()`, never by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(
-    readonly store: WorkerStore,
-    resource: Resource,
-    limit: number,
-    ttl: number,
-    maxHold: number,
-    wait: number,
-  ) {
+  protected constructor(...[store, resource, limit, ttl, maxHold, wait]: WorkerLockArgs) {
     super(resource, limit, ttl, maxHold, wait)
+    this.store = store
   }
 
   /** @internal */
@@ -392,25 +388,19 @@ export class WorkerLock extends TravellingHandle<WorkerLease> {
   }
 }
 
+/** The parameters of the constructor `WorkerStore` hides (see Lease's constructor); a clock left out is `workersClock`. */
+type WorkerStoreArgs = [namespace: DurableObjectNamespaceLike, shard: number | undefined, clock?: Clock]
+/** The parameters of the constructor `WorkerLock` hides. */
+type WorkerLockArgs = [store: WorkerStore, resource: Resource, limit: number, ttl: number, maxHold: number, wait: number]
+/** The parameters of the constructor `WorkerLease` hides. */
+type WorkerLeaseArgs = [store: WorkerStore, handle: { kind: 'lock' | 'semaphore'; name: string }, key: string, fence: number, local: number]
+
 /** Makes a Worker store: `WorkerStore` itself, typed with the constructor its published type hides. */
-const MadeWorkerStore = WorkerStore as unknown as new (namespace: DurableObjectNamespaceLike, shard: number | undefined, clock?: Clock) => WorkerStore
+const MadeWorkerStore = WorkerStore as unknown as new (...args: WorkerStoreArgs) => WorkerStore
 /** Makes a Worker store's lock or semaphore: `WorkerLock` itself, typed with the constructor its published type hides. */
-const MadeWorkerLock = WorkerLock as unknown as new (
-  store: WorkerStore,
-  resource: Resource,
-  limit: number,
-  ttl: number,
-  maxHold: number,
-  wait: number,
-) => WorkerLock
+const MadeWorkerLock = WorkerLock as unknown as new (...args: WorkerLockArgs) => WorkerLock
 /** Makes a Worker store's lease: `WorkerLease` itself, typed with the constructor its published type hides. */
-const MadeWorkerLease = WorkerLease as unknown as new (
-  store: WorkerStore,
-  handle: { kind: 'lock' | 'semaphore'; name: string },
-  key: string,
-  fence: number,
-  local: number,
-) => WorkerLease
+const MadeWorkerLease = WorkerLease as unknown as new (...args: WorkerLeaseArgs) => WorkerLease
 
 /**
  * A store for Worker code whose holds go to `HoldfastObject`s of `namespace` (the binding, such as

@@ -99,14 +99,17 @@ export class Lease {
   // neither `new Lease(...)` nor a user's subclass of it constructs one; its `never` takes no argument
   // (`super()` included) and lets the implementation keep its parameters required. The package makes
   // one through a constant typed with the hidden constructor (`GrantedLease`): the class itself, so
-  // that `instanceof` holds and a grant costs no call more. A class whose subclass calls `super` has
-  // an internal overload with its parameters too; the others need none. (A comment here must not
-  // name the tag itself: stripInternal drops a member when any comment before it does.)
+  // that `instanceof` holds and a grant costs no call more. TypeScript reads no protected
+  // constructor's signature, so nothing would hold such a constant to the parameters it stands for:
+  // both take them from one labelled tuple (`LeaseArgs`), which the implementation destructures (an
+  // array more per object made, some nanoseconds, no call). A class whose subclass calls `super` has
+  // an internal overload with that tuple too; the others need none. (A comment here must not name
+  // the tag itself: stripInternal drops a member when any comment before it does.)
   /** Leases are granted by holds (`hold`, `tryHold`, `acquire`), never made by hand. */
   protected constructor(...internal: never)
   /** @internal The store's, through `GrantedLease`, and `WorkerLease`'s. */
-  protected constructor(owner: LeaseOwner, handle: LeaseHandle, key: string, fence: number, req: number)
-  protected constructor(owner: LeaseOwner, handle: LeaseHandle, key: string, fence: number, req: number) {
+  protected constructor(...args: LeaseArgs)
+  protected constructor(...[owner, handle, key, fence, req]: LeaseArgs) {
     this._owner = owner
     this.kind = handle.kind
     this.name = handle.name
@@ -237,11 +240,14 @@ export interface LeaseHandle {
   readonly name: string
 }
 
+/** A lease's hidden constructor's parameters, and so `GrantedLease`'s (see the constructor). */
+type LeaseArgs = [owner: LeaseOwner, handle: LeaseHandle, key: string, fence: number, req: number]
+
 /**
  * @internal Makes a lease: `Lease` itself, typed with the constructor its published type hides (no user
  * makes one). The same function at run time, so a grant costs no call more.
  */
-export const GrantedLease = Lease as unknown as new (owner: LeaseOwner, handle: LeaseHandle, key: string, fence: number, req: number) => Lease
+export const GrantedLease = Lease as unknown as new (...args: LeaseArgs) => Lease
 
 // A lease's shape, kept (util/shapes.ts): granted by the store itself (a negative request id, a double
 // fence and grant time), inside a hold, with a line. Moved along where a client's leases end (remote/

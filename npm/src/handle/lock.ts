@@ -66,7 +66,7 @@ export class Lock {
   /** Locks and semaphores are made by a store's `lock()` and `semaphore()`, never by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(store: LockStore, resource: Resource, ttl: number, maxHold: number, wait: number, pin: object | undefined) {
+  protected constructor(...[store, resource, ttl, maxHold, wait, pin]: LockArgs) {
     this._store = store
     this._resource = resource
     this._pin = pin
@@ -197,24 +197,13 @@ export class Semaphore extends Lock {
   }
 }
 
+/** The parameters of the constructor `Lock` hides, and `Semaphore` inherits (see Lease's constructor). */
+type LockArgs = [store: LockStore, resource: Resource, ttl: number, maxHold: number, wait: number, pin: object | undefined]
+
 /** @internal Makes a lock: `Lock` itself, typed with the constructor its published type hides. */
-export const MadeLock = Lock as unknown as new (
-  store: LockStore,
-  resource: Resource,
-  ttl: number,
-  maxHold: number,
-  wait: number,
-  pin: object | undefined,
-) => Lock
+export const MadeLock = Lock as unknown as new (...args: LockArgs) => Lock
 /** @internal Makes a semaphore: `Semaphore` itself, typed with the constructor its published type hides (`Lock`'s). */
-export const MadeSemaphore = Semaphore as unknown as new (
-  store: LockStore,
-  resource: Resource,
-  ttl: number,
-  maxHold: number,
-  wait: number,
-  pin: object | undefined,
-) => Semaphore
+export const MadeSemaphore = Semaphore as unknown as new (...args: LockArgs) => Semaphore
 
 /** A lease's ttl (ms): 1 s to 1 h, as the engine bounds it (bounds.rs). */
 const TTL_MS = [1_000, 3_600_000] as const

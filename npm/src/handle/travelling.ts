@@ -98,6 +98,9 @@ export interface TravellingStore<H, L extends Lease> {
   readonly _hold?: <T>(handle: H, key: string, wait: number, signal: AbortSignal | undefined, fn: (lease: Lease) => T | PromiseLike<T>) => Promise<Awaited<T>>
 }
 
+/** The parameters of the constructor `TravellingHandle` hides, its subclasses' `super` (see Lease's constructor). */
+type HandleArgs = [resource: Resource, limit: number, ttl: number, maxHold: number, wait: number]
+
 /** `hold`, `tryHold` and `acquire` of a handle whose holds travel; see the module doc. */
 export abstract class TravellingHandle<L extends Lease> {
   /** @internal */ readonly _resource: Resource
@@ -114,8 +117,8 @@ export abstract class TravellingHandle<L extends Lease> {
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
   /** @internal Its subclasses'. */
-  protected constructor(resource: Resource, limit: number, ttl: number, maxHold: number, wait: number)
-  protected constructor(resource: Resource, limit: number, ttl: number, maxHold: number, wait: number) {
+  protected constructor(...args: HandleArgs)
+  protected constructor(...[resource, limit, ttl, maxHold, wait]: HandleArgs) {
     this._resource = resource
     this.kind = resource.kind
     this.name = resource.name

@@ -92,7 +92,7 @@ export class Pool {
   /** Pools are made by a store's `pool(name, { capacity })`, never by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(store: PoolStore, name: string, id: number) {
+  protected constructor(...[store, name, id]: PoolArgs) {
     this._store = store
     this.name = name
     this._id = id
@@ -217,7 +217,7 @@ export class Claim {
   /** Claims are made by a pool's `claim(n)`, never by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(pool: Pool, id: string, units: number) {
+  protected constructor(...[pool, id, units]: ClaimArgs) {
     this.#pool = pool
     this.id = id
     this.units = units
@@ -247,7 +247,12 @@ export class Claim {
   }
 }
 
+/** The parameters of the constructor `Pool` hides (see Lease's constructor). */
+type PoolArgs = [store: PoolStore, name: string, id: number]
+/** The parameters of the constructor `Claim` hides. */
+type ClaimArgs = [pool: Pool, id: string, units: number]
+
 /** @internal Makes a pool: `Pool` itself, typed with the constructor its published type hides. */
-export const MadePool = Pool as unknown as new (store: PoolStore, name: string, id: number) => Pool
+export const MadePool = Pool as unknown as new (...args: PoolArgs) => Pool
 /** @internal Makes a claim: `Claim` itself, typed with the constructor its published type hides. */
-export const MadeClaim = Claim as unknown as new (pool: Pool, id: string, units: number) => Claim
+export const MadeClaim = Claim as unknown as new (...args: ClaimArgs) => Claim

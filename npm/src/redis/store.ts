@@ -238,7 +238,7 @@ export class RedisStore implements LeaseOwner {
   /** Redis stores are opened by `openRedisStore()`, never made by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(adapter: Adapter, server: RedisServerInfo, prefix: string, grace: number, clock: Clock, context: ContextStorage | undefined) {
+  protected constructor(...[adapter, server, prefix, grace, clock, context]: RedisStoreArgs) {
     this.#adapter = adapter
     this.server = server
     this.prefix = prefix
@@ -942,20 +942,17 @@ function describeEnd(why: string): string {
 
 /** A lock or semaphore of a Redis store: the API of `Lock`, kept in Redis. */
 export class RedisLock extends TravellingHandle<Lease> {
+  readonly store: RedisStore
+  /** @internal What every call for this handle sends (see `constants` in scripts.ts) but the channel, which ends it. */
+  readonly _constants: string
+
   /** Locks and semaphores are made by a store's `lock()` and `semaphore()`, never by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(
-    readonly store: RedisStore,
-    resource: Resource,
-    limit: number,
-    ttl: number,
-    maxHold: number,
-    wait: number,
-    /** @internal What every call for this handle sends (see `constants` in scripts.ts) but the channel, which ends it. */
-    readonly _constants: string,
-  ) {
+  protected constructor(...[store, resource, limit, ttl, maxHold, wait, constants]: RedisLockArgs) {
     super(resource, limit, ttl, maxHold, wait)
+    this.store = store
+    this._constants = constants
   }
 
   #channel = ''
@@ -976,25 +973,15 @@ export class RedisLock extends TravellingHandle<Lease> {
   }
 }
 
+/** The parameters of the constructor `RedisStore` hides (see Lease's constructor). */
+type RedisStoreArgs = [adapter: Adapter, server: RedisServerInfo, prefix: string, grace: number, clock: Clock, context: ContextStorage | undefined]
+/** The parameters of the constructor `RedisLock` hides. */
+type RedisLockArgs = [store: RedisStore, resource: Resource, limit: number, ttl: number, maxHold: number, wait: number, constants: string]
+
 /** Makes a Redis store: `RedisStore` itself, typed with the constructor its published type hides. */
-const MadeRedisStore = RedisStore as unknown as new (
-  adapter: Adapter,
-  server: RedisServerInfo,
-  prefix: string,
-  grace: number,
-  clock: Clock,
-  context: ContextStorage | undefined,
-) => RedisStore
+const MadeRedisStore = RedisStore as unknown as new (...args: RedisStoreArgs) => RedisStore
 /** Makes a Redis store's lock or semaphore: `RedisLock` itself, typed with the constructor its published type hides. */
-const MadeRedisLock = RedisLock as unknown as new (
-  store: RedisStore,
-  resource: Resource,
-  limit: number,
-  ttl: number,
-  maxHold: number,
-  wait: number,
-  constants: string,
-) => RedisLock
+const MadeRedisLock = RedisLock as unknown as new (...args: RedisLockArgs) => RedisLock
 
 /** Reads one field of `INFO` text. */
 function infoField(info: string, field: string): string | undefined {

@@ -347,15 +347,7 @@ export class RemoteStore implements LeaseOwner {
   /** Remote stores are opened by `connect()`, never made by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(
-    url: string,
-    transport: Transport,
-    token: string,
-    reconnect: boolean,
-    clock: Clock,
-    context: ContextStorage | undefined,
-    ca?: string | Uint8Array,
-  ) {
+  protected constructor(...[url, transport, token, reconnect, clock, context, ca]: RemoteStoreArgs) {
     this.url = url
     this.#ca = ca
     this.#transport = transport
@@ -1112,20 +1104,15 @@ function checkName(name: unknown, kind: string): string {
 
 /** A lock or semaphore of a remote store: the API of `Lock`, over the connection. */
 export class RemoteLock extends TravellingHandle<Lease> {
+  readonly store: RemoteStore
+
   /** Locks and semaphores are made by a store's `lock()` and `semaphore()`, never by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(
-    readonly store: RemoteStore,
-    kind: 'lock' | 'semaphore',
-    name: string,
-    limit: number,
-    ttl: number,
-    maxHold: number,
-    wait: number,
-  ) {
+  protected constructor(...[store, kind, name, limit, ttl, maxHold, wait]: RemoteLockArgs) {
     // An identity for LOCK-04 checks: every handle of one name shares it.
     super(resourceOf(store, kind, name, limit), limit, ttl, maxHold, wait)
+    this.store = store
   }
 
   /** @internal */
@@ -1134,8 +1121,8 @@ export class RemoteLock extends TravellingHandle<Lease> {
   }
 }
 
-/** Makes a remote store: `RemoteStore` itself, typed with the constructor its published type hides. */
-const MadeRemoteStore = RemoteStore as unknown as new (
+/** The parameters of the constructor `RemoteStore` hides (see Lease's constructor). */
+type RemoteStoreArgs = [
   url: string,
   transport: Transport,
   token: string,
@@ -1143,17 +1130,14 @@ const MadeRemoteStore = RemoteStore as unknown as new (
   clock: Clock,
   context: ContextStorage | undefined,
   ca?: string | Uint8Array,
-) => RemoteStore
+]
+/** The parameters of the constructor `RemoteLock` hides. */
+type RemoteLockArgs = [store: RemoteStore, kind: 'lock' | 'semaphore', name: string, limit: number, ttl: number, maxHold: number, wait: number]
+
+/** Makes a remote store: `RemoteStore` itself, typed with the constructor its published type hides. */
+const MadeRemoteStore = RemoteStore as unknown as new (...args: RemoteStoreArgs) => RemoteStore
 /** Makes a remote store's lock or semaphore: `RemoteLock` itself, typed with the constructor its published type hides. */
-const MadeRemoteLock = RemoteLock as unknown as new (
-  store: RemoteStore,
-  kind: 'lock' | 'semaphore',
-  name: string,
-  limit: number,
-  ttl: number,
-  maxHold: number,
-  wait: number,
-) => RemoteLock
+const MadeRemoteLock = RemoteLock as unknown as new (...args: RemoteLockArgs) => RemoteLock
 
 const resources = new WeakMap<RemoteStore, ResourceNames>()
 

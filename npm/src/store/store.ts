@@ -99,15 +99,7 @@ export class Store implements LockStore, ServedStore {
   /** Stores are opened by `openStore()`, never made by hand. */
   protected constructor(...internal: never)
   // The published types keep the overload above alone (see Lease's constructor).
-  protected constructor(
-    core: Core,
-    memory: WebAssembly.Memory,
-    storage: Storage,
-    writes: FenceWrites,
-    clock: Clock,
-    context: ContextStorage | undefined,
-    transport?: Transport,
-  ) {
+  protected constructor(...[core, memory, storage, writes, clock, context, transport]: StoreArgs) {
     this.#host = new EngineHost(core, memory, storage, writes, clock, context)
     this.#lent = new LentFences(this.#host, context)
     this.#remote = new RemoteHolds(this.#host)
@@ -539,8 +531,8 @@ export class Store implements LockStore, ServedStore {
   }
 }
 
-/** Makes a store: `Store` itself, typed with the constructor its published type hides. */
-const MadeStore = Store as unknown as new (
+/** The parameters of the constructor `Store` hides (see Lease's constructor). */
+type StoreArgs = [
   core: Core,
   memory: WebAssembly.Memory,
   storage: Storage,
@@ -548,7 +540,10 @@ const MadeStore = Store as unknown as new (
   clock: Clock,
   context: ContextStorage | undefined,
   transport?: Transport,
-) => Store
+]
+
+/** Makes a store: `Store` itself, typed with the constructor its published type hides. */
+const MadeStore = Store as unknown as new (...args: StoreArgs) => Store
 
 /** Opens a store on `platform`; the entry of each runtime calls this. */
 export async function openStoreOn(platform: Platform, options?: StoreOptions): Promise<Store> {
