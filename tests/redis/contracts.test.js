@@ -475,6 +475,10 @@ test('#15: an uncontended hold is two commands to Redis (acquire, release); bad 
   await assert.rejects(lock.hold('', () => {}), InvalidError)
   await assert.rejects(lock.hold('\ud800', () => {}), InvalidError)
   assert.throws(() => a.lock('Bad Name'), InvalidError)
+  // In the words of a store in process (util/name.ts).
+  assert.throws(() => a.lock('Bad Name'), { message: 'lock Bad Name: name "Bad Name" must match [a-z0-9][a-z0-9_.-]{0,63}' })
+  assert.throws(() => a.pool('Seats!', { capacity: 3 }), { message: 'pool Seats!: name "Seats!" must match [a-z0-9][a-z0-9_.-]{0,63}' })
+  assert.throws(() => a.semaphore(42, { limit: 2 }), { message: 'semaphore: name must be a string, not number' })
   assert.throws(() => a.lock('ok', { ttl: 500 }), InvalidError)
   assert.throws(() => a.lock('ok', { tll: 500 }), InvalidError)
   await assert.rejects(lock.hold('k', { wait: -1 }, () => {}), InvalidError)

@@ -29,15 +29,14 @@
  * it has, or `InvalidError` ("no such pool") when it has none.
  */
 
-import { InvalidError, errorOf } from '../errors.js'
+import { errorOf } from '../errors.js'
 import { HandleCapacities } from '../pool/capacities.js'
 import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
 import { cancellable } from './cancellable.js'
 import type { ErrorAnswer, HoldfastObjectRpc, PoolOp } from './types.js'
-
-const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
+import { checkName } from '../util/name.js'
 
 /** What the pools need of their `WorkerStore`. */
 export interface PoolCaller {
@@ -66,7 +65,7 @@ export class WorkerPools implements PoolStore {
 
   /** `workerStore(...).pool(name, { capacity })`; without a capacity, a pool the object has (its calls are refused when it has none). */
   pool(name: unknown, options?: unknown): Pool {
-    if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`pool: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    checkName('pool', name)
     const place = `pool ${name}`
     const o = checkOptions(options, place, ['capacity'])
     const pool = new MadePool(this, name, 0)

@@ -48,6 +48,7 @@ import type { Pool } from '../pool/pool.js'
 import type { PoolOptions } from '../pool/types.js'
 import { WorkerPools } from './worker-pools.js'
 import { cancellable } from './cancellable.js'
+import { checkName } from '../util/name.js'
 
 /** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
 type Resource = SharedResource<Lease>
@@ -69,7 +70,6 @@ const workersClock: Clock = {
   clearTimeout: handle => clearTimeout(handle as ReturnType<typeof setTimeout>),
 }
 
-const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 /** How many times a failed call is asked again, at most. */
 const RETRIES = 3
 
@@ -179,7 +179,7 @@ export class WorkerStore implements LeaseOwner {
   }
 
   #handle(kind: 'lock' | 'semaphore', name: unknown, options: unknown): WorkerLock {
-    if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`${kind}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    checkName(kind, name)
     const place = `${kind} ${name}`
     const o = handleOptions(options, place, kind === 'semaphore')
     // The object checks them too; checking here answers before anything is sent.

@@ -58,6 +58,7 @@ import { randomId } from '../util/random.js'
 import { HandleCapacities } from './capacities.js'
 import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type PoolStore } from './pool.js'
 import type { PoolInfo } from './types.js'
+import { checkName } from '../util/name.js'
 
 /** An answer, or `dropped`: the connection ended before it came (id 0: the frame was not even sent). */
 export type LinkFrame = (ServerMessage & { id: number }) | { id: number; type: 'dropped' }
@@ -80,8 +81,6 @@ export interface PoolLink {
 const WAIT_GRACE = 1_000
 /** How long an operation waits for a server that cannot be reached. */
 const PATIENCE = 10_000
-
-const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 
 /** One caller's ask of a claim: its own frame, answered by its own wait; its own signal. */
 class Ask {
@@ -148,7 +147,7 @@ export class RemotePools implements PoolStore {
     const place = `pool ${String(name)}`
     const closed = this.#link.closed()
     if (closed) throw new ClosedError(`${place}: ${closed.message}`)
-    if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`pool: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    checkName('pool', name)
     const o = checkOptions(options, place, ['capacity'])
     const capacity = o.capacity === undefined ? 0 : checkUnits(o.capacity, `${place}: capacity`)
     const pool = new MadePool(this, name, 0)

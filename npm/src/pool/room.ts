@@ -91,6 +91,7 @@ import { randomId } from '../util/random.js'
 import { checkOptions } from '../util/options.js'
 import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type Party, type PoolStore } from './pool.js'
 import type { PoolInfo } from './types.js'
+import { checkName } from '../util/name.js'
 
 /** What the room needs of its store. */
 export interface PoolHost {
@@ -115,7 +116,6 @@ export interface PoolHost {
 }
 
 /** A pool's name, as the engine checks it (here only to word a pool named alone that no pool could have). */
-const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 /** The party of a caller in this process (never one that withdraws). */
 const LOCAL = Object.freeze({})
 /** More than one party was answered `claimed`, or who was told is not known. */
@@ -279,7 +279,7 @@ export class PoolRoom implements PoolStore {
     const id = this.#call(() => this.#host.core.findPool(name))
     if (id >= 0) return new MadePool(this, name, id)
     // No pool has a name the engine would refuse: say what is wrong with it rather than "no such pool".
-    if (!NAME.test(name)) throw new InvalidError(`${place}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    checkName('pool', name)
     throw new InvalidError(`${place}: no such pool (its first use names its capacity)`)
   }
 

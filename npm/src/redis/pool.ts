@@ -56,6 +56,7 @@ import { randomId } from '../util/random.js'
 import { ReplyFailure } from './adapter.js'
 import { poolKeysOf, poolTagOf } from './scripts.js'
 import type { PoolWake } from './wakeups.js'
+import { checkName } from '../util/name.js'
 
 /** How long a waiting claim keeps its place without a heartbeat (it sends one every third of it). */
 export const BEAT = 10_000
@@ -69,7 +70,6 @@ const CLOSE_PATIENCE = 1_000
 const AGAIN_MS = 100
 /** A question meant for a deadline is sent this much after it, so that Redis finds it past. */
 const SLACK = 5
-const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 
 /** What the pools need of their store. */
 export interface PoolHost {
@@ -164,7 +164,7 @@ export class RedisPools implements PoolStore {
     const place = `pool ${String(name)}`
     const closed = this.#host.closed(place)
     if (closed) throw closed
-    if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`pool: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    checkName('pool', name)
     const o = checkOptions(options, place, ['capacity'])
     const capacity = o.capacity === undefined ? 0 : checkUnits(o.capacity, `${place}: capacity`)
     const pool = new MadePool(this, name, 0)

@@ -54,6 +54,7 @@ import { Wakeups, type PoolWake, type Wake } from './wakeups.js'
 import { BEAT, RedisPools } from './pool.js'
 import type { Pool } from '../pool/pool.js'
 import type { PoolInfo, PoolOptions } from '../pool/types.js'
+import { checkName } from '../util/name.js'
 
 export interface RedisStoreOptions {
   /** A client the application made: ioredis (`new Redis(…)`) or node-redis (`createClient(…)`, connected). */
@@ -85,7 +86,6 @@ export interface RedisServerInfo {
   pubsub: 'classic' | 'sharded'
 }
 
-const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
 const PREFIX = /^[A-Za-z0-9_.:-]{1,64}$/
 /** How long past its wait this side waits for Redis's own answer to a hold. */
 const WAIT_GRACE = 1_000
@@ -818,7 +818,7 @@ export class RedisStore implements LeaseOwner {
   #handle(kind: 'lock' | 'semaphore', name: string, options: unknown): RedisLock {
     const place = `${kind} ${String(name)}`
     if (this.#closed) throw new ClosedError(`${place}: ${this.#closed.message}`)
-    if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`${kind}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
+    checkName(kind, name)
     const o = handleOptions(options, place, kind === 'semaphore')
     const { ttl, maxHold } = leaseBounds(o, place)
     const resource = this.#resources.get(kind, name, o.limit)

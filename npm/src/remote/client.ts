@@ -90,6 +90,7 @@ import { TravellingHandle, placeOf, type TravellingStore } from '../handle/trave
 import type { ContextStorage, Scope } from '../handle/context.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import type { Socket, Transport } from '../runtime/transport.js'
+import { checkName } from '../util/name.js'
 
 /** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
 type Resource = SharedResource<Lease>
@@ -976,7 +977,8 @@ export class RemoteStore implements LeaseOwner {
     } catch (error) {
       throw fromEngine(error, place)
     }
-    return new MadeRemoteLock(this, kind, checkName(name, kind), o.limit, o.ttl, o.maxHold, o.wait)
+    checkName(kind, name)
+    return new MadeRemoteLock(this, kind, name, o.limit, o.ttl, o.maxHold, o.wait)
   }
 
   /** A pool of the server's store (see pool/client.ts); without a capacity, an existing pool. */
@@ -1094,13 +1096,6 @@ function holdFrameOf(id: number, p: Pending): Uint8Array {
 
 /** A client's batch of `frames` (for `Socket.pack`). */
 const packClient = (frames: Uint8Array[]): Uint8Array => batchOf(frames, false)
-
-const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/
-
-function checkName(name: unknown, kind: string): string {
-  if (typeof name !== 'string' || !NAME.test(name)) throw new InvalidError(`${kind}: name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`)
-  return name
-}
 
 /** A lock or semaphore of a remote store: the API of `Lock`, over the connection. */
 export class RemoteLock extends TravellingHandle<Lease> {
