@@ -1390,6 +1390,23 @@ test('remote: a token is required and a wrong one is refused with PermissionErro
   await s.close()
 })
 
+test('remote: HOLDFAST_TOKEN is the client side\'s default token; serve() needs its token option', async () => {
+  const s = await served()
+  const before = process.env.HOLDFAST_TOKEN
+  process.env.HOLDFAST_TOKEN = TOKEN
+  try {
+    // docs/serving.md, Security: the environment gives a client its token, never a server.
+    await assert.rejects(s.store.serve({ port: 0 }), e => e instanceof InvalidError && /token/.test(e.message))
+    const client = await connect(s.server.url, { clock: manualClock(5_000) })
+    assert.equal(await client.lock('x').hold('k', lease => lease.key), 'k')
+    await client.close()
+  } finally {
+    if (before === undefined) delete process.env.HOLDFAST_TOKEN
+    else process.env.HOLDFAST_TOKEN = before
+  }
+  await s.close()
+})
+
 test('remote: limits at N and N+1 — requests per connection and connections per server', async () => {
   const s = await served({ connectionLimit: 3, maxConnections: 2 })
   const { client } = await s.client()
