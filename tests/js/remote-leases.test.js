@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto'
 import { spawn } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { openStore, memoryStorage, connect, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
+import { openStore, memoryStorage, connect, HoldfastError, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 import { heldUpStorage, isSettled, stallClock } from './helpers.js'
 
@@ -1400,10 +1400,23 @@ test('remote: HOLDFAST_TOKEN is the client side\'s default token; serve() needs 
     const client = await connect(s.server.url, { clock: manualClock(5_000) })
     assert.equal(await client.lock('x').hold('k', lease => lease.key), 'k')
     await client.close()
+    // The README's errors table: with no token at all, connect() is an InvalidError, not a refusal.
+    delete process.env.HOLDFAST_TOKEN
+    await assert.rejects(connect(s.server.url), e => e instanceof InvalidError && /HOLDFAST_TOKEN/.test(e.message))
   } finally {
     if (before === undefined) delete process.env.HOLDFAST_TOKEN
     else process.env.HOLDFAST_TOKEN = before
   }
+  await s.close()
+})
+
+test('remote: serve() on a busy port rejects with the runtime\'s own error (EADDRINUSE), the one exception to HoldfastError', async () => {
+  const s = await served()
+  const port = Number(new URL(s.server.url).port)
+  await assert.rejects(s.store.serve({ port, token: TOKEN }), e => !(e instanceof HoldfastError) && e.code === 'EADDRINUSE')
+  // The store and its first server go on.
+  const { client } = await s.client()
+  assert.equal(await client.lock('x').hold('k', lease => lease.key), 'k')
   await s.close()
 })
 
