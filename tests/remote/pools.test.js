@@ -252,6 +252,41 @@ test("POOL-02 over a connection: a release, confirm, resize or remaining asked b
   assert.deepEqual(pick(store), { remaining: 7, claims: 1, waiting: 0 }, 'the release and the resize were applied')
 })
 
+test("POOL-02 over a connection: the client's close() gives a release asked before it a second (its clock's); a write slower than that leaves the release ClosedError, done by the server all the same", async t => {
+  const storage = gatedStorage()
+  const store = await openStore({ storage })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  t.after(() => (storage.open?.(), store.close()))
+  const clock = manualClock()
+  const client = await connect(server.url, { token: TOKEN, clock })
+  const seats = client.pool('seats', { capacity: 5 })
+  assert.equal((await seats.claim(2, { id: 'gone' })).claimed, true)
+  storage.shut()
+  const released = seats.release('gone').then(
+    value => value,
+    error => error,
+  )
+  await storage.held
+  let closed = false
+  const closing = client.close().then(() => (closed = true))
+  // In process, close() waits for the write however long it takes (POOL-02); the client does not.
+  clock.advance(999)
+  await sleep(20)
+  assert.equal(closed, false, 'close() still waits for the answer at 999 ms')
+  clock.advance(1)
+  await closing
+  const answer = await released
+  assert.ok(answer instanceof ClosedError, `the release past the client's second: ${answer}`)
+  storage.open()
+  await waitFor(() => pick(store).remaining === 5, 'the server did the release')
+  assert.deepEqual(pick(store), { remaining: 5, claims: 0, waiting: 0 })
+})
+
+async function waitFor(done, what) {
+  for (let i = 0; i < 500 && !done(); i++) await sleep(2)
+  assert.ok(done(), what)
+}
+
 function pick(store) {
   const { remaining, claims, waiting } = store.inspect().find(e => e.kind === 'pool')
   return { remaining, claims, waiting }
