@@ -1410,6 +1410,25 @@ test('remote: HOLDFAST_TOKEN is the client side\'s default token; serve() needs 
   await s.close()
 })
 
+test('remote: a port, host or path serve() cannot take is bad input (InvalidError naming it): an empty or non-text host no longer binds every address on Node', async t => {
+  const s = await served()
+  t.after(() => s.store.close())
+  for (const port of [-1, 65536, 1.5, '7420', Number.NaN, null]) {
+    await assert.rejects(s.store.serve({ port, token: TOKEN }), e => e instanceof InvalidError && /port/.test(e.message), `port ${String(port)}`)
+  }
+  // Node's listen() took '' and 42 as "every address" ([::]): the server binds 127.0.0.1 unless told otherwise.
+  for (const host of ['', 42, null]) {
+    await assert.rejects(s.store.serve({ port: 0, host, token: TOKEN }), e => e instanceof InvalidError && /host/.test(e.message), `host ${String(host)}`)
+  }
+  for (const path of ['', 42]) {
+    await assert.rejects(s.store.serve({ path, token: TOKEN }), e => e instanceof InvalidError && /path/.test(e.message), `path ${String(path)}`)
+  }
+  // Bad input changes nothing: the store serves on, and takes a good port.
+  const other = await s.store.serve({ port: 0, token: TOKEN })
+  await other.close()
+  await s.close()
+})
+
 test('remote: serve() on a busy port rejects with the runtime\'s own error (EADDRINUSE), the one exception to HoldfastError', async () => {
   const s = await served()
   const port = Number(new URL(s.server.url).port)

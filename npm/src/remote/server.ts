@@ -297,6 +297,17 @@ export async function serveOn(store: ServedStore, transport: Transport | undefin
     throw new InvalidError('serve: a token is required (option token, a non-empty string); clients present it in their first frame')
   }
   if (o.path !== undefined && (o.port !== undefined || o.host !== undefined)) throw new InvalidError('serve: give path, or port and host, not both')
+  // Checked here, not left to the runtime: Node's listen() takes an empty or non-text host as every
+  // address (`[::]`), which would undo the 127.0.0.1 default, and refuses a bad port as a RangeError.
+  if (o.port !== undefined && (!Number.isInteger(o.port) || (o.port as number) < 0 || (o.port as number) > 65535)) {
+    throw new InvalidError(`serve: port ${JSON.stringify(o.port) ?? String(o.port)} must be a whole number from 0 to 65535 (0 picks a free one)`)
+  }
+  if (o.host !== undefined && (typeof o.host !== 'string' || o.host.length === 0)) {
+    throw new InvalidError(`serve: host ${JSON.stringify(o.host) ?? String(o.host)} must be an address to bind, such as '127.0.0.1' (the default) or '0.0.0.0'`)
+  }
+  if (o.path !== undefined && (typeof o.path !== 'string' || o.path.length === 0)) {
+    throw new InvalidError(`serve: path ${JSON.stringify(o.path) ?? String(o.path)} must be the path of a Unix socket`)
+  }
   for (const n of ['maxConnections', 'maxUnauthenticated', 'connectionLimit', 'maxHolds'] as const) {
     if (o[n] !== undefined && (!Number.isInteger(o[n]) || (o[n] as number) < 1))
       throw new InvalidError(`serve: ${n} ${String(o[n])} must be a whole number, 1 or more`)
