@@ -1429,6 +1429,14 @@ test('remote: a port, host or path serve() cannot take is bad input (InvalidErro
   await s.close()
 })
 
+test('remote: a malformed url is bad input (InvalidError), not an unreachable server (ClosedError)', async () => {
+  for (const url of ['ws://', 'wss://', 'ws://host:99999', 'ws://a b:1', 'ws://[::1', 'ws+unix://']) {
+    await assert.rejects(connect(url, { token: TOKEN }), e => e instanceof InvalidError && e.message.includes(url), url)
+  }
+  // A well-formed url nobody answers is still ClosedError.
+  await assert.rejects(connect('ws://127.0.0.1:1', { token: TOKEN }), ClosedError)
+})
+
 test('remote: serve() on a busy port rejects with the runtime\'s own error (EADDRINUSE), the one exception to HoldfastError', async () => {
   const s = await served()
   const port = Number(new URL(s.server.url).port)

@@ -1154,6 +1154,11 @@ export async function connectOn(
   if (typeof url !== 'string' || !/^(wss?:\/\/|wss?\+unix:\/\/)/.test(url)) {
     throw new InvalidError(`connect: url ${JSON.stringify(url)} must start with ws://, wss:// or ws+unix://`)
   }
+  // A url no WebSocket can dial is the caller's mistake, not a server out of reach: the transport
+  // would fail it as ClosedError, which callers retry as a passing outage.
+  if (/\+unix:\/\/$/.test(url) || (!url.includes('+unix://') && !canParse(url))) {
+    throw new InvalidError(`connect: url ${url} is not a WebSocket address (ws://HOST:PORT, wss://HOST:PORT or ws+unix://PATH)`)
+  }
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env
   const token = o.token ?? env?.HOLDFAST_TOKEN
   if (typeof token !== 'string' || token.length === 0) {
@@ -1172,4 +1177,14 @@ export async function connectOn(
   )
   await store._open()
   return store
+}
+
+/** Whether the WHATWG URL parser takes `url` (with a host for ws:// and wss://: `ws://` alone it refuses). */
+function canParse(url: string): boolean {
+  try {
+    new URL(url)
+    return true
+  } catch {
+    return false
+  }
 }
