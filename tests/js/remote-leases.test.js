@@ -1521,6 +1521,22 @@ test('#13 one meaning per key: a key with a lone surrogate is an InvalidError lo
   await s.close()
 })
 
+test('over a connection, a semaphore asked for again with another limit while a handle of it lives in the client is an InvalidError at once, as in process and on Redis, idle or busy', async () => {
+  // It was taken: the server forgets an idle name, so the second handle's first hold named the limit,
+  // and the first handle's holds were then refused while the second's were held.
+  const s = await served()
+  const { client } = await s.client()
+  const uploads = client.semaphore('uploads', { limit: 2 })
+  const refused = e => e instanceof InvalidError && e.message === 'semaphore uploads: limit 3 differs from its limit 2'
+  assert.throws(() => client.semaphore('uploads', { limit: 3 }), refused, 'idle')
+  const held = await uploads.acquire('u')
+  assert.throws(() => client.semaphore('uploads', { limit: 3 }), refused, 'busy')
+  assert.equal(client.semaphore('uploads', { limit: 2 }).limit, 2, 'the same limit is the same semaphore')
+  assert.equal(client.lock('uploads').limit, 1, 'a lock of the name is another thing')
+  await held.release()
+  await s.close()
+})
+
 test('#17: the server keeps its last handle for the next hold of its name, never for a name it forgot since, nor for a semaphore of another limit', async () => {
   const s = await served()
   const { client } = await s.client()
@@ -1534,20 +1550,22 @@ test('#17: the server keeps its last handle for the next hold of its name, never
       assert.equal(fences.length, 3)
       await until(() => namesInUse() === 0, `round ${round}: the idle name forgotten`)
     }
-    // A semaphore held with limit 2: asked with limit 3 while in use, refused as ever.
+    // A semaphore held with limit 2: asked with limit 3 while in use, refused as ever (by the server:
+    // another client, which has no handle of the name to refuse it first).
+    const { client: other } = await s.client()
     let open
     const gate = new Promise(resolve => (open = resolve))
     const held = client.semaphore('uploads', { limit: 2 }).hold('u', () => gate)
     await until(() => namesInUse() === 1, 'the semaphore held')
     await assert.rejects(
-      client.semaphore('uploads', { limit: 3 }).hold('u', () => {}),
+      other.semaphore('uploads', { limit: 3 }).hold('u', () => {}),
       e => e instanceof InvalidError && /limit 3 differs from its limit 2/.test(e.message),
     )
     open()
     await held
     await until(() => namesInUse() === 0, 'the semaphore forgotten')
     // Forgotten, any limit is its limit.
-    assert.equal(await client.semaphore('uploads', { limit: 3 }).hold('u', () => 'held'), 'held')
+    assert.equal(await other.semaphore('uploads', { limit: 3 }).hold('u', () => 'held'), 'held')
   } finally {
     await s.close()
   }

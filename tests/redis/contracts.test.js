@@ -108,7 +108,15 @@ test('LOCK-01: a semaphore has at most limit holders across stores; a store aski
   await held.granted
   const c = await openRedisStore({ redis: await redisClient(t, server.url) })
   later(t, () => c.close())
-  await assert.rejects(c.semaphore('pool', { limit: 2 }).hold('q', { wait: 0 }, () => {}), InvalidError)
+  await assert.rejects(c.semaphore('pool', { limit: 2 }).hold('q', { wait: 0 }, () => {}), {
+    name: 'InvalidError',
+    message: 'semaphore pool: key "q": limit 2 differs from the limit 3 its holders use',
+  })
+  // In the store that has a handle of it, at once, idle key or busy, worded as in process and over a
+  // connection (it said "differs from the limit 3 this store's semaphore pool has").
+  for (const key of ['idle', 'q']) {
+    assert.throws(() => a.semaphore('pool', { limit: 2 }).hold(key, () => {}), { name: 'InvalidError', message: 'semaphore pool: limit 2 differs from its limit 3' }, key)
+  }
   held.release()
   await held.done
 })

@@ -461,6 +461,12 @@ test('a semaphore through the object: at most limit holders of a key at a time',
   assert.ok(third.start >= firstEnd, `the third (${third.tag}, ${third.start}) began after one of the first two ended (${firstEnd})`)
 })
 
+test('a semaphore asked for again with another limit while a handle of it lives in the workerStore is an InvalidError at once, idle or busy, as in process', async () => {
+  // It was taken while idle: the object forgets a name nothing holds, and then judged no limit.
+  const error = { code: 'invalid', name: 'InvalidError', message: 'semaphore uploads: limit 3 differs from its limit 2' }
+  assert.deepEqual(await cf('two-limits', { name: 'uploads', limit: 2, key: 'u' }), { idle: { error }, busy: { error } })
+})
+
 test('shard: N spreads a name over N objects by FNV-1a of the key; one key always meets itself there', async () => {
   const where = await cf('object', { name: 'jobs', key: 'k', shard: 4 })
   assert.equal(where.name, `jobs/${where.hash % 4}`)

@@ -822,8 +822,6 @@ export class RedisStore implements LeaseOwner {
     const o = handleOptions(options, place, kind === 'semaphore')
     const { ttl, maxHold } = leaseBounds(o, place)
     const resource = this.#resources.get(kind, name, o.limit)
-    if (resource.limit !== o.limit)
-      throw new InvalidError(`${place}: limit ${o.limit} differs from the limit ${resource.limit} this store's semaphore ${name} has`)
     const consts = constants(this.#grace, this.#wakeups.publish, ttl, maxHold, o.limit, '')
     return new MadeRedisLock(this, resource, o.limit, ttl, maxHold, o.wait, consts)
   }

@@ -317,6 +317,21 @@ export async function cloudflare(op, q, env) {
       })
     case 'tryHold':
       return await handle.tryHold(key, lease => ({ fence: lease.fence }))
+    case 'two-limits': {
+      // A second handle of the semaphore, of another limit, in the same workerStore: idle, then busy.
+      const other = () => {
+        try {
+          return { limit: store.semaphore(name, { limit: handle.limit + 1 }).limit }
+        } catch (e) {
+          return errorInfo(e)
+        }
+      }
+      const idle = other()
+      const lease = await handle.acquire(key)
+      const busy = other()
+      await lease.release()
+      return { idle, busy }
+    }
     case 'throwing': {
       // A hold whose fn throws (sync: at once; else: after a turn), its signal aborted once granted.
       const ac = new AbortController()
