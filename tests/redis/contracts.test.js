@@ -366,6 +366,20 @@ test('LOCK-05: a waiter at the head of a semaphore is told the earliest holder\'
   assert.ok((few.zrangebyscore ?? 0) <= 1, `one look for the earliest holder: ${JSON.stringify(few)}`)
 })
 
+test('LOCK-05 (inspect): a semaphore\'s holders are listed in the order of their fences, as in process, whatever their ttls (they were in the order of their deadlines)', async t => {
+  const { a, b } = await twoStores(t)
+  const long = a.semaphore('mixed', { limit: 3, ttl: '20s' })
+  const short = b.semaphore('mixed', { limit: 3, ttl: '2s' })
+  const leases = [await long.acquire('k'), await short.acquire('k'), await long.acquire('k')]
+  const [entry] = (await a.inspect()).filter(e => e.name === 'mixed')
+  assert.deepEqual(
+    entry.holders.map(h => h.fence),
+    leases.map(l => l.fence),
+  )
+  assert.ok(entry.holders[0].heldMs >= entry.holders[2].heldMs, JSON.stringify(entry))
+  for (const lease of leases) await lease.release()
+})
+
 test('LOCK-05 (inspect): a key that remembers 50,000 tombstones is inspected right (its live holders, in deadline order, and waiters) at a cost that does not grow with them; a holder without an index entry (a script of before) is still listed', async t => {
   const { server, a } = await twoStores(t)
   const { keys, send, functions, call } = await lockLua(t, server, 'crowd')
@@ -392,7 +406,7 @@ end`
   }
   const all = await fences()
   assert.equal(all.length, 3)
-  assert.deepEqual([...all].sort((x, y) => x - y), all, 'in the order of their deadlines (granted in this order)')
+  assert.deepEqual([...all].sort((x, y) => x - y), all, 'in the order of their fences (granted in this order)')
   // What one inspect costs Redis (its own time, INFO commandstats): before, every tombstone was read.
   await send(['CONFIG', 'RESETSTAT'])
   for (let i = 0; i < 5; i++) await send(['FCALL', functions.inspect, 2, M, Z])

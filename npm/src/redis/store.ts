@@ -864,6 +864,9 @@ export class RedisStore implements LeaseOwner {
         for (const { parsed, a } of answers) {
           const holders = []
           for (let j = 1; j + 1 < a.length; j += 2) holders.push({ fence: Number(a[j]), heldMs: Number(a[j + 1]) })
+          // Redis answers them in the order of their deadlines, which holders of different ttls take
+          // out of turn; a local store lists them by fence, the order they were granted in.
+          holders.sort((x, y) => x.fence - y.fence)
           const waiting = Number(a[0])
           if (holders.length > 0 || waiting > 0) out.push({ ...parsed, holders, waiting })
         }
