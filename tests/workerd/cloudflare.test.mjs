@@ -414,6 +414,10 @@ test('a bad name, key, ttl or limit gets a typed error over the boundary', async
     [{ maxHoldMs: 31 * 24 * 3_600_000 }, /maxHold \d+ms must be 1ms to 30 days/],
     [{ request: 'nothex' }, /request must be 32 hex digits/],
     [{ kind: 'mutex' }, /kind "mutex"/],
+    // A semaphore's limit, worded as every store's handle words it, past the bounds or not whole.
+    [{ kind: 'semaphore', limitNum: 10_001 }, /^semaphore jobs: limit 10001 must be a whole number from 1 to 10000$/],
+    [{ kind: 'semaphore', limitNum: 0 }, /^semaphore jobs: limit 0 must be a whole number from 1 to 10000$/],
+    [{ kind: 'semaphore', limitNum: 2.5 }, /^semaphore jobs: limit 2\.5 must be a whole number from 1 to 10000$/],
   ]) {
     const answer = await cf('raw-bad', params)
     assert.equal(answer.error?.code, 'invalid', `${JSON.stringify(params)}: ${JSON.stringify(answer)}`)

@@ -415,7 +415,7 @@ export async function cloudflare(op, q, env) {
     case 'raw-bad':
       // Bad input sent straight to the object, past workerStore's own checks.
       return await stub().acquire(q.get('kind') ?? 'lock', q.get('badName') ?? name, q.has('badKey') ? q.get('badKey') : key, {
-        limit: 1,
+        limit: Number(q.get('limitNum') ?? 1),
         ttl: Number(q.get('ttlMs') ?? 30_000),
         maxHold: Number(q.get('maxHoldMs') ?? 0),
         wait: 0,
