@@ -121,6 +121,24 @@ test('LOCK-01: a semaphore has at most limit holders across stores; a store aski
   await held.done
 })
 
+test('LOCK-01: 10,000 waiters on one key are taken and the next is refused LimitError in the words of every other store (it said "more than 10000 waiting holds on one key")', { timeout: 60_000 }, async t => {
+  const { a } = await twoStores(t)
+  for (const handle of [a.lock('crowded', { wait: Infinity }), a.semaphore('crowded', { limit: 2, wait: Infinity })]) {
+    const held = await Promise.all(Array.from({ length: handle.limit }, () => handle.acquire('k')))
+    const waiters = Array.from({ length: 10_000 }, () => handle.acquire('k'))
+    await assert.rejects(handle.acquire('k'), {
+      name: 'LimitError',
+      code: 'limit',
+      message: `${handle.kind} crowded: key "k": 10000 waiters on one key is the most`,
+    })
+    const [entry] = (await a.inspect()).filter(e => e.kind === handle.kind && e.name === 'crowded')
+    assert.equal(entry.waiting, 10_000)
+    // Each waiter in turn, two commands a hand-over: a few seconds.
+    for (const lease of held) await lease.release()
+    for (const w of waiters) await (await w).release()
+  }
+})
+
 test('LOCK-02: fences are safe integers that grow for every lease of a key, from both stores', async t => {
   const { a, b } = await twoStores(t)
   const fences = []

@@ -89,7 +89,7 @@ local function acquire(keys, args)
   end
   if waiting >= 10000 then
     save()
-    return {'x', 'limit', 'more than 10000 waiting holds on one key'}
+    return {'x', 'limit', '10000 waiters on one key is the most'}
   end
   local ticket = redis.call('HINCRBY', M, 't', 1)
   waiting = waiting + 1
