@@ -48,9 +48,25 @@ export function entrySize(e: WireEntry): number {
 
 /** The bytes of an answer that lists every entry in one frame. */
 export function answerSize(entries: readonly WireEntry[]): number {
+  return wholeSize(entries, entrySize)
+}
+
+/** The bytes of a frame that lists every one of `items`, each `sizeOf` bytes. */
+function wholeSize<T>(items: readonly T[], sizeOf: (item: T) => number): number {
   let size = FRAME_OVERHEAD
-  for (const e of entries) size += entrySize(e)
+  for (const item of items) size += sizeOf(item)
   return size
+}
+
+/** The first of `sorted` that fit in `budget` bytes (at least one), and whether more follow: a page of either kind. */
+function fitted<T>(sorted: T[], sizeOf: (item: T) => number, budget: number): { items: T[]; more: boolean } {
+  let size = FRAME_OVERHEAD
+  let n = 0
+  for (; n < sorted.length; n++) {
+    size += sizeOf(sorted[n]!)
+    if (size > budget && n > 0) break
+  }
+  return { items: sorted.slice(0, n), more: n < sorted.length }
 }
 
 function order(a: PageCursor, b: PageCursor): number {
@@ -63,13 +79,8 @@ function order(a: PageCursor, b: PageCursor): number {
 export function pageAfter(entries: readonly WireEntry[], cursor: PageCursor, budget: number): { entries: WireEntry[]; more: boolean } {
   const rest = cursor.name === '' ? entries.slice() : entries.filter(e => order(e, cursor) > 0)
   rest.sort(order)
-  let size = FRAME_OVERHEAD
-  let n = 0
-  for (; n < rest.length; n++) {
-    size += entrySize(rest[n]!)
-    if (size > budget && n > 0) break
-  }
-  return { entries: rest.slice(0, n), more: n < rest.length }
+  const { items, more } = fitted(rest, entrySize, budget)
+  return { entries: items, more }
 }
 
 /** The bytes of one pool on the wire: name, capacity, remaining, claims, waiting. A name is ASCII (its pattern). */
@@ -79,9 +90,7 @@ function poolSize(p: WirePool): number {
 
 /** The bytes of an answer that lists every pool in one frame (revision 4's `pools`). */
 export function poolsAnswerSize(pools: readonly WirePool[]): number {
-  let size = FRAME_OVERHEAD
-  for (const p of pools) size += poolSize(p)
-  return size
+  return wholeSize(pools, poolSize)
 }
 
 /** The page of `pools` after the name `after` (`''`: from the first) that fits in `budget` bytes (at least one pool), and whether more follow. */
@@ -89,13 +98,8 @@ export function poolsPageAfter(pools: readonly WirePool[], after: string, budget
   // Names compare as the codec's bytes do: they are ASCII, so code units are bytes.
   const rest = after === '' ? pools.slice() : pools.filter(p => p.name > after)
   rest.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  let size = FRAME_OVERHEAD
-  let n = 0
-  for (; n < rest.length; n++) {
-    size += poolSize(rest[n]!)
-    if (size > budget && n > 0) break
-  }
-  return { pools: rest.slice(0, n), more: n < rest.length }
+  const { items, more } = fitted(rest, poolSize, budget)
+  return { pools: items, more }
 }
 
 /** `bytes` for a message: `17.3 MiB`, `612 KiB`. */
