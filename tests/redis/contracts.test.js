@@ -858,3 +858,27 @@ test('#15: an acquire whose connection was cut unanswered is asked again at once
     assert.ok(answer === 'hold' || answer?.acquired === true, String(answer?.stack ?? JSON.stringify(answer)))
   }
 })
+
+test('LOCK-06: a release sent just before close(), whose command the connection lost unanswered, is asked again within the close\'s second: the key is not left held until its ttl (a client of the application\'s, and one opened from a url)', async t => {
+  // The close gave up on it: with node-redis (which rejects what was in flight when its socket
+  // closes) the failed release was dropped because the store was closing, and a client the store
+  // opened (its url) was quit with the release still unanswered. The key stayed held for its ttl.
+  const { server, b } = await twoStores(t)
+  const stores = [await openRedisStore({ redis: await redisClient(t, server.url) }), await openRedisStore({ url: server.url })]
+  for (const store of stores) later(t, () => store.close())
+  for (const [i, store] of stores.entries()) {
+    const lease = await store.lock('owed', { ttl: '30s' }).acquire(`k${i}`)
+    // Redis holds back every write (CLIENT PAUSE WRITE): the release waits there, unrun, until the
+    // connection is cut, as the close goes on.
+    assert.equal(await raw(server.port, 'CLIENT', 'PAUSE', '5000', 'WRITE'), 'OK')
+    void lease.release()
+    const closing = store.close()
+    await sleep(200)
+    await raw(server.port, 'CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+    assert.equal(await raw(server.port, 'CLIENT', 'UNPAUSE'), 'OK')
+    await closing
+    const from = Date.now()
+    assert.equal(await b.lock('owed').hold(`k${i}`, { wait: '10s' }, () => 'free'), 'free')
+    assert.ok(Date.now() - from < 1_000, `store ${i}: the release was asked again by the close, not left to the ttl (${Date.now() - from}ms)`)
+  }
+})

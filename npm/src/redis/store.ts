@@ -234,6 +234,12 @@ export class RedisStore implements LeaseOwner {
   readonly #pools: RedisPools
   /** Requests whose release or cancel went unanswered, to be asked again (see `#end`). */
   readonly #ending = new Set<Request>()
+  /** Releases and cancels sent and not answered yet, which `close()` waits for (see `#end`). */
+  readonly #sending = new Map<Request, Promise<unknown>>()
+  /** When the close's second ends, on this store's clock (undefined: not closing); whether the close is done; its timers. */
+  #closeBy: number | undefined = undefined
+  #closeDone = false
+  readonly #closeTimers = new Set<unknown>()
 
   /** Redis stores are opened by `openRedisStore()`, never made by hand. */
   protected constructor(...internal: never)
@@ -438,23 +444,68 @@ export class RedisStore implements LeaseOwner {
    * waiter in line, to be granted the key for nobody. Ending a request twice does nothing more. Two
    * ttls: a waiter's place lasts a ttl from its last heartbeat, and a grant within it a ttl more.
    * Asked again at once (50 ms: a client reconnecting sends it when it is back), then less often, up
-   * to every ttl/10 as a heartbeat would. `close()` asks once more for those still unanswered.
+   * to every ttl/10 as a heartbeat would.
+   *
+   * Once the store closes, an end is waited for until the close's second runs out (`#closeBy`), and
+   * one not answered is asked again every 50 ms within it: those sent just before the close too (kept
+   * in `#sending` until answered), else a release a cut connection lost as the close went on, or whose
+   * client the close quit, left the key held until its ttl.
    */
-  #end(p: Request, why: 'R' | 'C', patience = Infinity, until = this.#clock.now() + 2 * p.handle.ttl, delay = 50): Promise<unknown> {
+  #end(p: Request, why: 'R' | 'C', until = this.#clock.now() + 2 * p.handle.ttl, delay = 50): Promise<unknown> {
     const tomb = p.asking > 0 || p.uncertain ? 1 : 0
-    return this.#run('release', p.keys, [p.id, why + tomb, p.consts], patience).catch(error => {
-      if (patience !== Infinity || error instanceof ReplyFailure || this.#closed || this.#clock.now() >= until) return
-      p.ending = why
-      p.endTimer = setTimer(
+    const closeBy = this.#closeBy
+    const patience = closeBy === undefined ? Infinity : Math.max(0, closeBy - this.#clock.now())
+    const sent = this.#run('release', p.keys, [p.id, why + tomb, p.consts], patience).then(
+      () => {
+        if (this.#sending.get(p) === sent) this.#sending.delete(p)
+      },
+      error => {
+        if (this.#sending.get(p) === sent) this.#sending.delete(p)
+        if (error instanceof ReplyFailure || this.#clock.now() >= until) return
+        if (this.#closeBy !== undefined) return this.#endAgainClosing(p, why, until)
+        p.ending = why
+        p.endTimer = setTimer(
+          this.#clock,
+          () => {
+            p.endTimer = p.ending = undefined
+            this.#ending.delete(p)
+            void this.#end(p, why, until, Math.min(delay * 2, Math.max(50, Math.floor(p.handle.ttl / 10))))
+          },
+          delay,
+        )
+        this.#ending.add(p)
+      },
+    )
+    if (closeBy === undefined) this.#sending.set(p, sent)
+    return sent
+  }
+
+  /** An end the close waits for went unanswered: asked again 50 ms later, if that is within the close's second. */
+  #endAgainClosing(p: Request, why: 'R' | 'C', until: number): Promise<unknown> | undefined {
+    if (this.#closeDone || this.#clock.now() + 50 >= this.#closeBy!) return
+    return new Promise<void>(resolve => {
+      const timer = setTimer(
         this.#clock,
         () => {
-          p.endTimer = p.ending = undefined
-          this.#ending.delete(p)
-          void this.#end(p, why, Infinity, until, Math.min(delay * 2, Math.max(50, Math.floor(p.handle.ttl / 10))))
+          this.#closeTimers.delete(timer)
+          resolve()
         },
-        delay,
+        50,
       )
-      this.#ending.add(p)
+      this.#closeTimers.add(timer)
+    }).then(() => this.#end(p, why, until, 50))
+  }
+
+  /** What `sent` (an end sent before the close) settles to, waited for no later than the close's second. */
+  #byCloseEnd(sent: Promise<unknown>): Promise<unknown> {
+    return new Promise<void>(resolve => {
+      const waited: Waited = { at: this.#closeBy!, patience: CLOSE_PATIENCE, reject: () => resolve() }
+      this.#waited.add(waited)
+      if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
+      void sent.then(() => {
+        this.#waited.delete(waited)
+        resolve()
+      })
     })
   }
 
@@ -881,7 +932,8 @@ export class RedisStore implements LeaseOwner {
 
   /**
    * Releases this process's leases in Redis (their signals abort with a `ClosedError`), takes its
-   * waiting holds out of the line (they reject `ClosedError`), and closes what it opened. A second
+   * waiting holds out of the line (they reject `ClosedError`), and closes what it opened. It waits for
+   * those releases and cancels, and for any sent before it still unanswered, up to a second. A second
    * `close()` answers the first's promise, resolved once all that is done.
    */
   close(): Promise<void> {
@@ -894,17 +946,20 @@ export class RedisStore implements LeaseOwner {
 
   async #close(): Promise<void> {
     this.#closed = new ClosedError('the store closed')
-    const ends: Promise<unknown>[] = []
+    this.#closeBy = this.#clock.now() + CLOSE_PATIENCE
+    // Those sent before (a release just before the close) first: they are owed as much as the close's own.
+    const ends: Promise<unknown>[] = [...this.#sending.values()].map(sent => this.#byCloseEnd(sent))
+    this.#sending.clear()
     for (const p of [...this.#requests.values()]) {
       const lease = p.lease
       this.#forget(p)
-      ends.push(this.#end(p, lease ? 'R' : 'C', CLOSE_PATIENCE))
+      ends.push(this.#end(p, lease ? 'R' : 'C'))
       if (lease) lease._lose(new ClosedError(`${p.place()}: the store closed`))
       else p.reject(new ClosedError(`${p.place()}: the store closed`))
     }
     for (const p of this.#ending) {
       if (p.endTimer !== undefined) clearTimer(this.#clock, p.endTimer)
-      if (p.ending) ends.push(this.#end(p, p.ending, CLOSE_PATIENCE))
+      if (p.ending) ends.push(this.#end(p, p.ending))
       p.endTimer = p.ending = undefined
     }
     this.#ending.clear()
@@ -912,6 +967,9 @@ export class RedisStore implements LeaseOwner {
     // Every request was answered above; a timer left set would keep this store alive until it fired.
     this.#first.clear()
     await Promise.all(ends)
+    this.#closeDone = true
+    for (const timer of this.#closeTimers) clearTimer(this.#clock, timer)
+    this.#closeTimers.clear()
     await this.#wakeups.close()
     await this.#adapter.close()
     // Nothing is sent any more, and nobody waits for what was sent before (a renewal, a heartbeat: every
