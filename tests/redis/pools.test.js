@@ -586,3 +586,36 @@ test('POOL-01: a store whose Redis user may not run a command of the scripts (PU
   const ok = await open(`redis://app:secret@127.0.0.1:${server.port}`, 'app:locks')
   assert.deepEqual([(await ok.pool('seats', { capacity: 2 }).claim(2)).claimed], [true], 'a user allowed all of them opens')
 })
+
+test('POOL-04: a waiting claim\'s cancel that the connection lost before Redis ran it is asked again, the store open or closing: the claim behind it is served at once, not a heartbeat\'s deadline later', async t => {
+  // Sent, not awaited: with node-redis (which rejects what was in flight when its socket closes) the
+  // cancel was dropped, and the cancelled head stood in the way of the claims behind it until its
+  // heartbeat's deadline (10 s), as a lock's waiter did before 080b860; a close() did not wait for it.
+  const { server, a } = await twoStores(t)
+  for (const closing of [false, true]) {
+    const b = await openRedisStore({ redis: await redisClient(t, server.url) })
+    later(t, () => b.close())
+    const seats = a.pool(`seats-${closing}`, { capacity: 3 })
+    const first = await seats.claim(2)
+    const ac = new AbortController()
+    const head = b.pool(`seats-${closing}`, { capacity: 3 }).claim(3, { wait: Infinity, signal: ac.signal })
+    await until(a, `seats-${closing}`, e => e?.waiting === 1)
+    const behind = seats.claim(1, { wait: '20s' })
+    await until(a, `seats-${closing}`, e => e?.waiting === 2)
+    // Redis holds back every write (CLIENT PAUSE WRITE): the cancel waits there, unrun, until the
+    // connection is cut.
+    assert.equal(await raw(server.port, 'CLIENT', 'PAUSE', '5000', 'WRITE'), 'OK')
+    const from = Date.now()
+    ac.abort()
+    await assert.rejects(head, CancelledError)
+    const closed = closing ? b.close() : undefined
+    await sleep(200)
+    await raw(server.port, 'CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+    assert.equal(await raw(server.port, 'CLIENT', 'UNPAUSE'), 'OK')
+    await closed
+    const served = await behind
+    assert.equal(served.claimed, true)
+    assert.ok(Date.now() - from < 3_000, `closing ${closing}: the cancel was asked again, the head left the line (${Date.now() - from}ms)`)
+    await Promise.all([first.claim.release(), served.claim.release()])
+  }
+})

@@ -29,8 +29,9 @@
  * # Asking again
  * A claim that got no answer (a dropped connection, a failover) is asked again with the same id (`r`)
  * until its wait and a grace are over: Redis never takes units twice for one id. Given up on, it is
- * cancelled in Redis (sent whenever Redis is back), which undoes it if it took units nobody was told
- * of; so is a claim whose signal aborts or whose store closes. Its asks and its cancel carry its own
+ * cancelled in Redis (sent whenever Redis is back, asked again if a cut connection lost it: `#cancel`),
+ * which undoes it if it took units nobody was told of; so is a claim whose signal aborts or whose store
+ * closes. Its asks and its cancel carry its own
  * ask id (`Pending.ask`), kept with the claim by the ask that put it in Redis: a cancel takes out only
  * that claim, never one of its id that another process (or an earlier claim here) put there, whose ask
  * may never have reached Redis. A claim answered to an ask of another, or confirmed (`seen`), is never
@@ -154,6 +155,14 @@ export class RedisPools implements PoolStore {
   /** Ask ids (see `Pending.ask`): a random prefix of this store's and a count; unique among the asks of one claim id. */
   readonly #askPrefix = randomId().slice(0, 12)
   #askCount = 0
+  /** Cancels sent with no patience and not answered yet (see `#cancel`), which `close()` waits for. */
+  readonly #sending = new Map<Pending, Promise<unknown>>()
+  /** Cancels a cut connection lost, to be asked again: the timer that asks, and until when they are asked. */
+  readonly #again = new Map<Pending, { timer: unknown; until: number }>()
+  /** When the close's second ends (undefined: not closing); whether the close is done; the timers it set. */
+  #closeBy: number | undefined = undefined
+  #closeDone = false
+  readonly #timers = new Set<unknown>()
 
   constructor(host: PoolHost) {
     this.#host = host
@@ -449,10 +458,47 @@ export class RedisPools implements PoolStore {
   /**
    * Takes claim `p` out of Redis: out of the line, or undone if it took units nobody was told of. Not
    * one that joined another caller's claim in line: that claim is the other's too.
+   *
+   * One not answered (a connection cut with it unsent or unanswered: node-redis rejects what was in
+   * flight, where ioredis sends it again) is asked again, with the same ask id, as a lock's release is
+   * (store.ts, `#end`): dropped, the claim stood in the way of those behind it until its heartbeat's
+   * deadline, and was served units held for nobody until its ack's. At once (`AGAIN_MS`), then less
+   * often, up to every BEAT/10, for two BEATs (its place lasts a BEAT, a grant within it a BEAT more).
+   * Cancelling twice does nothing more. While the store closes, within the close's second: those
+   * sent before it too (`#sending`), which `close()` waits for.
    */
-  #cancel(p: Pending, patience: number): Promise<unknown> {
+  #cancel(p: Pending, patience: number, until = this.#host.clock.now() + 2 * BEAT, delay = AGAIN_MS): Promise<unknown> {
     if (p.joined) return Promise.resolve()
-    return this.#call(p.state, 'cancel', [p.id, p.ask], patience).catch(() => undefined)
+    const closing = this.#closeBy !== undefined
+    if (closing) patience = Math.min(patience, Math.max(0, this.#closeBy! - this.#host.clock.now()))
+    const sent: Promise<unknown> = this.#call(p.state, 'cancel', [p.id, p.ask], patience).then(
+      () => {
+        if (this.#sending.get(p) === sent) this.#sending.delete(p)
+      },
+      error => {
+        if (this.#sending.get(p) === sent) this.#sending.delete(p)
+        const now = this.#host.clock.now()
+        if (error instanceof ReplyFailure || now >= until) return
+        if (this.#closeBy !== undefined) {
+          if (this.#closeDone || now + AGAIN_MS >= this.#closeBy) return
+          return new Promise<void>(resolve => {
+            const timer = setTimer(this.#host.clock, () => (this.#timers.delete(timer), resolve()), AGAIN_MS)
+            this.#timers.add(timer)
+          }).then(() => this.#cancel(p, Infinity, until))
+        }
+        const timer = setTimer(
+          this.#host.clock,
+          () => {
+            this.#again.delete(p)
+            void this.#cancel(p, Infinity, until, Math.min(delay * 2, BEAT / 10))
+          },
+          delay,
+        )
+        this.#again.set(p, { timer, until })
+      },
+    )
+    if (!closing && patience === Infinity) this.#sending.set(p, sent)
+    return sent
   }
 
   /** A wake-up on this process's channel. */
@@ -509,13 +555,40 @@ export class RedisPools implements PoolStore {
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   }
 
-  /** The store closes: every claim still unanswered rejects `ClosedError` and leaves Redis's line (or is undone). */
+  /**
+   * The store closes: every claim still unanswered rejects `ClosedError` and leaves Redis's line (or is
+   * undone); cancels sent before, still unanswered, are waited for too, and those to be asked again are
+   * asked now: all within the close's second (see `#cancel`).
+   */
   async close(closed: ClosedError): Promise<void> {
+    const clock = this.#host.clock
+    this.#closeBy = clock.now() + CLOSE_PATIENCE
     const ends: Promise<unknown>[] = []
+    if (this.#sending.size > 0) {
+      // Sent with no patience (nobody waited): waited for here until the second ends.
+      const sending = [...this.#sending.values()]
+      this.#sending.clear()
+      ends.push(
+        new Promise<void>(resolve => {
+          const timer = setTimer(clock, () => (this.#timers.delete(timer), resolve()), CLOSE_PATIENCE)
+          this.#timers.add(timer)
+          void Promise.all(sending).then(() => resolve())
+        }),
+      )
+    }
+    for (const [p, { timer, until }] of this.#again) {
+      clearTimer(clock, timer)
+      ends.push(this.#cancel(p, CLOSE_PATIENCE, until))
+    }
+    this.#again.clear()
     for (const p of [...this.#pending.values()]) {
       this.#end(p, new ClosedError(`${p.place}: ${closed.message}`))
       ends.push(this.#cancel(p, CLOSE_PATIENCE))
     }
     await Promise.all(ends)
+    this.#closeDone = true
+    // Every timer of the close goes with it (a store's closed, nothing it set may keep the process alive).
+    for (const timer of this.#timers) clearTimer(clock, timer)
+    this.#timers.clear()
   }
 }
