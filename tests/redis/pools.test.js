@@ -619,3 +619,16 @@ test('POOL-04: a waiting claim\'s cancel that the connection lost before Redis r
     await Promise.all([first.claim.release(), served.claim.release()])
   }
 })
+
+test('POOL-02: a release, and a remaining, asked just before close() are answered what Redis did, not ClosedError: close() waits for what was asked before it, up to its second', async t => {
+  // close() gave up at once on every command still unanswered: a claim released just before it was
+  // released in Redis, and its caller told ClosedError ("no answer from Redis: the store closed").
+  const { a } = await twoStores(t)
+  const seats = a.pool('seats', { capacity: 2 })
+  const { claim } = await seats.claim(1)
+  const released = claim.release().catch(e => e)
+  const remaining = seats.remaining().catch(e => e)
+  await a.close()
+  assert.equal(await released, true)
+  assert.equal(await remaining, 2)
+})

@@ -190,6 +190,8 @@ interface Waited {
   at: number
   patience: number
   reject: (error: Error) => void
+  /** Called once it is answered or given up, when `close()` waits for it (it was asked before the close). */
+  settle?: () => void
 }
 
 /** What a command's failure is to the store: an error reply (but those that pass by themselves), or no answer. */
@@ -328,11 +330,11 @@ export class RedisStore implements LeaseOwner {
       if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
       via(args).then(
         value => {
-          this.#waited.delete(waited)
+          if (this.#waited.delete(waited)) waited.settle?.()
           resolve(value)
         },
         error => {
-          this.#waited.delete(waited)
+          if (this.#waited.delete(waited)) waited.settle?.()
           try {
             resolve(this.#recover(error, fallback))
           } catch (failure) {
@@ -361,6 +363,7 @@ export class RedisStore implements LeaseOwner {
       if (w.at > now) continue
       this.#waited.delete(w)
       w.reject(new NoAnswer(`no answer from Redis within ${w.patience}ms`))
+      w.settle?.()
     }
     if (this.#waited.size > 0) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
   }
@@ -494,6 +497,19 @@ export class RedisStore implements LeaseOwner {
       )
       this.#closeTimers.add(timer)
     }).then(() => this.#end(p, why, until, 50))
+  }
+
+  /** Resolves once every command waited for now (asked before the close) is answered or given up, or the close's second ran out. */
+  #askedBefore(): Promise<void> {
+    return new Promise<void>(resolve => {
+      let left = this.#waited.size
+      const one = () => {
+        if (--left === 0) resolve()
+      }
+      for (const w of this.#waited) w.settle = one
+      this.#waited.add({ at: this.#closeBy!, patience: CLOSE_PATIENCE, reject: () => resolve() })
+      if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
+    })
   }
 
   /** What `sent` (an end sent before the close) settles to, waited for no later than the close's second. */
@@ -933,7 +949,8 @@ export class RedisStore implements LeaseOwner {
   /**
    * Releases this process's leases in Redis (their signals abort with a `ClosedError`), takes its
    * waiting holds out of the line (they reject `ClosedError`), and closes what it opened. It waits for
-   * those releases and cancels, and for any sent before it still unanswered, up to a second. A second
+   * those releases and cancels, for any sent before it still unanswered, and for the answers of what
+   * was asked before it (a pool's release), up to a second. A second
    * `close()` answers the first's promise, resolved once all that is done.
    */
   close(): Promise<void> {
@@ -947,8 +964,11 @@ export class RedisStore implements LeaseOwner {
   async #close(): Promise<void> {
     this.#closed = new ClosedError('the store closed')
     this.#closeBy = this.#clock.now() + CLOSE_PATIENCE
-    // Those sent before (a release just before the close) first: they are owed as much as the close's own.
-    const ends: Promise<unknown>[] = [...this.#sending.values()].map(sent => this.#byCloseEnd(sent))
+    // The answers of what was asked before (a pool's release, a remaining) are waited for: given up at
+    // once, a claim released in Redis was answered ClosedError, as if Redis had not answered.
+    const ends: Promise<unknown>[] = this.#waited.size > 0 ? [this.#askedBefore()] : []
+    // Ends sent before (a release just before the close): they are owed as much as the close's own.
+    for (const sent of this.#sending.values()) ends.push(this.#byCloseEnd(sent))
     this.#sending.clear()
     for (const p of [...this.#requests.values()]) {
       const lease = p.lease
