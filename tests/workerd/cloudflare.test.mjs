@@ -402,6 +402,20 @@ test('LOCK-05: a deadline whose alarm the object\'s storage failed to set is arm
   assert.equal(seen.leases, 0, 'and the lapsed lease is no longer kept')
 })
 
+test('LOCK-05: a deadline whose alarm the object\'s storage keeps failing to set, with no call after it, still ends the lease past its ttl: the alarm is asked again with backoff, and the object acts on the deadline meanwhile', async () => {
+  // Armed again only by the next call: with none, every refused setAlarm left the lease held past
+  // its ttl (and its waiters waiting) until a call came, however long after.
+  const at = { ns: 'counting', name: 'alarm-refused-always', key: 'k' }
+  assert.deepEqual(await cf('refuse-alarms', { ...at, n: 1_000_000 }), { refused: 1_000_000 })
+  const granted = await cf('raw-acquire', { ...at, ttlMs: 1000 })
+  assert.ok(granted.ok, JSON.stringify(granted))
+  await sleep(2_500)
+  const seen = await cf('alarms', at)
+  assert.equal(seen.leases, 0, `the lapsed lease is no longer kept: ${JSON.stringify(seen)}`)
+  const refused = (await cf('alarms-refused', at)).refused
+  assert.ok(refused > 1 && refused < 50, `the alarm was asked again, with backoff: ${refused} refused`)
+})
+
 test('a bad name, key, ttl or limit gets a typed error over the boundary', async () => {
   // Straight to the object (past workerStore's own checks): error values, never thrown.
   for (const [params, message] of [

@@ -97,7 +97,9 @@
  * The store runs on a clock of `Date.now()` whose deadlines (ttls, waits, maxHold) are driven by the
  * object's alarm, set at the earliest one (see `AlarmClock`): an alarm outlives an eviction, a
  * `setTimeout` does not. Every request also acts first on the deadlines whose time came, since alarms
- * are not exact (they fire at or after their time) and `Date.now()` only moves across I/O.
+ * are not exact (they fire at or after their time) and `Date.now()` only moves across I/O. A
+ * `setAlarm` the storage fails is asked again with backoff by a `setTimeout`, which acts on the
+ * deadlines meanwhile, so that they do not wait for the next request.
  *
  * # Calls
  * `acquire`, `tryAcquire`, `renew`, `release` and `cancel` answer plain values, `{ ok }` or
@@ -168,6 +170,11 @@ export function durableObjectStorage(storage: DurableObjectStorageLike): Storage
   }
 }
 
+/** The wait before a `setAlarm` the storage failed is asked again (ms), doubled while it keeps failing (see `AlarmClock`). */
+const FIRST_ALARM_RETRY = 10
+/** The longest such wait (ms): a deadline is acted on at most this late while `setAlarm` always fails. */
+const LAST_ALARM_RETRY = 5_000
+
 /** A timer of the object's clock. */
 interface Timer {
   fn: () => void
@@ -187,16 +194,28 @@ interface Timer {
  * A `setAlarm` the storage fails leaves the clock unarmed (the failure is nobody's to answer: the
  * timer's setter asked for a deadline, not for an alarm), so that the next timer set, or the next
  * request (`fireDue`), arms it again for the earliest deadline; counted as set, no later timer would
- * arm it, and the deadlines would wait for a request after them.
+ * arm it, and the deadlines would wait for a request after them. Nor would they with no request
+ * after them: so a failed `setAlarm` is also asked again by a `setTimeout` of its own (`#retryLater`),
+ * which wakes the object as its alarm would (`wake`: deadlines due acted on, the alarm set for the
+ * next), after a wait doubling from `FIRST_ALARM_RETRY` to `LAST_ALARM_RETRY` while `setAlarm` keeps
+ * failing, and never later than the earliest deadline. While that timer is pending the object stays
+ * in memory, which is what its deadlines need with no alarm to wake it; once one is set, or no timer
+ * is left to arm it for, nothing is pending.
  */
 class AlarmClock implements Clock {
   readonly #storage: DurableObjectStorageLike
+  /** Wakes the object as its alarm does (see `HoldfastObject.#woken`). */
+  readonly #wake: () => void
   readonly #timers = new Set<Timer>()
   /** The alarm as last set (or found), or null. */
   #alarmAt: number | null = null
+  /** The `setTimeout` that asks a failed `setAlarm` again, and its wait (0: none failed since one was set). */
+  #retry: ReturnType<typeof setTimeout> | undefined = undefined
+  #retryWait = 0
 
-  constructor(storage: DurableObjectStorageLike) {
+  constructor(storage: DurableObjectStorageLike, wake: () => void) {
     this.#storage = storage
+    this.#wake = wake
   }
 
   async load(): Promise<void> {
@@ -249,9 +268,12 @@ class AlarmClock implements Clock {
     this.fireDue()
   }
 
-  /** Stops every timer (the object opens its store anew). */
+  /** Stops every timer (the object opens its store anew), and the retry of a failed `setAlarm`: the new store's timers arm it. */
   reset(): void {
     for (const t of [...this.#timers]) this.clearTimeout(t)
+    if (this.#retry !== undefined) clearTimeout(this.#retry)
+    this.#retry = undefined
+    this.#retryWait = 0
   }
 
   #arm(at: number): void {
@@ -264,17 +286,42 @@ class AlarmClock implements Clock {
 
   /** Sets the alarm for the earliest timer, if any. */
   #armEarliest(): void {
+    const next = this.#earliest()
+    if (next !== Infinity) this.#set(next)
+  }
+
+  /** The time of the earliest timer that waits for the alarm (Infinity: none). */
+  #earliest(): number {
     let next = Infinity
     for (const t of this.#timers) if (t.real === undefined && t.at < next) next = t.at
-    if (next !== Infinity) this.#set(next)
+    return next
   }
 
   #set(at: number): void {
     this.#alarmAt = at
-    this.#storage.setAlarm(at).catch(() => {
-      // Not set: unarmed, for the next timer or request to arm again (unless a later call set it since).
-      if (this.#alarmAt === at) this.#alarmAt = null
-    })
+    this.#storage.setAlarm(at).then(
+      () => {
+        if (this.#alarmAt === at) this.#retryWait = 0
+      },
+      () => {
+        // Not set: unarmed, for the next timer or request to arm again, or the retry if none comes
+        // (unless a later call set it since).
+        if (this.#alarmAt !== at) return
+        this.#alarmAt = null
+        this.#retryLater()
+      },
+    )
+  }
+
+  /** Asks a failed `setAlarm` again, unless a call set the alarm first (see the class's doc). */
+  #retryLater(): void {
+    if (this.#retry !== undefined) return
+    this.#retryWait = this.#retryWait === 0 ? FIRST_ALARM_RETRY : Math.min(LAST_ALARM_RETRY, this.#retryWait * 2)
+    const wait = Math.max(0, Math.min(this.#retryWait, this.#earliest() - Date.now()))
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined
+      if (this.#alarmAt === null) this.#wake()
+    }, wait)
   }
 }
 
@@ -448,7 +495,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   constructor(ctx: unknown, env: unknown) {
     super(ctx, env)
     this.#state = ctx as DurableObjectStateLike
-    this.#clock = new AlarmClock(this.#state.storage)
+    this.#clock = new AlarmClock(this.#state.storage, () => this.#woken(false).catch(() => {}))
     const token = (env as { HOLDFAST_TOKEN?: unknown } | null)?.HOLDFAST_TOKEN
     this.#protocol = new Protocol(
       () => this.#store,
@@ -1042,9 +1089,18 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
 
   /** The alarm: the backstop for deadlines whose timers an eviction took away. */
   async alarm(): Promise<void> {
+    await this.#woken(true)
+  }
+
+  /**
+   * The alarm fired (`alarmed`), or the retry of a `setAlarm` the storage failed stands in for it
+   * (see `AlarmClock`): acts on the deadlines that came, and sets the alarm for the next.
+   */
+  async #woken(alarmed: boolean): Promise<void> {
     if (this.#store.closed) await this.#state.blockConcurrencyWhile(() => this.#open())
     this.#silent.poke()
-    this.#clock.alarmed()
+    if (alarmed) this.#clock.alarmed()
+    else this.#clock.fireDue()
   }
 
   // ---- WebSocket clients (the wire protocol of store.serve(), with hibernation) ----
