@@ -680,7 +680,7 @@ test('POOL-01 across an object reset: a claimed answer that crossed its caller\'
   assert.deepEqual(await pool('pool-crossed-reset-own', 'release', { ...at, id: 'mine' }), { released: true })
 })
 
-test('POOL-01/POOL-02: a withdraw of a crossed claim that the object\'s storage fails to write (answered storage, not asked again) undoes the claim all the same: the object writes it again, and its units are back, after a restart too', async () => {
+test('POOL-01/POOL-02: a withdraw of a crossed claim that the object\'s storage fails to write (answered storage at first) undoes the claim all the same: the object writes it again, and its units are back, after a restart too', async () => {
   const at = { ns: 'counting', capacity: 1 }
   const crossed = await pool('pool-crossed-refused', 'crossed', { ...at, n: 1, id: 'w', refusePool: '1' })
   assert.equal(crossed.letGo.op, 'withdraw', JSON.stringify(crossed))
@@ -688,6 +688,23 @@ test('POOL-01/POOL-02: a withdraw of a crossed claim that the object\'s storage 
   assert.equal(crossed.remaining, 1, JSON.stringify(crossed))
   await restart('CountingHoldfast', 'pool-crossed-refused')
   assert.deepEqual(await pool('pool-crossed-refused', 'remaining', at), { remaining: 1 }, 'the undo was written again')
+})
+
+test('POOL-01 across an object reset: a withdraw of a crossed claim (its id drawn by workerStore) that the object\'s storage fails to write is asked again until kept, so an object reset before it wrote the undo again does not keep the claim\'s units for good; a storage that recovers answers it withdrawn', async () => {
+  // Not asked again when answered storage: the next instance read the claim back (the undo lived in
+  // memory only), and its unit stayed taken for good by a claim whose id nobody knew.
+  const at = { ns: 'counting', capacity: 1 }
+  const reset = await pool('pool-withdraw-refused-reset', 'crossed', { ...at, n: 1, drawn: '1', refusePool: '1000', resetOnStorage: '1' })
+  assert.equal(reset.letGo.answer.error?.code, 'storage', JSON.stringify(reset))
+  assert.deepEqual(reset.last, { op: 'release', answer: { ok: 1 } }, `released on the next instance: ${JSON.stringify(reset)}`)
+  assert.equal(reset.remaining, 1, `the unit is back: ${JSON.stringify(reset)}`)
+  await restart('CountingHoldfast', 'pool-withdraw-refused-reset')
+  assert.deepEqual(await pool('pool-withdraw-refused-reset', 'remaining', at), { remaining: 1 })
+  // The storage recovers (three writes refused): asked again, the withdraw is answered once kept.
+  const kept = await pool('pool-withdraw-refused-kept', 'crossed', { ...at, n: 1, id: 'k', refusePool: '3', settle: '1000' })
+  assert.equal(kept.letGo.answer.error?.code, 'storage', JSON.stringify(kept))
+  assert.deepEqual(kept.last, { op: 'withdraw', answer: { ok: 1 } }, JSON.stringify(kept))
+  assert.equal(kept.remaining, 1, JSON.stringify(kept))
 })
 
 test('POOL-01/POOL-03 over Workers RPC: a claimed answer that crossed its caller\'s cancel is withdrawn, and the object keeps the claim when another caller of its id was told claimed (joined while it waited, or answered it open); told to that caller alone, it is undone as if it never was', async () => {

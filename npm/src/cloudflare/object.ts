@@ -40,7 +40,10 @@
  * - The store keeps whom it answered `claimed` for each open claim (pool/room.ts # Withdrawn claims):
  *   a WebSocket client's session, or an RPC call's `asker` id. A claim whose `claimed` answer crossed
  *   its asker's cancel is withdrawn (`poolOp('withdraw')`, the `withdraw` frame of revision 6) and
- *   undone only if that asker alone was told: another caller told `claimed` keeps it.
+ *   undone only if that asker alone was told: another caller told `claimed` keeps it. A withdraw
+ *   whose write the storage failed stands in memory until the pools' next write: its asker asks
+ *   again, answered `storage` until that write landed (a restart before it brings the claim back,
+ *   which a drawn id's asker then releases: `#withdraw`).
  * - A claim not yet answered lives in memory only: an RPC claim's call fails with the restart and is
  *   asked again with its claim id; a WebSocket client with one is closed 1012 after a restart (as one
  *   with holds in line), and asks again with its claim ids. Either way the first outcome if the claim
@@ -480,6 +483,11 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   readonly #earlyCancels = new EarlyCancels(() => Date.now())
   /** The same for pool claims, by pool, claim id and asker (`earlyClaim`): a claim id may be reused, an asker is one call's. */
   readonly #earlyClaimCancels = new EarlyCancels(() => Date.now())
+  /**
+   * Withdraws answered `StorageError` (by pool, claim id and asker, as `earlyClaim` names them), whose
+   * undo the store writes again: until it is kept, a restart would bring the claim back (`#withdraw`).
+   */
+  readonly #withdrawing = new Set<string>()
   /** While leases kept before a restart are taken back. */
   #restoring = false
   /**
@@ -541,6 +549,8 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       if (ws) closeQuietly(ws, 1012, 'holdfast object restarted: ask again')
     }
     this.#clock.reset()
+    // The new store reads the pools as storage kept them: a withdraw not kept there is undone no more.
+    this.#withdrawing.clear()
     this.#leases.clear()
     this.#restored.clear()
     this.#sessions.clear()
@@ -1048,12 +1058,37 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
           // A `claimed` answer that crossed its caller's cancel: undone (1) only if no caller but this
           // asker was answered `claimed` for it; else (0) it is theirs, and this caller lets it be.
           if (typeof asker !== 'string') throw new InvalidError(`pool ${pool.name}: withdraw names its asker`)
-          return { ok: (await this.#store._withdrawServed(pool, claim, rpcParty(asker))) ? 1 : 0 }
+          return { ok: await this.#withdraw(pool, claim, asker) }
         default:
           throw new InvalidError(`pool ${pool.name}: op ${JSON.stringify(op)} must be release, confirm, remaining, resize, cancel or withdraw`)
       }
     } catch (error) {
       return errorAnswer(error)
+    }
+  }
+
+  /**
+   * `poolOp('withdraw')`. One whose write the storage failed is answered `StorageError`, its undo
+   * standing in memory only until the pools' next write lands: a restart before then reads the claim
+   * back, which nobody then knows was withdrawn. So its asker asks again (worker-pools.ts `#withdraw`),
+   * and is answered from `#withdrawing`: `StorageError` again while that write is owed, 1 once it
+   * landed. An object restarted meanwhile knows neither, and answers as it answers any claim read
+   * back: kept (0), which a claim id drawn by workerStore follows with a release.
+   */
+  async #withdraw(pool: Pool, claim: string, asker: string): Promise<0 | 1> {
+    const key = earlyClaim(pool.name, claim, asker)
+    if (this.#withdrawing.has(key)) {
+      if (this.#store._poolsOwed())
+        throw new StorageError(`pool ${pool.name}: claim ${JSON.stringify(claim)}: withdrawn, but the object's storage has not kept it yet (ask again)`)
+      this.#withdrawing.delete(key)
+      return 1
+    }
+    try {
+      return (await this.#store._withdrawServed(pool, claim, rpcParty(asker))) ? 1 : 0
+    } catch (error) {
+      // Undone in memory all the same (room.ts: a change stands, written again with the next write).
+      if (error instanceof StorageError) this.#withdrawing.add(key)
+      throw error
     }
   }
 

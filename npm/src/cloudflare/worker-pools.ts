@@ -16,7 +16,9 @@
  * answered `claimed` to no other asker of its id (another caller, joined to it or asking it since, or a
  * WebSocket client), whom it stays with; this caller forgets it either way — unless its id was drawn
  * here, which no other caller can have been told: one the object kept (it restarted since, and knows
- * nobody it told) is released then (`#withdraw`). An object of an older holdfast, which knows no
+ * nobody it told) is released then (`#withdraw`). A withdraw the object's storage failed to write is
+ * asked again until the object says it is kept, for a few seconds at most (an object that resets
+ * before writing it again reads the claim back). An object of an older holdfast, which knows no
  * withdraw, is asked to release it. A release asked again after a failed call (the object kept it,
  * then reset before answering) finds the claim's units given back before: the object answers 2, and
  * `release()` resolves `true` (see `_releaseClaim`).
@@ -48,6 +50,15 @@ export interface PoolCaller {
    */
   call<T>(place: string, object: string, call: (stub: HoldfastObjectRpc, left: number) => Promise<T>, wait: number, signal?: AbortSignal): Promise<T>
 }
+
+/**
+ * How many times a withdraw is asked while the object answers `storage` (see `#withdraw`): waits of
+ * 50 ms doubling, 6.35 s in all, within which the pools' write after a failed one comes (its wait
+ * doubles to 5 s: pool/writes.ts), unless the storage stays down.
+ */
+const WITHDRAW_TRIES = 8
+
+const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 function ok<T>(answer: { ok: T } | ErrorAnswer): T {
   if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
@@ -113,13 +124,19 @@ export class WorkerPools implements PoolStore {
    * released or its ttl: never an oversell. But an id `drawn` here is nobody else's (no other caller
    * can ask it), so a withdraw that undid nothing — the claim kept so, or told to this caller twice,
    * its call asked again — is followed by a release: else it would hold its units until its ttl, or
-   * for good, with nobody to release it. Not asked again when answered `storage`: the object's store
-   * undid the claim in memory all the same, and writes it again (pool/writes.ts); a repeat would find
-   * nothing to undo.
+   * for good, with nobody to release it. Answered `storage`, it is asked again, after a wait doubling
+   * from 50 ms, `WITHDRAW_TRIES` times at most: the object undid the claim in memory all the same and
+   * writes it again (pool/writes.ts), but a restart before that write lands reads the claim back. Asked
+   * again, the object answers `storage` while that write is owed and 1 once it landed; restarted
+   * meanwhile, it answers as after any restart (0, then a release of a drawn id).
    */
   async #withdraw(pool: Pool, id: string, asker: string, drawn: boolean): Promise<void> {
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
-    const answer = await this.#caller.call(place, pool.name, stub => stub.poolOp('withdraw', pool.name, 0, id, 0, asker), 0)
+    let answer = await this.#caller.call(place, pool.name, stub => stub.poolOp('withdraw', pool.name, 0, id, 0, asker), 0)
+    for (let tried = 1; 'error' in answer && answer.error.code === 'storage' && tried < WITHDRAW_TRIES; tried++) {
+      await sleep(50 * 2 ** (tried - 1))
+      answer = await this.#caller.call(place, pool.name, stub => stub.poolOp('withdraw', pool.name, 0, id, 0, asker), 0)
+    }
     // An older object (no withdraw: `invalid`, naming the ops it knows) can only release it, as before.
     const older = 'error' in answer && answer.error.code === 'invalid' && /must be release, confirm, remaining, resize or cancel$/.test(answer.error.message)
     if (older || (drawn && 'ok' in answer && answer.ok === 0)) await this.#caller.call(place, pool.name, stub => stub.poolOp('release', pool.name, 0, id, 0), 0)

@@ -139,6 +139,16 @@ export class PoolWrites {
     queueMicrotask(this.#flush)
   }
 
+  /**
+   * Whether a change of the pools may not be in storage yet: a write wanted, scheduled, under way, or
+   * waiting to follow a failed one. Once false after a write failed, a write taken since landed: a
+   * snapshot, so every change made before it is kept (a withdraw answered `StorageError` too).
+   */
+  owed(): boolean {
+    if (this.#stopped) return false
+    return this.#scheduled || this.#inFlight || this.#retryTimer !== undefined || this.#asks(core => core.poolWriteWanted())
+  }
+
   /** What the storage failed with, the last time a pools' write failed (the cause of their `StorageError`). */
   storageError(): unknown {
     return this.#error

@@ -231,6 +231,11 @@ export class Store implements LockStore, ServedStore {
     return this.#pools.withdrawServed(pool, id, party, ask)
   }
 
+  /** @internal Whether a change of the pools may not be in storage yet (see writes.ts `owed`). */
+  _poolsOwed(): boolean {
+    return this.#poolWrites.owed()
+  }
+
   /** @internal */
   _claimOpen(name: string, id: string): boolean {
     return this.#pools.claimOpen(name, id)

@@ -594,7 +594,8 @@ function parking(namespace) {
  * `claimed` before the cancel. With `drawn`, the claim has no id of the caller's (workerStore draws
  * one); with `reset`, the object resets (`crash`) before the answer is let through, so that what lets
  * the claim go reaches the next instance, which read the claim back; with `refusePool`, the object's
- * next writes of its pools fail then. Once the ops settled, the units left tell whether they went back.
+ * next writes of its pools fail then; with `resetOnStorage`, the object resets once the withdraw was
+ * answered `storage` (its undo not yet written again). Once the ops settled, the units left tell whether they went back.
  */
 async function crossed(pool, namespace, name, capacity, n, q) {
   const id = q.get('id') ?? 'crossed'
@@ -628,11 +629,18 @@ async function crossed(pool, namespace, name, capacity, n, q) {
   if (reset) await object.crash('reset before the crossed claim is let go').catch(() => {})
   parked.letGo()
   const letGo = await poll(() => parked.ops.find(o => o.op !== 'cancel'), 'the crossed claim is let go')
-  // Settled: every op asked answered, and none more asked for 300 ms.
+  if (q.get('resetOnStorage') === '1') {
+    // The withdraw answered storage (its undo in memory only, written again later): the object resets first.
+    await poll(async () => (await letGo.answer)?.error?.code === 'storage', 'the withdraw is answered storage')
+    await object.crash('reset before the withdraw is kept').catch(() => {})
+  }
+  // Settled: every op asked answered, and none more asked for 300 ms (or `settle` ms: a withdraw
+  // answered storage is asked again after waits that double).
+  const settle = Number(q.get('settle') ?? 300)
   for (let seen = -1; seen !== parked.ops.length; ) {
     seen = parked.ops.length
     await Promise.allSettled(parked.ops.map(o => o.answer))
-    await sleep(300)
+    await sleep(settle)
   }
   return {
     answered,
@@ -640,6 +648,7 @@ async function crossed(pool, namespace, name, capacity, n, q) {
     cancelled,
     ops: parked.ops.map(o => o.op),
     letGo: { op: letGo.op, asker: typeof letGo.asker, answer: await letGo.answer },
+    last: { op: parked.ops.at(-1).op, answer: await parked.ops.at(-1).answer },
     remaining: await pool.remaining(),
   }
 }
