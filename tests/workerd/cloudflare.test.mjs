@@ -250,6 +250,17 @@ test('POOL-01 across an object reset: a release the object kept, then reset befo
   assert.deepEqual(await pool('pool-release-reset', 'release', { ...at, id: 'r' }), { released: false }, 'a second release, asked once: false')
 })
 
+test('POOL-01 across an object reset: a claim (its id drawn by workerStore) that the object kept, then reset before answering, while its signal aborted, is let go on the next instance: its units are not taken for good by a caller told CancelledError', async () => {
+  // The call failed with the reset, and was not asked again (its signal aborted): the cancel found
+  // no call on the next instance, nothing withdrew the claim read back, and its unit stayed taken.
+  const at = { ns: 'counting', capacity: 1 }
+  const reset = await pool('pool-reset-cancel', 'reset-cancel', { ...at, n: 1 })
+  assert.equal(reset.asked.error?.name, 'CancelledError', JSON.stringify(reset))
+  assert.equal(reset.remaining, 1, `the unit is back: ${JSON.stringify(reset)}`)
+  const next = await pool('pool-reset-cancel', 'claim', { ...at, n: 1 })
+  assert.deepEqual([next.claimed, next.remaining], [true, 0], `the next claim takes it: ${JSON.stringify(next)}`)
+})
+
 test('POOL-03 across an object reset: a claim waiting when its pool\'s object resets is asked again with its claim id and claimed once the units come back', async () => {
   const first = await pool('pool-reset', 'claim', { ns: 'counting', capacity: 2, n: 2, id: 'first' })
   assert.equal(first.claimed, true)

@@ -6,6 +6,9 @@
  * the object undoes only if it told no other caller of the claim id: worker-pools.ts). A signal that
  * aborted already (after its caller looked, before this) cancels at once: no abort event comes for it.
  * A cancel that fails, or throws as it is called, changes nothing of that (nothing escapes the listener).
+ * A call that fails after the signal aborted (the object reset, and it is not asked again: worker-store.ts
+ * `#call`) may have taken something before it failed, which nobody was told of: `failed` lets that go
+ * too, if given (a pool claim kept before the reset, read back by the next instance).
  */
 
 import { CancelledError } from '../errors.js'
@@ -16,6 +19,7 @@ export async function cancellable<A>(
   answering: Promise<A>,
   cancel: () => Promise<unknown>,
   letGo: (answer: A) => void,
+  failed?: () => void,
 ): Promise<A> {
   if (!signal) return answering
   let cancelled = false
@@ -41,6 +45,6 @@ export async function cancellable<A>(
     return await Promise.race([answering, aborted])
   } finally {
     signal.removeEventListener('abort', onAbort)
-    if (cancelled) answering.then(letGo, () => {})
+    if (cancelled) answering.then(letGo, () => failed?.())
   }
 }

@@ -16,7 +16,9 @@
  * answered `claimed` to no other asker of its id (another caller, joined to it or asking it since, or a
  * WebSocket client), whom it stays with; this caller forgets it either way — unless its id was drawn
  * here, which no other caller can have been told: one the object kept (it restarted since, and knows
- * nobody it told) is released then (`#withdraw`). A withdraw the object's storage failed to write is
+ * nobody it told) is released then (`#withdraw`). So is a claim whose call failed once its signal
+ * aborted (the object kept it, then reset before answering; not asked again): its cancel finds no
+ * call on the next instance, which read the claim back. A withdraw the object's storage failed to write is
  * asked again until the object says it is kept, for a few seconds at most (an object that resets
  * before writing it again reads the claim back). An object of an older holdfast, which knows no
  * withdraw, is asked to release it. A release asked again after a failed call (the object kept it,
@@ -109,6 +111,9 @@ export class WorkerPools implements PoolStore {
         answer => {
           if ('ok' in answer && answer.ok.claimed) this.#withdraw(pool, id, asker, request.id === undefined).catch(() => {})
         },
+        // The call failed once its signal aborted (not asked again): the object may have kept the claim
+        // before it reset, which its cancel does not undo on the next instance (no call of it there).
+        () => this.#withdraw(pool, id, asker, request.id === undefined).catch(() => {}),
       ),
     )
     this.#capacities.answered(pool)

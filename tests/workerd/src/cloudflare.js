@@ -550,6 +550,8 @@ async function pools(store, name, q, namespace) {
     }
     case 'crossed':
       return await crossed(pool, namespace, name, capacity, n, q)
+    case 'reset-cancel':
+      return await resetCancel(pool, namespace, name, capacity, n)
     default:
       return { error: { code: null, name: 'NotFound', message: `no such pool step ${q.get('step')}` } }
   }
@@ -651,6 +653,48 @@ async function crossed(pool, namespace, name, capacity, n, q) {
     last: { op: parked.ops.at(-1).op, answer: await parked.ops.at(-1).answer },
     remaining: await pool.remaining(),
   }
+}
+
+/**
+ * A claim with a drawn id and a signal, which the object keeps, then resets before answering
+ * (`crashAfterPoolWrite`); its signal aborts as the call fails, before workerStore asks again. The
+ * ops asked after are reported; once they settled, the units left tell whether the claim's came back.
+ */
+async function resetCancel(pool, namespace, name, capacity, n) {
+  const ac = new AbortController()
+  const ops = []
+  const failing = {
+    idFromName: id => namespace.idFromName(id),
+    get(id) {
+      const stub = namespace.get(id)
+      return {
+        poolClaim: (...args) =>
+          stub.poolClaim(...args).catch(error => {
+            ac.abort('enough')
+            throw error
+          }),
+        poolOp: (...args) => {
+          const answer = stub.poolOp(...args)
+          ops.push({ op: args[0], answer })
+          return answer
+        },
+      }
+    },
+  }
+  const object = namespace.get(namespace.idFromName(name))
+  await object.crashAfterPoolWrite()
+  const asked = await workerStore(failing)
+    .pool(name, { capacity })
+    .claim(n, { wait: '10s', signal: ac.signal })
+    .then(r => ({ claimed: r.claimed }), errorInfo)
+  for (let seen = -1; seen !== ops.length; ) {
+    seen = ops.length
+    await Promise.allSettled(ops.map(o => o.answer))
+    await sleep(300)
+  }
+  const answers = []
+  for (const o of ops) answers.push({ op: o.op, answer: await o.answer.catch(e => String(e)) })
+  return { asked, ops: answers, remaining: await pool.remaining() }
 }
 
 function assert(ok, what) {
