@@ -170,6 +170,34 @@ test('#13 item 1: serve starts again at once on its directory after kill -9 of i
   assertStopped(await second.stop())
 })
 
+const prlimit = ['/usr/bin/prlimit', '/bin/prlimit'].find(existsSync)
+
+test('a token file the disk took only part of is not kept: serve fails saying so, and the next start makes a whole token', { skip: !prlimit && 'needs prlimit (util-linux)' }, async t => {
+  const dir = join(tempDir(), 'store')
+  // The directory opened once before, so that the next start writes only its fence ceiling and pid
+  // (16 and 8 bytes), under a file size limit of 24 bytes, which the 65 bytes of a token pass: the
+  // write is cut short, as on a disk that fills up in its middle, and the next one fails EFBIG.
+  assertStopped(await (await serve({ dir, args: ['--port', '0', '--token-file', join(dir, 'first-token')] })).stop())
+  const tokenFile = join(dir, 'token')
+  const cut = await new Promise((resolve, reject) => {
+    const child = spawn(prlimit, ['--fsize=24', BIN, 'serve', '--dir', dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', d => (stderr += d))
+    child.once('error', reject)
+    child.once('close', code => resolve({ code, stderr }))
+  })
+  assert.equal(cut.code, 2, cut.stderr)
+  assert.match(cut.stderr, /cannot write the token file/)
+  // Started again with room on the disk: a whole token, never the part the full disk took (a shorter
+  // secret), nor an empty file that stops every start ("the token file is empty").
+  const again = await serve({ dir })
+  t.after(() => again.stop())
+  assert.match(again.proc.output().stdout, /created a token/)
+  assert.match(again.token(), /^[0-9a-f]{64}$/)
+  assert.equal(statSync(tokenFile).mode & 0o777, 0o600)
+  assertStopped(await again.stop())
+})
+
 test('fences keep growing across a restart of the server on the same directory', async () => {
   const first = await serve()
   const fence = async server => {

@@ -166,13 +166,58 @@ function serverToken(file: string): { token: string; created: boolean } {
   }
   const token = randomBytes(32).toString('hex')
   try {
-    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
-    fs.writeFileSync(file, `${token}\n`, { flag: 'wx', mode: 0o600 })
-    fs.chmodSync(file, 0o600)
+    writeWhole(file, `${token}\n`)
   } catch (error) {
     throw new UsageError(`serve: cannot write the token file ${file}: ${errnoText(error)}`)
   }
   return { token, created: true }
+}
+
+/** Errors of `link(2)` that mean the filesystem makes no hard links. */
+const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'])
+
+/**
+ * Makes `file` (mode 0600) holding all of `text`, or nothing: written to a temporary file, fsynced,
+ * then linked into place (EEXIST if another server made it meanwhile). Written in place, a kill -9 or
+ * a power loss between its creation and its write left it empty, and a full disk left part of the
+ * token: every later start refused "the token file is empty", or served a token shorter than made.
+ */
+function writeWhole(file: string, text: string): void {
+  const dir = path.dirname(file)
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const temp = path.join(dir, `.${path.basename(file)}.${process.pid}.tmp`)
+  try {
+    const fd = fs.openSync(temp, 'w', 0o600)
+    try {
+      fs.fchmodSync(fd, 0o600) // a file of this name left by a killed process of this pid keeps its mode
+      fs.writeFileSync(fd, text) // goes on after a short write, and throws on a failed one
+      fs.fsyncSync(fd)
+    } finally {
+      fs.closeSync(fd)
+    }
+    try {
+      fs.linkSync(temp, file)
+    } catch (error) {
+      // A filesystem without hard links: renamed into place, unless there is a file there already
+      // (a server starting at the same instant may still make one between the check and the rename).
+      if (!NO_LINKS.has((error as NodeJS.ErrnoException).code ?? '') || fs.existsSync(file)) throw error
+      fs.renameSync(temp, file)
+    }
+  } finally {
+    fs.rmSync(temp, { force: true })
+  }
+  // The new entry lasts a power loss (else a new token would be made at the next start, and the
+  // clients that read this one refused): tried, not required, as some filesystems cannot.
+  try {
+    const fd = fs.openSync(dir, 'r')
+    try {
+      fs.fsyncSync(fd)
+    } finally {
+      fs.closeSync(fd)
+    }
+  } catch {
+    // the token is in place; only its entry's durability is unknown
+  }
 }
 
 /**
