@@ -172,10 +172,19 @@ export function fileStorage(dir: string): Storage {
       used = undefined
       const release = await held.catch(() => undefined)
       if (!release) return
-      // The pid file first: once the socket is closed, the next store may write its own.
-      fs.rmSync(path.join(root, LOCK_FILE), { force: true })
-      await release.release()
-      lockedHere.delete(root)
+      try {
+        // The pid file first: once the socket is closed, the next store may write its own.
+        fs.rmSync(path.join(root, LOCK_FILE), { force: true })
+      } catch {
+        // Left (a filesystem remounted read-only, a mode changed): it names a process that holds
+        // nothing from now on, as after a crash. Thrown, it kept the socket listening and the
+        // directory refused, here and to other processes, until this process ended.
+      }
+      try {
+        await release.release()
+      } finally {
+        lockedHere.delete(root)
+      }
     },
   }
 }
