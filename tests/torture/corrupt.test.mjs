@@ -93,6 +93,26 @@ test('LOCK-02: a temporary file left by a crash in the middle of a write changes
   }
 })
 
+test('LOCK-02: temporary files left by crashes in the middle of writes are removed by the next store to hold the directory, and nothing else is', async () => {
+  const { dir, last } = await used()
+  try {
+    // Each process killed between a write's start and its rename leaves one (a pools' chunk up to
+    // 60 KiB): a service that crashes over and over must not pile them up until the disk is full.
+    const left = [`.${FILE}.99999.tmp`, '.holdfast.pools.a.0.value.99998.tmp', '.holdfast.used.99997.tmp', '.holdfast.lock.99996.tmp']
+    const others = ['.notes.99995.tmp', 'backup.tmp', '.holdfast.fences.value.tmp']
+    for (const name of [...left, ...others]) writeFileSync(join(dir, name), '12')
+    const store = await openStore({ storage: fileStorage(dir) })
+    const next = await store.lock('x').hold('k', lease => lease.fence)
+    const names = readdirSync(dir)
+    await store.close()
+    assert.ok(next > last, `${next} after ${last}`)
+    for (const name of left) assert.ok(!names.includes(name), `${name} was removed (the directory holds: ${names.join(', ')})`)
+    for (const name of others) assert.ok(names.includes(name), `${name}, not a name fileStorage writes, was left`)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 // A prefix of the digits, or another digit, would be a valid ceiling of its own, and a missing file
 // a new store: each would restart fences below what was handed out. The value carries a check of
 // its digits, and a directory that kept a value remembers it (holdfast.used).

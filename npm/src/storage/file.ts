@@ -4,6 +4,7 @@
  * - Each value is written atomically: whole to a temporary file (a write the disk took only part of
  *   goes on until it took all or failed: a full disk fails the `set`), fsynced, renamed over the old
  *   one, and the directory fsynced, so that a crash leaves the old value or the new, never a torn one.
+ *   The temporary file a crash left (`.NAME.PID.tmp`) is removed by the next store to hold the directory.
  *   The directory, made if missing, is synced into its parent (each level made). A directory fsync that
  *   fails fails the `set` (or the first use) with a `StorageError`: the value may be in place, but not
  *   known to last a crash.
@@ -97,6 +98,7 @@ export function fileStorage(dir: string): Storage {
       if (unsynced !== undefined) syncMade(root, unsynced, place)
       unsynced = undefined
       const held = await claimDirectory(root, place, inUse)
+      sweepTemporaries(root)
       try {
         // Replaced in one rename, so that an older holdfast never reads it empty (as dead).
         const temp = path.join(root, `.${LOCK_FILE}.${process.pid}.tmp`)
@@ -186,6 +188,23 @@ export function fileStorage(dir: string): Storage {
         lockedHere.delete(root)
       }
     },
+  }
+}
+
+/** The temporary files `writeAtomically` and the pid file's write name: `.NAME.PID.tmp`. */
+const TEMPORARY = /^\.(?:.+\.value|holdfast\.used|holdfast\.lock)\.[0-9]+\.tmp$/
+
+/**
+ * Removes the temporary files of writes that a crash cut short (a process killed between a write's
+ * start and its rename: each a value never put in place). Only the holder of the directory writes in
+ * it, so once it is held none is a write under way. Left, there was one more for each crash in the
+ * middle of a write (a pools' chunk is up to 60 KiB), for as long as a service kept crashing.
+ */
+function sweepTemporaries(root: string): void {
+  try {
+    for (const name of fs.readdirSync(root)) if (TEMPORARY.test(name)) fs.rmSync(path.join(root, name), { force: true })
+  } catch {
+    // Tidying only: what is left changes nothing, and the next holder tries again.
   }
 }
 
