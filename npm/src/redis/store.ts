@@ -962,7 +962,7 @@ export class RedisStore implements LeaseOwner {
   }
 
   async #close(): Promise<void> {
-    this.#closed = new ClosedError('the store closed')
+    this.#closed = new ClosedError('the store is closed')
     this.#closeBy = this.#clock.now() + CLOSE_PATIENCE
     // The answers of what was asked before (a pool's release, a remaining) are waited for: given up at
     // once, a claim released in Redis was answered ClosedError, as if Redis had not answered.
@@ -974,8 +974,8 @@ export class RedisStore implements LeaseOwner {
       const lease = p.lease
       this.#forget(p)
       ends.push(this.#end(p, lease ? 'R' : 'C'))
-      if (lease) lease._lose(new ClosedError(`${p.place()}: the store closed`))
-      else p.reject(new ClosedError(`${p.place()}: the store closed`))
+      if (lease) lease._lose(new ClosedError(`${p.place()}: the store is closed`))
+      else p.reject(new ClosedError(`${p.place()}: the store is closed`))
     }
     for (const p of this.#ending) {
       if (p.endTimer !== undefined) clearTimer(this.#clock, p.endTimer)
