@@ -406,6 +406,9 @@ export class RedisPools implements PoolStore {
         return
       }
       case 'x':
+        // An id asked again for another n reads as in process, the id inside the sentence.
+        if (/^took \d+ units; asked again for \d+$/.test(String(answer[2])))
+          return this.#end(p, new InvalidError(`pool ${p.pool.name}: claim id ${JSON.stringify(p.id)} ${String(answer[2])}`))
         return this.#end(p, this.#refusal(answer, p.place)!)
       default:
         return this.#end(p, new StorageError(`${p.place}: unexpected answer from Redis: ${JSON.stringify(answer)}`))
