@@ -275,7 +275,10 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         }
         return 'n'
       },
-      remaining: () => p.cap - p.used,
+      remaining: () => {
+        create()
+        return p.cap - p.used
+      },
       resize(to) {
         if (to < p.used) return ['x', 'invalid', `capacity ${to} is below the ${p.used} units claimed`]
         create()

@@ -77,7 +77,7 @@
  * - `cancel` id ask → `w` it left the line, `u` it was undone (it took units no caller was told of: open
  *   and not seen), `n` nothing (ended, seen, or put here by another claim's ask: it stands). Only the
  *   claim whose ask put the record here (`owner`) takes it out.
- * - `remaining` → the units left. `resize` capacity → `ok`. `inspect` → `{capacity, remaining,
+ * - `remaining` → the units left (a pool Redis does not have is made, as by any first use). `resize` capacity → `ok`. `inspect` → `{capacity, remaining,
  *   claims, waiting}`, or `{}` for a pool Redis does not have.
  * Errors are answered `{'x', code, message}` (code `invalid` or `limit`). Any operation may answer `{'a'}`:
  * more deadlines were due than one call ends; it ended REAP of them and did nothing else: ask again.
@@ -517,7 +517,9 @@ do
     end
     return 'n'
   end
+  -- A first use, as in process: the pool is made (kept a grace), so that its capacity stands.
   function ops.remaining()
+    create()
     return cap - used
   end
   function ops.resize(args)
