@@ -314,7 +314,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       let want
       let unknown = false
       if (spec === '-' && !p.exists) want = ['x', 'invalid', 'no such pool (its first use names its capacity)']
-      else if (p.exists && spec[0] === 'C' && asked !== p.cap) want = ['x', 'invalid', `capacity ${asked} differs from the capacity ${p.cap} the pool has`]
+      else if (p.exists && spec[0] === 'C' && asked !== p.cap) want = ['x', 'invalid', `capacity ${asked} differs from its capacity ${p.cap} (resize changes it)`]
       else {
         if (!p.exists) p.cap = asked
         if (!reap()) {

@@ -112,6 +112,7 @@ export async function scenario(store) {
   const seats = store.pool('seats', { capacity: 3 })
   await step('pool remaining', () => seats.remaining())
   await step('pool capacity mismatch', () => store.pool('seats', { capacity: 4 }).remaining())
+  await step('pool capacity mismatch, claim with id', () => store.pool('seats', { capacity: 4 }).claim(1, { id: 'order-0' }))
   await step('pool existing, no capacity', () => store.pool('seats').remaining())
   await step('claim 0', () => seats.claim(0))
   await step('claim negative', () => seats.claim(-1))

@@ -406,9 +406,11 @@ export class RedisPools implements PoolStore {
         return
       }
       case 'x':
-        // An id asked again for another n reads as in process, the id inside the sentence.
+        // An id asked again for another n reads as in process, the id inside the sentence; a capacity
+        // refused is the pool's, whatever claim asked (in process, store.pool() refuses it).
         if (/^took \d+ units; asked again for \d+$/.test(String(answer[2])))
           return this.#end(p, new InvalidError(`pool ${p.pool.name}: claim id ${JSON.stringify(p.id)} ${String(answer[2])}`))
+        if (/^capacity \d+ differs/.test(String(answer[2]))) return this.#end(p, this.#refusal(answer, `pool ${p.pool.name}`)!)
         return this.#end(p, this.#refusal(answer, p.place)!)
       default:
         return this.#end(p, new StorageError(`${p.place}: unexpected answer from Redis: ${JSON.stringify(answer)}`))

@@ -561,7 +561,7 @@ do
     if exists then
       cap = tonumber(m[1])
       if check == 'C' and asked ~= cap then
-        return fail('invalid', string.format('capacity %d differs from the capacity %d the pool has', asked, cap))
+        return fail('invalid', string.format('capacity %d differs from its capacity %d (resize changes it)', asked, cap))
       end
     else
       cap = asked
