@@ -89,6 +89,21 @@ export async function scenario(store) {
   await step('lease lost after release', () => lease.lost)
   await step('tryHold freed key', () => jobs.tryHold('busy', fn))
 
+  await step('hold inside its own hold', () => jobs.hold('inner', () => jobs.hold('inner', fn)))
+  await step('tryHold inside its own hold', () => jobs.hold('inner', () => jobs.tryHold('inner', fn)))
+  await step('hold key 2^53', () => jobs.hold(2 ** 53, fn))
+  await step('hold key -0', () => jobs.hold(-0, lease => lease.key))
+  await step('hold bad signal', () => jobs.hold('k', { signal: 'no' }, fn))
+  await step('tryHold unknown option', () => jobs.tryHold('k', { wait: 0 }, fn))
+  await step('acquire then hold it elsewhere, wait 0', async () => {
+    const held = await jobs.acquire('pair')
+    try {
+      return await store.lock('jobs', { ttl: '1m' }).hold('pair', { wait: 0 }, fn)
+    } finally {
+      await held.release()
+    }
+  })
+
   // Semaphores: the limit must agree while a handle lives.
   const slots = store.semaphore('slots', { limit: 2 })
   await step('semaphore hold', () => slots.hold('k', permit => permit.kind))
@@ -99,6 +114,14 @@ export async function scenario(store) {
       return await store.semaphore('slots', { limit: 3 }).hold('k', fn)
     } finally {
       await permit.release()
+    }
+  })
+  await step('semaphore full, tryHold', async () => {
+    const permits = [await slots.acquire('full'), await slots.acquire('full')]
+    try {
+      return [await slots.tryHold('full', fn), (await store.inspect()).filter(e => e.name === 'slots')]
+    } finally {
+      for (const permit of permits) await permit.release()
     }
   })
   await step('semaphore same limit', () => store.semaphore('slots', { limit: 2 }).tryHold('k', fn))
@@ -144,6 +167,23 @@ export async function scenario(store) {
   await step('confirm after release', () => ttlClaim.claim.confirm())
   await step('resize up', () => seats.resize(5))
   await step('claim past the old capacity', () => seats.claim(4))
+  await step('claim bad wait', () => seats.claim(1, { wait: 'soon' }))
+  await step('claim bad signal', () => seats.claim(1, { signal: 'no' }))
+  await step('resize same capacity', () => seats.resize(5))
+  await step('claim without id, release twice', async () => {
+    const c = await seats.claim(1)
+    return [c.claimed, await c.claim.release(), await c.claim.release()]
+  })
+  await step('claim id asked again while it waits, other n', async () => {
+    const stop = new AbortController()
+    const waiting = seats.claim(5, { id: 'order-w', wait: Infinity, signal: stop.signal }).catch(e => e.code)
+    try {
+      return await seats.claim(4, { id: 'order-w' })
+    } finally {
+      stop.abort()
+      await waiting
+    }
+  })
   await step('inspect pool', async () => (await store.inspect()).filter(e => e.kind === 'pool'))
 
   // Close, then every call.

@@ -178,8 +178,9 @@ export class RemotePools implements PoolStore {
       const key = `${pool.name}\0${id}`
       let p = this.#pending.get(key)
       // Asked again while unanswered: the server joins it to the first. Under another n it is
-      // refused, as the store's own claim refuses it.
-      if (p && p.n !== request.n) return reject(new InvalidError(`${place}: is being claimed for ${p.n} units; asked again for ${request.n}`))
+      // refused, in the words of the store's own claim (the engine's).
+      if (p && p.n !== request.n)
+        return reject(new InvalidError(`pool ${pool.name}: claim id ${JSON.stringify(id)} took ${p.n} units; asked again for ${request.n}`))
       if (!p) this.#pending.set(key, (p = new PendingClaim(pool, request.n, id)))
       const claim = p
       const ask = new Ask(request.wait, this.#link.clock.now() + request.wait, request.ttl, resolve, reject)
