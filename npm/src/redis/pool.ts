@@ -250,7 +250,9 @@ export class RedisPools implements PoolStore {
     if (joined) {
       // The same id asked again in this process while its claim is unanswered: the same claim, the
       // same answer, but its own signal and wait (the claim waits for the longest, Redis told so).
-      if (joined.n !== request.n) return Promise.reject(new InvalidError(`${place}: is being claimed for ${joined.n} units; asked again for ${request.n}`))
+      // Refused in the words of the script, and of a store in process.
+      if (joined.n !== request.n)
+        return Promise.reject(new InvalidError(`pool ${pool.name}: claim id ${JSON.stringify(id)} took ${joined.n} units; asked again for ${request.n}`))
       const answer = this.#addAsker(joined, request)
       if (joined.extend && joined.waiting && !joined.joined) this.#ask(joined, 'e')
       return answer
