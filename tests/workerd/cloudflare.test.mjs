@@ -524,6 +524,18 @@ test('holdfast/cloudflare outside workerd (Node): importing is harmless, using i
 /** One pool step (see src/cloudflare.js `pools`). */
 const pool = (name, step, params = {}) => cf('pool', { name, step, ...params })
 
+test('POOL-01 from a Worker, the steps other stores worded apart (tests/shared/differential.js): a pool made by remaining(), another capacity, an id asked again for another n, in the words of a store in process', async () => {
+  assert.deepEqual(await pool('diff-seats', 'remaining', { capacity: 3 }), { remaining: 3 })
+  const said = 'pool diff-seats: capacity 4 differs from its capacity 3 (resize changes it)'
+  assert.equal((await pool('diff-seats', 'remaining', { capacity: 4 })).error?.message, said)
+  assert.equal((await pool('diff-seats', 'try-claim', { capacity: 4, n: 1, id: 'order-0' })).error?.message, said)
+  assert.deepEqual(await pool('diff-seats', 'remaining', { capacity: 'none' }), { remaining: 3 })
+  assert.equal((await pool('diff-seats', 'claim', { capacity: 3, n: 2, id: 'order-1' })).claimed, true)
+  const again = await pool('diff-seats', 'try-claim', { capacity: 3, n: 1, id: 'order-1' })
+  assert.deepEqual(again.error, { code: 'invalid', name: 'InvalidError', message: 'pool diff-seats: claim id "order-1" took 2 units; asked again for 1' })
+  assert.deepEqual(await pool('diff-seats', 'release', { capacity: 3, id: 'order-1' }), { released: true })
+})
+
 test('POOL-01 in the Durable Object: remaining never goes below zero nor above capacity, under concurrent claims from a Worker', async () => {
   const many = await pool('pool-01', 'many', { capacity: 5, n: 1, count: 12 })
   const claimed = many.results.filter(r => r.claimed)
