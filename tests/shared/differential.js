@@ -30,11 +30,20 @@ async function outcome(call) {
   }
 }
 
+/** Polls `store.inspect()` (real sockets and Redis take a few ms) until an entry matches. */
+async function until(store, match) {
+  for (let i = 0; i < 500; i++) {
+    if ((await store.inspect()).some(match)) return
+    await new Promise(r => setTimeout(r, 5))
+  }
+  throw new Error('the hold never waited')
+}
+
 const aborted = () => AbortSignal.abort(new Error('gone'))
 
 /**
  * The scenario, on `store` (a store, a client or a Redis store), each step named: its transcript, one
- * `[step, outcome]` a line. Nothing in it waits on time.
+ * `[step, outcome]` a line. Nothing in it waits on time (a hold in line is awaited by inspect()).
  */
 export async function scenario(store) {
   const lines = []
@@ -82,6 +91,13 @@ export async function scenario(store) {
   await step('hold busy key wait 0', () => jobs.hold('busy', { wait: 0 }, fn))
   await step('acquire busy key wait 0', () => jobs.acquire('busy', { wait: 0 }))
   await step('hold busy key aborted signal', () => jobs.hold('busy', { signal: aborted() }, fn))
+  await step('hold waiting, then aborted', async () => {
+    const stop = new AbortController()
+    const waiting = jobs.hold('busy', { wait: Infinity, signal: stop.signal }, fn)
+    await until(store, e => e.name === 'jobs' && e.key === 'busy' && e.waiting === 1)
+    stop.abort(new Error('gone'))
+    return await waiting
+  })
   await step('inspect busy key', async () => (await store.inspect()).filter(e => e.name === 'jobs'))
   await step('inspect unknown key', async () => (await store.inspect()).find(e => e.key === 'nobody'))
   await step('release', () => lease.release())
@@ -186,8 +202,17 @@ export async function scenario(store) {
   })
   await step('inspect pool', async () => (await store.inspect()).filter(e => e.kind === 'pool'))
 
-  // Close, then every call.
+  // Close, then every call; a lease and a hold waiting for it are ended.
+  const open = await jobs.acquire('last')
+  const waiter = jobs.hold('last', { wait: Infinity }, fn)
+  waiter.catch(() => {})
+  await until(store, e => e.name === 'jobs' && e.key === 'last' && e.waiting === 1)
   await step('close', () => store.close())
+  await step('closed: the waiting hold', () => waiter)
+  await step('closed: the lease, lost', () => {
+    if (open.lost) throw open.signal.reason
+    return 'not lost'
+  })
   await step('closed: hold', () => jobs.hold('k', fn))
   await step('closed: tryHold', () => jobs.tryHold('k', fn))
   await step('closed: acquire', () => jobs.acquire('k'))
