@@ -41,6 +41,8 @@ test('every command\'s --help says its exit statuses, the 128+n of a signal that
   // Before: inspect's --help said none.
   assert.match(inspect, /^Exit status: 0 .*; 2 any\s+other error/m)
   for (const command of ['serve', 'claim']) assert.match((await run([command, '--help'])).stdout, /^Exit status:/m, command)
+  // Before: serve's said SIGINT or SIGTERM only, and SIGHUP killed it.
+  assert.match((await run(['serve', '--help'])).stdout.replace(/\s+/g, ' '), /SIGINT, SIGTERM or SIGHUP \(its terminal closed\) stops it cleanly/)
 })
 
 test('--version prints the package version', async () => {

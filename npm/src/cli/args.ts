@@ -170,14 +170,16 @@ export function oneLine(text: string): string {
  * Whoever reads the command's output may go away before it ends (`holdfast serve | head -1`, a log
  * pipe whose reader died): a write then fails EPIPE, which a stream with no 'error' listener throws
  * as an uncaught exception, and `serve` died in the middle of serving, a stack trace for its last
- * words and its store never closed. What a command prints is for its reader; with none left it is
- * not printed, and the command goes on to its own end and exit status. Any other write error (a full
- * disk under `> file`) still ends it, as it did: there a reader would be misled.
+ * words and its store never closed. So does a terminal that closed (its window shut, an ssh session
+ * gone): its SIGHUP stops `serve`, and every write to it from then on fails EIO. What a command
+ * prints is for its reader; with none left it is not printed, and the command goes on to its own end
+ * and exit status. Any other write error (a full disk under `> file`) still ends it, as it did: there
+ * a reader would be misled.
  */
 export function outputMayClose(): void {
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EPIPE') throw error
+      if (error.code !== 'EPIPE' && error.code !== 'EIO') throw error
     })
   }
 }

@@ -1,6 +1,6 @@
 /**
- * `holdfast serve`: runs a store server, its fences kept in a directory, until SIGINT or SIGTERM (exit
- * 0), or until the store closes itself after an internal error (a wasm trap: exit 1, the error on
+ * `holdfast serve`: runs a store server, its fences kept in a directory, until SIGINT, SIGTERM or
+ * SIGHUP (exit 0), or until the store closes itself after an internal error (a wasm trap: exit 1, the error on
  * stderr, once its answers were sent and its servers and directory let go). A trap during the close a
  * signal began exits 1 too, once that close let everything go: the stop was not clean. 2 for every
  * other error.
@@ -32,11 +32,13 @@ Options:
   -h, --help         this text
 
 Prints where it listens. Clients give the token with --token-file FILE or HOLDFAST_TOKEN.
-SIGINT or SIGTERM stops it cleanly: waiters are answered, leases end, exit 0.
+SIGINT, SIGTERM or SIGHUP (its terminal closed) stops it cleanly: waiters are answered, leases
+end, exit 0. A second signal while it stops leaves at once (exit 128+n).
 
-Exit status: 0 stopped by SIGINT or SIGTERM; 1 the store closed itself after an internal error, or
-had one while SIGINT or SIGTERM stopped it (a bug: waiters were answered and leases ended as at
-SIGTERM, then the error is printed); 2 any other error (usage, a directory in use, a busy port).
+Exit status: 0 stopped by SIGINT, SIGTERM or SIGHUP; 1 the store closed itself after an internal
+error, or had one while a signal stopped it (a bug: waiters were answered and leases ended as at
+SIGTERM, then the error is printed); 2 any other error (usage, a directory in use, a busy port);
+128+n a second signal n while it stopped.
 `
 
 export async function serve(args: string[]): Promise<number> {
@@ -78,17 +80,19 @@ export async function serve(args: string[]): Promise<number> {
   // Signals are caught from the start, so that none is missed between listening and saying so.
   let stopWith!: (signal: NodeJS.Signals) => void
   const stopSignal = new Promise<NodeJS.Signals>(resolve => (stopWith = resolve))
-  let signals = 0
+  let received = 0
   let stopped = false
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopped) return // exiting 0 now
-    if (++signals === 1) return stopWith(signal)
+    if (++received === 1) return stopWith(signal)
     // A second signal while closing: leave at once.
     warn(`${signal} again: leaving without a clean close`)
     process.exit(128 + signalNumber(signal))
   }
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
+  // SIGHUP too: a server started from a terminal gets it when the terminal closes, and its default
+  // action killed it there, its waiters unanswered and its leases left to run out.
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
+  for (const s of signals) process.on(s, onSignal)
   let store: Store | undefined
   try {
     try {
@@ -137,10 +141,7 @@ export async function serve(args: string[]): Promise<number> {
     return 0
   } finally {
     // Stopped: late signals are ignored while the process exits. Else the default action is back.
-    if (!stopped) {
-      process.off('SIGINT', onSignal)
-      process.off('SIGTERM', onSignal)
-    }
+    if (!stopped) for (const s of signals) process.off(s, onSignal)
     // Not serving after all: let the directory go.
     await store?.close().catch(() => {})
   }
