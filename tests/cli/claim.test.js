@@ -97,3 +97,27 @@ test('claim: SIGINT while the claim waits in line cancels it: exit 130, nothing 
   assert.equal(w.stdout, '')
   assert.deepEqual(await pools(), [{ kind: 'pool', name: 'seats', capacity: 1, remaining: 0, claims: 1, waiting: 0 }])
 })
+
+test('claim --json prints the answer as pool.claim() gives it, as inspect --json prints store.inspect(); the exit status is the same', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const claim = (...args) => run(['claim', server.url, 'seats', ...args, '--json', '--token-file', server.tokenFile])
+  // Before: "claim: unknown option --json", exit 2.
+  const got = await claim('2', '--id', 'order-1', '--capacity', '3')
+  assert.equal(got.code, 0, got.stderr)
+  assert.deepEqual(JSON.parse(got.stdout), { claimed: true, remaining: 1, claim: { id: 'order-1', units: 2 } })
+  const drawn = await claim('1')
+  assert.equal(drawn.code, 0, drawn.stderr)
+  // Without --id the store draws one: --json is where a script reads it to release the claim later.
+  const { claim: c } = JSON.parse(drawn.stdout)
+  assert.ok(typeof c.id === 'string' && c.id.length > 0 && c.units === 1, drawn.stdout)
+  const none = await claim('1')
+  assert.equal(none.code, 1, none.stderr)
+  assert.deepEqual(JSON.parse(none.stdout), { claimed: false, remaining: 0 })
+  // An error is still one line on stderr, nothing on stdout.
+  const bad = await run(['claim', server.url, 'nothing', '1', '--json', '--token-file', server.tokenFile])
+  assert.equal(bad.code, 2)
+  assert.equal(bad.stdout, '')
+  assert.match(bad.stderr, /^holdfast: [^\n]+\n$/)
+  assert.match((await run(['claim', '--help'])).stdout, /^ {2}--json +print the answer as one JSON object/m)
+})

@@ -1,6 +1,6 @@
 /**
  * `holdfast claim URL POOL N [--id ID]` (#16): claims units of a pool on a store's server and prints
- * the claim's id and the units left. Exit 0 claimed, 1 not enough left (after `--wait`), 2 any other
+ * the claim's id and the units left (with `--json`, the answer as `pool.claim()` gives it). Exit 0 claimed, 1 not enough left (after `--wait`), 2 any other
  * error (usage, no token, unreachable server, a pool that does not exist, a server without pools).
  */
 
@@ -11,7 +11,7 @@ import { escapeControls } from './inspect.js'
 import { masked } from '../util/masked-url.js'
 
 export const CLAIM_USAGE = `Usage: holdfast claim URL POOL N [--id ID] [--capacity C] [--wait DURATION] [--ttl DURATION]
-                     [--token-file FILE]
+                     [--token-file FILE] [--json]
 
 Claims N units of the pool POOL on the server at URL (or in the Redis at redis://…), and prints the
 claim's id and the units left.
@@ -27,6 +27,9 @@ Options:
   --wait DURATION      how long to wait in line for units released meanwhile (default 0)
   --ttl DURATION       the units come back by themselves this long after the claim
   --token-file FILE    the server's token (default: the environment variable HOLDFAST_TOKEN)
+  --json               print the answer as one JSON object, as pool.claim() gives it:
+                       {"claimed": true, "remaining": R, "claim": {"id": ID, "units": N}}, or
+                       {"claimed": false, "remaining": R}
   -h, --help           this text
 
 SIGINT, SIGTERM or SIGHUP while it connects or waits cancel the claim (exit 128+n).
@@ -37,7 +40,7 @@ pool that does not exist, a server without pools).
 `
 
 export async function claim(args: string[]): Promise<number> {
-  const spec: Spec = { id: 'value', capacity: 'value', wait: 'value', ttl: 'value', 'token-file': 'value' }
+  const spec: Spec = { id: 'value', capacity: 'value', wait: 'value', ttl: 'value', 'token-file': 'value', json: 'flag' }
   const { options, positionals, help } = parseArgs(args, spec, 'claim')
   if (help) {
     process.stdout.write(CLAIM_USAGE)
@@ -88,6 +91,15 @@ export async function claim(args: string[]): Promise<number> {
       throw error
     } finally {
       clearTimer(cliClock, timer)
+    }
+    if (options.has('json')) {
+      // The answer's own fields (a Claim's methods and its pool's name are the API's, not data), as
+      // `inspect --json` prints store.inspect(): pretty, with controls escaped.
+      const answer = got.claimed
+        ? { claimed: true, remaining: got.remaining, claim: { id: got.claim.id, units: got.claim.units } }
+        : { claimed: false, remaining: got.remaining }
+      process.stdout.write(`${escapeControls(JSON.stringify(answer, null, 2))}\n`)
+      return got.claimed ? 0 : 1
     }
     if (!got.claimed) {
       process.stdout.write(`not claimed: ${got.remaining} left\n`)
