@@ -59,6 +59,16 @@ test('a bad duration: exit 2, naming the option and the value', async () => {
   await refused(['hold', server.url, 'jobs', 'a', '--ttl', '500ms', '--token-file', t, '--', 'touch', marker], /ttl/)
 })
 
+test('a bad duration is a usage error as any other: exit 2, one line starting with its command, naming the option and the value', async () => {
+  const t = server.tokenFile
+  // Before: "holdfast: --ttl \"5x\" must be ..." where every other usage error says its command
+  // first ("holdfast: hold: --wait needs a value", "holdfast: claim: N \"-1\" ...").
+  await refused(['hold', server.url, 'jobs', 'a', '--ttl', '5x', '--token-file', t, '--', 'touch', marker], /^holdfast: hold: --ttl "5x" must be a duration/)
+  await refused(['hold', server.url, 'jobs', 'a', '--ttl', '2h', '--token-file', t, '--', 'touch', marker], /^holdfast: hold: --ttl "2h" must be 1s to 1h/)
+  await refused(['claim', server.url, 'seats', '1', '--wait', '5x', '--token-file', t], /^holdfast: claim: --wait "5x" must be a duration/)
+  await refused(['claim', server.url, 'seats', '1', '--ttl', '31d', '--token-file', t], /^holdfast: claim: --ttl "31d" must be more than 0/)
+})
+
 test('a duration out of range: exit 2, naming the option and the value as given, never in ms', async () => {
   const t = server.tokenFile
   const asGiven = async (args, pattern) => {

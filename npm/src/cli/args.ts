@@ -94,10 +94,11 @@ export const LEASE_TTL: DurationRange = { min: 1_000, max: 3_600_000, said: '1s 
 export const UP_TO_30_DAYS: DurationRange = { min: 1, max: 30 * 86_400_000, said: 'more than 0 and at most 30d' }
 
 /**
- * A duration option: as in the API (`250ms`, `30s`, `1m30s`), or a bare `0`. Out of `range`, refused
- * here, naming the value as typed: the API's own check would name it in ms (`2678400000ms`, `0ms`).
+ * A duration option of `command`: as in the API (`250ms`, `30s`, `1m30s`), or a bare `0`. Out of
+ * `range`, refused here, naming the value as typed: the API's own check would name it in ms
+ * (`2678400000ms`, `0ms`). Its errors say the command first, as every usage error does.
  */
-export function duration(value: string | undefined, name: string, fallback: number, range?: DurationRange): number {
+export function duration(command: string, value: string | undefined, name: string, fallback: number, range?: DurationRange): number {
   if (value === undefined) return fallback
   // A bare 0 is no duration to the API (it has no unit), but it is one here: checked as any other.
   let ms = 0
@@ -106,11 +107,11 @@ export function duration(value: string | undefined, name: string, fallback: numb
       ms = toMs(value, `--${name}`)
     } catch {
       throw new UsageError(
-        `--${name} ${JSON.stringify(value)} must be a duration: whole numbers with units, largest first, such as 250ms, 30s, 1m30s, 2h, 1d; or 0`,
+        `${command}: --${name} ${JSON.stringify(value)} must be a duration: whole numbers with units, largest first, such as 250ms, 30s, 1m30s, 2h, 1d; or 0`,
       )
     }
   }
-  if (range && !(ms >= range.min && ms <= range.max)) throw new UsageError(`--${name} ${JSON.stringify(value)} must be ${range.said}`)
+  if (range && !(ms >= range.min && ms <= range.max)) throw new UsageError(`${command}: --${name} ${JSON.stringify(value)} must be ${range.said}`)
   return ms
 }
 

@@ -50,8 +50,8 @@ export async function claim(args: string[]): Promise<number> {
   const [url, name, count] = positionals as [string, string, string]
   const n = wholeNumber(count, 'N')
   const capacity = options.has('capacity') ? wholeNumber(options.get('capacity')!, '--capacity') : undefined
-  const wait = duration(options.get('wait'), 'wait', 0)
-  const ttl = options.has('ttl') ? duration(options.get('ttl'), 'ttl', 0, UP_TO_30_DAYS) : undefined
+  const wait = duration('claim', options.get('wait'), 'wait', 0)
+  const ttl = options.has('ttl') ? duration('claim', options.get('ttl'), 'ttl', 0, UP_TO_30_DAYS) : undefined
   const token = /^rediss?:\/\//.test(url) ? undefined : clientToken(options.get('token-file'), 'claim')
 
   // SIGINT, SIGTERM and SIGHUP cancel the claim, as they cancel a hold's wait: the client cancels it

@@ -76,10 +76,10 @@ export async function hold(args: string[]): Promise<number> {
     throw new UsageError(`hold: unexpected argument ${JSON.stringify(positionals[3])}: put the command after --, as in holdfast hold URL LOCK KEY -- COMMAND`)
   if (command.length === 0) throw new UsageError(`hold: no command: put it after --, as in holdfast hold URL LOCK KEY -- COMMAND [ARGS...]`)
   const [url, name, key] = positionals as [string, string, string]
-  const wait = duration(options.get('wait'), 'wait', 10_000)
-  const ttl = duration(options.get('ttl'), 'ttl', 30_000, LEASE_TTL)
-  const maxHold = options.has('max-hold') ? duration(options.get('max-hold'), 'max-hold', 0, UP_TO_30_DAYS) : undefined
-  const grace = duration(options.get('grace'), 'grace', 5_000)
+  const wait = duration('hold', options.get('wait'), 'wait', 10_000)
+  const ttl = duration('hold', options.get('ttl'), 'ttl', 30_000, LEASE_TTL)
+  const maxHold = options.has('max-hold') ? duration('hold', options.get('max-hold'), 'max-hold', 0, UP_TO_30_DAYS) : undefined
+  const grace = duration('hold', options.get('grace'), 'grace', 5_000)
 
   // Signals: while waiting they cancel the hold; while the command runs they are passed on to it.
   const waiting = new AbortController()
