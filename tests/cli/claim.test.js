@@ -52,6 +52,13 @@ test('claim: usage mistakes and a pool that does not exist exit 2 with one line'
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}`)
     assert.match(r.stderr, /^holdfast: [^\n]+\n$/, args.join(' '))
   }
+  // A count past 2^53-1 is a whole number from 1: said so, it was refused as if it were not one
+  // ("must be a whole number from 1"), its bound unsaid.
+  for (const [args, what] of [[['seats', '99999999999999999'], 'N'], [['seats', '1', '--capacity', '99999999999999999'], '--capacity']]) {
+    const r = await run(['claim', server.url, ...args, '--token-file', server.tokenFile])
+    assert.equal(r.code, 2)
+    assert.equal(r.stderr, `holdfast: claim: ${what} "99999999999999999" must be a whole number from 1 to 9007199254740991\n`)
+  }
   // Said as every store says it, and in --help's exit statuses.
   const none = await run(['claim', server.url, 'nothing', '1', '--token-file', server.tokenFile])
   assert.equal(none.stderr, 'holdfast: pool nothing: no such pool (its first use names its capacity)\n')

@@ -122,6 +122,7 @@ interface Store {
 /** A whole number of units, from the command line. */
 function wholeNumber(text: string, what: string): number {
   const n = /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : Number.NaN
-  if (!Number.isSafeInteger(n)) throw new UsageError(`claim: ${what} ${JSON.stringify(text)} must be a whole number from 1`)
+  // The bound said too: past it, the count is a whole number from 1 all the same (a pool's bound, 2^53-1).
+  if (!Number.isSafeInteger(n)) throw new UsageError(`claim: ${what} ${JSON.stringify(text)} must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`)
   return n
 }
