@@ -43,8 +43,9 @@ Durations: 250ms, 30s, 1m30s, 2h, 1d (whole numbers with units, largest first), 
 URL: ws://HOST:PORT, wss://HOST:PORT, or ws+unix://PATH; or a Redis, redis://[:PASSWORD@]HOST:PORT
 (or rediss://), whose keys holdfast/redis keeps (no token; needs ioredis or redis installed).
 
-The command runs in its own process group; SIGINT, SIGTERM and SIGHUP sent to holdfast are passed
-on to that group, and a lost lease stops the whole group.
+The command runs in its own session and process group (with no controlling terminal: /dev/tty is
+not there to open); SIGINT, SIGTERM and SIGHUP sent to holdfast are passed on to that group, and a
+lost lease stops the whole group. If holdfast itself is killed (kill -9), the command runs on.
 
 Example (a nightly job that runs once across machines, skipped while another run holds the key):
   holdfast hold ws://locks.internal:7420 cron nightly-backup --wait 0 -- ./backup.sh
@@ -168,7 +169,8 @@ function run(
     const child = spawn(command[0]!, command.slice(1), {
       stdio: 'inherit',
       env: { ...process.env, HOLDFAST_FENCE: String(lease.fence) },
-      // Its own process group, so that a lost lease stops the command's children too.
+      // Its own process group, so that a lost lease stops the command's children too. (Node does this
+      // with setsid(): its own session too, so the command has no controlling terminal.)
       detached: true,
     })
     started(child)
