@@ -72,7 +72,9 @@ test('claim: a claim waiting in line when its server goes away exits 2 with one 
   const args = ['--token-file', server.tokenFile]
   const full = await run(['claim', server.url, 'seats', '1', '--capacity', '1', ...args])
   assert.equal(full.code, 0, full.stderr)
-  const waiter = start(['claim', server.url, 'seats', '1', '--wait', '2s', ...args])
+  // A wait long enough for inspect, a process started anew each poll, to see it in line on a busy
+  // machine (2s was not: the claim left the line "not claimed" first, and the poll timed out).
+  const waiter = start(['claim', server.url, 'seats', '1', '--wait', '10s', ...args])
   t.after(() => waiter.child.kill('SIGKILL'))
   await until(async () => {
     const r = await run(['inspect', server.url, '--json', ...args])
