@@ -1323,6 +1323,73 @@ for (const reconnected of [false, true])
     assert.equal(await first.claim.release(), true)
   })
 
+/**
+ * A storage in memory whose pools' writes fail while `failing` is set (the fence ceiling lands): a
+ * fault of the storage itself, which a store reopened over it reads back as it was kept.
+ */
+function failingStorage() {
+  const values = new Map()
+  const storage = {
+    failing: false,
+    get: k => values.get(k),
+    set: async (k, v) => {
+      if (storage.failing && k.startsWith('holdfast.pools')) throw new Error('disk full')
+      values.set(k, v)
+    },
+  }
+  return storage
+}
+
+/**
+ * A store served on a manual clock over `storage`, which `restart()` closes and opens again over the
+ * same storage, served on the same port (as a server process restarted over its directory); a client
+ * behind the parking proxy (see `waitingClaim`) asks a claim whose id it draws, of a full pool of one
+ * unit, with a signal; the server then claims it, its `claimed` answer waiting in the proxy.
+ */
+async function drawnInProxy(t, storage) {
+  const serverClock = manualClock(1_000_000)
+  const open = async port => {
+    const store = await openStore({ storage, clock: serverClock })
+    return { store, server: await store.serve({ port, token: TOKEN }) }
+  }
+  const s = { ...(await open(0)), serverClock }
+  t.after(() => s.store.close().catch(() => {}))
+  const port = Number(new URL(s.server.url).port)
+  s.restart = async () => {
+    await s.store.close().catch(() => {})
+    Object.assign(s, await open(port))
+  }
+  const { proxy, clock, client } = await behindProxy(t, s)
+  t.after(() => client.close())
+  const seats = client.pool('seats', { capacity: 1 })
+  const held = await s.store.pool('seats', { capacity: 1 }).claim(1)
+  const ac = new AbortController()
+  const asked = seats.claim(1, { wait: Infinity, signal: ac.signal }) // its id drawn by the client
+  await until(() => s.store.inspect().find(e => e.kind === 'pool')?.waiting === 1, 'the claim waits')
+  proxy.all[0].delaying = true // the server's answers are kept from the client
+  await held.claim.release() // the claim takes the unit; its answer waits in the proxy
+  await until(async () => (await s.store.pool('seats').remaining()) === 0, 'the server claimed it')
+  return { s, proxy, clock, client, seats, ac, asked }
+}
+
+test('POOL-01 across a server restart: a claim whose id the client drew, its claimed answer crossed its cancel, and whose withdraw the restarted server answers 0 (it read the claim back, and knows nobody it told) is released: its units are not taken for good (test clocks)', { timeout: 20_000 }, async t => {
+  // The withdraw was answered 0 and the client let it be: the claim held its unit for good, under an
+  // id only this client knew.
+  const { s, proxy, clock, client, ac, asked } = await drawnInProxy(t, failingStorage())
+  ac.abort('changed my mind')
+  await assert.rejects(asked, CancelledError)
+  await delivered(20) // the cancel reaches the server, which had answered already
+  proxy.all[0].frozen = true // nothing more reaches the server on this connection
+  proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: lost
+  await until(() => proxy.all[0].unheard > 0, 'the withdraw was sent')
+  await cutAndSeen(s, client, proxy.all[0])
+  await s.restart() // the claim was kept: the next store reads it back
+  assert.equal(await s.store.pool('seats').remaining(), 0, 'read back')
+  clock.advance(100) // past the first backoff: the client dials again, and withdraws it again
+  await until(async () => (await s.store.pool('seats').remaining()) === 1, 'the unit is back')
+  assert.equal((await s.store.pool('seats').claim(1)).claimed, true, 'the next buyer gets it')
+})
+
 test('POOL-03 over a connection (revision 7): a claim answered claimed just before its connection dropped, the answer lost with it, and given up before the client was back is withdrawn by its frame once the client is back: undone there, its id forgotten, not held for good (test clocks)', { timeout: 20_000 }, async t => {
   // The client could not tell the lost answer from a frame the server never read, and let nothing
   // go: nobody asked the claim again, and it stayed held on the server until its ttl (here, none).

@@ -21,7 +21,9 @@
  * (revision 6: undone, its id forgotten, as a claim cancelled before its answer; an older server can
  * only release it, its id remembered as claimed). The server keeps a withdrawn claim that it answered
  * `claimed` to another asker too (another client's ask of the id, or a caller in its process): it is
- * theirs, and this client just forgets it (answered 0, which it need not read). A withdraw (or that
+ * theirs, and this client just forgets it (answered 0) — unless its id was drawn here, which no other
+ * asker can have been told: a server restarted since read the claim back, knows nobody it told, and
+ * keeps it (0), so a drawn id no caller here holds is released then (`#letGo`). A withdraw (or that
  * release) lost with a dropped connection is sent again once the client is back, until answered —
  * before revision 7, not if the id was asked again meanwhile (that ask is answered the claim, and
  * holds it). The hello names this client's party (remote/client.ts `#party`), so that the server
@@ -110,6 +112,8 @@ class PendingClaim {
     readonly pool: Pool,
     readonly n: number,
     readonly id: string,
+    /** Its id was drawn here: no caller but its one ask knows it (see `#letGo`). */
+    readonly drawn: boolean,
   ) {}
 }
 
@@ -123,6 +127,8 @@ interface LetGo {
   readonly id: string
   readonly frame: number
   readonly read: boolean
+  /** The claim's asks here: whether its id was drawn here, and whether a caller holds it. */
+  readonly claim: PendingClaim
 }
 
 export class RemotePools implements PoolStore {
@@ -181,7 +187,7 @@ export class RemotePools implements PoolStore {
       // refused, in the words of the store's own claim (the engine's).
       if (p && p.n !== request.n)
         return reject(new InvalidError(`pool ${pool.name}: claim id ${JSON.stringify(id)} took ${p.n} units; asked again for ${request.n}`))
-      if (!p) this.#pending.set(key, (p = new PendingClaim(pool, request.n, id)))
+      if (!p) this.#pending.set(key, (p = new PendingClaim(pool, request.n, id, request.id === undefined)))
       const claim = p
       const ask = new Ask(request.wait, this.#link.clock.now() + request.wait, request.ttl, resolve, reject)
       claim.asks.add(ask)
@@ -258,7 +264,7 @@ export class RemotePools implements PoolStore {
           // Asked again once the client is back (if its ask is still on). The server may have
           // answered it `claimed` before the drop, the answer lost: withdrawn by its frame then
           // (revision 7), which takes back that answer if there was one, and nothing else.
-          if (answer.id !== 0) this.#lettingGo.set(letGoKey(key, answer.id), { pool, id: p.id, frame: answer.id, read: false })
+          if (answer.id !== 0) this.#lettingGo.set(letGoKey(key, answer.id), { pool, id: p.id, frame: answer.id, read: false, claim: p })
           return
         }
         const claimed = answer.type === 'claimed' && answer.claimed
@@ -273,7 +279,7 @@ export class RemotePools implements PoolStore {
           // the same claim), and its id was not asked again since (that ask, sent before this is
           // read, is answered this same open claim).
           if (claimed && (this.#named() || (p.asks.size === 0 && !p.delivered && !this.#pending.has(key)))) {
-            this.#letGo({ pool, id: p.id, frame: answer.id, read: true })
+            this.#letGo({ pool, id: p.id, frame: answer.id, read: true, claim: p })
           }
           return
         }
@@ -313,7 +319,11 @@ export class RemotePools implements PoolStore {
    * lost (`read` false) is let go only by naming its frame: else it could take back an answer a
    * caller holds. One a dropped connection loses is sent again once the client is back
    * (`reconnected`), until the server answered it: else the claim stayed held there (without a
-   * ttl, for good), its asker gone.
+   * ttl, for good), its asker gone. A withdraw that undid nothing (0) keeps the claim for whoever
+   * else was told it; but an id drawn here was told to nobody else, and a server that restarted
+   * since read the claim back knowing nobody it told, and keeps it: so a drawn id's claim that no
+   * caller here holds, and no ask here still waits for, is released then (else its units were
+   * taken for good, under an id only this client knew).
    */
   #letGo(go: LetGo): void {
     const named = this.#named()
@@ -323,6 +333,8 @@ export class RemotePools implements PoolStore {
     const op = this.#link.revision() >= HANDED_BACK ? 'withdraw' : 'release'
     this.#link.send({ type: 'pool', op, pool: go.pool.name, capacity: 0, claim: go.id, value: named ? go.frame : 0 }, answer => {
       if (answer.type === 'dropped' && !this.#lettingGo.has(k)) this.#lettingGo.set(k, go)
+      const kept = op === 'withdraw' && answer.type === 'count' && answer.value === 0
+      if (kept && go.claim.drawn && !go.claim.delivered && go.claim.asks.size === 0) this._releaseClaim(go.pool, go.id).catch(() => {})
     })
   }
 
