@@ -1390,6 +1390,27 @@ test('POOL-01 across a server restart: a claim whose id the client drew, its cla
   assert.equal((await s.store.pool('seats').claim(1)).claimed, true, 'the next buyer gets it')
 })
 
+test('POOL-01 across a server restart: a withdraw of a crossed claim (its id drawn by the client) that the server\'s storage fails to write is asked again until kept, so a server restarted before it wrote the undo again does not keep the claim\'s units for good (test clocks)', { timeout: 20_000 }, async t => {
+  // Answered storage, it was not asked again: the restarted server read the claim back (the undo
+  // lived in its memory only), and its unit stayed taken for good by a claim whose id nobody knew.
+  const storage = failingStorage()
+  const { s, proxy, clock, client, ac, asked } = await drawnInProxy(t, storage)
+  ac.abort('changed my mind')
+  await assert.rejects(asked, CancelledError)
+  await delivered(20) // the cancel reaches the server, which had answered already
+  storage.failing = true
+  proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: its write fails
+  await until(async () => (await s.store.pool('seats').remaining()) === 1, 'undone in memory')
+  await delivered(20) // the withdraw is answered storage
+  await s.restart() // before the undo was written again (the close's write fails too)
+  storage.failing = false
+  await until(() => client._redialingForTest, 'the client saw the restart')
+  assert.equal(await s.store.pool('seats').remaining(), 0, 'read back')
+  clock.advance(100) // the withdraw asked again (50 ms), then the client dials again (100 ms)
+  await until(async () => (await s.store.pool('seats').remaining()) === 1, 'the unit is back')
+  assert.equal((await s.store.pool('seats').claim(1)).claimed, true, 'the next buyer gets it')
+})
+
 test('POOL-03 over a connection (revision 7): a claim answered claimed just before its connection dropped, the answer lost with it, and given up before the client was back is withdrawn by its frame once the client is back: undone there, its id forgotten, not held for good (test clocks)', { timeout: 20_000 }, async t => {
   // The client could not tell the lost answer from a frame the server never read, and let nothing
   // go: nobody asked the claim again, and it stayed held on the server until its ttl (here, none).

@@ -632,6 +632,56 @@ async function partyAt(t, server, revision, party) {
   return raw
 }
 
+test('POOL-01/POOL-02, revision 7: a withdraw the server\'s storage failed to write (answered storage, the claim undone in memory) asked again by its client is answered storage while that write is owed, and 1 once the pools\' next write kept it: not 0, which a client of a drawn id reads as a claim kept', async t => {
+  // Asked again, it was answered 0 at once (nothing left to undo in memory), though the undo was not
+  // in storage yet: a server restarted then read the claim back, and a drawn id's client had been
+  // told it kept nothing to let go.
+  const values = new Map()
+  const storage = {
+    failing: false,
+    get: key => values.get(key),
+    set: async (key, value) => {
+      if (storage.failing && key.startsWith('holdfast.pools')) throw new Error('disk full')
+      values.set(key, value)
+    },
+  }
+  const store = await openStore({ storage })
+  const server = await store.serve({ port: 0, token: TOKEN })
+  t.after(() => ((storage.failing = false), store.close()))
+  const seats = store.pool('seats', { capacity: 1 })
+  const a = await partyAt(t, server, 7, '0123456789abcdef0123456789abcdef')
+  const withdraw = id => encode.pool(id, { op: 'withdraw', pool: 'seats', claim: 'order-1', value: 2 })
+  const codeOf = async id => {
+    const f = await a.answer(id)
+    return f.type === 'error' ? f.code : `${f.type} ${f.value}`
+  }
+  a.send(claimOf(2, 'order-1'))
+  assert.deepEqual(await said(a, 2), ['claimed', true])
+  storage.failing = true
+  a.send(withdraw(3))
+  assert.equal(await codeOf(3), 'storage')
+  assert.equal(await seats.remaining(), 1, 'undone in memory')
+  a.send(withdraw(4))
+  assert.equal(await codeOf(4), 'storage', 'asked again: not kept yet')
+  storage.failing = false // the store's next write (after its wait) carries the undo
+  let id = 5
+  for (; ; id++) {
+    a.send(withdraw(id))
+    const code = await codeOf(id)
+    if (code !== 'storage') {
+      assert.equal(code, 'count 1', 'asked again once kept: withdrawn')
+      break
+    }
+    await sleep(20)
+  }
+  a.send(withdraw(id + 1))
+  assert.equal(await codeOf(id + 1), 'count 0', 'once answered, a withdraw of it takes back nothing more')
+  await store.close()
+  const next = await openStore({ storage })
+  t.after(() => next.close())
+  assert.equal(await next.pool('seats').remaining(), 1, 'the undo was kept')
+})
+
 test('limits, revision 7: a server keeps the frame ids of 1,024 claimed answers per claim and client; past them the oldest is forgotten, still counted: a withdraw naming it takes back nothing, and the claim stays', async t => {
   // Every answer's frame id was kept: a client asking one open claim again and again grew the
   // server's memory without bound.

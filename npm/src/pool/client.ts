@@ -23,7 +23,9 @@
  * `claimed` to another asker too (another client's ask of the id, or a caller in its process): it is
  * theirs, and this client just forgets it (answered 0) — unless its id was drawn here, which no other
  * asker can have been told: a server restarted since read the claim back, knows nobody it told, and
- * keeps it (0), so a drawn id no caller here holds is released then (`#letGo`). A withdraw (or that
+ * keeps it (0), so a drawn id no caller here holds is released then (`#letGo`). A withdraw answered
+ * `storage` is asked again until the server says it is kept (a few seconds at most): a server that
+ * restarts before it wrote the undo again reads the claim back. A withdraw (or that
  * release) lost with a dropped connection is sent again once the client is back, until answered —
  * before revision 7, not if the id was asked again meanwhile (that ask is answered the claim, and
  * holds it). The hello names this client's party (remote/client.ts `#party`), so that the server
@@ -83,6 +85,12 @@ export interface PoolLink {
 const WAIT_GRACE = 1_000
 /** How long an operation waits for a server that cannot be reached. */
 const PATIENCE = 10_000
+/**
+ * How many times a withdraw is asked while the server answers `storage` (see `#letGo`): waits of
+ * 50 ms doubling, 6.35 s in all, within which the pools' write after a failed one comes (its wait
+ * doubles to 5 s: pool/writes.ts), unless the storage stays down.
+ */
+const WITHDRAW_TRIES = 8
 
 /** One caller's ask of a claim: its own frame, answered by its own wait; its own signal. */
 class Ask {
@@ -319,13 +327,17 @@ export class RemotePools implements PoolStore {
    * lost (`read` false) is let go only by naming its frame: else it could take back an answer a
    * caller holds. One a dropped connection loses is sent again once the client is back
    * (`reconnected`), until the server answered it: else the claim stayed held there (without a
-   * ttl, for good), its asker gone. A withdraw that undid nothing (0) keeps the claim for whoever
+   * ttl, for good), its asker gone. One answered `storage` (its write failed) is asked again, after
+   * a wait doubling from 50 ms, `WITHDRAW_TRIES` times at most: the server undid the claim in memory
+   * and writes it again, but a restart before that write lands reads the claim back; asked again, it
+   * answers `storage` while that write is owed, 1 once it landed (remote/unkept-withdraws.ts), and
+   * restarted meanwhile, 0 as for any claim read back. A withdraw that undid nothing (0) keeps the claim for whoever
    * else was told it; but an id drawn here was told to nobody else, and a server that restarted
    * since read the claim back knowing nobody it told, and keeps it: so a drawn id's claim that no
    * caller here holds, and no ask here still waits for, is released then (else its units were
    * taken for good, under an id only this client knew).
    */
-  #letGo(go: LetGo): void {
+  #letGo(go: LetGo, tried = 1): void {
     const named = this.#named()
     if (!named && !go.read) return
     const k = letGoKey(`${go.pool.name}\0${go.id}`, go.frame)
@@ -333,6 +345,10 @@ export class RemotePools implements PoolStore {
     const op = this.#link.revision() >= HANDED_BACK ? 'withdraw' : 'release'
     this.#link.send({ type: 'pool', op, pool: go.pool.name, capacity: 0, claim: go.id, value: named ? go.frame : 0 }, answer => {
       if (answer.type === 'dropped' && !this.#lettingGo.has(k)) this.#lettingGo.set(k, go)
+      if (op === 'withdraw' && answer.type === 'error' && answer.code === 'storage' && tried < WITHDRAW_TRIES) {
+        const again = () => this.#link.closed() || this.#letGo(go, tried + 1)
+        return void setTimer(this.#link.clock, again, 50 * 2 ** (tried - 1))
+      }
       const kept = op === 'withdraw' && answer.type === 'count' && answer.value === 0
       if (kept && go.claim.drawn && !go.claim.delivered && go.claim.asks.size === 0) this._releaseClaim(go.pool, go.id).catch(() => {})
     })

@@ -36,6 +36,8 @@ export interface ServedStore {
   _withdrawServed(pool: Pool, id: string, party: Party, ask?: number): Promise<boolean>
   /** @internal Whether claim `id` of pool `name` is open, holding its units (false if there is no such pool). */
   _claimOpen(name: string, id: string): boolean
+  /** @internal Whether a change of the pools may not be in storage yet (pool/writes.ts `owed`). */
+  _poolsOwed(): boolean
   /** @internal A handle of the name for one hold of a client's, which pins nothing (see `_letGo`). */
   _serverHandle(kind: 'lock' | 'semaphore', name: string, limit: number): Lock
   /** @internal The hold of `handle` is over: its name may be forgotten if nothing else uses it. */

@@ -50,6 +50,8 @@
  *   A client of revision 5 or older releases a claim whose `claimed` answer crossed its cancel: such
  *   a release is read as its withdraw (crossed-releases.ts). From revision 7 each `claimed` answer is
  *   kept as told to its frame id, which the client's withdraw names: it takes back that answer alone.
+ *   A withdraw answered `storage` (its write failed), asked again by its party, is answered `storage`
+ *   while the pools' next write is owed, 1 once it landed (unkept-withdraws.ts).
  *   A pool frame's answer is counted until sent (`answered`): a store that closes sends those its last
  *   writes gave before it closes the connections.
  * - A party's connections (revision 6: a hello naming its party, `partyOf`) are one client's, which
@@ -81,6 +83,7 @@ import { hexOfId } from '../util/hex.js'
 import type { ServedStore } from './host.js'
 import type { KeyInfo } from '../types.js'
 import type { Socket } from '../runtime/transport.js'
+import { UnkeptWithdraws, withdrawKey } from './unkept-withdraws.js'
 import {
   BATCHES,
   POOLS,
@@ -360,6 +363,8 @@ export class Protocol {
   #allAnswered: (() => void)[] = []
   /** Each party's newest session (a hello of revision 6 or later naming one): see the module doc. */
   readonly #parties = new Map<string, Session>()
+  /** Withdraws answered `storage`, which their clients ask again until kept (unkept-withdraws.ts). */
+  readonly #unkept = new UnkeptWithdraws()
   /** What the welcome says of the leases and waiting holds one connection may have (0: the default). */
   connectionLimit = 0
 
@@ -902,13 +907,19 @@ export class Protocol {
             `pool ${frame.pool}: a withdraw naming a claim frame (value ${ask}) is of revision ${NAMED_ASKS}; this client said ${session.revision}`,
           )
         }
+        // Asked again after its write failed: answered whether the undo is kept (unkept-withdraws.ts).
+        const key = withdrawKey(frame.pool, frame.claim, ask)
+        const again = this.#unkept.again(store, session.party, key, `pool ${frame.pool}: claim ${JSON.stringify(frame.claim)}`)
         // Undone only if nobody but this client was answered `claimed` for it, and this takes back
         // its last such answer (0 else: another client, or a caller in the server's process, holds
         // it, or this client from another answer; or the frame named was never answered `claimed`).
-        return answer(store._withdrawServed(pool, frame.claim, session.party, ask === 0 ? undefined : ask), undone => ({
-          type: 'count',
-          value: undone ? 1 : 0,
-        }))
+        const undoing =
+          again ??
+          store._withdrawServed(pool, frame.claim, session.party, ask === 0 ? undefined : ask).catch(error => {
+            this.#unkept.failed(store, session.party, key, error)
+            throw error
+          })
+        return answer(undoing, undone => ({ type: 'count', value: undone ? 1 : 0 }))
       }
       case 'confirm':
         return answer(pool.confirm(frame.claim), () => ({ type: 'done' }))
