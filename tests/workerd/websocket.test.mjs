@@ -847,3 +847,73 @@ test('LOCK-05: a WebSocket client\'s cancel of its granted hold, waiting on the 
   assert.equal(client.closed, 1012, 'sent to ask again')
   await letGo()
 })
+
+/**
+ * A TCP proxy in this process in front of the test worker: `link.delaying` keeps what the object
+ * sends from the client of the connection open now, `link.flush()` lets it through. Later
+ * connections pass both ways.
+ */
+async function parkingProxy(t, port) {
+  const { default: net } = await import('node:net')
+  const proxy = { link: undefined, port: 0 }
+  const sockets = new Set()
+  const listener = net.createServer(socket => {
+    const kept = []
+    const link = {
+      delaying: false,
+      flush() {
+        link.delaying = false
+        for (const chunk of kept.splice(0)) socket.write(chunk)
+      },
+    }
+    proxy.link = link
+    const up = net.connect(port, '127.0.0.1')
+    for (const s of [socket, up]) (sockets.add(s), s.on('error', () => {}))
+    socket.on('close', () => up.destroy())
+    up.on('close', () => socket.destroy())
+    socket.on('data', chunk => up.write(chunk))
+    up.on('data', chunk => (link.delaying ? kept.push(chunk) : socket.write(chunk)))
+  })
+  await new Promise(resolve => listener.listen(0, '127.0.0.1', resolve))
+  t.after(() => {
+    for (const s of sockets) s.destroy()
+    return new Promise(resolve => listener.close(resolve))
+  })
+  proxy.port = listener.address().port
+  return proxy
+}
+
+test('POOL-01 across a reopen of the object\'s store: a connect() claim whose id the client drew, its claimed answer crossed its cancel, whose withdraw waited behind a slow release when the object reopened its store (after an internal error, closed 1012), is released once the client is back, not kept for good', async t => {
+  // The withdraw, dropped with the frames behind the release, was sent again to the reopened store,
+  // which read the claim back and kept it (answered 0): its unit stayed taken for good, under an id
+  // only the client knew.
+  const name = 'crossed-behind-release'
+  const at = `${name}?ns=counting`
+  const cf = async op => (await fetch(`${http}/cf/${op}?${new URLSearchParams({ ns: 'counting', name })}`)).json()
+  const seatsOf = async () => (await cf('inspect-pools')).find(p => p.name === 'seats')
+  const proxy = await parkingProxy(t, Number(new URL(http).port))
+  const client = await connect(`ws://127.0.0.1:${proxy.port}/ws/${at}`, { token: TOKEN })
+  t.after(() => client.close().catch(() => {}))
+  const other = await raw(t, at, { revision: 7 })
+  const full = await other.ask(id => encode.claim(id, { pool: 'seats', capacity: 1, n: 1, claim: 'full' }))
+  assert.deepEqual([full.type, full.claimed], ['claimed', true], JSON.stringify(full))
+  const lease = await client.lock('jobs').acquire('k')
+  const ac = new AbortController()
+  const asked = client.pool('seats', { capacity: 1 }).claim(1, { wait: '30s', signal: ac.signal }) // its id drawn by the client
+  await until(async () => (await seatsOf())?.waiting === 1, 5_000, 'the claim waits')
+  proxy.link.delaying = true // the object's answers are kept from the client
+  const released = await other.ask(id => encode.pool(id, { op: 'release', pool: 'seats', claim: 'full' }))
+  assert.deepEqual([released.type, released.value], ['count', 1])
+  await until(async () => (await seatsOf())?.waiting === 0, 5_000, 'the claim took the unit; its answer waits in the proxy')
+  ac.abort('changed my mind')
+  await assert.rejects(asked, e => e?.name === 'CancelledError')
+  await sleep(100) // the cancel reaches the object, which had answered already
+  assert.deepEqual(await cf('hold-deletes'), { held: true })
+  lease.release().catch(() => {}) // its kept lease's delete is held up: the frames behind it wait
+  await sleep(100)
+  proxy.link.flush() // the client reads `claimed` for a claim it gave up: its withdraw waits behind the release
+  await sleep(100)
+  assert.deepEqual(await cf('trap-while-delete-held'), { trapped: true })
+  assert.deepEqual(await cf('let-deletes'), { let: true })
+  await until(async () => (await seatsOf())?.remaining === 1, 10_000, 'the unit is back')
+})
