@@ -122,6 +122,7 @@ import { MAX_FRAME, Protocol, Session, type Refusal } from '../remote/session.js
 import { MAX_ANSWER } from '../remote/inspect-pages.js'
 import { REVISION } from '../remote/wire.js'
 import { SilentClients } from '../remote/silent-clients.js'
+import { UnkeptWithdraws, withdrawKey } from '../remote/unkept-withdraws.js'
 import { attachmentOf, closeQuietly, socketOf, type Attachment } from './hibernatable-socket.js'
 import { checkMaxHold, checkTtl } from '../../wasm/holdfast_wasm.js'
 import { CancelledError, HoldfastError, InvalidError, LostError, StorageError, fromEngine, type ErrorCode } from '../errors.js'
@@ -484,10 +485,10 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
   /** The same for pool claims, by pool, claim id and asker (`earlyClaim`): a claim id may be reused, an asker is one call's. */
   readonly #earlyClaimCancels = new EarlyCancels(() => Date.now())
   /**
-   * Withdraws answered `StorageError` (by pool, claim id and asker, as `earlyClaim` names them), whose
-   * undo the store writes again: until it is kept, a restart would bring the claim back (`#withdraw`).
+   * Withdraws answered `StorageError`, whose undo the store writes again: until it is kept, a restart
+   * would bring the claim back (`#withdraw`). The same record `serve()` keeps for its clients.
    */
-  readonly #withdrawing = new Set<string>()
+  readonly #unkept = new UnkeptWithdraws()
   /** While leases kept before a restart are taken back. */
   #restoring = false
   /**
@@ -549,8 +550,6 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       if (ws) closeQuietly(ws, 1012, 'holdfast object restarted: ask again')
     }
     this.#clock.reset()
-    // The new store reads the pools as storage kept them: a withdraw not kept there is undone no more.
-    this.#withdrawing.clear()
     this.#leases.clear()
     this.#restored.clear()
     this.#sessions.clear()
@@ -1071,23 +1070,23 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
    * `poolOp('withdraw')`. One whose write the storage failed is answered `StorageError`, its undo
    * standing in memory only until the pools' next write lands: a restart before then reads the claim
    * back, which nobody then knows was withdrawn. So its asker asks again (worker-pools.ts `#withdraw`),
-   * and is answered from `#withdrawing`: `StorageError` again while that write is owed, 1 once it
+   * and is answered from `#unkept` (remote/unkept-withdraws.ts): `StorageError` again while that write is owed, 1 once it
    * landed. An object restarted meanwhile knows neither, and answers as it answers any claim read
    * back: kept (0), which a claim id drawn by workerStore follows with a release.
    */
   async #withdraw(pool: Pool, claim: string, asker: string): Promise<0 | 1> {
-    const key = earlyClaim(pool.name, claim, asker)
-    if (this.#withdrawing.has(key)) {
-      if (this.#store._poolsOwed())
-        throw new StorageError(`pool ${pool.name}: claim ${JSON.stringify(claim)}: withdrawn, but the object's storage has not kept it yet (ask again)`)
-      this.#withdrawing.delete(key)
-      return 1
-    }
+    // Keyed as a revision-6 client's withdraw (no claim frame named): an asker is one call's.
+    const party = rpcParty(asker)
+    const key = withdrawKey(pool.name, claim, 0)
+    const store = this.#store
+    // A new store (after a reset) read the pools as storage kept them: `#unkept` forgets the old one's.
+    const again = this.#unkept.again(store, party, key, `pool ${pool.name}: claim ${JSON.stringify(claim)}`)
+    if (again) return (await again) ? 1 : 0
     try {
-      return (await this.#store._withdrawServed(pool, claim, rpcParty(asker))) ? 1 : 0
+      return (await store._withdrawServed(pool, claim, party)) ? 1 : 0
     } catch (error) {
       // Undone in memory all the same (room.ts: a change stands, written again with the next write).
-      if (error instanceof StorageError) this.#withdrawing.add(key)
+      this.#unkept.failed(store, party, key, error)
       throw error
     }
   }

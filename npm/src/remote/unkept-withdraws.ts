@@ -9,7 +9,7 @@
  * reopened since (after a trap) read the pools as storage kept them: what was kept here is forgotten,
  * and the withdraw is the store's to answer, as after any restart (0: the claim read back, which a
  * drawn id's client then releases). The same as a Durable Object does for its RPC callers
- * (cloudflare/object.ts `#withdraw`).
+ * (cloudflare/object.ts `#withdraw`), through this same record.
  *
  * A withdraw is known by its party (the client, on all its connections), its pool, its claim and the
  * claim frame it names (revision 7; 0 before). Entries live while a write is owed: once none is, every
@@ -45,7 +45,7 @@ export class UnkeptWithdraws {
     if (this.#store !== store) return void this.#forget(store)
     const mine = this.#unkept.get(party)
     if (!mine?.has(withdraw)) return undefined
-    if (store._poolsOwed()) return Promise.reject(new StorageError(`${place}: withdrawn, but the server's storage has not kept it yet (ask again)`))
+    if (store._poolsOwed()) return Promise.reject(new StorageError(`${place}: withdrawn, but storage has not kept it yet (ask again)`))
     this.#forget(store)
     return Promise.resolve(true)
   }
