@@ -90,6 +90,11 @@ const classes: Record<string, new (message: string, options?: { cause?: unknown 
   permission: PermissionError,
 }
 
+/** Whether `code` is one of holdfast's (`ErrorCode`): a runtime's own (`EIO`, `ERR_…`) is not. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(classes, code)
+}
+
 /** The error class of a code, for errors that come over the wire. */
 export function errorOf(code: string, message: string, options?: { cause?: unknown }): HoldfastError {
   const Class = classes[code] ?? InvalidError

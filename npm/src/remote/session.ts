@@ -73,7 +73,7 @@
  *   revision 5 silent for 30 s with a hold in line or a claim awaited (silent-clients.ts).
  */
 
-import { InvalidError, type ErrorCode } from '../errors.js'
+import { InvalidError, isErrorCode, type ErrorCode } from '../errors.js'
 import { CrossedReleases } from './crossed-releases.js'
 import { MAX_ANSWER, answerSize, pageAfter, poolsAnswerSize, poolsPageAfter, sizeText } from './inspect-pages.js'
 import type { Lock } from '../handle/lock.js'
@@ -465,9 +465,7 @@ export class Protocol {
       try {
         held = this.#dispatch(session, frame)
       } catch (error) {
-        const e = error as { code?: unknown; message?: unknown }
-        const code = typeof e?.code === 'string' ? (e.code as ErrorCode) : 'closed'
-        session.send(frame.id, { type: 'error', code, message: String(e?.message ?? error) })
+        session.send(frame.id, errorMessage(error))
         continue
       }
       // (Every other frame answers nothing: a socket's `close` returned, at most.)
@@ -991,10 +989,16 @@ const LETS_GO = new Set<string>(['release', 'cancel', 'goodbye'])
 /** A server's batch of `frames` (for `Socket.pack`). */
 const packServer = (frames: Uint8Array[]): Uint8Array => batchOf(frames, true)
 
-/** An error as the wire answers it. */
-function errorMessage(error: unknown): ServerMessage {
+/**
+ * An error as the wire answers it. One with no code, or a code of the runtime's (a storage's `EIO`, an
+ * `ERR_…`), goes as `closed`, its own code in the message: the wire's codec refuses a code it does not
+ * know, which left the frame unanswered (its client waiting for good) or broke out of its dispatch.
+ */
+function errorMessage(error: unknown): ServerMessage & { type: 'error' } {
   const e = error as { code?: unknown; message?: unknown }
-  return { type: 'error', code: typeof e?.code === 'string' ? (e.code as ErrorCode) : 'closed', message: String(e?.message ?? error) }
+  const message = String(e?.message ?? error)
+  if (isErrorCode(e?.code)) return { type: 'error', code: e.code, message }
+  return { type: 'error', code: 'closed', message: typeof e?.code === 'string' ? `${message} (${e.code})` : message }
 }
 
 /** The store's busy keys as the codec takes them (only the fields on the wire). */
