@@ -1583,6 +1583,63 @@ test('remote: serve({ tls }) serves wss://, and a client that trusts the certifi
   }
 })
 
+test('remote: serve({ tls }) with a certificate or key that cannot be read, or that do not match, rejects InvalidError naming the option, before it listens, on every runtime', async () => {
+  const { execFileSync } = await import('node:child_process')
+  const { mkdtempSync, readFileSync, rmSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const dir = mkdtempSync(join(tmpdir(), 'holdfast-tls-'))
+  const store = await openStore({ storage: memoryStorage() })
+  try {
+    for (const name of ['a', 'b']) {
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE', '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.pem`)], { stdio: 'ignore' })
+    }
+    const cert = readFileSync(join(dir, 'a.pem'), 'utf8')
+    const key = readFileSync(join(dir, 'a.key'), 'utf8')
+    const otherKey = readFileSync(join(dir, 'b.key'))
+    // A port nothing listens on: a bad tls must leave it so (Deno listened, and failed every handshake).
+    const port = await new Promise(resolve => {
+      const probe = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address()
+        probe.close(() => resolve(port))
+      })
+    })
+    const cases = [
+      [{ cert: 'not a certificate', key }, /tls\.cert/],
+      [{ cert: '', key }, /tls\.cert/],
+      [{ cert: 42, key }, /tls\.cert/],
+      [{ cert: key, key: cert }, /tls\.cert/],
+      [{ cert, key: 'not a key' }, /tls\.key/],
+      [{ cert }, /tls\.key/],
+      [{ cert, key: otherKey }, /tls\.key .*not the key of tls\.cert/],
+      [{ cert, key, ca: cert }, /tls.*"ca"/],
+      ['yes', /tls/],
+      [null, /tls/],
+    ]
+    for (const [tls, named] of cases) {
+      const error = await store.serve({ port, token: TOKEN, tls }).then(
+        server => (server.close(), assert.fail(`served with tls ${JSON.stringify(tls)?.slice(0, 60)}`)),
+        e => e,
+      )
+      assert.ok(error instanceof InvalidError, `${JSON.stringify(tls)?.slice(0, 60)}: ${error?.constructor?.name} ${error}`)
+      assert.match(error.message, named)
+      assert.match(error.message, /^serve: /)
+      const refused = await new Promise(resolve => {
+        const socket = net.connect(port, '127.0.0.1')
+        socket.once('connect', () => (socket.destroy(), resolve(false)))
+        socket.once('error', () => resolve(true))
+      })
+      assert.ok(refused, `nothing listens after tls ${JSON.stringify(tls)?.slice(0, 60)}`)
+    }
+    // The good pair, on the same port: served.
+    const server = await store.serve({ port, token: TOKEN, tls: { cert, key: new TextEncoder().encode(key) } })
+    assert.equal(server.url, `wss://127.0.0.1:${port}`)
+  } finally {
+    await store.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 test('#13 one meaning per key: a key with a lone surrogate is an InvalidError locally and over a connection, before anything is held', async () => {
   const s = await served()
   const { client } = await s.client()

@@ -308,6 +308,16 @@ export async function serveOn(store: ServedStore, transport: Transport | undefin
   if (o.path !== undefined && (typeof o.path !== 'string' || o.path.length === 0)) {
     throw new InvalidError(`serve: path ${JSON.stringify(o.path) ?? String(o.path)} must be the path of a Unix socket`)
   }
+  if (o.tls !== undefined) {
+    // Its contents are read by the transport, before it listens (runtime/tls.ts).
+    const tls = checkOptions(o.tls, 'serve: tls', ['cert', 'key'])
+    for (const n of ['cert', 'key'] as const) {
+      const v = tls[n]
+      if ((typeof v === 'string' || v instanceof Uint8Array) && v.length > 0) continue
+      const given = v === undefined ? 'none was given' : typeof v === 'string' || v instanceof Uint8Array ? 'it is empty' : `it is of type ${typeof v}`
+      throw new InvalidError(`serve: tls.${n} must be PEM text, or its bytes (a Uint8Array): ${given}`)
+    }
+  }
   for (const n of ['maxConnections', 'maxUnauthenticated', 'connectionLimit', 'maxHolds'] as const) {
     if (o[n] !== undefined && (!Number.isInteger(o[n]) || (o[n] as number) < 1))
       throw new InvalidError(`serve: ${n} ${String(o[n])} must be a whole number, 1 or more`)

@@ -1,7 +1,7 @@
 /**
  * The transport of Node and Bun, over the `ws` package (loaded only when a server or a client is
  * made, so that importing holdfast stays light). TLS is `serve({ tls: { cert, key } })`, served by
- * `node:https`; a reverse proxy that ends TLS works as well.
+ * `node:https` once the pair was read (runtime/tls.ts); a reverse proxy that ends TLS works as well.
  */
 
 import {
@@ -17,6 +17,7 @@ import {
   type Transport,
 } from '../transport.js'
 import { LONGEST_TIMER } from '../../util/clock.js'
+import { checkTls } from '../tls.js'
 import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
 type WsSocket = import('ws').WebSocket
@@ -142,6 +143,7 @@ function wsTarget(url: string): string {
 
 export const wsTransport: Transport = {
   async listen(options: ListenOptions, onSocket: (socket: Socket) => void): Promise<Listener> {
+    if (options.tls) await checkTls(options.tls)
     const { WebSocketServer } = await import('ws')
     const http = options.tls ? await import('node:https') : await import('node:http')
     const refuse = (_req: unknown, res: { writeHead(code: number): void; end(body: string): void }) => {
