@@ -122,7 +122,7 @@ Deno.test('fileStorage without --allow-read/--allow-write: a StorageError that n
   assert.ok((error.cause as Error).cause instanceof Deno.errors.NotCapable, "Deno's refusal is kept as its cause")
 })
 
-Deno.test('serve() without --allow-env: an error that names the flags (the server\'s ws package reads two variables as it loads)', async () => {
+Deno.test('serve() without --allow-env: Deno\'s NotCapable, as any permission serve() lacks, in words that name the flags (the server\'s ws package reads two variables as it loads)', async () => {
   const store = await openStore({ storage: memoryStorage() })
   try {
     const error = await store.serve({ port: 0, token: 'deno-test-token-0123456789' }).then(
@@ -131,6 +131,11 @@ Deno.test('serve() without --allow-env: an error that names the flags (the serve
     )
     assert.match(error.message, /--allow-env=WS_NO_BUFFER_UTIL,WS_NO_UTF_8_VALIDATE/)
     assert.match(error.message, /--allow-net/)
+    // The runtime's error, as the README has it for a serve() that cannot listen (a plain Error was
+    // thrown here, where --allow-net missing is Deno's NotCapable): code may branch on its class.
+    assert.ok(error instanceof Deno.errors.NotCapable, `${error?.constructor?.name}: ${error}`)
+    assert.equal(error.name, 'NotCapable')
+    assert.ok(error.cause instanceof Deno.errors.NotCapable, "Deno's own refusal is its cause")
   } finally {
     await store.close()
   }

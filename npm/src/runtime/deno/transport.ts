@@ -93,13 +93,16 @@ export const denoTransport: Transport = {
   // socket to cut after `CLOSE_GRACE`, and `headersTimeout`; so servers are Node's transport's.
   //
   // `ws` reads two environment variables as it loads: Deno refuses that without `--allow-env`, deep
-  // in `ws`; the refusal is told here with the flags to give.
+  // in `ws`; the refusal is told here with the flags to give. It stays Deno's `NotCapable`, as the
+  // refusal of any other permission serve() lacks (`--allow-net`) is: a serve() that cannot listen
+  // rejects with the runtime's error (README, *Errors*), and code may branch on its class.
   async listen(options, onSocket) {
     try {
       return await wsTransport.listen(options, onSocket)
     } catch (error) {
       if ((error as Error)?.name !== 'NotCapable' || !/env access/.test((error as Error).message)) throw error
-      throw new Error(
+      const NotCapable = (error as Error).constructor as ErrorConstructor
+      throw new NotCapable(
         `serve() on Deno: ${(error as Error).message}. The server (the ws package) reads ${WS_ENV.join(' and ')}: run with --allow-net and --allow-env (--allow-env=${WS_ENV.join(',')} is enough)`,
         { cause: error },
       )
