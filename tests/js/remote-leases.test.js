@@ -1535,6 +1535,23 @@ test('remote: serve() on a busy port rejects with the runtime\'s own error (EADD
   await s.close()
 })
 
+test('remote: a serve() that could not listen leaves the store as it was: its maxHolds and connectionLimit are not heard (a busy port, a bad tls)', async () => {
+  const s = await served()
+  const port = Number(new URL(s.server.url).port)
+  await assert.rejects(s.store.serve({ port, token: TOKEN, maxHolds: 1, connectionLimit: 1 }), e => e.code === 'EADDRINUSE')
+  await assert.rejects(s.store.serve({ port: 0, token: TOKEN, maxHolds: 1, connectionLimit: 1, tls: { cert: 'no', key: 'no' } }), InvalidError)
+  // The first server's clients hold as its own limits say (10,000 a connection, 100,000 in all).
+  const { client } = await s.client()
+  const leases = []
+  for (const key of ['a', 'b', 'c']) leases.push(await client.lock('x').acquire(key, { wait: 0 }))
+  assert.deepEqual(
+    leases.map(l => l.key),
+    ['a', 'b', 'c'],
+  )
+  for (const l of leases) await l.release()
+  await s.close()
+})
+
 test('remote: limits at N and N+1 — requests per connection and connections per server', async () => {
   const s = await served({ connectionLimit: 3, maxConnections: 2 })
   const { client } = await s.client()

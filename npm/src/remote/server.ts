@@ -141,11 +141,7 @@ export class HoldfastServer implements Server {
       this.#protocol,
       () => store,
     )
-    if (options.connectionLimit !== undefined) {
-      store._setConnectionLimit(options.connectionLimit)
-      this.#protocol.connectionLimit = options.connectionLimit
-    }
-    if (options.maxHolds !== undefined) store._setMaxHolds(options.maxHolds)
+    if (options.connectionLimit !== undefined) this.#protocol.connectionLimit = options.connectionLimit
   }
 
   get url(): string {
@@ -171,6 +167,10 @@ export class HoldfastServer implements Server {
       },
       socket => this.#accept(socket),
     )
+    // The store's, set once it listens: a serve() that could not (a busy port, a bad tls) leaves the
+    // store's limits, which its other servers' connections are counted by, as they were.
+    if (options.connectionLimit !== undefined) this.#store._setConnectionLimit(options.connectionLimit)
+    if (options.maxHolds !== undefined) this.#store._setMaxHolds(options.maxHolds)
   }
 
   #accept(socket: Socket): void {
