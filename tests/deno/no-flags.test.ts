@@ -3,7 +3,7 @@
 // with memoryStorage(), a callback storage, the default storage and denoKvStorage over an in-memory
 // KV; fileStorage fails with a StorageError that names the flags it needs.
 import assert from 'node:assert/strict'
-import { openStore, memoryStorage, fileStorage, denoKvStorage, StorageError, InvalidError, HoldfastError, type Storage } from 'npm:holdfast'
+import { openStore, memoryStorage, fileStorage, denoKvStorage, connect, StorageError, InvalidError, HoldfastError, type Storage } from 'npm:holdfast'
 
 Deno.test('the run has no permission: reading, writing, env, run and net are not granted', async () => {
   for (const name of ['read', 'write', 'env', 'run', 'net'] as const) {
@@ -139,6 +139,18 @@ Deno.test('serve() without --allow-env: Deno\'s NotCapable, as any permission se
   } finally {
     await store.close()
   }
+})
+
+Deno.test('connect() with no token and no --allow-env: the InvalidError of a missing token, naming the flag that lets HOLDFAST_TOKEN be read', async () => {
+  const error = await connect('ws://127.0.0.1:1').then(
+    () => assert.fail('connected'),
+    e => e,
+  )
+  // Deno's NotCapable escaped from reading HOLDFAST_TOKEN, not the error of connect() with no token.
+  assert.ok(error instanceof InvalidError, `${error?.constructor?.name}: ${error}`)
+  assert.match(error.message, /a token is required/)
+  assert.match(error.message, /--allow-env=HOLDFAST_TOKEN/)
+  assert.ok(error.cause instanceof Deno.errors.NotCapable, "Deno's refusal is kept as its cause")
 })
 
 Deno.test('holdfast/cloudflare on Deno: importing is harmless, using it throws a clear InvalidError (workerd only)', async () => {

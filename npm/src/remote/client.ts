@@ -1159,8 +1159,7 @@ export async function connectOn(
   if (/\+unix:\/\/$/.test(url) || (!url.includes('+unix://') && !canParse(url))) {
     throw new InvalidError(`connect: url ${url} is not a WebSocket address (ws://HOST:PORT, wss://HOST:PORT or ws+unix://PATH)`)
   }
-  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env
-  const token = o.token ?? env?.HOLDFAST_TOKEN
+  const token = o.token ?? envToken()
   if (typeof token !== 'string' || token.length === 0) {
     throw new InvalidError('connect: a token is required (option token, or the environment variable HOLDFAST_TOKEN)')
   }
@@ -1177,6 +1176,21 @@ export async function connectOn(
   )
   await store._open()
   return store
+}
+
+/**
+ * `HOLDFAST_TOKEN`, read only when no token was given. Deno refuses the read without `--allow-env`
+ * (NotCapable): that is connect() with no token, an `InvalidError` naming the flag, not Deno's error.
+ */
+function envToken(): string | undefined {
+  try {
+    return (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.HOLDFAST_TOKEN
+  } catch (error) {
+    throw new InvalidError(
+      'connect: a token is required (option token, or the environment variable HOLDFAST_TOKEN, which this process may not read: on Deno, --allow-env=HOLDFAST_TOKEN)',
+      { cause: error },
+    )
+  }
 }
 
 /** Whether the WHATWG URL parser takes `url` (with a host for ws:// and wss://: `ws://` alone it refuses). */
