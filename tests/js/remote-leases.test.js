@@ -1517,6 +1517,13 @@ test('remote: a port, host or path serve() cannot take is bad input (InvalidErro
   await s.close()
 })
 
+test('remote: a helloTimeout past what Node\'s HTTP server takes as a timeout (1e300 ms, past 2^53) serves, as one of 30 days does, rather than reject the runtime\'s RangeError', async () => {
+  const s = await served({ helloTimeout: 1e300 })
+  const { client } = await s.client()
+  assert.equal(await client.lock('x').hold('k', lease => lease.key), 'k')
+  await s.close()
+})
+
 test('remote: a malformed url is bad input (InvalidError), not an unreachable server (ClosedError)', async () => {
   for (const url of ['ws://', 'wss://', 'ws://host:99999', 'ws://a b:1', 'ws://[::1', 'ws+unix://']) {
     await assert.rejects(connect(url, { token: TOKEN }), e => e instanceof InvalidError && e.message.includes(url), url)

@@ -155,15 +155,10 @@ export const wsTransport: Transport = {
     // at every byte, so a request dribbled a byte at a time would be cut only at Node's own
     // `headersTimeout` (a minute, looked at every 30 s), none of it counted among the connections not
     // past hello. The HTTP server stops counting a connection's request once it is upgraded.
+    // (Whole ms: Node refuses a fraction, and one past 2^53 - 1, a RangeError: none comes that late.)
+    const handshake = options.handshakeTimeout === undefined ? undefined : Math.min(Math.ceil(options.handshakeTimeout), Number.MAX_SAFE_INTEGER)
     const timeouts =
-      options.handshakeTimeout === undefined
-        ? {}
-        : {
-            // (Whole ms: Node refuses a fraction.)
-            headersTimeout: Math.ceil(options.handshakeTimeout),
-            requestTimeout: Math.ceil(options.handshakeTimeout),
-            connectionsCheckingInterval: Math.min(1_000, Math.ceil(options.handshakeTimeout)),
-          }
+      handshake === undefined ? {} : { headersTimeout: handshake, requestTimeout: handshake, connectionsCheckingInterval: Math.min(1_000, handshake) }
     const server = options.tls
       ? (http as typeof import('node:https')).createServer({ cert: pem(options.tls.cert), key: pem(options.tls.key), ...timeouts }, refuse)
       : (http as typeof import('node:http')).createServer(timeouts, refuse)
