@@ -938,10 +938,14 @@ test('remote: tryHold, wait 0, wait that runs out, cancel, maxHold and LOCK-04 b
   await held.release()
   const bounded = client.lock('jobs', { ttl: '30s', maxHold: '2s' })
   let signal
-  const hold = bounded.hold('m', lease => ((signal = lease.signal), new Promise(r => setTimeout(r, 300)))).then(() => 'ok', e => e)
+  let finish
+  // fn ends when the test says, after the loss: not after 300 real ms, which a loaded machine took
+  // to move the clocks 2 s, so that fn ended (the key let go) before its maxHold.
+  const hold = bounded.hold('m', lease => ((signal = lease.signal), new Promise(r => (finish = r)))).then(() => 'ok', e => e)
   await until(() => signal !== undefined, 'granted')
   await s.advance(2_000)
   assert.ok(signal.aborted && signal.reason instanceof LostError)
+  finish()
   assert.ok((await hold) instanceof LostError)
   const nested = await l.hold('n', () => l.hold('n', () => 1).catch(e => e))
   assert.ok(nested instanceof InvalidError, 'LOCK-04 over a connection too')
