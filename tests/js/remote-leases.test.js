@@ -1528,6 +1528,25 @@ test('remote: a helloTimeout past what Node\'s HTTP server takes as a timeout (1
   await s.close()
 })
 
+test('remote: connect() with a clock that is not one, or a reconnect that is not a boolean, is an InvalidError naming the option, as openStore() and workerStore() refuse a bad clock', async () => {
+  const s = await served()
+  // A bad clock was a TypeError ("this[#clock].now is not a function"); reconnect: 'no' reconnected.
+  for (const [options, named] of [
+    [{ clock: {} }, /option clock/],
+    [{ clock: 5 }, /option clock/],
+    [{ reconnect: 'no' }, /option reconnect/],
+    [{ reconnect: 0 }, /option reconnect/],
+  ]) {
+    const error = await connect(s.server.url, { token: TOKEN, ...options }).then(
+      client => (client.close(), assert.fail(`connected with ${JSON.stringify(options)}`)),
+      e => e,
+    )
+    assert.ok(error instanceof InvalidError && named.test(error.message), `${JSON.stringify(options)}: ${error}`)
+  }
+  assert.equal(s.server.connections, 0, 'nothing was dialed')
+  await s.close()
+})
+
 test('remote: a malformed url is bad input (InvalidError), not an unreachable server (ClosedError)', async () => {
   for (const url of ['ws://', 'wss://', 'ws://host:99999', 'ws://a b:1', 'ws://[::1', 'ws+unix://']) {
     await assert.rejects(connect(url, { token: TOKEN }), e => e instanceof InvalidError && e.message.includes(url), url)

@@ -76,7 +76,7 @@ import { closeOnce } from '../util/close-once.js'
 import { GrantedLease, type Lease, followLeaseShape, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
 import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
-import { settledWithin, systemClock, type Clock } from '../util/clock.js'
+import { isClock, settledWithin, systemClock, type Clock } from '../util/clock.js'
 import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
 import { Heartbeat } from './heartbeat.js'
@@ -1165,6 +1165,12 @@ export async function connectOn(
   }
   if (new TextEncoder().encode(token).length > 1024) throw new InvalidError('connect: a token is at most 1024 bytes')
   if (o.ca !== undefined && typeof o.ca !== 'string' && !(o.ca instanceof Uint8Array)) throw new InvalidError('connect: option ca must be PEM text or bytes')
+  // Checked as openStore() checks them: a clock that is not one failed later as a TypeError, and any
+  // reconnect but `false` (`'no'`, `0`) reconnected.
+  if (o.clock !== undefined && !isClock(o.clock)) throw new InvalidError('connect: option clock must have now(), setTimeout(fn, ms) and clearTimeout(handle)')
+  if (o.reconnect !== undefined && typeof o.reconnect !== 'boolean') {
+    throw new InvalidError(`connect: option reconnect must be true or false, not ${JSON.stringify(o.reconnect) ?? String(o.reconnect)}`)
+  }
   const store = new MadeRemoteStore(
     url,
     transport,
