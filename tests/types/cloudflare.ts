@@ -5,6 +5,9 @@ import { workerStore, WorkerStore, WorkerLock, WorkerLease, type DurableObjectNa
 
 export async function useWorker(namespace: DurableObjectNamespaceLike): Promise<number> {
   const store: WorkerStore = workerStore(namespace, { shard: 0 })
+  // A pool named alone, or with options that name no capacity: one the object has.
+  void store.pool('seats').remaining()
+  void store.pool('seats', {})
   return store.lock('summaries', { ttl: '30s' }).hold('chat-1', lease => lease.fence)
 }
 

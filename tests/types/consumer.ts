@@ -42,8 +42,15 @@ export async function use(): Promise<number> {
   await seats.resize(200)
   // A pool that exists, named alone (whatever its capacity now), as on every store.
   const named: number = await store.pool('flight-aa123').remaining()
+  // Options without a capacity mean the same (the capacity is optional wherever a pool is named).
+  const maybe: number | undefined = Math.random() < 0.5 ? 180 : undefined
+  void store.pool('flight-aa123', {})
+  void store.pool('flight-aa123', maybe === undefined ? {} : { capacity: maybe })
+  // @ts-expect-error: a misspelt option is not a capacity
+  void store.pool('flight-aa123', { capacty: 180 })
   const remote = await connect('ws://127.0.0.1:7420', { token: 't' })
   const busy = await remote.inspect()
+  void remote.pool('flight-aa123', {})
   void slim.openStore
   void new InvalidError('x').code
   // Each error class's code is its own, narrowed by instanceof.
@@ -62,6 +69,7 @@ export async function use(): Promise<number> {
 export async function useRedis(redis: unknown): Promise<number> {
   const store = await openRedisStore({ redis })
   const seats = store.pool('seats', { capacity: 10 })
+  void store.pool('seats', {})
   const got: ClaimResult = await seats.claim(1, { id: 'order-1', wait: '1s', ttl: '10m' })
   const pools: PoolInfo[] = (await store.inspect()).filter((e): e is PoolInfo => e.kind === 'pool')
   return got.remaining + pools.length + (await seats.remaining())

@@ -8,11 +8,12 @@ import type { Duration } from '../types.js'
 export interface PoolOptions {
   /**
    * How many units the pool has (1 to 2^53−1); fixed by the pool's first use (`resize` changes it).
-   * Without options (`store.pool(name)`), the handle names a pool that exists, at whatever capacity it
-   * has now; one that does not is an `InvalidError` ("no such pool"): at once in process, at the
-   * handle's first call over a connection, from a Worker or on Redis.
+   * Without it (`store.pool(name)`, or `store.pool(name, {})`), the handle names a pool that exists, at
+   * whatever capacity it has now; one that does not is an `InvalidError` ("no such pool"): at once in
+   * process, at the handle's first call over a connection, from a Worker or on Redis. Optional, so that
+   * code that may or may not know the capacity passes its options as they are, on every store.
    */
-  capacity: number
+  capacity?: number
 }
 
 export interface ClaimOptions {

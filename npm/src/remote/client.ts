@@ -54,7 +54,7 @@
 import { checkTtl, checkMaxHold } from '../../wasm/holdfast_wasm.js'
 import { RemotePools } from '../pool/client.js'
 import type { Pool } from '../pool/pool.js'
-import type { PoolInfo } from '../pool/types.js'
+import type { PoolInfo, PoolOptions } from '../pool/types.js'
 import {
   BATCHES,
   HEARTBEAT,
@@ -982,7 +982,7 @@ export class RemoteStore implements LeaseOwner {
   }
 
   /** A pool of the server's store (see pool/client.ts); without a capacity, an existing pool. */
-  pool(name: string, options?: { capacity?: number }): Pool {
+  pool(name: string, options?: PoolOptions): Pool {
     return this.#pools.pool(name, options)
   }
 
