@@ -142,6 +142,17 @@ test('fileStorage(dir) without a directory name (plain JavaScript) is an Invalid
   }
 })
 
+test('a storage factory that takes no options refuses one (plain JavaScript): fileStorage(dir, { ... }) and memoryStorage({ ... }) do not run without what they were asked', () => {
+  // As an unknown option name is refused, and options after a hold's fn: a typo, or an option of
+  // another library, must not pass silently. An argument left undefined (passed through) is none.
+  const refused = message => e => e instanceof InvalidError && e.code === 'invalid' && e.message === message
+  assert.throws(() => fileStorage('./data', { tll: '30s' }), refused('fileStorage takes (dir): nothing after dir'))
+  assert.throws(() => fileStorage('./data', undefined, 'more'), refused('fileStorage takes (dir): nothing after dir'))
+  assert.throws(() => memoryStorage({ initial: 1 }), refused('memoryStorage takes no arguments'))
+  assert.equal(typeof memoryStorage(undefined).get, 'function')
+  assert.equal(typeof fileStorage('./data', undefined).get, 'function', 'made, not opened: nothing written yet')
+})
+
 test('names match [a-z0-9][a-z0-9_.-]{0,63}', async () => {
   const { store } = await openTestStore()
   for (const good of ['a', 'summaries', '0-nightly_job.v2', 'x'.repeat(64)]) store.lock(good)

@@ -33,6 +33,7 @@ import * as path from 'node:path'
 import { claimDirectory, type Claim } from './dir-claim.js'
 import { InvalidError, StorageError } from '../errors.js'
 import type { Storage } from './storage.js'
+import { checkNoMore } from '../util/options.js'
 
 /** Written while a store holds the directory, for older holdfast versions only (never gone by here). */
 const LOCK_FILE = 'holdfast.lock'
@@ -45,7 +46,9 @@ const FENCE_KEY = 'holdfast.fences'
 /** Directories held (or being claimed) by stores of this process: refused at once, without a socket. */
 const lockedHere = new Set<string>()
 
-export function fileStorage(dir: string): Storage {
+/** The published signature takes `dir` alone (TypeScript refuses more); plain JavaScript is refused at run time. */
+export function fileStorage(dir: string): Storage
+export function fileStorage(dir: string, ...extra: unknown[]): Storage {
   // Bad input, as a bad option anywhere: an InvalidError (a StorageError says a storage failed, which
   // a caller may try again).
   if (typeof dir !== 'string' || dir.length === 0) {
@@ -53,6 +56,7 @@ export function fileStorage(dir: string): Storage {
       `fileStorage: dir must be a non-empty string, not ${dir === '' ? '""' : dir === null ? 'null' : Array.isArray(dir) ? 'an array' : typeof dir}`,
     )
   }
+  checkNoMore(extra, 'fileStorage', 'dir')
   const root = path.resolve(dir)
   const place = `fileStorage ${root}`
   /** The claim of the directory: under way or held; undefined before it and after `close()`. */

@@ -10,6 +10,7 @@
  */
 
 import { StorageError } from '../errors.js'
+import { checkNoMore } from '../util/options.js'
 
 /**
  * The storages that serve an open store (or one opening), so that a second `openStore` on one of them
@@ -42,7 +43,9 @@ export interface Storage {
 }
 
 /** A storage that keeps nothing beyond the process: fences start again from 1 in the next one. */
-export function memoryStorage(): Storage {
+export function memoryStorage(): Storage
+export function memoryStorage(...extra: unknown[]): Storage {
+  checkNoMore(extra, 'memoryStorage', '')
   const values = new Map<string, string>()
   return {
     get: key => values.get(key),

@@ -1,4 +1,7 @@
-/** Checks of option objects: unknown names are refused by name (that is what catches typos). */
+/**
+ * Checks of option objects: unknown names are refused by name (that is what catches typos); and of
+ * the arguments of a function that takes no options, which refuses any past its own.
+ */
 
 import { InvalidError } from '../errors.js'
 
@@ -18,4 +21,15 @@ export function checkSignal(value: unknown, place: string): AbortSignal | undefi
   const s = value as AbortSignal | null
   if (typeof s === 'object' && s !== null && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function') return s
   throw new InvalidError(`${place}: option signal must be an AbortSignal`)
+}
+
+/**
+ * The arguments past those a function takes (`fileStorage(dir, { fsync: false })`, `memoryStorage(values)`):
+ * they would go unheard, the function running without what it was asked, so they are refused as an
+ * unknown option name is. One left `undefined` (a wrapper passing its own along) is none, as options
+ * left `undefined` are. `takes` names the arguments it does take ('' for none).
+ */
+export function checkNoMore(extra: readonly unknown[], what: string, takes: string): void {
+  if (!extra.some(a => a !== undefined)) return
+  throw new InvalidError(takes === '' ? `${what} takes no arguments` : `${what} takes (${takes}): nothing after ${takes}`)
 }
