@@ -38,6 +38,16 @@ fi
 cp "$root"/tests/types/*.ts .
 if ! "$root/npm/node_modules/.bin/tsc" --noEmit --strict --skipLibCheck false --module nodenext --moduleResolution nodenext \
   --target es2022 --lib es2022,esnext.disposable,dom --types node --typeRoots "$root/npm/node_modules/@types" consumer.ts cloudflare.ts; then status=1; fi
+# The code samples of README.md and docs/*.md compile against them too: TypeScript's strictly,
+# JavaScript's checked (tests/types/doc-samples.mjs).
+node "$root/tests/types/doc-samples.mjs" "$root" . >/dev/null
+for lang in ts js; do
+  if [ $lang = ts ]; then check=(--strict doc-sample-ioredis.d.ts doc-sample-*.ts); else check=(--allowJs --checkJs doc-sample-*.js); fi
+  if ! "$root/npm/node_modules/.bin/tsc" --noEmit --skipLibCheck false --module nodenext --moduleResolution nodenext \
+    --target es2022 --lib es2022,esnext.disposable,dom --types node --typeRoots "$root/npm/node_modules/@types" "${check[@]}"; then
+    echo "a code sample of README.md or docs/ does not compile (above: doc-sample-FILE-LINE)"; status=1
+  fi
+done
 
 if [ "${EXAMPLE:-1}" != 0 ]; then
   # The example, installed the same way: its holdfast dependency pointed at the packed tarball.
