@@ -1502,7 +1502,7 @@ test('remote: HOLDFAST_TOKEN is the client side\'s default token; serve() needs 
   await s.close()
 })
 
-test('remote: a port, host or path serve() cannot take is bad input (InvalidError naming it): an empty or non-text host no longer binds every address on Node', async t => {
+test('remote: a port, host, path or tls serve() cannot take is bad input (InvalidError naming it): an empty or non-text host no longer binds every address on Node', async t => {
   const s = await served()
   t.after(() => s.store.close())
   for (const port of [-1, 65536, 1.5, '7420', Number.NaN, null]) {
@@ -1514,6 +1514,17 @@ test('remote: a port, host or path serve() cannot take is bad input (InvalidErro
   }
   for (const path of ['', 42]) {
     await assert.rejects(s.store.serve({ path, token: TOKEN }), e => e instanceof InvalidError && /path/.test(e.message), `path ${String(path)}`)
+  }
+  // tls is a certificate and its key: anything more (a passphrase, requestCert) would go unheard on
+  // Node, as an unknown option name would, so it is refused with the options named.
+  for (const [tls, said] of [
+    [{ cert: 'PEM' }, 'serve: tls.key must be PEM text, or its bytes (a Uint8Array): none was given'],
+    [{ cert: 'PEM', key: 'PEM', passphrase: 'secret' }, 'serve: tls: unknown option "passphrase" (known: cert, key)'],
+    [{ cert: 'PEM', key: 'PEM', requestCert: true }, 'serve: tls: unknown option "requestCert" (known: cert, key)'],
+    [{ cert: 42, key: 'PEM' }, 'serve: tls.cert must be PEM text, or its bytes (a Uint8Array): it is of type number'],
+    ['PEM', 'serve: tls: options must be an object, not string'],
+  ]) {
+    await assert.rejects(s.store.serve({ port: 0, tls, token: TOKEN }), e => e instanceof InvalidError && e.message === said, JSON.stringify(tls))
   }
   // Bad input changes nothing: the store serves on, and takes a good port.
   const other = await s.store.serve({ port: 0, token: TOKEN })

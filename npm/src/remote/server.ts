@@ -51,7 +51,7 @@ export interface ServeOptions {
   socketMode?: number
   /** The token clients must present in their first frame. Required. */
   token: string
-  /** PEM certificate and key, to serve `wss://` (or end TLS at a reverse proxy instead). */
+  /** PEM certificate and key (text or bytes; nothing else is taken), to serve `wss://` (or end TLS at a reverse proxy instead). */
   tls?: { cert: string | Uint8Array; key: string | Uint8Array }
   /**
    * Connections past hello at once (default 1,000); one more is refused `limit` at its hello, save a
@@ -309,7 +309,9 @@ export async function serveOn(store: ServedStore, transport: Transport | undefin
     throw new InvalidError(`serve: path ${JSON.stringify(o.path) ?? String(o.path)} must be the path of a Unix socket`)
   }
   if (o.tls !== undefined) {
-    // Its contents are read by the transport, before it listens (runtime/tls.ts).
+    // Its contents are read by the transport, before it listens (runtime/tls.ts). A certificate and its
+    // key, nothing more: Node's server is made with these two alone, so anything else (a passphrase,
+    // requestCert) would go unheard there, while Bun's would take it.
     const tls = checkOptions(o.tls, 'serve: tls', ['cert', 'key'])
     for (const n of ['cert', 'key'] as const) {
       const v = tls[n]
