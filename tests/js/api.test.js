@@ -153,6 +153,19 @@ test('a storage factory that takes no options refuses one (plain JavaScript): fi
   assert.equal(typeof fileStorage('./data', undefined).get, 'function', 'made, not opened: nothing written yet')
 })
 
+test('objectName(name, key, options) refuses an option it does not know: a misspelt shard named the unsharded object, while workerStore({ shard }) holds the key in a shard', async () => {
+  // A client outside Cloudflare connects to the object this names: with { shards: 16 } it named
+  // 'jobs', another object than the Worker's 'jobs/i', and the key had two holders.
+  const { objectName } = await import('holdfast/cloudflare')
+  assert.equal(objectName('jobs', 'chat-42'), 'jobs')
+  assert.match(objectName('jobs', 'chat-42', { shard: 16 }), /^jobs\/\d+$/)
+  assert.throws(
+    () => objectName('jobs', 'chat-42', { shards: 16 }),
+    e => e instanceof InvalidError && e.message === 'objectName jobs: unknown option "shards" (known: shard, clock)',
+  )
+  assert.throws(() => objectName('jobs', 'chat-42', 16), e => e instanceof InvalidError && /options must be an object/.test(e.message))
+})
+
 test('names match [a-z0-9][a-z0-9_.-]{0,63}', async () => {
   const { store } = await openTestStore()
   for (const good of ['a', 'summaries', '0-nightly_job.v2', 'x'.repeat(64)]) store.lock(good)

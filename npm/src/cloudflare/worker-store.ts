@@ -88,7 +88,9 @@ export function fnv1a(text: string): number {
  * given): `name`, or with `shard: N`, `name/i` for i = fnv1a(key) mod N.
  */
 export function objectName(name: string, key: string | number, options?: WorkerStoreOptions): string {
-  const shard = checkShard(options?.shard)
+  // Checked as workerStore's (the same options may be passed to both): a misspelt shard would name
+  // the unsharded object, where the Worker's holds of the key do not go.
+  const shard = checkShard(checkOptions(options, `objectName ${String(name)}`, ['shard', 'clock']).shard)
   const k = toKey(key, `objectName ${name}`)
   return shard === undefined ? name : `${name}/${fnv1a(k) % shard}`
 }
