@@ -166,6 +166,18 @@ test('objectName(name, key, options) refuses an option it does not know: a missp
   assert.throws(() => objectName('jobs', 'chat-42', 16), e => e instanceof InvalidError && /options must be an object/.test(e.message))
 })
 
+test("connect(url, { reconnect }) takes true or false: 'false' or 0 turned reconnecting on, as a reconnect not given", async () => {
+  const { connect } = await import('holdfast')
+  // Refused before anything is dialled (nothing listens at port 1: a dial would answer ClosedError).
+  for (const reconnect of ['false', 0, null]) {
+    await assert.rejects(
+      connect('ws://127.0.0.1:1', { token: 't', reconnect }),
+      e => e instanceof InvalidError && e.message === `connect: option reconnect must be true or false, not ${JSON.stringify(reconnect)}`,
+      String(reconnect),
+    )
+  }
+})
+
 test('names match [a-z0-9][a-z0-9_.-]{0,63}', async () => {
   const { store } = await openTestStore()
   for (const good of ['a', 'summaries', '0-nightly_job.v2', 'x'.repeat(64)]) store.lock(good)
