@@ -5,9 +5,10 @@
  *   goes on until it took all or failed: a full disk fails the `set`), fsynced, renamed over the old
  *   one, and the directory fsynced, so that a crash leaves the old value or the new, never a torn one.
  *   The temporary file a crash left (`.NAME.PID.tmp`) is removed by the next store to hold the directory.
- *   The directory, made if missing, is synced into its parent (each level made). A directory fsync that
- *   fails fails the `set` (or the first use) with a `StorageError`: the value may be in place, but not
- *   known to last a crash.
+ *   The directory, made if missing, is synced into its parent (each level made); found made, each
+ *   level is synced again when a store holds it (its maker may have been killed before it synced it).
+ *   A directory fsync that fails fails the `set` (or the first use) with a `StorageError`: the value
+ *   may be in place, but not known to last a crash.
  * - The directory serves one open store at a time: the first `get` (or `set`) claims it with a Unix
  *   socket bound in it (`dir-claim.ts`). A second store, in this process or another, fails with a
  *   `StorageError` naming the directory, instead of repeating fences. The kernel closes the socket
@@ -100,6 +101,10 @@ export function fileStorage(dir: string, ...extra: unknown[]): Storage {
     const claiming = (async () => {
       unsynced = fs.mkdirSync(root, { recursive: true }) ?? unsynced
       if (unsynced !== undefined) syncMade(root, unsynced, place)
+      // Found made: by a store that may have been killed between its mkdir and the sync after it (its
+      // `unsynced` died with it), so that a power loss now would still lose the directory, and the
+      // fences kept in it would start again. Each level is synced into its parent once more.
+      else syncFound(root, place)
       unsynced = undefined
       const held = await claimDirectory(root, place, inUse)
       sweepTemporaries(root)
@@ -236,6 +241,27 @@ function syncMade(root: string, made: string, place: string): void {
     if (dir === path.resolve(made)) break
   }
 }
+
+/**
+ * Syncs each level of `root` into its parent, as `syncMade` does, where this process may open the
+ * parent: a level it may not read (a home of mode 0711, Deno's `--allow-read` naming the store's
+ * directory alone) was not made by a store of this user, or not without that right. A failed fsync
+ * fails the claim as in `syncMade`.
+ */
+function syncFound(root: string, place: string): void {
+  for (let dir = root; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const parent = path.dirname(dir)
+    try {
+      fs.closeSync(fs.openSync(parent, 'r'))
+    } catch (error) {
+      if (isDenoPermissionError(error) || UNREADABLE.has((error as NodeJS.ErrnoException | null)?.code ?? '')) continue
+    }
+    syncDir(parent, place)
+  }
+}
+
+/** Errors of opening a directory that mean this process may not read it. */
+const UNREADABLE = new Set(['EACCES', 'EPERM'])
 
 function writeAtomically(dir: string, name: string, value: string, place: string): void {
   const target = path.join(dir, name)
