@@ -150,6 +150,36 @@ test('LOCK-06: in every line, a hold or an acquire whose signal aborts while it 
   await store.close()
 })
 
+test('LOCK-06: in every line, a signal that aborts as its holder lets go (an abort listener of its own releases the key) cancels the hold: CancelledError, fn not run, the next in line served', async () => {
+  // One AbortController for a task's shutdown: its listener, added first, lets the task's leases go,
+  // and the same signal cancels the task's holds still waiting. The release inside the abort's
+  // dispatch came before the waiter's own listener, and granted it: fn ran after its signal aborted.
+  const { store } = await openTestStore()
+  for (const handle of everyLine(store)) {
+    for (const form of ['hold', 'acquire']) {
+      const at = `${handle.name} ${form}`
+      const held = []
+      for (let i = 0; i < (handle.limit ?? 1); i++) held.push(await handle.acquire('k'))
+      const shutdown = new AbortController()
+      shutdown.signal.addEventListener('abort', () => {
+        for (const lease of held) lease.release()
+      })
+      let ran = false
+      const waiting =
+        form === 'hold' ? handle.hold('k', { signal: shutdown.signal }, () => (ran = true)) : handle.acquire('k', { signal: shutdown.signal })
+      const next = handle.hold('k', lease => lease.fence)
+      await settle()
+      const reason = new Error('shutting down')
+      shutdown.abort(reason)
+      await assert.rejects(waiting, e => e instanceof CancelledError && e.code === 'cancelled' && e.cause === reason, at)
+      assert.equal(ran, false, `${at}: fn did not run`)
+      assert.ok((await next) > held.at(-1).fence, `${at}: the next in line is served`)
+      assert.deepEqual(store.inspect(), [], at)
+    }
+  }
+  await store.close()
+})
+
 test('LOCK-06: in every line, a signal that aborts once its hold was granted changes nothing: the lease holds, fn runs to its end, the hold answers its value', async () => {
   const { store } = await openTestStore()
   for (const handle of everyLine(store)) {

@@ -642,7 +642,8 @@ export class EngineHost implements LeaseOwner {
           this.reqs[id >>> 0] = lease
           record.unlisten()
           if (handle._maxHold > 0) this.schedule((lease._deadline = (now < 0 ? (now = this.clock.now()) : now) + handle._maxHold))
-          if (record.fn === undefined) record.resolve(lease)
+          // An aborted signal: cancelled once the drain is over (waiters.ts # Aborted at the grant).
+          if (record.fn === undefined && record.signal?.aborted !== true) record.resolve(lease)
           else {
             handOvers.queue[handOvers.end++] = record
             handOvers.queue[handOvers.end++] = lease

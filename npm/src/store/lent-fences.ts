@@ -302,10 +302,12 @@ export class LentFences implements SelfGrants, LeaseOwner {
     // `#start`'s work, written out here, and `HandOvers.runNow`'s and `handOverIn`'s: the contended
     // hand-over's release stays one function (W3: each function on this path is one more for the JIT
     // to run unoptimized and then compile, in the first thousands of hand-overs).
+    // A signal aborted inside this release (waiters.ts # Aborted at the grant) goes through the queue.
+    const aborted = waiter.onAbort !== undefined && waiter.signal!.aborted
     if (waiter.onAbort) waiter.signal!.removeEventListener('abort', waiter.onAbort)
-    if (waiter.fn === undefined) return waiter.resolve(next)
+    if (waiter.fn === undefined && !aborted) return waiter.resolve(next)
     const handOvers = host.handOvers
-    if (fromHold && handOvers.end === 0 && !handOvers.running) {
+    if (fromHold && handOvers.end === 0 && !handOvers.running && !aborted) {
       handOvers.running = true
       const scope = waiter.scope!
       if (typeof scope === 'function') scope(runHandedOver, waiter, next, this.#context!)
@@ -328,9 +330,11 @@ export class LentFences implements SelfGrants, LeaseOwner {
    */
   #start(waiter: Waiter, next: Lease, fromHold: boolean): void {
     waiter.unlisten()
-    if (waiter.fn === undefined) return waiter.resolve(next)
+    // A signal aborted inside this release (waiters.ts # Aborted at the grant) goes through the queue.
+    const aborted = waiter.signal?.aborted === true
+    if (waiter.fn === undefined && !aborted) return waiter.resolve(next)
     const handOvers = this.#host.handOvers
-    if (fromHold && handOvers.end === 0 && !handOvers.running) return handOvers.runNow(waiter, next)
+    if (fromHold && handOvers.end === 0 && !handOvers.running && !aborted) return handOvers.runNow(waiter, next)
     handOvers.queue[handOvers.end++] = waiter
     handOvers.queue[handOvers.end++] = next
     if (handOvers.running) return

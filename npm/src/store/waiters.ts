@@ -25,8 +25,18 @@
  * The drain (engine-host.ts) writes the queue's fields directly: a waiter's grant joins the queue
  * without a call, and the queue is started (`start`) once per drain. A grant from a line the store
  * keeps itself (lent-fences.ts) joins it the same way, with the same rule for `now`.
+ *
+ * # Aborted at the grant
+ * A waiter's signal may abort inside a call that grants it: a listener of the signal added before
+ * the hold's own (one AbortController for a task's shutdown, which lets the task's leases go) releases
+ * the key, and the grant comes before the hold's listener runs, which the grant then takes away. Such
+ * a waiter, or one whose signal aborts after its grant and before its fn runs (a microtask later), is
+ * not answered its lease nor run: it joins the queue (one without fn too), and when the queue runs it
+ * lets the key go to the next in line and rejects `CancelledError`, as if the abort had come first. So
+ * a hold's fn never starts once its signal aborted, whichever listener ran first.
  */
 
+import { CancelledError } from '../errors.js'
 import type { Lease } from '../handle/lease.js'
 import type { Lock } from '../handle/lock.js'
 import type { ContextStorage, Scope } from '../handle/context.js'
@@ -98,6 +108,20 @@ export class Waiter {
 // A waiter's shape, kept (util/shapes.ts): one of the store's own line (no request id yet, no time limit).
 keepShape(new Waiter({} as Lock, '', -1, Infinity, undefined, undefined, undefined, undefined))
 
+/**
+ * A waiter granted `lease` whose signal aborted before its fn started (or, without fn, before it was
+ * answered): cancelled after all, as if the abort had come first (see # Aborted at the grant). The
+ * key goes on to the next in line, who joins the queue being run. Throws nothing.
+ */
+function cancelGranted(waiter: Waiter, lease: Lease): void {
+  try {
+    lease._end()
+  } catch {
+    // a trap: it answered every other request and closed the store; this one is answered below
+  }
+  waiter.reject(new CancelledError(`${waiter.place()}: cancelled while waiting`, { cause: waiter.signal!.reason }))
+}
+
 /** The waiters granted whose fns are still to run (see # Handing a key over). */
 export class HandOvers {
   /**
@@ -163,7 +187,8 @@ export class HandOvers {
       const waiter = queue[i] as Waiter
       const lease = queue[i + 1] as Lease
       queue[i] = queue[i + 1] = undefined
-      handOverIn(waiter.scope!, waiter, lease, context)
+      if (waiter.signal?.aborted) cancelGranted(waiter, lease)
+      else handOverIn(waiter.scope!, waiter, lease, context)
     }
     this.end = 0
     this.running = false
