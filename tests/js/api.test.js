@@ -214,6 +214,26 @@ test('keys: strings or decimal numbers (42 and "42" are one key), 1 to 1024 byte
   await store.close()
 })
 
+test('keys: the first hold through a handle checks its key too: undefined (a missing request parameter) is an InvalidError, never a key', async () => {
+  // A handle skips the check of the key it held last; before any, that "last key" was undefined, so
+  // a fresh handle took undefined as a key already checked: granted, lease.key undefined, inspect()
+  // listing a busy key without one.
+  const { store } = await openTestStore()
+  let n = 0
+  const fresh = () => [store.lock(`fresh-${n++}`), store.semaphore(`fresh-${n++}`, { limit: 2 })]
+  for (const handle of fresh()) {
+    await assert.rejects(handle.hold(undefined, () => 1), e => e instanceof InvalidError && /key of type undefined/.test(e.message), `${handle.kind} hold`)
+  }
+  for (const handle of fresh()) {
+    await assert.rejects(handle.tryHold(undefined, () => 1), e => e instanceof InvalidError && /key of type undefined/.test(e.message), `${handle.kind} tryHold`)
+  }
+  for (const handle of fresh()) {
+    await assert.rejects(handle.acquire(undefined), e => e instanceof InvalidError && /key of type undefined/.test(e.message), `${handle.kind} acquire`)
+  }
+  assert.deepEqual(store.inspect(), [])
+  await store.close()
+})
+
 test('inspect lists every busy key with holders (fence, heldMs) and waiters; idle keys are not listed', async () => {
   const { store, clock } = await openTestStore()
   const l = store.lock('summaries', { wait: Infinity })

@@ -43,6 +43,9 @@ export interface LockStore {
   _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
 }
 
+/** A handle's `#lastKey` before it held any key: no key a caller passes is this. */
+const NO_KEY: unique symbol = Symbol('no key held yet')
+
 const NOT_ACQUIRED: { acquired: false } = Object.freeze({ acquired: false })
 const NOT_ACQUIRED_PROMISE: Promise<{ acquired: false }> = Promise.resolve(NOT_ACQUIRED)
 
@@ -60,8 +63,11 @@ export class Lock {
    * the name (see store/names.ts). `undefined` for the server's handles.
    */
   readonly _pin: object | undefined
-  /** The last key string held through this handle as it was given (see `#key`). */
-  #lastKey: string | undefined = undefined
+  /**
+   * The last key string held through this handle as it was given (see `#key`); before any, a value no
+   * caller can pass (as `undefined` was, a fresh handle took `hold(undefined, fn)` as checked).
+   */
+  #lastKey: string | typeof NO_KEY = NO_KEY
 
   /** Locks and semaphores are made by a store's `lock()` and `semaphore()`, never by hand. */
   protected constructor(...internal: never)
