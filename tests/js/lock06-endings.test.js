@@ -309,6 +309,26 @@ test('LOCK-06: a close() called inside close() (the abort listener of a lease it
   await outer
 })
 
+test('LOCK-06: in every line, a hold handed the key by lease.release() and closed by close() in the same call, before its fn started, is answered ClosedError and fn never runs', async () => {
+  // lease.release() hands the key over, the next fn to start a microtask later (never inside the
+  // caller's call); a close() right after ended that lease. Its fn ran all the same, on a lease lost
+  // before it began, the store closed.
+  for (let at = 0; at < 7; at++) {
+    const { store } = await openTestStore()
+    const handle = everyLine(store)[at]
+    const held = []
+    for (let i = 0; i < (handle.limit ?? 1); i++) held.push(await handle.acquire('k'))
+    let ran = false
+    const waiting = handle.hold('k', () => (ran = true))
+    await settle()
+    for (const lease of held) lease.release()
+    const closing = store.close()
+    await assert.rejects(waiting, e => e instanceof ClosedError && e.code === 'closed', handle.name)
+    assert.equal(ran, false, `${handle.name}: fn did not run`)
+    await closing
+  }
+})
+
 test('LOCK-06: close ends every lease (signal aborts with ClosedError), answers every waiter ClosedError once, and later calls fail ClosedError', async () => {
   const { store } = await openTestStore()
   const l = store.lock('x', { wait: Infinity })

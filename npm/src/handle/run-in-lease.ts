@@ -112,6 +112,8 @@ async function runWhenGranted<T>(
   end: End,
 ): Promise<Awaited<T>> {
   const lease = await waiting
+  // Lost before fn started (the store closed between the grant and now): answered so, fn not run.
+  if (lease._reason !== undefined) throw lease._reason
   let value: Awaited<T>
   try {
     if (context === undefined) value = await fn(lease)

@@ -33,7 +33,9 @@
  * a waiter, or one whose signal aborts after its grant and before its fn runs (a microtask later), is
  * not answered its lease nor run: it joins the queue (one without fn too), and when the queue runs it
  * lets the key go to the next in line and rejects `CancelledError`, as if the abort had come first. So
- * a hold's fn never starts once its signal aborted, whichever listener ran first.
+ * a hold's fn never starts once its signal aborted, whichever listener ran first. Nor once its lease
+ * was lost: a `close()` (or a trap) between the grant and the queue's run ends the lease, and the
+ * hold is answered its `ClosedError` without fn.
  */
 
 import { CancelledError } from '../errors.js'
@@ -188,6 +190,8 @@ export class HandOvers {
       const lease = queue[i + 1] as Lease
       queue[i] = queue[i + 1] = undefined
       if (waiter.signal?.aborted) cancelGranted(waiter, lease)
+      // Lost before its fn started (the store closed, or trapped, since the grant): answered so, fn not run.
+      else if (lease._reason !== undefined) waiter.reject(lease._reason)
       else handOverIn(waiter.scope!, waiter, lease, context)
     }
     this.end = 0
