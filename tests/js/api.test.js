@@ -136,6 +136,25 @@ test('unknown option names and options of the wrong type are InvalidError naming
   await store.close()
 })
 
+test('a signal option that cannot be stopped listening to (no removeEventListener) is an InvalidError at the call, not a TypeError thrown from the release that grants it', { timeout: 10_000 }, async () => {
+  // It passed the check (aborted and addEventListener), waited, and the release that granted it threw
+  // a TypeError out of lease.release() midway through answering the line: the hold behind it hung.
+  const { store } = await openTestStore()
+  const l = store.lock('signals')
+  const halfSignal = { aborted: false, addEventListener() {} }
+  const held = await l.acquire('k')
+  await assert.rejects(l.hold('k', { signal: halfSignal }, () => 1), e => e instanceof InvalidError && /signal must be an AbortSignal/.test(e.message), 'hold')
+  await assert.rejects(l.acquire('k', { signal: halfSignal }), e => e instanceof InvalidError && /signal must be an AbortSignal/.test(e.message), 'acquire')
+  await assert.rejects(l.tryHold('k', { signal: halfSignal }, () => 1), e => e instanceof InvalidError && /signal must be an AbortSignal/.test(e.message), 'tryHold')
+  const pool = store.pool('signals', { capacity: 1 })
+  await assert.rejects(pool.claim(1, { signal: halfSignal }), e => e instanceof InvalidError && /signal must be an AbortSignal/.test(e.message), 'claim')
+  const next = l.hold('k', () => 'next')
+  await held.release()
+  assert.equal(await next, 'next')
+  assert.deepEqual(store.inspect().filter(k => k.kind !== 'pool'), [])
+  await store.close()
+})
+
 test('fileStorage(dir) without a directory name (plain JavaScript) is an InvalidError, not a StorageError: bad input, not a storage that failed', () => {
   for (const bad of [undefined, '', 42, null, {}, ['./data']]) {
     assert.throws(() => fileStorage(bad), e => e instanceof InvalidError && e.code === 'invalid' && /^fileStorage: dir must be a non-empty string/.test(e.message), String(bad))

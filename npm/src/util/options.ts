@@ -16,10 +16,22 @@ export function checkOptions(value: unknown, place: string, known: readonly stri
   return value as Record<string, unknown>
 }
 
+/**
+ * A signal option: anything with `aborted` and both listener methods (an `AbortSignal` of any realm or
+ * polyfill). One without `removeEventListener` would be accepted, then throw where its waiter is
+ * answered and stops listening: inside the release that grants it, midway through a line.
+ */
 export function checkSignal(value: unknown, place: string): AbortSignal | undefined {
   if (value === undefined) return undefined
   const s = value as AbortSignal | null
-  if (typeof s === 'object' && s !== null && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function') return s
+  if (
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.aborted === 'boolean' &&
+    typeof s.addEventListener === 'function' &&
+    typeof s.removeEventListener === 'function'
+  )
+    return s
   throw new InvalidError(`${place}: option signal must be an AbortSignal`)
 }
 
