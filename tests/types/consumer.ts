@@ -113,3 +113,13 @@ export function noHandMade(anything: unknown): number {
   if (anything instanceof Claim) return anything.units
   return 0
 }
+
+/** What a user opens and must close closes at the end of an `await using` block, as a lease lets go. */
+export async function closedAtBlockEnd(redis: unknown): Promise<void> {
+  await using store = await openStore({ storage: memoryStorage() })
+  await using server = await store.serve({ port: 0, token: 't' })
+  await using remote = await connect(server.url, { token: 't' })
+  await using onRedis = await openRedisStore({ redis })
+  const dispose: () => Promise<void> = store[Symbol.asyncDispose]
+  void [remote.inspect, onRedis.inspect, dispose]
+}

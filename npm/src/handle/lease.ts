@@ -19,6 +19,7 @@
 import type { LostError, ClosedError } from '../errors.js'
 import type { Resource } from '../types.js'
 import type { Line } from '../util/line.js'
+import { asyncDispose } from '../util/async-dispose.js'
 import { keepShapes } from '../util/shapes.js'
 
 /**
@@ -40,8 +41,6 @@ export interface LeaseOwner {
 const HOLDING = 0
 const RELEASED = 1
 const LOST = 2
-
-const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')
 
 export class Lease {
   // Every field is declared only (`declare`) and set by the constructor, and the internal ones are

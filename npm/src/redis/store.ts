@@ -32,6 +32,7 @@
 
 import { CancelledError, ClosedError, InUseError, InvalidError, type LostError, StorageError, errorOf, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
+import { asyncDispose } from '../util/async-dispose.js'
 import { closeOnce } from '../util/close-once.js'
 import { toMs } from '../util/duration.js'
 import { GrantedLease, type Lease, type LeaseOwner } from '../handle/lease.js'
@@ -959,6 +960,11 @@ export class RedisStore implements LeaseOwner {
     // listener of a lease it ends) answers its promise too, rather than running the close again over
     // the requests it has yet to end.
     return this.#closeOnce()
+  }
+
+  /** `close()`, for `await using`: the store closes at the end of the block. */
+  [asyncDispose](): Promise<void> {
+    return this.close()
   }
 
   async #close(): Promise<void> {

@@ -72,6 +72,7 @@ import {
 import { hexOfWords, idWords } from '../util/hex.js'
 import { CancelledError, ClosedError, InUseError, InvalidError, LostError, PermissionError, errorOf, fromEngine, placed, type ErrorCode } from '../errors.js'
 import { checkOptions } from '../util/options.js'
+import { asyncDispose } from '../util/async-dispose.js'
 import { closeOnce } from '../util/close-once.js'
 import { GrantedLease, type Lease, followLeaseShape, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
@@ -1057,6 +1058,11 @@ export class RemoteStore implements LeaseOwner {
     // One goodbye, and every caller's close() (one inside it too: the abort listener of a lease it
     // ends) resolves only once it was answered (or given up on).
     return this.#closeOnce()
+  }
+
+  /** `close()`, for `await using`: the client closes at the end of the block. */
+  [asyncDispose](): Promise<void> {
+    return this.close()
   }
 
   async #close(): Promise<void> {

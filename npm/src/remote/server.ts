@@ -39,6 +39,7 @@ import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import type { ServedStore } from './host.js'
 import type { Listener, Socket, Transport } from '../runtime/transport.js'
 import { checkOptions } from '../util/options.js'
+import { asyncDispose } from '../util/async-dispose.js'
 import { closeOnce } from '../util/close-once.js'
 
 export interface ServeOptions {
@@ -83,6 +84,8 @@ export interface Server {
    * promise, resolved once the server stopped listening.
    */
   close(): Promise<void>
+  /** `close()`, for `await using`: the server closes at the end of the block. */
+  [asyncDispose](): Promise<void>
 }
 
 const DEFAULTS = { maxConnections: 1_000, maxUnauthenticated: 64, helloTimeout: 5_000, maxBuffered: 8 * 1024 * 1024, socketMode: 0o600 }
@@ -255,6 +258,11 @@ export class HoldfastServer implements Server {
    */
   close(): Promise<void> {
     return this.#closeOnce()
+  }
+
+  /** `close()`, for `await using`: the server closes at the end of the block. */
+  [asyncDispose](): Promise<void> {
+    return this.close()
   }
 
   async #close(): Promise<void> {

@@ -37,6 +37,7 @@ import type { ContextStorage } from '../handle/context.js'
 import type { ServedStore } from '../remote/host.js'
 import type { KeyInfo, LockOptions, SemaphoreOptions } from '../types.js'
 import { checkOptions } from '../util/options.js'
+import { asyncDispose } from '../util/async-dispose.js'
 import { closeOnce } from '../util/close-once.js'
 import { claimStorage, isStorage, releaseStorage, type Storage } from '../storage/storage.js'
 import { isClock, systemClock, type Clock } from '../util/clock.js'
@@ -274,6 +275,11 @@ export class Store implements LockStore, ServedStore {
     // called inside it too (the abort listener of a lease it ends), which would otherwise find the
     // store closed and resolve at once.
     return this.#closeOnce()
+  }
+
+  /** `close()`, for `await using`: the store closes at the end of the block. */
+  [asyncDispose](): Promise<void> {
+    return this.close()
   }
 
   async #close(): Promise<void> {
