@@ -38,6 +38,7 @@ import { HandleCapacities } from '../pool/capacities.js'
 import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
+import { withdrawAgainIn } from '../pool/withdraw-retry.js'
 import { cancellable } from './cancellable.js'
 import type { ErrorAnswer, HoldfastObjectRpc, PoolOp } from './types.js'
 import { checkName } from '../util/name.js'
@@ -51,16 +52,9 @@ export interface PoolCaller {
    * what is left of `wait` ms) after a retryable failure within `wait`, unless `signal` aborted.
    */
   call<T>(place: string, object: string, call: (stub: HoldfastObjectRpc, left: number) => Promise<T>, wait: number, signal?: AbortSignal): Promise<T>
+  /** Resolves after `ms` on the store's clock (a test's, in tests). */
+  pause(ms: number): Promise<void>
 }
-
-/**
- * How many times a withdraw is asked while the object answers `storage` (see `#withdraw`): waits of
- * 50 ms doubling, 6.35 s in all, within which the pools' write after a failed one comes (its wait
- * doubles to 5 s: pool/writes.ts), unless the storage stays down.
- */
-const WITHDRAW_TRIES = 8
-
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 function ok<T>(answer: { ok: T } | ErrorAnswer): T {
   if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
@@ -129,18 +123,19 @@ export class WorkerPools implements PoolStore {
    * released or its ttl: never an oversell. But an id `drawn` here is nobody else's (no other caller
    * can ask it), so a withdraw that undid nothing — the claim kept so, or told to this caller twice,
    * its call asked again — is followed by a release: else it would hold its units until its ttl, or
-   * for good, with nobody to release it. Answered `storage`, it is asked again, after a wait doubling
-   * from 50 ms, `WITHDRAW_TRIES` times at most: the object undid the claim in memory all the same and
-   * writes it again (pool/writes.ts), but a restart before that write lands reads the claim back. Asked
-   * again, the object answers `storage` while that write is owed and 1 once it landed; restarted
-   * meanwhile, it answers as after any restart (0, then a release of a drawn id).
+   * for good, with nobody to release it. Answered `storage`, it is asked again, for a few seconds at
+   * most (pool/withdraw-retry.ts); the object restarted meanwhile answers as after any restart (0,
+   * then a release of a drawn id).
    */
   async #withdraw(pool: Pool, id: string, asker: string, drawn: boolean): Promise<void> {
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
-    let answer = await this.#caller.call(place, pool.name, stub => stub.poolOp('withdraw', pool.name, 0, id, 0, asker), 0)
-    for (let tried = 1; 'error' in answer && answer.error.code === 'storage' && tried < WITHDRAW_TRIES; tried++) {
-      await sleep(50 * 2 ** (tried - 1))
-      answer = await this.#caller.call(place, pool.name, stub => stub.poolOp('withdraw', pool.name, 0, id, 0, asker), 0)
+    const withdraw = () => this.#caller.call(place, pool.name, stub => stub.poolOp('withdraw', pool.name, 0, id, 0, asker), 0)
+    let answer = await withdraw()
+    for (let tried = 1; 'error' in answer && answer.error.code === 'storage'; tried++) {
+      const wait = withdrawAgainIn(tried)
+      if (wait === undefined) break
+      await this.#caller.pause(wait)
+      answer = await withdraw()
     }
     // An older object (no withdraw: `invalid`, naming the ops it knows) can only release it, as before.
     const older = 'error' in answer && answer.error.code === 'invalid' && /must be release, confirm, remaining, resize or cancel$/.test(answer.error.message)

@@ -42,7 +42,7 @@ import type { AcquireOptions, DurableObjectNamespaceLike, HoldfastObjectRpc, Lea
 import { runInLease } from '../handle/run-in-lease.js'
 import { TravellingHandle } from '../handle/travelling.js'
 import { ResourceNames } from '../handle/resource-names.js'
-import { isClock, type Clock } from '../util/clock.js'
+import { isClock, pause, type Clock } from '../util/clock.js'
 import { Renewal, type Renewed } from '../remote/renewal.js'
 import type { Pool } from '../pool/pool.js'
 import type { PoolOptions } from '../pool/types.js'
@@ -59,7 +59,7 @@ export interface WorkerStoreOptions {
    * change it for a name that is in use.
    */
   shard?: number
-  /** @internal for tests: the clock of leases' deadlines and renewals (default: `Date.now()`, real timers). */
+  /** @internal for tests: the clock of leases' deadlines and renewals, and of the waits before a failed call is asked again (default: `Date.now()`, real timers). */
   clock?: Clock
 }
 
@@ -102,8 +102,6 @@ function checkShard(shard: unknown): number | undefined {
   }
   return shard
 }
-
-const sleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms))
 
 /** A lease of a `workerStore`: `release()` resolves once the object took the release. */
 export class WorkerLease extends Lease {
@@ -150,6 +148,7 @@ export class WorkerStore implements LeaseOwner {
   readonly #pools = new WorkerPools({
     stub: name => this.#stubOf(name),
     call: (place, object, call, wait, signal) => this.#call(place, object, call, wait, signal),
+    pause: ms => pause(this.#clock, ms),
   })
 
   /** Worker stores are opened by `workerStore()`, never made by hand. */
@@ -255,19 +254,19 @@ export class WorkerStore implements LeaseOwner {
    * on the object, and a request asked after it would wait there for nobody.
    */
   async #call<T>(place: string, object: string, call: (stub: HoldfastObjectRpc, left: number) => Promise<T>, wait: number, signal?: AbortSignal): Promise<T> {
-    const started = Date.now()
+    const started = this.#clock.now()
     for (let attempt = 0; ; attempt++) {
       try {
-        return await call(this.#stubOf(object), wait === Infinity ? Infinity : Math.max(0, wait - (Date.now() - started)))
+        return await call(this.#stubOf(object), wait === Infinity ? Infinity : Math.max(0, wait - (this.#clock.now() - started)))
       } catch (error) {
         const e = error as { retryable?: unknown; overloaded?: unknown; durableObjectReset?: unknown; message?: unknown } | null
         if (e?.overloaded === true) throw new LimitError(`${place}: the Durable Object is overloaded`, { cause: error })
         const retryable = e?.retryable === true || e?.durableObjectReset === true
         const backoff = 50 * 2 ** attempt
-        if (!retryable || attempt >= RETRIES || Date.now() - started + backoff > Math.max(wait, 1_000)) {
+        if (!retryable || attempt >= RETRIES || this.#clock.now() - started + backoff > Math.max(wait, 1_000)) {
           throw new ClosedError(`${place}: the call to its Durable Object failed: ${String(e?.message ?? error)}`, { cause: error })
         }
-        if (!signal?.aborted) await sleep(backoff)
+        if (!signal?.aborted) await pause(this.#clock, backoff)
         if (signal?.aborted) throw new CancelledError(`${place}: cancelled while waiting`, { cause: signal.reason })
       }
     }
@@ -346,7 +345,7 @@ export class WorkerStore implements LeaseOwner {
     for (let attempt = 0; ; attempt++) {
       const answer = await this.#call(place, object, stub => stub.release(lease), 0)
       if (!('error' in answer) || answer.error.code !== 'storage' || attempt >= RETRIES) return
-      await sleep(50 * 2 ** attempt)
+      await pause(this.#clock, 50 * 2 ** attempt)
     }
   }
 

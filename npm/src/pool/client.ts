@@ -62,6 +62,7 @@ import { randomId } from '../util/random.js'
 import { HandleCapacities } from './capacities.js'
 import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type PoolStore } from './pool.js'
 import type { PoolInfo } from './types.js'
+import { withdrawAgainIn } from './withdraw-retry.js'
 import { checkName } from '../util/name.js'
 
 /** An answer, or `dropped`: the connection ended before it came (id 0: the frame was not even sent). */
@@ -85,12 +86,6 @@ export interface PoolLink {
 const WAIT_GRACE = 1_000
 /** How long an operation waits for a server that cannot be reached. */
 const PATIENCE = 10_000
-/**
- * How many times a withdraw is asked while the server answers `storage` (see `#letGo`): waits of
- * 50 ms doubling, 6.35 s in all, within which the pools' write after a failed one comes (its wait
- * doubles to 5 s: pool/writes.ts), unless the storage stays down.
- */
-const WITHDRAW_TRIES = 8
 
 /** One caller's ask of a claim: its own frame, answered by its own wait; its own signal. */
 class Ask {
@@ -327,11 +322,9 @@ export class RemotePools implements PoolStore {
    * lost (`read` false) is let go only by naming its frame: else it could take back an answer a
    * caller holds. One a dropped connection loses is sent again once the client is back
    * (`reconnected`), until the server answered it: else the claim stayed held there (without a
-   * ttl, for good), its asker gone. One answered `storage` (its write failed) is asked again, after
-   * a wait doubling from 50 ms, `WITHDRAW_TRIES` times at most: the server undid the claim in memory
-   * and writes it again, but a restart before that write lands reads the claim back; asked again, it
-   * answers `storage` while that write is owed, 1 once it landed (remote/unkept-withdraws.ts), and
-   * restarted meanwhile, 0 as for any claim read back. A withdraw that undid nothing (0) keeps the claim for whoever
+   * ttl, for good), its asker gone. One answered `storage` (its write failed) is asked again, for a
+   * few seconds at most (withdraw-retry.ts); the server restarted meanwhile answers 0, as for any
+   * claim read back. A withdraw that undid nothing (0) keeps the claim for whoever
    * else was told it; but an id drawn here was told to nobody else, and a server that restarted
    * since read the claim back knowing nobody it told, and keeps it: so a drawn id's claim that no
    * caller here holds, and no ask here still waits for, is released then (else its units were
@@ -345,10 +338,8 @@ export class RemotePools implements PoolStore {
     const op = this.#link.revision() >= HANDED_BACK ? 'withdraw' : 'release'
     this.#link.send({ type: 'pool', op, pool: go.pool.name, capacity: 0, claim: go.id, value: named ? go.frame : 0 }, answer => {
       if (answer.type === 'dropped' && !this.#lettingGo.has(k)) this.#lettingGo.set(k, go)
-      if (op === 'withdraw' && answer.type === 'error' && answer.code === 'storage' && tried < WITHDRAW_TRIES) {
-        const again = () => this.#link.closed() || this.#letGo(go, tried + 1)
-        return void setTimer(this.#link.clock, again, 50 * 2 ** (tried - 1))
-      }
+      const wait = op === 'withdraw' && answer.type === 'error' && answer.code === 'storage' ? withdrawAgainIn(tried) : undefined
+      if (wait !== undefined) return void setTimer(this.#link.clock, () => this.#link.closed() || this.#letGo(go, tried + 1), wait)
       const kept = op === 'withdraw' && answer.type === 'count' && answer.value === 0
       if (kept && go.claim.drawn && !go.claim.delivered && go.claim.asks.size === 0) this._releaseClaim(go.pool, go.id).catch(() => {})
     })

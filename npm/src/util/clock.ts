@@ -53,6 +53,11 @@ export function setTimer(clock: Clock, fn: () => void, ms: number): unknown {
   return ms > LONGEST_TIMER ? new ChainedTimer(clock, fn, clock.now() + ms) : clock.setTimeout(fn, ms)
 }
 
+/** Resolves after `ms` on `clock` (a retry's wait), however long `ms` is. */
+export function pause(clock: Clock, ms: number): Promise<void> {
+  return new Promise(resolve => setTimer(clock, resolve, ms))
+}
+
 /** Cancels a timer set by `setTimer` (nothing if it already fired). */
 export function clearTimer(clock: Clock, handle: unknown): void {
   if (handle instanceof ChainedTimer) handle.clear()
