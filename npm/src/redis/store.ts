@@ -327,8 +327,7 @@ export class RedisStore implements LeaseOwner {
     if (patience === Infinity) return via(args).then(undefined, error => this.#recover(error, fallback))
     return new Promise((resolve, reject) => {
       const waited: Waited = { at: this.#clock.now() + patience, patience, reject }
-      this.#waited.add(waited)
-      if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
+      this.#wait(waited)
       via(args).then(
         value => {
           if (this.#waited.delete(waited)) waited.settle?.()
@@ -354,6 +353,12 @@ export class RedisStore implements LeaseOwner {
       return fallback()
     }
     throw failure
+  }
+
+  /** Adds `waited` to what the sweep checks, setting its timer unless set. */
+  #wait(waited: Waited): void {
+    this.#waited.add(waited)
+    if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
   }
 
   /** Rejects the commands past their patience; checks again while any is waited for. */
@@ -508,17 +513,21 @@ export class RedisStore implements LeaseOwner {
         if (--left === 0) resolve()
       }
       for (const w of this.#waited) w.settle = one
-      this.#waited.add({ at: this.#closeBy!, patience: CLOSE_PATIENCE, reject: () => resolve() })
-      if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
+      this.#closeSecond(resolve)
     })
+  }
+
+  /** Calls `ranOut` when the close's second ran out (the sweep's check); what to delete from `#waited` to call it off. */
+  #closeSecond(ranOut: () => void): Waited {
+    const waited: Waited = { at: this.#closeBy!, patience: CLOSE_PATIENCE, reject: () => ranOut() }
+    this.#wait(waited)
+    return waited
   }
 
   /** What `sent` (an end sent before the close) settles to, waited for no later than the close's second. */
   #byCloseEnd(sent: Promise<unknown>): Promise<unknown> {
     return new Promise<void>(resolve => {
-      const waited: Waited = { at: this.#closeBy!, patience: CLOSE_PATIENCE, reject: () => resolve() }
-      this.#waited.add(waited)
-      if (this.#sweepTimer === undefined) this.#sweepTimer = setTimer(this.#clock, () => this.#sweep(), SWEEP)
+      const waited = this.#closeSecond(resolve)
       void sent.then(() => {
         this.#waited.delete(waited)
         resolve()
