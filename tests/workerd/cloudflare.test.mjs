@@ -364,6 +364,27 @@ test('LOCK-06: a grant that crossed its hold\'s cancel is let go, asked again wh
   assert.deepEqual(crossed.held, [], 'nothing held')
 })
 
+test('LOCK-06 after the response: a grant that crossed its hold\'s cancel in a Worker that answered at once is still let go (asked again while the object\'s storage fails its delete): the work outlives the request', async () => {
+  // The release asked again after its first `storage` answer (a 50 ms wait) was work of the request
+  // alone: the request answered, workerd dropped it, and the key stayed held, for nobody, until its ttl.
+  const at = { ns: 'counting', name: 'crossed-grant-early', key: 'k' }
+  const crossed = await cf('crossed-grant', { ...at, refuse: 2, early: '1' })
+  assert.equal(crossed.granted, true, JSON.stringify(crossed))
+  assert.equal(crossed.cancelled.error?.name, 'CancelledError', JSON.stringify(crossed))
+  assert.equal(crossed.cancel.error?.code, 'storage', `the cancel met the first refused delete: ${JSON.stringify(crossed)}`)
+  await until(async () => (await cf('inspect', at)).length === 0, 5_000, 'the key is let go after the response')
+})
+
+test('LOCK-05 after the response: a lease whose release() the Worker did not await before answering is released all the same, asked again while the object\'s storage fails its delete', async () => {
+  // The release asked again after its `storage` answer was work of the request alone: the key stayed
+  // held until its ttl.
+  const at = { ns: 'counting', name: 'release-unawaited', key: 'k' }
+  assert.equal((await cf('refuse-deletes', { ...at, n: 1 })).refused, 1)
+  const held = await cf('release-unawaited', at)
+  assert.equal(typeof held.fence, 'number', JSON.stringify(held))
+  await until(async () => (await cf('inspect', at)).length === 0, 5_000, 'the key is let go after the response')
+})
+
 test('a lease taken back after a restart still ends at its old deadline, not a ttl after the restart', async () => {
   const granted = await cf('raw-acquire', { name: 'old-deadline', key: 'k', ttlMs: 3_000 })
   assert.ok(granted.ok, JSON.stringify(granted))
@@ -728,6 +749,16 @@ test('POOL-01 across an object reset: a withdraw of a crossed claim (its id draw
   assert.equal(kept.letGo.answer.error?.code, 'storage', JSON.stringify(kept))
   assert.deepEqual(kept.last, { op: 'withdraw', answer: { ok: 1 } }, JSON.stringify(kept))
   assert.equal(kept.remaining, 1, JSON.stringify(kept))
+})
+
+test('POOL-01 after the response: a crossed claim (its id drawn by workerStore) in a Worker that answered at once is still let go on the object\'s next instance (a withdraw, then a release): its units are not taken for good', async () => {
+  // The release that follows the withdraw answered 0 was work of the request alone: the request
+  // answered, workerd dropped it, and the unit stayed taken for good by a claim whose id nobody knew.
+  const at = { ns: 'counting', capacity: 1 }
+  const crossed = await pool('pool-crossed-early', 'crossed', { ...at, n: 1, drawn: '1', reset: '1', early: '1' })
+  assert.deepEqual(crossed.answered, { ok: { claimed: true, remaining: 0 } }, JSON.stringify(crossed))
+  assert.equal(crossed.cancelled.error?.name, 'CancelledError', JSON.stringify(crossed))
+  await until(async () => (await pool('pool-crossed-early', 'remaining', at)).remaining === 1, 5_000, 'the unit is back after the response')
 })
 
 test('POOL-01/POOL-03 over Workers RPC: a claimed answer that crossed its caller\'s cancel is withdrawn, and the object keeps the claim when another caller of its id was told claimed (joined while it waited, or answered it open); told to that caller alone, it is undone as if it never was', async () => {

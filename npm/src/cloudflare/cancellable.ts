@@ -12,6 +12,7 @@
  */
 
 import { CancelledError } from '../errors.js'
+import { background } from './background.js'
 
 export async function cancellable<A>(
   place: string,
@@ -31,7 +32,7 @@ export async function cancellable<A>(
       // A cancel that fails (one that throws as it is called too: a stub that could not be made) is
       // not this caller's error, which is CancelledError; thrown here, it would escape the listener.
       try {
-        cancel().catch(() => {})
+        background(cancel())
       } catch {
         // the object was not told: the answer that still comes is let go (`letGo`)
       }
@@ -45,6 +46,8 @@ export async function cancellable<A>(
     return await Promise.race([answering, aborted])
   } finally {
     signal.removeEventListener('abort', onAbort)
-    if (cancelled) answering.then(letGo, () => failed?.())
+    // The answer may come after the caller, told CancelledError, answered its own request: what it
+    // took is let go all the same (background.ts).
+    if (cancelled) background(answering.then(letGo, () => failed?.()))
   }
 }

@@ -4,6 +4,13 @@
  * (`workerStore(env.HOLDFAST, { shard })`). See object.ts and worker-store.ts.
  */
 
+// `waitUntil` through the namespace: a named import of an export that an older workerd lacks would
+// fail the Worker's start (background.ts says what it is for).
+import * as workers from 'cloudflare:workers'
+import { extendRequestsWith } from './background.js'
+
+extendRequestsWith(workers.waitUntil)
+
 export { HoldfastObject, durableObjectStorage } from './object.js'
 export { workerStore, objectName, fnv1a, WorkerStore, WorkerLock, WorkerLease, type WorkerStoreOptions } from './worker-store.js'
 export type {

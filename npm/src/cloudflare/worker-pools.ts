@@ -40,6 +40,7 @@ import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
 import { withdrawAgainIn } from '../pool/withdraw-retry.js'
 import { cancellable } from './cancellable.js'
+import { background } from './background.js'
 import type { ErrorAnswer, HoldfastObjectRpc, PoolOp } from './types.js'
 import { checkName } from '../util/name.js'
 
@@ -101,13 +102,14 @@ export class WorkerPools implements PoolStore {
         request.signal,
         answering,
         () => this.#caller.stub(pool.name).poolOp('cancel', pool.name, 0, id, 0, asker),
-        // A claim that raced the cancel is withdrawn: undone only if no other caller was told it (POOL-01).
+        // A claim that raced the cancel is withdrawn: undone only if no other caller was told it (POOL-01);
+        // beyond the request if need be (background.ts): its caller, told CancelledError, may have answered.
         answer => {
-          if ('ok' in answer && answer.ok.claimed) this.#withdraw(pool, id, asker, request.id === undefined).catch(() => {})
+          if ('ok' in answer && answer.ok.claimed) background(this.#withdraw(pool, id, asker, request.id === undefined))
         },
         // The call failed once its signal aborted (not asked again): the object may have kept the claim
         // before it reset, which its cancel does not undo on the next instance (no call of it there).
-        () => this.#withdraw(pool, id, asker, request.id === undefined).catch(() => {}),
+        () => background(this.#withdraw(pool, id, asker, request.id === undefined)),
       ),
     )
     this.#capacities.answered(pool)

@@ -48,6 +48,7 @@ import type { Pool } from '../pool/pool.js'
 import type { PoolOptions } from '../pool/types.js'
 import { WorkerPools } from './worker-pools.js'
 import { cancellable } from './cancellable.js'
+import { background } from './background.js'
 import { checkName } from '../util/name.js'
 
 /** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
@@ -237,9 +238,10 @@ export class WorkerStore implements LeaseOwner {
       signal,
       answering,
       () => this.#stubOf(object).cancel(request),
-      // A grant that raced the cancel is let go, asked again as any release is (`#releaseOf`).
+      // A grant that raced the cancel is let go, asked again as any release is (`#releaseOf`), beyond
+      // the request if need be: its caller, told CancelledError, may have answered already.
       answer => {
-        if ('ok' in answer && answer.ok) this.#releaseOf(place, object, answer.ok.lease).catch(() => {})
+        if ('ok' in answer && answer.ok) background(this.#releaseOf(place, object, answer.ok.lease))
       },
     )
     if ('error' in answer) throw errorOf(answer.error.code, answer.error.message)
@@ -330,6 +332,8 @@ export class WorkerStore implements LeaseOwner {
       () => {}, // the lease ends at its ttl
     )
     this.#releases.set(local, releasing)
+    // Awaited by hold and release(); a lease let go otherwise (its release() not awaited) is released all the same.
+    background(releasing)
     void releasing.then(() => this.#releases.delete(local))
   }
 

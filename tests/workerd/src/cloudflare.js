@@ -364,6 +364,12 @@ export async function cloudflare(op, q, env) {
       await lease.release()
       return answer
     }
+    case 'release-unawaited': {
+      // The manual form, its release() not awaited: the request answers while the release goes on.
+      const lease = await handle.acquire(key)
+      void lease.release()
+      return { fence: lease.fence }
+    }
     case 'nested':
       return await handle.hold(key, async () => {
         const start = Date.now()
@@ -466,7 +472,7 @@ export async function cloudflare(op, q, env) {
         .crashWhileDeleteHeld()
         .then(() => ({ value: 'no reset' }), e => ({ reset: e?.durableObjectReset === true, message: String(e?.message ?? e) }))
     case 'crossed-grant':
-      return await crossedGrant(namespace, name, key, stub, Number(q.get('refuse') ?? 0))
+      return await crossedGrant(namespace, name, key, stub, Number(q.get('refuse') ?? 0), q.get('early') === '1')
     case 'object':
       return { name: objectName(name, key, shard === undefined ? undefined : { shard }), hash: fnv1a(key) }
     case 'pool':
@@ -598,6 +604,8 @@ function parking(namespace) {
  * the claim go reaches the next instance, which read the claim back; with `refusePool`, the object's
  * next writes of its pools fail then; with `resetOnStorage`, the object resets once the withdraw was
  * answered `storage` (its undo not yet written again). Once the ops settled, the units left tell whether they went back.
+ * With `early`, it answers as soon as the claim's answer is let through, as a Worker that returns its
+ * response without waiting for what its store lets go (a later request looks at the units).
  */
 async function crossed(pool, namespace, name, capacity, n, q) {
   const id = q.get('id') ?? 'crossed'
@@ -630,6 +638,7 @@ async function crossed(pool, namespace, name, capacity, n, q) {
   if (q.has('refusePool')) await object.refusePoolWrites(Number(q.get('refusePool')))
   if (reset) await object.crash('reset before the crossed claim is let go').catch(() => {})
   parked.letGo()
+  if (q.get('early') === '1') return { answered, cancelled }
   const letGo = await poll(() => parked.ops.find(o => o.op !== 'cancel'), 'the crossed claim is let go')
   if (q.get('resetOnStorage') === '1') {
     // The withdraw answered storage (its undo in memory only, written again later): the object resets first.
@@ -723,9 +732,10 @@ export async function cloudflareRoute(op, q, env) {
  * while the signal aborts, then let through once the cancel was answered, so that the caller lets the
  * grant go (a release). The object's next `refuse` deletes of kept leases fail (the cancel's first:
  * the grant is there when it comes). Answers what each call was answered, and what the object holds
- * once the releases settled.
+ * once the releases settled; with `early`, answers as soon as the grant is let through, as a Worker
+ * that returns its response without waiting for what its store lets go (a later request looks).
  */
-async function crossedGrant(namespace, name, key, stub, refuse) {
+async function crossedGrant(namespace, name, key, stub, refuse, early) {
   let arrived
   const answered = new Promise(resolve => (arrived = resolve))
   let letGo
@@ -769,6 +779,7 @@ async function crossedGrant(namespace, name, key, stub, refuse) {
   await poll(() => cancels.length > 0, 'the cancel is sent')
   const cancel = await cancels[0]
   letGo()
+  if (early) return { granted: 'ok' in grant, cancelled, cancel }
   // Settled: a release answered ok, or none more asked for a second.
   for (let seen = -1; seen !== releases.length; ) {
     seen = releases.length
