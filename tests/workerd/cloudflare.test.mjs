@@ -364,6 +364,17 @@ test('LOCK-06: a grant that crossed its hold\'s cancel is let go, asked again wh
   assert.deepEqual(crossed.held, [], 'nothing held')
 })
 
+test('LOCK-06 across an object reset: a hold granted and kept, its signal aborted before the answer came, its cancel and its answer both lost with a reset of the object, is let go on the next instance (which took the lease back), not held until its ttl by a caller that gave up', async () => {
+  // The call failed once its signal aborted and was not asked again; the cancel had failed with the
+  // reset: nothing reached the next instance, and the key stayed held, for nobody, until its ttl.
+  const at = { ns: 'counting', name: 'reset-grant', key: 'k' }
+  const reset = await cf('reset-grant', at)
+  assert.equal(reset.granted, true, JSON.stringify(reset))
+  assert.equal(reset.cancelled.error?.name, 'CancelledError', JSON.stringify(reset))
+  assert.equal(reset.cancel.reset, true, `the first cancel was lost with the reset: ${JSON.stringify(reset)}`)
+  assert.deepEqual(reset.held, [], `nothing held: ${JSON.stringify(reset)}`)
+})
+
 test('LOCK-06 after the response: a grant that crossed its hold\'s cancel in a Worker that answered at once is still let go (asked again while the object\'s storage fails its delete): the work outlives the request', async () => {
   // The release asked again after its first `storage` answer (a 50 ms wait) was work of the request
   // alone: the request answered, workerd dropped it, and the key stayed held, for nobody, until its ttl.

@@ -237,7 +237,9 @@ export class WorkerStore implements LeaseOwner {
       place,
       signal,
       answering,
-      () => this.#stubOf(object).cancel(request),
+      // Asked again of the next instance if the object reset first (`#call`): one granted before the
+      // reset, its answer lost with it, was taken back there, and is found by its request id.
+      () => this.#call(place, object, stub => stub.cancel(request), 0),
       // A grant that raced the cancel is let go, asked again as any release is (`#releaseOf`), beyond
       // the request if need be: its caller, told CancelledError, may have answered already.
       answer => {

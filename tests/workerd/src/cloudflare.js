@@ -471,6 +471,8 @@ export async function cloudflare(op, q, env) {
       return await stub()
         .crashWhileDeleteHeld()
         .then(() => ({ value: 'no reset' }), e => ({ reset: e?.durableObjectReset === true, message: String(e?.message ?? e) }))
+    case 'reset-grant':
+      return await resetGrant(namespace, name, key, stub)
     case 'crossed-grant':
       return await crossedGrant(namespace, name, key, stub, Number(q.get('refuse') ?? 0), q.get('early') === '1')
     case 'object':
@@ -787,6 +789,64 @@ async function crossedGrant(namespace, name, key, stub, refuse, early) {
     if ((await Promise.all(releases)).some(r => r.ok)) break
   }
   return { granted: 'ok' in grant, cancelled, cancel, releases: await Promise.all(releases), held: await stub().inspect() }
+}
+
+/**
+ * A workerStore hold granted (the lease kept) whose signal aborts before its answer comes, and whose
+ * cancel is lost with a reset of the object (its delete of the kept lease held up, then the object
+ * reset: `crashWhileDeleteHeld`); the grant's answer is lost with the reset too (its call fails with
+ * the cancel's error, as a call the reset cut does). The next instance took the lease back. Answers
+ * what the hold and the cancel were answered, and what the object holds once the calls after settled.
+ */
+async function resetGrant(namespace, name, key, stub) {
+  let arrived
+  const answered = new Promise(resolve => (arrived = resolve))
+  let letGo
+  const gate = new Promise(resolve => (letGo = resolve))
+  const cancels = []
+  const parked = {
+    idFromName: n => namespace.idFromName(n),
+    get(id) {
+      const real = namespace.get(id)
+      return {
+        acquire: async (...args) => {
+          arrived(await real.acquire(...args))
+          throw await gate
+        },
+        cancel: request => {
+          const answer = real.cancel(request)
+          cancels.push(answer)
+          return answer
+        },
+        release: lease => real.release(lease),
+        renew: lease => real.renew(lease),
+      }
+    },
+  }
+  const ac = new AbortController()
+  const asked = workerStore(parked).lock(name).acquire(key, { signal: ac.signal, wait: '10s' }).then(
+    lease => ({ fence: lease.fence }),
+    e => errorInfo(e),
+  )
+  const grant = await answered
+  await stub().holdLeaseDeletes()
+  ac.abort('enough')
+  const cancelled = await asked
+  await stub()
+    .crashWhileDeleteHeld()
+    .catch(() => {})
+  const cancel = await cancels[0].then(
+    answer => ({ answer }),
+    error => ({ reset: error?.durableObjectReset === true, error }),
+  )
+  letGo(cancel.error ?? new Error('the cancel was answered'))
+  // Settled: no cancel more asked for a second.
+  for (let seen = -1; seen !== cancels.length; ) {
+    seen = cancels.length
+    await sleep(1_000)
+    await Promise.allSettled(cancels)
+  }
+  return { granted: 'ok' in grant, cancelled, cancel: { reset: cancel.reset, answer: cancel.answer }, cancels: cancels.length, held: await stub().inspect() }
 }
 
 /**
