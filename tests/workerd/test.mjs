@@ -60,6 +60,21 @@ for (const [name, w] of Object.entries(workers)) {
       }
     }
   })
+
+  test(`${w.config}: LOCK-06: a hold granted by lease.release() whose signal aborts in the same call, before its fn started, is cancelled: CancelledError, fn not run, the next in line served (a store in the request and in a Durable Object; lock, semaphore)`, async () => {
+    for (const where of ['local', 'do']) {
+      for (const limit of [undefined, 2]) {
+        const path = `/${where}/abortAfterGrant?object=abort-after-grant&name=abort-after-grant&key=k-${limit ?? 1}${limit ? `&limit=${limit}` : ''}`
+        const answer = await get(name, path)
+        assert.deepEqual(
+          answer,
+          { error: answer.error, cause: 'gave up', ran: false, nextServed: true, busy: 0 },
+          `${path}: ${JSON.stringify(answer)}`,
+        )
+        assert.equal(answer.error?.code, 'cancelled', `${path}: ${JSON.stringify(answer)}`)
+      }
+    }
+  })
 }
 
 for (const [name, w] of Object.entries(workers).filter(([, w]) => w.als)) {

@@ -5,7 +5,7 @@
  * if fn succeeded (LOCK-03, LOCK-05).
  */
 
-import { ClosedError, LostError } from '../errors.js'
+import { CancelledError, ClosedError, LostError } from '../errors.js'
 import { Lease } from './lease.js'
 import type { Lock } from './lock.js'
 import type { ContextStorage, Scope } from './context.js'
@@ -25,7 +25,7 @@ const endLease: End = lease => lease._end(true)
  * promise and await cost more (most on Node 20, where every promise runs the async hooks). A waiter
  * waits and runs fn in one async function, so a hold that waited costs no promise between the two.
  * fn answering a value (not a promise) lets the key go at once. An `end` that answers a boolean is
- * not awaited.
+ * not awaited. `signal`, the hold's own, is read once a waiter's lease came: see `runWhenGranted`.
  */
 export function runInLease<T>(
   context: ContextStorage | undefined,
@@ -33,8 +33,9 @@ export function runInLease<T>(
   taken: Lease | Promise<Lease>,
   fn: (lease: Lease) => T | PromiseLike<T>,
   end: End = endLease,
+  signal?: AbortSignal,
 ): Promise<Awaited<T>> {
-  if (!(taken instanceof Lease)) return runWhenGranted(context, resource, taken, fn, end)
+  if (!(taken instanceof Lease)) return runWhenGranted(context, resource, taken, fn, end, signal)
   const lease = taken
   let result: T | PromiseLike<T>
   let thenable: boolean
@@ -104,16 +105,32 @@ function answerAsPromise<T>(lease: Lease, failed: boolean, outcome: unknown): Pr
   }
 }
 
+/**
+ * A waiter's fn, run in the job that resumes it once its lease came. Its `signal` may abort between
+ * the grant and this job (a caller's `lease.release()` granted it, then the caller aborted, in one
+ * call): the hold is cancelled then, as the store's hand-over queue cancels one where fn is handed
+ * the key directly (store/waiters.ts # Aborted at the grant), so that fn never starts once its signal
+ * aborted, whichever way a runtime runs it.
+ */
 async function runWhenGranted<T>(
   context: ContextStorage | undefined,
   resource: Resource,
   waiting: Promise<Lease>,
   fn: (lease: Lease) => T | PromiseLike<T>,
   end: End,
+  signal: AbortSignal | undefined,
 ): Promise<Awaited<T>> {
   const lease = await waiting
   // Lost before fn started (the store closed between the grant and now): answered so, fn not run.
   if (lease._reason !== undefined) throw lease._reason
+  if (signal?.aborted) {
+    try {
+      await end(lease)
+    } catch {
+      // a trap: it answered every other request and closed the store; this hold is answered below
+    }
+    throw new CancelledError(`${lease.kind} ${lease.name}: key ${JSON.stringify(lease.key)}: cancelled while waiting`, { cause: signal.reason })
+  }
   let value: Awaited<T>
   try {
     if (context === undefined) value = await fn(lease)

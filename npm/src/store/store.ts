@@ -425,7 +425,7 @@ export class Store implements LockStore, ServedStore {
     }
     const taken = this._take(handle, key, wait, signal, false, direct ? fn : undefined)
     if (taken === undefined) return undefined
-    if (taken instanceof Lease || !direct) return runInLease(this.#context, resource, taken as Lease | Promise<Lease>, fn)
+    if (taken instanceof Lease || !direct) return runInLease(this.#context, resource, taken as Lease | Promise<Lease>, fn, undefined, signal)
     return taken as Promise<Awaited<T>>
   }
 

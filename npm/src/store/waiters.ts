@@ -33,7 +33,9 @@
  * a waiter, or one whose signal aborts after its grant and before its fn runs (a microtask later), is
  * not answered its lease nor run: it joins the queue (one without fn too), and when the queue runs it
  * lets the key go to the next in line and rejects `CancelledError`, as if the abort had come first. So
- * a hold's fn never starts once its signal aborted, whichever listener ran first. Nor once its lease
+ * a hold's fn never starts once its signal aborted, whichever listener ran first. Where no context is
+ * kept (a hold's waiter resolves to its lease), the job that resumes the hold reads its signal before
+ * fn, and cancels it the same way (handle/run-in-lease.ts `runWhenGranted`). Nor once its lease
  * was lost: a `close()` (or a trap) between the grant and the queue's run ends the lease, and the
  * hold is answered its `ClosedError` without fn.
  */

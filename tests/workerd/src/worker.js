@@ -2,7 +2,7 @@
 // it). wrangler bundles it with the `workerd` export condition, so it gets the workerd entry: the wasm
 // imported statically, nothing run at import time.
 //
-// Routes (op: hold, tryHold, nested, callers, inspect):
+// Routes (op: hold, tryHold, nested, callers, abortAfterGrant, inspect):
 // - /do/...: a Durable Object (`Locks`, one per `?object=` name) hosts one store, its fences kept in
 //   the object's transactional storage, so that they keep growing when the object restarts.
 // - /local/...: a store opened inside the request, on memoryStorage(), in the stateless worker.
@@ -66,6 +66,22 @@ async function exercise(store, op, q) {
       // hold, acquire, tryHold; a semaphore with `limit`): each fn must see its own.
       const handle = q.has('limit') ? store.semaphore(name, { wait, limit: Number(q.get('limit')) }) : lock
       return await callersReport(handle, key, q.get('form'))
+    }
+    case 'abortAfterGrant': {
+      // LOCK-06: a hold granted by lease.release(), whose signal aborts right after, in the same call,
+      // before its fn could start: cancelled, fn not run, the next in line served (as on Node and Bun).
+      const handle = q.has('limit') ? store.semaphore(name, { wait, limit: Number(q.get('limit')) }) : lock
+      const held = []
+      for (let i = 0; i < (handle.limit ?? 1); i++) held.push(await handle.acquire(key))
+      const ac = new AbortController()
+      let ran = false
+      const waiting = handle.hold(key, { signal: ac.signal }, () => (ran = true)).then(value => ({ value }), e => ({ ...errorInfo(e), cause: String(e.cause) }))
+      const next = handle.hold(key, lease => lease.fence)
+      await sleep(0)
+      for (const lease of held) lease.release()
+      ac.abort('gave up')
+      const answer = await waiting
+      return { ...answer, ran, nextServed: (await next) > held.at(-1).fence, busy: store.inspect().length }
     }
     case 'inspect':
       return store.inspect()
