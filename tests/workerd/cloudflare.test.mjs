@@ -541,6 +541,23 @@ test('shard: N spreads a name over N objects by FNV-1a of the key; one key alway
   await holding
 })
 
+test('durableObjectStorage() given what is not a Durable Object\'s storage (the object\'s ctx, nothing, text, an object without get and put) or an argument past its own is an InvalidError naming the place and the value, at the call', async () => {
+  const answers = await cf('do-storage-bad')
+  const expected = {
+    ctx: /^durableObjectStorage: storage must be a Durable Object's storage \(ctx\.storage\), not the object's ctx: pass ctx\.storage$/,
+    undefined: /^durableObjectStorage: storage must be a Durable Object's storage \(ctx\.storage\), not undefined$/,
+    text: /^durableObjectStorage: storage must be a Durable Object's storage \(ctx\.storage\), not a string$/,
+    empty: /^durableObjectStorage: storage must be a Durable Object's storage \(ctx\.storage\), not an object without get and put$/,
+    extra: /^durableObjectStorage takes \(storage\): nothing after storage$/,
+  }
+  for (const [label, message] of Object.entries(expected)) {
+    const answer = answers[label]
+    assert.equal(answer?.error?.code, 'invalid', `${label}: ${JSON.stringify(answer)}`)
+    assert.equal(answer.error.name, 'InvalidError', label)
+    assert.match(answer.error.message, message, label)
+  }
+})
+
 test('holdfast/cloudflare outside workerd (Node): importing is harmless, using it throws a clear InvalidError', async () => {
   const cloudflare = await import('holdfast/cloudflare')
   const { InvalidError } = await import('holdfast')

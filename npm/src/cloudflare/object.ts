@@ -128,7 +128,7 @@ import { checkMaxHold, checkTtl } from '../../wasm/holdfast_wasm.js'
 import { CancelledError, HoldfastError, InvalidError, LostError, StorageError, fromEngine, type ErrorCode } from '../errors.js'
 import { EarlyCancels } from './early-cancels.js'
 import { toKey } from '../util/key.js'
-import { checkOptions } from '../util/options.js'
+import { checkNoMore, checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
 import type { Clock } from '../util/clock.js'
 import type { Storage } from '../storage/storage.js'
@@ -162,9 +162,27 @@ const HEX32 = /^[0-9a-f]{32}$/
 /**
  * A storage over a Durable Object's storage (`ctx.storage`), for a store hosted in an object of your
  * own: `openStore({ storage: durableObjectStorage(ctx.storage) })`. A `put` is durable once its
- * promise resolves (and the output gate holds replies until then).
+ * promise resolves (and the output gate holds replies until then). Anything without `get` and `put`
+ * (the object's `ctx` itself, the commonest slip) is an `InvalidError` here, not a `StorageError` of
+ * a `get` that is not a function at `openStore`.
  */
-export function durableObjectStorage(storage: DurableObjectStorageLike): Storage {
+export function durableObjectStorage(storage: DurableObjectStorageLike): Storage
+/** The published signature takes `storage` alone (TypeScript refuses more); plain JavaScript is refused at run time. */
+export function durableObjectStorage(storage: DurableObjectStorageLike, ...extra: unknown[]): Storage {
+  // Bad input, as a bad option anywhere: an InvalidError (a StorageError says a storage failed).
+  const s = storage as Partial<DurableObjectStorageLike> | null
+  if (typeof s !== 'object' || s === null || typeof s.get !== 'function' || typeof s.put !== 'function') {
+    const ctx = typeof s === 'object' && s !== null && typeof (s as { storage?: { get?: unknown } }).storage?.get === 'function'
+    const what = ctx
+      ? "the object's ctx: pass ctx.storage"
+      : s === undefined || s === null
+        ? String(s)
+        : typeof s === 'object'
+          ? 'an object without get and put'
+          : `a ${typeof s}`
+    throw new InvalidError(`durableObjectStorage: storage must be a Durable Object's storage (ctx.storage), not ${what}`)
+  }
+  checkNoMore(extra, 'durableObjectStorage', 'storage')
   return {
     get: async key => {
       const value = await storage.get(key)

@@ -2,7 +2,7 @@
 // name, and the routes under /cf/ hold its keys with workerStore(env.HOLDFAST), as a user's Worker
 // would; a few routes call the object's RPC methods directly (a holder that never renews, a bad
 // request over the boundary). Every answer is JSON; a holdfast error is { error: { code, name, message } }.
-import { HoldfastObject, workerStore, objectName, fnv1a } from 'holdfast/cloudflare'
+import { HoldfastObject, workerStore, objectName, fnv1a, durableObjectStorage } from 'holdfast/cloudflare'
 import { HoldfastError, openStore, memoryStorage } from 'holdfast'
 import { callersReport } from './callers.js'
 
@@ -309,6 +309,28 @@ export async function cloudflare(op, q, env) {
   /** SmallHoldfast named `object`, as /ws/OBJECT?ns=small reaches it. */
   const small = () => env.SMALL.get(env.SMALL.idFromName(q.get('object')))
   switch (op) {
+    case 'do-storage-bad': {
+      // durableObjectStorage() given what is not a Durable Object's storage: the object's ctx itself,
+      // nothing, another object, or an argument past its own. Each answers what it was answered.
+      const storageLike = { get: async () => undefined, put: async () => {} }
+      const given = {
+        ctx: () => durableObjectStorage({ storage: storageLike, id: {} }),
+        undefined: () => durableObjectStorage(undefined),
+        text: () => durableObjectStorage('ctx.storage'),
+        empty: () => durableObjectStorage({}),
+        extra: () => durableObjectStorage(storageLike, { prefix: 'x' }),
+      }
+      const answers = {}
+      for (const [label, call] of Object.entries(given)) {
+        try {
+          call()
+          answers[label] = 'accepted'
+        } catch (e) {
+          answers[label] = errorInfo(e)
+        }
+      }
+      return answers
+    }
     case 'hold':
       return await handle.hold(key, async lease => {
         const start = Date.now()
