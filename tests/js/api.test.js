@@ -136,6 +136,31 @@ test('unknown option names and options of the wrong type are InvalidError naming
   await store.close()
 })
 
+test('openStore({ clock }) whose now() answers no time the store can count (below 0, NaN, not a number) is an InvalidError naming it at openStore, and the storage is not taken', async () => {
+  // A clock of another origin (performance.now() - 1e9) closed the store at its first hold (the engine
+  // host reads a time below 0 as none read yet); NaN left every wait and maxHold unended; a Date
+  // object was added to as text.
+  const timers = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: handle => clearTimeout(handle) }
+  const storage = memoryStorage()
+  for (const [now, shown] of [
+    [-1_000, '-1000'],
+    [Number.NaN, 'NaN'],
+    [Infinity, 'Infinity'],
+    [new Date(0), 'an object'],
+    ['5', '"5"'],
+    [undefined, 'undefined'],
+  ]) {
+    await assert.rejects(
+      openStore({ storage, clock: { now: () => now, ...timers } }),
+      e => e instanceof InvalidError && e.code === 'invalid' && e.message === `openStore: option clock: now() answered ${shown}, not a number of ms from 0 to 2^53 - 1`,
+      shown,
+    )
+  }
+  const store = await openStore({ storage, clock: { now: () => Date.now(), ...timers } })
+  assert.equal(await store.lock('clock').hold('k', lease => lease.fence), 1, 'the storage was not taken by the refused opens')
+  await store.close()
+})
+
 test('a signal option that cannot be stopped listening to (no removeEventListener) is an InvalidError at the call, not a TypeError thrown from the release that grants it', { timeout: 10_000 }, async () => {
   // It passed the check (aborted and addEventListener), waited, and the release that granted it threw
   // a TypeError out of lease.release() midway through answering the line: the hold behind it hung.

@@ -567,6 +567,7 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
   }
   const storage = (o.storage as Storage | undefined) ?? platform.defaultStorage()
   const clock = (o.clock as Clock | undefined) ?? systemClock
+  if (o.clock !== undefined) checkTime(clock.now())
   const memory = platform.init()
   claimStorage(storage, 'openStore')
   const writes = new FenceWrites(storage)
@@ -584,6 +585,27 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
     throw fromEngine(error, 'openStore')
   }
   return new MadeStore(core, memory, storage, writes, clock, platform.context, platform.transport)
+}
+
+/**
+ * A caller's clock's time, read once at open: a number of ms from 0 to 2^53 - 1, as the engine counts
+ * it. The engine host takes a time below 0 as none read yet (the store trapped and closed at its first
+ * hold), NaN leaves every deadline unmet, and anything not a number is added to as text. (A clock
+ * is monotonic: one that starts in range stays there until 2^53 ms.)
+ */
+function checkTime(now: unknown): void {
+  if (typeof now === 'number' && now >= 0 && now <= Number.MAX_SAFE_INTEGER) return
+  const shown =
+    typeof now === 'number'
+      ? String(now)
+      : typeof now === 'string'
+        ? JSON.stringify(now)
+        : now === undefined || now === null
+          ? String(now)
+          : typeof now === 'object'
+            ? 'an object'
+            : `a ${typeof now}`
+  throw new InvalidError(`openStore: option clock: now() answered ${shown}, not a number of ms from 0 to 2^53 - 1`)
 }
 
 /**

@@ -14,7 +14,10 @@
  */
 
 export interface Clock {
-  /** Monotonic milliseconds (any origin). */
+  /**
+   * Monotonic milliseconds, from 0 up (any origin at or after 0: the engine counts whole ms from 0,
+   * and a store refuses a clock whose time is not a number from 0 to 2^53 - 1 at open).
+   */
   now(): number
   /** A one-shot timer; a delay over `LONGEST_TIMER` may fire at once (holdfast never asks for one). */
   setTimeout(fn: () => void, ms: number): unknown
