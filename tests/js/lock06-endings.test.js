@@ -4,7 +4,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { InUseError, CancelledError, ClosedError, LostError, HoldfastError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
-import { openTestStore, settle, gate, isSettled, stallClock } from './helpers.js'
+import { openTestStore, settle, gate, isSettled, stallClock, storeOutOfFences } from './helpers.js'
 
 async function assertFree(lock, key) {
   const tried = await lock.tryHold(key, () => 'free')
@@ -201,6 +201,33 @@ test('LOCK-06: in every line, a signal that aborts after its hold was granted an
     assert.equal(ran, false, `${at}: fn did not run`)
     assert.ok((await next) > held.at(-1).fence, `${at}: the next in line is served`)
     assert.deepEqual(store.inspect(), [], at)
+  }
+  await store.close()
+})
+
+test('LOCK-06: a hold or a tryHold granted once storage kept the next fence ceiling, whose signal the caller of an acquire granted before it in that turn aborts, is cancelled: CancelledError, fn not run, the key free', { timeout: 120_000 }, async () => {
+  // Both wait for storage (no fence left to lend); the write lands and grants both in one turn, the
+  // acquire first, whose caller resumes first and aborts the second's signal, before the second's fn
+  // could start. A tryHold ran its fn anyway, on every runtime; a hold did where no context is kept.
+  const { store, useUpFences, letWrite } = await storeOutOfFences()
+  const l = store.lock('granted-by-storage')
+  useUpFences()
+  for (const form of ['hold', 'tryHold']) {
+    const ac = new AbortController()
+    const reason = new Error('gave up')
+    const first = l.acquire(`${form}-first`).then(lease => {
+      ac.abort(reason)
+      return lease.release()
+    })
+    let ran = false
+    const second = l[form](`${form}-second`, { signal: ac.signal }, () => (ran = true))
+    assert.equal(await isSettled(second), false, `${form}: waits for storage`)
+    letWrite()
+    await first
+    await assert.rejects(second, e => e instanceof CancelledError && e.cause === reason, form)
+    assert.equal(ran, false, `${form}: fn did not run`)
+    assert.deepEqual(await l.tryHold(`${form}-second`, () => 'free'), { acquired: true, value: 'free' }, `${form}: the key is free`)
+    if (form === 'hold') useUpFences()
   }
   await store.close()
 })

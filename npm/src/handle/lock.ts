@@ -39,8 +39,11 @@ export interface LockStore {
     isTry: boolean,
     fn?: (lease: Lease) => unknown,
   ): Lease | Promise<unknown> | undefined
-  /** @internal Runs fn in a lease taken by `_take`, letting the key go when fn settles. */
-  _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>>
+  /**
+   * @internal Runs fn in a lease taken by `_take`, letting the key go when fn settles; a waiter's
+   * only if `signal` did not abort before fn could start (else `CancelledError`, the key let go).
+   */
+  _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>, signal?: AbortSignal): Promise<Awaited<T>>
 }
 
 /** A handle's `#lastKey` before it held any key: no key a caller passes is this. */
@@ -153,14 +156,19 @@ export class Lock {
       if (r.limit === 1 && !r.remote && r.keys.has(k) && !this._store.closed) return NOT_ACQUIRED_PROMISE
       const taken = this._store._take(this, k, 0, signal, true)
       if (taken === undefined) return NOT_ACQUIRED_PROMISE
-      return this.#tried(taken as Lease | Promise<Lease>, fn)
+      return this.#tried(taken as Lease | Promise<Lease>, fn, signal)
     } catch (error) {
       return Promise.reject(error)
     }
   }
 
-  async #tried<T>(taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<TryHoldResult<Awaited<T>>> {
-    const value = await this._store._run(this, taken, fn)
+  async #tried<T>(
+    taken: Lease | Promise<Lease>,
+    fn: (lease: Lease) => T | PromiseLike<T>,
+    signal: AbortSignal | undefined,
+  ): Promise<TryHoldResult<Awaited<T>>> {
+    // A try that waits for storage (no fence left to lend) may see its signal abort once granted.
+    const value = await this._store._run(this, taken, fn, signal)
     return { acquired: true, value }
   }
 

@@ -389,12 +389,12 @@ export class Store implements LockStore, ServedStore {
   }
 
   /**
-   * @internal Runs fn inside the lease (once granted, for a waiter's promise), lets the key go when fn
-   * settles, and answers as `hold` does: fn's value, fn's error, or the loss of the lease (even if fn
-   * succeeded).
+   * @internal Runs fn inside the lease (once granted, for a waiter's promise, unless `signal` aborted
+   * meanwhile: `CancelledError`), lets the key go when fn settles, and answers as `hold` does: fn's
+   * value, fn's error, or the loss of the lease (even if fn succeeded).
    */
-  _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
-    return runInLease(this.#context, handle._resource, taken, fn)
+  _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>, signal?: AbortSignal): Promise<Awaited<T>> {
+    return runInLease(this.#context, handle._resource, taken, fn, undefined, signal)
   }
 
   /**
