@@ -898,3 +898,25 @@ test('LOCK-06: a release sent just before close(), whose command the connection 
     assert.ok(Date.now() - from < 1_000, `store ${i}: the release was asked again by the close, not left to the ttl (${Date.now() - from}ms)`)
   }
 })
+
+test('LOCK-06 (inspect): an inspect() asked just before close() is answered what Redis has, not ClosedError, as in process and over a connection (a client of the application\'s, and one opened from a url)', async t => {
+  // close() waited for what was asked before it but not for an inspect(): a store opened from a url
+  // quit its client under it, and the inspect rejected ClosedError "no answer from Redis".
+  const server = await startRedis(t)
+  const stores = [await openRedisStore({ redis: await redisClient(t, server.url) }), await openRedisStore({ url: server.url })]
+  for (const store of stores) later(t, () => store.close())
+  for (const [i, store] of stores.entries()) {
+    const lease = await store.lock('listed').acquire(`k${i}`)
+    await store.pool(`seats${i}`, { capacity: 2 }).claim(1, { id: 'o' })
+    const listed = store.inspect().catch(e => e)
+    await store.close()
+    const got = await listed
+    assert.ok(Array.isArray(got), `store ${i}: ${got}`)
+    assert.ok(lease.lost)
+    // Listed as Redis had them (the lease's key may be, or be released by the close first), the pool with its claim.
+    assert.deepEqual(
+      got.filter(e => e.name === `seats${i}`).map(e => [e.kind, e.remaining]),
+      [['pool', 1]],
+    )
+  }
+})

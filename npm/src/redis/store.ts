@@ -76,6 +76,8 @@ export interface RedisStoreOptions {
   clock?: Clock
 }
 
+const noop = () => {}
+
 /** What `openRedisStore` found on the server. */
 export interface RedisServerInfo {
   version: string
@@ -243,6 +245,8 @@ export class RedisStore implements LeaseOwner {
   #closeBy: number | undefined = undefined
   #closeDone = false
   readonly #closeTimers = new Set<unknown>()
+  /** Inspections under way (settled either way), which `close()` waits for: they were asked before it. */
+  readonly #inspecting = new Set<Promise<void>>()
 
   /** Redis stores are opened by `openRedisStore()`, never made by hand. */
   protected constructor(...internal: never)
@@ -911,9 +915,21 @@ export class RedisStore implements LeaseOwner {
     return this.#pools.pool(name, options)
   }
 
-  /** The busy keys under this store's prefix, as a local store's `inspect()` lists them, then its pools. */
-  async inspect(): Promise<(KeyInfo | PoolInfo)[]> {
-    if (this.#closed) throw new ClosedError(`inspect: ${this.#closed.message}`)
+  /**
+   * The busy keys under this store's prefix, as a local store's `inspect()` lists them, then its pools.
+   * One asked before `close()` is answered, as in process and over a connection: the close waits for
+   * it (`#inspecting`), up to its second, before it gives up on what is unanswered and quits a client.
+   */
+  inspect(): Promise<(KeyInfo | PoolInfo)[]> {
+    if (this.#closed) return Promise.reject(new ClosedError(`inspect: ${this.#closed.message}`))
+    const listing = this.#inspect()
+    const settled = listing.then(noop, noop)
+    this.#inspecting.add(settled)
+    void settled.then(() => this.#inspecting.delete(settled))
+    return listing
+  }
+
+  async #inspect(): Promise<(KeyInfo | PoolInfo)[]> {
     try {
       const metas = await new Promise<string[]>((resolve, reject) => {
         const timer = setTimer(this.#clock, () => reject(new NoAnswer(`no answer from Redis within ${PATIENCE}ms`)), PATIENCE)
@@ -985,6 +1001,8 @@ export class RedisStore implements LeaseOwner {
     // Ends sent before (a release just before the close): they are owed as much as the close's own.
     for (const sent of this.#sending.values()) ends.push(this.#byCloseEnd(sent))
     this.#sending.clear()
+    // So are inspections asked before: their commands, sent now or after the SCAN, are answered meanwhile.
+    for (const listing of this.#inspecting) ends.push(this.#byCloseEnd(listing))
     for (const p of [...this.#requests.values()]) {
       const lease = p.lease
       this.#forget(p)
