@@ -8,7 +8,8 @@ import { openRedisStore, InvalidError, CancelledError, ClosedError, LostError, S
 import { manualClock } from 'holdfast/testing'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { startRedis, redisClient, commandClient, raw, sleep, later, commandStats } from './helpers.js'
+import { startRedis, redisClient, commandClient, raw, sleep, later, commandStats, freePort } from './helpers.js'
+import { createServer, connect as tcp } from 'node:net'
 
 async function twoStores(t, options = {}, server) {
   server ??= await startRedis(t)
@@ -631,4 +632,67 @@ test('POOL-02: a release, and a remaining, asked just before close() are answere
   await a.close()
   assert.equal(await released, true)
   assert.equal(await remaining, 2)
+})
+
+/**
+ * A TCP proxy to Redis on `port`, for the connections of one store: `mute()` drops what Redis answers
+ * from then on (a reply lost on its way back), `cut()` cuts every connection (they reconnect, unmuted).
+ */
+async function proxyTo(t, port) {
+  let muted = false
+  const pairs = new Set()
+  const cut = () => {
+    muted = false
+    for (const pair of [...pairs]) for (const socket of pair) socket.destroy()
+    pairs.clear()
+  }
+  const server = createServer(client => {
+    const upstream = tcp(port, '127.0.0.1')
+    const pair = [client, upstream]
+    pairs.add(pair)
+    client.on('data', d => upstream.write(d))
+    upstream.on('data', d => muted || client.write(d))
+    for (const socket of pair) {
+      socket.on('error', () => {})
+      socket.on('close', () => (pairs.delete(pair), client.destroy(), upstream.destroy()))
+    }
+  })
+  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
+  later(t, () => (cut(), new Promise(resolve => server.close(resolve))))
+  return { url: `redis://127.0.0.1:${server.address().port}`, mute: () => (muted = true), cut }
+}
+
+test('POOL-01: a claim given up while Redis refused its cancel for more than 20 s (READONLY: a failover under way) is undone once Redis takes writes again, not left holding its units for good', async t => {
+  // The cancel was asked again for two BEATs (20 s) and then dropped: a claim Redis took whose answer
+  // was lost, and that has no ttl, held its units for good, though its caller was told ClosedError
+  // and nobody knows its drawn id to release it.
+  const server = await startRedis(t)
+  const proxy = await proxyTo(t, server.port)
+  const clock = manualClock(Date.now())
+  const a = await openRedisStore({ redis: await redisClient(t, proxy.url), clock })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const seats = a.pool('failover', { capacity: 2 })
+  const watch = b.pool('failover', { capacity: 2 })
+  assert.equal(await seats.remaining(), 2)
+  // Redis takes the claim; its answer never reaches the store.
+  proxy.mute()
+  const claimed = seats.claim(1).catch(e => e)
+  for (let end = Date.now() + 5_000; (await watch.remaining()) !== 1; await sleep(10)) assert.ok(Date.now() < end, 'the claim reached Redis')
+  // From now on Redis answers every write READONLY (a replica of a primary that is not there), and the
+  // connection that lost the answer is cut.
+  assert.equal(await raw(server.port, 'REPLICAOF', '127.0.0.1', String(await freePort())), 'OK')
+  proxy.cut()
+  // The store asks again, gives the claim up after its grace, and cancels it: refused, asked again. 30 s on its clock.
+  for (let i = 0; i < 300; i++) {
+    clock.advance(100)
+    await sleep(5)
+  }
+  const given = await claimed
+  assert.ok(given instanceof ClosedError, String(given))
+  assert.equal(await raw(server.port, 'REPLICAOF', 'NO', 'ONE'), 'OK')
+  for (let end = Date.now() + 5_000; (await watch.remaining()) !== 2; await sleep(10)) {
+    assert.ok(Date.now() < end, 'the given-up claim still holds its unit once Redis takes writes again')
+    clock.advance(200)
+  }
 })

@@ -470,11 +470,11 @@ export class RedisPools implements PoolStore {
    * flight, where ioredis sends it again) is asked again, with the same ask id, as a lock's release is
    * (store.ts, `#end`): dropped, the claim stood in the way of those behind it until its heartbeat's
    * deadline, and was served units held for nobody until its ack's. At once (`AGAIN_MS`), then less
-   * often, up to every BEAT/10, for two BEATs (its place lasts a BEAT, a grant within it a BEAT more).
+   * often, up to every BEAT/10, until Redis would have ended the claim by itself (`#cancelUntil`).
    * Cancelling twice does nothing more. While the store closes, within the close's second: those
    * sent before it too (`#sending`), which `close()` waits for.
    */
-  #cancel(p: Pending, patience: number, until = this.#host.clock.now() + 2 * BEAT, delay = AGAIN_MS): Promise<unknown> {
+  #cancel(p: Pending, patience: number, until = this.#cancelUntil(p), delay = AGAIN_MS): Promise<unknown> {
     if (p.joined) return Promise.resolve()
     const closing = this.#closeBy !== undefined
     if (closing) patience = Math.min(patience, Math.max(0, this.#closeBy! - this.#host.clock.now()))
@@ -506,6 +506,19 @@ export class RedisPools implements PoolStore {
     )
     if (!closing && patience === Infinity) this.#sending.set(p, sent)
     return sent
+  }
+
+  /**
+   * Until when claim `p`'s cancel is asked again. A place in line lasts a BEAT, a grant from it a BEAT
+   * more (its ack); but an ask whose answer was lost may have taken units at once, which only the
+   * claim's ttl gives back, and without one nothing does: that claim's cancel is asked until its ttl,
+   * and without one for as long as the store is open (its close asks once more). Dropped after two
+   * BEATs (a failover, a Redis answering READONLY or LOADING that long), it held them for good, its
+   * caller told ClosedError, and its drawn id known to nobody.
+   */
+  #cancelUntil(p: Pending): number {
+    if (p.ttl === 0) return Infinity
+    return this.#host.clock.now() + Math.max(2 * BEAT, p.ttl)
   }
 
   /** A wake-up on this process's channel. */
