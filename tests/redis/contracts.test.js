@@ -920,3 +920,35 @@ test('LOCK-06 (inspect): an inspect() asked just before close() is answered what
     )
   }
 })
+
+test('LOCK-06: a store whose client the application closed (quit) answers its waiting holds, and a pool\'s waiting claims, ClosedError at once rather than asking again until their wait (for good with wait: Infinity); its close() does not wait its second for them', async t => {
+  // A hold was asked again after no answer, every ttl/10, until its wait and a grace ran out: on a
+  // client closed for good (ioredis status 'end', node-redis not open) no answer ever comes, and a
+  // hold with wait: Infinity, or a claim waiting without limit, never settled until store.close().
+  const { server, b } = await twoStores(t)
+  const client = await redisClient(t, server.url)
+  const a = await openRedisStore({ redis: client })
+  later(t, () => a.close())
+  const held = await b.lock('quit').acquire('k')
+  const { claim } = await b.pool('quit', { capacity: 1 }).claim(1)
+  // A waiter learns it at its next heartbeat (ttl/3), a claim in line at its own (3.3 s).
+  const waiting = a.lock('quit', { ttl: '1s' }).hold('k', { wait: Infinity }, () => 'ran').catch(e => e)
+  const claiming = a.pool('quit', { capacity: 1 }).claim(1, { wait: Infinity }).catch(e => e)
+  await until(b, 'quit', 'k', e => e?.waiting === 1)
+  for (let end = Date.now() + 5_000; (await b.inspect()).find(e => e.kind === 'pool')?.waiting !== 1; await sleep(10)) assert.ok(Date.now() < end)
+  await (client.quit ? client.quit() : client.close())
+  const from = Date.now()
+  const late = a.lock('quit').hold('other', { wait: Infinity }, () => 'ran').catch(e => e)
+  const told = []
+  const answers = await Promise.race([
+    Promise.all([waiting, claiming, late].map((p, i) => p.then(v => (told.push(i), v)))),
+    sleep(5_000).then(() => `unanswered after 5 s (answered: ${told})`),
+  ])
+  assert.ok(Array.isArray(answers), answers)
+  for (const answer of answers) assert.ok(answer instanceof ClosedError && /the Redis client was closed/.test(answer.message), String(answer))
+  const closing = Date.now()
+  await a.close()
+  assert.ok(Date.now() - closing < 500, `close() took ${Date.now() - closing}ms`)
+  assert.ok(Date.now() - from < 4_500)
+  await Promise.all([held.release(), claim.release()])
+})

@@ -53,6 +53,12 @@ export interface Adapter {
   subscriber(message: (channel: string, text: string) => void, ready: () => void): Promise<Subscriber>
   /** Closes the client, if holdfast opened it (from `url`); a client the application gave is left open. */
   close(): Promise<void>
+  /**
+   * Whether the client is closed for good (the application quit it, or it gave up reconnecting:
+   * ioredis's status `end`, node-redis not open): nothing sent on it will ever be answered, so what
+   * waits for an answer is not asked again.
+   */
+  ended(): boolean
 }
 
 /** The server answered an error (`NOSCRIPT …`, `ERR …`, `OOM …`): its first word is `code`. */
@@ -63,6 +69,9 @@ export class ReplyFailure extends Error {
     this.code = /^[A-Z]+/.exec(message)?.[0] ?? 'ERR'
   }
 }
+
+/** Why what waits for Redis is answered `ClosedError` once its client is closed for good (see `Adapter.ended`). */
+export const CLIENT_ENDED = 'the Redis client was closed (by the application, or it gave up reconnecting): nothing can reach Redis'
 
 /** Error replies that pass by themselves (a loading, busy or failing-over server): asked again later. */
 export const TRANSIENT = new Set(['LOADING', 'BUSY', 'READONLY', 'MASTERDOWN', 'TRYAGAIN', 'CLUSTERDOWN', 'MOVED', 'ASK'])
@@ -274,6 +283,7 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
         close: async () => sub.disconnect(),
       }
     },
+    ended: () => c.status === 'end',
     async close() {
       if (!owned) return
       // QUIT waits behind every command queued, and with Redis gone those wait for ioredis's retries
@@ -379,6 +389,7 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
         close: () => endNodeRedis(sub),
       }
     },
+    ended: () => !c.isOpen,
     async close() {
       if (owned) await endNodeRedis(c)
     },
@@ -448,6 +459,7 @@ function nodeRedisOwnPubSubAdapter(
     async subscriber(message, ready) {
       return ownPubSub(o.subscribe, o.unsubscribe, message, o.missed(ready))
     },
+    ended: () => !c.isOpen,
     async close() {
       if (owned) await endNodeRedis(c)
     },

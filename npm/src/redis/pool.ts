@@ -54,7 +54,7 @@ import type { PoolInfo } from '../pool/types.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
-import { ReplyFailure } from './adapter.js'
+import { CLIENT_ENDED, ReplyFailure } from './adapter.js'
 import { poolKeysOf, poolTagOf } from './scripts.js'
 import type { PoolWake } from './wakeups.js'
 import { checkName } from '../util/name.js'
@@ -87,6 +87,8 @@ export interface PoolHost {
   unwant(channel: string): void
   /** The store's `ClosedError` for `place`, if it is closed. */
   closed(place: string): ClosedError | undefined
+  /** Whether the client is closed for good: nothing sent is answered any more (adapter.ts, `ended`). */
+  ended(): boolean
 }
 
 /** A handle's capacity, and whether a call of it was answered (see # Capacity). */
@@ -359,6 +361,9 @@ export class RedisPools implements PoolStore {
           if (p.waiting || mode === 'r') void this.#cancel(p, Infinity)
           return
         }
+        // No answer will come on a client closed for good (a claim waiting without limit waited until
+        // store.close()), nor can its cancel be sent.
+        if (this.#host.ended()) return this.#end(p, new ClosedError(`${p.place}: ${CLIENT_ENDED}`, { cause: error }))
         if (this.#host.clock.now() + AGAIN_MS >= p.giveUpAt) {
           this.#end(p, new ClosedError(`${p.place}: no answer from Redis within the wait: unreachable`, { cause: error }))
           return void this.#cancel(p, Infinity)
@@ -485,7 +490,7 @@ export class RedisPools implements PoolStore {
       error => {
         if (this.#sending.get(p) === sent) this.#sending.delete(p)
         const now = this.#host.clock.now()
-        if (error instanceof ReplyFailure || now >= until) return
+        if (error instanceof ReplyFailure || now >= until || this.#host.ended()) return
         if (this.#closeBy !== undefined) {
           if (this.#closeDone || now + AGAIN_MS >= this.#closeBy) return
           return new Promise<void>(resolve => {

@@ -46,7 +46,7 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 
 /** A resource as the package's stores keep it (in the local store, a key it granted itself stands as its lease). */
 type Resource = SharedResource<Lease>
-import { adapterForUrl, adapterOf, asReply, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
+import { adapterForUrl, adapterOf, asReply, CLIENT_ENDED, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
 import { constants, keysOf, parseMetaKey, parsePoolKey, poolKeysOf, poolTagOf, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
 import { Renewal, margin, renewInterval, type Renewed } from '../remote/renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
@@ -274,6 +274,7 @@ export class RedisStore implements LeaseOwner {
       want: channel => this.#wakeups.want(channel),
       unwant: channel => this.#wakeups.release(channel),
       closed: place => (this.#closed ? new ClosedError(`${place}: ${this.#closed.message}`) : undefined),
+      ended: () => this.#adapter.ended(),
     })
   }
 
@@ -474,7 +475,7 @@ export class RedisStore implements LeaseOwner {
       },
       error => {
         if (this.#sending.get(p) === sent) this.#sending.delete(p)
-        if (error instanceof ReplyFailure || this.#clock.now() >= until) return
+        if (error instanceof ReplyFailure || this.#clock.now() >= until || this.#adapter.ended()) return
         if (this.#closeBy !== undefined) return this.#endAgainClosing(p, why, until)
         p.ending = why
         p.endTimer = setTimer(
@@ -640,6 +641,12 @@ export class RedisStore implements LeaseOwner {
       this.#forget(p)
       void this.#end(p, 'C')
       return p.reject(new StorageError(`${p.place()}: Redis refused the script: ${error.message}`, { cause: error }))
+    }
+    // No answer will come on a client closed for good: asked again, a hold waited out its wait (with
+    // wait: Infinity, until store.close()), and its cancel could not be sent either.
+    if (this.#adapter.ended()) {
+      this.#forget(p)
+      return p.reject(new ClosedError(`${p.place()}: ${CLIENT_ENDED}`, { cause: error }))
     }
     // At once (50 ms: a connection cut and made again is back by then; node-redis rejects what was in
     // flight, where ioredis sends it again), then less often, up to every ttl/10: asked first a ttl/10
