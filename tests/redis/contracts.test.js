@@ -952,3 +952,37 @@ test('LOCK-06: a store whose client the application closed (quit) answers its wa
   assert.ok(Date.now() - from < 4_500)
   await Promise.all([held.release(), claim.release()])
 })
+
+test('#15: a store whose subscriber connection Redis refuses (maxclients reached) rejects within seconds, naming it, rather than never settling; its subscriber connection does not go on trying', async t => {
+  // ioredis: the subscriber connection it duplicates from the client (its options too) was refused
+  // ("max number of clients reached") and tried again, the SUBSCRIBE queued behind it until
+  // maxRetriesPerRequest ran out; with none (maxRetriesPerRequest: null, as BullMQ asks of its
+  // clients) for good: openRedisStore never settled. (node-redis's connect() is bounded, and rejects at
+  // its first error.)
+  const server = await startRedis(t)
+  const admin = await commandClient(t, server.url)
+  let app = await commandClient(t, server.url)
+  if (CLIENT === 'ioredis') {
+    const { Redis } = await import('ioredis')
+    const client = new Redis(server.url, { maxRetriesPerRequest: null })
+    client.on('error', () => {})
+    later(t, () => client.disconnect())
+    app = { client, send: args => client.call(...args) }
+  }
+  for (const { send } of [admin, app]) assert.equal(await send(['PING']), 'PONG')
+  // Those two connections, and no other.
+  assert.equal(await admin.send(['CONFIG', 'SET', 'maxclients', '2']), 'OK')
+  let timer
+  const late = new Promise(resolve => (timer = setTimeout(resolve, 15_000, 'not settled in 15 s')))
+  const answer = await Promise.race([openRedisStore({ redis: app.client }).then(s => (later(t, () => s.close()), s), e => e), late])
+  clearTimeout(timer)
+  assert.ok(
+    (answer instanceof ClosedError || answer instanceof StorageError) && /^openRedisStore: /.test(answer.message),
+    String(answer),
+  )
+  assert.equal(await admin.send(['CONFIG', 'SET', 'maxclients', '10000']), 'OK')
+  const connections = async () => Number(/total_connections_received:(\d+)/.exec(String(await admin.send(['INFO', 'stats'])))[1])
+  const before = await connections()
+  await sleep(3_000)
+  assert.equal(await connections(), before, 'no connection tried again after the rejection')
+})

@@ -277,8 +277,18 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       sub.on('error', noop)
       sub.on(sharded ? 'smessage' : 'message', ((channel: string, text: string) => message(channel, text)) as (...args: never[]) => void)
       sub.on('ready', afterFirst(ready))
+      // The first subscription waits for the connection: bounded, as node-redis's (connectSubscriber).
+      // ioredis queues it while it connects again and again (a Redis at maxclients refuses each try)
+      // until maxRetriesPerRequest, and for good with none (null, as BullMQ asks of its clients):
+      // openRedisStore never settled.
+      let first = true
       return {
-        subscribe: async channel => void (await (sharded ? sub.ssubscribe!(channel) : sub.subscribe(channel))),
+        subscribe: async channel => {
+          const subscribed = sharded ? sub.ssubscribe!(channel) : sub.subscribe(channel)
+          if (!first) return void (await subscribed)
+          first = false
+          await within(subscribed, CONNECT_PATIENCE, `no connection for pub/sub within ${CONNECT_PATIENCE}ms`)
+        },
         unsubscribe: async channel => void (await (sharded ? sub.sunsubscribe!(channel) : sub.unsubscribe(channel))),
         close: async () => sub.disconnect(),
       }
@@ -316,6 +326,17 @@ async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
   } finally {
     clearTimeout(timer)
   }
+}
+
+/** `p`, or a rejection saying `what` after `ms` of real time (the client is I/O, not the store's clock). */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(what)), ms)
+    p.then(
+      value => (clearTimeout(timer), resolve(value)),
+      error => (clearTimeout(timer), reject(error)),
+    )
+  })
 }
 
 /** Closes a node-redis client holdfast opened: QUIT (or `close()`), cut if it fails or Redis does not take it in time (see above). */
