@@ -529,7 +529,7 @@ export class RedisStore implements LeaseOwner {
     return waited
   }
 
-  /** What `sent` (an end sent before the close) settles to, waited for no later than the close's second. */
+  /** What `sent` (asked before the close: an end, an inspect) settles to, waited for no later than the close's second. */
   #byCloseEnd(sent: Promise<unknown>): Promise<unknown> {
     return new Promise<void>(resolve => {
       const waited = this.#closeSecond(resolve)
