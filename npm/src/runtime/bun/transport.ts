@@ -162,7 +162,14 @@ export const bunTransport: Transport = {
       } finally {
         process.umask(umask)
       }
-      ;(await import('node:fs')).chmodSync(options.path, options.mode)
+      // One that cannot be set leaves nothing listening, nor the socket file (node/transport.ts).
+      try {
+        ;(await import('node:fs')).chmodSync(options.path, options.mode)
+      } catch (error) {
+        await server.stop(true)
+        ;(await import('node:fs')).rmSync(options.path, { force: true })
+        throw error
+      }
     }
     const scheme = options.tls ? 'wss' : 'ws'
     // A relative path said whole, as on Node (node/transport.ts).

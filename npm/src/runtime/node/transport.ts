@@ -188,9 +188,23 @@ export const wsTransport: Transport = {
         if (umask !== undefined) process.umask(umask)
       }
     })
-    // The mode asked for exactly (a umask can only take bits away).
-    if (options.path !== undefined && options.mode !== undefined) (await import('node:fs')).chmodSync(options.path, options.mode)
+    const close = () =>
+      new Promise<void>(resolve => {
+        for (const client of wss.clients) client.terminate()
+        wss.close(() => server.close(() => resolve()))
+      })
     wss.on('error', () => {}) // later errors reach each socket's own 'error' and 'close'
+    // The mode asked for exactly (a umask can only take bits away). One that cannot be set leaves
+    // nothing listening (the close removes the socket file): serve() rejects, and no socket of a mode
+    // nobody asked for is left for others to connect to.
+    if (options.path !== undefined && options.mode !== undefined) {
+      try {
+        ;(await import('node:fs')).chmodSync(options.path, options.mode)
+      } catch (error) {
+        await close()
+        throw error
+      }
+    }
     const address = server.address()
     const scheme = options.tls ? 'wss' : 'ws'
     // A relative path is listened on as given (a socket's path is short), but said whole: a client
@@ -201,14 +215,7 @@ export const wsTransport: Transport = {
         : typeof address === 'object' && address
           ? `${scheme}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
           : `${scheme}://${options.host}:${options.port}`
-    return {
-      url,
-      close: () =>
-        new Promise<void>(resolve => {
-          for (const client of wss.clients) client.terminate()
-          wss.close(() => server.close(() => resolve()))
-        }),
-    }
+    return { url, close }
   },
 
   async dial(url: string, options: DialOptions): Promise<Socket> {
