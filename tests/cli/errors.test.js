@@ -116,3 +116,14 @@ test('a negative number where a positional goes is that positional, not an unkno
   assert.match(held.stdout, /^\d+\n$/)
   await refused(['claim', server.url, 'seats', '-1', '--capacity', '3', '--token-file', t], /claim: N "-1" must be a whole number from 1/)
 })
+
+test('--token-file with a Redis URL (which takes no token; its password goes in the URL) is refused naming both, not read and passed over: exit 2, before any connection', async () => {
+  // It was taken and never read: a user who put a Redis password in it was answered NOAUTH, or held
+  // keys of a Redis other than the one the file was meant for, with no word that it went unheard.
+  const port = await closedPort() // refused before it is dialled: nothing is reached for
+  for (const url of [`redis://127.0.0.1:${port}`, `rediss://127.0.0.1:${port}`]) {
+    await refused(['hold', url, 'jobs', 'a', '--token-file', server.tokenFile, '--', 'touch', marker], /hold: --token-file does not apply to a Redis URL.*redis:\/\/:PASSWORD@HOST:PORT/)
+    await refused(['claim', url, 'seats', '1', '--token-file', server.tokenFile], /claim: --token-file does not apply to a Redis URL/)
+    await refused(['inspect', url, '--token-file', server.tokenFile], /inspect: --token-file does not apply to a Redis URL/)
+  }
+})

@@ -127,11 +127,26 @@ export interface ClientStore {
  * server over a connection (with the token of `--token-file`, else `HOLDFAST_TOKEN`).
  */
 export async function openClient(url: string, tokenFile: string | undefined, command: string): Promise<ClientStore> {
-  if (/^rediss?:\/\//.test(url)) {
+  if (isRedisUrl(url, tokenFile, command)) {
     const { openRedisStore } = await import('../redis/index.js')
     return openRedisStore({ url })
   }
   return connect(url, { token: clientToken(tokenFile, command) })
+}
+
+/**
+ * Whether `url` is a Redis's (`redis://`, `rediss://`), which takes no token. `--token-file` with one
+ * is a UsageError: read by nothing, it was passed over without a word, and a user who had put the
+ * Redis's password in it was answered NOAUTH (the password goes in the URL).
+ */
+export function isRedisUrl(url: string, tokenFile: string | undefined, command: string): boolean {
+  if (!/^rediss?:\/\//.test(url)) return false
+  if (tokenFile !== undefined) {
+    throw new UsageError(
+      `${command}: --token-file does not apply to a Redis URL, which takes no token (a password goes in the URL: redis://:PASSWORD@HOST:PORT)`,
+    )
+  }
+  return true
 }
 
 /** The token of a client command: `--token-file FILE`, else `HOLDFAST_TOKEN`. */

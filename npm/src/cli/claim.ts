@@ -6,7 +6,7 @@
 
 import { type ClaimResult, HoldfastError, type Pool, connect } from '../entry/node.js'
 import { clearTimer, setTimer } from '../util/clock.js'
-import { ANSWER_MARGIN, UP_TO_30_DAYS, UsageError, aborted, cliClock, clientToken, duration, parseArgs, signalNumber, type Spec } from './args.js'
+import { ANSWER_MARGIN, UP_TO_30_DAYS, UsageError, aborted, cliClock, clientToken, duration, isRedisUrl, parseArgs, signalNumber, type Spec } from './args.js'
 import { escapeControls } from './inspect.js'
 import { masked } from '../util/masked-url.js'
 
@@ -52,7 +52,7 @@ export async function claim(args: string[]): Promise<number> {
   const capacity = options.has('capacity') ? wholeNumber(options.get('capacity')!, '--capacity') : undefined
   const wait = duration('claim', options.get('wait'), 'wait', 0)
   const ttl = options.has('ttl') ? duration('claim', options.get('ttl'), 'ttl', 0, UP_TO_30_DAYS) : undefined
-  const token = /^rediss?:\/\//.test(url) ? undefined : clientToken(options.get('token-file'), 'claim')
+  const token = isRedisUrl(url, options.get('token-file'), 'claim') ? undefined : clientToken(options.get('token-file'), 'claim')
 
   // SIGINT, SIGTERM and SIGHUP cancel the claim, as they cancel a hold's wait: the client cancels it
   // on the server and says goodbye, and the command exits 128+n. Uncaught, they killed the process,
