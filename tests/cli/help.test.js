@@ -36,7 +36,7 @@ test('--help on each command', async () => {
 test('every command\'s --help says its exit statuses, the 128+n of a signal that cancelled its wait too', async () => {
   const hold = (await run(['hold', '--help'])).stdout
   // Before: hold's list had no line for a SIGINT, SIGTERM or SIGHUP while it waited (it exits 128+n).
-  assert.match(hold, /^  128\+n +SIGINT, SIGTERM or SIGHUP \(signal n\) came while it connected or waited/m)
+  assert.match(hold, /^  128\+n +SIGINT, SIGTERM, SIGHUP or SIGQUIT \(signal n\) came while it connected or waited/m)
   const inspect = (await run(['inspect', '--help'])).stdout
   // Before: inspect's --help said none.
   assert.match(inspect, /^Exit status: 0 .*; 2 any\s+other error/m)

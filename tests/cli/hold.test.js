@@ -153,6 +153,26 @@ test('SIGTERM to holdfast reaches the command; the status is 128+15 and the key 
   assert.equal(next.code, 0, next.stderr)
 })
 
+test('SIGQUIT (Ctrl-\\) to holdfast reaches the command, as SIGINT does; the status is 128+3, the key is let go, and the command does not outlive holdfast', async t => {
+  // Uncaught, it killed holdfast alone: the command (in its own session, so a terminal's Ctrl-\ never
+  // reached it) ran on with no lease renewed, and the key stayed held by nobody until --ttl.
+  const server = await serve()
+  t.after(() => server.stop())
+  const dir = tempDir()
+  const pidFile = join(dir, 'pid')
+  const holder = start(['hold', server.url, 'jobs', 'quit', '--token-file', server.tokenFile, '--', 'sh', '-c', `echo $$ > ${pidFile}; exec sleep 30`])
+  t.after(() => holder.child.kill('SIGKILL'))
+  await fileAppears(pidFile)
+  const command = Number(readFileSync(pidFile, 'utf8'))
+  t.after(() => processGone(command) || process.kill(command, 'SIGKILL'))
+  holder.child.kill('SIGQUIT')
+  const h = await holder.done
+  assert.equal(h.code, 131, `exit ${h.code} ${h.signal ?? ''}: ${h.stderr}`)
+  assert.ok(processGone(command), 'the command ended with holdfast')
+  const next = await run(['hold', server.url, 'jobs', 'quit', '--wait', '0', '--token-file', server.tokenFile, '--', 'true'])
+  assert.equal(next.code, 0, next.stderr)
+})
+
 test('SIGINT while waiting for the key cancels the wait: exit 130, nothing ran', async t => {
   const server = await serve()
   t.after(() => server.stop())

@@ -44,8 +44,8 @@ URL: ws://HOST:PORT, wss://HOST:PORT, or ws+unix://PATH; or a Redis, redis://[:P
 (or rediss://), whose keys holdfast/redis keeps (no token; needs ioredis or redis installed).
 
 The command runs in its own session and process group (with no controlling terminal: /dev/tty is
-not there to open); SIGINT, SIGTERM and SIGHUP sent to holdfast are passed on to that group, and a
-lost lease stops the whole group. If holdfast itself is killed (kill -9), the command runs on.
+not there to open); SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to holdfast are passed on to that
+group, and a lost lease stops the whole group. If holdfast itself is killed (kill -9), the command runs on.
 
 Example (a nightly job that runs once across machines, skipped while another run holds the key):
   holdfast hold ws://locks.internal:7420 cron nightly-backup --wait 0 -- ./backup.sh
@@ -55,8 +55,8 @@ Exit status:
   1                the key was still held by another after --wait; the command did not run
   3                the lease was lost (maxHold, missed renewals, server stopped); the command
                    was stopped
-  128+n            SIGINT, SIGTERM or SIGHUP (signal n) came while it connected or waited for the
-                   key; the command did not run
+  128+n            SIGINT, SIGTERM, SIGHUP or SIGQUIT (signal n) came while it connected or waited
+                   for the key; the command did not run
   2                any other error: usage, bad duration, no token, unreachable server, refused token
 `
 
@@ -91,7 +91,10 @@ export async function hold(args: string[]): Promise<number> {
     if (child) return killGroup(child, signal)
     waiting.abort(signal)
   }
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
+  // SIGQUIT too (a terminal's Ctrl-\): uncaught, it ended holdfast alone, and the command, in a
+  // session of its own that the terminal's signals never reach, ran on unleased, the key held by
+  // nobody until its ttl.
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']
   for (const s of signals) process.on(s, onSignal)
 
   let remote: ClientStore | undefined
