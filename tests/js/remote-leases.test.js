@@ -1394,6 +1394,49 @@ test('POOL-01 across a server restart: a claim whose id the client drew, its cla
   assert.equal((await s.store.pool('seats').claim(1)).claimed, true, 'the next buyer gets it')
 })
 
+test('POOL-01 across a server restart: the release of a drawn id whose withdraw the restarted server answered 0, lost with a connection that dropped before its answer, is sent again once the client is back, however long the server was away: its units are not taken for good (test clocks)', { timeout: 30_000 }, async t => {
+  // The release was asked again only within a pool operation's patience (10 s from the drop), then
+  // given up without a word: a server back later kept the claim, under an id only this client knew.
+  const { s, proxy, clock, client, ac, asked } = await drawnInProxy(t, failingStorage())
+  ac.abort('changed my mind')
+  await assert.rejects(asked, CancelledError)
+  await delivered(20) // the cancel reaches the server, which had answered already
+  proxy.all[0].frozen = true // nothing more reaches the server on this connection
+  proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: lost
+  await until(() => proxy.all[0].unheard > 0, 'the withdraw was sent')
+  await cutAndSeen(s, client, proxy.all[0])
+  await s.restart() // the claim was kept: the next store reads it back
+  // The restarted server reads the withdraw (and answers it 0: it knows nobody it told): its answer is
+  // held in the proxy from then on.
+  const withdraw = s.store._withdrawServed
+  s.store._withdrawServed = (...args) => {
+    proxy.all.at(-1).delaying = true
+    return withdraw.apply(s.store, args)
+  }
+  clock.advance(100) // past the first backoff: the client dials again, and withdraws it again
+  await until(() => proxy.all.length === 2 && proxy.all[1].delaying, 'the withdraw was read')
+  const link = proxy.all[1]
+  await delivered(20) // its answer, 0, waits in the proxy
+  link.frozen = true // nothing more reaches the server on this connection
+  link.flush() // the client reads 0 and releases the drawn id: lost
+  await until(() => link.unheard > 0, 'the release was sent')
+  await s.store.close() // the server goes away, and stays away past the client's patience
+  await until(() => client._redialingForTest, 'the client saw it drop')
+  for (let waited = 0; waited < 12_000; waited += 500) {
+    clock.advance(500) // the client dials, and finds nobody
+    await delivered(10)
+  }
+  await s.restart() // back, over the same storage: the claim read back again
+  assert.equal(await s.store.pool('seats').remaining(), 0, 'read back')
+  for (let waited = 0; waited < 6_000 && s.server.connections === 0; waited += 500) {
+    clock.advance(500) // the client dials again
+    await delivered(20)
+  }
+  assert.equal(s.server.connections, 1, 'the client is back')
+  await until(async () => (await s.store.pool('seats').remaining()) === 1, 'the unit is back')
+  assert.equal((await s.store.pool('seats').claim(1)).claimed, true, 'the next buyer gets it')
+})
+
 test('POOL-01 across a server restart: a withdraw of a crossed claim (its id drawn by the client) that the server\'s storage fails to write is asked again until kept, so a server restarted before it wrote the undo again does not keep the claim\'s units for good (test clocks)', { timeout: 20_000 }, async t => {
   // Answered storage, it was not asked again: the restarted server read the claim back (the undo
   // lived in its memory only), and its unit stayed taken for good by a claim whose id nobody knew.

@@ -23,7 +23,8 @@
  * `claimed` to another asker too (another client's ask of the id, or a caller in its process): it is
  * theirs, and this client just forgets it (answered 0) — unless its id was drawn here, which no other
  * asker can have been told: a server restarted since read the claim back, knows nobody it told, and
- * keeps it (0), so a drawn id no caller here holds is released then (`#letGo`). A withdraw answered
+ * keeps it (0), so a drawn id no caller here holds is released then (`#letGo`; that release, lost
+ * with a dropped connection, is sent again once the client is back, as a withdraw is). A withdraw answered
  * `storage` is asked again until the server says it is kept (a few seconds at most): a server that
  * restarts before it wrote the undo again reads the claim back. A withdraw (or that
  * release) lost with a dropped connection is sent again once the client is back, until answered —
@@ -146,6 +147,11 @@ export class RemotePools implements PoolStore {
    * answers a dropped connection may have lost (`read` false).
    */
   readonly #lettingGo = new Map<string, LetGo>()
+  /**
+   * Drawn ids to release (`#releaseDrawn`) once the client is back, by pool and claim id: those whose
+   * release a dropped connection lost.
+   */
+  readonly #releasing = new Map<string, LetGo>()
 
   constructor(link: PoolLink) {
     this.#link = link
@@ -341,7 +347,22 @@ export class RemotePools implements PoolStore {
       const wait = op === 'withdraw' && answer.type === 'error' && answer.code === 'storage' ? withdrawAgainIn(tried) : undefined
       if (wait !== undefined) return void setTimer(this.#link.clock, () => this.#link.closed() || this.#letGo(go, tried + 1), wait)
       const kept = op === 'withdraw' && answer.type === 'count' && answer.value === 0
-      if (kept && go.claim.drawn && !go.claim.delivered && go.claim.asks.size === 0) this._releaseClaim(go.pool, go.id).catch(() => {})
+      if (kept && go.claim.drawn && !go.claim.delivered && go.claim.asks.size === 0) this.#releaseDrawn(go)
+    })
+  }
+
+  /**
+   * Releases the claim of a drawn id that no caller here holds, kept by a withdraw (see `#letGo`).
+   * One a dropped connection loses is sent again once the client is back (`reconnected`), however
+   * long that takes, as a withdraw is: as a caller's release (`#operation`), it was asked again only
+   * within the patience, and then given up with nobody to tell, the units taken for good under an id
+   * only this client knew. Sent again after its first frame was done, it finds nothing to give back.
+   */
+  #releaseDrawn(go: LetGo): void {
+    const k = `${go.pool.name}\0${go.id}`
+    this.#releasing.delete(k)
+    this.#link.send({ type: 'pool', op: 'release', pool: go.pool.name, capacity: 0, claim: go.id, value: 0 }, answer => {
+      if (answer.type === 'dropped') this.#releasing.set(k, go)
     })
   }
 
@@ -466,11 +487,16 @@ export class RemotePools implements PoolStore {
       if (this.#link.revision() < POOLS || (!this.#named() && this.#pending.has(`${go.pool.name}\0${go.id}`))) continue
       this.#letGo(go)
     }
+    for (const [k, go] of [...this.#releasing]) {
+      this.#releasing.delete(k)
+      if (this.#link.revision() >= POOLS) this.#releaseDrawn(go)
+    }
   }
 
   /** The client closed: every claim still unanswered is answered `error`. */
   fail(error: ClosedError): void {
     this.#lettingGo.clear()
+    this.#releasing.clear()
     for (const [key, p] of [...this.#pending]) {
       for (const ask of [...p.asks]) {
         this.#leave(key, p, ask)
