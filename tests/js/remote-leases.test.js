@@ -8,6 +8,8 @@ import net from 'node:net'
 import { createHash } from 'node:crypto'
 import { spawn } from 'node:child_process'
 import { dirname, join } from 'node:path'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { openStore, memoryStorage, connect, HoldfastError, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
@@ -1572,6 +1574,32 @@ test('remote: a port, host, path or tls serve() cannot take is bad input (Invali
   // Bad input changes nothing: the store serves on, and takes a good port.
   const other = await s.store.serve({ port: 0, token: TOKEN })
   await other.close()
+  await s.close()
+})
+
+test('remote: serve({ path }) with a path longer than a Unix socket\'s address holds (108 bytes on Linux) is an InvalidError naming the path and its length, before anything listens: no socket made at a cut path', async t => {
+  // Node cut the path to the 108 bytes a socket's address holds and listened there; its chmod, at
+  // the whole path, then failed ENOENT (a bare Error), and the cut socket file stayed. Bun refused it
+  // EINVAL, a bare Error too.
+  const s = await served()
+  t.after(() => s.store.close())
+  const dir = mkdtempSync(join(tmpdir(), 'hf-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const path = join(dir, 'l'.repeat(109 - dir.length - 1)) // one past the most
+  assert.equal(Buffer.byteLength(path), 109)
+  const error = await s.store.serve({ path, token: TOKEN }).then(
+    server => (server.close(), assert.fail(`served at ${server.url}`)),
+    e => e,
+  )
+  assert.ok(error instanceof InvalidError, String(error))
+  assert.match(error.message, /^serve: path .* is 109 bytes: a Unix socket's path is at most 10[48] bytes/)
+  assert.deepEqual(readdirSync(dir), [], 'no socket made, whole or cut')
+  // One of 107 bytes serves (Bun takes at most that).
+  const server = await s.store.serve({ path: path.slice(0, -2), token: TOKEN })
+  const client = await connect(server.url, { token: TOKEN })
+  assert.equal(await client.lock('x').hold('k', lease => lease.key), 'k')
+  await client.close()
+  await server.close()
   await s.close()
 })
 

@@ -248,7 +248,9 @@ function listenFailure(error: unknown, socket: string | undefined): string {
     const dir = path.dirname(path.resolve(socket))
     if (!fs.existsSync(dir)) return `--socket ${socket}: no such directory ${dir}`
   }
-  return (error as Error)?.message ?? String(error)
+  const message = (error as Error)?.message ?? String(error)
+  // serve()'s own refusals (a path too long for a socket) name it already: said once.
+  return message.startsWith('serve: ') ? message.slice('serve: '.length) : message
 }
 
 /** Whether a Unix socket path is left over by a server that is gone (nothing answers on it). */

@@ -316,6 +316,18 @@ export async function serveOn(store: ServedStore, transport: Transport | undefin
   if (o.path !== undefined && (typeof o.path !== 'string' || o.path.length === 0)) {
     throw new InvalidError(`serve: path ${JSON.stringify(o.path) ?? String(o.path)} must be the path of a Unix socket`)
   }
+  // A socket's address holds so many bytes of its path (`sun_path`). Past them Node cut the path and
+  // listened at the cut one, then failed its chmod at the whole one (a bare ENOENT), the cut socket
+  // left behind; Bun refused it EINVAL.
+  if (o.path !== undefined) {
+    const bytes = new TextEncoder().encode(o.path as string).length
+    const most = (globalThis as { process?: { platform?: string } }).process?.platform === 'linux' ? 108 : 104
+    if (bytes > most) {
+      throw new InvalidError(
+        `serve: path ${JSON.stringify(o.path)} is ${bytes} bytes: a Unix socket's path is at most ${most} bytes here; give a shorter one (a relative path is taken as given)`,
+      )
+    }
+  }
   if (o.tls !== undefined) {
     // Its contents are read by the transport, before it listens (runtime/tls.ts). A certificate and its
     // key, nothing more: Node's server is made with these two alone, so anything else (a passphrase,
