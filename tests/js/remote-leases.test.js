@@ -1527,6 +1527,27 @@ test('remote: a token is required and a wrong one is refused with PermissionErro
   await s.close()
 })
 
+test('remote: serve() with a token past the 1,024 bytes a hello carries is an InvalidError, before it listens: it served, and every client was refused (connect() an InvalidError, a hello of it a protocol error)', async t => {
+  const s = await served()
+  t.after(() => s.store.close())
+  for (const token of ['t'.repeat(1025), 'é'.repeat(513)]) {
+    const error = await s.store.serve({ port: 0, token }).then(
+      server => (server.close(), assert.fail(`served a token of ${Buffer.byteLength(token)} bytes at ${server.url}`)),
+      e => e,
+    )
+    assert.ok(error instanceof InvalidError, String(error))
+    assert.match(error.message, /^serve: a token is at most 1024 bytes \(this one is 10(25|26)\)/)
+  }
+  // One of 1,024 bytes serves, and a client presenting it is welcomed.
+  const token = 'é'.repeat(512)
+  const server = await s.store.serve({ port: 0, token })
+  const client = await connect(server.url, { token })
+  assert.equal(await client.lock('x').hold('k', lease => lease.key), 'k')
+  await client.close()
+  await server.close()
+  await s.close()
+})
+
 test('remote: HOLDFAST_TOKEN is the client side\'s default token; serve() needs its token option', async () => {
   const s = await served()
   const before = process.env.HOLDFAST_TOKEN

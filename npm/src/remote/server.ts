@@ -88,6 +88,9 @@ export interface Server {
   [asyncDispose](): Promise<void>
 }
 
+/** The most bytes of a token, as a hello carries it (the client's check: connect()). */
+const MAX_TOKEN = 1024
+
 const DEFAULTS = { maxConnections: 1_000, maxUnauthenticated: 64, helloTimeout: 5_000, maxBuffered: 8 * 1024 * 1024, socketMode: 0o600 }
 
 export class HoldfastServer implements Server {
@@ -304,6 +307,11 @@ export async function serveOn(store: ServedStore, transport: Transport | undefin
   if (typeof o.token !== 'string' || o.token.length === 0) {
     throw new InvalidError('serve: a token is required (option token, a non-empty string); clients present it in their first frame')
   }
+  // A hello carries a token of 1,024 bytes at most (docs/protocol.md): past it, a server no client
+  // could say hello to (connect() refuses it, and the hello's decoder would).
+  const tokenBytes = new TextEncoder().encode(o.token).length
+  if (tokenBytes > MAX_TOKEN)
+    throw new InvalidError(`serve: a token is at most ${MAX_TOKEN} bytes (this one is ${tokenBytes}), as clients present it in their hello`)
   if (o.path !== undefined && (o.port !== undefined || o.host !== undefined)) throw new InvalidError('serve: give path, or port and host, not both')
   // Checked here, not left to the runtime: Node's listen() takes an empty or non-text host as every
   // address (`[::]`), which would undo the 127.0.0.1 default, and refuses a bad port as a RangeError.
