@@ -1439,9 +1439,12 @@ test('POOL-01 across a server restart: the release of a drawn id whose withdraw 
   assert.equal((await s.store.pool('seats').claim(1)).claimed, true, 'the next buyer gets it')
 })
 
-test('POOL-01 across a server restart: a withdraw of a crossed claim (its id drawn by the client) that the server\'s storage fails to write is asked again until kept, so a server restarted before it wrote the undo again does not keep the claim\'s units for good (test clocks)', { timeout: 20_000 }, async t => {
-  // Answered storage, it was not asked again: the restarted server read the claim back (the undo
-  // lived in its memory only), and its unit stayed taken for good by a claim whose id nobody knew.
+/**
+ * `drawnInProxy` over a failing storage: the client gives its claim up, reads the `claimed` answer that
+ * crossed its cancel, and withdraws it; the server undoes the claim in memory, and its storage fails
+ * the write (the storage still failing when this returns).
+ */
+async function withdrawUnwritten(t) {
   const storage = failingStorage()
   const { s, proxy, clock, client, ac, asked } = await drawnInProxy(t, storage)
   ac.abort('changed my mind')
@@ -1450,12 +1453,42 @@ test('POOL-01 across a server restart: a withdraw of a crossed claim (its id dra
   storage.failing = true
   proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: its write fails
   await until(async () => (await s.store.pool('seats').remaining()) === 1, 'undone in memory')
+  return { s, clock, client, storage }
+}
+
+test('POOL-01 across a server restart: a withdraw of a crossed claim (its id drawn by the client) that the server\'s storage fails to write is asked again until kept, so a server restarted before it wrote the undo again does not keep the claim\'s units for good (test clocks)', { timeout: 20_000 }, async t => {
+  // Answered storage, it was not asked again: the restarted server read the claim back (the undo
+  // lived in its memory only), and its unit stayed taken for good by a claim whose id nobody knew.
+  const { s, clock, client, storage } = await withdrawUnwritten(t)
   await delivered(20) // the withdraw is answered storage
   await s.restart() // before the undo was written again (the close's write fails too)
   storage.failing = false
   await until(() => client._redialingForTest, 'the client saw the restart')
   assert.equal(await s.store.pool('seats').remaining(), 0, 'read back')
   clock.advance(100) // the withdraw asked again (50 ms), then the client dials again (100 ms)
+  await until(async () => (await s.store.pool('seats').remaining()) === 1, 'the unit is back')
+  assert.equal((await s.store.pool('seats').claim(1)).claimed, true, 'the next buyer gets it')
+})
+
+test('POOL-01 across a server restart: a withdraw the server\'s storage keeps failing to write is asked again for as long as the client is open, past the first few seconds, so a server restarted while its storage stayed down longer does not keep a drawn claim\'s units for good (test clocks)', { timeout: 30_000 }, async t => {
+  // Asked 8 times (6.35 s), then let be: the server restarted after that read the claim back, and its
+  // unit stayed taken for good by a claim whose id nobody else knew.
+  const { s, clock, client, storage } = await withdrawUnwritten(t)
+  // The storage stays down for 30 s of the client's clock: every ask meanwhile is answered storage
+  // (the server's clock stands still: its pools' write is not tried again).
+  for (let i = 0; i < 12; i++) {
+    await delivered(20)
+    clock.advance(2_500)
+  }
+  await delivered(20)
+  await s.restart() // before the undo was written (the close's write fails too)
+  storage.failing = false
+  await until(() => client._redialingForTest, 'the client saw the restart')
+  assert.equal(await s.store.pool('seats').remaining(), 0, 'read back')
+  for (let i = 0; i < 4; i++) {
+    clock.advance(2_500) // the client dials again, and the withdraw is asked again
+    await delivered(20)
+  }
   await until(async () => (await s.store.pool('seats').remaining()) === 1, 'the unit is back')
   assert.equal((await s.store.pool('seats').claim(1)).claimed, true, 'the next buyer gets it')
 })

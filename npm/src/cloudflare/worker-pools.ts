@@ -38,7 +38,7 @@ import { HandleCapacities } from '../pool/capacities.js'
 import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type PoolStore } from '../pool/pool.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
-import { withdrawAgainIn } from '../pool/withdraw-retry.js'
+import { WORKER_WITHDRAW_TRIES, withdrawAgainIn } from '../pool/withdraw-retry.js'
 import { cancellable } from './cancellable.js'
 import { background } from './background.js'
 import type { ErrorAnswer, HoldfastObjectRpc, PoolOp } from './types.js'
@@ -133,10 +133,8 @@ export class WorkerPools implements PoolStore {
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
     const withdraw = () => this.#caller.call(place, pool.name, stub => stub.poolOp('withdraw', pool.name, 0, id, 0, asker), 0)
     let answer = await withdraw()
-    for (let tried = 1; 'error' in answer && answer.error.code === 'storage'; tried++) {
-      const wait = withdrawAgainIn(tried)
-      if (wait === undefined) break
-      await this.#caller.pause(wait)
+    for (let tried = 1; 'error' in answer && answer.error.code === 'storage' && tried < WORKER_WITHDRAW_TRIES; tried++) {
+      await this.#caller.pause(withdrawAgainIn(tried))
       answer = await withdraw()
     }
     // An older object (no withdraw: `invalid`, naming the ops it knows) can only release it, as before.

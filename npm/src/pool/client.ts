@@ -25,8 +25,8 @@
  * asker can have been told: a server restarted since read the claim back, knows nobody it told, and
  * keeps it (0), so a drawn id no caller here holds is released then (`#letGo`; that release, lost
  * with a dropped connection, is sent again once the client is back, as a withdraw is). A withdraw answered
- * `storage` is asked again until the server says it is kept (a few seconds at most): a server that
- * restarts before it wrote the undo again reads the claim back. A withdraw (or that
+ * `storage` is asked again until the server says it is kept, for as long as the client is open
+ * (withdraw-retry.ts): a server that restarts before it wrote the undo again reads the claim back. A withdraw (or that
  * release) lost with a dropped connection is sent again once the client is back, until answered —
  * before revision 7, not if the id was asked again meanwhile (that ask is answered the claim, and
  * holds it). The hello names this client's party (remote/client.ts `#party`), so that the server
@@ -328,9 +328,9 @@ export class RemotePools implements PoolStore {
    * lost (`read` false) is let go only by naming its frame: else it could take back an answer a
    * caller holds. One a dropped connection loses is sent again once the client is back
    * (`reconnected`), until the server answered it: else the claim stayed held there (without a
-   * ttl, for good), its asker gone. One answered `storage` (its write failed) is asked again, for a
-   * few seconds at most (withdraw-retry.ts); the server restarted meanwhile answers 0, as for any
-   * claim read back. A withdraw that undid nothing (0) keeps the claim for whoever
+   * ttl, for good), its asker gone. One answered `storage` (its write failed) is asked again, for as
+   * long as the client is open (withdraw-retry.ts); the server restarted meanwhile answers 0, as for
+   * any claim read back. A withdraw that undid nothing (0) keeps the claim for whoever
    * else was told it; but an id drawn here was told to nobody else, and a server that restarted
    * since read the claim back knowing nobody it told, and keeps it: so a drawn id's claim that no
    * caller here holds, and no ask here still waits for, is released then (else its units were

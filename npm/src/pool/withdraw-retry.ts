@@ -1,20 +1,26 @@
 /**
  * How a withdraw answered `storage` is asked again: over a connection (pool/client.ts `#letGo`) and in
- * Worker code (cloudflare/worker-pools.ts `#withdraw`), alike. The server (or object) undid the claim
- * in memory all the same and writes it again, but a restart before that write lands reads the claim
- * back; asked again, it answers `storage` while that write is owed, and 1 once it landed
- * (remote/unkept-withdraws.ts).
+ * Worker code (cloudflare/worker-pools.ts `#withdraw`). The server (or object) undid the claim in
+ * memory all the same and writes it again, but a restart before that write lands reads the claim
+ * back; asked again, it answers `storage` while that write is owed, 1 once it landed
+ * (remote/unkept-withdraws.ts), and restarted meanwhile, 0 as for any claim read back (a drawn id's
+ * claim is then released by its asker).
  *
- * The waits double from 50 ms, `WITHDRAW_TRIES` asks in all: 6.35 s of waiting, within which the
- * pools' write after a failed one comes (its own wait doubles to 5 s: pool/writes.ts), unless the
- * storage stays down. Past them the withdraw is let go: the claim then holds its units until its ttl,
- * or until released.
+ * The waits double from 50 ms up to `LONGEST_WAIT`, the pools' write's own longest wait after a failed
+ * one (pool/writes.ts): asking more often would find the same write owed. A client asks for as long as
+ * it is open, however long the storage stays down: a withdraw given up, then a restart before the
+ * storage came back, kept a drawn id's claim, whose units nobody else could release. A Worker asks
+ * `WORKER_WITHDRAW_TRIES` times, 6.35 s of waits: its work lives as long as its request does (and its
+ * `waitUntil`, cloudflare/background.ts), not for good.
  */
 
-/** How many times a withdraw is asked while it is answered `storage`, the first ask included. */
-const WITHDRAW_TRIES = 8
+/** The longest wait between two asks. */
+const LONGEST_WAIT = 5_000
 
-/** The wait before asking again a withdraw asked `tried` times, each answered `storage`; `undefined` once it was asked `WITHDRAW_TRIES` times. */
-export function withdrawAgainIn(tried: number): number | undefined {
-  return tried < WITHDRAW_TRIES ? 50 * 2 ** (tried - 1) : undefined
+/** How many times a Worker asks a withdraw while it is answered `storage`, the first ask included. */
+export const WORKER_WITHDRAW_TRIES = 8
+
+/** The wait before asking again a withdraw asked `tried` times, each answered `storage`. */
+export function withdrawAgainIn(tried: number): number {
+  return Math.min(50 * 2 ** (tried - 1), LONGEST_WAIT)
 }
