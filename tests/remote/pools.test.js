@@ -840,3 +840,30 @@ async function until(check, what) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
   }
 }
+
+test('#16 differential seed 18: a claim without an id over a connection, cancelled while it waits or ended by close(), is refused in the words of a store in this process: "pool seats: ...", naming no id (the one drawn for it is nobody\'s)', async () => {
+  const refusals = async (store, closedWords) => {
+    const seats = store.pool('seats', { capacity: 1 })
+    await seats.claim(1, { id: 'held' })
+    const ac = new AbortController()
+    const cancelled = seats.claim(1, { wait: Infinity, signal: ac.signal }).catch(e => [e.code, e.message])
+    const ended = seats.claim(1, { wait: Infinity }).catch(e => [e.code, e.message])
+    while ((await store.inspect()).find(e => e.kind === 'pool')?.waiting !== 2) await sleep(5)
+    ac.abort(new Error('gone'))
+    const one = await cancelled
+    await store.close()
+    const [code, message] = await ended
+    return [one, [code, closedWords(message)]]
+  }
+  const local = await refusals(await openStore({ storage: memoryStorage() }), m => m)
+  const { client, close } = await served()
+  try {
+    assert.deepEqual(await refusals(client, m => m.replace(`${client.url}: the client closed`, 'the store is closed')), local)
+  } finally {
+    await close()
+  }
+  assert.deepEqual(local, [
+    ['cancelled', 'pool seats: cancelled while waiting'],
+    ['closed', 'pool seats: the store is closed'],
+  ])
+})

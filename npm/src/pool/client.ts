@@ -188,7 +188,8 @@ export class RemotePools implements PoolStore {
     const refused = this.#refusal(`pool ${pool.name}`)
     if (refused) return Promise.reject(refused)
     const id = request.id ?? randomId()
-    const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
+    // A drawn id is named by no message, as in process: nobody but this claim's answer knows it.
+    const place = placeOf(pool, id, request.id === undefined)
     return new Promise<ClaimResult>((resolve, reject) => {
       const key = `${pool.name}\0${id}`
       let p = this.#pending.get(key)
@@ -302,7 +303,11 @@ export class RemotePools implements PoolStore {
               : { claimed: false, remaining: answer.remaining },
           )
         }
-        if (answer.type === 'error') return ask.reject(errorOf(answer.code as ErrorCode, answer.message))
+        if (answer.type === 'error') {
+          // The server names every claim by its id: a drawn one is left out, as in process.
+          const message = p.drawn ? answer.message.replace(`pool ${pool.name}: claim ${JSON.stringify(p.id)}: `, `pool ${pool.name}: `) : answer.message
+          return ask.reject(errorOf(answer.code as ErrorCode, message))
+        }
         ask.reject(new ClosedError(`pool ${pool.name}: unexpected answer ${answer.type} from ${this.#link.url}`))
       },
     )
@@ -500,10 +505,15 @@ export class RemotePools implements PoolStore {
     for (const [key, p] of [...this.#pending]) {
       for (const ask of [...p.asks]) {
         this.#leave(key, p, ask)
-        ask.reject(new ClosedError(`pool ${p.pool.name}: claim ${JSON.stringify(p.id)}: ${error.message}`, { cause: error }))
+        ask.reject(new ClosedError(`${placeOf(p.pool, p.id, p.drawn)}: ${error.message}`, { cause: error }))
       }
     }
   }
+}
+
+/** Where a claim's messages say it is: its pool, and its id unless the id was drawn here (see `_claim`). */
+function placeOf(pool: Pool, id: string, drawn: boolean): string {
+  return drawn ? `pool ${pool.name}` : `pool ${pool.name}: claim ${JSON.stringify(id)}`
 }
 
 /** The key of an answer to let go in `RemotePools.#lettingGo`: its claim's key (pool and id), and the frame it answers. */
