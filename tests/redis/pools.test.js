@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, InvalidError, CancelledError, ClosedError, LostError, StorageError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
+import { memoryStorage, openStore } from 'holdfast'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { startRedis, redisClient, commandClient, raw, sleep, later, commandStats, freePort } from './helpers.js'
@@ -82,6 +83,23 @@ test('POOL-01: the capacity is fixed by first use, across stores (another is Inv
   )
   // Without a capacity, the pool Redis has (as over a connection).
   assert.equal((await b.pool('flight-aa123').claim(20)).remaining, 150)
+})
+
+test('POOL-01, differential seed 1: a claim with an id for more than a resize left is refused in the words of a store in process, the pool\'s ("pool seats: a claim takes 1 to 1 units ..."), not naming the claim', async t => {
+  const { a } = await twoStores(t)
+  const local = await openStore({ storage: memoryStorage() })
+  later(t, () => local.close())
+  const refusal = async store => {
+    const seats = store.pool('seats', { capacity: 4 })
+    await seats.resize(1)
+    return seats.claim(2, { id: 'order-1' }).then(
+      () => 'claimed',
+      e => [e.code, e.message],
+    )
+  }
+  const want = await refusal(local)
+  assert.deepEqual(want, ['invalid', 'pool seats: a claim takes 1 to 1 units (its capacity), not 2'])
+  assert.deepEqual(await refusal(a), want)
 })
 
 test('POOL-01: options are checked and named (typed errors)', async t => {

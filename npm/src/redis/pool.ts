@@ -413,12 +413,12 @@ export class RedisPools implements PoolStore {
         return
       }
       case 'x':
-        // An id asked again for another n reads as in process, the id inside the sentence; a capacity
-        // refused is the pool's, whatever claim asked (in process, store.pool() refuses it).
+        // An id asked again for another n reads as in process, the id inside the sentence; every other
+        // refusal (a capacity refused, n past the capacity, a bound) is the pool's, whatever claim
+        // asked, as the engine words it (in process, store.pool() refuses a capacity).
         if (/^took \d+ units; asked again for \d+$/.test(String(answer[2])))
           return this.#end(p, new InvalidError(`pool ${p.pool.name}: claim id ${JSON.stringify(p.id)} ${String(answer[2])}`))
-        if (/^capacity \d+ differs/.test(String(answer[2]))) return this.#end(p, this.#refusal(answer, `pool ${p.pool.name}`)!)
-        return this.#end(p, this.#refusal(answer, p.place)!)
+        return this.#end(p, this.#refusal(answer, `pool ${p.pool.name}`)!)
       default:
         return this.#end(p, new StorageError(`${p.place}: unexpected answer from Redis: ${JSON.stringify(answer)}`))
     }
