@@ -655,6 +655,8 @@ test('POOL-04 in the Durable Object: waiting claims are served in order, the hea
   assert.deepEqual(line.order, ['a', 'b'], JSON.stringify(line))
   assert.equal(line.first.claimed && line.second.claimed, true, JSON.stringify(line))
   assert.equal(line.third.error?.name, 'CancelledError', JSON.stringify(line.third))
+  // C has no id: its message names the pool alone, as in process (the id drawn for it is nobody's).
+  assert.equal(line.third.error.message, 'pool pool-04: cancelled while waiting')
   assert.equal(line.fourth.claimed, true, `a claim after the aborted one is not held up: ${JSON.stringify(line)}`)
   assert.equal(line.after, 3, JSON.stringify(line))
 })

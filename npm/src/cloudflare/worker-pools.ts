@@ -86,7 +86,9 @@ export class WorkerPools implements PoolStore {
     const id = request.id ?? randomId()
     // This call's own: its cancel ends its wait only, not that of another caller of the same id.
     const asker = randomId()
-    const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
+    // A drawn id is named by no message, as in process: nobody but this claim's answer knows it.
+    const drawn = request.id === undefined
+    const place = drawn ? `pool ${pool.name}` : `pool ${pool.name}: claim ${JSON.stringify(id)}`
     const answering = this.#caller.call(
       place,
       pool.name,
@@ -96,22 +98,26 @@ export class WorkerPools implements PoolStore {
       request.wait,
       request.signal,
     )
-    const answer = ok(
-      await cancellable(
-        place,
-        request.signal,
-        answering,
-        () => this.#caller.stub(pool.name).poolOp('cancel', pool.name, 0, id, 0, asker),
-        // A claim that raced the cancel is withdrawn: undone only if no other caller was told it (POOL-01);
-        // beyond the request if need be (background.ts): its caller, told CancelledError, may have answered.
-        answer => {
-          if ('ok' in answer && answer.ok.claimed) background(this.#withdraw(pool, id, asker, request.id === undefined))
-        },
-        // The call failed once its signal aborted (not asked again): the object may have kept the claim
-        // before it reset, which its cancel does not undo on the next instance (no call of it there).
-        () => background(this.#withdraw(pool, id, asker, request.id === undefined)),
-      ),
+    const answered = await cancellable(
+      place,
+      request.signal,
+      answering,
+      () => this.#caller.stub(pool.name).poolOp('cancel', pool.name, 0, id, 0, asker),
+      // A claim that raced the cancel is withdrawn: undone only if no other caller was told it (POOL-01);
+      // beyond the request if need be (background.ts): its caller, told CancelledError, may have answered.
+      answer => {
+        if ('ok' in answer && answer.ok.claimed) background(this.#withdraw(pool, id, asker, drawn))
+      },
+      // The call failed once its signal aborted (not asked again): the object may have kept the claim
+      // before it reset, which its cancel does not undo on the next instance (no call of it there).
+      () => background(this.#withdraw(pool, id, asker, drawn)),
     )
+    // The object names every claim by the id it was sent: a drawn one is left out, as in process.
+    if (drawn && 'error' in answered) {
+      const message = answered.error.message.replace(`pool ${pool.name}: claim ${JSON.stringify(id)}: `, `pool ${pool.name}: `)
+      throw errorOf(answered.error.code, message)
+    }
+    const answer = ok(answered)
     this.#capacities.answered(pool)
     return answer.claimed
       ? { claimed: true, remaining: answer.remaining, claim: new MadeClaim(pool, id, request.n) }
