@@ -41,8 +41,12 @@ test('every command\'s --help says its exit statuses, the 128+n of a signal that
   // Before: inspect's --help said none.
   assert.match(inspect, /^Exit status: 0 .*; 2 any\s+other error/m)
   for (const command of ['serve', 'claim']) assert.match((await run([command, '--help'])).stdout, /^Exit status:/m, command)
-  // Before: serve's said SIGINT or SIGTERM only, and SIGHUP killed it.
-  assert.match((await run(['serve', '--help'])).stdout.replace(/\s+/g, ' '), /SIGINT, SIGTERM or SIGHUP \(its terminal closed\) stops it cleanly/)
+  // Before: serve's said SIGINT or SIGTERM only, and SIGHUP killed it; then SIGQUIT was left out (it killed it).
+  const serveHelp = (await run(['serve', '--help'])).stdout.replace(/\s+/g, ' ')
+  assert.match(serveHelp, /SIGINT, SIGTERM, SIGHUP \(its terminal closed\) or SIGQUIT \(Ctrl-\\\) stops it cleanly/)
+  assert.match(serveHelp, /Exit status: 0 stopped by SIGINT, SIGTERM, SIGHUP or SIGQUIT;/)
+  // claim's: its wait cancelled by SIGQUIT too, as hold's.
+  assert.match((await run(['claim', '--help'])).stdout, /^SIGINT, SIGTERM, SIGHUP or SIGQUIT while it connects or waits cancel the claim \(exit 128\+n\)/m)
 })
 
 test('--version prints the package version', async () => {

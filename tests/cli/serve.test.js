@@ -213,9 +213,9 @@ test('fences keep growing across a restart of the server on the same directory',
   assertStopped(await second.stop())
 })
 
-// SIGHUP: its terminal closed; before it was handled, its default action killed serve (no exit
-// status), nobody answered.
-for (const signal of ['SIGTERM', 'SIGHUP']) {
+// SIGHUP: its terminal closed; SIGQUIT: a terminal's Ctrl-\. Before each was handled, its default
+// action killed serve (no exit status), nobody answered.
+for (const signal of ['SIGTERM', 'SIGHUP', 'SIGQUIT']) {
   test(`${signal} stops serve with exit 0: the holder loses its lease (exit 3), the waiter is answered (exit 2), the directory let go`, async t => {
     const server = await serve()
     t.after(() => server.stop('SIGKILL'))

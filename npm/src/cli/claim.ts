@@ -32,7 +32,7 @@ Options:
                        {"claimed": false, "remaining": R}
   -h, --help           this text
 
-SIGINT, SIGTERM or SIGHUP while it connects or waits cancel the claim (exit 128+n).
+SIGINT, SIGTERM, SIGHUP or SIGQUIT while it connects or waits cancel the claim (exit 128+n).
 
 Exit status: 0 claimed (prints "claimed ID: N units, R left"; "1 unit" for one); 1 not enough
 left (prints "not claimed: R left"); 2 any other error (usage, no token, unreachable server, a
@@ -54,13 +54,13 @@ export async function claim(args: string[]): Promise<number> {
   const ttl = options.has('ttl') ? duration('claim', options.get('ttl'), 'ttl', 0, UP_TO_30_DAYS) : undefined
   const token = isRedisUrl(url, options.get('token-file'), 'claim') ? undefined : clientToken(options.get('token-file'), 'claim')
 
-  // SIGINT, SIGTERM and SIGHUP cancel the claim, as they cancel a hold's wait: the client cancels it
-  // on the server and says goodbye, and the command exits 128+n. Uncaught, they killed the process,
-  // which left the server a dropped connection to find. From the answer on they are ignored: the
-  // process exits right after.
+  // SIGINT, SIGTERM, SIGHUP and SIGQUIT (a terminal's Ctrl-\) cancel the claim, as they cancel a
+  // hold's wait: the client cancels it on the server and says goodbye, and the command exits 128+n.
+  // Uncaught, they killed the process, which left the server a dropped connection to find. From the
+  // answer on they are ignored: the process exits right after.
   const ended = new AbortController()
   const onSignal = (signal: NodeJS.Signals) => ended.abort(signal)
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']
   for (const s of signals) process.on(s, onSignal)
   const cancelled = () => 128 + signalNumber(ended.signal.reason as NodeJS.Signals)
 

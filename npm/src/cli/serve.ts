@@ -1,9 +1,9 @@
 /**
- * `holdfast serve`: runs a store server, its fences kept in a directory, until SIGINT, SIGTERM or
- * SIGHUP (exit 0), or until the store closes itself after an internal error (a wasm trap: exit 1, the error on
- * stderr, once its answers were sent and its servers and directory let go). A trap during the close a
- * signal began exits 1 too, once that close let everything go: the stop was not clean. 2 for every
- * other error.
+ * `holdfast serve`: runs a store server, its fences kept in a directory, until SIGINT, SIGTERM,
+ * SIGHUP or SIGQUIT (exit 0), or until the store closes itself after an internal error (a wasm trap:
+ * exit 1, the error on stderr, once its answers were sent and its servers and directory let go). A
+ * trap during the close a signal began exits 1 too, once that close let everything go: the stop was
+ * not clean. 2 for every other error.
  */
 
 import { randomBytes } from 'node:crypto'
@@ -32,13 +32,13 @@ Options:
   -h, --help         this text
 
 Prints where it listens. Clients give the token with --token-file FILE or HOLDFAST_TOKEN.
-SIGINT, SIGTERM or SIGHUP (its terminal closed) stops it cleanly: waiters are answered, leases
-end, exit 0. A second signal while it stops leaves at once (exit 128+n).
+SIGINT, SIGTERM, SIGHUP (its terminal closed) or SIGQUIT (Ctrl-\\) stops it cleanly: waiters are
+answered, leases end, exit 0. A second signal while it stops leaves at once (exit 128+n).
 
-Exit status: 0 stopped by SIGINT, SIGTERM or SIGHUP; 1 the store closed itself after an internal
-error, or had one while a signal stopped it (a bug: waiters were answered and leases ended as at
-SIGTERM, then the error is printed); 2 any other error (usage, a directory in use, a busy port);
-128+n a second signal n while it stopped.
+Exit status: 0 stopped by SIGINT, SIGTERM, SIGHUP or SIGQUIT; 1 the store closed itself after an
+internal error, or had one while a signal stopped it (a bug: waiters were answered and leases ended
+as at SIGTERM, then the error is printed); 2 any other error (usage, a directory in use, a busy
+port); 128+n a second signal n while it stopped.
 `
 
 export async function serve(args: string[]): Promise<number> {
@@ -90,8 +90,9 @@ export async function serve(args: string[]): Promise<number> {
     process.exit(128 + signalNumber(signal))
   }
   // SIGHUP too: a server started from a terminal gets it when the terminal closes, and its default
-  // action killed it there, its waiters unanswered and its leases left to run out.
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
+  // action killed it there, its waiters unanswered and its leases left to run out. SIGQUIT (a
+  // terminal's Ctrl-\) the same: its default action killed it as abruptly.
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']
   for (const s of signals) process.on(s, onSignal)
   let store: Store | undefined
   try {
