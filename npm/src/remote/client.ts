@@ -101,7 +101,7 @@ export interface ConnectOptions {
   token?: string
   /** Reconnect after a dropped connection (default true). */
   reconnect?: boolean
-  /** For `wss://`: PEM certificates to trust besides the system's (a server's self-signed one). */
+  /** For `wss://`: PEM certificates to trust besides the system's (a server's self-signed one). With a `ws://` url, an `InvalidError`. */
   ca?: string | Uint8Array
   /** @internal for tests */
   clock?: Clock
@@ -1171,6 +1171,12 @@ export async function connectOn(
   }
   if (new TextEncoder().encode(token).length > 1024) throw new InvalidError('connect: a token is at most 1024 bytes')
   if (o.ca !== undefined && typeof o.ca !== 'string' && !(o.ca instanceof Uint8Array)) throw new InvalidError('connect: option ca must be PEM text or bytes')
+  // A ca is trust for a TLS certificate: with a ws:// or ws+unix:// url there is none to check, and it
+  // went unheard, the connection made in the clear by a caller who asked for TLS.
+  if (o.ca !== undefined && !url.startsWith('wss')) {
+    const scheme = url.startsWith('ws+unix://') ? 'ws+unix://' : 'ws://'
+    throw new InvalidError(`connect: option ca trusts a TLS certificate, and url ${url} is ${scheme} (no TLS): use wss:// (or wss+unix://), or leave ca out`)
+  }
   // Checked as openStore() checks them: a clock that is not one failed later as a TypeError, and any
   // reconnect but `false` (`'no'`, `0`) reconnected.
   if (o.clock !== undefined && !isClock(o.clock)) throw new InvalidError('connect: option clock must have now(), setTimeout(fn, ms) and clearTimeout(handle)')
