@@ -163,6 +163,16 @@ test('a wrong token is refused with PermissionError (code permission); an object
   assert.deepEqual(await (await open('token')).inspect(), [])
 })
 
+test('an object whose HOLDFAST_TOKEN is past the 1,024 bytes a hello carries refuses every client at its hello, saying so (as one with none), not "token refused"', async () => {
+  // It took the token, and then refused every client: connect() with the secret itself is an
+  // InvalidError at the client (no hello carries it), and any shorter token was refused permission,
+  // which sent the user to look for a wrong token. (Its RPC callers need no token: the object serves them.)
+  await assert.rejects(
+    connect(`${base}/ws/long?ns=longtoken`, { token: TOKEN, reconnect: false }),
+    e => e instanceof ClosedError && /HOLDFAST_TOKEN is 1026 bytes/.test(e.message) && /at most 1024/.test(e.message),
+  )
+})
+
 test('a request to the object that is not a WebSocket upgrade is answered 426', async () => {
   const response = await server.fetch('/ws/plain')
   assert.equal(response.status, 426)

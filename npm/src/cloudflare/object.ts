@@ -57,8 +57,9 @@
  * - `fetch` accepts an upgrade with `ctx.acceptWebSocket` (hibernatable) and answers 101; anything else
  *   426. Frames go through the same `Protocol` as `store.serve()`: hello with the token first, then
  *   hold, renew, release, cancel, inspect, goodbye, the pool frames and ping.
- * - The token is `env.HOLDFAST_TOKEN` (a secret of the Worker). Without it every client is refused at
- *   its hello (`closed`, saying so); a wrong one is refused `permission` and closed 4401, as by serve().
+ * - The token is `env.HOLDFAST_TOKEN` (a secret of the Worker). Without it, or with one past the 1,024
+ *   bytes a hello carries, every client is refused at its hello (`closed`, saying which); a wrong one
+ *   is refused `permission` and closed 4401, as by serve().
  * - What a connection must keep while the object is out of memory lives in its socket's attachment:
  *   its connection number, whether it said a good hello, whether it has holds in line, whether its
  *   session ended, and whether it came past the limit with no hello yet. After a wake (the
@@ -444,6 +445,18 @@ class Call implements RemoteSink {
 const NO_TOKEN =
   'holdfast object: no token is set, so WebSocket clients are refused: set the secret HOLDFAST_TOKEN (wrangler secret put HOLDFAST_TOKEN; in development, .dev.vars)'
 
+/** The most bytes of a token, as a hello carries it (docs/protocol.md; serve() and connect() check it too). */
+const MAX_TOKEN = 1024
+
+/**
+ * Why every WebSocket client is refused when the object's token is longer than a hello carries: no
+ * client could present it (connect() refuses it, a hello of it does not decode), and every shorter
+ * one was refused `permission`, which sent its user to look for a wrong token.
+ */
+function tokenTooLong(bytes: number): string {
+  return `holdfast object: the secret HOLDFAST_TOKEN is ${bytes} bytes, and a client's hello carries at most ${MAX_TOKEN}, so WebSocket clients are refused: set a shorter one (wrangler secret put HOLDFAST_TOKEN)`
+}
+
 /**
  * WebSocket clients at once per object, counted from the upgrade; one more is refused `limit` at its
  * hello, save one that takes its party's place (see `#admit`). The platform allows 32,768.
@@ -523,10 +536,15 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
     super(ctx, env)
     this.#state = ctx as DurableObjectStateLike
     this.#clock = new AlarmClock(this.#state.storage, () => this.#woken(false).catch(() => {}))
-    const token = (env as { HOLDFAST_TOKEN?: unknown } | null)?.HOLDFAST_TOKEN
+    const secret = (env as { HOLDFAST_TOKEN?: unknown } | null)?.HOLDFAST_TOKEN
+    const given = typeof secret === 'string' && secret.length > 0 ? secret : undefined
+    // A token no hello can carry is none: every client is refused at its hello, saying why, as with
+    // none. Not thrown here: the object's RPC callers (workerStore) need no token, and are served.
+    const bytes = given === undefined ? 0 : new TextEncoder().encode(given).length
+    const token = bytes > MAX_TOKEN ? undefined : given
     this.#protocol = new Protocol(
       () => this.#store,
-      typeof token === 'string' && token.length > 0 ? token : undefined,
+      token,
       {
         granted: (record, fence) => this.#granted(record, fence),
         renewed: (lease, ttl) => this.#renewedFor(lease, ttl),
@@ -539,7 +557,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
         waiting: session => this.#attach(session),
         closed: (session, goodbye) => this.#closed(session, goodbye),
       },
-      NO_TOKEN,
+      bytes > MAX_TOKEN ? tokenTooLong(bytes) : NO_TOKEN,
       MAX_ANSWER,
       REVISION,
     )

@@ -219,6 +219,16 @@ export class TokenlessHoldfast extends HoldfastObject {
 }
 
 /**
+ * HoldfastObject in a worker whose secret HOLDFAST_TOKEN is longer than a hello carries (1,024 bytes):
+ * 513 characters of two bytes each, 1,026 bytes, so that bytes are counted, not characters.
+ */
+export class LongTokenHoldfast extends HoldfastObject {
+  constructor(ctx, env) {
+    super(ctx, { ...env, HOLDFAST_TOKEN: '\u00e9'.repeat(513) })
+  }
+}
+
+/**
  * HoldfastObject with room for 2 WebSocket clients (its `_maxConnections`, for tests), so that a test
  * reaches the limit with a few raw clients; set in the constructor, which runs again at each wake.
  */

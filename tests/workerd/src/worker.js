@@ -9,6 +9,7 @@
 // - /cf/...: holdfast/cloudflare — HoldfastObject and workerStore(env.HOLDFAST) (see cloudflare.js).
 // - /ws/NAME: a WebSocket upgrade forwarded to the HoldfastObject named NAME, where clients of the
 //   wire protocol (connect('ws://…/ws/NAME')) hold its keys; ?ns=tokenless: one with no token set;
+//   ?ns=longtoken: one whose token is past the 1,024 bytes a hello carries;
 //   ?ns=counting: one that answers how many leases it keeps (/cf/alarms?ns=counting&name=NAME);
 //   ?ns=small: one with room for 2 WebSocket clients.
 // Every answer is JSON; a holdfast error crosses the boundary as { error: { code, name, message } }.
@@ -19,7 +20,7 @@ import { cloudflareRoute } from './cloudflare.js'
 import { callersReport } from './callers.js'
 
 // holdfast/cloudflare: the store as a Durable Object, and its subclass for the alarm test.
-export { HoldfastObject, CountingHoldfast, TokenlessHoldfast, LimitedHoldfast, SmallHoldfast } from './cloudflare.js'
+export { HoldfastObject, CountingHoldfast, TokenlessHoldfast, LongTokenHoldfast, LimitedHoldfast, SmallHoldfast } from './cloudflare.js'
 
 function errorInfo(e) {
   if (e instanceof HoldfastError) return { error: { code: e.code, name: e.name, message: e.message } }
@@ -123,7 +124,7 @@ export default {
     } else if (where === 'ws') {
       // As a user's Worker forwards clients to the object: the request itself, upgrade and all.
       const ns = url.searchParams.get('ns')
-      const namespace = ns === 'tokenless' ? env.TOKENLESS : ns === 'counting' ? env.COUNTING : ns === 'small' ? env.SMALL : env.HOLDFAST
+      const namespace = ns === 'tokenless' ? env.TOKENLESS : ns === 'longtoken' ? env.LONGTOKEN : ns === 'counting' ? env.COUNTING : ns === 'small' ? env.SMALL : env.HOLDFAST
       return namespace.get(namespace.idFromName(op || 'ws')).fetch(request)
     } else if (where === 'cf') {
       body = await cloudflareRoute(op, url.searchParams, env)
