@@ -27,3 +27,16 @@ test('connect() with option ca and a ws:// or ws+unix:// url (no TLS) is an Inva
     await store.close()
   }
 })
+
+test('connect() with an empty ca (a file read empty) is an InvalidError naming the option, as serve() refuses an empty tls.cert, not an unreachable server', async () => {
+  // It was taken as no ca at all: trusted the system's certificates only, and a server with its own
+  // was refused as ClosedError "cannot reach the server", which callers retry as a passing outage.
+  for (const ca of ['', new Uint8Array(0)]) {
+    const error = await connect('wss://127.0.0.1:1', { token: TOKEN, reconnect: false, ca }).then(
+      client => (client.close(), assert.fail('connected')),
+      e => e,
+    )
+    assert.ok(error instanceof InvalidError, `${JSON.stringify(ca)}: ${error?.constructor?.name} ${error}`)
+    assert.match(error.message, /^connect: option ca .*empty/)
+  }
+})

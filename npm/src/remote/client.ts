@@ -1171,6 +1171,9 @@ export async function connectOn(
   }
   if (new TextEncoder().encode(token).length > 1024) throw new InvalidError('connect: a token is at most 1024 bytes')
   if (o.ca !== undefined && typeof o.ca !== 'string' && !(o.ca instanceof Uint8Array)) throw new InvalidError('connect: option ca must be PEM text or bytes')
+  // An empty one (a file read empty) was taken as none, the system's certificates trusted alone: a
+  // server with its own was then refused as unreachable (ClosedError), which callers retry.
+  if (o.ca !== undefined && (o.ca as string | Uint8Array).length === 0) throw new InvalidError('connect: option ca must be PEM text or bytes: it is empty')
   // A ca is trust for a TLS certificate: with a ws:// or ws+unix:// url there is none to check, and it
   // went unheard, the connection made in the clear by a caller who asked for TLS.
   if (o.ca !== undefined && !url.startsWith('wss')) {
