@@ -65,6 +65,7 @@ import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type Cla
 import type { PoolInfo } from './types.js'
 import { withdrawAgainIn } from './withdraw-retry.js'
 import { checkName } from '../util/name.js'
+import { masked } from '../util/masked-url.js'
 
 /** An answer, or `dropped`: the connection ended before it came (id 0: the frame was not even sent). */
 export type LinkFrame = (ServerMessage & { id: number }) | { id: number; type: 'dropped' }
@@ -177,7 +178,7 @@ export class RemotePools implements PoolStore {
     const revision = this.#link.revision()
     if (revision < POOLS) {
       return new InvalidError(
-        `${place}: the server at ${this.#link.url} speaks protocol revision ${revision}, which has no pools (pools need revision ${POOLS}: a newer holdfast on the server)`,
+        `${place}: the server at ${masked(this.#link.url)} speaks protocol revision ${revision}, which has no pools (pools need revision ${POOLS}: a newer holdfast on the server)`,
       )
     }
     return undefined
@@ -231,7 +232,9 @@ export class RemotePools implements PoolStore {
             if (!claim.asks.has(ask)) return
             if (claim.asks.size > 1) {
               this.#leave(key, claim, ask)
-              return ask.reject(new ClosedError(`${place}: no answer from ${this.#link.url} within the wait; the claim goes on for another ask of its id`))
+              return ask.reject(
+                new ClosedError(`${place}: no answer from ${masked(this.#link.url)} within the wait; the claim goes on for another ask of its id`),
+              )
             }
             this.#link.send({ type: 'pool', op: 'cancel', pool: pool.name, capacity: 0, claim: id, value: 0 }, answer => {
               if (!claim.asks.has(ask)) return
@@ -239,8 +242,8 @@ export class RemotePools implements PoolStore {
               ask.reject(
                 new ClosedError(
                   answer.type === 'dropped'
-                    ? `${place}: no answer from the server within the wait (${this.#link.url} unreachable)`
-                    : `${place}: no answer from ${this.#link.url} within the wait; withdrawn there (it took nothing)`,
+                    ? `${place}: no answer from the server within the wait (${masked(this.#link.url)} unreachable)`
+                    : `${place}: no answer from ${masked(this.#link.url)} within the wait; withdrawn there (it took nothing)`,
                 ),
               )
             })
@@ -308,7 +311,7 @@ export class RemotePools implements PoolStore {
           const message = p.drawn ? answer.message.replace(`pool ${pool.name}: claim ${JSON.stringify(p.id)}: `, `pool ${pool.name}: `) : answer.message
           return ask.reject(errorOf(answer.code as ErrorCode, message))
         }
-        ask.reject(new ClosedError(`pool ${pool.name}: unexpected answer ${answer.type} from ${this.#link.url}`))
+        ask.reject(new ClosedError(`pool ${pool.name}: unexpected answer ${answer.type} from ${masked(this.#link.url)}`))
       },
     )
   }
@@ -405,7 +408,7 @@ export class RemotePools implements PoolStore {
         continue
       }
       if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, answer.message)
-      if (answer.type !== expect) throw new ClosedError(`${place}: unexpected answer ${answer.type} from ${this.#link.url}`)
+      if (answer.type !== expect) throw new ClosedError(`${place}: unexpected answer ${answer.type} from ${masked(this.#link.url)}`)
       this.#capacities.answered(pool)
       return read(answer, again)
     }
@@ -461,11 +464,11 @@ export class RemotePools implements PoolStore {
         for (const p of answer.pools) pools.push({ kind: 'pool', ...p })
         if (!answer.more) return pools
         // A page holds a pool at least: one empty with more to come would be asked again forever.
-        if (answer.pools.length === 0) throw new ClosedError(`inspect: ${this.#link.url}: unexpected answer poolsPage, empty with more to come`)
+        if (answer.pools.length === 0) throw new ClosedError(`inspect: ${masked(this.#link.url)}: unexpected answer poolsPage, empty with more to come`)
         continue
       }
       if (answer.type === 'error') throw errorOf(answer.code as ErrorCode, `inspect: ${answer.message}`)
-      if (answer.type !== 'dropped') throw new ClosedError(`inspect: ${this.#link.url}: unexpected answer ${answer.type}`)
+      if (answer.type !== 'dropped') throw new ClosedError(`inspect: ${masked(this.#link.url)}: unexpected answer ${answer.type}`)
       await this.#link.reconnected(this.#link.clock.now() + PATIENCE, 'inspect: ')
     }
   }

@@ -92,6 +92,7 @@ import type { ContextStorage, Scope } from '../handle/context.js'
 import { ResourceNames } from '../handle/resource-names.js'
 import type { Socket, Transport } from '../runtime/transport.js'
 import { checkName } from '../util/name.js'
+import { masked } from '../util/masked-url.js'
 
 /** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
 type Resource = SharedResource<Lease>
@@ -260,6 +261,11 @@ function keepHoldShapes(): void {
 
 export class RemoteStore implements LeaseOwner {
   readonly url: string
+  /**
+   * The url as errors say it: its password, if it has one (basic auth at a reverse proxy), as `***`.
+   * Errors go to logs, and from `holdfast` to stderr.
+   */
+  readonly #said: string
   readonly #transport: Transport
   readonly #token: string
   readonly #reconnect: boolean
@@ -351,6 +357,7 @@ export class RemoteStore implements LeaseOwner {
   // The published types keep the overload above alone (see Lease's constructor).
   protected constructor(...[url, transport, token, reconnect, clock, context, ca]: RemoteStoreArgs) {
     this.url = url
+    this.#said = masked(url)
     this.#ca = ca
     this.#transport = transport
     this.#token = token
@@ -400,7 +407,7 @@ export class RemoteStore implements LeaseOwner {
     }
     // (The error the client ended with names its URL already.)
     if (this.#closed) throw new ClosedError(`${prefix}${this.#closed.message}`)
-    if (!this.#socket) throw new ClosedError(`${prefix}${this.url}: connection closed`)
+    if (!this.#socket) throw new ClosedError(`${prefix}${this.#said}: connection closed`)
   }
 
   /** @internal Dials and says hello; rejects when the server cannot be reached or refuses the token. */
@@ -417,7 +424,7 @@ export class RemoteStore implements LeaseOwner {
     try {
       socket = await settledWithin(this.#clock, dialing, CONNECT_PATIENCE)
     } catch (error) {
-      throw new ClosedError(`connect ${this.url}: cannot reach the server: ${(error as Error)?.message ?? error}`, { cause: error })
+      throw new ClosedError(`connect ${this.#said}: cannot reach the server: ${(error as Error)?.message ?? error}`, { cause: error })
     } finally {
       this.#abandonDial = undefined
     }
@@ -428,12 +435,12 @@ export class RemoteStore implements LeaseOwner {
         late => late.close(1000, 'goodbye'),
         () => {},
       )
-      throw new ClosedError(`connect ${this.url}: no answer to the WebSocket upgrade within ${CONNECT_PATIENCE}ms`)
+      throw new ClosedError(`connect ${this.#said}: no answer to the WebSocket upgrade within ${CONNECT_PATIENCE}ms`)
     }
     // Closed while it dialed (a reconnect under way): the connection would outlive the client.
     if (this.#closed) {
       socket.close(1000, 'goodbye')
-      throw new ClosedError(`connect ${this.url}: ${this.#closed.message}`)
+      throw new ClosedError(`connect ${this.#said}: ${this.#closed.message}`)
     }
     this.#refusal = undefined
     this.#welcomed = false
@@ -448,7 +455,7 @@ export class RemoteStore implements LeaseOwner {
       // Let go of it now, as a drop does (its hello answered `dropped`, to nobody), then cut it.
       this.#dropped(socket)
       socket.close(4408, 'no welcome')
-      throw new ClosedError(`connect ${this.url}: no welcome within ${CONNECT_PATIENCE}ms of dialing`)
+      throw new ClosedError(`connect ${this.#said}: no welcome within ${CONNECT_PATIENCE}ms of dialing`)
     }
     if (welcome.type !== 'welcome') {
       // Let go of it as a drop does: what was asked on it while its hello was in flight (a reconnect's:
@@ -464,7 +471,7 @@ export class RemoteStore implements LeaseOwner {
         this.#oldServer = true
         return this._open()
       }
-      const message = `connect ${this.url}: ${error ? String(error.message) : 'connection closed during hello'}`
+      const message = `connect ${this.#said}: ${error ? String(error.message) : 'connection closed during hello'}`
       throw code === 'permission' ? new PermissionError(message) : errorOf(code, message)
     }
     if (welcome.revision >= BATCHES) socket.pack = packClient
@@ -579,7 +586,7 @@ export class RemoteStore implements LeaseOwner {
     // decides what comes next — a refused connect() leaves nothing behind that reconnects.
     if (!this.#welcomed) return
     if (!this.#closed && this.#reconnect) void this.#reconnectLoop()
-    else if (!this.#closed) this.#fail(new ClosedError(`${this.url}: connection closed`))
+    else if (!this.#closed) this.#fail(new ClosedError(`${this.#said}: connection closed`))
   }
 
   async #reconnectLoop(): Promise<void> {
@@ -740,7 +747,7 @@ export class RemoteStore implements LeaseOwner {
     if (this.#socket && this.#receivedAt > p.askedAt) {
       p.reject(new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`))
     } else {
-      p.reject(new ClosedError(`${p.place()}: no answer from the server within the wait (${this.url} unreachable)`))
+      p.reject(new ClosedError(`${p.place()}: no answer from the server within the wait (${this.#said} unreachable)`))
     }
   }
 
@@ -1018,7 +1025,7 @@ export class RemoteStore implements LeaseOwner {
         for (const e of answer.entries) entries.push(e as KeyInfo)
         if (!answer.more) return entries
         // A page holds an entry at least: one empty with more to come would be asked again forever.
-        if (answer.entries.length === 0) throw new ClosedError(`inspect: ${this.url}: unexpected answer inspectedPage, empty with more to come`)
+        if (answer.entries.length === 0) throw new ClosedError(`inspect: ${this.#said}: unexpected answer inspectedPage, empty with more to come`)
         continue
       }
       if (answer.type === 'error' && answer.code === 'limit' && !paged) {
@@ -1026,7 +1033,7 @@ export class RemoteStore implements LeaseOwner {
         continue
       }
       if (answer.type === 'error') throw errorOf(answer.code, `inspect: ${answer.message}`)
-      if (answer.type !== 'dropped') throw new ClosedError(`inspect: ${this.url}: unexpected answer ${answer.type}`)
+      if (answer.type !== 'dropped') throw new ClosedError(`inspect: ${this.#said}: unexpected answer ${answer.type}`)
       await this.#back(this.#clock.now() + INSPECT_PATIENCE, 'inspect: ')
     }
   }
@@ -1081,7 +1088,7 @@ export class RemoteStore implements LeaseOwner {
     }
     const socket = this.#socket
     if (socket) await settledWithin(this.#clock, this.#ask({ type: 'goodbye' }), GOODBYE_PATIENCE)
-    this.#fail(new ClosedError(`${this.url}: the client closed`))
+    this.#fail(new ClosedError(`${this.#said}: the client closed`))
     const current = this.#socket
     if (current === undefined) return
     // Whatever is still awaited on it (a server that did not answer the goodbye either) is answered
@@ -1158,12 +1165,12 @@ export async function connectOn(
   const o = checkOptions(options, 'connect', ['token', 'reconnect', 'clock', 'ca'])
   if (!transport) throw new InvalidError('connect: this runtime has no client transport')
   if (typeof url !== 'string' || !/^(wss?:\/\/|wss?\+unix:\/\/)/.test(url)) {
-    throw new InvalidError(`connect: url ${JSON.stringify(url)} must start with ws://, wss:// or ws+unix://`)
+    throw new InvalidError(`connect: url ${JSON.stringify(typeof url === 'string' ? masked(url) : url)} must start with ws://, wss:// or ws+unix://`)
   }
   // A url no WebSocket can dial is the caller's mistake, not a server out of reach: the transport
   // would fail it as ClosedError, which callers retry as a passing outage.
   if (/\+unix:\/\/$/.test(url) || (!url.includes('+unix://') && !canParse(url))) {
-    throw new InvalidError(`connect: url ${url} is not a WebSocket address (ws://HOST:PORT, wss://HOST:PORT or ws+unix://PATH)`)
+    throw new InvalidError(`connect: url ${masked(url)} is not a WebSocket address (ws://HOST:PORT, wss://HOST:PORT or ws+unix://PATH)`)
   }
   const token = o.token ?? envToken()
   if (typeof token !== 'string' || token.length === 0) {
@@ -1178,7 +1185,9 @@ export async function connectOn(
   // went unheard, the connection made in the clear by a caller who asked for TLS.
   if (o.ca !== undefined && !url.startsWith('wss')) {
     const scheme = url.startsWith('ws+unix://') ? 'ws+unix://' : 'ws://'
-    throw new InvalidError(`connect: option ca trusts a TLS certificate, and url ${url} is ${scheme} (no TLS): use wss:// (or wss+unix://), or leave ca out`)
+    throw new InvalidError(
+      `connect: option ca trusts a TLS certificate, and url ${masked(url)} is ${scheme} (no TLS): use wss:// (or wss+unix://), or leave ca out`,
+    )
   }
   // Checked as openStore() checks them: a clock that is not one failed later as a TypeError, and any
   // reconnect but `false` (`'no'`, `0`) reconnected.
