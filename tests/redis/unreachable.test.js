@@ -4,7 +4,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, ClosedError, InUseError, LostError } from 'holdfast/redis'
-import { CLIENT, startRedis, redisClient, later, sleep } from './helpers.js'
+import { CLIENT, startRedis, redisClient, later, sleep, raw } from './helpers.js'
 
 test('#15: Redis unreachable — holds end with a typed error after their wait, a lease is lost at its ttl, then the store carries on', async t => {
   const server = await startRedis(t)
@@ -81,4 +81,25 @@ test('#15: a waiter whose event loop was blocked across the end of its wait reje
   const answer = await waiting
   assert.ok(answer instanceof InUseError && /still held after waiting 1000ms/.test(answer.message), String(answer))
   await lease.release()
+})
+
+test('#15: openRedisStore({ url }) of a Redis that takes connections and never answers (SIGSTOP) rejects ClosedError within its 10 s, rather than never settling, and leaves no connection', { skip: CLIENT !== 'ioredis' && 'the url opens an ioredis client: run once' }, async t => {
+  // The client holdfast opens for the url waited to be ready: ioredis's readiness check (INFO) and
+  // node-redis's handshake have no bound once the TCP connection is made (the kernel makes it for a
+  // frozen server, or a proxy whose Redis is gone): openRedisStore, and `holdfast hold redis://…`, hung.
+  const server = await startRedis(t)
+  server.kill('SIGSTOP')
+  later(t, () => server.kill('SIGCONT'))
+  const started = Date.now()
+  let timer
+  const late = new Promise(resolve => (timer = setTimeout(resolve, 15_000, 'not settled in 15 s')))
+  const answer = await Promise.race([openRedisStore({ url: server.url }).then(s => (later(t, () => s.close()), s), e => e), late])
+  clearTimeout(timer)
+  const took = Date.now() - started
+  assert.ok(answer instanceof ClosedError && /^openRedisStore: cannot reach redis:\/\/127\.0\.0\.1:\d+: /.test(answer.message), String(answer))
+  assert.ok(took >= 9_000 && took < 12_000, `rejected after ${took} ms`)
+  server.kill('SIGCONT')
+  // Redis, awake, has the connection it never answered gone: the raw client that asks is the only one.
+  await sleep(200)
+  assert.match(String(await raw(server.port, 'INFO', 'clients')), /connected_clients:1\r\n/)
 })

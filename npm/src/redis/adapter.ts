@@ -277,7 +277,7 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       sub.on('error', noop)
       sub.on(sharded ? 'smessage' : 'message', ((channel: string, text: string) => message(channel, text)) as (...args: never[]) => void)
       sub.on('ready', afterFirst(ready))
-      // The first subscription waits for the connection: bounded, as node-redis's (connectSubscriber).
+      // The first subscription waits for the connection: bounded, as node-redis's (connectNodeRedis).
       // ioredis queues it while it connects again and again (a Redis at maxclients refuses each try)
       // until maxRetriesPerRequest, and for good with none (null, as BullMQ asks of its clients):
       // openRedisStore never settled.
@@ -402,7 +402,7 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
       const sub = c.duplicate()
       sub.on('error', noop)
       sub.on('ready', afterFirst(ready))
-      await connectSubscriber(sub)
+      await connectNodeRedis(sub, `no connection for pub/sub within ${CONNECT_PATIENCE}ms`)
       const listener: Listener = (text, ch) => message(ch, text)
       return {
         subscribe: async channel => void (await sub.subscribe(channel, listener)),
@@ -417,36 +417,38 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
   }
 }
 
-/** How long a subscriber connection holdfast makes has to connect. */
+/** How long a connection holdfast makes (for a url, for pub/sub) has to connect and be ready. */
 const CONNECT_PATIENCE = 10_000
 
 /**
- * Connects the subscriber connection duplicated from a node-redis client; rejects its first error (a
- * refused AUTH: the password changed since the application's client connected), or none within
- * `CONNECT_PATIENCE`, with the connection cut. node-redis's `connect()` does not reject while its
- * reconnect strategy tries again (by default, for good): openRedisStore waited for good, and the
+ * Connects a node-redis client holdfast made (for a url, or the subscriber connection duplicated from
+ * the application's client); rejects its first error (a refused connection, a refused AUTH: the
+ * password changed since the application's client connected), or `late` when it is not ready within
+ * `CONNECT_PATIENCE` (a Redis that takes the connection and never answers its handshake), with the
+ * connection cut. node-redis's `connect()` does not reject while its reconnect strategy tries again (by
+ * default, for good), nor while its handshake waits: openRedisStore waited for good, and the
  * connection, which nobody would close, tried again every 2 s.
  */
-async function connectSubscriber(sub: NodeRedis): Promise<void> {
+async function connectNodeRedis(client: NodeRedis, late: string): Promise<void> {
   let onError: (error: unknown) => void = noop
   let timer: ReturnType<typeof setTimeout> | undefined
   const failed = new Promise<never>((_, reject) => {
     onError = reject
-    timer = setTimeout(() => reject(new Error(`no connection for pub/sub within ${CONNECT_PATIENCE}ms`)), CONNECT_PATIENCE)
+    timer = setTimeout(() => reject(new Error(late)), CONNECT_PATIENCE)
   })
-  sub.on('error', onError as (...args: never[]) => void)
-  const connecting = sub.connect()
+  client.on('error', onError as (...args: never[]) => void)
+  const connecting = client.connect()
   try {
     await Promise.race([connecting, failed])
   } catch (error) {
     // Cut, not closed: a QUIT would wait behind the connection it never made.
     connecting.catch(noop)
-    if (typeof sub.destroy === 'function') sub.destroy()
-    else await sub.disconnect?.().catch(noop)
+    if (typeof client.destroy === 'function') client.destroy()
+    else await client.disconnect?.().catch(noop)
     throw error
   } finally {
     clearTimeout(timer)
-    sub.off('error', onError as (...args: never[]) => void)
+    client.off('error', onError as (...args: never[]) => void)
   }
 }
 
@@ -555,7 +557,9 @@ export async function adapterForUrl(url: string, place: string): Promise<Adapter
     const client = new Redis(url, { lazyConnect: true })
     client.on('error', noop)
     try {
-      await (client as unknown as { connect(): Promise<void> }).connect()
+      // ioredis's connectTimeout ends when the TCP connection is made; its readiness check (INFO) waits
+      // for good on a Redis that takes connections and never answers (frozen, or behind a proxy).
+      await within((client as unknown as { connect(): Promise<void> }).connect(), CONNECT_PATIENCE, `not ready within ${CONNECT_PATIENCE}ms`)
     } catch (error) {
       client.disconnect()
       throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(error as Error)?.message ?? error}`, { cause: error })
@@ -572,9 +576,8 @@ export async function adapterForUrl(url: string, place: string): Promise<Adapter
     const client = nodeRedis.createClient({ url })
     client.on('error', noop)
     try {
-      await client.connect()
+      await connectNodeRedis(client, `not ready within ${CONNECT_PATIENCE}ms`)
     } catch (error) {
-      await endNodeRedis(client)
       throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(error as Error)?.message ?? error}`, { cause: error })
     }
     return nodeRedisAdapter(client, true)
