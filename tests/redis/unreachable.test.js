@@ -4,7 +4,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, ClosedError, InUseError, LostError } from 'holdfast/redis'
-import { CLIENT, startRedis, redisClient, later, sleep, raw } from './helpers.js'
+import { CLIENT, startRedis, redisClient, later, sleep, raw, freePort } from './helpers.js'
 
 test('#15: Redis unreachable — holds end with a typed error after their wait, a lease is lost at its ttl, then the store carries on', async t => {
   const server = await startRedis(t)
@@ -102,4 +102,31 @@ test('#15: openRedisStore({ url }) of a Redis that takes connections and never a
   // Redis, awake, has the connection it never answered gone: the raw client that asks is the only one.
   await sleep(200)
   assert.match(String(await raw(server.port, 'INFO', 'clients')), /connected_clients:1\r\n/)
+})
+
+test('#15: a Redis that answers READONLY (a replica: a failover under way) is not called unreachable: a hold and a claim end ClosedError naming its answer, and openRedisStore says it reached a replica', async t => {
+  // Redis answered every ask, READONLY; the hold rejected "no answer from Redis within the wait
+  // (500ms): unreachable", the claim the same, and openRedisStore "cannot reach Redis: READONLY …".
+  const server = await startRedis(t, { appendonly: 'no' })
+  const store = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => store.close())
+  const lock = store.lock('ro', { ttl: '2s' })
+  const seats = store.pool('ro-seats', { capacity: 2 })
+  assert.equal(await lock.hold('k', () => 'before'), 'before')
+  // From now on Redis answers every write READONLY: a replica of a primary nobody runs.
+  assert.equal(await raw(server.port, 'REPLICAOF', '127.0.0.1', String(await freePort())), 'OK')
+  later(t, () => raw(server.port, 'REPLICAOF', 'NO', 'ONE'))
+  const [held, claimed, opened] = await Promise.all([
+    lock.hold('k', { wait: 500 }, () => 'never').catch(e => e),
+    seats.claim(1, { wait: 500 }).catch(e => e),
+    redisClient(t, server.url).then(client => openRedisStore({ redis: client }).catch(e => e)),
+  ])
+  for (const answer of [held, claimed]) {
+    assert.ok(answer instanceof ClosedError && /: Redis answered "READONLY .*" within the wait( \(500ms\))?: a replica/.test(answer.message), String(answer))
+    assert.doesNotMatch(answer.message, /unreachable|no answer/)
+  }
+  assert.ok(opened instanceof ClosedError && /^openRedisStore: Redis answered "READONLY .*": a replica/.test(opened.message), String(opened))
+  assert.doesNotMatch(opened.message, /cannot reach/)
+  assert.equal(await raw(server.port, 'REPLICAOF', 'NO', 'ONE'), 'OK')
+  assert.equal(await lock.hold('k', { wait: '5s' }, () => 'after'), 'after')
 })

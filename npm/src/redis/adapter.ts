@@ -76,6 +76,20 @@ export const CLIENT_ENDED = 'the Redis client was closed (by the application, or
 /** Error replies that pass by themselves (a loading, busy or failing-over server): asked again later. */
 export const TRANSIENT = new Set(['LOADING', 'BUSY', 'READONLY', 'MASTERDOWN', 'TRYAGAIN', 'CLUSTERDOWN', 'MOVED', 'ASK'])
 
+/**
+ * What to tell a user of a command Redis answered with a reply that passes by itself (`TRANSIENT`,
+ * found as `error` or its `cause`) until it was given up: Redis was reached, so it is not
+ * "unreachable". `when` says when it answered (`within the wait (500ms)`). Undefined for anything
+ * else (no answer at all). READONLY: the server is a replica (a failover under way, or a client given a
+ * replica's address).
+ */
+export function answeredTransient(error: unknown, when = ''): string | undefined {
+  const reply = error instanceof ReplyFailure ? error : (error as { cause?: unknown } | null)?.cause
+  if (!(reply instanceof ReplyFailure) || !TRANSIENT.has(reply.code)) return undefined
+  const replica = reply.code === 'READONLY' ? ': a replica, which takes no writes (a failover under way, or the address of a replica)' : ''
+  return `Redis answered ${JSON.stringify(reply.message)}${when && ` ${when}`}${replica}`
+}
+
 const noop = () => {}
 
 /** The errors a client raises for an error reply (ioredis: ReplyError; node-redis: SimpleError / ErrorReply). */

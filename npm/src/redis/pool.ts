@@ -54,7 +54,7 @@ import type { PoolInfo } from '../pool/types.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
-import { CLIENT_ENDED, ReplyFailure } from './adapter.js'
+import { answeredTransient, CLIENT_ENDED, ReplyFailure } from './adapter.js'
 import { poolKeysOf, poolTagOf } from './scripts.js'
 import type { PoolWake } from './wakeups.js'
 import { checkName } from '../util/name.js'
@@ -227,7 +227,7 @@ export class RedisPools implements PoolStore {
 
   #failure(error: unknown, place: string): Error {
     if (error instanceof ReplyFailure) return new StorageError(`${place}: Redis refused the script: ${error.message}`, { cause: error })
-    return new ClosedError(`${place}: no answer from Redis: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+    return new ClosedError(`${place}: ${answeredTransient(error) ?? `no answer from Redis: ${(error as Error)?.message ?? String(error)}`}`, { cause: error })
   }
 
   // ---- claims ----
@@ -365,7 +365,13 @@ export class RedisPools implements PoolStore {
         // store.close()), nor can its cancel be sent.
         if (this.#host.ended()) return this.#end(p, new ClosedError(`${p.place}: ${CLIENT_ENDED}`, { cause: error }))
         if (this.#host.clock.now() + AGAIN_MS >= p.giveUpAt) {
-          this.#end(p, new ClosedError(`${p.place}: no answer from Redis within the wait: unreachable`, { cause: error }))
+          // Redis answering READONLY (a failover) all along was reached: not "unreachable".
+          this.#end(
+            p,
+            new ClosedError(`${p.place}: ${answeredTransient(error, 'within the wait') ?? 'no answer from Redis within the wait: unreachable'}`, {
+              cause: error,
+            }),
+          )
           return void this.#cancel(p, Infinity)
         }
         // Asked again with its id: never taken twice. One that waited asks where it stands.

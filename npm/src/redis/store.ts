@@ -46,7 +46,7 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 
 /** A resource as the package's stores keep it (in the local store, a key it granted itself stands as its lease). */
 type Resource = SharedResource<Lease>
-import { adapterForUrl, adapterOf, asReply, CLIENT_ENDED, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
+import { adapterForUrl, adapterOf, answeredTransient, asReply, CLIENT_ENDED, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
 import { constants, keysOf, parseMetaKey, parsePoolKey, poolKeysOf, poolTagOf, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
 import { Renewal, margin, renewInterval, type Renewed } from '../remote/renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
@@ -137,6 +137,8 @@ class Request {
    * nothing of Redis.
    */
   unansweredSince = -1
+  /** Why its last command failed without an answer it could act on (no answer, or a reply like READONLY): what a give-up says. */
+  lastFailure: unknown = undefined
   /**
    * When a command was sent that Redis took while this request was still in line (the first acquire,
    * then each answered "waiting"): its grant came after, so a wake-up's lease counts from here (-1:
@@ -593,9 +595,14 @@ export class RedisStore implements LeaseOwner {
         void this.#end(p, 'C')
         // Half the grace: a heartbeat due as the wait ends (plus SLACK) and unanswered since is an outage.
         const unanswered = p.unansweredSince >= 0 && this.#clock.now() - p.unansweredSince >= WAIT_GRACE / 2
+        // Redis answering READONLY (a replica, in a failover) or LOADING all along was reached: saying
+        // "unreachable" sent users looking at the network.
+        const within = `within the wait (${p.wait}ms)`
         p.reject(
           unanswered
-            ? new ClosedError(`${p.place()}: no answer from Redis within the wait (${p.wait}ms): unreachable`)
+            ? new ClosedError(`${p.place()}: ${answeredTransient(p.lastFailure, within) ?? `no answer from Redis ${within}: unreachable`}`, {
+                cause: p.lastFailure,
+              })
             : new InUseError(`${p.place()}: still held after waiting ${p.wait}ms`),
         )
       },
@@ -636,6 +643,7 @@ export class RedisStore implements LeaseOwner {
    */
   #failed(p: Request, error: unknown, again: () => void): void {
     if (this.#requests.get(p.id) !== p || p.lease) return
+    p.lastFailure = error
     this.#armGiveUp(p)
     if (error instanceof ReplyFailure) {
       this.#forget(p)
@@ -1135,7 +1143,8 @@ export async function openRedisStoreOn(context: ContextStorage | undefined, opti
   } catch (error) {
     await adapter.close().catch(() => {})
     if (error instanceof ReplyFailure) throw new StorageError(`${place}: Redis refused: ${error.message}`, { cause: error })
-    if (error instanceof NoAnswer) throw new ClosedError(`${place}: cannot reach Redis: ${error.message}`, { cause: error })
+    // A reply like READONLY (a replica) was an answer: Redis was reached, and the words say what it is.
+    if (error instanceof NoAnswer) throw new ClosedError(`${place}: ${answeredTransient(error) ?? `cannot reach Redis: ${error.message}`}`, { cause: error })
     throw error
   }
 }
