@@ -130,3 +130,18 @@ test('#15: a Redis that answers READONLY (a replica: a failover under way) is no
   assert.equal(await raw(server.port, 'REPLICAOF', 'NO', 'ONE'), 'OK')
   assert.equal(await lock.hold('k', { wait: '5s' }, () => 'after'), 'after')
 })
+
+test('#15: openRedisStore({ url }) that cannot open its client says why (the password refused, the connection refused), not "Connection is closed."', { skip: CLIENT !== 'ioredis' && 'the url opens an ioredis client: run once' }, async t => {
+  // ioredis's connect() rejects "Connection is closed." whatever happened; why went to its 'error'
+  // event, which holdfast listens to only to keep it from being thrown: a wrong password read as an
+  // unreachable Redis.
+  const server = await startRedis(t)
+  assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'app', 'on', '>right', '~*', '&*', '+@all'), 'OK')
+  const wrong = await openRedisStore({ url: `redis://app:wrong-pw@127.0.0.1:${server.port}` }).catch(e => e)
+  assert.ok(wrong instanceof ClosedError && /^openRedisStore: cannot reach redis:\/\/app:\*\*\*@127\.0\.0\.1:\d+: WRONGPASS /.test(wrong.message), String(wrong))
+  assert.doesNotMatch(wrong.message, /wrong-pw/)
+  const refused = await openRedisStore({ url: `redis://127.0.0.1:${await freePort()}` }).catch(e => e)
+  assert.ok(refused instanceof ClosedError && /^openRedisStore: cannot reach redis:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED /.test(refused.message), String(refused))
+  const right = await openRedisStore({ url: `redis://app:right@127.0.0.1:${server.port}` })
+  await right.close()
+})

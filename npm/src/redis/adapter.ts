@@ -570,13 +570,21 @@ export async function adapterForUrl(url: string, place: string): Promise<Adapter
     const Redis = (ioredis.Redis ?? ioredis.default) as new (url: string, options: object) => IoRedis
     const client = new Redis(url, { lazyConnect: true })
     client.on('error', noop)
+    // connect() rejects "Connection is closed." whatever happened (a refused password, a refused
+    // connection): why is the client's last 'error'.
+    let why: unknown
+    const record = ((error: unknown) => (why = error)) as (...args: never[]) => void
+    client.on('error', record)
     try {
       // ioredis's connectTimeout ends when the TCP connection is made; its readiness check (INFO) waits
       // for good on a Redis that takes connections and never answers (frozen, or behind a proxy).
       await within((client as unknown as { connect(): Promise<void> }).connect(), CONNECT_PATIENCE, `not ready within ${CONNECT_PATIENCE}ms`)
     } catch (error) {
       client.disconnect()
-      throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(error as Error)?.message ?? error}`, { cause: error })
+      const cause = why ?? error
+      throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(cause as Error)?.message ?? cause}`, { cause })
+    } finally {
+      client.off('error', record)
     }
     return ioredisAdapter(client, true)
   }
