@@ -3,7 +3,7 @@
 // (its signal aborts LostError, its hold rejects LostError); once Redis answers again, the store carries on.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { openRedisStore, ClosedError, InUseError, LostError } from 'holdfast/redis'
+import { openRedisStore, ClosedError, InUseError, InvalidError, LostError } from 'holdfast/redis'
 import { CLIENT, startRedis, redisClient, later, sleep, raw, freePort } from './helpers.js'
 
 test('#15: Redis unreachable — holds end with a typed error after their wait, a lease is lost at its ttl, then the store carries on', async t => {
@@ -144,4 +144,18 @@ test('#15: openRedisStore({ url }) that cannot open its client says why (the pas
   assert.ok(refused instanceof ClosedError && /^openRedisStore: cannot reach redis:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED /.test(refused.message), String(refused))
   const right = await openRedisStore({ url: `redis://app:right@127.0.0.1:${server.port}` })
   await right.close()
+})
+
+test('LOCK-06: openRedisStore({ redis }) given a client the application already closed says so, at once, rather than "cannot reach Redis: Connection is closed."', async t => {
+  // ioredis's own words for a client quit before: read as a Redis down. (node-redis's is refused as
+  // not connected, an InvalidError, before anything is asked.)
+  const server = await startRedis(t)
+  const client = await redisClient(t, server.url)
+  if (CLIENT === 'ioredis') await client.quit()
+  else await (client.close?.() ?? client.quit())
+  const started = Date.now()
+  const answer = await openRedisStore({ redis: client }).catch(e => e)
+  assert.ok(Date.now() - started < 1_000)
+  if (CLIENT === 'ioredis') assert.ok(answer instanceof ClosedError && /^openRedisStore: the Redis client was closed/.test(answer.message), String(answer))
+  else assert.ok(answer instanceof InvalidError && /not connected/.test(answer.message), String(answer))
 })

@@ -1141,8 +1141,12 @@ export async function openRedisStoreOn(context: ContextStorage | undefined, opti
     await store._open()
     return store
   } catch (error) {
+    // Read before the close (which ends a client holdfast opened): an ioredis client the application
+    // quit before answers "Connection is closed.", which read as a Redis down.
+    const ended = adapter.ended()
     await adapter.close().catch(() => {})
     if (error instanceof ReplyFailure) throw new StorageError(`${place}: Redis refused: ${error.message}`, { cause: error })
+    if (error instanceof NoAnswer && ended) throw new ClosedError(`${place}: ${CLIENT_ENDED}`, { cause: error })
     // A reply like READONLY (a replica) was an answer: Redis was reached, and the words say what it is.
     if (error instanceof NoAnswer) throw new ClosedError(`${place}: ${answeredTransient(error) ?? `cannot reach Redis: ${error.message}`}`, { cause: error })
     throw error
