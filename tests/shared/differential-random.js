@@ -16,6 +16,7 @@
 // of calls is the order of steps on every store.
 import assert from 'node:assert/strict'
 import { inspect, isDeepStrictEqual } from 'node:util'
+import { aborted, failure, outcome, shape } from './differential.js'
 import { mulberry32 } from './random.js'
 
 /** How long the other store has to settle as the in-process store did after a step. */
@@ -31,35 +32,7 @@ export function seeds(count = 30) {
   return Array.from({ length: n }, (_, i) => i + 1)
 }
 
-/** What a call answered, with what differs by run (fences, ids, times) left out. */
-function shape(value) {
-  if (value === undefined || value === null || typeof value !== 'object') return value
-  if (Array.isArray(value)) return value.map(shape)
-  if (typeof value.hold === 'function') return 'a handle'
-  if (typeof value.claim === 'function') return 'a pool'
-  if (typeof value.fence === 'number' && 'signal' in value) return { lease: `${value.kind} ${value.name} ${value.key}`, lost: value.lost }
-  const out = {}
-  for (const [k, v] of Object.entries(value)) {
-    if (k === 'fence' || k === 'heldMs' || k === 'id') out[k] = typeof v
-    else if (k === 'claim') out[k] = v && { id: typeof v.id, units: v.units }
-    else out[k] = shape(v)
-  }
-  return out
-}
-
-const failure = e => ({ code: e?.code ?? String(e), message: e?.message })
-
-/** Runs `call`, thrown at once or rejected alike: `{ ok }` or `{ code, message }`. */
-async function outcome(call) {
-  try {
-    return { ok: shape(await call()) }
-  } catch (e) {
-    return failure(e)
-  }
-}
-
 const tick = () => new Promise(r => setTimeout(r, 0))
-const aborted = () => AbortSignal.abort(new Error('gone'))
 
 /**
  * One run of a scenario on one store: its handles (one object per handle the scenario names, as a user

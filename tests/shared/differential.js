@@ -2,11 +2,12 @@
 // client over a connection, tests/redis for `holdfast/redis`): one scenario of calls, bad inputs among
 // them, run on each store, written down as a transcript of outcomes: what a call answered (its shape,
 // fences and random ids left out), or the `code` and message it was refused with. Users switch stores
-// and expect the same answers: a line that differs is a defect unless the README says why.
+// and expect the same answers: a line that differs is a defect unless the README says why. The random
+// scenarios (differential-random.js) write their answers down with the same helpers (shape, outcome).
 import assert from 'node:assert/strict'
 
 /** What a call answered, with what differs by run (fences, ids, times) left out. */
-function shape(value) {
+export function shape(value) {
   if (value === undefined || value === null || typeof value !== 'object') return value
   if (Array.isArray(value)) return value.map(shape)
   if (typeof value.hold === 'function') return 'a handle'
@@ -21,12 +22,15 @@ function shape(value) {
   return out
 }
 
+/** What a call was refused with: its `code` (or the value thrown, said), and its message. */
+export const failure = e => ({ code: e?.code ?? String(e), message: e?.message })
+
 /** Runs `call`, thrown at once or rejected alike: `{ ok }` or `{ code, message }`. */
-async function outcome(call) {
+export async function outcome(call) {
   try {
     return { ok: shape(await call()) }
   } catch (e) {
-    return { code: e?.code ?? String(e), message: e?.message }
+    return failure(e)
   }
 }
 
@@ -39,7 +43,8 @@ async function until(store, match) {
   throw new Error('the hold never waited')
 }
 
-const aborted = () => AbortSignal.abort(new Error('gone'))
+/** A signal aborted already, as a caller passes one whose work was called off. */
+export const aborted = () => AbortSignal.abort(new Error('gone'))
 
 /**
  * The scenario, on `store` (a store, a client or a Redis store), each step named: its transcript, one

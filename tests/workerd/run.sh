@@ -33,8 +33,9 @@ echo "== packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1)); node $("
 mkdir "$work/project"
 cp -r "$root"/tests/workerd/. "$work/project/"
 cp "$root/tests/remote/frames.js" "$work/project/"
-# The differential's random scenarios (websocket.test.mjs), run in Node against the object.
-cp "$root/tests/shared/differential-random.js" "$root/tests/shared/random.js" "$work/project/"
+# The differential's random scenarios (websocket.test.mjs), run in Node against the object, and what
+# they import: differential.js (an answer's shape), random.js.
+cp "$root/tests/shared/differential-random.js" "$root/tests/shared/differential.js" "$root/tests/shared/random.js" "$work/project/"
 cp "$root/tests/js/callers.js" "$work/project/src/"
 rm -rf "$work/project/node_modules" "$work/project/.wrangler"
 cd "$work/project"
