@@ -1,11 +1,10 @@
 // The same calls, bad inputs among them, answered alike in process and by a client over `connect()` to
 // `serve()`: the outcome's shape, and an error's code and message (tests/shared/differential.js), in
 // one hand-written scenario and in seeded random ones (tests/shared/differential-random.js).
-import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { connect, memoryStorage, openStore } from 'holdfast'
 import { sameAnswers } from './differential.js'
-import { sameRandomAnswers, seeds } from './differential-random.js'
+import { everySeedAnswersAlike } from './differential-random.js'
 
 const TOKEN = 'test-token-0123456789'
 
@@ -27,23 +26,14 @@ test('differential: a client of serve() answers every call of the scenario as th
 test('differential: a client of serve() answers every call of the random scenarios as the in-process store does (HOLDFAST_DIFF_SEEDS, HOLDFAST_DIFF_SEED)', { timeout: 600_000 }, async () => {
   const served = await openStore({ storage: memoryStorage() })
   const server = await served.serve({ port: 0, token: TOKEN })
-  const failed = []
   try {
-    for (const seed of seeds()) {
-      // Each seed its own stores: the scenario ends with close(). Its names are its own on the server.
-      const reference = await openStore({ storage: memoryStorage() })
-      const client = await connect(server.url, { token: TOKEN })
-      try {
-        await sameRandomAnswers(seed, reference, client, { words: m => m.replaceAll(`${client.url}: the client closed`, 'the store is closed') })
-      } catch (e) {
-        failed.push([seed, e.message])
-      } finally {
-        await reference.close()
-        await client.close()
-      }
-    }
+    // Each seed its own client and names (`d<seed>-`) on the one server.
+    await everySeedAnswersAlike({
+      reference: () => openStore({ storage: memoryStorage() }),
+      other: () => connect(server.url, { token: TOKEN }),
+      options: client => ({ words: m => m.replaceAll(`${client.url}: the client closed`, 'the store is closed') }),
+    })
   } finally {
     await served.close()
   }
-  assert.equal(failed.length, 0, `seeds ${failed.map(([seed]) => seed).join(', ')} differ; the first:\n${failed[0]?.[1]}`)
 })

@@ -14,6 +14,8 @@
 // Nothing in a scenario waits on time: every wait is 0 or unbounded (or an hour), every ttl and
 // maxHold outlives the run, and a step starts only once the one before it settled, so that the order
 // of calls is the order of steps on every store.
+//
+// A suite runs its seeds through everySeedAnswersAlike (at the end), saying how to open its store.
 import assert from 'node:assert/strict'
 import { inspect, isDeepStrictEqual } from 'node:util'
 import { aborted, failure, outcome, shape } from './differential.js'
@@ -25,7 +27,7 @@ const STEP_MS = 3000
 const STEPS = 40
 
 /** The seeds to run: HOLDFAST_DIFF_SEED (one, or a comma list), else 1..HOLDFAST_DIFF_SEEDS (default `count`). */
-export function seeds(count = 30) {
+function seeds(count = 30) {
   const chosen = process.env.HOLDFAST_DIFF_SEED
   if (chosen) return chosen.split(',').map(s => Number(s.trim()))
   const n = Number(process.env.HOLDFAST_DIFF_SEEDS || count)
@@ -349,7 +351,7 @@ function reword(snapshot, words) {
  * an idle one"; docs/redis.md, What persists). Throws naming the seed, its steps and the first line
  * that differs.
  */
-export async function sameRandomAnswers(seed, reference, other, { words = m => m, idlePools = true } = {}) {
+async function sameRandomAnswers(seed, reference, other, { words = m => m, idlePools = true } = {}) {
   const random = mulberry32(seed)
   const prefix = `d${seed}-`
   const limit = 1 + Math.floor(random() * 3)
@@ -381,4 +383,28 @@ export async function sameRandomAnswers(seed, reference, other, { words = m => m
       )
     }
   }
+}
+
+/**
+ * Runs `sameRandomAnswers` for each seed of `seeds(count)`, each on stores of its own (a scenario ends
+ * with close()): `reference()` opens the in-process one, `other()` the one under test, and
+ * `options(other)` is sameRandomAnswers' options for it. Both are closed after their seed, whether it
+ * passed or not, and every seed runs; then one failure names each seed that differs, with the first
+ * one's message (its steps, and how to run it alone).
+ */
+export async function everySeedAnswersAlike({ count, reference, other, options = () => ({}) }) {
+  const failed = []
+  for (const seed of seeds(count)) {
+    const inProcess = await reference()
+    const store = await other()
+    try {
+      await sameRandomAnswers(seed, inProcess, store, options(store))
+    } catch (e) {
+      failed.push([seed, e.message])
+    } finally {
+      await inProcess.close()
+      await store.close()
+    }
+  }
+  assert.equal(failed.length, 0, `seeds ${failed.map(([seed]) => seed).join(', ')} differ; the first:\n${failed[0]?.[1]}`)
 }

@@ -11,7 +11,7 @@ import { until } from './until.mjs'
 import WebSocket from 'ws'
 import { connect, memoryStorage, openStore, PermissionError, ClosedError, StorageError } from 'holdfast'
 import { encode, decodeServer, framesOf, newId } from './frames.js'
-import { sameRandomAnswers, seeds } from './differential-random.js'
+import { everySeedAnswersAlike } from './differential-random.js'
 
 const { createTestHarness } = await import(process.env.WRANGLER_MODULE ? pathToFileURL(process.env.WRANGLER_MODULE).href : 'wrangler')
 
@@ -930,19 +930,11 @@ test('POOL-01 across a reopen of the object\'s store: a connect() claim whose id
 })
 
 test('differential: a connect() client of an object answers every call of the random scenarios as an in-process store does (HOLDFAST_DIFF_SEEDS, HOLDFAST_DIFF_SEED; 20 seeds by default)', { timeout: 600_000 }, async () => {
-  const failed = []
-  for (const seed of seeds(20)) {
-    // Each seed its own client (the scenario ends with close()) and names (`d<seed>-`), in one object.
-    const reference = await openStore({ storage: memoryStorage() })
-    const client = await connect(`${base}/ws/differential`, { token: TOKEN })
-    try {
-      await sameRandomAnswers(seed, reference, client, { words: m => m.replaceAll(`${client.url}: the client closed`, 'the store is closed') })
-    } catch (e) {
-      failed.push([seed, e.message])
-    } finally {
-      await reference.close()
-      await client.close()
-    }
-  }
-  assert.equal(failed.length, 0, `seeds ${failed.map(([seed]) => seed).join(', ')} differ; the first:\n${failed[0]?.[1]}`)
+  // Each seed its own client and names (`d<seed>-`), in one object.
+  await everySeedAnswersAlike({
+    count: 20,
+    reference: () => openStore({ storage: memoryStorage() }),
+    other: () => connect(`${base}/ws/differential`, { token: TOKEN }),
+    options: client => ({ words: m => m.replaceAll(`${client.url}: the client closed`, 'the store is closed') }),
+  })
 })
