@@ -1160,6 +1160,21 @@ async function cutAndSeen(s, client, link) {
 }
 
 /**
+ * Of `claimedInProxy` or `drawnInProxy`: the client gives its claim up, reads the `claimed` answer that
+ * crossed its cancel, and withdraws it; the withdraw is lost with the connection (held in the proxy,
+ * then cut, the drop seen on both sides).
+ */
+async function withdrawAndLose({ s, proxy, client, ac, asked }) {
+  ac.abort('changed my mind')
+  await assert.rejects(asked, CancelledError)
+  await delivered(20) // the cancel reaches the server, which had answered already
+  proxy.all[0].frozen = true // nothing more reaches the server on this connection
+  proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: lost
+  await until(() => proxy.all[0].unheard > 0, 'the withdraw was sent')
+  await cutAndSeen(s, client, proxy.all[0])
+}
+
+/**
  * Client A (behind the proxy, its answers held) asks claim `order-1` of a full pool with a signal;
  * `take(local, held)` has the server claim it (releasing `held`), and may make another asker of the
  * same id, which it answers. A's signal aborts after the server answered A: A's client reads
@@ -1272,14 +1287,9 @@ test('POOL-03 over a connection: a withdraw its connection lost (sent, never rea
   // The withdraw was sent once, its answer awaited by nobody: lost with the connection, the claim
   // stayed held on the server (without a ttl, for good), though its asker had given it up. Sent
   // again on a new connection, it was kept: the server took each connection for another client.
-  const { s, proxy, clock, client, seats, local, ac, asked } = await claimedInProxy(t)
-  ac.abort('changed my mind')
-  await assert.rejects(asked, CancelledError)
-  await delivered(20) // the cancel reaches the server, which had answered already
-  proxy.all[0].frozen = true // nothing more reaches the server on this connection
-  proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: lost
-  await until(() => proxy.all[0].unheard > 0, 'the withdraw was sent')
-  await cutAndSeen(s, client, proxy.all[0])
+  const parked = await claimedInProxy(t)
+  await withdrawAndLose(parked)
+  const { clock, seats, local } = parked
   assert.equal(await local.remaining(), 0, 'still held')
   clock.advance(100) // past the first backoff: the client dials again, and withdraws it again
   await until(async () => (await local.remaining()) === 1, 'the claim was undone')
@@ -1378,18 +1388,21 @@ async function drawnInProxy(t, storage) {
   return { s, proxy, clock, client, seats, ac, asked }
 }
 
+/**
+ * `drawnInProxy`, its withdraw lost with the connection (`withdrawAndLose`); the server then restarts
+ * over the same storage, where the claim was kept, and the client has not dialled again yet.
+ */
+async function withdrawLost(t) {
+  const parked = await drawnInProxy(t, failingStorage())
+  await withdrawAndLose(parked)
+  await parked.s.restart() // the claim was kept: the next store reads it back
+  return parked
+}
+
 test('POOL-01 across a server restart: a claim whose id the client drew, its claimed answer crossed its cancel, and whose withdraw the restarted server answers 0 (it read the claim back, and knows nobody it told) is released: its units are not taken for good (test clocks)', { timeout: 20_000 }, async t => {
   // The withdraw was answered 0 and the client let it be: the claim held its unit for good, under an
   // id only this client knew.
-  const { s, proxy, clock, client, ac, asked } = await drawnInProxy(t, failingStorage())
-  ac.abort('changed my mind')
-  await assert.rejects(asked, CancelledError)
-  await delivered(20) // the cancel reaches the server, which had answered already
-  proxy.all[0].frozen = true // nothing more reaches the server on this connection
-  proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: lost
-  await until(() => proxy.all[0].unheard > 0, 'the withdraw was sent')
-  await cutAndSeen(s, client, proxy.all[0])
-  await s.restart() // the claim was kept: the next store reads it back
+  const { s, clock } = await withdrawLost(t)
   assert.equal(await s.store.pool('seats').remaining(), 0, 'read back')
   clock.advance(100) // past the first backoff: the client dials again, and withdraws it again
   await until(async () => (await s.store.pool('seats').remaining()) === 1, 'the unit is back')
@@ -1399,15 +1412,7 @@ test('POOL-01 across a server restart: a claim whose id the client drew, its cla
 test('POOL-01 across a server restart: the release of a drawn id whose withdraw the restarted server answered 0, lost with a connection that dropped before its answer, is sent again once the client is back, however long the server was away: its units are not taken for good (test clocks)', { timeout: 30_000 }, async t => {
   // The release was asked again only within a pool operation's patience (10 s from the drop), then
   // given up without a word: a server back later kept the claim, under an id only this client knew.
-  const { s, proxy, clock, client, ac, asked } = await drawnInProxy(t, failingStorage())
-  ac.abort('changed my mind')
-  await assert.rejects(asked, CancelledError)
-  await delivered(20) // the cancel reaches the server, which had answered already
-  proxy.all[0].frozen = true // nothing more reaches the server on this connection
-  proxy.all[0].flush() // the client reads `claimed` for a claim it gave up, and withdraws it: lost
-  await until(() => proxy.all[0].unheard > 0, 'the withdraw was sent')
-  await cutAndSeen(s, client, proxy.all[0])
-  await s.restart() // the claim was kept: the next store reads it back
+  const { s, proxy, clock, client } = await withdrawLost(t)
   // The restarted server reads the withdraw (and answers it 0: it knows nobody it told): its answer is
   // held in the proxy from then on.
   const withdraw = s.store._withdrawServed
