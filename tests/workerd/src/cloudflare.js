@@ -762,20 +762,20 @@ export async function cloudflareRoute(op, q, env) {
 }
 
 /**
- * A workerStore hold whose grant crosses its signal's abort: the object's answer held back on its way
- * while the signal aborts, then let through once the cancel was answered, so that the caller lets the
- * grant go (a release). The object's next `refuse` deletes of kept leases fail (the cancel's first:
- * the grant is there when it comes). Answers what each call was answered, and what the object holds
- * once the releases settled; with `early`, answers as soon as the grant is let through, as a Worker
- * that returns its response without waiting for what its store lets go (a later request looks).
+ * A workerStore hold of `key` with a signal, through stubs of `namespace` that hold the object's grant
+ * back on its way until `letGo()` (or `letGo(error)`: the call then fails with `error`, as one a reset
+ * of the object cut does), and keep every cancel and release asked (their answers). Once the grant
+ * came, `meanwhile()` runs, then the signal aborts. Answers whether it was a grant, what the hold was
+ * answered, and those.
  */
-async function crossedGrant(namespace, name, key, stub, refuse, early) {
+async function abortedGrant(namespace, name, key, meanwhile) {
   let arrived
   const answered = new Promise(resolve => (arrived = resolve))
   let letGo
   const gate = new Promise(resolve => (letGo = resolve))
   const cancels = []
   const releases = []
+  const kept = (calls, answer) => (calls.push(answer), answer)
   const parked = {
     idFromName: n => namespace.idFromName(n),
     get(id) {
@@ -784,19 +784,12 @@ async function crossedGrant(namespace, name, key, stub, refuse, early) {
         acquire: async (...args) => {
           const answer = await real.acquire(...args)
           arrived(answer)
-          await gate
+          const error = await gate
+          if (error) throw error
           return answer
         },
-        cancel: request => {
-          const answer = real.cancel(request)
-          cancels.push(answer)
-          return answer
-        },
-        release: lease => {
-          const answer = real.release(lease)
-          releases.push(answer)
-          return answer
-        },
+        cancel: request => kept(cancels, real.cancel(request)),
+        release: lease => kept(releases, real.release(lease)),
         renew: lease => real.renew(lease),
       }
     },
@@ -807,63 +800,44 @@ async function crossedGrant(namespace, name, key, stub, refuse, early) {
     e => errorInfo(e),
   )
   const grant = await answered
-  await stub().refuseLeaseDeletes(refuse)
+  await meanwhile()
   ac.abort('enough')
-  const cancelled = await asked
+  return { granted: 'ok' in grant, cancelled: await asked, cancels, releases, letGo }
+}
+
+/**
+ * A workerStore hold whose grant crosses its signal's abort (`abortedGrant`), let through once the
+ * cancel was answered, so that the caller lets the grant go (a release). The object's next `refuse`
+ * deletes of kept leases fail (the cancel's first: the grant is there when it comes). Answers what
+ * each call was answered, and what the object holds once the releases settled; with `early`, answers
+ * as soon as the grant is let through, as a Worker that returns its response without waiting for what
+ * its store lets go (a later request looks).
+ */
+async function crossedGrant(namespace, name, key, stub, refuse, early) {
+  const { granted, cancelled, cancels, releases, letGo } = await abortedGrant(namespace, name, key, () => stub().refuseLeaseDeletes(refuse))
   await poll(() => cancels.length > 0, 'the cancel is sent')
   const cancel = await cancels[0]
   letGo()
-  if (early) return { granted: 'ok' in grant, cancelled, cancel }
+  if (early) return { granted, cancelled, cancel }
   // Settled: a release answered ok, or none more asked for a second.
   for (let seen = -1; seen !== releases.length; ) {
     seen = releases.length
     await sleep(1_000)
     if ((await Promise.all(releases)).some(r => r.ok)) break
   }
-  return { granted: 'ok' in grant, cancelled, cancel, releases: await Promise.all(releases), held: await stub().inspect() }
+  return { granted, cancelled, cancel, releases: await Promise.all(releases), held: await stub().inspect() }
 }
 
 /**
- * A workerStore hold granted (the lease kept) whose signal aborts before its answer comes, and whose
- * cancel is lost with a reset of the object (its delete of the kept lease held up, then the object
- * reset: `crashWhileDeleteHeld`); the grant's answer is lost with the reset too (its call fails with
- * the cancel's error, as a call the reset cut does). The next instance took the lease back. Answers
- * what the hold and the cancel were answered, and what the object holds once the calls after settled.
+ * A workerStore hold granted (the lease kept) whose signal aborts before its answer comes
+ * (`abortedGrant`), and whose cancel is lost with a reset of the object (its delete of the kept lease
+ * held up, then the object reset: `crashWhileDeleteHeld`); the grant's answer is lost with the reset
+ * too (its call fails with the cancel's error, as a call the reset cut does). The next instance took
+ * the lease back. Answers what the hold and the cancel were answered, and what the object holds once
+ * the calls after settled.
  */
 async function resetGrant(namespace, name, key, stub) {
-  let arrived
-  const answered = new Promise(resolve => (arrived = resolve))
-  let letGo
-  const gate = new Promise(resolve => (letGo = resolve))
-  const cancels = []
-  const parked = {
-    idFromName: n => namespace.idFromName(n),
-    get(id) {
-      const real = namespace.get(id)
-      return {
-        acquire: async (...args) => {
-          arrived(await real.acquire(...args))
-          throw await gate
-        },
-        cancel: request => {
-          const answer = real.cancel(request)
-          cancels.push(answer)
-          return answer
-        },
-        release: lease => real.release(lease),
-        renew: lease => real.renew(lease),
-      }
-    },
-  }
-  const ac = new AbortController()
-  const asked = workerStore(parked).lock(name).acquire(key, { signal: ac.signal, wait: '10s' }).then(
-    lease => ({ fence: lease.fence }),
-    e => errorInfo(e),
-  )
-  const grant = await answered
-  await stub().holdLeaseDeletes()
-  ac.abort('enough')
-  const cancelled = await asked
+  const { granted, cancelled, cancels, letGo } = await abortedGrant(namespace, name, key, () => stub().holdLeaseDeletes())
   await stub()
     .crashWhileDeleteHeld()
     .catch(() => {})
@@ -878,7 +852,7 @@ async function resetGrant(namespace, name, key, stub) {
     await sleep(1_000)
     await Promise.allSettled(cancels)
   }
-  return { granted: 'ok' in grant, cancelled, cancel: { reset: cancel.reset, answer: cancel.answer }, cancels: cancels.length, held: await stub().inspect() }
+  return { granted, cancelled, cancel: { reset: cancel.reset, answer: cancel.answer }, cancels: cancels.length, held: await stub().inspect() }
 }
 
 /**
