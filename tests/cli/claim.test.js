@@ -89,42 +89,29 @@ test('claim: a claim waiting in line when its server goes away exits 2 with one 
   assert.match(r.stderr, /^holdfast: [^\n]+\n$/)
 })
 
-test('claim: SIGINT while the claim waits in line cancels it: exit 130, nothing printed, the claim leaves the line and takes nothing', async t => {
-  const server = await serve()
-  t.after(() => server.stop())
-  const args = ['--token-file', server.tokenFile]
-  const pools = async () => JSON.parse((await run(['inspect', server.url, '--json', ...args])).stdout).filter(p => p.kind === 'pool')
-  const full = await run(['claim', server.url, 'seats', '1', '--capacity', '1', '--id', 'first', ...args])
-  assert.equal(full.code, 0, full.stderr)
-  const waiter = start(['claim', server.url, 'seats', '1', '--wait', '1m', ...args])
-  t.after(() => waiter.child.kill('SIGKILL'))
-  await until(async () => (await pools()).some(p => p.waiting === 1), 'the claim to wait in line')
-  waiter.child.kill('SIGINT')
-  // It was not caught: the process died of it (no exit status), leaving the server a dropped connection.
-  const w = await waiter.done
-  assert.equal(w.code, 130, `exit ${w.code} (signal ${w.signal}): ${w.stderr}`)
-  assert.equal(w.stdout, '')
-  assert.deepEqual(await pools(), [{ kind: 'pool', name: 'seats', capacity: 1, remaining: 0, claims: 1, waiting: 0 }])
-})
-
-test('claim: SIGQUIT (Ctrl-\\) while the claim waits in line cancels it as SIGINT does: exit 131, nothing printed, the claim leaves the line and takes nothing', async t => {
-  const server = await serve()
-  t.after(() => server.stop())
-  const args = ['--token-file', server.tokenFile]
-  const pools = async () => JSON.parse((await run(['inspect', server.url, '--json', ...args])).stdout).filter(p => p.kind === 'pool')
-  const full = await run(['claim', server.url, 'seats', '1', '--capacity', '1', '--id', 'first', ...args])
-  assert.equal(full.code, 0, full.stderr)
-  const waiter = start(['claim', server.url, 'seats', '1', '--wait', '1m', ...args])
-  t.after(() => waiter.child.kill('SIGKILL'))
-  await until(async () => (await pools()).some(p => p.waiting === 1), 'the claim to wait in line')
-  waiter.child.kill('SIGQUIT')
-  // Uncaught, its default action killed the process (no exit status, a core where they are kept),
-  // leaving the server a dropped connection and the claim in line until it noticed.
-  const w = await waiter.done
-  assert.equal(w.code, 131, `exit ${w.code} (signal ${w.signal}): ${w.stderr}`)
-  assert.equal(w.stdout, '')
-  assert.deepEqual(await pools(), [{ kind: 'pool', name: 'seats', capacity: 1, remaining: 0, claims: 1, waiting: 0 }])
-})
+// Before each was caught, the process died of it (no exit status; SIGQUIT, Ctrl-\, with a core where
+// they are kept), leaving the server a dropped connection and the claim in line until it noticed.
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGQUIT', 131],
+]) {
+  test(`claim: ${signal} while the claim waits in line cancels it: exit ${code}, nothing printed, the claim leaves the line and takes nothing`, async t => {
+    const server = await serve()
+    t.after(() => server.stop())
+    const args = ['--token-file', server.tokenFile]
+    const pools = async () => JSON.parse((await run(['inspect', server.url, '--json', ...args])).stdout).filter(p => p.kind === 'pool')
+    const full = await run(['claim', server.url, 'seats', '1', '--capacity', '1', '--id', 'first', ...args])
+    assert.equal(full.code, 0, full.stderr)
+    const waiter = start(['claim', server.url, 'seats', '1', '--wait', '1m', ...args])
+    t.after(() => waiter.child.kill('SIGKILL'))
+    await until(async () => (await pools()).some(p => p.waiting === 1), 'the claim to wait in line')
+    waiter.child.kill(signal)
+    const w = await waiter.done
+    assert.equal(w.code, code, `exit ${w.code} (signal ${w.signal}): ${w.stderr}`)
+    assert.equal(w.stdout, '')
+    assert.deepEqual(await pools(), [{ kind: 'pool', name: 'seats', capacity: 1, remaining: 0, claims: 1, waiting: 0 }])
+  })
+}
 
 test('claim --json prints the answer as pool.claim() gives it, as inspect --json prints store.inspect(); the exit status is the same', async t => {
   const server = await serve()
