@@ -93,6 +93,8 @@ test('claim: a claim waiting in line when its server goes away exits 2 with one 
 // they are kept), leaving the server a dropped connection and the claim in line until it noticed.
 for (const [signal, code] of [
   ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
   ['SIGQUIT', 131],
 ]) {
   test(`claim: ${signal} while the claim waits in line cancels it: exit ${code}, nothing printed, the claim leaves the line and takes nothing`, async t => {
