@@ -954,6 +954,32 @@ test('remote: tryHold, wait 0, wait that runs out, cancel, maxHold and LOCK-04 b
   await s.close()
 })
 
+test('LOCK-06 over a connection: a hold or a tryHold granted in the message that granted another, whose signal the other\'s fn aborts before its own fn started, is cancelled on every runtime: CancelledError, fn not run, the key let go', async () => {
+  // Asked in one turn, both holds go in one message, and the server grants both in one message. The
+  // first's fn runs first (as its grant is read, or in the job its lease resolved) and aborts the
+  // second's signal: the second's lease had come already, its fn not started. A tryHold ran its fn
+  // anyway on every runtime, a hold where no context is kept (Node 20, Deno); in process both cancel.
+  const s = await served()
+  try {
+    const { client } = await s.client()
+    const l = client.lock('abort-at-grant', { ttl: '30s' })
+    for (const form of ['hold', 'tryHold']) {
+      const ac = new AbortController()
+      const reason = new Error('gave up')
+      let ran = false
+      const first = l[form](`${form}-first`, () => ac.abort(reason))
+      const second = l[form](`${form}-second`, { signal: ac.signal }, () => (ran = true))
+      await assert.rejects(second, e => e instanceof CancelledError && e.code === 'cancelled' && e.cause === reason, form)
+      assert.equal(ran, false, `${form}: fn did not run`)
+      await first
+      assert.deepEqual(await l.tryHold(`${form}-second`, () => 'free'), { acquired: true, value: 'free' }, `${form}: the key was let go`)
+      await until(() => s.store.inspect().length === 0, `${form}: no key busy on the server`)
+    }
+  } finally {
+    await s.close()
+  }
+})
+
 test('remote: closing the store answers remote waiters ClosedError and ends remote leases', async () => {
   const s = await served()
   const { client } = await s.client({ reconnect: false })

@@ -248,6 +248,27 @@ test('LOCK-06: fn throwing lets the key go; an aborted waiter and one whose wait
   await first.done
 })
 
+test('LOCK-06: a hold or a tryHold granted in the reply that granted another, whose signal the other\'s fn aborts before its own fn started, is cancelled: CancelledError, fn not run, the key let go in Redis', async t => {
+  // Asked in one turn, both acquires go in one write, and Redis answers both in one reply: the first's
+  // fn runs in the job its lease resolved, and aborts the second's signal, whose lease had come, its
+  // fn not started. It ran all the same; in process the hold is cancelled.
+  const { a } = await twoStores(t)
+  const l = a.lock('abort-at-grant')
+  for (const form of ['hold', 'tryHold']) {
+    const ac = new AbortController()
+    const reason = new Error('gave up')
+    let ran = false
+    const first = l[form](`${form}-first`, () => ac.abort(reason))
+    const second = l[form](`${form}-second`, { signal: ac.signal }, () => (ran = true))
+    await assert.rejects(second, e => e instanceof CancelledError && e.code === 'cancelled' && e.cause === reason, form)
+    assert.equal(ran, false, `${form}: fn did not run`)
+    await first
+    // Commands of one connection run in order: a try after the release finds the key free.
+    assert.deepEqual(await l.tryHold(`${form}-second`, () => 'free'), { acquired: true, value: 'free' }, `${form}: the key was let go`)
+    assert.deepEqual(await a.inspect(), [], `${form}: no key busy in Redis`)
+  }
+})
+
 test('LOCK-06: close() releases its leases in Redis (the other store is served at once), answers its waiters ClosedError, and refuses later calls; a second close() answers the first\'s promise, resolved only once the releases were sent', async t => {
   const { a, b } = await twoStores(t)
   const held = holder(a.lock('c'), 'k')

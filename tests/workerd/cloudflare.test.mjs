@@ -352,6 +352,20 @@ test('LOCK-05: a release whose kept lease the object\'s storage fails to delete 
   assert.deepEqual(await cf('inspect', at), [], 'and after a restart')
 })
 
+test('LOCK-06: a hold or a tryHold of workerStore granted in the turn that granted another, whose signal the other\'s fn aborts before its own fn started, is cancelled: CancelledError, fn not run, the key let go', async () => {
+  // The object's answers to both are let through together (src/cloudflare.js abortAtGrant): the
+  // first's fn runs first and aborts the second's signal, whose lease had come. Its fn ran all the same.
+  const answers = await cf('abort-at-grant', { name: 'abort-at-grant' })
+  for (const form of ['hold', 'tryHold']) {
+    assert.deepEqual(
+      answers[form],
+      { error: answers[form].error, cause: 'gave up', ran: false, free: { acquired: true, value: 'free' } },
+      `${form}: ${JSON.stringify(answers)}`,
+    )
+    assert.equal(answers[form].error?.code, 'cancelled', `${form}: ${JSON.stringify(answers)}`)
+  }
+})
+
 test('LOCK-06: a grant that crossed its hold\'s cancel is let go, asked again while the object\'s storage fails its delete: the key is not held until its ttl by a caller that gave up', async () => {
   // The let-go release was asked once: answered StorageError (the lease still held and kept), it was
   // dropped, and the key stayed held, for nobody, until its ttl.

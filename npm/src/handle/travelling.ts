@@ -4,9 +4,10 @@
  * signal that already aborted is refused before anything is asked.
  *
  * `TravellingHandle` is the whole of `hold` / `tryHold` / `acquire` for the handles whose holds travel
- * (over a connection, or Workers RPC): their store answers `_take` with a promise of the lease (or
- * `undefined` when the key was busy and the hold would not wait), and runs fn with `_run`. The
- * in-process `Lock` has its own, which takes a free key without a promise.
+ * (over a connection, Workers RPC, or Redis): their store answers `_take` with a promise of the lease
+ * (or `undefined` when the key was busy and the hold would not wait), and runs fn with `_run`, a job
+ * after the lease came: a signal that aborted between the two cancels the hold there
+ * (`cancelledAtGrant`). The in-process `Lock` has its own, which takes a free key without a promise.
  */
 
 import { CancelledError, InvalidError, heldByAnother } from '../errors.js'
@@ -85,6 +86,23 @@ function liveSignal(value: unknown, place: () => string): AbortSignal | undefine
   return signal
 }
 
+/**
+ * A hold or a try whose lease came, and whose signal aborted before the job that would run its fn
+ * (what ran first in that turn aborted it: the fn of a hold granted in the same message, or code after
+ * whatever resolved the lease). Its store's abort listener no longer cancels a hold once granted, so
+ * it is cancelled here, as in process (handle/run-in-lease.ts `runWhenGranted`): the lease let go (a
+ * workerStore's release awaited, as a hold's end is), `CancelledError` with the reason as its cause.
+ * So fn never starts once its signal aborted, whichever store and runtime.
+ */
+async function cancelledAtGrant(lease: Lease, signal: AbortSignal): Promise<never> {
+  try {
+    await lease.release()
+  } catch {
+    // the lease ends at its ttl; this hold is answered below all the same
+  }
+  throw new CancelledError(`${placeOf(lease.kind, lease.name, lease.key)}: cancelled while waiting`, { cause: signal.reason })
+}
+
 /** The store side of a travelling handle. */
 export interface TravellingStore<H, L extends Lease> {
   /** @internal */
@@ -144,12 +162,12 @@ export abstract class TravellingHandle<L extends Lease> {
     let k: string
     let taken: Promise<L | undefined>
     let wait: number
+    let signal: AbortSignal | undefined
     try {
       fn = (typeof a === 'function' ? a : b)!
       k = toKey(key, placeOf(this.kind, this.name))
       if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: hold needs a function to run`)
       if (typeof a === 'function' && b !== undefined) throw afterFn(placeOf(this.kind, this.name, k), 'hold')
-      let signal: AbortSignal | undefined
       ;({ wait, signal } =
         typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait))
       const to = this._to
@@ -160,6 +178,7 @@ export abstract class TravellingHandle<L extends Lease> {
     }
     return taken.then(lease => {
       if (!lease) throw heldByAnother(placeOf(this.kind, this.name, k), wait)
+      if (signal?.aborted) return cancelledAtGrant(lease, signal)
       return this._to._run(this, lease, fn)
     })
   }
@@ -179,6 +198,7 @@ export abstract class TravellingHandle<L extends Lease> {
     const signal = typeof a === 'function' ? undefined : tryHoldSignal(a, () => placeOf(this.kind, this.name, k))
     const lease = await this._to._take(this, k, 0, signal, true)
     if (!lease) return { acquired: false }
+    if (signal?.aborted) return cancelledAtGrant(lease, signal)
     return { acquired: true, value: await this._to._run(this, lease, fn) }
   }
 

@@ -505,6 +505,8 @@ export async function cloudflare(op, q, env) {
         .then(() => ({ value: 'no reset' }), e => ({ reset: e?.durableObjectReset === true, message: String(e?.message ?? e) }))
     case 'reset-grant':
       return await resetGrant(namespace, name, key, stub)
+    case 'abort-at-grant':
+      return await abortAtGrant(namespace, name)
     case 'crossed-grant':
       return await crossedGrant(namespace, name, key, stub, Number(q.get('refuse') ?? 0), q.get('early') === '1')
     case 'object':
@@ -759,6 +761,54 @@ export async function cloudflareRoute(op, q, env) {
   } catch (e) {
     return errorInfo(e)
   }
+}
+
+/**
+ * LOCK-06: two holds (or tries) of one workerStore asked at once, the first's fn aborting the second's
+ * signal, the object's answers to both held back until both came, then let through in one turn (as
+ * two answers read together): the second's lease came before the first's fn ran, its own fn not
+ * started. Answers, for each form, what the second was answered, whether its fn ran, and whether its
+ * key was free after (asked by another workerStore). Two answers of the real namespace came in turns
+ * of their own (30 of 30 tries): the first's fn ran before the second's grant was read.
+ */
+async function abortAtGrant(namespace, name) {
+  const answers = {}
+  for (const form of ['hold', 'tryHold']) {
+    let asked = 0
+    let letThrough
+    const both = new Promise(resolve => (letThrough = resolve))
+    const held = ask => async (...args) => {
+      const answer = await ask(...args)
+      if (++asked === 2) letThrough()
+      await both
+      return answer
+    }
+    const parked = {
+      idFromName: n => namespace.idFromName(n),
+      get(id) {
+        const real = namespace.get(id)
+        return {
+          acquire: held((...args) => real.acquire(...args)),
+          tryAcquire: held((...args) => real.tryAcquire(...args)),
+          cancel: request => real.cancel(request),
+          release: lease => real.release(lease),
+          renew: lease => real.renew(lease),
+        }
+      },
+    }
+    const lock = workerStore(parked).lock(name)
+    const ac = new AbortController()
+    let ran = false
+    const first = lock[form](`${form}-first`, () => ac.abort('gave up'))
+    const answer = await lock[form](`${form}-second`, { signal: ac.signal }, () => (ran = true)).then(
+      value => ({ value }),
+      e => ({ ...errorInfo(e), cause: String(e.cause) }),
+    )
+    await first
+    const free = await workerStore(namespace).lock(name).tryHold(`${form}-second`, () => 'free')
+    answers[form] = { ...answer, ran, free }
+  }
+  return answers
 }
 
 /**
