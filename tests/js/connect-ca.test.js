@@ -2,6 +2,7 @@
 // ws:// or ws+unix:// url (no TLS) it was taken and never used: the client connected in the clear.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import net from 'node:net'
 import { openStore, memoryStorage, connect, InvalidError } from 'holdfast'
 
 const TOKEN = 'test-token-0123456789'
@@ -38,5 +39,30 @@ test('connect() with an empty ca (a file read empty) is an InvalidError naming t
     )
     assert.ok(error instanceof InvalidError, `${JSON.stringify(ca)}: ${error?.constructor?.name} ${error}`)
     assert.match(error.message, /^connect: option ca .*empty/)
+  }
+})
+
+test('connect() with a ca that is not a certificate (text that is none, a PEM armour around junk, as text or bytes) is an InvalidError naming the option, before anything is dialed, not an unreachable server', async () => {
+  // It was handed to the runtime's TLS, which skipped it (Node, Bun) or refused it at the handshake
+  // (Deno), and every connection failed as ClosedError "cannot reach the server", which callers retry
+  // as a passing outage.
+  let dialed = 0
+  const listener = net.createServer(socket => (dialed++, socket.destroy()))
+  await new Promise(resolve => listener.listen(0, '127.0.0.1', resolve))
+  const url = `wss://127.0.0.1:${listener.address().port}`
+  try {
+    const junk = '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n'
+    for (const ca of ['/etc/ssl/my-ca.pem', 'not a certificate', CA, junk, new TextEncoder().encode(junk), `${CA}${junk}`]) {
+      const error = await connect(url, { token: TOKEN, reconnect: false, ca }).then(
+        client => (client.close(), assert.fail('connected')),
+        e => e,
+      )
+      const said = typeof ca === 'string' ? JSON.stringify(ca) : 'bytes'
+      assert.ok(error instanceof InvalidError, `${said}: ${error?.constructor?.name} ${error}`)
+      assert.match(error.message, /^connect: option ca /, said)
+    }
+    assert.equal(dialed, 0, 'nothing was dialed')
+  } finally {
+    listener.close()
   }
 })

@@ -1189,6 +1189,9 @@ export async function connectOn(
       `connect: option ca trusts a TLS certificate, and url ${masked(url)} is ${scheme} (no TLS): use wss:// (or wss+unix://), or leave ca out`,
     )
   }
+  // A ca that is no certificate (junk, a file's path for its text) was handed to the runtime's TLS,
+  // which skipped it or refused the handshake: the server refused as unreachable (ClosedError).
+  if (o.ca !== undefined) await transport.checkCa?.(o.ca as string | Uint8Array)
   // Checked as openStore() checks them: a clock that is not one failed later as a TypeError, and any
   // reconnect but `false` (`'no'`, `0`) reconnected.
   if (o.clock !== undefined && !isClock(o.clock)) throw new InvalidError('connect: option clock must have now(), setTimeout(fn, ms) and clearTimeout(handle)')

@@ -69,6 +69,8 @@ export interface Transport {
    * certificates to trust for `wss://`, besides the system's. `signal`, once aborted, abandons a dial
    * not open yet: its connection is cut and it rejects. */
   dial(url: string, options: DialOptions): Promise<Socket>
+  /** Rejects `InvalidError` unless `ca` is PEM certificates (runtime/tls.ts `checkCa`): `connect()` asks before it dials. */
+  checkCa?(ca: string | Uint8Array): Promise<void>
 }
 
 export interface DialOptions {

@@ -24,7 +24,7 @@ import {
   type Transport,
 } from '../transport.js'
 import { wsTransport } from '../node/transport.js'
-import { checkTls } from '../tls.js'
+import { checkCa, checkTls } from '../tls.js'
 
 /** The part of Bun's API used here (Bun's own types are not a dependency of the package). */
 interface BunSocket {
@@ -122,6 +122,7 @@ function adapt(ws: BunSocket, maxBuffered: number): Socket {
 }
 
 export const bunTransport: Transport = {
+  checkCa,
   async listen(options: ListenOptions, onSocket: (socket: Socket) => void): Promise<Listener> {
     // Read first (runtime/tls.ts): Bun's own refusal names neither option, and it took a missing key.
     if (options.tls) await checkTls(options.tls)

@@ -20,6 +20,7 @@
 
 import { onAbandon, textMessage, withHandlers, type DialOptions, type Socket, type Transport } from '../transport.js'
 import { wsTransport } from '../node/transport.js'
+import { checkCa } from '../tls.js'
 
 /** The parts of the `Deno` namespace this transport uses (the package is typed without Deno's types). */
 interface DenoHttpClient {
@@ -86,6 +87,7 @@ function target(url: string): { url: string; unix?: string } {
 }
 
 export const denoTransport: Transport = {
+  checkCa,
   // Deno's own server (`Deno.serve` and `Deno.upgradeWebSocket`) cannot bound what a peer keeps: a
   // WebSocket it closed stays open until its peer answers the close, as long as the peer likes (even
   // past the server's shutdown; nothing public ends the connection under it), and a request dribbled

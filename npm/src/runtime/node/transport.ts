@@ -17,7 +17,7 @@ import {
   type Transport,
 } from '../transport.js'
 import { LONGEST_TIMER } from '../../util/clock.js'
-import { checkTls } from '../tls.js'
+import { checkCa, checkTls } from '../tls.js'
 import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
 type WsSocket = import('ws').WebSocket
@@ -142,6 +142,7 @@ function wsTarget(url: string): string {
 }
 
 export const wsTransport: Transport = {
+  checkCa,
   async listen(options: ListenOptions, onSocket: (socket: Socket) => void): Promise<Listener> {
     if (options.tls) await checkTls(options.tls)
     const { WebSocketServer } = await import('ws')
