@@ -37,13 +37,15 @@ export async function checkTls(tls: TlsOptions): Promise<void> {
  * of one or more certificates. Left to the runtimes, one that is none (a path given for the file's
  * text, junk) was skipped by Node's and Bun's TLS, or refused by Deno's at the handshake, and every
  * connection failed as ClosedError, "cannot reach the server", which callers retry as an outage.
- * Each `CERTIFICATE` block is read as an X.509 certificate; text around them (a bundle's comments)
- * is left, as the runtimes leave it.
+ * Each certificate block is read as an X.509 certificate; text around them (a bundle's comments)
+ * is left, as the runtimes leave it. A block is `CERTIFICATE`, or OpenSSL's `TRUSTED CERTIFICATE`
+ * (a certificate with its trust settings) or `X509 CERTIFICATE`: Node's TLS trusts those too (Bun's
+ * and Deno's skip them, as before this check, and refuse the server as untrusted).
  */
 export async function checkCa(ca: string | Uint8Array): Promise<void> {
   const { X509Certificate } = await import('node:crypto')
   const text = typeof ca === 'string' ? ca : new TextDecoder().decode(ca)
-  const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g)
+  const blocks = text.match(/-----BEGIN ((?:TRUSTED |X509 )?CERTIFICATE)-----[\s\S]*?-----END \1-----/g)
   if (blocks === null) {
     throw new InvalidError(
       'connect: option ca must be PEM certificates: it holds none ("-----BEGIN CERTIFICATE-----"); it takes the text of a file, not its path',
