@@ -202,7 +202,12 @@ export function misuses() {
   step('semaphore bad limit and unknown option', (s, n) => s.semaphore(n(), { limit: 0, lmit: 2 }), refuse('throws', 'invalid', `semaphore ${'%'}`))
   step('lock bad ttl and bad maxHold', (s, n) => s.lock(n(), { ttl: 'x', maxHold: 'y' }), refuse('throws', 'invalid', `lock ${'%'}`))
   // A handle's name is checked before its options, on every store (and a closed store before both).
+  step('lock bad name, unknown option', s => s.lock('Bad Name', { tll: 1 }), refuse('throws', 'invalid', 'lock Bad Name: name "Bad Name" must match'))
+  step('lock name a number, bad ttl', s => s.lock(7, { ttl: -1 }), refuse('throws', 'invalid', 'lock: name must be a string, not number'))
+  step('semaphore bad name, no limit', s => s.semaphore('-s', {}), refuse('throws', 'invalid', 'semaphore -s: name "-s" must match'))
   step('pool name a number, capacity a string', s => s.pool(7, { capacity: '3' }), refuse('throws', 'invalid', 'pool: name must be a string, not number'))
+  step('pool bad name, bad capacity', s => s.pool('Bad!', { capacity: 0 }), refuse('throws', 'invalid', 'pool Bad!: name "Bad!" must match'))
+  step('pool bad name, unknown option', s => s.pool('Bad!', { size: 1 }), refuse('throws', 'invalid', 'pool Bad!: name "Bad!" must match'))
   step('pool bad name, no capacity', s => s.pool('Bad!'), refuse('throws', 'invalid', 'pool Bad!: name "Bad!" must match'))
 
   // Ends: twice, and after close (of the store, in the steps after close below).
@@ -256,6 +261,8 @@ export const AFTER_CLOSE = [
   ['new lock, bad name', k => k.store.lock('Bad Name'), 'throws', 'closed'],
   ['new pool, bad capacity', k => k.store.pool('later', { capacity: 0 }), 'throws', 'closed'],
   ['new pool, bad name', k => k.store.pool('Bad!'), 'throws', 'closed'],
+  ['new lock, unknown option', k => k.store.lock('later', { tll: 1 }), 'throws', 'closed'],
+  ['new semaphore, no limit', k => k.store.semaphore('later', {}), 'throws', 'closed'],
   ['new semaphore', k => k.store.semaphore('later', { limit: 1 }), 'throws', 'closed'],
   ['new pool', k => k.store.pool('later', { capacity: 1 }), 'throws', 'closed'],
   ['claim', k => k.pool.claim(1), 'rejects', 'closed'],

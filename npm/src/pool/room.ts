@@ -245,7 +245,8 @@ export class PoolRoom implements PoolStore {
   pool(name: unknown, options: unknown): Pool {
     const place = `pool ${String(name)}`
     this.#checkOpen(place)
-    if (typeof name !== 'string') throw new InvalidError(`pool: name must be a string, not ${typeof name}`)
+    // The name before the options, as on every store.
+    checkName('pool', name)
     const o = checkOptions(options, place, ['capacity'])
     if (o.capacity === undefined) return this.#existing(name, place)
     const capacity = checkUnits(o.capacity, `${place}: capacity`)

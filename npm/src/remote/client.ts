@@ -977,15 +977,16 @@ export class RemoteStore implements LeaseOwner {
   #handle(kind: 'lock' | 'semaphore', name: string, options: unknown): RemoteLock {
     const place = `${kind} ${String(name)}`
     if (this.#closed) throw new ClosedError(`${place}: ${this.#closed.message}`)
+    // The name before the options, as on every store. The server checks them too; checking here
+    // answers before anything is sent.
+    checkName(kind, name)
     const o = handleOptions(options, place, kind === 'semaphore')
-    // The server checks them too; checking here answers before anything is sent.
     try {
       checkTtl(o.ttl)
       if (o.hasMaxHold) checkMaxHold(o.maxHold)
     } catch (error) {
       throw fromEngine(error, place)
     }
-    checkName(kind, name)
     return new MadeRemoteLock(this, kind, name, o.limit, o.ttl, o.maxHold, o.wait)
   }
 

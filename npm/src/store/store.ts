@@ -31,6 +31,7 @@ import { type Core, fenceKey, openCore } from '../../wasm/holdfast_wasm.js'
 import type { RemoteRequest } from '../remote/request.js'
 import { runInLease, runLease } from '../handle/run-in-lease.js'
 import { ClosedError, InvalidError, StorageError, fromEngine } from '../errors.js'
+import { checkName } from '../util/name.js'
 import { Lease } from '../handle/lease.js'
 import { MadeLock, MadeSemaphore, type Lock, type Semaphore, handleOptions, type LockStore } from '../handle/lock.js'
 import type { ContextStorage } from '../handle/context.js'
@@ -150,6 +151,7 @@ export class Store implements LockStore, ServedStore {
 
   /** A lock: one holder of a key at a time. */
   lock(name: string, options?: LockOptions): Lock {
+    this.#named('lock', name)
     const o = handleOptions(options, `lock ${String(name)}`, false)
     const resource = this.#host.resource('lock', name, 1, o.ttl, o.hasMaxHold ? o.maxHold : undefined)
     return new MadeLock(this, resource, o.ttl, o.maxHold, o.wait, this.#host.names.pin(resource))
@@ -157,9 +159,19 @@ export class Store implements LockStore, ServedStore {
 
   /** A semaphore: up to `limit` holders of a key at a time. */
   semaphore(name: string, options: SemaphoreOptions): Semaphore {
+    this.#named('semaphore', name)
     const o = handleOptions(options, `semaphore ${String(name)}`, true)
     const resource = this.#host.resource('semaphore', name, o.limit, o.ttl, o.hasMaxHold ? o.maxHold : undefined)
     return new MadeSemaphore(this, resource, o.ttl, o.maxHold, o.wait, this.#host.names.pin(resource))
+  }
+
+  /**
+   * A handle's checks before its options, in the order of every store: a closed store, then the name
+   * (so that `lock(7, { ttl: -1 })` is refused for its name, not as a lock named 7 with a bad ttl).
+   */
+  #named(kind: 'lock' | 'semaphore', name: unknown): void {
+    if (this.#host.closed) this.#host.checkOpen(`${kind} ${String(name)}`)
+    checkName(kind, name)
   }
 
   /**
