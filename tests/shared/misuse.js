@@ -195,7 +195,14 @@ export function misuses() {
   step('claim wait Infinity, units free', (s, n) => s.pool(n('pool'), { capacity: 2 }).claim(1, { wait: Infinity }), { how: 'ok' })
 
   // Two faults at once: every store names the same one (the order of the checks is the in-process one).
+  step('hold fn a string', (s, n) => s.lock(n()).hold('k', 'fn'), refuse('rejects', 'invalid', `lock ${'%'}: key "k": options must be an object, not string`))
+  step('hold unknown option, no fn', (s, n) => s.lock(n()).hold('k', { wiat: 0 }), refuse('rejects', 'invalid', `lock ${'%'}: key "k": unknown option "wiat"`))
+  step('hold bad wait, fn a number', (s, n) => s.lock(n()).hold('k', { wait: -1 }, 7), refuse('rejects', 'invalid', `lock ${'%'}: key "k": wait -1 must be a duration`))
   step('hold options after fn, bad key', (s, n) => s.lock(n()).hold('', fn, {}), refuse('rejects', 'invalid', `lock ${'%'}: key ""`))
+  step('hold aborted signal, no fn', (s, n) => s.lock(n()).hold('k', { signal: aborted() }), refuse('rejects', 'cancelled', `lock ${'%'}: key "k": cancelled before it began`))
+  step('tryHold wait option, no fn', (s, n) => s.lock(n()).tryHold('k', { wait: 0 }), refuse('rejects', 'invalid', `lock ${'%'}: key "k": tryHold: unknown option "wait"`))
+  step('tryHold options null, then options', (s, n) => s.lock(n()).tryHold('k', null, {}), refuse('rejects', 'invalid', `lock ${'%'}: key "k": tryHold: options must be an object, not null`))
+  step('tryHold aborted signal, no fn', (s, n) => s.lock(n()).tryHold('k', { signal: aborted() }), refuse('rejects', 'cancelled', `lock ${'%'}: key "k": cancelled before it began`))
   step('acquire bad wait and unknown option', (s, n) => s.lock(n()).acquire('k', { wait: 'x', foo: 1 }), refuse('rejects', 'invalid', `lock ${'%'}: key "k"`))
   step('claim 0 with an unknown option', (s, n) => s.pool(n('pool'), { capacity: 2 }).claim(0, { idd: 'a' }), refuse('rejects', 'invalid', `pool ${'%'}`))
   step('claim over capacity, bad ttl', (s, n) => s.pool(n('pool'), { capacity: 2 }).claim(3, { ttl: -1 }), refuse('rejects', 'invalid', `pool ${'%'}`))

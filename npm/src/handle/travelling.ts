@@ -158,18 +158,24 @@ export abstract class TravellingHandle<L extends Lease> {
   hold<T>(key: Key, a: HoldOptions | ((lease: Lease) => T | PromiseLike<T>), b?: (lease: Lease) => T | PromiseLike<T>): Promise<Awaited<T>> {
     // Not an async function: the lease's promise goes straight on to fn (one reaction, no frame to
     // resume). Its callback runs in the caller's async context, as an await would.
-    let fn: (lease: Lease) => T | PromiseLike<T>
+    let fn: ((lease: Lease) => T | PromiseLike<T>) | undefined
     let k: string
     let taken: Promise<L | undefined>
     let wait: number
     let signal: AbortSignal | undefined
     try {
-      fn = (typeof a === 'function' ? a : b)!
+      // The checks in the in-process `Lock.hold`'s order (the key, what follows fn, the options, fn),
+      // so that a call with two faults is refused for the same one by every store.
       k = toKey(key, placeOf(this.kind, this.name))
+      if (typeof a === 'function') {
+        fn = a
+        if (b !== undefined) throw afterFn(placeOf(this.kind, this.name, k), 'hold')
+        wait = this._wait
+      } else {
+        fn = b
+        ;({ wait, signal } = holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait))
+      }
       if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: hold needs a function to run`)
-      if (typeof a === 'function' && b !== undefined) throw afterFn(placeOf(this.kind, this.name, k), 'hold')
-      ;({ wait, signal } =
-        typeof a === 'function' ? { wait: this._wait, signal: undefined } : holdOptions(a, () => placeOf(this.kind, this.name, k), this._wait))
       const to = this._to
       if (to._hold !== undefined) return to._hold(this, k, wait, signal, fn)
       taken = to._take(this, k, wait, signal, false)
@@ -191,11 +197,12 @@ export abstract class TravellingHandle<L extends Lease> {
     a: TryHoldOptions | ((lease: Lease) => T | PromiseLike<T>),
     b?: (lease: Lease) => T | PromiseLike<T>,
   ): Promise<TryHoldResult<Awaited<T>>> {
-    const fn = typeof a === 'function' ? a : b
+    // In the in-process `Lock.tryHold`'s order, as `hold` above.
     const k = toKey(key, placeOf(this.kind, this.name))
-    if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: tryHold needs a function to run`)
     if (typeof a === 'function' && b !== undefined) throw afterFn(placeOf(this.kind, this.name, k), 'tryHold')
     const signal = typeof a === 'function' ? undefined : tryHoldSignal(a, () => placeOf(this.kind, this.name, k))
+    const fn = typeof a === 'function' ? a : b
+    if (typeof fn !== 'function') throw new InvalidError(`${placeOf(this.kind, this.name, k)}: tryHold needs a function to run`)
     const lease = await this._to._take(this, k, 0, signal, true)
     if (!lease) return { acquired: false }
     if (signal?.aborted) return cancelledAtGrant(lease, signal)
