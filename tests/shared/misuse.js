@@ -179,6 +179,7 @@ export function misuses() {
     step(`semaphore limit ${label}`, (s, n) => s.semaphore(n(), { limit: c }), refuse('throws', 'invalid', `semaphore ${'%'}: limit`))
   }
   step('pool capacity 2^32', (s, n) => s.pool(n('pool'), { capacity: 2 ** 32 }).remaining(), { how: 'ok' })
+  step('pool capacity 2^53-1', (s, n) => s.pool(n('pool'), { capacity: 2 ** 53 - 1 }).remaining(), { how: 'ok' })
   step('pool capacity 2^32-1', (s, n) => s.pool(n('pool'), { capacity: 2 ** 32 - 1 }).remaining(), { how: 'ok' })
   step('semaphore limit 10001', (s, n) => s.semaphore(n(), { limit: 10_001 }), refuse('throws', 'invalid', `semaphore ${'%'}: limit 10001`))
 
