@@ -3,7 +3,8 @@
 # wrangler project (tests/workerd: a worker and Durable Objects that use holdfast, under three
 # compatibility settings), then tests/workerd/test.mjs, cloudflare.test.mjs (holdfast/cloudflare:
 # HoldfastObject and workerStore) and websocket.test.mjs (connect() to HoldfastObject over WebSocket,
-# with tests/remote/frames.js as a raw client) under Node 24's test runner drive it through wrangler's test harness
+# with tests/remote/frames.js as a raw client) and misuse.test.mjs (tests/shared/misuse.js, by a
+# connect() client of HoldfastObject) under Node 24's test runner drive it through wrangler's test harness
 # (wrangler bundles the worker with the `workerd` export condition, as `wrangler dev` does, and runs it
 # in workerd); then the example examples/invoice-worker, installed the same way, runs its own test.mjs.
 # wrangler needs Node >= 22.12: Node 24 from tests/runtimes.
@@ -36,6 +37,8 @@ cp "$root/tests/remote/frames.js" "$work/project/"
 # The differential's random scenarios (websocket.test.mjs), run in Node against the object, and what
 # they import: differential.js (an answer's shape), random.js.
 cp "$root/tests/shared/differential-random.js" "$root/tests/shared/differential.js" "$root/tests/shared/random.js" "$work/project/"
+# The misuse list (misuse.test.mjs), run in Node against the object.
+cp "$root/tests/shared/misuse.js" "$work/project/"
 cp "$root/tests/js/callers.js" "$work/project/src/"
 rm -rf "$work/project/node_modules" "$work/project/.wrangler"
 cd "$work/project"
@@ -43,7 +46,7 @@ printf '{ "name": "holdfast-workerd-user", "private": true, "type": "module" }\n
 npm install --no-audit --no-fund --silent "$tarball"
 
 status=0
-tests="test.mjs cloudflare.test.mjs websocket.test.mjs"
+tests="test.mjs cloudflare.test.mjs websocket.test.mjs misuse.test.mjs"
 [ -z "${FILES:-}" ] || tests=$(for f in $FILES; do [ "$f" = test ] && echo test.mjs || echo "$f.test.mjs"; done)
 echo "== workerd tests: node --test" $tests "(Node 24's test runner)"
 # shellcheck disable=SC2086
