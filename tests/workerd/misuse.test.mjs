@@ -36,3 +36,19 @@ test('misuse: a connect() client of a HoldfastObject refuses each invalid call a
   const words = m => m.replace(`${client.url}: the client closed`, 'the store is closed')
   sameTranscript(reference, await transcript(client, 'm', { classes }), { chosen: CHOSEN, words })
 })
+
+/**
+ * Differences chosen for a Worker's store (`workerStore()`), by step, beside those above. It has no
+ * close() (CHANGELOG, Added: `await using`), so the steps after close are not run.
+ */
+const CHOSEN_WORKER = {
+  'pool capacity undefined, a new pool': CHOSEN['pool capacity undefined, a new pool'],
+}
+
+test('misuse: a workerStore() in a Worker refuses each invalid call as the in-process store does, word for word', { timeout: 120_000 }, async () => {
+  const reference = await transcript(await openStore({ storage: memoryStorage() }), 'w', { classes, afterClose: false })
+  const response = await server.getWorker().fetch('/cf/misuse?prefix=w')
+  const body = await response.json()
+  if (body.error) throw new Error(`the worker's transcript failed: ${JSON.stringify(body.error)}`)
+  sameTranscript(reference, body.lines, { chosen: CHOSEN_WORKER })
+})

@@ -37,8 +37,10 @@ cp "$root/tests/remote/frames.js" "$work/project/"
 # The differential's random scenarios (websocket.test.mjs), run in Node against the object, and what
 # they import: differential.js (an answer's shape), random.js.
 cp "$root/tests/shared/differential-random.js" "$root/tests/shared/differential.js" "$root/tests/shared/random.js" "$work/project/"
-# The misuse list (misuse.test.mjs), run in Node against the object.
+# The misuse list (misuse.test.mjs): run in Node against the object, and in the worker on a
+# workerStore() (src/cloudflare.js, /cf/misuse).
 cp "$root/tests/shared/misuse.js" "$work/project/"
+cp "$root/tests/shared/misuse.js" "$work/project/src/"
 cp "$root/tests/js/callers.js" "$work/project/src/"
 rm -rf "$work/project/node_modules" "$work/project/.wrangler"
 cd "$work/project"

@@ -3,8 +3,10 @@
 // would; a few routes call the object's RPC methods directly (a holder that never renews, a bad
 // request over the boundary). Every answer is JSON; a holdfast error is { error: { code, name, message } }.
 import { HoldfastObject, workerStore, objectName, fnv1a, durableObjectStorage } from 'holdfast/cloudflare'
-import { HoldfastError, openStore, memoryStorage } from 'holdfast'
+import { HoldfastError, openStore, memoryStorage, InvalidError, ClosedError, CancelledError, LostError, InUseError, LimitError } from 'holdfast'
 import { callersReport } from './callers.js'
+// tests/shared/misuse.js, copied here by tests/workerd/run.sh: the misuse list, on a workerStore().
+import { transcript } from './misuse.js'
 
 export { HoldfastObject }
 
@@ -340,6 +342,11 @@ export async function cloudflare(op, q, env) {
         }
       }
       return answers
+    }
+    case 'misuse': {
+      // The misuse list's transcript on this Worker's store (no close(): the steps after it left out).
+      const classes = { invalid: InvalidError, closed: ClosedError, cancelled: CancelledError, lost: LostError, in_use: InUseError, limit: LimitError }
+      return { lines: await transcript(store, q.get('prefix') ?? 'w', { classes, afterClose: false }) }
     }
     case 'hold':
       return await handle.hold(key, async lease => {
