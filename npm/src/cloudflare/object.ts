@@ -132,6 +132,7 @@ import { toKey } from '../util/key.js'
 import { checkNoMore, checkOptions } from '../util/options.js'
 import { randomId } from '../util/random.js'
 import type { Clock } from '../util/clock.js'
+import { shown } from '../util/shown.js'
 import type { Storage } from '../storage/storage.js'
 import type { Store } from '../store/store.js'
 import type { KeyInfo } from '../types.js'
@@ -922,7 +923,7 @@ export class HoldfastObject extends DurableObject implements HoldfastObjectRpc {
       const o = checkOptions(options, `${place}: key ${JSON.stringify(k)}`, ['limit', 'ttl', 'maxHold', 'wait', 'request'])
       const limit = kind === 'lock' ? 1 : o.limit
       if (typeof limit !== 'number' || !Number.isInteger(limit))
-        throw new InvalidError(`${place}: limit ${String(limit)} must be a whole number from 1 to 10000`)
+        throw new InvalidError(`${place}: limit ${shown(limit)} must be a whole number from 1 to 10000`)
       if (typeof o.request !== 'string' || !HEX32.test(o.request)) throw new InvalidError(`${place}: request must be 32 hex digits`)
       for (const n of ['ttl', 'maxHold'] as const) {
         if (typeof o[n] !== 'number' || !Number.isFinite(o[n]) || (o[n] as number) < 0) throw new InvalidError(`${place}: ${n} must be a number of ms`)

@@ -50,6 +50,7 @@ import { WorkerPools } from './worker-pools.js'
 import { cancellable } from './cancellable.js'
 import { background } from './background.js'
 import { checkName } from '../util/name.js'
+import { shown } from '../util/shown.js'
 
 /** A resource as this package's stores keep it: a key granted without the engine stands as its lease. */
 type Resource = SharedResource<Lease>
@@ -99,7 +100,7 @@ export function objectName(name: string, key: string | number, options?: WorkerS
 function checkShard(shard: unknown): number | undefined {
   if (shard === undefined) return undefined
   if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 1 || shard > 1_000) {
-    throw new InvalidError(`workerStore: shard ${String(shard)} must be a whole number from 1 to 1000`)
+    throw new InvalidError(`workerStore: shard ${shown(shard)} must be a whole number from 1 to 1000`)
   }
   return shard
 }

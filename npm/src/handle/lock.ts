@@ -9,6 +9,7 @@ import { afterFn, holdOptions, placeOf, plainWait, tryHoldSignal } from './trave
 import { toMs } from '../util/duration.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
+import { shown } from '../util/shown.js'
 import { Lease } from './lease.js'
 import type { SelfHeld } from '../store/key-ids.js'
 import type { HoldOptions, Resource as SharedResource, TryHoldOptions, TryHoldResult } from '../types.js'
@@ -248,7 +249,7 @@ export function handleOptions(options: unknown, place: string, semaphore: boolea
   if (semaphore) {
     if (o.limit === undefined) throw new InvalidError(`${place}: option limit is required (1 to 10000)`)
     if (typeof o.limit !== 'number' || !Number.isInteger(o.limit) || o.limit < 1 || o.limit > 10_000) {
-      throw new InvalidError(`${place}: limit ${String(o.limit)} must be a whole number from 1 to 10000`)
+      throw new InvalidError(`${place}: limit ${shown(o.limit)} must be a whole number from 1 to 10000`)
     }
     limit = o.limit
   }

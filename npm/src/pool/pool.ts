@@ -18,6 +18,7 @@ import { CancelledError, InvalidError } from '../errors.js'
 import { toMs } from '../util/duration.js'
 import { loneSurrogate, utf8Length } from '../util/key.js'
 import { checkOptions, checkSignal } from '../util/options.js'
+import { shown } from '../util/shown.js'
 import type { ClaimOptions } from './types.js'
 
 /** The largest count: the largest integer a JavaScript number holds exactly. */
@@ -79,7 +80,7 @@ export interface PoolStore {
 /** Whether `value` is a whole number of units (1 to 2^53−1); else an `InvalidError` naming it. */
 export function checkUnits(value: unknown, what: string): number {
   if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_UNITS) return value
-  throw new InvalidError(`${what} ${typeof value === 'number' ? String(value) : typeof value} must be a whole number from 1 to 2^53-1`)
+  throw new InvalidError(`${what} ${shown(value)} must be a whole number from 1 to 2^53-1`)
 }
 
 export class Pool {
