@@ -148,6 +148,13 @@ export function misuses() {
   step('hold options, fn, then more', (s, n) => s.lock(n()).hold('k', {}, fn, {}), { how: 'ok' })
   step('tryHold wait option', (s, n) => s.lock(n()).tryHold('k', { wait: 0 }, fn), refuse('rejects', 'invalid', `lock ${'%'}: key "k": tryHold: unknown option "wait"`))
   step('tryHold options after fn', (s, n) => s.lock(n()).tryHold('k', fn, {}), refuse('rejects', 'invalid', `lock ${'%'}: key "k": tryHold takes (key, [options], fn): nothing after fn`))
+  // Arguments past those a call takes would go unheard: a fn after acquire's options never runs (its
+  // lease is never released), more options after a claim's are dropped (an id among them).
+  step('acquire options, then fn', (s, n) => s.lock(n()).acquire('k', {}, fn), refuse('rejects', 'invalid', `lock ${'%'}: key "k": acquire takes (key, [options]): nothing after options`))
+  step('acquire no options, then fn', (s, n) => s.lock(n()).acquire('k', undefined, fn), refuse('rejects', 'invalid', `lock ${'%'}: key "k": acquire takes (key, [options]): nothing after options`))
+  step('acquire options, then undefined', async (s, n) => (await s.lock(n()).acquire('k', {}, undefined)).release(), { how: 'ok' })
+  step('claim options, then more options', (s, n) => s.pool(n('pool'), { capacity: 2 }).claim(1, {}, { id: 'order-1' }), refuse('rejects', 'invalid', `pool ${'%'}: claim takes (n, [options]): nothing after options`))
+  step('claim options, then undefined', (s, n) => s.pool(n('pool'), { capacity: 2 }).claim(1, {}, undefined), { how: 'ok' })
   step('acquire unknown option', (s, n) => s.lock(n()).acquire('k', { timeout: 5 }), refuse('rejects', 'invalid', `lock ${'%'}: key "k": unknown option "timeout"`))
   step('acquire options a function', (s, n) => s.lock(n()).acquire('k', fn), refuse('rejects', 'invalid', `lock ${'%'}: key "k": options must be an object, not function`))
   step('claim unknown option', (s, n) => s.pool(n('pool'), { capacity: 2 }).claim(1, { idd: 'a' }), refuse('rejects', 'invalid', `pool ${'%'}`, 'unknown option "idd"'))

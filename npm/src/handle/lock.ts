@@ -5,7 +5,7 @@
  */
 
 import { InvalidError, heldByAnother } from '../errors.js'
-import { afterFn, holdOptions, placeOf, plainWait, tryHoldSignal } from './travelling.js'
+import { afterFn, afterOptions, holdOptions, placeOf, plainWait, tryHoldSignal } from './travelling.js'
 import { toMs } from '../util/duration.js'
 import { toKey } from '../util/key.js'
 import { checkOptions } from '../util/options.js'
@@ -174,9 +174,11 @@ export class Lock {
   }
 
   /** Waits for `key` and resolves to its lease; release it with `lease.release()` or `await using`. */
-  acquire(key: Key, options?: HoldOptions): Promise<Lease> {
+  acquire(key: Key, options?: HoldOptions): Promise<Lease>
+  acquire(key: Key, options?: HoldOptions, more?: unknown): Promise<Lease> {
     try {
       const k = toKey(key, this.#place())
+      if (more !== undefined) throw afterOptions(this.#place(k))
       const { wait, signal } = options === undefined ? { wait: this._wait, signal: undefined } : this.#holdOptions(options, k)
       const taken = this._store._take(this, k, wait, signal, false)
       if (taken === undefined) throw heldByAnother(this.#place(k), wait)

@@ -36,6 +36,15 @@ export function afterFn(place: string, what: 'hold' | 'tryHold'): InvalidError {
 }
 
 /**
+ * `acquire(key, options, fn)`: a fn after the options (`hold`'s order, meant as a hold) would never
+ * run, and its lease never be released, so anything past the options is refused. One left `undefined`
+ * (a wrapper passing its own along) is none.
+ */
+export function afterOptions(place: string): InvalidError {
+  return new InvalidError(`${place}: acquire takes (key, [options]): nothing after options`)
+}
+
+/**
  * The options of `hold` and `acquire`: `wait` (the handle's unless given) and `signal`. `place` is
  * asked only for an error: the common options (`{ wait }` with a number, `{ signal }`) are read
  * without building it (a JSON of the key).
@@ -213,8 +222,10 @@ export abstract class TravellingHandle<L extends Lease> {
    * Waits for `key` and resolves to its lease, renewed until you release it (`await lease.release()`
    * or `await using`). Not released, it ends at maxHold, or after its ttl once this process is gone.
    */
-  async acquire(key: Key, options?: HoldOptions): Promise<L> {
+  acquire(key: Key, options?: HoldOptions): Promise<L>
+  async acquire(key: Key, options?: HoldOptions, more?: unknown): Promise<L> {
     const k = toKey(key, placeOf(this.kind, this.name))
+    if (more !== undefined) throw afterOptions(placeOf(this.kind, this.name, k))
     const { wait, signal } =
       options === undefined ? { wait: this._wait, signal: undefined } : holdOptions(options, () => placeOf(this.kind, this.name, k), this._wait)
     const lease = await this._to._take(this, k, wait, signal, false)

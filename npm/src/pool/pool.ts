@@ -105,8 +105,11 @@ export class Pool {
    * `wait` runs out). Rejects `CancelledError` if `signal` aborts first, `ClosedError` if the store
    * closes, `StorageError` if storage failed to keep it (it took nothing then).
    */
-  claim(n: number, options?: ClaimOptions): Promise<ClaimResult> {
+  claim(n: number, options?: ClaimOptions): Promise<ClaimResult>
+  claim(n: number, options?: ClaimOptions, more?: unknown): Promise<ClaimResult> {
     try {
+      // More options after the options would go unheard (an id among them: a retry would claim twice).
+      if (more !== undefined) throw new InvalidError(`pool ${this.name}: claim takes (n, [options]): nothing after options`)
       return this._store._claim(this, this.#request(n, options))
     } catch (error) {
       return Promise.reject(error)
