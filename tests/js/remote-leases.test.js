@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { openStore, memoryStorage, connect, HoldfastError, PermissionError, InvalidError, LimitError, LostError, ClosedError, InUseError, CancelledError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 import { heldUpStorage, isSettled, stallClock } from './helpers.js'
+import { cancelledAtGrant } from './abort-at-grant.js'
 
 const TOKEN = 'test-token-0123456789'
 
@@ -963,18 +964,8 @@ test('LOCK-06 over a connection: a hold or a tryHold granted in the message that
   try {
     const { client } = await s.client()
     const l = client.lock('abort-at-grant', { ttl: '30s' })
-    for (const form of ['hold', 'tryHold']) {
-      const ac = new AbortController()
-      const reason = new Error('gave up')
-      let ran = false
-      const first = l[form](`${form}-first`, () => ac.abort(reason))
-      const second = l[form](`${form}-second`, { signal: ac.signal }, () => (ran = true))
-      await assert.rejects(second, e => e instanceof CancelledError && e.code === 'cancelled' && e.cause === reason, form)
-      assert.equal(ran, false, `${form}: fn did not run`)
-      await first
-      assert.deepEqual(await l.tryHold(`${form}-second`, () => 'free'), { acquired: true, value: 'free' }, `${form}: the key was let go`)
-      await until(() => s.store.inspect().length === 0, `${form}: no key busy on the server`)
-    }
+    for (const form of ['hold', 'tryHold'])
+      await cancelledAtGrant(l, form, () => until(() => s.store.inspect().length === 0, `${form}: no key busy on the server`))
   } finally {
     await s.close()
   }
@@ -1773,70 +1764,59 @@ test('remote: bad input is refused before anything is sent', async () => {
   await s.close()
 })
 
-test('remote: serve({ tls }) serves wss://, and a client that trusts the certificate (option ca) holds keys over it', async () => {
+/**
+ * A self-signed certificate for 127.0.0.1 and its key, made with the machine's openssl, as PEM text;
+ * and the certificate as OpenSSL's "TRUSTED CERTIFICATE" block (`x509 -addtrust`). CA:FALSE because
+ * Deno's TLS (rustls) refuses a server certificate that is itself a CA (CaUsedAsEndEntity), which
+ * openssl's `req -x509` makes by default; Node and Bun take either.
+ */
+async function selfSigned() {
   const { execFileSync } = await import('node:child_process')
   const { mkdtempSync, readFileSync, rmSync } = await import('node:fs')
   const { tmpdir } = await import('node:os')
   const { join } = await import('node:path')
   const dir = mkdtempSync(join(tmpdir(), 'holdfast-tls-'))
   try {
-    // A self-signed certificate for 127.0.0.1, made here with the machine's openssl. CA:FALSE because
-    // Deno's TLS (rustls) refuses a server certificate that is itself a CA (CaUsedAsEndEntity), which
-    // openssl's `req -x509` makes by default; Node and Bun take either.
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' })
-    const cert = readFileSync(join(dir, 'cert.pem'), 'utf8')
-    const key = readFileSync(join(dir, 'key.pem'), 'utf8')
-    const s = await served({ tls: { cert, key } })
-    assert.match(s.server.url, /^wss:\/\//)
-    await assert.rejects(connect(s.server.url, { token: TOKEN, reconnect: false }), ClosedError, 'an untrusted certificate is refused')
-    const { client } = await s.client({ ca: cert })
-    assert.equal(await client.lock('x').hold('k', lease => lease.fence), 1)
-    await s.close()
+    const [cert, key, trusted] = ['cert.pem', 'key.pem', 'trusted.pem'].map(name => join(dir, name))
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE', '-keyout', key, '-out', cert], { stdio: 'ignore' })
+    execFileSync('openssl', ['x509', '-in', cert, '-addtrust', 'serverAuth', '-trustout', '-out', trusted], { stdio: 'ignore' })
+    return { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8'), trusted: readFileSync(trusted, 'utf8') }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+test('remote: serve({ tls }) serves wss://, and a client that trusts the certificate (option ca) holds keys over it', async () => {
+  const { cert, key } = await selfSigned()
+  const s = await served({ tls: { cert, key } })
+  assert.match(s.server.url, /^wss:\/\//)
+  await assert.rejects(connect(s.server.url, { token: TOKEN, reconnect: false }), ClosedError, 'an untrusted certificate is refused')
+  const { client } = await s.client({ ca: cert })
+  assert.equal(await client.lock('x').hold('k', lease => lease.fence), 1)
+  await s.close()
 })
 
 test('remote: connect() with a ca of OpenSSL\'s "TRUSTED CERTIFICATE" blocks is taken as before connect() read the ca: Node connects with it; Bun and Deno, whose TLS ignores such blocks, refuse the server as untrusted (ClosedError), not the option', async () => {
   // Refused by the ca check of ee2d878 as "holds no certificate", though Node's TLS trusts it.
-  const { execFileSync } = await import('node:child_process')
-  const { mkdtempSync, readFileSync, rmSync } = await import('node:fs')
-  const { tmpdir } = await import('node:os')
-  const { join } = await import('node:path')
-  const dir = mkdtempSync(join(tmpdir(), 'holdfast-tls-'))
+  const { cert, key, trusted } = await selfSigned()
+  assert.match(trusted, /^-----BEGIN TRUSTED CERTIFICATE-----\n/)
+  const s = await served({ tls: { cert, key } })
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' })
-    execFileSync('openssl', ['x509', '-in', join(dir, 'cert.pem'), '-addtrust', 'serverAuth', '-trustout', '-out', join(dir, 'trusted.pem')], { stdio: 'ignore' })
-    const trusted = readFileSync(join(dir, 'trusted.pem'), 'utf8')
-    assert.match(trusted, /^-----BEGIN TRUSTED CERTIFICATE-----\n/)
-    const s = await served({ tls: { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'key.pem'), 'utf8') } })
-    try {
-      if (typeof Bun === 'undefined' && typeof Deno === 'undefined') {
-        const { client } = await s.client({ ca: trusted })
-        assert.equal(await client.lock('x').hold('k', lease => lease.fence), 1)
-      } else await assert.rejects(connect(s.server.url, { token: TOKEN, reconnect: false, ca: trusted }), ClosedError)
-    } finally {
-      await s.close()
-    }
+    if (typeof Bun === 'undefined' && typeof Deno === 'undefined') {
+      const { client } = await s.client({ ca: trusted })
+      assert.equal(await client.lock('x').hold('k', lease => lease.fence), 1)
+    } else await assert.rejects(connect(s.server.url, { token: TOKEN, reconnect: false, ca: trusted }), ClosedError)
   } finally {
-    rmSync(dir, { recursive: true, force: true })
+    await s.close()
   }
 })
 
 test('remote: serve({ tls }) with a certificate or key that cannot be read, or that do not match, rejects InvalidError naming the option, before it listens, on every runtime', async () => {
-  const { execFileSync } = await import('node:child_process')
-  const { mkdtempSync, readFileSync, rmSync } = await import('node:fs')
-  const { tmpdir } = await import('node:os')
-  const { join } = await import('node:path')
-  const dir = mkdtempSync(join(tmpdir(), 'holdfast-tls-'))
+  const { cert, key } = await selfSigned()
+  // Bytes, as a file read without an encoding gives them.
+  const otherKey = new TextEncoder().encode((await selfSigned()).key)
   const store = await openStore({ storage: memoryStorage() })
   try {
-    for (const name of ['a', 'b']) {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE', '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.pem`)], { stdio: 'ignore' })
-    }
-    const cert = readFileSync(join(dir, 'a.pem'), 'utf8')
-    const key = readFileSync(join(dir, 'a.key'), 'utf8')
-    const otherKey = readFileSync(join(dir, 'b.key'))
     // A port nothing listens on: a bad tls must leave it so (Deno listened, and failed every handshake).
     const port = await new Promise(resolve => {
       const probe = net.createServer().listen(0, '127.0.0.1', () => {
@@ -1876,7 +1856,6 @@ test('remote: serve({ tls }) with a certificate or key that cannot be read, or t
     assert.equal(server.url, `wss://127.0.0.1:${port}`)
   } finally {
     await store.close()
-    rmSync(dir, { recursive: true, force: true })
   }
 })
 

@@ -10,6 +10,7 @@ import { startRedis, redisClient, commandClient, commandStats, raw, sleep, later
 import { manualClock } from 'holdfast/testing'
 import { collectUntil } from './gc.js'
 import { useEveryWayAndEnd } from './every-use.js'
+import { cancelledAtGrant } from './abort-at-grant.js'
 
 async function twoStores(t, options = {}) {
   const server = await startRedis(t)
@@ -254,19 +255,8 @@ test('LOCK-06: a hold or a tryHold granted in the reply that granted another, wh
   // fn not started. It ran all the same; in process the hold is cancelled.
   const { a } = await twoStores(t)
   const l = a.lock('abort-at-grant')
-  for (const form of ['hold', 'tryHold']) {
-    const ac = new AbortController()
-    const reason = new Error('gave up')
-    let ran = false
-    const first = l[form](`${form}-first`, () => ac.abort(reason))
-    const second = l[form](`${form}-second`, { signal: ac.signal }, () => (ran = true))
-    await assert.rejects(second, e => e instanceof CancelledError && e.code === 'cancelled' && e.cause === reason, form)
-    assert.equal(ran, false, `${form}: fn did not run`)
-    await first
-    // Commands of one connection run in order: a try after the release finds the key free.
-    assert.deepEqual(await l.tryHold(`${form}-second`, () => 'free'), { acquired: true, value: 'free' }, `${form}: the key was let go`)
-    assert.deepEqual(await a.inspect(), [], `${form}: no key busy in Redis`)
-  }
+  // Commands of one connection run in order: a try after the release finds the key free.
+  for (const form of ['hold', 'tryHold']) await cancelledAtGrant(l, form, async () => assert.deepEqual(await a.inspect(), [], `${form}: no key busy in Redis`))
 })
 
 test('LOCK-06: close() releases its leases in Redis (the other store is served at once), answers its waiters ClosedError, and refuses later calls; a second close() answers the first\'s promise, resolved only once the releases were sent', async t => {
