@@ -7,6 +7,10 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, CancelledError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
+import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { startCluster, raw, later, sleep, commandStats, listenersAroundStores } from './helpers.js'
 
 for (const kind of ['ioredis', 'node-redis'])
@@ -163,6 +167,31 @@ test('#15 Cluster (ioredis): calls made while the Cluster is unreachable leave n
   // The waits for 'ready' end 10 s after they began, about as the inspections' patience runs out.
   await sleep(500)
   assert.equal(client.listenerCount('ready'), before)
+})
+
+test('#15 LOCK-06 Cluster (ioredis): a process that asked inspect() while the Cluster was unreachable, then closed its store and its client, exits at once', async t => {
+  // inspect() waits up to 10 s for the client's 'ready' (clusterReady): its timer was neither ended
+  // by close() nor unref'd, so the process lived on for those 10 s after everything was closed.
+  const cluster = await startCluster(t)
+  const child = spawn(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), 'cluster-closing.js'), ...cluster.nodes.map(n => n.port)], { stdio: ['pipe', 'pipe', 'inherit'] })
+  later(t, () => child.kill('SIGKILL'))
+  const lines = []
+  const exited = new Promise(resolve => child.once('exit', resolve))
+  createInterface({ input: child.stdout }).on('line', line => lines.push({ line, at: Date.now() }))
+  while (!lines.some(l => l.line === 'open')) {
+    assert.equal(child.exitCode, null, `exited before it opened: ${JSON.stringify(lines)}`)
+    await sleep(20)
+  }
+  for (const n of cluster.nodes) await n.stop()
+  child.stdin.end()
+  assert.equal(await exited, 0, JSON.stringify(lines))
+  const exitedAt = Date.now()
+  const closed = lines.find(l => l.line === 'closed')
+  assert.ok(closed, JSON.stringify(lines))
+  // ioredis's own: the connections its Cluster client made to refresh the slots of nodes that refuse
+  // them keep the process up to their disconnectTimeout (2 s) after disconnect(): not holdfast's.
+  assert.ok(exitedAt - closed.at < 4_000, `exited ${exitedAt - closed.at}ms after its store and client were closed`)
+  assert.deepEqual(lines.map(l => l.line).slice(1), ['closed', 'inspect ClosedError'])
 })
 
 /** A Cluster client of `kind` logged in as `username`, closed after the test. */

@@ -213,22 +213,26 @@ function afterFirst(ready: () => void): () => void {
 }
 
 /**
- * A Cluster client that has not found its nodes yet: waits until it has (at most 10 s, then goes on).
+ * A Cluster client that has not found its nodes yet: waits until it has (at most 10 s, then goes on),
+ * or until the adapter closes (`ends` holds the end of each wait under way; `close()` calls them).
  * A wait that ends without it takes its listener off the application's client: left on, each call while
- * the Cluster is unreachable (every `inspect()`) added one more, for as long as it stayed so.
+ * the Cluster is unreachable (every `inspect()`) added one more, for as long as it stayed so. Its timer
+ * keeps no process alive, and goes with the wait: a process that asked `inspect()` of an unreachable
+ * Cluster, then closed its store and its client, lived on until the 10 s were over.
  */
-async function clusterReady(c: IoRedis): Promise<void> {
+async function clusterReady(c: IoRedis, ends: Set<() => void>): Promise<void> {
   if (c.status === 'ready') return
   await new Promise<void>(resolve => {
-    const ready = () => {
+    const end = () => {
       clearTimeout(timer)
+      c.off('ready', end)
+      ends.delete(end)
       resolve()
     }
-    const timer = setTimeout(() => {
-      c.off('ready', ready)
-      resolve()
-    }, 10_000)
-    c.once('ready', ready)
+    const timer = setTimeout(end, 10_000)
+    ;(timer as { unref?: () => void }).unref?.()
+    c.once('ready', end)
+    ends.add(end)
   })
 }
 
@@ -268,9 +272,13 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
   const cluster = typeof c.nodes === 'function'
   // ioredis 5.9 and later know sharded subscribers (a Cluster option, false unless asked for).
   const sharded = cluster && c.options !== undefined && 'shardedSubscribers' in c.options
+  const readyWaits = new Set<() => void>()
+  let closed = false
   const primaries = async () => {
     if (!cluster) return [replying(raw(c))]
-    await clusterReady(c)
+    await clusterReady(c, readyWaits)
+    // Closed meanwhile: nothing more is sent on the application's client for a closed store.
+    if (closed) throw new Error('the store closed while the Cluster client was not ready')
     return c.nodes!('master').map(node => replying(raw(node)))
   }
   return {
@@ -309,6 +317,8 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
     },
     ended: () => c.status === 'end',
     async close() {
+      closed = true
+      for (const end of [...readyWaits]) end()
       if (!owned) return
       // QUIT waits behind every command queued, and with Redis gone those wait for ioredis's retries
       // to give up (about 74 s, measured: the store's close and the CLI hung that long). A client not
