@@ -146,9 +146,15 @@ export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'ye
       const args = ['--port', port, '--bind', '127.0.0.1', '--dir', dir, '--appendonly', appendonly, '--appendfsync', appendfsync, '--save', '', '--enable-debug-command', 'local', '--hz', '50', ...extra].map(String)
       const proc = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] })
       let log = ''
+      // A spawn that failed (no such redis-server) says so here, and never exits (Bun) or says it by
+      // its exit code alone (Node): without this, an uncaught error, or a start waiting its 15 s for nothing.
+      let failed
       proc.stdout.on('data', d => (log += d))
       proc.stderr.on('data', d => (log += d))
-      proc.exited = new Promise(resolve => proc.on('exit', resolve))
+      proc.exited = new Promise(resolve => {
+        proc.on('exit', resolve)
+        proc.on('error', error => resolve((failed = error)))
+      })
       server.proc = proc
       const end = Date.now() + 15_000
       for (;;) {
@@ -157,7 +163,11 @@ export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'ye
         } catch {
           // not yet listening (or loading)
         }
-        if (proc.exitCode !== null || Date.now() > end) throw new Error(`redis-server :${port} did not start: ${log.slice(-1000)}`)
+        if (failed || proc.exitCode !== null || Date.now() > end) {
+          // A server that never answered is killed: a start that failed leaves no redis-server behind.
+          await server.stop()
+          throw new Error(`redis-server :${port} did not start${failed ? ` (${failed.message})` : ''}: ${log.slice(-1000)}`)
+        }
         await sleep(20)
       }
     },
@@ -185,8 +195,9 @@ export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'ye
       await server.start()
     },
   }
-  await server.start()
+  // Before the start: one the test gave up on (its timeout) is stopped too.
   later(t, () => server.stop())
+  await server.start()
   return server
 }
 
