@@ -159,3 +159,27 @@ test('LOCK-06: openRedisStore({ redis }) given a client the application already 
   if (CLIENT === 'ioredis') assert.ok(answer instanceof ClosedError && /^openRedisStore: the Redis client was closed/.test(answer.message), String(answer))
   else assert.ok(answer instanceof InvalidError && /not connected/.test(answer.message), String(answer))
 })
+
+test('LOCK-06: an inspect() asked before close() of a Redis that does not answer (SIGSTOP) is answered ClosedError once the close gave up on it, not 10 s later', async t => {
+  // The close waits for an inspection asked before it, up to its second, then gives up on it. One
+  // still at its SCAN kept its own 10 s timer, which the close knew nothing of: it was answered
+  // ("no answer from Redis within 10000ms") 9 s after close() had resolved.
+  const server = await startRedis(t)
+  const store = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => store.close())
+  server.kill('SIGSTOP')
+  later(t, () => server.kill('SIGCONT'))
+  const listing = store.inspect().then(
+    () => 'answered',
+    e => e,
+  )
+  await sleep(100)
+  await store.close()
+  const closedAt = Date.now()
+  let timer
+  const answer = await Promise.race([listing, new Promise(resolve => (timer = setTimeout(resolve, 15_000, 'not settled in 15 s')))])
+  clearTimeout(timer)
+  const after = Date.now() - closedAt
+  assert.ok(answer instanceof ClosedError && /^inspect: /.test(answer.message), String(answer))
+  assert.ok(after < 500, `answered ${after} ms after close() resolved`)
+})

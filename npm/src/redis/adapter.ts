@@ -212,13 +212,17 @@ function afterFirst(ready: () => void): () => void {
   }
 }
 
+/** How long a call that needs a Cluster's primaries waits for its client to be ready. */
+const CLUSTER_PATIENCE = 10_000
+
 /**
- * A Cluster client that has not found its nodes yet: waits until it has (at most 10 s, then goes on),
- * or until the adapter closes (`ends` holds the end of each wait under way; `close()` calls them).
- * A wait that ends without it takes its listener off the application's client: left on, each call while
- * the Cluster is unreachable (every `inspect()`) added one more, for as long as it stayed so. Its timer
- * keeps no process alive, and goes with the wait: a process that asked `inspect()` of an unreachable
- * Cluster, then closed its store and its client, lived on until the 10 s were over.
+ * A Cluster client that has not found its nodes yet: waits until it has, at most `CLUSTER_PATIENCE`
+ * (the caller looks at the client's status then), or until the adapter closes (`ends` holds the end of
+ * each wait under way; `close()` calls them). A wait that ends without it takes its listener off the
+ * application's client: left on, each call while the Cluster is unreachable (every `inspect()`) added
+ * one more, for as long as it stayed so. Its timer keeps no process alive, and goes with the wait: a
+ * process that asked `inspect()` of an unreachable Cluster, then closed its store and its client,
+ * lived on until the 10 s were over.
  */
 async function clusterReady(c: IoRedis, ends: Set<() => void>): Promise<void> {
   if (c.status === 'ready') return
@@ -229,7 +233,7 @@ async function clusterReady(c: IoRedis, ends: Set<() => void>): Promise<void> {
       ends.delete(end)
       resolve()
     }
-    const timer = setTimeout(end, 10_000)
+    const timer = setTimeout(end, CLUSTER_PATIENCE)
     ;(timer as { unref?: () => void }).unref?.()
     c.once('ready', end)
     ends.add(end)
@@ -279,6 +283,8 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
     await clusterReady(c, readyWaits)
     // Closed meanwhile: nothing more is sent on the application's client for a closed store.
     if (closed) throw new Error('the store closed while the Cluster client was not ready')
+    // Still not ready: it knows no primaries (it lost them), and a SCAN of none answered "nothing busy".
+    if (c.status !== 'ready') throw new Error(`the Cluster client is not ready (${c.status}) after ${CLUSTER_PATIENCE}ms`)
     return c.nodes!('master').map(node => replying(raw(node)))
   }
   return {

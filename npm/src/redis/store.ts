@@ -389,7 +389,8 @@ export class RedisStore implements LeaseOwner {
   async #loadLibrary(): Promise<boolean> {
     const load = ['FUNCTION', 'LOAD', this.#scripts.library.source]
     try {
-      const primaries = await this.#adapter.primaries()
+      // Not found (a Cluster client not ready): no answer, as a command's, which openRedisStore types.
+      const primaries = await this.#adapter.primaries().catch(error => Promise.reject(failureOf(error)))
       await Promise.all(
         primaries.map(via =>
           this.#send(load, PATIENCE, via).catch(error => {
@@ -946,11 +947,18 @@ export class RedisStore implements LeaseOwner {
 
   async #inspect(): Promise<(KeyInfo | PoolInfo)[]> {
     try {
+      // Waited for as a command is (`#send`): the sweep gives it up past its patience, and the close
+      // answers it once it gave up on it. A timer of its own, which the close knew nothing of, answered
+      // it up to 9 s after close() had resolved.
       const metas = await new Promise<string[]>((resolve, reject) => {
-        const timer = setTimer(this.#clock, () => reject(new NoAnswer(`no answer from Redis within ${PATIENCE}ms`)), PATIENCE)
+        const waited: Waited = { at: this.#clock.now() + PATIENCE, patience: PATIENCE, reject }
+        this.#wait(waited)
+        const settled = () => {
+          if (this.#waited.delete(waited)) waited.settle?.()
+        }
         this.#adapter.scan(`${this.prefix}:{*}:m`).then(
-          keys => (clearTimer(this.#clock, timer), resolve(keys)),
-          error => (clearTimer(this.#clock, timer), reject(error)),
+          keys => (settled(), resolve(keys)),
+          error => (settled(), reject(error)),
         )
       })
       const out: KeyInfo[] = []
