@@ -325,13 +325,15 @@ export async function startSentinelSet(t) {
 }
 
 /**
- * A Redis Cluster of three primaries (no replicas), each a redis-server of the test's own, made with
- * `redis-cli --cluster create`; resolves once every node says cluster_state:ok.
+ * A Redis Cluster of three primaries (and `replicas` replicas of each), each a redis-server of the
+ * test's own, made with `redis-cli --cluster create`; resolves once every node says cluster_state:ok
+ * (and every replica is in sync). `nodeTimeout`: after how long a primary that does not answer is
+ * failed over. `layout()` reads CLUSTER NODES: each node's id, port, role, primary and slots.
  */
-export async function startCluster(t) {
+export async function startCluster(t, { replicas = 0, nodeTimeout = 2000 } = {}) {
   const nodes = []
-  for (let i = 0; i < 3; i++) nodes.push(await startRedis(t, { appendonly: 'no', extra: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'] }))
-  const created = spawn(process.env.HOLDFAST_REDIS_CLI || 'redis-cli', ['--cluster', 'create', ...nodes.map(n => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  for (let i = 0; i < 3 * (1 + replicas); i++) nodes.push(await startRedis(t, { appendonly: 'no', extra: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', nodeTimeout] }))
+  const created = spawn(process.env.HOLDFAST_REDIS_CLI || 'redis-cli', ['--cluster', 'create', ...nodes.map(n => `127.0.0.1:${n.port}`), '--cluster-replicas', replicas, '--cluster-yes'], { stdio: ['ignore', 'pipe', 'pipe'] })
   let log = ''
   created.stdout.on('data', d => (log += d))
   created.stderr.on('data', d => (log += d))
@@ -340,12 +342,32 @@ export async function startCluster(t) {
   const end = Date.now() + 20_000
   for (;;) {
     const states = await Promise.all(nodes.map(n => raw(n.port, 'CLUSTER', 'INFO').then(String)))
-    if (states.every(s => s.includes('cluster_state:ok'))) break
+    const synced = await Promise.all(nodes.map(n => raw(n.port, 'INFO', 'replication').then(String)))
+    if (states.every(s => s.includes('cluster_state:ok')) && synced.every(s => s.includes('role:master') || s.includes('master_link_status:up'))) break
     if (Date.now() > end) throw new Error('the cluster did not reach cluster_state:ok in 20 s')
     await sleep(100)
   }
   return {
     nodes,
+    /** Each node as CLUSTER NODES (asked of `port`) says: `{ id, port, primary (its own id or its primary's), replica, failed, slots: [[from, to]] }`. */
+    async layout(port = nodes[0].port) {
+      const text = String(await raw(port, 'CLUSTER', 'NODES'))
+      return text
+        .trim()
+        .split('\n')
+        .map(line => {
+          const [id, address, flags, primary, , , , , ...slots] = line.trim().split(' ')
+          const replica = flags.split(',').includes('slave')
+          return {
+            id,
+            port: Number(/:(\d+)@/.exec(address)[1]),
+            primary: replica ? primary : id,
+            replica,
+            failed: /fail/.test(flags),
+            slots: slots.filter(s => !s.startsWith('[')).map(s => s.split('-').map(Number)).map(([a, b]) => [a, b ?? a]),
+          }
+        })
+    },
     /** A Cluster client: ioredis's `Cluster`, or node-redis's `createCluster`. */
     async client(kind = 'ioredis') {
       if (kind === 'node-redis') {

@@ -153,6 +153,12 @@ interface NodeRedisSentinel extends NodeRedisBase {
   unsubscribe(channel: string, listener?: Listener): Promise<unknown>
 }
 
+/** What of a node-redis client's events holdfast uses on a connection the Cluster client made. */
+interface NodeRedisEvents {
+  on(event: string, fn: (...args: never[]) => void): unknown
+  off(event: string, fn: (...args: never[]) => void): unknown
+}
+
 /** node-redis's Cluster client (`createCluster`): commands go to the node of their first key. */
 interface NodeRedisCluster extends NodeRedisBase {
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>
@@ -301,10 +307,20 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       // A server's subscriber subscribes again after a reconnect through the store (wakeups.ts), not
       // by itself: ioredis's own resubscription leaves its promise unhandled, and a close while it is
       // under way made it an unhandled rejection ("Connection is closed.") in the application.
-      const sub = sharded ? c.duplicate([], { shardedSubscribers: true }) : cluster ? c.duplicate() : c.duplicate({ autoResubscribe: false })
+      // When a slot moves to another primary (resharding, a failover), Redis drops the subscriptions of
+      // its channels (a `sunsubscribe` nobody asked for, which ioredis passes over): the duplicate
+      // subscribes them again on the new primary once its own map of slots changed, which it reads
+      // only when told to, hence `SLOTS_REFRESH`; and the store catches up then ('subscribersReady').
+      // Without it, every wake-up of a moved key was lost, its waiters answered by heartbeats only.
+      const sub = sharded
+        ? c.duplicate([], { shardedSubscribers: true, slotsRefreshInterval: SLOTS_REFRESH })
+        : cluster
+          ? c.duplicate()
+          : c.duplicate({ autoResubscribe: false })
       sub.on('error', noop)
       sub.on(sharded ? 'smessage' : 'message', ((channel: string, text: string) => message(channel, text)) as (...args: never[]) => void)
       sub.on('ready', afterFirst(ready))
+      if (sharded) sub.on('subscribersReady', afterFirst(ready))
       // The first subscription waits for the connection: bounded, as node-redis's (connectNodeRedis).
       // ioredis queues it while it connects again and again (a Redis at maxclients refuses each try)
       // until maxRetriesPerRequest, and for good with none (null, as BullMQ asks of its clients):
@@ -334,6 +350,12 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
     },
   }
 }
+
+/**
+ * How often a Cluster's sharded subscriber (ioredis) reads where the slots are (`CLUSTER SLOTS`, one
+ * command): a waiter whose key's slot moved is woken by a release within about this long after the move.
+ */
+const SLOTS_REFRESH = 1_000
 
 /** How long closing a client holdfast opened waits for Redis to take its QUIT before cutting it. */
 const QUIT_PATIENCE = 1_000
@@ -387,21 +409,72 @@ async function endNodeRedis(c: NodeRedisBase): Promise<void> {
 }
 
 /**
+ * Tells of subscriptions that were dropped under the store: `lost(channel)`, Redis dropped one (its
+ * slot moved to another primary); `lostAll()`, any may have been (the client replaced a connection).
+ * `watch()` after each subscription (it may have opened a connection to watch), `off()` at close.
+ */
+interface Dropped {
+  watch(): void
+  off(): void
+}
+
+/** How long a dropped subscription waits before it is asked again, at first and at most (doubling). */
+const REGAIN_FIRST = 50
+const REGAIN_MOST = 2_000
+
+/**
  * The pub/sub side made of a client's own `subscribe` / `unsubscribe` (Sentinel's, a Cluster's sharded
- * ones). `off` takes the store's listener of the client's events off at close.
+ * ones). `off` takes the store's listener of the client's events off at close. `dropped` (a Cluster's)
+ * wires what tells that subscriptions were dropped: they are subscribed again (one already in place
+ * costs nothing), each asked until it is taken (the client learns where a slot went from the first
+ * command Redis answers MOVED: the catch-up's), and the store catches up (`ready`) at once and once
+ * they are back: the drops of one moment together, so that a move of many channels costs one catch-up.
  */
 function ownPubSub(
   subscribe: (channel: string, listener: Listener) => Promise<unknown>,
   unsubscribe: (channel: string, listener: Listener) => Promise<unknown>,
   message: (channel: string, text: string) => void,
   off: () => void,
+  ready: () => void,
+  dropped?: (lost: (channel: string) => void, lostAll: () => void) => Dropped,
 ): Subscriber {
   const listener: Listener = (text, channel) => message(channel, text)
   const channels = new Set<string>()
+  let closed = false
+  let pending: Set<string> | undefined
+  const again = async (channel: string) => {
+    for (let wait = REGAIN_FIRST; channels.has(channel) && !closed; wait = Math.min(wait * 2, REGAIN_MOST)) {
+      try {
+        return void (await subscribe(channel, listener))
+      } catch {
+        await new Promise(resolve => setTimeout(resolve, wait))
+      }
+    }
+  }
+  const regain = (list: Iterable<string>) => {
+    if (closed) return
+    if (!pending) {
+      pending = new Set()
+      setTimeout(async () => {
+        const now = [...pending!].filter(c => channels.has(c))
+        pending = undefined
+        ready()
+        await Promise.all(now.map(again))
+        watching?.watch()
+        if (!closed) ready()
+      }, 0)
+    }
+    for (const channel of list) pending.add(channel)
+  }
+  const watching = dropped?.(
+    channel => regain([channel]),
+    () => regain([...channels]),
+  )
   return {
     subscribe: async channel => {
       channels.add(channel)
       await subscribe(channel, listener)
+      watching?.watch()
     },
     unsubscribe: async channel => {
       channels.delete(channel)
@@ -410,7 +483,9 @@ function ownPubSub(
     // The client is the application's: only this store's channels go, and its listener (which refers
     // to the store: left on, a closed store would live as long as the client, one more for each).
     close: async () => {
+      closed = true
       off()
+      watching?.off()
       await Promise.all([...channels].map(channel => unsubscribe(channel, listener).catch(noop)))
       channels.clear()
     },
@@ -497,6 +572,7 @@ function nodeRedisOwnPubSubAdapter(
     subscribe: (channel: string, listener: Listener) => Promise<unknown>
     unsubscribe: (channel: string, listener: Listener) => Promise<unknown>
     missed: (ready: () => void) => () => void
+    dropped?: (lost: (channel: string) => void, lostAll: () => void) => Dropped
   },
 ): Adapter {
   const send = replying(o.raw)
@@ -510,7 +586,7 @@ function nodeRedisOwnPubSubAdapter(
     primaries,
     scan: async pattern => scanAll(await primaries(), pattern),
     async subscriber(message, ready) {
-      return ownPubSub(o.subscribe, o.unsubscribe, message, o.missed(ready))
+      return ownPubSub(o.subscribe, o.unsubscribe, message, o.missed(ready), ready, o.dropped)
     },
     ended: () => !c.isOpen,
     async close() {
@@ -557,6 +633,33 @@ function nodeRedisClusterAdapter(c: NodeRedisCluster, owned: boolean): Adapter {
       const listener = afterFirst(ready)
       c.on('node-ready', listener)
       return () => c.off('node-ready', listener)
+    },
+    // A slot that moved (resharding, a failover): Redis drops the subscriptions of its channels, and
+    // the pub/sub connection of that primary says so ('sharded-channel-moved', its listeners taken off).
+    // node-redis means to subscribe them again on the new primary, but listens for another name of the
+    // event ('server-sunsubscribe', 5.12): they stayed dropped, every wake-up of a moved key lost.
+    // And when a primary is replaced (a failover), the client drops its pub/sub connection, with its
+    // subscriptions, silently: they go again once the new primary's connection is ready.
+    dropped: (lost, lostAll) => {
+      const watched = new Set<NodeRedisEvents>()
+      const listener = ((channel: unknown) => lost(String(channel))) as (...args: never[]) => void
+      const replaced = afterFirst(lostAll)
+      c.on('node-ready', replaced)
+      return {
+        watch() {
+          for (const master of c.masters) {
+            const client = (master as { pubSub?: { client?: NodeRedisEvents } } | null)?.pubSub?.client
+            if (!client || watched.has(client)) continue
+            watched.add(client)
+            client.on('sharded-channel-moved', listener)
+          }
+        },
+        off() {
+          c.off('node-ready', replaced)
+          for (const client of watched) client.off('sharded-channel-moved', listener)
+          watched.clear()
+        },
+      }
     },
   })
 }

@@ -1,0 +1,170 @@
+// Redis Cluster while it changes under the stores: a slot moved to another primary (resharding:
+// CLUSTER SETSLOT … IMPORTING / MIGRATING, MIGRATE … KEYS, SETSLOT … NODE) and a primary failed over
+// to its replica (CLUSTER FAILOVER), while a lease is held, a hold waits and a pool's
+// claim waits, on the slots that change. What we promise (docs/redis.md, *Cluster*): one holder a key
+// (LOCK-01), fences that only grow (LOCK-02), no oversell (POOL-01), and a waiter woken by the release,
+// not at its heartbeat, wherever its key's slot went; what fails says so and nothing hangs.
+// The waiting stores run on a clock that creeps (1 ms every 5 ms): what the store does at once (a
+// catch-up after its subscriber may have missed messages) runs, but their heartbeats (every ttl/3, 10 s
+// of that clock, 50 s of the test's) never come, so a waiter is answered by its wake-up or not at all.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { openRedisStore } from 'holdfast/redis'
+import { manualClock } from 'holdfast/testing'
+import { startCluster, raw, later, sleep } from './helpers.js'
+
+const lockKey = (name, key) => `holdfast:{l:${name}:${key}}:m`
+const poolKey = name => `holdfast:{p:${name}}:m`
+
+/** The primary (from `cluster.layout()`, as `port` says) that serves `slot` now. */
+async function ownerOf(cluster, slot, port) {
+  const nodes = await cluster.layout(port)
+  return nodes.find(n => !n.replica && n.slots.some(([a, b]) => a <= slot && slot <= b))
+}
+
+/**
+ * Moves `slot` to the primary `to`, as `redis-cli --cluster reshard` does: IMPORTING on the target,
+ * MIGRATING on the source, its keys migrated one at a time (`between()` runs after the first: the slot
+ * half moved), then SETSLOT … NODE on both and every other primary.
+ */
+async function moveSlot(cluster, slot, to, between = async () => {}) {
+  const from = await ownerOf(cluster, slot)
+  assert.notEqual(from.id, to.id)
+  assert.equal(await raw(to.port, 'CLUSTER', 'SETSLOT', slot, 'IMPORTING', from.id), 'OK')
+  assert.equal(await raw(from.port, 'CLUSTER', 'SETSLOT', slot, 'MIGRATING', to.id), 'OK')
+  const keys = [...String(await raw(from.port, 'CLUSTER', 'GETKEYSINSLOT', slot, 1000)).matchAll(/\$\d+\r\n([^\r]+)\r\n/g)].map(m => m[1])
+  assert.ok(keys.length > 0, `slot ${slot} holds no key`)
+  for (const [i, key] of keys.entries()) {
+    assert.equal(await raw(from.port, 'MIGRATE', '127.0.0.1', to.port, key, 0, 5000), 'OK')
+    if (i === 0) await between()
+  }
+  for (const n of [to, from, ...(await cluster.layout()).filter(n => !n.replica && n.id !== to.id && n.id !== from.id)])
+    assert.equal(await raw(n.port, 'CLUSTER', 'SETSLOT', slot, 'NODE', to.id), 'OK')
+}
+
+/**
+ * A store on `cluster` whose clock creeps (above), closed after the test: the clock then runs fast,
+ * so that what its close waits for (a second, by its clock) does not take the test's minutes.
+ */
+async function creeping(t, cluster, kind) {
+  const clock = manualClock()
+  const timer = setInterval(() => clock.advance(1), 5)
+  const store = await openRedisStore({ redis: await cluster.client(kind), clock })
+  later(t, async () => {
+    clearInterval(timer)
+    const closing = store.close()
+    const fast = setInterval(() => clock.advance(100), 5)
+    await closing.finally(() => clearInterval(fast))
+  })
+  return store
+}
+
+/** Until `check()` is truthy (asked every 20 ms), for at most `ms`; else fails saying `what`. */
+async function until(check, what, ms = 10_000) {
+  const end = Date.now() + ms
+  for (;;) {
+    if (await check()) return
+    assert.ok(Date.now() < end, what)
+    await sleep(20)
+  }
+}
+
+/** `promise`, or a rejection saying `what` `ms` on: bounds an answer only a wake-up can bring. */
+function bounded(promise, what, ms = 5_000) {
+  let timer
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(what)), ms)))]).finally(() => clearTimeout(timer))
+}
+
+/** The sharded channels `port` has subscribers on. */
+async function shardChannels(port) {
+  return String(await raw(port, 'PUBSUB', 'SHARDCHANNELS', 'holdfast:w:*')).split('holdfast:w:').length - 1
+}
+
+/**
+ * A lease of `lock` on `key` held by `a`, a hold of b's waiting behind it, a claim of `pool` held by
+ * `a` and one of b's waiting for it, each waiter's channel subscribed.
+ */
+async function busy(a, b, lock, key, pool) {
+  const lease = await a.lock(lock, { ttl: '30s' }).acquire(key)
+  const waiter = b.lock(lock, { ttl: '30s' }).hold(key, { wait: '30s' }, l => l.fence)
+  const held = await a.pool(pool, { capacity: 1 }).claim(1)
+  assert.equal(held.claimed, true)
+  const claim = b.pool(pool, { capacity: 1 }).claim(1, { wait: '30s' })
+  await until(async () => {
+    const seen = await a.inspect()
+    return seen.find(e => e.name === lock)?.waiting === 1 && seen.find(e => e.name === pool)?.waiting === 1
+  }, 'the waiters did not join their lines')
+  return { lease, waiter, held, claim }
+}
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`Cluster (${kind}), resharding: a slot holding a lease, a waiter and a pool moved to another primary while holds and claims go on; the waiter is woken by the release there (LOCK-01, LOCK-02, POOL-01)`, async t => {
+  const cluster = await startCluster(t)
+  const a = await openRedisStore({ redis: await cluster.client(kind) })
+  const b = await creeping(t, cluster, kind)
+  const c = await openRedisStore({ redis: await cluster.client(kind) })
+  later(t, () => Promise.all([a.close(), c.close()]))
+  const port = cluster.nodes[0].port
+  const lockSlot = await raw(port, 'CLUSTER', 'KEYSLOT', lockKey('moving', 'k'))
+  const poolSlot = await raw(port, 'CLUSTER', 'KEYSLOT', poolKey('moving-seats'))
+  const { lease, waiter, held, claim } = await busy(a, b, 'moving', 'k', 'moving-seats')
+  const from = await ownerOf(cluster, lockSlot)
+  const to = (await cluster.layout()).find(n => !n.replica && n.id !== from.id)
+
+  // Half moved (the lock's meta on the target, its line still on the source): a third store asks for
+  // the key and for a unit; Redis answers TRYAGAIN or ASK until the slot is whole again.
+  let tried
+  let extra
+  await moveSlot(cluster, lockSlot, to, async () => {
+    tried = c.lock('moving', { ttl: '30s' }).tryHold('k', () => 'taken')
+    extra = c.pool('moving-seats').claim(1)
+    await sleep(200)
+  })
+  await moveSlot(cluster, poolSlot, (await cluster.layout()).find(n => !n.replica && n.id !== from.id && n.id !== to.id) ?? to)
+  assert.equal((await bounded(tried, 'a tryHold asked as the slot moved was not answered')).acquired, false, 'one holder a key (LOCK-01)')
+  assert.equal((await bounded(extra, 'a claim asked as the slot moved was not answered')).claimed, false, 'no oversell (POOL-01)')
+  assert.ok((await raw(to.port, 'CLUSTER', 'COUNTKEYSINSLOT', lockSlot)) >= 2, "the lock's keys are on the new primary")
+
+  // The release there wakes b's waiter, whose channel was on the old primary.
+  await lease.release()
+  const fence = await bounded(waiter, 'the waiter was not woken by the release once its slot had moved')
+  assert.ok(fence > lease.fence, 'fences grow (LOCK-02)')
+  await held.claim.release()
+  const served = await bounded(claim, 'the waiting claim was not woken by the release once its slot had moved')
+  assert.equal(served.claimed, true)
+  assert.equal(served.remaining, 0)
+  assert.equal((await c.pool('moving-seats').claim(1)).claimed, false, 'no oversell (POOL-01)')
+
+  // New waits on the moved slot are woken too (a channel subscribed anew, on the new primary).
+  const again = await a.lock('moving', { ttl: '30s' }).acquire('k')
+  const next = b.lock('moving', { ttl: '30s' }).hold('k', { wait: '30s' }, l => l.fence)
+  await until(async () => (await a.inspect()).find(e => e.name === 'moving')?.waiting === 1, 'the second waiter did not join the line')
+  await again.release()
+  assert.ok((await bounded(next, 'a later waiter on the moved slot was not woken')) > again.fence)
+})
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`Cluster with replicas (${kind}), CLUSTER FAILOVER: the lease, its fence, the waiter and the waiting claim carry over to the promoted replica, woken by the release there`, async t => {
+  const cluster = await startCluster(t, { replicas: 1 })
+  const a = await openRedisStore({ redis: await cluster.client(kind) })
+  const b = await creeping(t, cluster, kind)
+  later(t, () => a.close())
+  const port = cluster.nodes[0].port
+  // A lock and a pool whose slots the same primary serves.
+  const lockSlot = await raw(port, 'CLUSTER', 'KEYSLOT', lockKey('failing', 'k'))
+  const primary = await ownerOf(cluster, lockSlot)
+  let pool
+  for (let i = 0; !pool; i++) if ((await ownerOf(cluster, await raw(port, 'CLUSTER', 'KEYSLOT', poolKey(`seats-${i}`)))).id === primary.id) pool = `seats-${i}`
+  const { lease, waiter, held, claim } = await busy(a, b, 'failing', 'k', pool)
+  const replica = (await cluster.layout()).find(n => n.replica && n.primary === primary.id)
+  await until(async () => String(await raw(replica.port, 'INFO', 'replication')).match(/slave_repl_offset:(\d+)/)?.[1] === String(await raw(primary.port, 'INFO', 'replication')).match(/master_repl_offset:(\d+)/)?.[1], 'the replica did not catch up')
+
+  assert.equal(await raw(replica.port, 'CLUSTER', 'FAILOVER'), 'OK')
+  await until(async () => (await ownerOf(cluster, lockSlot))?.id === replica.id, 'the replica was not promoted')
+
+  await lease.release()
+  assert.ok((await bounded(waiter, 'the waiter was not woken by the release on the promoted replica')) > lease.fence, 'fences grow (LOCK-02)')
+  await held.claim.release()
+  assert.equal((await bounded(claim, 'the waiting claim was not woken on the promoted replica')).claimed, true)
+  assert.equal((await a.pool(pool).claim(1)).claimed, false, 'no oversell (POOL-01)')
+})
