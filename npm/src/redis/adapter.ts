@@ -482,11 +482,14 @@ function ownPubSub(
     },
     // The client is the application's: only this store's channels go, and its listener (which refers
     // to the store: left on, a closed store would live as long as the client, one more for each).
+    // Waited for QUIT_PATIENCE at most: an unsubscribe waits on the connection of its channel's
+    // primary, and node-redis's Cluster client keeps a dead primary's for good (it never learns of the
+    // failover): close() never settled. Past it, the listener stays with that connection.
     close: async () => {
       closed = true
       off()
       watching?.off()
-      await Promise.all([...channels].map(channel => unsubscribe(channel, listener).catch(noop)))
+      await settlesWithin(Promise.all([...channels].map(channel => unsubscribe(channel, listener).catch(noop))), QUIT_PATIENCE)
       channels.clear()
     },
   }
