@@ -143,6 +143,7 @@ export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'ye
     url: `redis://127.0.0.1:${port}`,
     proc: undefined,
     async start() {
+      const { port } = server
       const args = ['--port', port, '--bind', '127.0.0.1', '--dir', dir, '--appendonly', appendonly, '--appendfsync', appendfsync, '--save', '', '--enable-debug-command', 'local', '--hz', '50', ...extra].map(String)
       const proc = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] })
       let log = ''
@@ -197,8 +198,18 @@ export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'ye
   }
   // Before the start: one the test gave up on (its timeout) is stopped too.
   later(t, () => server.stop())
-  await server.start()
-  return server
+  // A port taken between freePort() and the server's bind (by a connection's ephemeral port, or a
+  // cluster node's bus port, port + 10000, which freePort does not look at) is left for another.
+  for (let tries = 1; ; tries++) {
+    try {
+      await server.start()
+      return server
+    } catch (error) {
+      if (tries === 5 || !/Address already in use/.test(error.message)) throw error
+      server.port = await freePort()
+      server.url = `redis://127.0.0.1:${server.port}`
+    }
+  }
 }
 
 /** A client of the kind the run tests (ioredis or node-redis), closed after the test. */
