@@ -205,11 +205,11 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
             r.ackAt = 0
             if (ask !== r.owner || mode === 'B') r.seen = true
             mark(ask === r.owner ? 'a claim asked again by its own claim while open' : 'an id asked again while open')
-            return ['k', r.first, 1]
+            return ['k', String(r.first), 1]
           }
           if (r.kind === 'E') {
             mark('an id asked again after its release')
-            return ['k', r.first, 0]
+            return ['k', String(r.first), 0]
           }
           if (mode === 'e' && ask === r.owner && r.waitUntil >= 0 && (wait < 0 || now + wait > r.waitUntil)) {
             r.waitUntil = wait < 0 ? -1 : now + wait
@@ -224,16 +224,16 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
           }
           return answer
         }
-        if (mode === 'b' || mode === 'B' || mode === 'e') return ['g', p.cap - p.used]
+        if (mode === 'b' || mode === 'B' || mode === 'e') return ['g', String(p.cap - p.used)]
         if (n > p.cap) return ['x', 'invalid', `a claim takes 1 to ${p.cap} units (its capacity), not ${n}`]
         if (p.line.length === 0 && n <= p.cap - p.used) {
           create()
           take(id, n, ttl, remember, 0, ask)
-          return ['c', p.cap - p.used]
+          return ['c', String(p.cap - p.used)]
         }
         if (wait === 0) {
           if (p.line.length > 0 && n <= p.cap - p.used) mark('no barging: refused while others wait')
-          return ['n', p.cap - p.used]
+          return ['n', String(p.cap - p.used)]
         }
         create()
         const waitUntil = wait >= 0 ? now + wait : -1
@@ -277,7 +277,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       },
       remaining: () => {
         create()
-        return p.cap - p.used
+        return String(p.cap - p.used)
       },
       resize(to) {
         if (to < p.used) return ['x', 'invalid', `capacity ${to} is below the ${p.used} units claimed`]
@@ -299,7 +299,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
         }
         return 'ok'
       },
-      inspect: () => (p.exists ? [p.cap, p.cap - p.used, p.opened, p.line.length] : []),
+      inspect: () => (p.exists ? [String(p.cap), String(p.cap - p.used), p.opened, p.line.length] : []),
     }
     /** Asks Redis; its answer must be `want`. */
     const ask = async (op, spec, rest, want) => {
@@ -414,7 +414,7 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
       // POOL-01 by the model's own count, and inspect as the model has it.
       if (p.used < 0 || p.used > p.cap) fail(`the model's count left [0, ${p.cap}]: ${p.used}`)
       const seen = await call('inspect', `c${p.exists ? p.cap : firstCap}`)
-      if (seen.length && !(seen[1] >= 0 && seen[1] <= seen[0])) fail(`remaining ${seen[1]} of ${seen[0]}`)
+      if (seen.length && !(Number(seen[1]) >= 0 && Number(seen[1]) <= Number(seen[0]))) fail(`remaining ${seen[1]} of ${seen[0]}`)
     }
     // Every wake-up the Lua published, in order, is the one the model made.
     for (let waited = 0; published.length < expected.length && waited < 2_000; waited += 10) await sleep(10)
@@ -462,17 +462,17 @@ test('#16: tombstones that end together are forgotten at most 1,000 a call, neve
   // The zset: a tombstone's end for each id, and `z`.
   assert.equal(await send(['ZCARD', Z]), N + 1)
   await send(['INCRBY', CLOCK, DAY + 1])
-  assert.equal(await pool('remaining'), N, 'tombstones do not hold an answer back')
+  assert.equal(await pool('remaining'), String(N), 'tombstones do not hold an answer back')
   const forgotten = N + 1 - (await send(['ZCARD', Z]))
   assert.ok(forgotten > 0 && forgotten <= 1_000, `one call forgot ${forgotten} tombstones of ${N} past their end`)
   // One not forgotten yet: its id is new (another n, which its record would refuse).
   const [last] = await send(['ZRANGE', Z, -2, -2])
   assert.match(await send(['HGET', M, `#${last.slice(1)}`]), /^E /)
-  assert.deepEqual(await pool('claim', last.slice(1), 2, 0, 0, 1, 'f', 'chan'), ['c', N - 2])
+  assert.deepEqual(await pool('claim', last.slice(1), 2, 0, 0, 1, 'f', 'chan'), ['c', String(N - 2)])
   // The next calls forget the rest, at most 1,000 each.
   let calls = 0
   while ((await send(['ZCARD', Z])) > 2) {
-    assert.equal(await pool('remaining'), N - 2)
+    assert.equal(await pool('remaining'), String(N - 2))
     assert.ok(++calls <= Math.ceil(N / 1_000), `${calls} calls and tombstones left`)
   }
   assert.match(await send(['HGET', M, `#${last.slice(1)}`]), /^O 2 /, 'the new claim stands')
@@ -491,13 +491,13 @@ test('POOL-01/POOL-03: a cancel undoes only a claim its own asks put in Redis an
   const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, 'c3', `${GRACE} PUBLISH ${BEAT}`, ...rest])
   await send(['SET', CLOCK, Date.now() + 365 * DAY])
   // X is answered; Y's ask again is answered the same (lost): Y's cancel leaves X's claim alone.
-  assert.deepEqual(await pool('claim', 'order-1', 2, 0, 0, 1, 'f', 'model:w:x', 'x1'), ['c', 1])
-  assert.deepEqual(await pool('claim', 'order-1', 2, 0, 0, 1, 'r', 'model:w:y', 'y1'), ['k', 1, 1])
+  assert.deepEqual(await pool('claim', 'order-1', 2, 0, 0, 1, 'f', 'model:w:x', 'x1'), ['c', '1'])
+  assert.deepEqual(await pool('claim', 'order-1', 2, 0, 0, 1, 'r', 'model:w:y', 'y1'), ['k', '1', 1])
   assert.equal(await pool('cancel', 'order-1', 'y1'), 'n')
-  assert.equal(await pool('remaining'), 1, 'the claim X was answered stands')
+  assert.equal(await pool('remaining'), '1', 'the claim X was answered stands')
   // A claim whose answers all went to its own asks, lost: its cancel undoes it (what it is for).
-  assert.deepEqual(await pool('claim', 'order-2', 1, 0, 0, 1, 'f', 'model:w:x', 'x2'), ['c', 0])
-  assert.deepEqual(await pool('claim', 'order-2', 1, 0, 0, 1, 'r', 'model:w:x', 'x2'), ['k', 0, 1])
+  assert.deepEqual(await pool('claim', 'order-2', 1, 0, 0, 1, 'f', 'model:w:x', 'x2'), ['c', '0'])
+  assert.deepEqual(await pool('claim', 'order-2', 1, 0, 0, 1, 'r', 'model:w:x', 'x2'), ['k', '0', 1])
   assert.equal(await pool('cancel', 'order-2', 'x2'), 'u')
   // In line: Y's ask again joins X's claim (told so: 1), its cancel leaves it there.
   assert.deepEqual(await pool('claim', 'order-3', 2, -1, 0, 1, 'f', 'model:w:x', 'x3'), ['w', -1, -1])
@@ -506,18 +506,18 @@ test('POOL-01/POOL-03: a cancel undoes only a claim its own asks put in Redis an
   assert.equal(await pool('inspect').then(i => i[3]), 1, "X's claim is still in line")
   // Served at the release; X's answer on its heartbeat (b) is lost: X's cancel undoes it, nobody else told.
   assert.equal(await pool('release', 'order-1'), 1)
-  assert.deepEqual(await pool('claim', 'order-3', 2, -1, 0, 1, 'b', 'model:w:x', 'x3'), ['k', 1, 1])
+  assert.deepEqual(await pool('claim', 'order-3', 2, -1, 0, 1, 'b', 'model:w:x', 'x3'), ['k', '1', 1])
   assert.equal(await pool('cancel', 'order-3', 'x3'), 'u')
   // Served again; Y, which joined, is answered it (B): X's cancel leaves it.
-  assert.deepEqual(await pool('claim', 'order-4', 3, -1, 0, 1, 'f', 'model:w:x', 'x4'), ['c', 0])
+  assert.deepEqual(await pool('claim', 'order-4', 3, -1, 0, 1, 'f', 'model:w:x', 'x4'), ['c', '0'])
   assert.equal(await pool('release', 'order-4'), 1)
-  assert.deepEqual(await pool('claim', 'order-5', 2, 0, 0, 1, 'f', 'model:w:z', 'z5'), ['c', 1])
+  assert.deepEqual(await pool('claim', 'order-5', 2, 0, 0, 1, 'f', 'model:w:z', 'z5'), ['c', '1'])
   assert.deepEqual(await pool('claim', 'order-6', 2, -1, 0, 1, 'f', 'model:w:x', 'x6'), ['w', -1, -1])
   assert.deepEqual(await pool('claim', 'order-6', 2, -1, 0, 1, 'r', 'model:w:y', 'y6'), ['w', -1, -1, 1])
   assert.equal(await pool('release', 'order-5'), 1)
-  assert.deepEqual(await pool('claim', 'order-6', 2, -1, 0, 1, 'B', 'model:w:y', 'y6'), ['k', 1, 1])
+  assert.deepEqual(await pool('claim', 'order-6', 2, -1, 0, 1, 'B', 'model:w:y', 'y6'), ['k', '1', 1])
   assert.equal(await pool('cancel', 'order-6', 'x6'), 'n')
-  assert.equal(await pool('remaining'), 1, 'the claim Y was answered stands')
+  assert.equal(await pool('remaining'), '1', 'the claim Y was answered stands')
   // Records of the layout before owners (none kept, as a store of before writes them) are read as
   // owned by no claim: asked, answered; no cancel takes them out; a release, and being served, do.
   const clock = Number(await send(['GET', CLOCK]))
@@ -525,7 +525,7 @@ test('POOL-01/POOL-03: a cancel undoes only a claim its own asks put in Redis an
   await send(['HINCRBY', M, 'u', 1])
   await send(['HINCRBY', M, 'o', 1])
   await send(['HINCRBY', M, 'k', 1])
-  assert.deepEqual(await pool('claim', 'old-1', 1, 0, 0, 1, 'r', 'model:w:y', 'y7'), ['k', 0, 1])
+  assert.deepEqual(await pool('claim', 'old-1', 1, 0, 0, 1, 'r', 'model:w:y', 'y7'), ['k', '0', 1])
   assert.equal(await pool('cancel', 'old-1', 'y7'), 'n')
   assert.equal(await pool('release', 'old-1'), 1)
   const ticket = await send(['HINCRBY', M, 't', 1])
@@ -536,8 +536,8 @@ test('POOL-01/POOL-03: a cancel undoes only a claim its own asks put in Redis an
   assert.equal(await pool('cancel', 'old-2', 'y8'), 'n')
   assert.equal(await pool('release', 'order-6'), 1)
   assert.match(await send(['HGET', M, '#old-2']), /^O 2 1 0 \d+ 0 \d+$/, 'served in the layout it was written in')
-  assert.deepEqual(await pool('claim', 'old-2', 2, -1, 0, 1, 'B', 'model:w:y', 'y8'), ['k', 1, 1])
-  assert.deepEqual(await pool('inspect'), [3, 1, 1, 0])
+  assert.deepEqual(await pool('claim', 'old-2', 2, -1, 0, 1, 'B', 'model:w:y', 'y8'), ['k', '1', 1])
+  assert.deepEqual(await pool('inspect'), ['3', '1', 1, 0])
 })
 
 test('POOL-04: a process whose claim left the line unknown to it (no heartbeat reached Redis), and whose id another claim then put in line, never makes that claim wait longer: it is told it joined it', async t => {
@@ -552,18 +552,18 @@ test('POOL-04: a process whose claim left the line unknown to it (no heartbeat r
   const [M, Z] = poolKeysOf('holdfast', 'owners')
   const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, 'c2', `${GRACE} PUBLISH ${BEAT}`, ...rest])
   await send(['SET', CLOCK, Date.now() + 365 * DAY])
-  assert.deepEqual(await pool('claim', 'held', 2, 0, 0, 1, 'f', 'model:w:z', 'z1'), ['c', 0])
+  assert.deepEqual(await pool('claim', 'held', 2, 0, 0, 1, 'f', 'model:w:z', 'z1'), ['c', '0'])
   assert.deepEqual(await pool('claim', 'order-1', 1, -1, 0, 1, 'f', 'model:w:x', 'x1'), ['w', -1, -1])
   await send(['INCRBY', CLOCK, BEAT + 1])
-  assert.deepEqual(await pool('inspect'), [2, 0, 1, 0], "X's claim left the line")
+  assert.deepEqual(await pool('inspect'), ['2', '0', 1, 0], "X's claim left the line")
   assert.deepEqual(await pool('claim', 'order-1', 1, 1_000, 0, 1, 'f', 'model:w:y', 'y1'), ['w', 1_000, -1])
   // X's process asks, as the claim's owner it believes it is: it is told it joined another's claim.
   assert.deepEqual(await pool('claim', 'order-1', 1, -1, 0, 1, 'b', 'model:w:x', 'x1'), ['w', 1_000, -1, 1])
   assert.deepEqual(await pool('claim', 'order-1', 1, -1, 0, 1, 'e', 'model:w:x', 'x1'), ['w', 1_000, -1, 1])
   // Y's wait runs out when Y's caller was told.
   await send(['INCRBY', CLOCK, 1_001])
-  assert.deepEqual(await pool('claim', 'order-1', 1, 0, 0, 1, 'b', 'model:w:y', 'y1'), ['g', 0], 'its wait ran out: it left the line')
-  assert.deepEqual(await pool('inspect'), [2, 0, 1, 0])
+  assert.deepEqual(await pool('claim', 'order-1', 1, 0, 0, 1, 'b', 'model:w:y', 'y1'), ['g', '0'], 'its wait ran out: it left the line')
+  assert.deepEqual(await pool('inspect'), ['2', '0', 1, 0])
   // Its own process's longer wait still counts (e by its owner).
   assert.deepEqual(await pool('claim', 'order-2', 1, 1_000, 0, 1, 'f', 'model:w:y', 'y2'), ['w', 1_000, -1])
   assert.deepEqual(await pool('claim', 'order-2', 1, 5_000, 0, 1, 'e', 'model:w:y', 'y2'), ['w', 5_000, -1])
@@ -582,22 +582,22 @@ test('POOL-01/02: a confirm by id of a claim whose own answer was lost is never 
   const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, 'c3', `${GRACE} PUBLISH ${BEAT}`, ...rest])
   await send(['SET', CLOCK, Date.now() + 365 * DAY])
   // Its answer lost; confirmed by id; its process's cancel.
-  assert.deepEqual(await pool('claim', 'cart', 2, 0, 60_000, 1, 'f', 'model:w:x', 'x1'), ['c', 1])
+  assert.deepEqual(await pool('claim', 'cart', 2, 0, 60_000, 1, 'f', 'model:w:x', 'x1'), ['c', '1'])
   assert.equal(await pool('confirm', 'cart'), 'd')
   assert.equal(await pool('cancel', 'cart', 'x1'), 'n', 'the confirmed claim stands')
-  assert.equal(await pool('remaining'), 1)
+  assert.equal(await pool('remaining'), '1')
   await send(['INCRBY', CLOCK, 60_001])
-  assert.equal(await pool('remaining'), 1, 'confirmed: its ttl no longer gives its units back')
+  assert.equal(await pool('remaining'), '1', 'confirmed: its ttl no longer gives its units back')
   // A claim without a ttl, served from the line (its ack deadline): the same.
-  assert.deepEqual(await pool('claim', 'order', 1, -1, 0, 1, 'f', 'model:w:x', 'x2'), ['c', 0])
+  assert.deepEqual(await pool('claim', 'order', 1, -1, 0, 1, 'f', 'model:w:x', 'x2'), ['c', '0'])
   assert.deepEqual(await pool('claim', 'next', 1, -1, 0, 1, 'f', 'model:w:x', 'x3'), ['w', -1, -1])
   assert.equal(await pool('release', 'order'), 1)
   assert.equal(await pool('confirm', 'next'), 'd')
   assert.equal(await pool('cancel', 'next', 'x3'), 'n')
-  assert.equal(await pool('remaining'), 0)
+  assert.equal(await pool('remaining'), '0')
   // Unconfirmed, its cancel still undoes it (what it is for).
   assert.equal(await pool('release', 'next'), 1)
-  assert.deepEqual(await pool('claim', 'lost', 1, 0, 0, 1, 'f', 'model:w:x', 'x4'), ['c', 0])
+  assert.deepEqual(await pool('claim', 'lost', 1, 0, 0, 1, 'f', 'model:w:x', 'x4'), ['c', '0'])
   assert.equal(await pool('cancel', 'lost', 'x4'), 'u')
-  assert.equal(await pool('remaining'), 1)
+  assert.equal(await pool('remaining'), '1')
 })

@@ -66,7 +66,7 @@
  *   waiter asking where it stands (it never makes a claim); `B`: the same by a caller that joined the
  *   claim (it marks the claim seen: that caller is told); `e`: as `b`, by the process whose claim it is
  *   when a caller of its own joined it with a longer wait: the claim in line waits until `now + wait`
- *   if that is later (-1: no limit). Answers `{'c', remaining}` claimed now,
+ *   if that is later (-1: no limit). Answers (units as text, here and below: see `int`) `{'c', remaining}` claimed now,
  *   `{'k', first, open}` known (the first outcome), `{'w', waitLeftMs, hintMs[, 1]}` waiting (-1: no
  *   limit; the hint: at the head, the ms to the earliest ttl or ackAt of an open claim, else -1; 1: an
  *   ask (`f` or `r`) joined a claim in line that another claim's ask put there), `{'n', remaining}` not claimed, `{'g', remaining}`
@@ -100,6 +100,9 @@ do
   local REAP = 250
   local FORGET = 1000
 
+  -- A count as text: Redis answers a Lua number as an integer, which node-redis 5 reads rounded past
+  -- 2^53-49 (its decoder adds each digit past 2^53): a pool of 2^53-1 units said it had 2^53 left.
+  -- Counts of units (capacity, remaining) are answered so; the store reads them with Number().
   local function int(x)
     return string.format('%d', x)
   end
@@ -388,9 +391,9 @@ do
           writeOpen(id, n, first, ttlAt, forget, seen or tells, 0, owner)
           changed = true
         end
-        return {'k', first, 1}
+        return {'k', int(first), 1}
       elseif kind == 'E' then
-        return {'k', tonumber(string.match(rec, '^E %d+ (%d+)')), 0}
+        return {'k', string.match(rec, '^E %d+ (%d+)'), 0}
       end
       local _, waitUntil, wttl, wremember, chans, owner = parseWait(rec)
       local rewrite = false
@@ -421,7 +424,7 @@ do
       if mode ~= 'B' and ask ~= owner then answer[4] = 1 end
       return answer
     end
-    if mode == 'b' or mode == 'B' or mode == 'e' then return {'g', cap - used} end
+    if mode == 'b' or mode == 'B' or mode == 'e' then return {'g', int(cap - used)} end
     if n > cap then
       return fail('invalid', string.format('a claim takes 1 to %d units (its capacity), not %d', cap, n))
     end
@@ -432,9 +435,9 @@ do
     if waiting == 0 and n <= cap - used then
       create()
       take(id, n, ttl, remember, 0, ask)
-      return {'c', cap - used}
+      return {'c', int(cap - used)}
     end
-    if wait == 0 then return {'n', cap - used} end
+    if wait == 0 then return {'n', int(cap - used)} end
     if waiting >= MAX_WAITING then
       return fail('limit', MAX_WAITING .. ' waiting claims on one pool is the most')
     end
@@ -520,7 +523,7 @@ do
   -- A first use, as in process: the pool is made (kept a grace), so that its capacity stands.
   function ops.remaining()
     create()
-    return cap - used
+    return int(cap - used)
   end
   function ops.resize(args)
     local to = tonumber(args[4])
@@ -539,7 +542,7 @@ do
   end
   function ops.inspect()
     if not exists then return {} end
-    return {cap, cap - used, opened, waiting}
+    return {int(cap), int(cap - used), opened, waiting}
   end
 
   pool = function(keys, args)
