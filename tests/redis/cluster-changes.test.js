@@ -143,21 +143,31 @@ test(`Cluster (${kind}), resharding: a slot holding a lease, a waiter and a pool
   assert.ok((await bounded(next, 'a later waiter on the moved slot was not woken')) > again.fence)
 })
 
-for (const kind of ['ioredis', 'node-redis'])
-test(`Cluster with replicas (${kind}), CLUSTER FAILOVER: the lease, its fence, the waiter and the waiting claim carry over to the promoted replica, woken by the release there`, async t => {
-  const cluster = await startCluster(t, { replicas: 1 })
+/**
+ * A Cluster with replicas (`options` of startCluster), a store `a` and a creeping store `b` of `kind`,
+ * and `busy` on lock `lock` (key `k`) and a pool whose slots one primary serves; resolves once that
+ * primary's replica caught up with it.
+ */
+async function beforeFailover(t, kind, lock, options) {
+  const cluster = await startCluster(t, options)
   const a = await openRedisStore({ redis: await cluster.client(kind) })
   const b = await creeping(t, cluster, kind)
   later(t, () => a.close())
   const port = cluster.nodes[0].port
   // A lock and a pool whose slots the same primary serves.
-  const lockSlot = await raw(port, 'CLUSTER', 'KEYSLOT', lockKey('failing', 'k'))
+  const lockSlot = await raw(port, 'CLUSTER', 'KEYSLOT', lockKey(lock, 'k'))
   const primary = await ownerOf(cluster, lockSlot)
   let pool
   for (let i = 0; !pool; i++) if ((await ownerOf(cluster, await raw(port, 'CLUSTER', 'KEYSLOT', poolKey(`seats-${i}`)))).id === primary.id) pool = `seats-${i}`
-  const { lease, waiter, held, claim } = await busy(a, b, 'failing', 'k', pool)
+  const busied = await busy(a, b, lock, 'k', pool)
   const replica = (await cluster.layout()).find(n => n.replica && n.primary === primary.id)
   await until(async () => String(await raw(replica.port, 'INFO', 'replication')).match(/slave_repl_offset:(\d+)/)?.[1] === String(await raw(primary.port, 'INFO', 'replication')).match(/master_repl_offset:(\d+)/)?.[1], 'the replica did not catch up')
+  return { cluster, a, b, port, lockSlot, primary, pool, replica, ...busied }
+}
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`Cluster with replicas (${kind}), CLUSTER FAILOVER: the lease, its fence, the waiter and the waiting claim carry over to the promoted replica, woken by the release there`, async t => {
+  const { cluster, a, lockSlot, pool, lease, waiter, held, claim, replica } = await beforeFailover(t, kind, 'failing', { replicas: 1 })
 
   assert.equal(await raw(replica.port, 'CLUSTER', 'FAILOVER'), 'OK')
   await until(async () => (await ownerOf(cluster, lockSlot))?.id === replica.id, 'the replica was not promoted')
@@ -171,18 +181,7 @@ test(`Cluster with replicas (${kind}), CLUSTER FAILOVER: the lease, its fence, t
 
 for (const kind of ['ioredis', 'node-redis'])
 test(`Cluster with replicas (${kind}), kill -9 of a primary: holds asked meanwhile are answered once its replica took over (ioredis) or ClosedError within their wait (node-redis); the waiter is woken there, a lease lives on with its fence`, async t => {
-  const cluster = await startCluster(t, { replicas: 1, nodeTimeout: 1000 })
-  const a = await openRedisStore({ redis: await cluster.client(kind) })
-  const b = await creeping(t, cluster, kind)
-  later(t, () => a.close())
-  const port = cluster.nodes[0].port
-  const lockSlot = await raw(port, 'CLUSTER', 'KEYSLOT', lockKey('dying', 'k'))
-  const primary = await ownerOf(cluster, lockSlot)
-  let pool
-  for (let i = 0; !pool; i++) if ((await ownerOf(cluster, await raw(port, 'CLUSTER', 'KEYSLOT', poolKey(`seats-${i}`)))).id === primary.id) pool = `seats-${i}`
-  const { lease, waiter, held, claim } = await busy(a, b, 'dying', 'k', pool)
-  const replica = (await cluster.layout()).find(n => n.replica && n.primary === primary.id)
-  await until(async () => String(await raw(replica.port, 'INFO', 'replication')).match(/slave_repl_offset:(\d+)/)?.[1] === String(await raw(primary.port, 'INFO', 'replication')).match(/master_repl_offset:(\d+)/)?.[1], 'the replica did not catch up')
+  const { cluster, a, port, lockSlot, primary, pool, lease, waiter, held, claim, replica } = await beforeFailover(t, kind, 'dying', { replicas: 1, nodeTimeout: 1000 })
 
   // A key of another name on the same primary: asked while nothing serves its slot.
   let other
