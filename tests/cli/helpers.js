@@ -130,11 +130,17 @@ export async function closedPort() {
 
 /** Whether a process is gone (or a zombie nobody reaped yet: it runs no more either way). */
 export function processGone(pid) {
+  const state = processState(pid)
+  return state === undefined || state === 'Z'
+}
+
+/** A process's state letter from /proc (`T`: stopped, `Z`: a zombie), or undefined once it is gone. */
+export function processState(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')
+    return stat[stat.lastIndexOf(')') + 2]
   } catch {
-    return true
+    return undefined
   }
 }
 

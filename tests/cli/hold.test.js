@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createServer } from 'node:net'
-import { fileAppears, processGone, run, serve, start, tempDir, until } from './helpers.js'
+import { fileAppears, processGone, processState, run, serve, start, tempDir, until } from './helpers.js'
 
 test('the command gets the fence and its exit status passes through', async t => {
   const server = await serve()
@@ -209,4 +209,72 @@ test('SIGINT while connecting to a server that does not answer ends the wait at 
   assert.equal(w.code, 130, w.stderr)
   assert.equal(w.stderr, '')
   assert.ok(!existsSync(join(dir, 'ran')))
+})
+
+/**
+ * Starts a holder of `key` whose command writes its pid and sleeps; answers the holder and the
+ * command's pid once it runs.
+ */
+async function commandHeld(t, server, key, args = []) {
+  const pidFile = join(tempDir(), 'pid')
+  const holder = start(['hold', server.url, 'jobs', key, ...args, '--token-file', server.tokenFile, '--', 'sh', '-c', `echo $$ > ${pidFile}; exec sleep 30`])
+  t.after(() => holder.child.kill('SIGKILL'))
+  await fileAppears(pidFile)
+  const command = Number(readFileSync(pidFile, 'utf8'))
+  t.after(() => processGone(command) || process.kill(command, 'SIGKILL'))
+  return { holder, command }
+}
+
+/** Sends Ctrl-Z's signal to holdfast and waits until it and its command are both stopped. */
+async function ctrlZ(holder, command) {
+  holder.child.kill('SIGTSTP')
+  await until(() => processState(holder.child.pid) === 'T' && processState(command) === 'T', 'holdfast and its command to stop')
+}
+
+test('LOCK-05: Ctrl-Z (SIGTSTP) stops the command with holdfast; going on within the lease, both go on and the key stays held', async t => {
+  // Before: holdfast stopped alone, and the command (in a session the terminal's signals never reach)
+  // ran on with no renewal sent, past the lease's end.
+  const server = await serve()
+  t.after(() => server.stop())
+  const { holder, command } = await commandHeld(t, server, 'tstp', ['--ttl', '30s'])
+  await ctrlZ(holder, command)
+  holder.child.kill('SIGCONT')
+  await until(() => processState(holder.child.pid) !== 'T' && processState(command) !== 'T', 'holdfast and its command to go on')
+  const other = await run(['hold', server.url, 'jobs', 'tstp', '--wait', '0', '--token-file', server.tokenFile, '--', 'true'])
+  assert.equal(other.code, 1, `the key is still held: ${other.stderr}`)
+  holder.child.kill('SIGTERM')
+  const h = await holder.done
+  assert.equal(h.code, 143, h.stderr)
+  assert.equal(h.stderr, '')
+})
+
+test('LOCK-05: a lease that runs out while holdfast is stopped (Ctrl-Z) leaves the command stopped beside the next holder, and stops it for good when holdfast goes on: exit 3', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const { holder, command } = await commandHeld(t, server, 'tstp-lost', ['--ttl', '1s', '--grace', '10s'])
+  await ctrlZ(holder, command)
+  // The lease ends on the server at its ttl: the next holder gets the key, while the command stays stopped.
+  const dir = tempDir()
+  const next = await run(['hold', server.url, 'jobs', 'tstp-lost', '--wait', '20s', '--token-file', server.tokenFile, '--', 'touch', join(dir, 'ran')])
+  assert.equal(next.code, 0, next.stderr)
+  assert.ok(existsSync(join(dir, 'ran')))
+  assert.equal(processState(command), 'T', 'the command did not run beside the next holder')
+  holder.child.kill('SIGCONT')
+  const h = await holder.done
+  assert.equal(h.code, 3, h.stderr)
+  assert.match(h.stderr, /^holdfast: lock jobs: key "tstp-lost": lease not renewed within its ttl: stopping the command \(SIGTERM, then SIGKILL after 10s\)\n$/)
+  assert.ok(processGone(command), 'the command was stopped by SIGTERM as it went on, not by SIGKILL 10 s later')
+})
+
+test('SIGWINCH (the terminal resized) to holdfast reaches the command', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const dir = tempDir()
+  const holder = start(['hold', server.url, 'jobs', 'winch', '--token-file', server.tokenFile, '--', 'sh', '-c', `trap 'touch ${dir}/winch' WINCH; touch ${dir}/held; while :; do sleep 0.05; done`])
+  t.after(() => holder.child.kill('SIGKILL'))
+  await fileAppears(join(dir, 'held'))
+  holder.child.kill('SIGWINCH')
+  await fileAppears(join(dir, 'winch'))
+  holder.child.kill('SIGTERM')
+  assert.equal((await holder.done).code, 143)
 })

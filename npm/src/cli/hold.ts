@@ -44,8 +44,11 @@ URL: ws://HOST:PORT, wss://HOST:PORT, or ws+unix://PATH; or a Redis, redis://[:P
 (or rediss://), whose keys holdfast/redis keeps (no token; needs ioredis or redis installed).
 
 The command runs in its own session and process group (with no controlling terminal: /dev/tty is
-not there to open); SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to holdfast are passed on to that
-group, and a lost lease stops the whole group. If holdfast itself is killed (kill -9), the command runs on.
+not there to open); SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGWINCH sent to holdfast are passed on to
+that group, and a lost lease stops the whole group. Ctrl-Z (SIGTSTP) stops the group with holdfast
+(SIGSTOP); when holdfast goes on (fg, SIGCONT) so does the group, stopped for good if the lease ran
+out meanwhile (no renewal is sent while stopped: exit 3). If holdfast itself is killed (kill -9) or
+stopped with SIGSTOP, the command runs on.
 
 Example (a nightly job that runs once across machines, skipped while another run holds the key):
   holdfast hold ws://locks.internal:7420 cron nightly-backup --wait 0 -- ./backup.sh
@@ -96,6 +99,29 @@ export async function hold(args: string[]): Promise<number> {
   // nobody until its ttl.
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']
   for (const s of signals) process.on(s, onSignal)
+  // A terminal's resize, which only its foreground group hears, passed on as the others are.
+  process.on('SIGWINCH', () => {
+    if (child && !finished) killGroup(child, 'SIGWINCH')
+  })
+  // Ctrl-Z (SIGTSTP) stopped holdfast alone: the command, whose session the terminal's signals never
+  // reach, ran on while no renewal went out, past its lease's end and beside the key's next holder.
+  // Now the command stops with holdfast, and goes on with it (SIGCONT) only while the lease holds; a
+  // lease that ended meanwhile is lost when holdfast goes on (its deadline is read first), which stops
+  // the command for good (SIGTERM), as any lost lease does. SIGSTOP, not SIGTSTP, for both: the
+  // kernel drops SIGTSTP sent to a process group whose parents are all outside its session (the
+  // command's is one), and holdfast's own may be one too (started by a daemon, or under setsid).
+  let held: Lease | undefined
+  process.on('SIGTSTP', () => {
+    if (child) killGroup(child, 'SIGSTOP')
+    process.kill(process.pid, 'SIGSTOP')
+  })
+  process.on('SIGCONT', () => {
+    if (!child) return
+    // Read before the command goes on: a lease past its deadline is lost by this read, and run()'s
+    // stop() sends SIGTERM, which the stopped command takes as it goes on (SIGKILL after --grace).
+    void held?.lost
+    killGroup(child, 'SIGCONT')
+  })
 
   let remote: ClientStore | undefined
   let lost: Lease | undefined
@@ -122,6 +148,7 @@ export async function hold(args: string[]): Promise<number> {
         warn(`${(lease.signal.reason as Error | undefined)?.message ?? 'lease lost'}: the command did not start`)
         return { code: 3 }
       }
+      held = lease
       return run(
         command,
         lease,
