@@ -29,6 +29,16 @@ test('the token may come from HOLDFAST_TOKEN', async t => {
   assert.equal(r.code, 0, r.stderr)
 })
 
+test('a HOLDFAST_TOKEN that ends in a newline (set from a file or a secret) is trimmed, as a token file is', async t => {
+  const server = await serve()
+  t.after(() => server.stop())
+  const r = await run(['hold', server.url, 'jobs', 'env', '--', 'true'], { env: { HOLDFAST_TOKEN: `${server.token()}\n` } })
+  assert.equal(r.code, 0, r.stderr)
+  const blank = await run(['hold', server.url, 'jobs', 'env', '--', 'true'], { env: { HOLDFAST_TOKEN: ' \n' } })
+  assert.equal(blank.code, 2)
+  assert.match(blank.stderr, /no token/)
+})
+
 test('the lease is renewed while the command runs past its ttl', async t => {
   const server = await serve()
   t.after(() => server.stop())

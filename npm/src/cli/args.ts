@@ -152,7 +152,9 @@ export function isRedisUrl(url: string, tokenFile: string | undefined, command: 
 /** The token of a client command: `--token-file FILE`, else `HOLDFAST_TOKEN`. */
 export function clientToken(file: string | undefined, command: string): string {
   if (file !== undefined) return readToken(file, command)
-  const env = process.env.HOLDFAST_TOKEN
+  // Trimmed as a token file is: a variable set from a file or a secret often ends in a newline, which
+  // the server (its token read from a file, trimmed) would refuse as another token.
+  const env = process.env.HOLDFAST_TOKEN?.trim()
   if (env !== undefined && env.length > 0) return env
   throw new UsageError(`${command}: no token: give --token-file FILE, or set the environment variable HOLDFAST_TOKEN`)
 }
