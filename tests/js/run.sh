@@ -24,7 +24,8 @@ for rt in $runtimes; do
     *) echo "unknown runtime $rt"; exit 2 ;;
   esac
   echo "== JS tests under $rt: $("${cmd[0]}" --version)"
-  if ! "${cmd[@]}" 2>&1 | sed "s/^/[$rt] /"; then status=1; fi
+  # The bundlers of bundled.test.js (esbuild, bun).
+  if ! HOLDFAST_TOOLS="$bin" "${cmd[@]}" 2>&1 | sed "s/^/[$rt] /"; then status=1; fi
   # sed hides the runner's status: read it back from PIPESTATUS.
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 done

@@ -56,8 +56,8 @@ import type { PoolInfo, PoolOptions } from '../pool/types.js'
 
 /** What a runtime's entry gives the store. */
 export interface Platform {
-  /** Instantiates the wasm once (synchronously) and answers its memory. */
-  init(): WebAssembly.Memory
+  /** Instantiates the wasm once and answers its memory: at once, or once the wasm is read (a bundled entry). */
+  init(): WebAssembly.Memory | Promise<WebAssembly.Memory>
   /** Tracks the holds an async context is inside of, to refuse a hold of a key inside its own hold. */
   context?: ContextStorage
   /** The storage of `openStore()` without one. */
@@ -580,7 +580,9 @@ export async function openStoreOn(platform: Platform, options?: StoreOptions): P
   const storage = (o.storage as Storage | undefined) ?? platform.defaultStorage()
   const clock = (o.clock as Clock | undefined) ?? systemClock
   if (o.clock !== undefined) checkTime(clock.now())
-  const memory = platform.init()
+  // Answered at once, but for a bundled Node or Bun entry's first open (runtime/node/runtime.ts).
+  const ready = platform.init()
+  const memory = ready instanceof Promise ? await ready : ready
   claimStorage(storage, 'openStore')
   const writes = new FenceWrites(storage)
   let core: Core

@@ -1,5 +1,6 @@
 /**
- * What the Node and Bun entries share: the wasm read from the package with `node:fs`, holds tracked
+ * What the Node and Bun entries share: the wasm read from the package with `node:fs` (or, bundled,
+ * from a module, see `init`), holds tracked
  * per async context with `AsyncLocalStorage`, fences kept in `./.holdfast/` by default. Only the
  * transport differs (`ws` on Node, `Bun.serve` on Bun). Nothing runs at import time but making the
  * tracker; the wasm is instantiated by the first `openStore()` or `connect()`.
@@ -22,12 +23,45 @@ export interface Runtime {
 }
 
 let memory: WebAssembly.Memory | undefined
+let loading: Promise<WebAssembly.Memory> | undefined
 
-function init(): WebAssembly.Memory {
-  if (!memory) {
-    const bytes = readFileSync(new URL('../../../wasm/holdfast_wasm_bg.wasm', import.meta.url))
-    memory = initSync({ module: new WebAssembly.Module(bytes) }).memory
+/**
+ * The engine, instantiated once. Its wasm is read from the package's file; where that file is not
+ * there, the code was bundled (esbuild, `bun build`, `bun build --compile`): a bundler takes in the
+ * modules it imports but leaves a file named by `new URL(…, import.meta.url)` behind, and the open
+ * failed with a bare ENOENT naming a path beside the bundle (or, bundled as CommonJS, where
+ * `import.meta.url` is undefined, ERR_INVALID_URL). Then the same bytes come from the module Deno's
+ * entry reads them from, which a bundler does take in: imported only then, so that the package as
+ * installed never parses that module's 460 KB of text.
+ */
+function init(): WebAssembly.Memory | Promise<WebAssembly.Memory> {
+  if (memory) return memory
+  const bytes = packagedWasm()
+  if (bytes) return instantiate(bytes)
+  // A failed import is not kept: the next open tries again.
+  loading ??= import('../../../wasm/holdfast_wasm_base64.js').then(
+    ({ default: base64 }) => instantiate(Buffer.from(base64, 'base64')),
+    error => {
+      loading = undefined
+      throw error
+    },
+  )
+  return loading
+}
+
+/** The package's wasm file, or undefined where it is not beside this module (bundled). */
+function packagedWasm(): Uint8Array<ArrayBuffer> | undefined {
+  try {
+    return readFileSync(new URL('../../../wasm/holdfast_wasm_bg.wasm', import.meta.url))
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ERR_INVALID_URL') return undefined
+    throw error
   }
+}
+
+function instantiate(bytes: Uint8Array<ArrayBuffer>): WebAssembly.Memory {
+  memory ??= initSync({ module: new WebAssembly.Module(bytes) }).memory
   return memory
 }
 
@@ -100,7 +134,8 @@ export function nodeRuntime(transport: Transport): Runtime {
   return {
     openStore: options => openStoreOn(platform, options),
     connect: (url, options) => {
-      platform.init()
+      const ready = platform.init()
+      if (ready instanceof Promise) return ready.then(() => connectOn(platform.transport, platform.context, url, options))
       return connectOn(platform.transport, platform.context, url, options)
     },
   }
