@@ -46,6 +46,10 @@ test('require("holdfast") works too, with the same API', () => {
   assert.equal(typeof cjs.openStore, 'function')
   assert.equal(typeof cjs.fileStorage, 'function')
   assert.equal(cjs.InUseError.name, 'InUseError')
+  // The other entries too (their types, for a CommonJS TypeScript project: tests/types/node10.ts).
+  assert.equal(typeof require('holdfast/redis').openRedisStore, 'function')
+  assert.equal(typeof require('holdfast/testing').manualClock, 'function')
+  assert.equal(typeof require('holdfast/slim').init, 'function')
 })
 
 test('durations: numbers are ms; text is whole numbers with units, largest first; text without a unit is invalid', async () => {

@@ -39,6 +39,10 @@ fi
 cp "$root"/tests/types/*.ts .
 if ! "$root/npm/node_modules/.bin/tsc" --noEmit --strict --skipLibCheck false --module nodenext --moduleResolution nodenext \
   --target es2022 --lib es2022,esnext.disposable,dom --types node --typeRoots "$root/npm/node_modules/@types" consumer.ts cloudflare.ts; then status=1; fi
+# A CommonJS project with TypeScript's default resolution for it (node10: no `exports` map) finds
+# every entry's types through `typesVersions`.
+if ! "$root/npm/node_modules/.bin/tsc" --noEmit --strict --skipLibCheck false --module commonjs --moduleResolution node10 \
+  --target es2022 --lib es2022,esnext.disposable,dom --types node --typeRoots "$root/npm/node_modules/@types" node10.ts cloudflare-workers.d.ts; then status=1; fi
 # The code samples of README.md and docs/*.md compile against them too: TypeScript's strictly,
 # JavaScript's checked (tests/types/doc-samples.mjs).
 node "$root/tests/types/doc-samples.mjs" "$root" . >/dev/null
