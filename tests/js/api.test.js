@@ -4,6 +4,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
+import { inspect } from 'node:util'
 import {
   openStore,
   memoryStorage,
@@ -17,6 +18,7 @@ import {
   CancelledError,
   StorageError,
   PermissionError,
+  connect,
 } from 'holdfast'
 import { openTestStore, settle, fullGc } from './helpers.js'
 
@@ -403,4 +405,30 @@ test('a storage callback may answer synchronously or with promises', async () =>
   const s2 = await openStore({ storage: { get: async k => values.get(k), set: async (k, v) => { await settle(); values.set(k, v) } } })
   assert.ok((await s2.lock('x').hold('k', l => l.fence)) > 1)
   await s2.close()
+})
+
+test('a lease logged (JSON.stringify, console.log) shows what it holds and whether it was lost, not the store\'s bookkeeping nor its server', async () => {
+  const { store, clock } = await openTestStore()
+  const server = await store.serve({ port: 0, token: 'lease-view-token-0123456789' })
+  const client = await connect(server.url, { token: 'lease-view-token-0123456789' })
+  try {
+    for (const [where, from] of [['in process', store], ['over a connection', client]]) {
+      const lease = await from.lock('jobs', { maxHold: '1s' }).acquire('k')
+      const view = { kind: 'lock', name: 'jobs', key: 'k', fence: lease.fence, lost: false }
+      assert.deepEqual(JSON.parse(JSON.stringify(lease)), view, where)
+      assert.deepEqual(JSON.parse(JSON.stringify({ lease })).lease, view, `${where}, inside an object`)
+      const shown = inspect(lease)
+      assert.equal(shown, `Lease { kind: 'lock', name: 'jobs', key: 'k', fence: ${lease.fence}, lost: false }`, where)
+      assert.ok(!inspect({ lease }, { depth: 5 }).includes('_owner'), where)
+      assert.ok(!inspect({ lease }, { depth: 5 }).includes(server.url), where)
+      await lease.release()
+    }
+    const permit = await store.semaphore('uploads', { limit: 2, maxHold: '1s' }).acquire('u')
+    clock.advance(1000)
+    assert.deepEqual(permit.toJSON(), { kind: 'semaphore', name: 'uploads', key: 'u', fence: permit.fence, lost: true }, 'lost past maxHold, when read')
+  } finally {
+    await client.close()
+    await server.close()
+    await store.close()
+  }
 })

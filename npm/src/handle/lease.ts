@@ -165,6 +165,15 @@ export class Lease {
   }
 
   /**
+   * What `JSON.stringify` (and `console.log`, below) shows of a lease: what it holds and whether it was
+   * lost. Its fields of the store's own bookkeeping were shown before, among them the store it came
+   * from, with every lease of that store's (a log line of a lease over a connection named its server).
+   */
+  toJSON(): { kind: 'lock' | 'semaphore'; name: string; key: string; fence: number; lost: boolean } {
+    return { kind: this.kind, name: this.name, key: this.key, fence: this.fence, lost: this.lost }
+  }
+
+  /**
    * @internal Lets the key go if still held; answers whether it was. `fromHold`: called by the hold
    * whose fn settled, from its own callback, where the next waiter's fn may start at once (no caller's
    * code is on the stack to be interleaved with it).
@@ -234,6 +243,15 @@ function watch(lease: Lease, signal: AbortSignal): void {
     }
   }
 }
+
+// `console.log(lease)` and `util.inspect` (Node, Bun, Deno): `Lease { kind, name, key, fence, lost }`, as
+// `toJSON` gives. Set on the prototype outside the class, so that the published type stays as it is.
+Object.defineProperty(Lease.prototype, Symbol.for('nodejs.util.inspect.custom'), {
+  value(this: Lease, _depth: number, options: unknown, inspect?: (value: unknown, options: unknown) => string) {
+    const view = this.toJSON()
+    return typeof inspect === 'function' ? `Lease ${inspect(view, options)}` : view
+  },
+})
 
 /** @internal What a lease names of the lock or semaphore it is of. */
 export interface LeaseHandle {
