@@ -6,7 +6,7 @@
 
 import * as fs from 'node:fs'
 import { constants as osConstants } from 'node:os'
-import { connect, type KeyInfo, type LockOptions, type PoolInfo, type RemoteLock } from '../entry/node.js'
+import { connect, type KeyInfo, type LockOptions, type Pool, type PoolInfo, type RemoteLock } from '../entry/node.js'
 import type { Clock } from '../util/clock.js'
 import { toMs } from '../util/duration.js'
 
@@ -115,9 +115,10 @@ export function duration(command: string, value: string | undefined, name: strin
   return ms
 }
 
-/** What `hold` and `inspect` use of a store over a connection or in Redis. */
+/** What `hold`, `inspect`, `release` and `confirm` use of a store over a connection or in Redis. */
 export interface ClientStore {
   lock(name: string, options: LockOptions): Pick<RemoteLock, 'hold'>
+  pool(name: string): Pick<Pool, 'release' | 'confirm'>
   inspect(): Promise<(KeyInfo | PoolInfo)[]>
   close(): Promise<void>
 }
