@@ -501,6 +501,11 @@ export class RemotePools implements PoolStore {
     }
   }
 
+  /** Whether a claim still awaits its answer (asked again once the client is back). */
+  awaiting(): boolean {
+    return this.#pending.size > 0
+  }
+
   /** The client closed: every claim still unanswered is answered `error`. */
   fail(error: ClosedError): void {
     this.#lettingGo.clear()

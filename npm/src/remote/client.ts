@@ -77,7 +77,7 @@ import { closeOnce } from '../util/close-once.js'
 import { GrantedLease, type Lease, followLeaseShape, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions } from '../handle/lock.js'
 import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions } from '../types.js'
-import { isClock, settledWithin, systemClock, type Clock } from '../util/clock.js'
+import { isClock, keepAlive, settledWithin, systemClock, type Clock } from '../util/clock.js'
 import { Renewal, margin, renewInterval, type Renewed } from './renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
 import { Heartbeat } from './heartbeat.js'
@@ -307,6 +307,8 @@ export class RemoteStore implements LeaseOwner {
   /** Whether the current connection was welcomed. */
   #welcomed = false
   #backoff = 50
+  /** The reconnect's timer while it waits out `#backoff`: a hold in line keeps the process alive by it. */
+  #backoffTimer: unknown
   #reconnecting: Promise<void> | undefined
   /** Ends the reconnect loop's backoff at once (set while it sleeps). */
   #wakeReconnect: (() => void) | undefined
@@ -403,7 +405,10 @@ export class RemoteStore implements LeaseOwner {
    */
   async #back(until: number, prefix = ''): Promise<void> {
     if (!this.#closed && this.#reconnect && !this.#socket) {
-      await settledWithin(this.#clock, this.#reconnectLoop(), until - this.#clock.now())
+      // The caller awaits what only a connection back can answer, and a server refusing each dial at
+      // once leaves nothing else alive between them: the patience keeps the process alive, or on
+      // Node it ends there (exit 13) with the caller unanswered.
+      await settledWithin(this.#clock, this.#reconnectLoop(), until - this.#clock.now(), true)
     }
     // (The error the client ended with names its URL already.)
     if (this.#closed) throw new ClosedError(`${prefix}${this.#closed.message}`)
@@ -549,7 +554,10 @@ export class RemoteStore implements LeaseOwner {
     this.#nextFrame = (this.#nextFrame % LAST_FRAME) + 1
     const socket = this.#socket
     // (Id 0: no frame went, so none can have been read: see pool/client.ts # Claims across dropped connections.)
-    if (!socket) return this.#answered(answered, { id: 0, type: 'dropped' })
+    if (!socket) {
+      if (this.#awaitsConnection()) keepAlive(this.#backoffTimer)
+      return this.#answered(answered, { id: 0, type: 'dropped' })
+    }
     this.#answers.set(id, answered)
     this.#heartbeat.awaited()
     try {
@@ -596,12 +604,15 @@ export class RemoteStore implements LeaseOwner {
         // The client ending wakes it at once (see #fail), rather than keep the client until the backoff ends.
         await new Promise<void>(resolve => {
           const timer = this.#clock.setTimeout(resolve, this.#backoff * (0.5 + Math.random() / 2))
+          this.#backoffTimer = timer
+          if (this.#awaitsConnection()) keepAlive(timer)
           this.#wakeReconnect = () => {
             this.#clock.clearTimeout(timer)
             resolve()
           }
         })
         this.#wakeReconnect = undefined
+        this.#backoffTimer = undefined
         this.#backoff = Math.min(this.#backoff * 2, 5_000)
         if (this.#closed) return
         try {
@@ -627,6 +638,17 @@ export class RemoteStore implements LeaseOwner {
       }
     })().finally(() => (this.#reconnecting = undefined))
     return this.#reconnecting
+  }
+
+  /**
+   * Whether a caller awaits what only a connection back answers: a hold in line or a pool's claim
+   * (each answered at its wait and grace, `ClosedError`, if none comes). Their connection's socket
+   * kept the process alive; while it is down the reconnect's backoff does, or on Node a process with
+   * nothing else alive ended there (exit 13), unanswered. A lease held alone keeps nothing alive:
+   * its fn is the caller's own work.
+   */
+  #awaitsConnection(): boolean {
+    return this.#pending.values().some(p => p.lease === undefined) || this.#pools.awaiting()
   }
 
   /** Every hold waiting or held, in the order they were asked (a copy). */
