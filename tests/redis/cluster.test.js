@@ -5,13 +5,13 @@
 // sharded pub/sub: SPUBLISH to a channel carrying the key's hash tag, heard by the node of its slot.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { openRedisStore, CancelledError } from 'holdfast/redis'
+import { openRedisStore, CancelledError, InvalidError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startCluster, raw, later, sleep, commandStats, listenersAroundStores } from './helpers.js'
+import { startCluster, raw, later, sleep, commandStats, listenersAroundStores, redisClient } from './helpers.js'
 
 for (const kind of ['ioredis', 'node-redis'])
 test(`#15 Cluster (3 primaries, ${kind}): keys spread over every node, one holder a key, FIFO across stores with growing fences woken by sharded pub/sub, inspect sees every node`, async t => {
@@ -139,6 +139,28 @@ test(`#16 Cluster (${kind}): pools spread over every node, each pool's keys in o
   assert.ok(Date.now() - releasedAt < 3_000, 'woken by the release (a heartbeat comes every 3.3 s)')
   const stats = await Promise.all(cluster.nodes.map(n => commandStats(n.port)))
   assert.equal(stats.reduce((n, s) => n + (s.publish ?? 0), 0), 0, 'no classic PUBLISH')
+})
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`#15 Cluster (${kind}): a client of one server (or a url) given a Cluster node's address is refused at opening, an InvalidError naming the Cluster clients, whichever node it names`, async t => {
+  // Such a store opened on the node that has the slot of holdfast's access check, said topology
+  // 'server', and answered every hold of a key of another node's slots ClosedError 'Redis answered
+  // "MOVED …"' after its wait (the CLI's `holdfast hold redis://NODE …` too); on the other nodes it
+  // failed to open with that ClosedError, as if Redis were unreachable.
+  const cluster = await startCluster(t)
+  for (const node of cluster.nodes) {
+    for (const options of [{ redis: await redisClient(t, node.url, kind) }, { url: node.url }]) {
+      await assert.rejects(
+        openRedisStore(options),
+        e => e instanceof InvalidError && /a node of a Cluster/.test(e.message) && /createCluster/.test(e.message),
+        `${options.url ? 'url' : 'client'} of node ${node.port}`,
+      )
+    }
+  }
+  // A Cluster client opens there as ever.
+  const store = await openRedisStore({ redis: await cluster.client(kind) })
+  assert.equal(store.server.topology, 'cluster')
+  await store.close()
 })
 
 for (const kind of ['ioredis', 'node-redis'])

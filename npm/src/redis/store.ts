@@ -1177,6 +1177,13 @@ async function checkServer(adapter: Adapter, place: string, allowEviction: boole
   if (major < MIN_VERSION[0]! || (major === MIN_VERSION[0] && minor < MIN_VERSION[1]!)) {
     throw new StorageError(`${place}: Redis ${version} is too old: holdfast needs ${MIN_VERSION.join('.')} or later`)
   }
+  // A client of one server given a Cluster node's address reaches the slots of that node alone: a
+  // key of another's is answered MOVED, which a Cluster client follows and this one never would.
+  if (infoField(info, 'redis_mode') === 'cluster' && adapter.topology !== 'cluster') {
+    throw new InvalidError(
+      `${place}: Redis ${version} is a node of a Cluster, reached with a client of one server (the keys of other nodes' slots would answer MOVED): pass a Cluster client as option redis, ioredis's new Cluster([…]) or node-redis's createCluster({ rootNodes }), connected`,
+    )
+  }
   const maxmemoryPolicy = infoField(info, 'maxmemory_policy')
   if (maxmemoryPolicy !== undefined && maxmemoryPolicy !== 'noeviction' && !allowEviction) {
     throw new StorageError(
