@@ -43,6 +43,9 @@ if ! "$root/npm/node_modules/.bin/tsc" --noEmit --strict --skipLibCheck false --
 # every entry's types through `typesVersions`.
 if ! "$root/npm/node_modules/.bin/tsc" --noEmit --strict --skipLibCheck false --module commonjs --moduleResolution node10 \
   --target es2022 --lib es2022,esnext.disposable,dom --types node --typeRoots "$root/npm/node_modules/@types" node10.ts cloudflare-workers.d.ts; then status=1; fi
+# A Node project has no DOM lib: its entries compile without it (tests/types/node-no-dom.ts).
+if ! "$root/npm/node_modules/.bin/tsc" --noEmit --strict --skipLibCheck false --module nodenext --moduleResolution nodenext \
+  --target es2022 --lib es2022,esnext.disposable --types node --typeRoots "$root/npm/node_modules/@types" node-no-dom.ts; then status=1; fi
 # The code samples of README.md and docs/*.md compile against them too: TypeScript's strictly,
 # JavaScript's checked (tests/types/doc-samples.mjs).
 node "$root/tests/types/doc-samples.mjs" "$root" . >/dev/null

@@ -54,7 +54,10 @@ import { PoolWrites, readPools } from '../pool/writes.js'
 import type { Party, Pool } from '../pool/pool.js'
 import type { PoolInfo, PoolOptions } from '../pool/types.js'
 
-/** What a runtime's entry gives the store. */
+/**
+ * @internal What a runtime's entry gives the store (not published: its `WebAssembly.Memory` would
+ * need the DOM's declarations of a Node project that has none).
+ */
 export interface Platform {
   /** Instantiates the wasm once and answers its memory: at once, or once the wasm is read (a bundled entry). */
   init(): WebAssembly.Memory | Promise<WebAssembly.Memory>
@@ -568,7 +571,7 @@ type StoreArgs = [
 /** Makes a store: `Store` itself, typed with the constructor its published type hides. */
 const MadeStore = Store as unknown as new (...args: StoreArgs) => Store
 
-/** Opens a store on `platform`; the entry of each runtime calls this. */
+/** @internal Opens a store on `platform`; the entry of each runtime calls this. */
 export async function openStoreOn(platform: Platform, options?: StoreOptions): Promise<Store> {
   const o = checkOptions(options, 'openStore', ['storage', 'clock'])
   if (o.storage !== undefined && !isStorage(o.storage)) {
