@@ -166,8 +166,8 @@ export class Lease {
 
   /**
    * What `JSON.stringify` (and `console.log`, below) shows of a lease: what it holds and whether it was
-   * lost. Its fields of the store's own bookkeeping were shown before, among them the store it came
-   * from, with every lease of that store's (a log line of a lease over a connection named its server).
+   * lost. Without it a log line showed the store's bookkeeping fields too, and the store the lease
+   * came from (over a connection, the client and its server's URL).
    */
   toJSON(): { kind: 'lock' | 'semaphore'; name: string; key: string; fence: number; lost: boolean } {
     return { kind: this.kind, name: this.name, key: this.key, fence: this.fence, lost: this.lost }
