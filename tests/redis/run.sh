@@ -4,7 +4,7 @@
 # Debian's package, installed by tests/redis/install.sh when missing). Like tests/remote/run.sh, it
 # tests the package as users get it: `npm pack` of npm/, installed into a fresh project with ioredis and
 # node-redis (`redis`) from npm. The files that test what differs by runtime and client (contracts,
-# unreachable, pools) run under each runtime with each client; the others (processes, restart, idle-keys)
+# unreachable, pools, client-options) run under each runtime with each client; the others (processes, restart, idle-keys)
 # start agent processes on the runtimes and clients each test names, and run once, in the first pair.
 # Build the package first (npm/build.sh). Runtimes: tests/runtimes (npm install there).
 #   RUNTIMES="node20 node24 bun"    which runners to run the test files under (default: all three)
@@ -20,7 +20,7 @@ bin="$root/tests/runtimes/node_modules/.bin"
 bash "$root/tests/redis/install.sh"
 source "$root/tests/user-project.sh"
 user_project redis "$root/npm" "$root"/tests/redis/*.js -- "ioredis@${IOREDIS:-5}" "redis@${NODE_REDIS:-5}"
-each="contracts.test.js unreachable.test.js pools.test.js"
+each="contracts.test.js unreachable.test.js pools.test.js client-options.test.js"
 if [ -n "${FILES:-}" ]; then all=$(for f in $FILES; do echo "$f.test.js"; done); each=$all; else all=$(ls *.test.js); fi
 
 export HOLDFAST_NODE20=$(command -v node) HOLDFAST_NODE24="$root/tests/runtimes/node_modules/node/bin/node" HOLDFAST_BUN="$bin/bun"

@@ -38,13 +38,20 @@ export interface Adapter {
   readonly topology: 'server' | 'sentinel' | 'cluster'
   /** Whether wake-ups go by sharded pub/sub: `SPUBLISH` to a channel in the key's slot, `SSUBSCRIBE`. */
   readonly sharded: boolean
+  /**
+   * What the client puts before every key a command names (ioredis's `keyPrefix`; '' for none, and
+   * for node-redis, which has no such option): names the Lua reads from its arguments (a channel, the
+   * keys the open's ACL check judges) must carry it, as the keys passed as keys get it from the client.
+   * `scan` and `subscriber` take and give names with it (as Redis knows them).
+   */
+  readonly keyPrefix: string
   /** Sends a command; rejects `ReplyFailure` when the server answered an error, anything else when it could not be reached. */
   send: Sender
   /** `send` without turning the client's errors into `ReplyFailure` (one promise less): the caller does it, with `asReply`. */
   call: Sender
   /** A `send` to each primary: the one server, or every primary of a Cluster (Function libraries, SCAN). */
   primaries(): Promise<Sender[]>
-  /** Every key matching `pattern`, from every primary (a Cluster's too). */
+  /** Every key matching `pattern` (with no `keyPrefix`: added here), from every primary (a Cluster's too), without `keyPrefix`. */
   scan(pattern: string): Promise<string[]>
   /**
    * Opens the pub/sub side (classic, or sharded when `sharded`). `ready` is called each time it may
@@ -108,7 +115,7 @@ interface IoRedis {
   /** A Cluster's nodes (ioredis `Cluster`). */
   nodes?(role: 'master'): IoRedis[]
   /** A Redis's or a Cluster's options: `sentinels` (a Redis found through Sentinel); `shardedSubscribers` known (a Cluster that can). */
-  options?: { sentinels?: unknown[] | null; shardedSubscribers?: boolean }
+  options?: { sentinels?: unknown[] | null; shardedSubscribers?: boolean; keyPrefix?: unknown }
   duplicate(...override: unknown[]): IoRedis
   subscribe(channel: string): Promise<unknown>
   unsubscribe(channel: string): Promise<unknown>
@@ -204,6 +211,18 @@ async function scanAll(primaries: Sender[], pattern: string): Promise<string[]> 
   return (await Promise.all(primaries.map(send => scanOne(send, pattern)))).flat()
 }
 
+/**
+ * SCAN under a client's `keyPrefix`: the client leaves SCAN's MATCH as it is (a pattern is not a key)
+ * and answers the keys as Redis has them, prefixed; so the prefix goes before the pattern (its glob
+ * characters escaped) and comes off the answers. Without it, `inspect()` found nothing of a store on
+ * an ioredis client with `keyPrefix`.
+ */
+async function scanPrefixed(primaries: Sender[], keyPrefix: string, pattern: string): Promise<string[]> {
+  if (keyPrefix === '') return scanAll(primaries, pattern)
+  const keys = await scanAll(primaries, keyPrefix.replace(/[*?[\]\\]/g, '\\$&') + pattern)
+  return keys.filter(k => k.startsWith(keyPrefix)).map(k => k.slice(keyPrefix.length))
+}
+
 /** `send` that turns the client's error replies into `ReplyFailure`. */
 function replying(raw: Sender): Sender {
   return args => raw(args).catch(error => Promise.reject(asReply(error)))
@@ -282,6 +301,10 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
   const cluster = typeof c.nodes === 'function'
   // ioredis 5.9 and later know sharded subscribers (a Cluster option, false unless asked for).
   const sharded = cluster && c.options !== undefined && 'shardedSubscribers' in c.options
+  const keyPrefix = typeof c.options?.keyPrefix === 'string' ? c.options.keyPrefix : ''
+  // SSUBSCRIBE names its channel as a key, which the client prefixes: the store's names carry the
+  // prefix already (the Lua publishes to them as they are), so it comes off here. SUBSCRIBE's is no key.
+  const bare = (channel: string) => (sharded && channel.startsWith(keyPrefix) ? channel.slice(keyPrefix.length) : channel)
   const readyWaits = new Set<() => void>()
   let closed = false
   const primaries = async () => {
@@ -297,10 +320,11 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
     client: 'ioredis',
     topology: cluster ? 'cluster' : c.options?.sentinels?.length ? 'sentinel' : 'server',
     sharded,
+    keyPrefix,
     send: replying(raw(c)),
     call: cluster ? raw(c) : corking(c),
     primaries,
-    scan: async pattern => scanAll(await primaries(), pattern),
+    scan: async pattern => scanPrefixed(await primaries(), keyPrefix, pattern),
     async subscriber(message, ready) {
       // A Cluster's duplicate takes (startup nodes, options); the one with sharded subscribers makes a
       // subscriber connection a primary and sends each SSUBSCRIBE to the node of the channel's slot.
@@ -328,12 +352,12 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       let first = true
       return {
         subscribe: async channel => {
-          const subscribed = sharded ? sub.ssubscribe!(channel) : sub.subscribe(channel)
+          const subscribed = sharded ? sub.ssubscribe!(bare(channel)) : sub.subscribe(channel)
           if (!first) return void (await subscribed)
           first = false
           await within(subscribed, CONNECT_PATIENCE, `no connection for pub/sub within ${CONNECT_PATIENCE}ms`)
         },
-        unsubscribe: async channel => void (await (sharded ? sub.sunsubscribe!(channel) : sub.unsubscribe(channel))),
+        unsubscribe: async channel => void (await (sharded ? sub.sunsubscribe!(bare(channel)) : sub.unsubscribe(channel))),
         close: async () => sub.disconnect(),
       }
     },
@@ -502,6 +526,7 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
     client: 'node-redis',
     topology: 'server',
     sharded: false,
+    keyPrefix: '',
     send,
     call: raw,
     primaries: async () => [send],
@@ -584,6 +609,7 @@ function nodeRedisOwnPubSubAdapter(
     client: 'node-redis',
     topology: o.topology,
     sharded: o.topology === 'cluster',
+    keyPrefix: '',
     send,
     call: o.raw,
     primaries,
@@ -669,7 +695,12 @@ function nodeRedisClusterAdapter(c: NodeRedisCluster, owned: boolean): Adapter {
 
 /** An adapter over a client the application made. */
 export function adapterOf(client: unknown, place: string): Adapter {
-  if (isIoRedis(client)) return ioredisAdapter(client, false)
+  if (isIoRedis(client)) {
+    const keyPrefix = client.options?.keyPrefix
+    if (keyPrefix !== undefined && keyPrefix !== null && typeof keyPrefix !== 'string')
+      throw new InvalidError(`${place}: option redis: the ioredis client's keyPrefix must be a string (a Buffer is not supported): give it as text`)
+    return ioredisAdapter(client, false)
+  }
   const nodeRedis = isNodeRedisCluster(client) || isNodeRedisSentinel(client) || isNodeRedis(client)
   if (nodeRedis && !(client as NodeRedisBase).isOpen) throw new InvalidError(`${place}: the node-redis client is not connected (await client.connect() first)`)
   if (isNodeRedisCluster(client)) return nodeRedisClusterAdapter(client, false)

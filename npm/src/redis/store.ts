@@ -261,7 +261,7 @@ export class RedisStore implements LeaseOwner {
     this.#clock = clock
     this.#context = context
     this.#scripts = scriptsFor(Number(server.version.split('.')[0]) >= 7)
-    this.#wakeups = new Wakeups(prefix, randomId(), server.pubsub === 'sharded', clock)
+    this.#wakeups = new Wakeups(prefix, randomId(), server.pubsub === 'sharded', clock, adapter.keyPrefix)
     this.#first = new DueLines<Request>(
       clock,
       p => p.grantedAt,
@@ -295,10 +295,12 @@ export class RedisStore implements LeaseOwner {
     const check = poolKeysOf(this.prefix, 'access-check')
     const lock = keysOf(this.prefix, 'lock', 'access-check', 'k')
     const channel = this.#wakeups.channelFor(poolTagOf('access-check'))
-    const refused = await this.#run('access', check, [...lock, this.#wakeups.publish, channel], PATIENCE)
+    // The lock's keys go as arguments, which the client does not prefix (its keyPrefix): they get it here.
+    const keyPrefix = this.#adapter.keyPrefix
+    const refused = await this.#run('access', check, [...lock.map(k => keyPrefix + k), this.#wakeups.publish, channel], PATIENCE)
     if (refused !== '' && refused !== null) {
       throw new StorageError(
-        `openRedisStore: the Redis user may not run ${String(refused)} (on keys ${this.prefix}:*, channels ${this.prefix}:w:*), which holdfast's scripts run: refused inside one, it would leave half of that call's writes. Allow it in the user's ACL`,
+        `openRedisStore: the Redis user may not run ${String(refused)} (on keys ${keyPrefix}${this.prefix}:*, channels ${keyPrefix}${this.prefix}:w:*), which holdfast's scripts run: refused inside one, it would leave half of that call's writes. Allow it in the user's ACL`,
       )
     }
     try {

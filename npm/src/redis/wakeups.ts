@@ -15,6 +15,10 @@
  *   wait. A grant published before the subscription was in place is missed: `want` answers true then,
  *   and the store asks Redis where its waiters on that key stand.
  *
+ * Channels are named as Redis knows them: after the client's `keyPrefix` (ioredis's; see
+ * `Adapter.keyPrefix`), so that the Lua, which publishes to the name it is given, and an ACL of the
+ * app's prefix (`&app:*`) see the same name as the subscription.
+ *
  * A wake-up can be lost (the subscriber reconnecting, a failover): the waiter's next heartbeat answers
  * the grant all the same, and each time the subscriber may have missed messages the store heartbeats
  * all its waiters at once (`resubscribed`), so a lost wake-up delays a waiter by one round trip, not
@@ -69,16 +73,19 @@ export class Wakeups {
   /** The channel of classic wake-ups; the end of every sharded one. */
   readonly #channel: string
   readonly #suffix: string
+  /** The client's `keyPrefix`, which a pool's wake-up has before its hash's name. */
+  readonly #keyPrefix: string
   readonly #channels = new Map<string, Channel>()
   #subscriber: Subscriber | undefined
 
-  constructor(prefix: string, clientId: string, sharded: boolean, clock: Clock) {
-    this.#prefix = prefix
+  constructor(prefix: string, clientId: string, sharded: boolean, clock: Clock, keyPrefix = '') {
+    this.#prefix = `${keyPrefix}${prefix}`
+    this.#keyPrefix = keyPrefix
     this.#clientId = clientId
     this.#clock = clock
     this.sharded = sharded
     this.publish = sharded ? 'SPUBLISH' : 'PUBLISH'
-    this.#channel = `${prefix}:w:${clientId}`
+    this.#channel = `${this.#prefix}:w:${clientId}`
     this.#suffix = `}:${clientId}`
   }
 
@@ -94,6 +101,8 @@ export class Wakeups {
       (ch, text) => {
         if (!mine(ch)) return
         const wake = parse(text)
+        // The script names a pool's hash as Redis has it; the store knows it without the keyPrefix.
+        if (wake && 'key' in wake && this.#keyPrefix !== '' && wake.key.startsWith(this.#keyPrefix)) wake.key = wake.key.slice(this.#keyPrefix.length)
         if (wake) woken(wake)
       },
       () => {

@@ -1,0 +1,150 @@
+// The clients users pass are configured for their app, not for holdfast: each option a user may
+// reasonably set on an ioredis or node-redis client either works fully (a contended hold served in
+// order with growing fences, a pool claim, a waiting claim woken by the release, inspect() seeing
+// both) or is refused when the store opens, with an InvalidError that names the option. The client
+// under test is the run's (HOLDFAST_REDIS_CLIENT); the Cluster and ACL cases run with ioredis.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { openRedisStore } from 'holdfast/redis'
+import { manualClock } from 'holdfast/testing'
+import { startRedis, startCluster, raw, sleep, later, CLIENT } from './helpers.js'
+
+/** `promise`, or a rejection saying `what` 15 s on: bounds an answer only a wake-up can bring (its store's clock never moves). */
+function bounded(promise, what) {
+  let timer
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(what)), 15_000)))]).finally(() => clearTimeout(timer))
+}
+
+/** Polls `store.inspect()` until `check(list)` holds; rejects after `ms` with the last list. */
+async function until(store, check, what, ms = 5_000) {
+  const end = Date.now() + ms
+  for (;;) {
+    const list = await store.inspect()
+    if (check(list)) return list
+    if (Date.now() > end) throw new Error(`${what}: not seen in ${ms}ms; inspect() answered ${JSON.stringify(list)}`)
+    await sleep(10)
+  }
+}
+
+/** An ioredis client with `options` (a `Cluster` when `nodes` is given), closed after the test. */
+async function ioredis(t, port, options = {}) {
+  const { Redis } = await import('ioredis')
+  const client = new Redis({ host: '127.0.0.1', port, ...options })
+  client.on('error', () => {})
+  later(t, () => client.disconnect())
+  return client
+}
+
+/** A node-redis client with `options`, connected unless `connect` is false, closed after the test. */
+async function nodeRedis(t, url, options = {}, connect = true) {
+  const { createClient } = await import('redis')
+  const client = createClient({ url, ...options })
+  client.on('error', () => {})
+  if (connect) await client.connect()
+  later(t, () => (client.isOpen ? client.destroy() : undefined))
+  return client
+}
+
+/**
+ * Two stores on clients `make()` makes: `a` holds, `b` waits with a clock that never moves (no
+ * heartbeat: only a wake-up answers it). A contended key served in order with growing fences
+ * (LOCK-01/02), a pool's claim (POOL-01) and a waiting one, inspect() of either store seeing both,
+ * then no key busy and the pool whole once all is released.
+ */
+async function exercise(t, make, options = {}) {
+  const a = await openRedisStore({ redis: await make(), ...options })
+  const b = await openRedisStore({ redis: await make(), clock: manualClock(), ...options })
+  later(t, () => Promise.all([a.close(), b.close()]))
+
+  const first = await a.lock('jobs', { ttl: '30s' }).acquire('k')
+  const order = []
+  const waiters = []
+  for (let i = 0; i < 2; i++) {
+    waiters.push(b.lock('jobs', { ttl: '30s' }).hold('k', { wait: '1m' }, lease => void order.push([i, lease.fence])))
+    await until(a, list => list.find(e => e.name === 'jobs')?.waiting === i + 1, `waiter ${i} in line`)
+  }
+  const seats = a.pool('seats', { capacity: 3 })
+  const c = await seats.claim(3, { id: 'order-1' })
+  assert.deepEqual([c.claimed, c.remaining], [true, 0], 'POOL-01: the claim took its units')
+  const later1 = b.pool('seats').claim(1, { wait: '1m' })
+  await until(a, list => list.find(e => e.kind === 'pool')?.waiting === 1, 'the waiting claim in line')
+
+  for (const store of [a, b]) {
+    const list = await store.inspect()
+    assert.deepEqual(
+      list.map(e => (e.kind === 'pool' ? [e.kind, e.name, e.remaining, e.claims, e.waiting] : [e.kind, e.name, e.key, e.holders.map(h => h.fence), e.waiting])),
+      [
+        ['lock', 'jobs', 'k', [first.fence], 2],
+        ['pool', 'seats', 0, 1, 1],
+      ],
+      'inspect() sees the held key and the pool',
+    )
+  }
+
+  await first.release()
+  await bounded(Promise.all(waiters), 'the waiters were not woken by the release')
+  assert.deepEqual(order.map(([i]) => i), [0, 1], 'LOCK-01: served in the order they asked')
+  assert.ok(first.fence < order[0][1] && order[0][1] < order[1][1], `LOCK-02: fences grow: ${first.fence}, ${order.map(o => o[1])}`)
+  assert.equal(await c.claim.release(), true)
+  const served = await bounded(later1, 'the waiting claim was not woken by the release')
+  assert.deepEqual([served.claimed, served.remaining], [true, 2], 'the waiting claim took its unit')
+  await served.claim.release()
+  const idle = (await a.inspect()).map(e => [e.kind, e.name, e.remaining, e.claims, e.waiting])
+  assert.deepEqual(idle, [['pool', 'seats', 3, 0, 0]], 'no key busy once all is released; the pool whole again')
+  return { a, b }
+}
+
+if (CLIENT === 'ioredis') {
+  test('ioredis keyPrefix: held, waited for, claimed and inspected, every Redis key holdfast writes under the prefix', async t => {
+    // SCAN's MATCH is not prefixed by ioredis, and the keys it finds come back prefixed: inspect()
+    // answered [] while a key was held and a pool had claims; a waiting claim's wake-up names its
+    // pool's hash as Redis knows it (prefixed), which the store did not recognise.
+    const server = await startRedis(t, { appendonly: 'no' })
+    await raw(server.port, 'SET', 'other:holdfast:{l:jobs:k}:m', 'not ours')
+    await exercise(t, () => ioredis(t, server.port, { keyPrefix: 'app:' }))
+    const keys = String(await raw(server.port, 'KEYS', '*holdfast*'))
+    assert.match(keys, /app:holdfast:\{p:seats\}:m/, 'the pool is kept under the keyPrefix')
+    assert.doesNotMatch(keys.replaceAll('app:holdfast:', '').replaceAll('other:holdfast:', ''), /holdfast:\{/, 'nothing outside it')
+    const ttl = await raw(server.port, 'PTTL', 'app:holdfast:{l:jobs:k}:m')
+    assert.ok(ttl > 0, `the key's state expires once idle (PTTL ${ttl})`)
+  })
+
+  test('ioredis keyPrefix with glob characters (app*[1]:) lists only its own keys', async t => {
+    const server = await startRedis(t, { appendonly: 'no' })
+    const a = await openRedisStore({ redis: await ioredis(t, server.port, { keyPrefix: 'app*[1]:' }) })
+    const b = await openRedisStore({ redis: await ioredis(t, server.port, { keyPrefix: 'app-x-:' }) })
+    later(t, () => Promise.all([a.close(), b.close()]))
+    const lease = await a.lock('jobs').acquire('k')
+    const other = await b.lock('jobs').acquire('other')
+    assert.deepEqual((await a.inspect()).map(e => e.key), ['k'])
+    assert.deepEqual((await b.inspect()).map(e => e.key), ['other'])
+    await Promise.all([lease.release(), other.release()])
+  })
+
+  test('ioredis keyPrefix under an ACL that allows only keys and channels of the prefix (~app:* &app:*): opens, and works', async t => {
+    // The open's check of the user's rights named the lock's keys as arguments, which ioredis does
+    // not prefix: judged against ~app:*, they were refused, and so was the store. The wake-ups'
+    // channel carries the keyPrefix too (SUBSCRIBE's channel is not a key: ioredis leaves it).
+    const server = await startRedis(t, { appendonly: 'no' })
+    await raw(server.port, 'ACL', 'SETUSER', 'app', 'on', '>secret', '~app:*', '&app:*', '+@all')
+    await exercise(t, () => ioredis(t, server.port, { keyPrefix: 'app:', username: 'app', password: 'secret' }))
+  })
+
+  test('ioredis Cluster with keyPrefix: waiters woken by sharded pub/sub, inspect sees every node', async t => {
+    // SSUBSCRIBE names its channel as a key, which ioredis prefixes; the scripts published to the
+    // channel without it: no waiter was ever woken, each answered by its heartbeat alone.
+    const cluster = await startCluster(t)
+    const { Cluster } = await import('ioredis')
+    const make = () => {
+      const client = new Cluster(cluster.nodes.map(n => ({ host: '127.0.0.1', port: n.port })), { keyPrefix: 'app:' })
+      client.on('error', () => {})
+      later(t, () => client.disconnect())
+      return client
+    }
+    const { a } = await exercise(t, make)
+    assert.equal(a.server.pubsub, 'sharded')
+    const leases = await Promise.all(Array.from({ length: 12 }, (_, i) => a.lock('spread').acquire(`key-${i}`)))
+    assert.equal((await a.inspect()).filter(e => e.name === 'spread').length, 12, 'inspect lists the keys of every node')
+    await Promise.all(leases.map(l => l.release()))
+  })
+}
