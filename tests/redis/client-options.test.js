@@ -148,3 +148,20 @@ if (CLIENT === 'ioredis') {
     await Promise.all(leases.map(l => l.release()))
   })
 }
+
+if (CLIENT === 'ioredis') {
+  // Commands refused rather than queued while the client is not connected (enableOfflineQueue:
+  // false), the client passed as soon as made (not connected yet), or made with lazyConnect (which
+  // connects at its first command, refused then): the store's first commands, and its subscriber's
+  // first subscription, were refused ("Stream isn't writeable"), and so was the store (ClosedError).
+  const configs = {
+    'enableOfflineQueue: false': { enableOfflineQueue: false },
+    'enableOfflineQueue: false, lazyConnect: true': { enableOfflineQueue: false, lazyConnect: true },
+  }
+  for (const [name, options] of Object.entries(configs)) {
+    test(`ioredis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both`, async t => {
+      const server = await startRedis(t, { appendonly: 'no' })
+      await exercise(t, () => ioredis(t, server.port, options))
+    })
+  }
+}

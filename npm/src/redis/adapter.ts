@@ -58,6 +58,12 @@ export interface Adapter {
    * have missed messages (it reconnected, or the primary changed) after the first time.
    */
   subscriber(message: (channel: string, text: string) => void, ready: () => void): Promise<Subscriber>
+  /**
+   * Resolves once the client can take the store's first commands: at once, unless it refuses commands
+   * while not connected (ioredis's `enableOfflineQueue: false`), which waits until it is ready
+   * (connecting one made with `lazyConnect`), `CONNECT_PATIENCE` at most.
+   */
+  connected(): Promise<void>
   /** Closes the client, if holdfast opened it (from `url`); a client the application gave is left open. */
   close(): Promise<void>
   /**
@@ -115,7 +121,7 @@ interface IoRedis {
   /** A Cluster's nodes (ioredis `Cluster`). */
   nodes?(role: 'master'): IoRedis[]
   /** A Redis's or a Cluster's options: `sentinels` (a Redis found through Sentinel); `shardedSubscribers` known (a Cluster that can). */
-  options?: { sentinels?: unknown[] | null; shardedSubscribers?: boolean; keyPrefix?: unknown }
+  options?: { sentinels?: unknown[] | null; shardedSubscribers?: boolean; keyPrefix?: unknown; enableOfflineQueue?: boolean }
   duplicate(...override: unknown[]): IoRedis
   subscribe(channel: string): Promise<unknown>
   unsubscribe(channel: string): Promise<unknown>
@@ -241,7 +247,8 @@ function afterFirst(ready: () => void): () => void {
 const CLUSTER_PATIENCE = 10_000
 
 /**
- * A Cluster client that has not found its nodes yet: waits until it has, at most `CLUSTER_PATIENCE`
+ * A Cluster client that has not found its nodes yet (or a client of one server not connected yet):
+ * waits until it has, at most `CLUSTER_PATIENCE`
  * (the caller looks at the client's status then), or until the adapter closes (`ends` holds the end of
  * each wait under way; `close()` calls them). A wait that ends without it takes its listener off the
  * application's client: left on, each call while the Cluster is unreachable (every `inspect()`) added
@@ -336,11 +343,14 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       // subscribes them again on the new primary once its own map of slots changed, which it reads
       // only when told to, hence `SLOTS_REFRESH`; and the store catches up then ('subscribersReady').
       // Without it, every wake-up of a moved key was lost, its waiters answered by heartbeats only.
+      // The duplicate queues its subscriptions while it connects, whatever the application's client
+      // does (enableOfflineQueue: false refused the first one, made before it was connected, and
+      // with it the store): the first is bounded below, and the store subscribes again when it is back.
       const sub = sharded
-        ? c.duplicate([], { shardedSubscribers: true, slotsRefreshInterval: SLOTS_REFRESH })
+        ? c.duplicate([], { shardedSubscribers: true, slotsRefreshInterval: SLOTS_REFRESH, enableOfflineQueue: true })
         : cluster
-          ? c.duplicate()
-          : c.duplicate({ autoResubscribe: false })
+          ? c.duplicate([], { enableOfflineQueue: true })
+          : c.duplicate({ autoResubscribe: false, enableOfflineQueue: true })
       sub.on('error', noop)
       sub.on(sharded ? 'smessage' : 'message', ((channel: string, text: string) => message(channel, text)) as (...args: never[]) => void)
       sub.on('ready', afterFirst(ready))
@@ -362,6 +372,14 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       }
     },
     ended: () => c.status === 'end',
+    async connected() {
+      // A client that queues commands needs no wait: they go once it is connected. One that refuses
+      // them refused the store's first (INFO), made as soon as the application made the client: the
+      // store could not open on it (with lazyConnect, which connects at the first command, ever).
+      if (c.options?.enableOfflineQueue !== false) return
+      if (c.status === 'wait') (c as unknown as { connect(): Promise<void> }).connect().catch(noop)
+      await clusterReady(c, readyWaits)
+    },
     async close() {
       closed = true
       for (const end of [...readyWaits]) end()
@@ -544,6 +562,7 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
       }
     },
     ended: () => !c.isOpen,
+    connected: async () => {},
     async close() {
       if (owned) await endNodeRedis(c)
     },
@@ -618,6 +637,7 @@ function nodeRedisOwnPubSubAdapter(
       return ownPubSub(o.subscribe, o.unsubscribe, message, o.missed(ready), ready, o.dropped)
     },
     ended: () => !c.isOpen,
+    connected: async () => {},
     async close() {
       if (owned) await endNodeRedis(c)
     },

@@ -1146,6 +1146,7 @@ export async function openRedisStoreOn(context: ContextStorage | undefined, opti
 
   const adapter = o.redis !== undefined ? adapterOf(o.redis, place) : await adapterForUrl(o.url as string, place)
   try {
+    await adapter.connected()
     const server = await checkServer(adapter, place, o.allowEviction === true)
     const store = new MadeRedisStore(adapter, server, prefix, Math.round(grace), clock, context)
     await store._open()
