@@ -130,22 +130,26 @@ if (CLIENT === 'ioredis') {
     await exercise(t, () => ioredis(t, server.port, { keyPrefix: 'app:', username: 'app', password: 'secret' }))
   })
 
-  test('ioredis Cluster with keyPrefix: waiters woken by sharded pub/sub, inspect sees every node', async t => {
+  test('ioredis Cluster with keyPrefix (app:, and {app}: whose hash tag puts all in one slot): waiters woken by sharded pub/sub, inspect sees every node', async t => {
     // SSUBSCRIBE names its channel as a key, which ioredis prefixes; the scripts published to the
     // channel without it: no waiter was ever woken, each answered by its heartbeat alone.
     const cluster = await startCluster(t)
     const { Cluster } = await import('ioredis')
-    const make = () => {
-      const client = new Cluster(cluster.nodes.map(n => ({ host: '127.0.0.1', port: n.port })), { keyPrefix: 'app:' })
-      client.on('error', () => {})
-      later(t, () => client.disconnect())
-      return client
+    for (const keyPrefix of ['app:', '{app}:']) {
+      const make = () => {
+        const client = new Cluster(cluster.nodes.map(n => ({ host: '127.0.0.1', port: n.port })), { keyPrefix })
+        client.on('error', () => {})
+        later(t, () => client.disconnect())
+        return client
+      }
+      const { a } = await exercise(t, make)
+      assert.equal(a.server.pubsub, 'sharded')
+      const leases = await Promise.all(Array.from({ length: 12 }, (_, i) => a.lock('spread').acquire(`key-${i}`)))
+      assert.equal((await a.inspect()).filter(e => e.name === 'spread').length, 12, 'inspect lists the keys of every node')
+      const sizes = await Promise.all(cluster.nodes.map(n => raw(n.port, 'DBSIZE')))
+      if (keyPrefix === 'app:') assert.ok(sizes.every(n => n > 0), `keys on every node: ${sizes}`)
+      await Promise.all(leases.map(l => l.release()))
     }
-    const { a } = await exercise(t, make)
-    assert.equal(a.server.pubsub, 'sharded')
-    const leases = await Promise.all(Array.from({ length: 12 }, (_, i) => a.lock('spread').acquire(`key-${i}`)))
-    assert.equal((await a.inspect()).filter(e => e.name === 'spread').length, 12, 'inspect lists the keys of every node')
-    await Promise.all(leases.map(l => l.release()))
   })
 }
 
@@ -157,11 +161,48 @@ if (CLIENT === 'ioredis') {
   const configs = {
     'enableOfflineQueue: false': { enableOfflineQueue: false },
     'enableOfflineQueue: false, lazyConnect: true': { enableOfflineQueue: false, lazyConnect: true },
+    // And what needed nothing of holdfast: not connected yet (lazyConnect: connects at its first
+    // command), never or at once given up across reconnections (maxRetriesPerRequest null, as
+    // BullMQ asks, and 0), the commands of one tick sent as one pipeline (enableAutoPipelining),
+    // another database (db: 3: the subscriber connection, duplicated, is on it too; pub/sub is not per
+    // database, and the wake-ups' channels are the store's own).
+    'lazyConnect: true': { lazyConnect: true },
+    'maxRetriesPerRequest: null': { maxRetriesPerRequest: null },
+    'maxRetriesPerRequest: 0': { maxRetriesPerRequest: 0 },
+    'enableAutoPipelining: true': { enableAutoPipelining: true },
+    'db: 3': { db: 3 },
   }
   for (const [name, options] of Object.entries(configs)) {
     test(`ioredis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both`, async t => {
       const server = await startRedis(t, { appendonly: 'no' })
       await exercise(t, () => ioredis(t, server.port, options))
+      if (options.db) {
+        const db3 = await ioredis(t, server.port, { db: 3 })
+        assert.ok((await db3.keys('holdfast:*')).length > 0, 'the pool is kept in database 3')
+        assert.equal(await raw(server.port, 'DBSIZE'), 0, 'nothing in database 0')
+      }
+    })
+  }
+}
+
+if (CLIENT === 'node-redis') {
+  // Replies as RESP3 (maps, sets, doubles, verbatim text), another database (database: 3: its
+  // duplicate, the subscriber, is on it too; pub/sub is not per database), a connection name.
+  const configs = {
+    'RESP: 3': { RESP: 3 },
+    'database: 3': { database: 3 },
+    "name: 'app'": { name: 'app' },
+  }
+  for (const [name, options] of Object.entries(configs)) {
+    test(`node-redis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both`, async t => {
+      const server = await startRedis(t, { appendonly: 'no' })
+      await exercise(t, () => nodeRedis(t, server.url, options))
+      if (options.database) {
+        const db3 = await nodeRedis(t, server.url, { database: 3 })
+        assert.ok((await db3.keys('holdfast:*')).length > 0, 'the pool is kept in database 3')
+        assert.equal(await raw(server.port, 'DBSIZE'), 0, 'nothing in database 0')
+      }
+      if (options.name) assert.match(String(await raw(server.port, 'CLIENT', 'LIST')), /name=app /, 'the connections keep their name')
     })
   }
 }
