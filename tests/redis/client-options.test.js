@@ -5,7 +5,7 @@
 // under test is the run's (HOLDFAST_REDIS_CLIENT); the Cluster and ACL cases run with ioredis.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { openRedisStore } from 'holdfast/redis'
+import { openRedisStore, InvalidError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
 import { startRedis, startCluster, raw, sleep, later, CLIENT } from './helpers.js'
 
@@ -186,6 +186,13 @@ if (CLIENT === 'ioredis') {
 }
 
 if (CLIENT === 'node-redis') {
+  test('node-redis: a client not connected yet is refused at open, with an InvalidError that names option redis and says to connect it', async t => {
+    const server = await startRedis(t, { appendonly: 'no' })
+    const client = await nodeRedis(t, server.url, {}, false)
+    await assert.rejects(openRedisStore({ redis: client }), e => e instanceof InvalidError && /option redis/.test(e.message) && /await client\.connect\(\)/.test(e.message))
+    assert.equal(client.isOpen, false, 'holdfast does not connect it')
+  })
+
   // Replies as RESP3 (maps, sets, doubles, verbatim text), another database (database: 3: its
   // duplicate, the subscriber, is on it too; pub/sub is not per database), a connection name.
   const configs = {

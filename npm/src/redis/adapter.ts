@@ -722,7 +722,8 @@ export function adapterOf(client: unknown, place: string): Adapter {
     return ioredisAdapter(client, false)
   }
   const nodeRedis = isNodeRedisCluster(client) || isNodeRedisSentinel(client) || isNodeRedis(client)
-  if (nodeRedis && !(client as NodeRedisBase).isOpen) throw new InvalidError(`${place}: the node-redis client is not connected (await client.connect() first)`)
+  if (nodeRedis && !(client as NodeRedisBase).isOpen)
+    throw new InvalidError(`${place}: option redis: the node-redis client is not connected: await client.connect() before passing it`)
   if (isNodeRedisCluster(client)) return nodeRedisClusterAdapter(client, false)
   if (isNodeRedisSentinel(client)) return nodeRedisSentinelAdapter(client, false)
   if (isNodeRedis(client)) return nodeRedisAdapter(client, false)
