@@ -130,25 +130,33 @@ if (CLIENT === 'ioredis') {
     await exercise(t, () => ioredis(t, server.port, { keyPrefix: 'app:', username: 'app', password: 'secret' }))
   })
 
-  test('ioredis Cluster with keyPrefix (app:, and {app}: whose hash tag puts all in one slot): waiters woken by sharded pub/sub, inspect sees every node', async t => {
+  test('ioredis Cluster with keyPrefix (app:, {app}: whose hash tag puts all in one slot, and in redisOptions): waiters woken by sharded pub/sub, after the subscriber reconnected too, inspect sees every node', async t => {
     // SSUBSCRIBE names its channel as a key, which ioredis prefixes; the scripts published to the
-    // channel without it: no waiter was ever woken, each answered by its heartbeat alone.
+    // channel without it: no waiter was ever woken, each answered by its heartbeat alone. With the
+    // keyPrefix in redisOptions, the subscriber's own connections prefix too, and subscribed again
+    // (a reconnection) to the channel prefixed twice.
     const cluster = await startCluster(t)
     const { Cluster } = await import('ioredis')
-    for (const keyPrefix of ['app:', '{app}:']) {
+    for (const options of [{ keyPrefix: 'app:' }, { keyPrefix: '{app}:' }, { redisOptions: { keyPrefix: 'red:' } }]) {
       const make = () => {
-        const client = new Cluster(cluster.nodes.map(n => ({ host: '127.0.0.1', port: n.port })), { keyPrefix })
+        const client = new Cluster(cluster.nodes.map(n => ({ host: '127.0.0.1', port: n.port })), options)
         client.on('error', () => {})
         later(t, () => client.disconnect())
         return client
       }
-      const { a } = await exercise(t, make)
+      const { a, b } = await exercise(t, make)
       assert.equal(a.server.pubsub, 'sharded')
       const leases = await Promise.all(Array.from({ length: 12 }, (_, i) => a.lock('spread').acquire(`key-${i}`)))
       assert.equal((await a.inspect()).filter(e => e.name === 'spread').length, 12, 'inspect lists the keys of every node')
       const sizes = await Promise.all(cluster.nodes.map(n => raw(n.port, 'DBSIZE')))
-      if (keyPrefix === 'app:') assert.ok(sizes.every(n => n > 0), `keys on every node: ${sizes}`)
+      if (options.keyPrefix === 'app:') assert.ok(sizes.every(n => n > 0), `keys on every node: ${sizes}`)
+      // A waiter, its subscriber's connections cut (ioredis subscribes again by itself), then the release.
+      const waiting = b.lock('spread').hold('key-0', { wait: '1m' }, lease => lease.fence)
+      await until(a, list => list.find(e => e.key === 'key-0')?.waiting === 1, 'the waiter in line')
+      for (const n of cluster.nodes) await raw(n.port, 'CLIENT', 'KILL', 'TYPE', 'pubsub')
+      await sleep(1_500)
       await Promise.all(leases.map(l => l.release()))
+      assert.ok((await bounded(waiting, `${JSON.stringify(options)}: the waiter was not woken once its subscriber reconnected`)) > leases[0].fence)
     }
   })
 }

@@ -121,7 +121,7 @@ interface IoRedis {
   /** A Cluster's nodes (ioredis `Cluster`). */
   nodes?(role: 'master'): IoRedis[]
   /** A Redis's or a Cluster's options: `sentinels` (a Redis found through Sentinel); `shardedSubscribers` known (a Cluster that can). */
-  options?: { sentinels?: unknown[] | null; shardedSubscribers?: boolean; keyPrefix?: unknown; enableOfflineQueue?: boolean }
+  options?: { sentinels?: unknown[] | null; shardedSubscribers?: boolean; keyPrefix?: unknown; enableOfflineQueue?: boolean; redisOptions?: object }
   duplicate(...override: unknown[]): IoRedis
   subscribe(channel: string): Promise<unknown>
   unsubscribe(channel: string): Promise<unknown>
@@ -309,9 +309,6 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
   // ioredis 5.9 and later know sharded subscribers (a Cluster option, false unless asked for).
   const sharded = cluster && c.options !== undefined && 'shardedSubscribers' in c.options
   const keyPrefix = typeof c.options?.keyPrefix === 'string' ? c.options.keyPrefix : ''
-  // SSUBSCRIBE names its channel as a key, which the client prefixes: the store's names carry the
-  // prefix already (the Lua publishes to them as they are), so it comes off here. SUBSCRIBE's is no key.
-  const bare = (channel: string) => (sharded && channel.startsWith(keyPrefix) ? channel.slice(keyPrefix.length) : channel)
   const readyWaits = new Set<() => void>()
   let closed = false
   const primaries = async () => {
@@ -346,8 +343,18 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       // The duplicate queues its subscriptions while it connects, whatever the application's client
       // does (enableOfflineQueue: false refused the first one, made before it was connected, and
       // with it the store): the first is bounded below, and the store subscribes again when it is back.
+      // The sharded one has no keyPrefix: SSUBSCRIBE's channel is a key to ioredis, and the store's
+      // channels carry the prefix already (the Lua publishes to them as they are). One in redisOptions
+      // (the Cluster's connections have it too) prefixed the names ioredis keeps again as it subscribed
+      // them anew after a reconnection: every later wake-up of those keys was lost.
       const sub = sharded
-        ? c.duplicate([], { shardedSubscribers: true, slotsRefreshInterval: SLOTS_REFRESH, enableOfflineQueue: true })
+        ? c.duplicate([], {
+            shardedSubscribers: true,
+            slotsRefreshInterval: SLOTS_REFRESH,
+            enableOfflineQueue: true,
+            keyPrefix: '',
+            redisOptions: { ...c.options?.redisOptions, keyPrefix: '' },
+          })
         : cluster
           ? c.duplicate([], { enableOfflineQueue: true })
           : c.duplicate({ autoResubscribe: false, enableOfflineQueue: true })
@@ -362,12 +369,12 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       let first = true
       return {
         subscribe: async channel => {
-          const subscribed = sharded ? sub.ssubscribe!(bare(channel)) : sub.subscribe(channel)
+          const subscribed = sharded ? sub.ssubscribe!(channel) : sub.subscribe(channel)
           if (!first) return void (await subscribed)
           first = false
           await within(subscribed, CONNECT_PATIENCE, `no connection for pub/sub within ${CONNECT_PATIENCE}ms`)
         },
-        unsubscribe: async channel => void (await (sharded ? sub.sunsubscribe!(bare(channel)) : sub.unsubscribe(channel))),
+        unsubscribe: async channel => void (await (sharded ? sub.sunsubscribe!(channel) : sub.unsubscribe(channel))),
         close: async () => sub.disconnect(),
       }
     },
