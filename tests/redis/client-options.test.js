@@ -45,15 +45,29 @@ async function nodeRedis(t, url, options = {}, connect = true) {
   return client
 }
 
+/** Cuts every pub/sub connection of the server on `port`, and waits until as many are back. */
+async function cutPubSub(port) {
+  const count = async () => String(await raw(port, 'CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter(l => l.includes('id=')).length
+  const before = await count()
+  assert.ok(before > 0, 'a pub/sub connection to cut')
+  await raw(port, 'CLIENT', 'KILL', 'TYPE', 'pubsub')
+  const end = Date.now() + 10_000
+  while ((await count()) < before) {
+    if (Date.now() > end) throw new Error('the pub/sub connections did not come back in 10 s')
+    await sleep(20)
+  }
+}
+
 /**
  * Two stores on clients `make()` makes: `a` holds, `b` waits with a clock that never moves (no
  * heartbeat: only a wake-up answers it). A contended key served in order with growing fences
  * (LOCK-01/02), a pool's claim (POOL-01) and a waiting one, inspect() of either store seeing both,
- * then no key busy and the pool whole once all is released.
+ * then no key busy and the pool whole once all is released. With `port`, the pub/sub connections of
+ * that server are cut too, and a waiter is woken all the same once they are back.
  */
 async function exercise(t, make, options = {}) {
-  const a = await openRedisStore({ redis: await make(), ...options })
-  const b = await openRedisStore({ redis: await make(), clock: manualClock(), ...options })
+  const a = await openRedisStore({ redis: await make() })
+  const b = await openRedisStore({ redis: await make(), clock: manualClock() })
   later(t, () => Promise.all([a.close(), b.close()]))
 
   const first = await a.lock('jobs', { ttl: '30s' }).acquire('k')
@@ -89,6 +103,16 @@ async function exercise(t, make, options = {}) {
   const served = await bounded(later1, 'the waiting claim was not woken by the release')
   assert.deepEqual([served.claimed, served.remaining], [true, 2], 'the waiting claim took its unit')
   await served.claim.release()
+  if (options.port !== undefined) {
+    // The wake-ups' connections cut: the client connects again, the store subscribes again (or the
+    // client does) and catches up; a waiter is still woken by the release.
+    await cutPubSub(options.port)
+    const lease = await a.lock('jobs', { ttl: '30s' }).acquire('k')
+    const waiter = b.lock('jobs', { ttl: '30s' }).hold('k', { wait: '1m' }, l => l.fence)
+    await until(a, list => list.find(e => e.name === 'jobs')?.waiting === 1, 'the waiter in line after the reconnection')
+    await lease.release()
+    assert.ok((await bounded(waiter, 'the waiter was not woken after the subscriber reconnected')) > lease.fence)
+  }
   const idle = (await a.inspect()).map(e => [e.kind, e.name, e.remaining, e.claims, e.waiting])
   assert.deepEqual(idle, [['pool', 'seats', 3, 0, 0]], 'no key busy once all is released; the pool whole again')
   return { a, b }
@@ -101,7 +125,7 @@ if (CLIENT === 'ioredis') {
     // pool's hash as Redis knows it (prefixed), which the store did not recognise.
     const server = await startRedis(t, { appendonly: 'no' })
     await raw(server.port, 'SET', 'other:holdfast:{l:jobs:k}:m', 'not ours')
-    await exercise(t, () => ioredis(t, server.port, { keyPrefix: 'app:' }))
+    await exercise(t, () => ioredis(t, server.port, { keyPrefix: 'app:' }), { port: server.port })
     const keys = String(await raw(server.port, 'KEYS', '*holdfast*'))
     assert.match(keys, /app:holdfast:\{p:seats\}:m/, 'the pool is kept under the keyPrefix')
     assert.doesNotMatch(keys.replaceAll('app:holdfast:', '').replaceAll('other:holdfast:', ''), /holdfast:\{/, 'nothing outside it')
@@ -183,7 +207,7 @@ if (CLIENT === 'ioredis') {
   for (const [name, options] of Object.entries(configs)) {
     test(`ioredis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both`, async t => {
       const server = await startRedis(t, { appendonly: 'no' })
-      await exercise(t, () => ioredis(t, server.port, options))
+      await exercise(t, () => ioredis(t, server.port, options), { port: server.port })
       if (options.db) {
         const db3 = await ioredis(t, server.port, { db: 3 })
         assert.ok((await db3.keys('holdfast:*')).length > 0, 'the pool is kept in database 3')
@@ -211,7 +235,7 @@ if (CLIENT === 'node-redis') {
   for (const [name, options] of Object.entries(configs)) {
     test(`node-redis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both`, async t => {
       const server = await startRedis(t, { appendonly: 'no' })
-      await exercise(t, () => nodeRedis(t, server.url, options))
+      await exercise(t, () => nodeRedis(t, server.url, options), { port: server.port })
       if (options.database) {
         const db3 = await nodeRedis(t, server.url, { database: 3 })
         assert.ok((await db3.keys('holdfast:*')).length > 0, 'the pool is kept in database 3')
@@ -220,4 +244,18 @@ if (CLIENT === 'node-redis') {
       if (options.name) assert.match(String(await raw(server.port, 'CLIENT', 'LIST')), /name=app /, 'the connections keep their name')
     })
   }
+
+  test('node-redis Cluster with RESP: 3: waiters woken by sharded pub/sub (push messages), a pool claim, inspect sees every node', async t => {
+    const cluster = await startCluster(t)
+    const { createCluster } = await import('redis')
+    const make = async () => {
+      const client = createCluster({ rootNodes: cluster.nodes.map(n => ({ url: n.url })), RESP: 3 })
+      client.on('error', () => {})
+      await client.connect()
+      later(t, () => client.destroy())
+      return client
+    }
+    const { a } = await exercise(t, make)
+    assert.equal(a.server.pubsub, 'sharded')
+  })
 }
