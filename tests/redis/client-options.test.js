@@ -154,14 +154,14 @@ if (CLIENT === 'ioredis') {
     await exercise(t, () => ioredis(t, server.port, { keyPrefix: 'app:', username: 'app', password: 'secret' }))
   })
 
-  test('ioredis Cluster with keyPrefix (app:, {app}: whose hash tag puts all in one slot, and in redisOptions): waiters woken by sharded pub/sub, after the subscriber reconnected too, inspect sees every node', async t => {
+  test('ioredis Cluster with keyPrefix (app:, {app}: whose hash tag puts all in one slot, in redisOptions, and with enableOfflineQueue: false and lazyConnect): waiters woken by sharded pub/sub, after the subscriber reconnected too, inspect sees every node', async t => {
     // SSUBSCRIBE names its channel as a key, which ioredis prefixes; the scripts published to the
     // channel without it: no waiter was ever woken, each answered by its heartbeat alone. With the
     // keyPrefix in redisOptions, the subscriber's own connections prefix too, and subscribed again
     // (a reconnection) to the channel prefixed twice.
     const cluster = await startCluster(t)
     const { Cluster } = await import('ioredis')
-    for (const options of [{ keyPrefix: 'app:' }, { keyPrefix: '{app}:' }, { redisOptions: { keyPrefix: 'red:' } }]) {
+    for (const options of [{ keyPrefix: 'app:' }, { keyPrefix: '{app}:' }, { redisOptions: { keyPrefix: 'red:' } }, { keyPrefix: 'off:', enableOfflineQueue: false, lazyConnect: true }]) {
       const make = () => {
         const client = new Cluster(cluster.nodes.map(n => ({ host: '127.0.0.1', port: n.port })), options)
         client.on('error', () => {})
@@ -197,12 +197,13 @@ if (CLIENT === 'ioredis') {
     // command), never or at once given up across reconnections (maxRetriesPerRequest null, as
     // BullMQ asks, and 0), the commands of one tick sent as one pipeline (enableAutoPipelining),
     // another database (db: 3: the subscriber connection, duplicated, is on it too; pub/sub is not per
-    // database, and the wake-ups' channels are the store's own).
+    // database, and the wake-ups' channels are the store's own), integers answered as text (stringNumbers).
     'lazyConnect: true': { lazyConnect: true },
     'maxRetriesPerRequest: null': { maxRetriesPerRequest: null },
     'maxRetriesPerRequest: 0': { maxRetriesPerRequest: 0 },
     'enableAutoPipelining: true': { enableAutoPipelining: true },
     'db: 3': { db: 3 },
+    'stringNumbers: true': { stringNumbers: true },
   }
   for (const [name, options] of Object.entries(configs)) {
     test(`ioredis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both`, async t => {
