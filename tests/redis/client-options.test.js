@@ -35,12 +35,16 @@ async function ioredis(t, port, options = {}) {
   return client
 }
 
-/** A node-redis client with `options`, connected unless `connect` is false, closed after the test. */
+/**
+ * A node-redis client with `options`, closed after the test: connected (`connect` true), not (false),
+ * or its connect() under way, not awaited (`'started'`).
+ */
 async function nodeRedis(t, url, options = {}, connect = true) {
   const { createClient } = await import('redis')
   const client = createClient({ url, ...options })
   client.on('error', () => {})
-  if (connect) await client.connect()
+  if (connect === 'started') client.connect().catch(() => {})
+  else if (connect) await client.connect()
   later(t, () => (client.isOpen ? client.destroy() : undefined))
   return client
 }
@@ -232,11 +236,18 @@ if (CLIENT === 'node-redis') {
     'RESP: 3': { RESP: 3 },
     'database: 3': { database: 3 },
     "name: 'app'": { name: 'app' },
+    'disableOfflineQueue: true': { disableOfflineQueue: true },
   }
   for (const [name, options] of Object.entries(configs)) {
     test(`node-redis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both`, async t => {
       const server = await startRedis(t, { appendonly: 'no' })
       await exercise(t, () => nodeRedis(t, server.url, options), { port: server.port })
+      if (options.disableOfflineQueue) {
+        // Passed while its connect() is under way (not awaited): it refused the store's first command
+        // ("The client is offline"), and the store with it (ClosedError).
+        const other = await startRedis(t, { appendonly: 'no' })
+        await exercise(t, () => nodeRedis(t, other.url, options, 'started'), { port: other.port })
+      }
       if (options.database) {
         const db3 = await nodeRedis(t, server.url, { database: 3 })
         assert.ok((await db3.keys('holdfast:*')).length > 0, 'the pool is kept in database 3')

@@ -60,8 +60,9 @@ export interface Adapter {
   subscriber(message: (channel: string, text: string) => void, ready: () => void): Promise<Subscriber>
   /**
    * Resolves once the client can take the store's first commands: at once, unless it refuses commands
-   * while not connected (ioredis's `enableOfflineQueue: false`), which waits until it is ready
-   * (connecting one made with `lazyConnect`), `CONNECT_PATIENCE` at most.
+   * while not connected (ioredis's `enableOfflineQueue: false`, node-redis's `disableOfflineQueue`),
+   * which waits until it is ready (connecting an ioredis one made with `lazyConnect`),
+   * `CONNECT_PATIENCE` at most.
    */
   connected(): Promise<void>
   /** Closes the client, if holdfast opened it (from `url`); a client the application gave is left open. */
@@ -151,6 +152,9 @@ interface NodeRedisBase {
 
 /** A node-redis client of one server (`createClient`). */
 interface NodeRedis extends NodeRedisBase {
+  /** Whether it is connected and ready (`isOpen` is true from `connect()` on). */
+  isReady?: boolean
+  options?: { disableOfflineQueue?: boolean }
   sendCommand(args: string[]): Promise<unknown>
   duplicate(): NodeRedis
   connect(): Promise<unknown>
@@ -569,7 +573,21 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
       }
     },
     ended: () => !c.isOpen,
-    connected: async () => {},
+    async connected() {
+      // One that refuses commands while not connected (disableOfflineQueue), passed while its
+      // connect() was under way (not awaited) or while it reconnected, refused the store's first
+      // command ("The client is offline"), and the store with it.
+      if (c.options?.disableOfflineQueue !== true || c.isReady !== false) return
+      await new Promise<void>(resolve => {
+        const done = () => {
+          clearTimeout(timer)
+          c.off('ready', done)
+          resolve()
+        }
+        const timer = setTimeout(done, CONNECT_PATIENCE)
+        c.on('ready', done)
+      })
+    },
     async close() {
       if (owned) await endNodeRedis(c)
     },
