@@ -5,7 +5,7 @@
 // under test is the run's (HOLDFAST_REDIS_CLIENT); the Cluster and ACL cases run with ioredis.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { openRedisStore, InvalidError } from 'holdfast/redis'
+import { openRedisStore, InvalidError, ClosedError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
 import { startRedis, startCluster, raw, sleep, later, CLIENT } from './helpers.js'
 
@@ -220,6 +220,21 @@ if (CLIENT === 'ioredis') {
       }
     })
   }
+}
+
+if (CLIENT === 'ioredis') {
+  test('ioredis enableOfflineQueue: false, a client the application quit before: refused ClosedError at once, not after waiting for it to be ready', async t => {
+    // The wait for a client that refuses commands while not connected waited its 10 s for a client
+    // that would never be ready again, and only then said it was closed.
+    const server = await startRedis(t, { appendonly: 'no' })
+    const client = await ioredis(t, server.port, { enableOfflineQueue: false })
+    await new Promise(resolve => client.once('ready', resolve))
+    await client.quit()
+    await new Promise(resolve => (client.status === 'end' ? resolve() : client.once('end', resolve)))
+    const from = Date.now()
+    await assert.rejects(openRedisStore({ redis: client }), e => e instanceof ClosedError && /closed/.test(e.message))
+    assert.ok(Date.now() - from < 2_000, `refused after ${Date.now() - from}ms`)
+  })
 }
 
 if (CLIENT === 'node-redis') {

@@ -42,7 +42,7 @@ export interface Adapter {
    * What the client puts before every key a command names (ioredis's `keyPrefix`; '' for none, and
    * for node-redis, which has no such option): names the Lua reads from its arguments (a channel, the
    * keys the open's ACL check judges) must carry it, as the keys passed as keys get it from the client.
-   * `scan` and `subscriber` take and give names with it (as Redis knows them).
+   * `scan` takes and answers keys without it; `subscriber` takes and gives channels in full, with it.
    */
   readonly keyPrefix: string
   /** Sends a command; rejects `ReplyFailure` when the server answered an error, anything else when it could not be reached. */
@@ -51,7 +51,7 @@ export interface Adapter {
   call: Sender
   /** A `send` to each primary: the one server, or every primary of a Cluster (Function libraries, SCAN). */
   primaries(): Promise<Sender[]>
-  /** Every key matching `pattern` (with no `keyPrefix`: added here), from every primary (a Cluster's too), without `keyPrefix`. */
+  /** Every key matching `pattern`, from every primary (a Cluster's too); both without the client's `keyPrefix`. */
   scan(pattern: string): Promise<string[]>
   /**
    * Opens the pub/sub side (classic, or sharded when `sharded`). `ready` is called each time it may
@@ -252,13 +252,12 @@ const CLUSTER_PATIENCE = 10_000
 
 /**
  * A Cluster client that has not found its nodes yet (or a client of one server not connected yet):
- * waits until it has, at most `CLUSTER_PATIENCE`
- * (the caller looks at the client's status then), or until the adapter closes (`ends` holds the end of
- * each wait under way; `close()` calls them). A wait that ends without it takes its listener off the
- * application's client: left on, each call while the Cluster is unreachable (every `inspect()`) added
- * one more, for as long as it stayed so. Its timer keeps no process alive, and goes with the wait: a
- * process that asked `inspect()` of an unreachable Cluster, then closed its store and its client,
- * lived on until the 10 s were over.
+ * waits until it has, at most `CLUSTER_PATIENCE` (the caller looks at the client's status then), or
+ * until the adapter closes (`ends` holds the end of each wait under way; `close()` calls them). A
+ * wait that ends without it takes its listener off the application's client: left on, each call
+ * while the Cluster is unreachable (every `inspect()`) added one more, for as long as it stayed so.
+ * Its timer keeps no process alive, and goes with the wait: a process that asked `inspect()` of an
+ * unreachable Cluster, then closed its store and its client, lived on until the 10 s were over.
  */
 async function clusterReady(c: IoRedis, ends: Set<() => void>): Promise<void> {
   if (c.status === 'ready') return
@@ -387,7 +386,7 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       // A client that queues commands needs no wait: they go once it is connected. One that refuses
       // them refused the store's first (INFO), made as soon as the application made the client: the
       // store could not open on it (with lazyConnect, which connects at the first command, ever).
-      if (c.options?.enableOfflineQueue !== false) return
+      if (c.options?.enableOfflineQueue !== false || c.status === 'end') return
       if (c.status === 'wait') (c as unknown as { connect(): Promise<void> }).connect().catch(noop)
       await clusterReady(c, readyWaits)
     },
