@@ -82,7 +82,7 @@ test('#13 item 2: a connection that says no hello within helloTimeout is closed;
   // The bystander is one of two; a second client is the other; a third is refused at once.
   const second = await connect(server.url, { token: TOKEN })
   t.after(() => second.close())
-  await assert.rejects(connect(server.url, { token: TOKEN }), e => isLimit(e) && /2 connections is the most/.test(e.message))
+  await assert.rejects(connect(server.url, { token: TOKEN }), e => isLimit(e) && /2 connections is the most \(serve\(\) option maxConnections\)/.test(e.message))
   // Refused at its hello, not at accept: a hello may supersede its client's older connection (see
   // pools.test.js); until then it is one of those not past hello.
   const raw = await rawClient(server.url)

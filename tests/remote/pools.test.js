@@ -602,7 +602,7 @@ test('limits, LOCK-05, revision 6: at maxConnections a newer hello of a party wh
     t.after(() => raw.close())
     raw.send(hello)
     const answer = await raw.answer(1)
-    assert.deepEqual([answer.type, answer.code, answer.message], ['error', 'limit', 'server: 2 connections is the most'], what)
+    assert.deepEqual([answer.type, answer.code, answer.message], ['error', 'limit', 'server: 2 connections is the most (serve() option maxConnections)'], what)
     assert.equal((await closedOf(raw)).code, 4429, what)
     assert.equal(server.connections, 2, what)
   }

@@ -195,7 +195,11 @@ export class HoldfastServer implements Server {
     if (this.#pending.size >= this.#maxUnauthenticated) {
       const [oldest] = this.#pending.keys()
       this.#unpend(oldest!)
-      oldest!.refuse(0, 'limit', `server: ${this.#maxUnauthenticated} connections not past hello is the most; this was the oldest`)
+      oldest!.refuse(
+        0,
+        'limit',
+        `server: ${this.#maxUnauthenticated} connections not past hello is the most (serve() option maxUnauthenticated); this was the oldest`,
+      )
     }
     // (Through `setTimer`: a helloTimeout past a runtime's longest timer, 24.8 days, fired at once.)
     const deadline = setTimer(
@@ -220,7 +224,7 @@ export class HoldfastServer implements Server {
   #admit(session: Session): Refusal | undefined {
     if (this.#closed) return { code: 'closed', message: 'server: closing' }
     if (!this.#protocol.admits(session, this.#sessions.size, this.#maxConnections)) {
-      return { code: 'limit', message: `server: ${this.#maxConnections} connections is the most` }
+      return { code: 'limit', message: `server: ${this.#maxConnections} connections is the most (serve() option maxConnections)` }
     }
     this.#unpend(session)
     this.#sessions.add(session)
