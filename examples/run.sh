@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/tests/setup.sh"
 cd "$root/examples/summaries-sqlite"
-npm install --no-audit --no-fund --silent --install-links
+npm install --no-audit --no-fund --silent
 echo "== node $(node --version)"
 node index.js
 bun="$root/tests/runtimes/node_modules/.bin/bun"
@@ -15,7 +15,7 @@ if [ -x "$bun" ]; then
   "$bun" index.js
 fi
 cd "$root/examples/tickets"
-npm install --no-audit --no-fund --silent --install-links
+npm install --no-audit --no-fund --silent
 echo "== tickets: node $(node --version)"
 node index.js
 if [ -x "$bun" ]; then
