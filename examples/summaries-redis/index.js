@@ -30,17 +30,20 @@ async function startRedis() {
   const port = await freePort()
   const redis = spawn(process.env.REDIS_SERVER || 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''], { stdio: 'ignore' })
   children.push(redis)
+  let failed // redis-server could not be run (ENOENT: not installed)
+  redis.on('error', error => (failed = error))
   const url = `redis://127.0.0.1:${port}`
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 200 && !failed; i++) {
     try {
       const store = await openRedisStore({ url })
       await store.close()
       return url
-    } catch {
+    } catch (error) {
+      if (error.code !== 'closed') throw error // 'closed': not listening yet; anything else is ours to see
       await new Promise(r => setTimeout(r, 25))
     }
   }
-  throw new Error(`redis-server did not start on ${url}`)
+  throw new Error(`redis-server did not start on ${url}`, { cause: failed })
 }
 
 /** Runs a worker process; resolves to its events once it is done. */
