@@ -1,4 +1,5 @@
-// SQLite from the runtime itself: node:sqlite (Node 22.5 and later) or bun:sqlite (Bun).
+// SQLite from the runtime itself: node:sqlite (Node 22.13 and later: before, it needs --experimental-sqlite)
+// or bun:sqlite (Bun).
 export async function openDb(file) {
   if (typeof Bun !== 'undefined') {
     const { Database } = await import('bun:sqlite')
