@@ -2,7 +2,8 @@
 // here (with wrangler installed), or tests/workerd/run.sh on the packed package. Checks that:
 //   1. ten concurrent charges of one invoice charge it once: one `charged`, nine `already-paid`;
 //   2. a holder that stalls past its lease (maxHold 1 s here) is refused by the fence in D1 when it
-//      writes late, after the next holder charged: one charge at the provider, the invoice paid once.
+//      writes late, after the next holder charged: one charge at the provider, the invoice paid once;
+//   3. a refused call answers by its error's code: a key the lock refuses is a 400 (code invalid).
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { pathToFileURL } from 'node:url'
@@ -61,4 +62,13 @@ test('a holder that stalled past its lease is refused by the fence; the invoice 
   const { invoice, charges } = await call('GET', '/invoices/inv-2')
   assert.equal(charges.length, 1, `charged once: ${JSON.stringify(charges)}`)
   assert.deepEqual({ status: invoice.status, fence: invoice.fence, chargeId: invoice.chargeId }, { status: 'paid', fence: next.fence, chargeId: charges[0].id })
+})
+
+test('a refused call answers its error code with a status that fits it: a bad key is 400, not 409', async () => {
+  const id = 'x'.repeat(1025) // a key is 1 to 1024 bytes
+  await call('POST', `/invoices/${id}?amount=100`)
+  const response = await server.fetch(`/invoices/${id}/charge`, { method: 'POST' })
+  const { error } = await response.json()
+  assert.equal(error.code, 'invalid')
+  assert.equal(response.status, 400)
 })

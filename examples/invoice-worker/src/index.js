@@ -87,6 +87,9 @@ async function charge(env, id, { delay }) {
   }
 }
 
+// The HTTP status of a HoldfastError, by its stable code; any other code is 503 (see fetch).
+const STATUS = { invalid: 400, in_use: 409 }
+
 export default {
   async fetch(request, env) {
     const url = new URL(request.url)
@@ -109,9 +112,11 @@ export default {
       }
       return new Response('not found\n', { status: 404 })
     } catch (error) {
-      // in_use: still held by others after the wait; invalid: a bad id (over 1024 bytes); and so on.
+      // Branch on the error's code: invalid is the caller's (a bad id, over 1024 bytes); in_use is a
+      // charge still held by others after the wait; the rest (closed, storage, limit, ...) are ours, to retry.
       if (error instanceof HoldfastError) {
-        return Response.json({ error: { code: error.code, name: error.name, message: error.message } }, { status: 409 })
+        const status = STATUS[error.code] ?? 503
+        return Response.json({ error: { code: error.code, name: error.name, message: error.message } }, { status })
       }
       throw error
     }
