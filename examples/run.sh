@@ -5,7 +5,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/tests/setup.sh"
+# holdfast is copied in from npm/ (each example's .npmrc), and npm keeps a copy of the same version:
+# dropped first, so that the examples run the package as built now, not as first installed.
 cd "$root/examples/summaries-sqlite"
+rm -rf node_modules/holdfast
 npm install --no-audit --no-fund --silent
 echo "== node $(node --version)"
 node index.js
@@ -15,6 +18,7 @@ if [ -x "$bun" ]; then
   "$bun" index.js
 fi
 cd "$root/examples/tickets"
+rm -rf node_modules/holdfast
 npm install --no-audit --no-fund --silent
 echo "== tickets: node $(node --version)"
 node index.js
