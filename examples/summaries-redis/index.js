@@ -87,13 +87,16 @@ try {
     if (event.ev === 'freezing') {
       next = (async () => {
         const store = await openRedisStore({ url })
-        const fence = await store.lock('summaries').hold('chat-stall', { wait: '10s' }, lease => {
-          assert.ok(saveSummary(db, 'chat-stall', 'written by the next holder', lease.fence))
-          return lease.fence
-        })
-        await store.close()
-        return fence
+        try {
+          return await store.lock('summaries').hold('chat-stall', { wait: '10s' }, lease => {
+            assert.ok(saveSummary(db, 'chat-stall', 'written by the next holder', lease.fence))
+            return lease.fence
+          })
+        } finally {
+          await store.close() // closed whatever the hold answered
+        }
       })()
+      next.catch(() => {}) // awaited below, after the stalled worker: a failure is thrown there, not unhandled
     }
   })
   const events = await stalled
