@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Tests the package as users get it: `npm pack` of npm/, installed into a fresh project, and the same JS
 # test files (tests/js) run there under Node 20 (the machine's), Node 24, Node 26 and Bun; then the
-# example under Node 20 and Bun. Build the package first (npm/build.sh). Runtimes: tests/runtimes (npm
-# ci there; Node 26 is its package `node26`).
+# examples: summaries-sqlite under Node 20 and Bun, tickets under each runtime of the run. Build the
+# package first (npm/build.sh). Runtimes: tests/runtimes (npm ci there; Node 26 is its package `node26`).
 #   RUNTIMES="node20 node24 node26 bun"   which to run (default: all four; RUNTIMES= runs none, only the checks)
-#   EXAMPLE=0                       skip the example
+#   EXAMPLE=0                       skip the examples
 #   FILES="api pools"               only these test files (names without .test.js)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -73,6 +73,24 @@ if [ "${EXAMPLE:-1}" != 0 ]; then
     esac
     echo "== example summaries-sqlite under $rt"
     if ! "${cmd[@]}" 2>&1 | sed "s/^/[example $rt] /"; then status=1; fi
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  done
+  # examples/tickets the same way (180 seats, 1,000 buyers in four processes over a connection), under
+  # every runtime of the run: it needs no native module. Before, only examples/run.sh ran it, and CI not.
+  cp -r "$root/examples/tickets" "$work/tickets"
+  rm -rf "$work/tickets/node_modules" "$work/tickets/package-lock.json"
+  cd "$work/tickets"
+  npm pkg set "dependencies.holdfast=file:$tarball"
+  npm install --no-audit --no-fund --silent
+  for rt in $runtimes; do
+    case $rt in
+      node20) cmd=(node index.js) ;;
+      node24) cmd=("$root/tests/runtimes/node_modules/node/bin/node" index.js) ;;
+      node26) cmd=("$root/tests/runtimes/node_modules/node26/bin/node" index.js) ;;
+      bun) cmd=("$bin/bun" index.js) ;;
+    esac
+    echo "== example tickets under $rt"
+    if ! "${cmd[@]}" 2>&1 | sed "s/^/[tickets $rt] /"; then status=1; fi
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
   done
 fi
