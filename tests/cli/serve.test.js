@@ -76,6 +76,27 @@ test('serve --socket with a relative path prints a URL clients can use: ws+unix:
   assert.equal(r.code, 0, r.stderr)
 })
 
+test('serve --socket PATH with a relative path: clients in the same directory use ws+unix://PATH, as the help says', async t => {
+  const cwd = tempDir()
+  const proc = start(['serve', '--dir', 'store', '--socket', 'holdfast.sock'], { cwd })
+  t.after(() => proc.child.kill('SIGTERM'))
+  const m = await until(() => /^holdfast: serving (\S+) \(token in (.+)\)$/m.exec(proc.output().stdout), 'serve to say where it listens')
+  // Before the fix: each command read ws+unix://holdfast.sock as the host "holdfast.sock" and the
+  // socket "/", and failed "cannot reach the server: connect ECONNREFUSED /" (exit 2).
+  const url = 'ws+unix://holdfast.sock'
+  const token = ['--token-file', m[2]]
+  for (const args of [
+    ['hold', url, 'jobs', 'x', ...token, '--', 'true'],
+    ['claim', url, 'seats', '1', '--id', 'a', '--capacity', '2', ...token],
+    ['confirm', url, 'seats', 'a', ...token],
+    ['release', url, 'seats', 'a', ...token],
+    ['inspect', url, ...token],
+  ]) {
+    const r = await run(args, { cwd })
+    assert.equal(r.code, 0, `${args[0]}: ${r.stderr}`)
+  }
+})
+
 test('#13 item 7: serve --socket makes the socket 0600 (only its owner may connect); --socket-mode 660 lets its group in', async t => {
   const dir = tempDir()
   const own = await serve({ args: ['--socket', join(dir, 'own.sock')] })
