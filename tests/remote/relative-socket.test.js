@@ -27,3 +27,25 @@ test('serve({ path }) with a relative path says an absolute ws+unix:// URL, whic
   t.after(() => client.close())
   assert.equal(await client.lock('rel').hold('k', lease => lease.fence > 0), true)
 })
+
+test('connect("ws+unix://rel.sock") with a relative path dials it from the working directory, on every runtime alike (Node and Bun dialed the socket "/", Deno the path)', async t => {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'holdfast-rel-')))
+  const cwd = process.cwd()
+  t.after(() => {
+    process.chdir(cwd)
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+  process.chdir(dir)
+  fs.mkdirSync('run')
+  const store = await openStore({ storage: memoryStorage() })
+  t.after(() => store.close())
+  await store.serve({ path: 'run/rel.sock', token: TOKEN })
+  for (const url of ['ws+unix://run/rel.sock', 'ws+unix://run/rel.sock:/']) {
+    const client = await connect(url, { token: TOKEN, reconnect: false })
+    try {
+      assert.equal(await client.lock('rel').hold('k', lease => lease.fence > 0), true, url)
+    } finally {
+      await client.close()
+    }
+  }
+})

@@ -6,7 +6,6 @@
 
 import * as fs from 'node:fs'
 import { constants as osConstants } from 'node:os'
-import * as path from 'node:path'
 import { connect, type KeyInfo, type LockOptions, type Pool, type PoolInfo, type RemoteLock } from '../entry/node.js'
 import type { Clock } from '../util/clock.js'
 import { toMs } from '../util/duration.js'
@@ -133,18 +132,7 @@ export async function openClient(url: string, tokenFile: string | undefined, com
     const { openRedisStore } = await import('../redis/index.js')
     return openRedisStore({ url })
   }
-  return connect(socketUrl(url), { token: clientToken(tokenFile, command) })
-}
-
-/**
- * `ws+unix://PATH` with a relative PATH (`serve --socket run/x.sock`, then `ws+unix://run/x.sock`, as
- * the help says), made absolute from the working directory. As a URL its first part reads as a host and
- * the socket as the rest (`ws+unix://x.sock`: "/"), and every command failed "connect ECONNREFUSED /".
- * Any other URL as it is.
- */
-export function socketUrl(url: string): string {
-  const rest = url.startsWith('ws+unix://') ? url.slice('ws+unix://'.length) : undefined
-  return rest === undefined || rest.length === 0 || rest.startsWith('/') ? url : `ws+unix://${path.resolve(rest)}`
+  return connect(url, { token: clientToken(tokenFile, command) })
 }
 
 /**

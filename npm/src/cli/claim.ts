@@ -6,20 +6,7 @@
 
 import { type ClaimResult, HoldfastError, type Pool, connect } from '../entry/node.js'
 import { clearTimer, setTimer } from '../util/clock.js'
-import {
-  ANSWER_MARGIN,
-  UP_TO_30_DAYS,
-  UsageError,
-  aborted,
-  cliClock,
-  clientToken,
-  duration,
-  isRedisUrl,
-  parseArgs,
-  signalNumber,
-  socketUrl,
-  type Spec,
-} from './args.js'
+import { ANSWER_MARGIN, UP_TO_30_DAYS, UsageError, aborted, cliClock, clientToken, duration, isRedisUrl, parseArgs, signalNumber, type Spec } from './args.js'
 import { escapeControls } from './inspect.js'
 import { masked } from '../util/masked-url.js'
 
@@ -78,7 +65,7 @@ export async function claim(args: string[]): Promise<number> {
   const cancelled = () => 128 + signalNumber(ended.signal.reason as NodeJS.Signals)
 
   const opening: Promise<Store> =
-    token === undefined ? import('../redis/index.js').then(({ openRedisStore }) => openRedisStore({ url })) : connect(socketUrl(url), { token })
+    token === undefined ? import('../redis/index.js').then(({ openRedisStore }) => openRedisStore({ url })) : connect(url, { token })
   const remote = await Promise.race([opening, aborted(ended.signal)])
   if (remote === undefined) {
     void opening.then(client => client.close()).catch(() => {})

@@ -16,6 +16,7 @@ import {
   type Socket,
   type Transport,
 } from '../transport.js'
+import { resolve } from 'node:path'
 import { LONGEST_TIMER } from '../../util/clock.js'
 import { checkCa, checkTls } from '../tls.js'
 import { BATCHED_MAX, framesOf } from './ws-frames.js'
@@ -136,9 +137,16 @@ function pem(value: string | Uint8Array): string | Buffer {
   return typeof value === 'string' ? value : Buffer.from(value)
 }
 
-/** `ws+unix:///run/x.sock` as `ws` spells it (`ws+unix:///run/x.sock:/`), or the URL as it is. */
+/**
+ * `ws+unix:///run/x.sock` as `ws` spells it (`ws+unix:///run/x.sock:/`), or the URL as it is. A relative
+ * path (`ws+unix://run/x.sock`) is taken from the working directory, as Deno's transport takes it: `ws`
+ * read its first part as a host and dialed the socket "/" (ECONNREFUSED), on Node and Bun only.
+ */
 function wsTarget(url: string): string {
-  return url.startsWith('ws+unix://') && !url.slice('ws+unix://'.length).includes(':') ? `${url}:/` : url
+  if (!url.startsWith('ws+unix://')) return url
+  const rest = url.slice('ws+unix://'.length)
+  const whole = rest.startsWith('/') ? rest : resolve(rest)
+  return whole.includes(':') ? `ws+unix://${whole}` : `ws+unix://${whole}:/`
 }
 
 export const wsTransport: Transport = {
