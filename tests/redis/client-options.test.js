@@ -49,16 +49,21 @@ async function nodeRedis(t, url, options = {}, connect = true) {
   return client
 }
 
-/** Cuts every pub/sub connection of the server on `port`, and waits until as many are back. */
-async function cutPubSub(port) {
-  const count = async () => String(await raw(port, 'CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter(l => l.includes('id=')).length
-  const before = await count()
-  assert.ok(before > 0, 'a pub/sub connection to cut')
-  await raw(port, 'CLIENT', 'KILL', 'TYPE', 'pubsub')
+/**
+ * Cuts every pub/sub connection of the servers on `ports` (one, or a Cluster's nodes), and waits until
+ * as many are back on each (a connection is listed as pub/sub once it subscribed again).
+ */
+async function cutPubSub(...ports) {
+  const count = async port => String(await raw(port, 'CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter(l => l.includes('id=')).length
+  const before = await Promise.all(ports.map(count))
+  assert.ok(before.some(n => n > 0), 'a pub/sub connection to cut')
+  for (const port of ports) await raw(port, 'CLIENT', 'KILL', 'TYPE', 'pubsub')
   const end = Date.now() + 10_000
-  while ((await count()) < before) {
-    if (Date.now() > end) throw new Error('the pub/sub connections did not come back in 10 s')
-    await sleep(20)
+  for (const [i, port] of ports.entries()) {
+    while ((await count(port)) < before[i]) {
+      if (Date.now() > end) throw new Error('the pub/sub connections did not come back in 10 s')
+      await sleep(20)
+    }
   }
 }
 
@@ -181,8 +186,7 @@ if (CLIENT === 'ioredis') {
       // A waiter, its subscriber's connections cut (ioredis subscribes again by itself), then the release.
       const waiting = b.lock('spread').hold('key-0', { wait: '1m' }, lease => lease.fence)
       await until(a, list => list.find(e => e.key === 'key-0')?.waiting === 1, 'the waiter in line')
-      for (const n of cluster.nodes) await raw(n.port, 'CLIENT', 'KILL', 'TYPE', 'pubsub')
-      await sleep(1_500)
+      await cutPubSub(...cluster.nodes.map(n => n.port))
       await Promise.all(leases.map(l => l.release()))
       assert.ok((await bounded(waiting, `${JSON.stringify(options)}: the waiter was not woken once its subscriber reconnected`)) > leases[0].fence)
     }
