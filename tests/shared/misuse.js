@@ -172,6 +172,10 @@ export function misuses() {
   step('lock no name', s => s.lock(), refuse('throws', 'invalid', 'lock: name must be a string, not undefined'))
   step('lock name with a space', s => s.lock('bad name'), refuse('throws', 'invalid', 'lock bad name: name "bad name" must match'))
   step('lock name 65 characters', s => s.lock('n'.repeat(65)), refuse('throws', 'invalid', `name "${'n'.repeat(65)}" must match`))
+  // A long text (a request body passed by mistake) is quoted cut: its first 100 characters and its size,
+  // not the whole of it (twice, for a name) in every log line that prints the error.
+  step('lock name 100,000 characters', s => s.lock('n'.repeat(100_000)), refuse('throws', 'invalid', `lock ${'n'.repeat(100)}…: name "${'n'.repeat(100)}"… (100000 bytes) must match`))
+  step('lock ttl text of 100,000 characters', (s, n) => s.lock(n(), { ttl: 't'.repeat(100_000) }), refuse('throws', 'invalid', `: ttl "${'t'.repeat(100)}"… (100000 bytes) must be`))
   step('semaphore name an object', s => s.semaphore({}, { limit: 2 }), refuse('throws', 'invalid', 'semaphore: name must be a string, not object'))
   step('pool name null', s => s.pool(null, { capacity: 2 }), refuse('throws', 'invalid', 'pool: name must be a string, not object'))
   // Each names the bad value: a number as itself, text quoted, others by what they are.

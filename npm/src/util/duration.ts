@@ -5,6 +5,7 @@
  */
 
 import { InvalidError } from '../errors.js'
+import { quoted } from './shown.js'
 
 export type Duration = number | string
 
@@ -25,7 +26,7 @@ export function toMs(value: unknown, what: string, infinite = false): number {
   if (typeof value === 'string') {
     const ms = parseText(value)
     if (ms !== undefined) return ms
-    throw new InvalidError(`${what} ${JSON.stringify(value)} must be whole numbers with units, largest first, such as '250ms', '30s', '1m30s', '2h', '1d'`)
+    throw new InvalidError(`${what} ${quoted(value)} must be whole numbers with units, largest first, such as '250ms', '30s', '1m30s', '2h', '1d'`)
   }
   throw new InvalidError(`${what} must be a duration (a number of ms or text such as '30s'), not ${typeof value}`)
 }
