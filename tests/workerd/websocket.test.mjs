@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url'
 import { until } from './until.mjs'
 import WebSocket from 'ws'
 import { connect, memoryStorage, openStore, PermissionError, ClosedError, StorageError } from 'holdfast'
+import { objectName } from 'holdfast/cloudflare'
 import { encode, decodeServer, framesOf, newId } from './frames.js'
 import { everySeedAnswersAlike } from './differential-random.js'
 
@@ -177,6 +178,35 @@ test('a request to the object that is not a WebSocket upgrade is answered 426', 
   const response = await server.fetch('/ws/plain')
   assert.equal(response.status, 426)
   assert.match(await response.text(), /WebSocket upgrades/)
+})
+
+test('docs/cloudflare.md\'s Worker (/holdfast/NAME): a connect() client and Worker code (workerStore, Workers RPC) of one lock name share its keys, lines and fences; with shard: N, through NAME/i of objectName(name, key, { shard })', async t => {
+  for (const shard of [undefined, 4]) {
+    const name = shard ? 'shared-sharded' : 'shared'
+    const key = 'chat-42'
+    const where = objectName(name, key, shard && { shard })
+    assert.equal(where, shard ? `${name}/${(await import('holdfast/cloudflare')).fnv1a(key) % shard}` : name)
+    const client = await connect(`${base}/holdfast/${where}`, { token: TOKEN })
+    t.after(() => client.close().catch(() => {}))
+    const worker = (op, params) => fetch(`${http}/cf/${op}?${new URLSearchParams({ name, key, ...(shard ? { shard } : {}), ...params })}`).then(r => r.json())
+    // The Worker holds the key: the client sees its holder, finds the key taken, and waits in line behind it.
+    const held = worker('hold', { ms: 1_500 })
+    await until(async () => (await client.inspect()).find(k => k.name === name && k.key === key)?.holders.length === 1, 5_000, `the Worker's hold, seen by the client (${where})`)
+    assert.equal((await client.lock(name).tryHold(key, () => 'taken')).acquired, false, `${where}: the key the Worker holds`)
+    const mine = await client.lock(name, { wait: '10s' }).hold(key, async lease => {
+      // The client holds it now: the Worker's tryHold finds it taken.
+      const tried = await worker('tryHold')
+      assert.equal(tried.acquired, false, `${where}: the Worker's tryHold of the key the client holds: ${JSON.stringify(tried)}`)
+      return lease.fence
+    })
+    const theirs = await held
+    assert.equal(theirs.lost, false, JSON.stringify(theirs))
+    assert.ok(mine > theirs.fence, `${where}: one line of fences: the client's ${mine} after the Worker's ${theirs.fence}`)
+    // connect()'s release asks for no answer: the key is free once it reached the object.
+    let after
+    await until(async () => (after = await worker('tryHold')).acquired, 5_000, `${where}: the Worker takes the key the client let go`)
+    assert.ok(after.value.fence > mine, `${where}: ${JSON.stringify(after)}`)
+  }
 })
 
 test('revision 5: the object answers a ping done, with its id, while a hold of the connection waits in line; to a client that said the old hello too', async t => {

@@ -12,6 +12,8 @@
 //   ?ns=longtoken: one whose token is past the 1,024 bytes a hello carries;
 //   ?ns=counting: one that answers how many leases it keeps (/cf/alarms?ns=counting&name=NAME);
 //   ?ns=small: one with room for 2 WebSocket clients.
+// - /holdfast/NAME: docs/cloudflare.md's Worker, as a user copies it: the upgrade forwarded to the
+//   HoldfastObject named by the rest of the path (NAME, or NAME/i of objectName() with shard: N).
 // Every answer is JSON; a holdfast error crosses the boundary as { error: { code, name, message } }.
 import { DurableObject } from 'cloudflare:workers'
 import { openStore, memoryStorage, fileStorage, HoldfastError } from 'holdfast'
@@ -117,6 +119,11 @@ export default {
   async fetch(request, env) {
     const url = new URL(request.url)
     const [, where, op] = url.pathname.split('/')
+    if (where === 'holdfast') {
+      // docs/cloudflare.md's Worker: /holdfast/NAME reaches the object that owns the lock name NAME.
+      const name = url.pathname.slice('/holdfast/'.length)
+      return env.HOLDFAST.get(env.HOLDFAST.idFromName(name)).fetch(request)
+    }
     let body
     if (where === 'do') {
       const stub = env.LOCKS.get(env.LOCKS.idFromName(url.searchParams.get('object') ?? 'main'))
