@@ -209,6 +209,20 @@ test('docs/cloudflare.md\'s Worker (/holdfast/NAME): a connect() client and Work
   }
 })
 
+test('limits in the object: a frame of more than 64 KiB is refused protocol, saying its size, and its connection closed; one of 64 KiB is read (refused as a bad frame, not for its size)', async t => {
+  for (const [size, over] of [[64 * 1024 + 1, true], [64 * 1024, false]]) {
+    const client = await raw(t, 'frame-size', { revision: 6 })
+    const closed = new Promise(resolve => client.ws.once('close', code => resolve(code)))
+    const answer = new Promise(resolve => client.ws.once('message', data => resolve(decodeServer(data))))
+    client.ws.send(Buffer.alloc(size, 0xff))
+    const refused = await answer
+    assert.equal(refused.type, 'error', JSON.stringify(refused))
+    assert.equal(refused.code, 'protocol', JSON.stringify(refused))
+    assert.equal(/is over 65536/.test(refused.message), over, `${size} bytes: ${refused.message}`)
+    console.log(`# a frame of ${size} bytes: ${refused.code}: ${refused.message}; closed ${await closed}`)
+  }
+})
+
 test('revision 5: the object answers a ping done, with its id, while a hold of the connection waits in line; to a client that said the old hello too', async t => {
   const holder = await raw(t, 'pinged', { revision: 5 })
   assert.equal(holder.revision, 5, 'the welcome says revision 5')
