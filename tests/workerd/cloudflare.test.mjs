@@ -708,6 +708,9 @@ test('#16 part 1 in the Durable Object: a pool of 10,000 open claims with 36-cha
   assert.deepEqual(bulk, { claimed: 5_000, remaining: 15_000 }, JSON.stringify(bulk).slice(0, 500))
   const more = await pool('pool-bulk', 'bulk', { ...limited, count: 5_000, tag: 'secondsecond' })
   assert.deepEqual(more, { claimed: 5_000, remaining: 10_000 }, JSON.stringify(more).slice(0, 500))
+  // docs/cloudflare.md: "a large pool is kept in chunks of at most 60 KiB".
+  const kept = await cf('pool-values', { name: 'pool-bulk', ns: 'limited' })
+  assert.ok(kept.values > 1 && kept.largest.bytes <= 60 * 1024, `kept in ${kept.values} values, the largest of ${kept.largest.bytes} bytes: ${JSON.stringify(kept)}`)
   await restart('LimitedHoldfast', 'pool-bulk')
   assert.deepEqual(await pool('pool-bulk', 'remaining', limited), { remaining: 10_000 })
   // The first 5,000 ids are remembered after the restart: asked again, nothing more is taken.

@@ -211,6 +211,17 @@ export class LimitedHoldfast extends HoldfastObject {
     }
     super(ctx, env)
   }
+
+  /** The values its pools are kept in, as stored: how many, and the largest (its UTF-8 bytes, its key). */
+  async poolValues() {
+    const kept = await this.ctx.storage.list({ prefix: 'holdfast.pools' })
+    const largest = { bytes: 0, key: undefined }
+    for (const [key, value] of kept) {
+      const bytes = typeof value === 'string' ? new TextEncoder().encode(value).length : Number.NaN
+      if (!(bytes <= largest.bytes)) Object.assign(largest, { bytes, key })
+    }
+    return { values: kept.size, largest }
+  }
 }
 
 /** HoldfastObject in a worker whose secret HOLDFAST_TOKEN is not set: it refuses every WebSocket client. */
@@ -475,6 +486,8 @@ export async function cloudflare(op, q, env) {
       return await stub().inspect()
     case 'inspect-pools':
       return await stub().inspectPools()
+    case 'pool-values':
+      return await stub().poolValues()
     case 'alarms':
       return await stub().alarms()
     case 'kept':
