@@ -162,6 +162,35 @@ test('workerStore renews a lease while fn runs, well past its ttl (hold and acqu
   assert.deepEqual(await cf('inspect', { name: 'renew' }), [], 'released')
 })
 
+test('docs/cloudflare.md: a workerStore hold costs an acquire, a release and a renewal every ttl/3; a renewal the object\'s storage fails to keep (answered storage) is asked again, and the lease is kept (LOCK-02, LOCK-05)', async () => {
+  const held = await cf('counted-hold', { ns: 'counting', name: 'cadence', key: 'k', ttl: '3s', ms: 3_500 })
+  assert.equal(held.lost, false, JSON.stringify(held))
+  assert.deepEqual([held.calls.acquire, held.calls.release, held.calls.renew], [1, 1, 3], `one acquire, one release, a renewal per second of a ttl of 3 s: ${JSON.stringify(held)}`)
+  // Renewed at about 1, 2 and 3 s into fn (timers late on a loaded machine, never early).
+  held.renewedAt.forEach((at, i) => assert.ok(at >= (i + 1) * 1_000 - 100 && at < (i + 1) * 1_000 + 800, `renewal ${i + 1} at ${at} ms: ${JSON.stringify(held)}`))
+  // Two renewals answered storage: asked again (every ttl/10), the lease kept, the hold not lost.
+  const refused = await cf('counted-hold', { ns: 'counting', name: 'cadence', key: 'k', ttl: '1s', ms: 1_500, refuse: 2 })
+  assert.equal(refused.lost, false, JSON.stringify(refused))
+  const [first, second, third] = refused.renewedAt
+  assert.ok(second - first < 250 && third - second < 250, `the two refused renewals asked again at once, not a ttl/3 later: ${JSON.stringify(refused)}`)
+  assert.ok(refused.calls.renew >= 5, `then renewed every ttl/3: ${JSON.stringify(refused)}`)
+  assert.ok(refused.fence > held.fence)
+  assert.deepEqual(await cf('inspect', { ns: 'counting', name: 'cadence' }), [], 'released')
+})
+
+test('docs/cloudflare.md: a workerStore release whose delete the object\'s storage keeps failing is asked again a few times, then left to its ttl: the key is held until then, and free after (LOCK-05)', async () => {
+  const at = { ns: 'counting', name: 'release-given-up', key: 'k' }
+  assert.equal((await cf('refuse-deletes', { ...at, n: 4 })).refused, 4)
+  const asked = Date.now()
+  const held = await cf('counted-hold', { ...at, ttl: '2s', ms: 0 })
+  assert.equal(typeof held.fence, 'number', JSON.stringify(held))
+  const [view] = await cf('inspect', at)
+  assert.equal(view?.holders.length, 1, `not released: held to its ttl: ${JSON.stringify(view)}`)
+  await until(async () => (await cf('inspect', at)).length === 0, 10_000, 'the key is free at the lease\'s ttl')
+  console.log(`# released asked ${held.calls.release} times (at the hold's answer); the key free ${Date.now() - asked} ms after the hold was asked (ttl 2 s)`)
+  assert.ok(held.calls.release >= 2, `asked again: ${JSON.stringify(held)}`)
+})
+
 test('a renewal answered lost aborts lease.signal with LostError, and hold rejects LostError after fn settles', async () => {
   const answer = await cf('stall', { ns: 'counting', name: 'lapse', key: 'k', ttl: '1s', ms: 1_200 })
   assert.deepEqual(answer.seen, { aborted: true, reason: 'LostError', lost: true }, JSON.stringify(answer))

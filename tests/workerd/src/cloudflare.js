@@ -420,6 +420,21 @@ export async function cloudflare(op, q, env) {
       void lease.release()
       return { fence: lease.fence }
     }
+    case 'counted-hold': {
+      // A workerStore hold of `ms` whose calls to the object are counted by kind, and when each renewal
+      // was asked (ms from the grant). With `refuse`, the object's storage fails to keep that many
+      // renewals once fn started (answered storage).
+      const counted = countingCalls(namespace)
+      const lock = workerStore(counted.namespace).lock(name, options)
+      const asked = await lock.hold(key, async lease => {
+        const start = Date.now()
+        counted.from = start
+        if (q.has('refuse')) await stub().refuseLeaseWrites(Number(q.get('refuse')))
+        await sleep(ms)
+        return { fence: lease.fence, lost: lease.lost, ran: Date.now() - start }
+      })
+      return { ...asked, calls: counted.calls, renewedAt: counted.renewedAt }
+    }
     case 'nested':
       return await handle.hold(key, async () => {
         const start = Date.now()
@@ -956,6 +971,29 @@ function stallClock() {
       }
     },
   }
+}
+
+/**
+ * `namespace`, its stubs counting the calls asked by kind (`counted.calls`), and when each renewal was
+ * asked (`counted.renewedAt`, ms from `counted.from`).
+ */
+function countingCalls(namespace) {
+  const counted = { calls: {}, renewedAt: [], from: Date.now() }
+  const count = (op, call) => (...args) => {
+    counted.calls[op] = (counted.calls[op] ?? 0) + 1
+    if (op === 'renew') counted.renewedAt.push(Date.now() - counted.from)
+    return call(...args)
+  }
+  counted.namespace = {
+    idFromName: name => namespace.idFromName(name),
+    get(id) {
+      const stub = namespace.get(id)
+      const ops = {}
+      for (const op of ['acquire', 'tryAcquire', 'renew', 'release', 'cancel']) ops[op] = count(op, (...args) => stub[op](...args))
+      return ops
+    },
+  }
+  return counted
 }
 
 /** `namespace`, its stubs counting the renewals asked (`counted.renewals`). */
