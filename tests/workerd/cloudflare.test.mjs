@@ -191,6 +191,22 @@ test('docs/cloudflare.md: a workerStore release whose delete the object\'s stora
   assert.ok(held.calls.release >= 2, `asked again: ${JSON.stringify(held)}`)
 })
 
+test('docs/cloudflare.md: shard does not apply to pools: a pool of workerStore(ns, { shard }) is the one kept by the object named by the pool, as without it; the object\'s inspectPools() lists its remaining units, open claims and claims waiting', async () => {
+  const at = { capacity: 3 }
+  const name = 'pool-unsharded'
+  assert.deepEqual(await pool(name, 'claim', { ...at, n: 2, id: 'a', shard: 4 }), { claimed: true, remaining: 1, id: 'a', units: 2 })
+  assert.deepEqual(await pool(name, 'remaining', at), { remaining: 1 }, 'the same pool without shard')
+  const waiting = pool(name, 'try-claim', { ...at, n: 2, id: 'b', wait: '10s', shard: 16 })
+  const viewOf = async () => (await cf('inspect-pools', { name })).find(p => p.name === name)
+  await until(async () => (await viewOf())?.waiting === 1, 5_000, 'b waits in line')
+  const view = await viewOf()
+  assert.deepEqual([view.capacity, view.remaining, view.claims, view.waiting], [3, 1, 1, 1], JSON.stringify(view))
+  assert.deepEqual(await pool(name, 'release', { ...at, id: 'a' }), { released: true })
+  assert.deepEqual(await waiting, { claimed: true, remaining: 1, id: 'b', units: 2 })
+  assert.deepEqual(await pool(name, 'release', { ...at, id: 'b', shard: 2 }), { released: true })
+  assert.deepEqual(await viewOf(), { kind: 'pool', name, capacity: 3, remaining: 3, claims: 0, waiting: 0 })
+})
+
 test('a renewal answered lost aborts lease.signal with LostError, and hold rejects LostError after fn settles', async () => {
   const answer = await cf('stall', { ns: 'counting', name: 'lapse', key: 'k', ttl: '1s', ms: 1_200 })
   assert.deepEqual(answer.seen, { aborted: true, reason: 'LostError', lost: true }, JSON.stringify(answer))
