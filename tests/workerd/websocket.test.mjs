@@ -623,6 +623,24 @@ test('limits, LOCK-05, revision 6 in the object: at its limit of WebSocket clien
   }
 })
 
+test('limits in the object, at its default: 1,000 WebSocket clients at once; the next is refused limit (4429) at its hello, saying so; one more is welcomed once one left', { timeout: 180_000 }, async t => {
+  const open = []
+  t.after(() => open.forEach(c => c.ws.terminate()))
+  for (let i = 0; i < 1_000; i += 50) open.push(...(await Promise.all(Array.from({ length: 50 }, () => raw(t, 'thousand')))))
+  const over = await raw(t, 'thousand', { hello: false })
+  const closed = new Promise(resolve => over.ws.once('close', code => resolve(code)))
+  const refused = await over.ask(id => encode.hello(id, TOKEN))
+  assert.deepEqual([refused.type, refused.code], ['error', 'limit'], JSON.stringify(refused))
+  assert.match(refused.message, /1000 WebSocket clients is the most/)
+  assert.equal(await closed, 4429)
+  // One leaves (goodbye): the next is welcomed.
+  const leaving = open.pop()
+  const gone = new Promise(resolve => leaving.ws.once('close', resolve))
+  leaving.ws.send(encode.goodbye(leaving.frames.length + 100))
+  await gone
+  open.push(await raw(t, 'thousand'))
+})
+
 test('limits in the object: a socket that came past its limit of WebSocket clients (2 here) is admitted at its hello if a slot was freed since its upgrade, and one only: the next such hello is refused limit (4429) — in memory and after a wake from hibernation', async t => {
   // The guarantee of docs/cloudflare.md beside the party's: a socket past the limit is judged at its
   // hello, not at its upgrade (HoldfastObject `#admit`, `Protocol.admits`: room for one more).
