@@ -695,6 +695,23 @@ test('POOL-02 in the Durable Object: a claim answered claimed survives a restart
   assert.deepEqual(await pool('pool-02', 'remaining', { capacity: 10 }), { remaining: 10 })
 })
 
+test('POOL-02 in the Durable Object: a claim is answered once the object\'s storage kept it: one whose write the storage fails is answered StorageError, takes no units (after a restart too), and asked again with its id is claimed', async () => {
+  const at = { ns: 'counting', capacity: 3 }
+  const name = 'pool-unkept'
+  assert.deepEqual(await pool(name, 'remaining', at), { remaining: 3 })
+  assert.equal((await cf('refuse-pool-writes', { ...at, name, n: 1 })).refused, 1)
+  const failed = await pool(name, 'try-claim', { ...at, n: 2, id: 'c' })
+  console.log(`# a claim whose write failed: ${JSON.stringify(failed)}`)
+  const before = await pool(name, 'remaining', at)
+  await restart('CountingHoldfast', name)
+  const after = await pool(name, 'remaining', at)
+  console.log(`# remaining: ${JSON.stringify(before)} before a restart, ${JSON.stringify(after)} after`)
+  assert.equal(failed.error?.code, 'storage', JSON.stringify(failed))
+  assert.deepEqual([before, after], [{ remaining: 3 }, { remaining: 3 }], 'no units taken by a claim not kept')
+  assert.deepEqual(await pool(name, 'claim', { ...at, n: 2, id: 'c' }), { claimed: true, remaining: 1, id: 'c', units: 2 })
+  assert.deepEqual(await pool(name, 'release', { ...at, id: 'c' }), { released: true })
+})
+
 test('POOL-03 in the Durable Object: a claim id asked again answers the first outcome and never takes units twice', async () => {
   const first = await pool('pool-03', 'claim', { capacity: 4, n: 3, id: 'retry' })
   assert.deepEqual(first, { claimed: true, remaining: 1, id: 'retry', units: 3 })

@@ -509,6 +509,8 @@ export async function cloudflare(op, q, env) {
       return await stub().keptLeases()
     case 'refuse-writes':
       return { refused: await stub().refuseLeaseWrites(Number(q.get('n') ?? 1)) }
+    case 'refuse-pool-writes':
+      return { refused: await stub().refusePoolWrites(Number(q.get('n') ?? 1)) }
     case 'refuse-alarms':
       return { refused: await stub().refuseAlarms(Number(q.get('n') ?? 1)) }
     case 'alarms-refused':
