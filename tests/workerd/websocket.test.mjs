@@ -9,6 +9,7 @@ import assert from 'node:assert/strict'
 import { pathToFileURL } from 'node:url'
 import { until } from './until.mjs'
 import WebSocket from 'ws'
+import net from 'node:net'
 import { connect, memoryStorage, openStore, PermissionError, ClosedError, StorageError } from 'holdfast'
 import { objectName } from 'holdfast/cloudflare'
 import { encode, decodeServer, framesOf, newId } from './frames.js'
@@ -261,6 +262,45 @@ test('LOCK-05: a client of revision 5 silent for 30 s with a hold in line (its h
   const answer = await granted
   assert.equal(answer.type, 'granted', JSON.stringify(answer))
   assert.ok(answer.fence > lease.fence, 'the key went past the hold of the silent client to the next in line')
+})
+
+test('hibernation: a connect() client waiting in line behind a lease that is not renewed pings every 5 to 15 s (docs/cloudflare.md), so its object, with nothing else coming, stays in memory and the client keeps its connection and its place for 40 s (real time)', { timeout: 120_000 }, async t => {
+  // The client's frames, and its connections to the worker, counted by a proxy in front of the worker:
+  // a client closed 1012 (its object left memory while it waited: a raw client that never pings is)
+  // reconnects, and is counted again.
+  const target = new URL(http)
+  let connections = 0
+  const sent = []
+  const proxy = net.createServer(socket => {
+    connections++
+    const up = net.connect(Number(target.port), target.hostname)
+    socket.on('data', () => sent.push(Date.now()))
+    socket.pipe(up).pipe(socket)
+    socket.on('error', () => up.destroy())
+    up.on('error', () => socket.destroy())
+  })
+  await new Promise(resolve => proxy.listen(0, '127.0.0.1', resolve))
+  t.after(() => proxy.close())
+  // The holder: a raw client (it never pings), its lease long enough not to need a renewal.
+  const holder = await raw(t, 'waiting-idle')
+  const lease = await holder.ask(id => encode.hold(id, { name: 'jobs', key: 'k', ttl: 90_000, wait: 0 }))
+  assert.equal(lease.type, 'granted', JSON.stringify(lease))
+  const client = await connect(`ws://127.0.0.1:${proxy.address().port}/ws/waiting-idle`, { token: TOKEN })
+  t.after(() => client.close().catch(() => {}))
+  let served = false
+  const waiting = client.lock('jobs', { wait: '100s' }).hold('k', () => (served = true))
+  await sleep(500)
+  const before = connections
+  const from = sent.length
+  await sleep(40_000)
+  const gaps = sent.slice(from - 1).map((at, i, all) => (i ? at - all[i - 1] : 0)).slice(1)
+  console.log(`# the waiting client's frames ${gaps.join(', ')} ms apart; connections ${before} before the wait, ${connections} after 40 s`)
+  assert.equal(connections, before, 'the waiting client was never closed to ask again (1012)')
+  assert.ok(gaps.length >= 3 && gaps.every(gap => gap >= 4_500 && gap <= 15_000), `pings every 5 to 15 s: ${gaps.join(', ')}`)
+  assert.equal(served, false)
+  assert.equal((await holder.ask(id => encode.release(id, lease.lease))).type, 'done')
+  await waiting
+  assert.equal(served, true)
 })
 
 test('LOCK-05: a dropped connection (no goodbye) keeps its lease until its ttl; asked again with its request id, the same lease and fence', async t => {
