@@ -590,6 +590,9 @@ test('a semaphore asked for again with another limit while a handle of it lives 
 test('shard: N spreads a name over N objects by FNV-1a of the key; one key always meets itself there', async () => {
   const where = await cf('object', { name: 'jobs', key: 'k', shard: 4 })
   assert.equal(where.name, `jobs/${where.hash % 4}`)
+  // FNV-1a as published (32 bits, over the key's UTF-8), so that a client elsewhere names the same object.
+  assert.equal((await cf('object', { name: 'jobs', key: 'a', shard: 4 })).hash, 0xe40c292c)
+  assert.equal((await cf('object', { name: 'jobs', key: 'foobar', shard: 4 })).hash, 0xbf9cf968)
   const holding = cf('hold', { name: 'jobs', key: 'k', shard: 4, ms: 400 })
   await sleep(150)
   assert.deepEqual(await cf('tryHold', { name: 'jobs', key: 'k', shard: 4 }), { acquired: false })
