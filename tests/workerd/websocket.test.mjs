@@ -10,6 +10,8 @@ import { pathToFileURL } from 'node:url'
 import { until } from './until.mjs'
 import WebSocket from 'ws'
 import net from 'node:net'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { connect, memoryStorage, openStore, PermissionError, ClosedError, StorageError } from 'holdfast'
 import { objectName } from 'holdfast/cloudflare'
 import { encode, decodeServer, framesOf, newId } from './frames.js'
@@ -163,6 +165,27 @@ test('a wrong token is refused with PermissionError (code permission); an object
   // The right token is served.
   const open = clients(t)
   assert.deepEqual(await (await open('token')).inspect(), [])
+})
+
+test('the token in development: wrangler dev reads HOLDFAST_TOKEN from .dev.vars beside wrangler.jsonc (docs/cloudflare.md), and the object serves a client that presents it', async () => {
+  // A project of its own (its config beside its .dev.vars, the worker's source shared), so that the
+  // harness of this file, given the secret, is not touched.
+  const dir = mkdtempSync(join(process.cwd(), 'dev-vars-'))
+  const config = readFileSync('wrangler.jsonc', 'utf8').replace('"main": "src/worker.js"', '"main": "../src/worker.js"')
+  assert.match(config, /"main": "\.\.\/src\/worker\.js"/)
+  writeFileSync(join(dir, 'wrangler.jsonc'), config)
+  writeFileSync(join(dir, '.dev.vars'), 'HOLDFAST_TOKEN=from-dev-vars\n')
+  const dev = createTestHarness({ root: dir, workers: [{ configPath: 'wrangler.jsonc' }] })
+  try {
+    const { url } = await dev.listen()
+    await assert.rejects(connect(`ws://${url.host}/ws/dev-vars`, { token: TOKEN, reconnect: false }), e => e instanceof PermissionError)
+    const store = await connect(`ws://${url.host}/ws/dev-vars`, { token: 'from-dev-vars', reconnect: false })
+    assert.deepEqual(await store.inspect(), [])
+    await store.close()
+  } finally {
+    await dev.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test('an object whose HOLDFAST_TOKEN is past the 1,024 bytes a hello carries refuses every client at its hello, saying so (as one with none), not "token refused"', async () => {
