@@ -59,16 +59,36 @@ test('heartbeat: silence counts from the last message heard or from the start, w
   clock.advance(2_000)
   const answered = clock.now()
   h.heardAt = answered // the ping answered, 2 s after it went
-  // The beat set for the first silence's end (15 s after the message at 3 s) finds 8 s of quiet: it
-  // pings then, and sets itself for 15 s after the answer.
-  clock.advance(8_000 - 1)
+  // The new silence is pinged 5 s into it (the beat after a ping comes 5 s later, not at the first
+  // silence's end, which left 10 s between pings), then dropped 15 s into it.
+  clock.advance(PING_AFTER - 1)
   assert.equal(h.pings.length, 1)
   clock.advance(1)
-  assert.deepEqual(h.pings.slice(1), [answered + 8_000], 'the new silence pinged at the first beat past 5 s of it')
-  clock.advance(SILENCE_LIMIT - 8_000 - 1)
+  assert.deepEqual(h.pings.slice(1), [answered + PING_AFTER], 'the new silence pinged 5 s into it')
+  clock.advance(SILENCE_LIMIT - PING_AFTER - 1)
+  assert.equal(h.pings.length, 2, 'one ping for that silence')
   assert.deepEqual(h.silentAt, [], 'not dropped at 14,999 ms of quiet')
   clock.advance(1)
   assert.deepEqual(h.silentAt, [answered + SILENCE_LIMIT])
+})
+
+test("heartbeat: pings answered at once go every 5 s (and the answer's time), never 10 s apart: a Durable Object hibernates after 10 s without an event", () => {
+  const clock = manualClock(0)
+  const { h, beat } = host(clock)
+  h.awaited = 1
+  beat.awaited()
+  for (let ms = 0; ms < 60_000; ms++) {
+    clock.advance(1)
+    // Each ping answered 20 ms after it went.
+    if (h.pings.length > 0 && clock.now() === h.pings.at(-1)! + 20) h.heardAt = clock.now()
+  }
+  const gaps = h.pings.slice(1).map((at, i) => at - h.pings[i]!)
+  assert.ok(gaps.length >= 10, `pings: ${h.pings.join(', ')}`)
+  assert.ok(
+    gaps.every(gap => gap === PING_AFTER + 20),
+    `gaps: ${gaps.join(', ')}`,
+  )
+  assert.deepEqual(h.silentAt, [], 'never dropped')
 })
 
 test('heartbeat: nothing awaited, no ping, no drop and no timer left; stop() clears the timer', () => {

@@ -18,9 +18,11 @@
  * - Silence counts from the later of the last message heard and the moment the heartbeat began: an
  *   answer asked of a connection idle for an hour is given `PING_AFTER` like any other.
  * - One ping per silence: another only once something was heard since. A beat falls 5 s into a
- *   silence, or 15 s after the last message it knew of (a message heard since makes it find a
- *   shorter silence, and set itself again): so a ping may go later than 5 s into a silence, but
- *   always at least 5 s before the drop (nothing was heard between the silence's start and its ping).
+ *   silence, then every 5 s at most until its drop (a message heard since makes it find a shorter
+ *   silence, and set itself again): so each silence is pinged 5 s into it, or within 5 s after that,
+ *   and always at least 5 s before the drop; a client waiting on a live server sends something at
+ *   least every 5 s and a round trip. (Beats 15 s after the last message left 10 s between pings:
+ *   a Durable Object may hibernate after 10 s without an event, and its lines live in memory.)
  * - One timer, set when an answer begins to be awaited and moved along by the beat itself: a frame
  *   sent while it beats reads one field (`awaited`), and a message read touches nothing of it, so
  *   that a hold's path pays nothing more.
@@ -94,6 +96,8 @@ export class Heartbeat {
       // `#timer` still holds the handle that fired: the ping's own `awaited` leaves the beat as it is.
       host.ping()
     }
-    this.#timer = this.#clock.setTimeout(this.#beat, quiet < PING_AFTER ? PING_AFTER - quiet : SILENCE_LIMIT - quiet)
+    // Past PING_AFTER, every PING_AFTER until the drop: the silence that begins with a ping's answer is
+    // found 5 s into it, not at the end of the one before (which left 10 s between pings).
+    this.#timer = this.#clock.setTimeout(this.#beat, quiet < PING_AFTER ? PING_AFTER - quiet : Math.min(PING_AFTER, SILENCE_LIMIT - quiet))
   }
 }
