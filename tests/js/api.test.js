@@ -214,6 +214,11 @@ test('objectName(name, key, options) refuses an option it does not know: a missp
     e => e instanceof InvalidError && e.message === 'objectName jobs: unknown option "shards" (known: shard, clock)',
   )
   assert.throws(() => objectName('jobs', 'chat-42', 16), e => e instanceof InvalidError && /options must be an object/.test(e.message))
+  // A bad shard is named at objectName's place (it said "workerStore: shard 0 must be …").
+  assert.throws(
+    () => objectName('jobs', 'chat-42', { shard: 0 }),
+    e => e instanceof InvalidError && e.message === 'objectName jobs: shard 0 must be a whole number from 1 to 1000',
+  )
 })
 
 test("connect(url, { reconnect }) takes true or false: 'false' or 0 turned reconnecting on, as a reconnect not given", async () => {

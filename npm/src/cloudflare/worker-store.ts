@@ -92,15 +92,16 @@ export function fnv1a(text: string): number {
 export function objectName(name: string, key: string | number, options?: WorkerStoreOptions): string {
   // Checked as workerStore's (the same options may be passed to both): a misspelt shard would name
   // the unsharded object, where the Worker's holds of the key do not go.
-  const shard = checkShard(checkOptions(options, `objectName ${String(name)}`, ['shard', 'clock']).shard)
+  const place = `objectName ${String(name)}`
+  const shard = checkShard(checkOptions(options, place, ['shard', 'clock']).shard, place)
   const k = toKey(key, `objectName ${name}`)
   return shard === undefined ? name : `${name}/${fnv1a(k) % shard}`
 }
 
-function checkShard(shard: unknown): number | undefined {
+function checkShard(shard: unknown, place: string): number | undefined {
   if (shard === undefined) return undefined
   if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 1 || shard > 1_000) {
-    throw new InvalidError(`workerStore: shard ${shown(shard)} must be a whole number from 1 to 1000`)
+    throw new InvalidError(`${place}: shard ${shown(shard)} must be a whole number from 1 to 1000`)
   }
   return shard
 }
@@ -422,5 +423,5 @@ export function workerStore(namespace: DurableObjectNamespaceLike, options?: Wor
   }
   if (o.clock !== undefined && !isClock(o.clock))
     throw new InvalidError('workerStore: option clock must have now(), setTimeout(fn, ms) and clearTimeout(handle)')
-  return new MadeWorkerStore(namespace, checkShard(o.shard), o.clock as Clock | undefined)
+  return new MadeWorkerStore(namespace, checkShard(o.shard, 'workerStore'), o.clock as Clock | undefined)
 }
