@@ -57,41 +57,34 @@ for lang in ts js; do
   fi
 done
 
-if [ "${EXAMPLE:-1}" != 0 ]; then
-  # The example, installed the same way: its holdfast dependency pointed at the packed tarball.
-  cp -r "$root/examples/summaries-sqlite" "$work/example"
-  rm -rf "$work/example/node_modules"
-  cd "$work/example"
-  npm pkg set "dependencies.holdfast=file:$tarball"
-  rm -f package-lock.json
-  npm install --no-audit --no-fund --silent
-  for rt in $runtimes; do
-    case $rt in
-      node20) cmd=(node index.js) ;;
-      bun) cmd=("$bin/bun" index.js) ;;
-      *) continue ;; # better-sqlite3 is built for the machine's Node 20 only
-    esac
-    echo "== example summaries-sqlite under $rt"
-    if ! "${cmd[@]}" 2>&1 | sed "s/^/[example $rt] /"; then status=1; fi
-    [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  done
-  # examples/tickets the same way (180 seats, 1,000 buyers in four processes over a connection), under
-  # every runtime of the run: it needs no native module. Before, only examples/run.sh ran it, and CI not.
-  cp -r "$root/examples/tickets" "$work/tickets"
-  rm -rf "$work/tickets/node_modules" "$work/tickets/package-lock.json"
-  cd "$work/tickets"
+# An example installed as a user would (its holdfast dependency pointed at the packed tarball), run
+# under each runtime of the run that it supports (its second argument).
+run_example() { # name, "runtimes it supports"
+  local name=$1 supported=" $2 "
+  cp -r "$root/examples/$name" "$work/$name"
+  rm -rf "$work/$name/node_modules" "$work/$name/package-lock.json"
+  cd "$work/$name"
   npm pkg set "dependencies.holdfast=file:$tarball"
   npm install --no-audit --no-fund --silent
   for rt in $runtimes; do
+    [[ $supported == *" $rt "* ]] || continue
     case $rt in
       node20) cmd=(node index.js) ;;
       node24) cmd=("$root/tests/runtimes/node_modules/node/bin/node" index.js) ;;
       node26) cmd=("$root/tests/runtimes/node_modules/node26/bin/node" index.js) ;;
       bun) cmd=("$bin/bun" index.js) ;;
     esac
-    echo "== example tickets under $rt"
-    if ! "${cmd[@]}" 2>&1 | sed "s/^/[tickets $rt] /"; then status=1; fi
+    echo "== example $name under $rt"
+    if ! "${cmd[@]}" 2>&1 | sed "s/^/[$name $rt] /"; then status=1; fi
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
   done
+}
+
+if [ "${EXAMPLE:-1}" != 0 ]; then
+  # better-sqlite3 is built for the machine's Node 20 only.
+  run_example summaries-sqlite "node20 bun"
+  # 180 seats, 1,000 buyers in four processes over a connection: no native module, every runtime.
+  # (Before, only examples/run.sh ran it, and CI not.)
+  run_example tickets "node20 node24 node26 bun"
 fi
 exit $status

@@ -9,7 +9,8 @@ import path from 'node:path'
 import { openStore, connect, memoryStorage } from 'holdfast'
 import { TOKEN } from './helpers.js'
 
-test('serve({ path }) with a relative path says an absolute ws+unix:// URL, which a client dials from another directory', async t => {
+/** A store, opened with the working directory a fresh one (put back, and removed, after the test). */
+async function inFreshDir(t) {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'holdfast-rel-')))
   const cwd = process.cwd()
   t.after(() => {
@@ -19,6 +20,11 @@ test('serve({ path }) with a relative path says an absolute ws+unix:// URL, whic
   process.chdir(dir)
   const store = await openStore({ storage: memoryStorage() })
   t.after(() => store.close())
+  return { dir, store }
+}
+
+test('serve({ path }) with a relative path says an absolute ws+unix:// URL, which a client dials from another directory', async t => {
+  const { dir, store } = await inFreshDir(t)
   const server = await store.serve({ path: 'rel.sock', token: TOKEN })
   assert.equal(server.url, `ws+unix://${path.join(dir, 'rel.sock')}`)
   assert.ok(fs.existsSync(path.join(dir, 'rel.sock')), 'listening where it was asked, from its working directory')
@@ -29,16 +35,8 @@ test('serve({ path }) with a relative path says an absolute ws+unix:// URL, whic
 })
 
 test('connect("ws+unix://rel.sock") with a relative path dials it from the working directory, on every runtime alike (Node and Bun dialed the socket "/", Deno the path)', async t => {
-  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'holdfast-rel-')))
-  const cwd = process.cwd()
-  t.after(() => {
-    process.chdir(cwd)
-    fs.rmSync(dir, { recursive: true, force: true })
-  })
-  process.chdir(dir)
+  const { store } = await inFreshDir(t)
   fs.mkdirSync('run')
-  const store = await openStore({ storage: memoryStorage() })
-  t.after(() => store.close())
   await store.serve({ path: 'run/rel.sock', token: TOKEN })
   for (const url of ['ws+unix://run/rel.sock', 'ws+unix://run/rel.sock:/']) {
     const client = await connect(url, { token: TOKEN, reconnect: false })
