@@ -66,3 +66,25 @@ test('release and confirm: usage mistakes and a pool that does not exist exit 2 
     assert.match(help.stdout, new RegExp(`^Usage: holdfast ${command} URL POOL ID`))
   }
 })
+
+test('inspect, release and confirm of a server that takes the connection and never answers (SIGSTOP) exit 2 within about 10s, naming the server, rather than waiting on', async t => {
+  const server = await serve()
+  t.after(async () => {
+    server.proc.child.kill('SIGCONT')
+    await server.stop()
+  })
+  server.proc.child.kill('SIGSTOP')
+  const cli = (...args) => run([...args, '--token-file', server.tokenFile])
+  const answers = await Promise.all([cli('inspect', server.url), cli('release', server.url, 'seats', 'order-1'), cli('confirm', server.url, 'seats', 'order-1')])
+  const url = server.url.replace(/[.]/g, '\\.')
+  for (const [command, answer] of [['inspect', answers[0]], ['release', answers[1]], ['confirm', answers[2]]]) {
+    assert.equal(answer.code, 2, `${command}: ${answer.stdout}${answer.stderr}`)
+    assert.equal(answer.stdout, '')
+    // Which of two 10 s timers speaks first: the transport's, for the WebSocket upgrade the stopped
+    // process never answers, or the command's own, for the answer to its question.
+    assert.match(
+      answer.stderr,
+      new RegExp(`^holdfast: (connect ${url}: no answer to the WebSocket upgrade within 10000ms|${command}: ${url}: no answer from the server within 10s)\\n$`),
+    )
+  }
+})

@@ -9,6 +9,7 @@ import { constants as osConstants } from 'node:os'
 import { connect, type KeyInfo, type LockOptions, type Pool, type PoolInfo, type RemoteLock } from '../entry/node.js'
 import type { Clock } from '../util/clock.js'
 import { toMs } from '../util/duration.js'
+import { masked } from '../util/masked-url.js'
 
 /** How much longer than `--wait` a hold or a claim may go unanswered (the server unreachable meanwhile). */
 export const ANSWER_MARGIN = 10_000
@@ -23,6 +24,25 @@ export const cliClock: Clock = {
   now: () => performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: handle => clearTimeout(handle as ReturnType<typeof setTimeout>),
+}
+
+/**
+ * `answer`, or a UsageError once the server at `url` has said nothing for 10 s: what `inspect`,
+ * `release` and `confirm` wait for a one-off question (the client itself would wait on through
+ * reconnections, where a command run by hand or by a script should say so and end).
+ */
+export async function answeredWithin<T>(answer: Promise<T>, command: string, url: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([
+      answer,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new UsageError(`${command}: ${masked(url)}: no answer from the server within 10s`)), 10_000)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** Resolves (to nothing) once `signal` aborts: a command's wait for a connection, raced with its signals. */

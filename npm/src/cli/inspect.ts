@@ -1,8 +1,7 @@
 /** `holdfast inspect`: the busy keys (and the pools) of a server or a Redis, as a table or as JSON. */
 
 import type { KeyInfo, PoolInfo } from '../entry/node.js'
-import { UsageError, age, openClient, parseArgs } from './args.js'
-import { masked } from '../util/masked-url.js'
+import { UsageError, age, answeredWithin, openClient, parseArgs } from './args.js'
 
 export const INSPECT_USAGE = `Usage: holdfast inspect URL [--token-file FILE] [--json]
 
@@ -28,17 +27,10 @@ export async function inspect(args: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError(`inspect: give the server's URL, as in holdfast inspect ws://127.0.0.1:7420 (see holdfast inspect --help)`)
   const url = positionals[0]!
   const remote = await openClient(url, options.get('token-file'), 'inspect')
-  let timer: ReturnType<typeof setTimeout> | undefined
   let all: (KeyInfo | PoolInfo)[]
   try {
-    all = await Promise.race([
-      remote.inspect(),
-      new Promise<never>(
-        (_, reject) => (timer = setTimeout(() => reject(new UsageError(`inspect: ${masked(url)}: no answer from the server within 10s`)), 10_000)),
-      ),
-    ])
+    all = await answeredWithin(remote.inspect(), 'inspect', url)
   } finally {
-    clearTimeout(timer)
     await remote.close().catch(() => {})
   }
   const entries = all.filter((e): e is KeyInfo => e.kind !== 'pool').sort((a, b) => cmp(a.kind, b.kind) || cmp(a.name, b.name) || cmp(a.key, b.key))

@@ -16,11 +16,8 @@
  */
 
 import { HoldfastError } from '../entry/node.js'
-import { UsageError, openClient, parseArgs, type ClientStore } from './args.js'
+import { UsageError, answeredWithin, openClient, parseArgs, type ClientStore } from './args.js'
 import { escapeControls } from './inspect.js'
-import { masked } from '../util/masked-url.js'
-
-const ANSWER_WITHIN = 10_000
 
 export const RELEASE_USAGE = `Usage: holdfast release URL POOL ID [--token-file FILE] [--json]
 
@@ -88,14 +85,8 @@ async function settle(
     throw new UsageError(`${command}: give URL POOL ID, as in holdfast ${command} ws://127.0.0.1:7420 seats order-1 (see holdfast ${command} --help)`)
   const [url, name, id] = positionals as [string, string, string]
   const remote = await openClient(url, options.get('token-file'), command)
-  let timer: ReturnType<typeof setTimeout> | undefined
   try {
-    const why = await Promise.race([
-      ask(remote.pool(name), id),
-      new Promise<never>(
-        (_, reject) => (timer = setTimeout(() => reject(new UsageError(`${command}: ${masked(url)}: no answer from the server within 10s`)), ANSWER_WITHIN)),
-      ),
-    ])
+    const why = await answeredWithin(ask(remote.pool(name), id), command, url)
     const done = command === 'release' ? 'released' : 'confirmed'
     const shownId = escapeControls(JSON.stringify(id))
     if (options.has('json')) process.stdout.write(`${JSON.stringify({ [done]: why === undefined })}\n`)
@@ -103,7 +94,6 @@ async function settle(
     else process.stdout.write(`not ${done}: ${command === 'release' ? `${shownId} ${why}` : escapeControls(why)}\n`)
     return why === undefined ? 0 : 1
   } finally {
-    clearTimeout(timer)
     await remote.close().catch(() => {})
   }
 }
