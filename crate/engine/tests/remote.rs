@@ -421,7 +421,10 @@ fn lock_05_a_connection_has_at_most_its_limit_of_requests() {
         .hold_remote(l, None, None, None, remote(1, 3, 10_000), 0)
         .unwrap_err();
     assert_eq!(err.code(), "limit");
-    assert!(err.to_string().contains('3'), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "one connection may have at most 3 leases and waiting holds"
+    );
     // Another connection is not affected, and asking again is not a new request.
     granted(
         e.hold_remote(l, None, None, None, remote(2, 3, 10_000), 0)
@@ -432,6 +435,15 @@ fn lock_05_a_connection_has_at_most_its_limit_of_requests() {
             .unwrap(),
         Hold::Resumed { .. }
     ));
+    // A limit of one is said in the singular.
+    e.set_connection_limit(1);
+    let err = e
+        .hold_remote(l, None, None, None, remote(2, 4, 10_000), 0)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "one connection may have at most 1 lease or waiting hold"
+    );
 }
 
 #[test]

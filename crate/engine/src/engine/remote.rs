@@ -166,8 +166,13 @@ impl Engine {
         }
         if self.remotes.count(remote.conn) >= self.remotes.limit {
             return Err(Error::limit(format!(
-                "{} leases and waiting holds on one connection is the most",
-                self.remotes.limit
+                "one connection may have at most {} {}",
+                self.remotes.limit,
+                if self.remotes.limit == 1 {
+                    "lease or waiting hold"
+                } else {
+                    "leases and waiting holds"
+                }
             )));
         }
         if self.remotes.by_lease.contains_key(&remote.lease) {
