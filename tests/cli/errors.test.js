@@ -127,3 +127,14 @@ test('--token-file with a Redis URL (which takes no token; its password goes in 
     await refused(['inspect', url, '--token-file', server.tokenFile], /inspect: --token-file does not apply to a Redis URL/)
   }
 })
+
+test('a Redis URL where neither ioredis nor redis is installed (this project has neither) is refused in the command line\'s words, naming what to install: exit 2, one line', async () => {
+  // It said "openRedisStore: option url needs a Redis client: …or pass your own as option redis": an
+  // API's function and option, which a command line has neither of.
+  const port = await closedPort()
+  const url = `redis://user:secret@127.0.0.1:${port}`
+  for (const args of [['hold', url, 'jobs', 'a', '--', 'touch', marker], ['claim', url, 'seats', '1'], ['inspect', url], ['release', url, 'seats', 'x'], ['confirm', url, 'seats', 'x']]) {
+    const r = await refused(args, new RegExp(`^holdfast: ${args[0]}: redis://user:\\*+@127\\.0\\.0\\.1:${port}: a Redis URL needs a Redis client installed beside holdfast: npm install ioredis \\(or redis\\)\\n$`))
+    assert.doesNotMatch(r.stderr, /option redis|secret/)
+  }
+})

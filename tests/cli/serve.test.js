@@ -126,7 +126,7 @@ test('#13 item 4: serve --max-holds bounds the leases and waiting holds over con
   const lock = remote.lock('jobs', { ttl: '1h' })
   const a = await lock.acquire('a')
   await lock.acquire('b')
-  await assert.rejects(lock.acquire('c'), e => e instanceof LimitError && /2 leases and waiting holds .*maxHolds/.test(e.message))
+  await assert.rejects(lock.acquire('c'), e => e instanceof LimitError && /2 leases and waiting holds .*\(serve\(\) option maxHolds, holdfast serve --max-holds\)/.test(e.message))
   await a.release()
   await (await lock.acquire('c')).release()
   const bad = await run(['serve', '--dir', join(tempDir(), 'store'), '--port', '0', '--max-holds', '0'])

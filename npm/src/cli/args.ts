@@ -138,7 +138,7 @@ export function duration(command: string, value: string | undefined, name: strin
 /** What `hold`, `inspect`, `release` and `confirm` use of a store over a connection or in Redis. */
 export interface ClientStore {
   lock(name: string, options: LockOptions): Pick<RemoteLock, 'hold'>
-  pool(name: string): Pick<Pool, 'release' | 'confirm'>
+  pool(name: string, options?: { capacity: number }): Pool
   inspect(): Promise<(KeyInfo | PoolInfo)[]>
   close(): Promise<void>
 }
@@ -149,8 +149,16 @@ export interface ClientStore {
  */
 export async function openClient(url: string, tokenFile: string | undefined, command: string): Promise<ClientStore> {
   if (isRedisUrl(url, tokenFile, command)) {
-    const { openRedisStore } = await import('../redis/index.js')
-    return openRedisStore({ url })
+    const [{ openRedisStore }, { NO_CLIENT }] = await Promise.all([import('../redis/index.js'), import('../redis/adapter.js')])
+    try {
+      return await openRedisStore({ url })
+    } catch (error) {
+      // The API's words ("…or pass your own as option redis") mean nothing on a command line.
+      if (error instanceof Error && error.message.includes(NO_CLIENT)) {
+        throw new UsageError(`${command}: ${masked(url)}: a Redis URL needs a Redis client installed beside holdfast: npm install ioredis (or redis)`)
+      }
+      throw error
+    }
   }
   return connect(url, { token: clientToken(tokenFile, command) })
 }

@@ -4,9 +4,9 @@
  * error (usage, no token, unreachable server, a pool that does not exist, a server without pools).
  */
 
-import { type ClaimResult, HoldfastError, type Pool, connect } from '../entry/node.js'
+import { type ClaimResult, HoldfastError } from '../entry/node.js'
 import { clearTimer, setTimer } from '../util/clock.js'
-import { ANSWER_MARGIN, UP_TO_30_DAYS, UsageError, aborted, cliClock, clientToken, duration, isRedisUrl, parseArgs, signalNumber, type Spec } from './args.js'
+import { ANSWER_MARGIN, UP_TO_30_DAYS, UsageError, aborted, cliClock, duration, openClient, parseArgs, signalNumber, type Spec } from './args.js'
 import { escapeControls } from './inspect.js'
 import { masked } from '../util/masked-url.js'
 
@@ -52,7 +52,6 @@ export async function claim(args: string[]): Promise<number> {
   const capacity = options.has('capacity') ? wholeNumber(options.get('capacity')!, '--capacity') : undefined
   const wait = duration('claim', options.get('wait'), 'wait', 0)
   const ttl = options.has('ttl') ? duration('claim', options.get('ttl'), 'ttl', 0, UP_TO_30_DAYS) : undefined
-  const token = isRedisUrl(url, options.get('token-file'), 'claim') ? undefined : clientToken(options.get('token-file'), 'claim')
 
   // SIGINT, SIGTERM, SIGHUP and SIGQUIT (a terminal's Ctrl-\) cancel the claim, as they cancel a
   // hold's wait: the client cancels it on the server and says goodbye, and the command exits 128+n.
@@ -64,8 +63,7 @@ export async function claim(args: string[]): Promise<number> {
   for (const s of signals) process.on(s, onSignal)
   const cancelled = () => 128 + signalNumber(ended.signal.reason as NodeJS.Signals)
 
-  const opening: Promise<Store> =
-    token === undefined ? import('../redis/index.js').then(({ openRedisStore }) => openRedisStore({ url })) : connect(url, { token })
+  const opening = openClient(url, options.get('token-file'), 'claim')
   const remote = await Promise.race([opening, aborted(ended.signal)])
   if (remote === undefined) {
     void opening.then(client => client.close()).catch(() => {})
@@ -111,12 +109,6 @@ export async function claim(args: string[]): Promise<number> {
   } finally {
     await remote.close().catch(() => {})
   }
-}
-
-/** What `claim` uses of a store over a connection or in Redis. */
-interface Store {
-  pool(name: string, options?: { capacity: number }): Pool
-  close(): Promise<void>
 }
 
 /** A whole number of units, from the command line. */

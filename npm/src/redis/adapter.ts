@@ -802,5 +802,8 @@ export async function adapterForUrl(url: string, place: string): Promise<Adapter
     }
     return nodeRedisAdapter(client, true)
   }
-  throw new InvalidError(`${place}: option url needs a Redis client: install one (npm install ioredis), or pass your own as option redis`)
+  throw new InvalidError(`${place}: ${NO_CLIENT}: install one (npm install ioredis), or pass your own as option redis`)
 }
+
+/** What a url's store says when neither ioredis nor redis can be imported (the CLI tells its users otherwise). */
+export const NO_CLIENT = 'option url needs a Redis client'

@@ -114,7 +114,7 @@ export class RemoteHolds implements RemoteEvents {
       return record.sink.failed(
         record,
         'limit',
-        `${record.place()}: the store has ${this.#maxHolds} leases and waiting holds over connections, the most it takes (serve option maxHolds)`,
+        `${record.place()}: the store has ${this.#maxHolds} leases and waiting holds over connections, the most it takes (serve() option maxHolds, holdfast serve --max-holds)`,
       )
     }
     const resource = handle._resource
