@@ -88,6 +88,7 @@ import {
 } from '../store/abi.js'
 import { clearTimer, setTimer, type Clock } from '../util/clock.js'
 import { randomId } from '../util/random.js'
+import { soon } from '../util/soon.js'
 import { checkOptions } from '../util/options.js'
 import { MadeClaim, MadePool, checkUnits, type Pool, type ClaimRequest, type ClaimResult, type Party, type PoolStore } from './pool.js'
 import type { PoolInfo } from './types.js'
@@ -441,7 +442,7 @@ export class PoolRoom implements PoolStore {
     // swept once the map doubled since the last sweep, so each entry costs O(1) sweeping. After
     // this turn's calls: a read of the engine here may grow wasm memory under a drain's view.
     this.#sweeping = true
-    queueMicrotask(() => {
+    soon(() => {
       this.#sweeping = false
       if (this.#host.closed('pools')) return
       for (const k of this.#told.keys()) {

@@ -52,6 +52,7 @@ import { type Core, PoolReader } from '../../wasm/holdfast_wasm.js'
 import { StorageError, fromEngine } from '../errors.js'
 import type { Storage } from '../storage/storage.js'
 import { type Clock, keepAlive } from '../util/clock.js'
+import { soon } from '../util/soon.js'
 
 /** The wait before the write that follows a failed one (ms), doubled while writes keep failing. */
 export const FIRST_RETRY = 10
@@ -136,7 +137,7 @@ export class PoolWrites {
     if (this.#scheduled || this.#inFlight || this.#stopped) return
     if (!this.#asks(core => core.poolWriteWanted())) return
     this.#scheduled = true
-    queueMicrotask(this.#flush)
+    soon(this.#flush)
   }
 
   /**

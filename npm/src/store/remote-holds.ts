@@ -33,6 +33,7 @@ import type { Lock } from '../handle/lock.js'
 import type { Resource } from './key-ids.js'
 import { RemoteRequest, followRequestShape } from '../remote/request.js'
 import { type Id, idWordsOf } from '../util/hex.js'
+import { soon } from '../util/soon.js'
 import {
   BUSY,
   ENDED,
@@ -64,14 +65,6 @@ const LOOKUP = new Uint32Array(4)
  * its `pin` is `undefined`.
  */
 const KEPT: { deref(): object | undefined } = { deref: () => undefined }
-
-/**
- * Where the end of a turn is queued (`#keep`): a resolved promise's reaction, not `queueMicrotask`,
- * which on Node makes an `AsyncResource` for every callback and enters and leaves it around the call
- * (0.5–1 µs a served message where that code is not optimized yet, as in R2's hand-overs: see
- * tests/bench/README.md, session 19).
- */
-const RESOLVED = Promise.resolve()
 
 export class RemoteHolds implements RemoteEvents {
   readonly #host: EngineHost
@@ -240,7 +233,7 @@ export class RemoteHolds implements RemoteEvents {
     if (resource.pin !== KEPT || this.#kept === resource) return
     // Another name kept in this turn goes back at once: only the last one is kept.
     if (this.#kept !== undefined) this.#unkeep()
-    else void RESOLVED.then(this.#endOfTurn)
+    else soon(this.#endOfTurn) // a promise's reaction: cheaper than queueMicrotask (util/soon.ts)
     this.#kept = resource
   }
 

@@ -47,6 +47,7 @@ import type { ContextStorage, Scope } from '../handle/context.js'
 import { handOverIn } from '../handle/run-in-lease.js'
 import { keepShape } from '../util/shapes.js'
 import { keepSettlers, settlers } from '../util/settlers.js'
+import { soon } from '../util/soon.js'
 
 /**
  * A hold waiting in line. Without `fn`, its promise resolves to the lease; with one (a `hold` handed its
@@ -156,7 +157,7 @@ export class HandOvers {
     if (this.now) this.runAll()
     else if (!this.#soon) {
       this.#soon = true
-      queueMicrotask(this.#later)
+      soon(this.#later)
     }
   }
 

@@ -25,6 +25,7 @@ import {
 } from '../transport.js'
 import { wsTransport } from '../node/transport.js'
 import { checkCa, checkTls } from '../tls.js'
+import { checkPhase } from '../../util/soon.js'
 
 /** The part of Bun's API used here (Bun's own types are not a dependency of the package). */
 interface BunSocket {
@@ -101,7 +102,7 @@ function adapt(ws: BunSocket, maxBuffered: number): Socket {
       if (!open) return
       if (socket.pack === undefined) return void put(frame)
       // A peer that takes batches gets the frames of a turn as one message, sent in its check phase.
-      if (queue.length === 0) setImmediate(flush)
+      if (queue.length === 0) checkPhase(flush)
       queue.push(frame)
     },
     close(code, reason) {
@@ -223,7 +224,7 @@ function adaptClient(ws: BunClient, maxPayload: number): Socket {
     send(frame) {
       if (ws.readyState !== 1) return
       if (socket.pack === undefined) return ws.send(frame)
-      if (queue.length === 0) setImmediate(flush)
+      if (queue.length === 0) checkPhase(flush)
       queue.push(frame)
     },
     close(code, reason) {

@@ -18,6 +18,7 @@ import {
 } from '../transport.js'
 import { resolve } from 'node:path'
 import { LONGEST_TIMER } from '../../util/clock.js'
+import { checkPhase } from '../../util/soon.js'
 import { checkCa, checkTls } from '../tls.js'
 import { BATCHED_MAX, framesOf } from './ws-frames.js'
 
@@ -110,7 +111,7 @@ function adapt(ws: WsSocket, masked: boolean, maxBuffered = Infinity): Socket {
       if (queued > maxBuffered) return flush()
       if (!scheduled) {
         scheduled = true
-        setImmediate(flush)
+        checkPhase(flush)
       }
     },
     close(code, reason) {
