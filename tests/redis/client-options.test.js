@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, InvalidError, ClosedError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
-import { startRedis, startCluster, raw, sleep, later, CLIENT } from './helpers.js'
+import { startRedis, startCluster, raw, sleep, later, tempDir, CLIENT } from './helpers.js'
 
 /** `promise`, or a rejection saying `what` 15 s on: bounds an answer only a wake-up can bring (its store's clock never moves). */
 function bounded(promise, what) {
@@ -377,5 +377,45 @@ if (CLIENT === 'bun') {
     await raw(server.port, 'CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
     assert.equal(await raw(server.port, 'CLIENT', 'UNPAUSE'), 'OK')
     assert.deepEqual(await tried, { acquired: true, value: 'ran again' })
+  })
+
+  test('openRedisStore({ url }) on Bun with neither ioredis nor redis installed opens Bun\'s own client, and closes it with the store (the process ends); a refused password is named (WRONGPASS)', async t => {
+    // A project of its own: holdfast alone (copied, so that ioredis and redis beside this file are not found).
+    const server = await startRedis(t, { appendonly: 'no' })
+    const { cpSync, mkdirSync, writeFileSync } = await import('node:fs')
+    const { spawnSync } = await import('node:child_process')
+    const path = await import('node:path')
+    const dir = tempDir(t)
+    mkdirSync(path.join(dir, 'node_modules'))
+    cpSync(path.join(import.meta.dirname, 'node_modules', 'holdfast'), path.join(dir, 'node_modules', 'holdfast'), { recursive: true, dereference: true })
+    writeFileSync(path.join(dir, 'package.json'), '{ "type": "module" }')
+    writeFileSync(
+      path.join(dir, 'main.js'),
+      `import { openRedisStore } from 'holdfast/redis'
+      for (const name of ['ioredis', 'redis']) await import(name).then(() => { throw new Error(name + ' was found') }, () => {})
+      try {
+        const store = await openRedisStore({ url: process.argv[2] })
+        const fence = await store.lock('jobs').hold('k', lease => lease.fence)
+        const claim = await store.pool('seats', { capacity: 2 }).claim(1)
+        console.log(JSON.stringify({ client: store.server.client, fence, remaining: claim.remaining }))
+        await store.close()
+      } catch (error) {
+        console.log(JSON.stringify({ error: error.name, message: error.message }))
+      }`,
+    )
+    const run = url => {
+      const ran = spawnSync(process.execPath, ['main.js', url], { cwd: dir, encoding: 'utf8', timeout: 20_000 })
+      assert.equal(ran.status, 0, ran.stderr)
+      return JSON.parse(ran.stdout.trim())
+    }
+    const out = run(server.url)
+    assert.equal(out.client, 'bun')
+    assert.ok(out.fence > 0)
+    assert.equal(out.remaining, 1)
+    // A refused password is told in the server's words, the password masked.
+    assert.equal(await raw(server.port, 'ACL', 'SETUSER', 'app', 'on', '>right', '~*', '&*', '+@all'), 'OK')
+    const wrong = run(`redis://app:wrong-pw@127.0.0.1:${server.port}`)
+    assert.equal(wrong.error, 'ClosedError')
+    assert.match(wrong.message, /^openRedisStore: cannot reach redis:\/\/app:\*\*\*@127\.0\.0\.1:\d+: WRONGPASS /)
   })
 }

@@ -3,7 +3,7 @@
  * (`redis` v5 and later), each for one server, a server found through Sentinel, or a Cluster; and, on
  * Bun, Bun's own `RedisClient` (one server only: Bun has no Sentinel or Cluster client). None is a
  * dependency of holdfast (optional peers, never bundled; Bun's is built in): a client is recognised by
- * its shape, and `url` alone imports whichever of ioredis and node-redis is installed.
+ * its shape, and `url` alone imports whichever is installed (on Bun with neither, Bun's own).
  *
  * Commands go through each client's generic call (`call` / `sendCommand`): raw replies, the same from
  * all of them. A command may wait for a connection (the clients queue commands while they reconnect),
@@ -920,7 +920,18 @@ export function adapterOf(client: unknown, place: string): Adapter {
   )
 }
 
-/** Opens a client for `url` with whichever of ioredis and node-redis is installed (ioredis first). */
+/** Bun's `RedisClient` when running on Bun (undefined elsewhere, and on a Bun without it). */
+async function bunClient(): Promise<(new (url: string) => BunRedis) | undefined> {
+  if (typeof (globalThis as { Bun?: unknown }).Bun !== 'object') return undefined
+  try {
+    const bun = (await import('bun' as string)) as { RedisClient?: new (url: string) => BunRedis }
+    return typeof bun.RedisClient === 'function' ? bun.RedisClient : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Opens a client for `url` with whichever of ioredis and node-redis is installed (ioredis first); on Bun with neither, Bun's own. */
 export async function adapterForUrl(url: string, place: string): Promise<Adapter> {
   let ioredis: { Redis?: new (url: string, options: object) => IoRedis; default?: unknown } | undefined
   try {
@@ -965,6 +976,21 @@ export async function adapterForUrl(url: string, place: string): Promise<Adapter
       throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(error as Error)?.message ?? error}`, { cause: error })
     }
     return nodeRedisAdapter(client, true)
+  }
+  // On Bun with neither installed, Bun's own client: one server, as a url names.
+  const bun = await bunClient()
+  if (bun) {
+    const client = new bun(url)
+    try {
+      // A command, not connect(): a refused password rejects it with the server's words (WRONGPASS …),
+      // connect() with "Connection closed". A refused connection is told only once Bun gives up (after
+      // its retries, about 30 s): the patience of the other clients, past it.
+      await within(client.send('PING', []), CONNECT_PATIENCE, `not ready within ${CONNECT_PATIENCE}ms`)
+    } catch (error) {
+      client.close()
+      throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(error as Error)?.message ?? error}`, { cause: error })
+    }
+    return bunAdapter(client, true)
   }
   throw new InvalidError(`${place}: ${NO_CLIENT}: install one (npm install ioredis), or pass your own as option redis`)
 }

@@ -64,7 +64,7 @@ export interface RedisStoreOptions {
    * (`new RedisClient(…)` from 'bun': one server; no Sentinel or Cluster).
    */
   redis?: unknown
-  /** Else a URL (`redis://host:6379`): a client is opened with ioredis, or node-redis, whichever is installed. */
+  /** Else a URL (`redis://host:6379`): a client is opened with ioredis, or node-redis, whichever is installed (on Bun with neither, Bun's own). */
   url?: string
   /** Every Redis key holdfast writes starts with it (default `'holdfast'`). */
   prefix?: string
