@@ -379,6 +379,18 @@ if (CLIENT === 'bun') {
     assert.deepEqual(await tried, { acquired: true, value: 'ran again' })
   })
 
+  test('Bun RedisClient idleTimeout: Bun closes an idle client for good (no reconnection), and the store says so: ClosedError "the Redis client was closed" at once, not a wait for an answer', async t => {
+    // Bun's option, which holdfast cannot read: documented as one to leave unset on a store's client.
+    const server = await startRedis(t, { appendonly: 'no' })
+    const a = await openRedisStore({ redis: await bunClient(t, server.url, { idleTimeout: 300 }) })
+    later(t, () => a.close())
+    assert.deepEqual(await a.lock('jobs').tryHold('k', () => 'ran'), { acquired: true, value: 'ran' })
+    await sleep(800)
+    const from = Date.now()
+    await assert.rejects(a.lock('jobs').hold('k', { wait: '10s' }, () => 'ran'), e => e instanceof ClosedError && /the Redis client was closed/.test(e.message))
+    assert.ok(Date.now() - from < 1_000, `answered after ${Date.now() - from}ms`)
+  })
+
   test('openRedisStore({ url }) on Bun with neither ioredis nor redis installed opens Bun\'s own client, and closes it with the store (the process ends); a refused password is named (WRONGPASS)', async t => {
     // A project of its own: holdfast alone (copied, so that ioredis and redis beside this file are not found).
     const server = await startRedis(t, { appendonly: 'no' })
