@@ -31,8 +31,7 @@ for rt in $runtimes; do
   for client in $clients; do
     # Bun's own client exists under Bun alone; it runs the files of each pair, never the whole first run.
     if [ "$client" = bun ] && [ "$rt" != bun ]; then continue; fi
-    if [ $first = 1 ] && [ "$client" != bun ]; then tests=$all; else tests=$each; fi
-    first=0
+    if [ $first = 1 ] && [ "$client" != bun ]; then tests=$all; first=0; else tests=$each; fi
     case $rt in
       node20) cmd=(node --test --test-concurrency=1 --test-reporter=spec $tests) ;;
       node24) cmd=("$root/tests/runtimes/node_modules/node/bin/node" --test --test-concurrency=1 --test-reporter=spec $tests) ;;
