@@ -732,7 +732,11 @@ test('#15: a store opened on a client whose password changed since it connected 
   const late = new Promise(resolve => (timer = setTimeout(resolve, 12_000, 'not settled in 12 s')))
   const answer = await Promise.race([openRedisStore({ redis: client }).then(s => (later(t, () => s.close()), s), e => e), late])
   clearTimeout(timer)
-  assert.ok(answer instanceof StorageError && /^openRedisStore: Redis refused: WRONGPASS/.test(answer.message), String(answer))
+  // Bun's duplicate() rejects "Connection closed", without the server's refusal (a client made anew
+  // would be told WRONGPASS, but Bun gives neither its url nor its options): the store says it could
+  // not connect for pub/sub, and that Bun did not say why.
+  if (CLIENT === 'bun') assert.ok(answer instanceof ClosedError && /^openRedisStore: cannot reach Redis: no connection for pub\/sub: Connection closed \(Bun's client/.test(answer.message), String(answer))
+  else assert.ok(answer instanceof StorageError && /^openRedisStore: Redis refused: WRONGPASS/.test(answer.message), String(answer))
   const connections = async () => Number(/total_connections_received:(\d+)/.exec(String(await raw(server.port, 'INFO', 'stats')))[1])
   const before = await connections()
   await sleep(3_000)

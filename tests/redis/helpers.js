@@ -1,6 +1,7 @@
 // The harness of the Redis tests: real redis-server processes, each on a free loopback port with its
 // own temporary directory, started and killed by the tests; clients from ioredis or node-redis (the
-// environment variable HOLDFAST_REDIS_CLIENT: `ioredis`, the default, or `node-redis`); and agent
+// environment variable HOLDFAST_REDIS_CLIENT: `ioredis`, the default, `node-redis`, or `bun`: Bun's own
+// RedisClient, under Bun only); and agent
 // processes (agent.js) driven through stdin and watched through stdout, one JSON line per event.
 import { spawn } from 'node:child_process'
 import assert from 'node:assert/strict'
@@ -29,10 +30,23 @@ export function seeded(seed) {
   return { random, pick, log, fail }
 }
 
-/** A client of `url` (as `redisClient` makes it) and `send(args)`, which runs a command on it (ioredis or node-redis). */
+/** A client of `url` (as `redisClient` makes it) and `send(args)`, which runs a command on it (ioredis, node-redis or Bun's). */
 export async function commandClient(t, url) {
   const client = await redisClient(t, url)
-  return { client, send: args => (client.call ? client.call(...args) : client.sendCommand(args.map(String))) }
+  return { client, send: args => sendOn(client, args) }
+}
+
+/** Runs a command (`[name, ...args]`) on a client of any of the three kinds. */
+export function sendOn(client, args) {
+  if (client.call) return client.call(...args)
+  if (client.sendCommand) return client.sendCommand(args.map(String))
+  return client.send(String(args[0]), args.slice(1).map(String))
+}
+
+/** Closes a client of any of the three kinds, as its application would (QUIT, or Bun's close()). */
+export async function quitClient(client) {
+  if (client.quit) await client.quit()
+  else await client.close()
 }
 
 /**
@@ -212,10 +226,14 @@ export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'ye
   }
 }
 
-/** A client of the kind the run tests (ioredis or node-redis), closed after the test. */
+/** A client of the kind the run tests (ioredis, node-redis or Bun's), closed after the test. */
 export async function redisClient(t, url, kind = CLIENT) {
   let client
-  if (kind === 'node-redis') {
+  if (kind === 'bun') {
+    const { RedisClient } = await import('bun')
+    client = new RedisClient(url)
+    if (t) later(t, () => client.close())
+  } else if (kind === 'node-redis') {
     const { createClient } = await import('redis')
     client = createClient({ url })
     client.on('error', () => {})

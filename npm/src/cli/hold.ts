@@ -41,7 +41,7 @@ Options:
 
 Durations: 250ms, 30s, 1m30s, 2h, 1d (whole numbers with units, largest first), or 0.
 URL: ws://HOST:PORT, wss://HOST:PORT, or ws+unix://PATH; or a Redis, redis://[:PASSWORD@]HOST:PORT
-(or rediss://), whose keys holdfast/redis keeps (no token; needs ioredis or redis installed).
+(or rediss://), whose keys holdfast/redis keeps (no token; needs ioredis or redis installed, or Bun).
 
 The command runs in its own session and process group (with no controlling terminal: /dev/tty is
 not there to open); SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGWINCH sent to holdfast are passed on to

@@ -1,8 +1,9 @@
 /**
- * The part of a Redis client that holdfast uses, over the two clients teams have: ioredis and
- * node-redis (`redis` v5 and later), each for one server, a server found through Sentinel, or a
- * Cluster. Neither is a dependency of holdfast (optional peers, never bundled): a client is
- * recognised by its shape, and `url` alone imports whichever is installed.
+ * The part of a Redis client that holdfast uses, over the clients teams have: ioredis and node-redis
+ * (`redis` v5 and later), each for one server, a server found through Sentinel, or a Cluster; and, on
+ * Bun, Bun's own `RedisClient` (one server only: Bun has no Sentinel or Cluster client). None is a
+ * dependency of holdfast (optional peers, never bundled; Bun's is built in): a client is recognised by
+ * its shape, and `url` alone imports whichever is installed (on Bun with neither, Bun's own).
  *
  * Commands go through each client's generic call (`call` / `sendCommand`): raw replies, the same from
  * all of them. A command may wait for a connection (the clients queue commands while they reconnect),
@@ -32,8 +33,11 @@ export interface Subscriber {
   close(): Promise<void>
 }
 
+/** Which client a store talks through. */
+export type ClientKind = 'ioredis' | 'node-redis' | 'bun'
+
 export interface Adapter {
-  readonly client: 'ioredis' | 'node-redis'
+  readonly client: ClientKind
   /** What the client reaches: one server, the primary Sentinel names, or a Cluster. */
   readonly topology: 'server' | 'sentinel' | 'cluster'
   /** Whether wake-ups go by sharded pub/sub: `SPUBLISH` to a channel in the key's slot, `SSUBSCRIBE`. */
@@ -106,13 +110,20 @@ export function answeredTransient(error: unknown, when = ''): string | undefined
 
 const noop = () => {}
 
-/** The errors a client raises for an error reply (ioredis: ReplyError; node-redis: SimpleError / ErrorReply). */
+/** The code of Bun's RedisError for an error reply (`ERR …`, `NOSCRIPT …`): anything else is the connection's. */
+const BUN_REPLY = 'ERR_REDIS_SERVER_ERROR'
+
+/**
+ * The errors a client raises for an error reply (ioredis: ReplyError; node-redis: SimpleError /
+ * ErrorReply; Bun: a RedisError of code ERR_REDIS_SERVER_ERROR, where a connection lost or refused is
+ * another code, ERR_REDIS_CONNECTION_CLOSED and the like).
+ */
 export function asReply(error: unknown): unknown {
   if (error instanceof ReplyFailure) return error
-  const e = error as { name?: unknown; constructor?: { name?: unknown }; message?: unknown } | null
+  const e = error as { name?: unknown; constructor?: { name?: unknown }; message?: unknown; code?: unknown } | null
   if (!e || typeof e.message !== 'string') return error
   const names = [e.name, e.constructor?.name]
-  if (names.some(n => n === 'ReplyError' || n === 'SimpleError' || n === 'ErrorReply' || n === 'BlobError'))
+  if (e.code === BUN_REPLY || names.some(n => n === 'ReplyError' || n === 'SimpleError' || n === 'ErrorReply' || n === 'BlobError'))
     return new ReplyFailure(e.message, { cause: error })
   return error
 }
@@ -547,18 +558,24 @@ function ownPubSub(
   }
 }
 
-function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
-  const raw = (args: Arg[]) => c.sendCommand(args.map(String))
-  const send = replying(raw)
+/** What an adapter of one server without a keyPrefix (node-redis's, Bun's) has: commands by `call`, the one primary, its SCAN. */
+function oneServer(client: ClientKind, call: Sender) {
+  const send = replying(call)
   return {
-    client: 'node-redis',
+    client,
     topology: 'server',
     sharded: false,
     keyPrefix: '',
     send,
-    call: raw,
+    call,
     primaries: async () => [send],
-    scan: pattern => scanOne(send, pattern),
+    scan: (pattern: string) => scanOne(send, pattern),
+  } as const
+}
+
+function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
+  return {
+    ...oneServer('node-redis', args => c.sendCommand(args.map(String))),
     async subscriber(message, ready) {
       const sub = c.duplicate()
       sub.on('error', noop)
@@ -737,6 +754,152 @@ function nodeRedisClusterAdapter(c: NodeRedisCluster, owned: boolean): Adapter {
   })
 }
 
+/**
+ * What Bun's client answers once it is closed for good, until its `connect()` is called: closed by the
+ * application (`close()`), or given up reconnecting (`maxRetries`, 10 by default: about 30 s). Bun says
+ * it by these words alone (the code, ERR_REDIS_CONNECTION_CLOSED, is also a connection cut while it
+ * reconnects), and has no state to read: `connected` is false while it reconnects too.
+ */
+const BUN_GONE = /^(Connection has failed|Max reconnection attempts reached)/
+
+/** What Bun's client answers a command while not connected, made with `enableOfflineQueue: false`. */
+const BUN_OFFLINE = /offline queue is disabled/i
+
+/** Bun's own Redis client (`new RedisClient(url)` from 'bun'): one server, RESP3. */
+interface BunRedis {
+  send(command: string, args: string[]): Promise<unknown>
+  /** A new client with the same url and options, connected. */
+  duplicate(): Promise<BunRedis>
+  connect(): Promise<unknown>
+  close(): void
+  readonly connected: boolean
+  /** Called on every connection made after the first (a reconnect). One callback, not a list: set only on a client holdfast made. */
+  onconnect: (() => void) | null | undefined
+  /** Called once the client is closed for good (closed, or given up reconnecting). */
+  onclose: ((error: unknown) => void) | null | undefined
+  subscribe(channel: string, listener: Listener): Promise<unknown>
+  unsubscribe(channel: string, listener?: Listener): Promise<unknown>
+}
+
+function isBunRedis(c: unknown): c is BunRedis {
+  const x = c as BunRedis
+  return typeof x?.send === 'function' && typeof x.duplicate === 'function' && typeof x.subscribe === 'function' && typeof x.connected === 'boolean'
+}
+
+/**
+ * Bun's client (`RedisClient`): commands by `send(name, args)` (Bun batches those of one tick by itself:
+ * nothing to cork). It rejects a command in flight when its connection is cut (asked again by the
+ * store, as node-redis's), queues commands while it reconnects, and gives up after `maxRetries`; an
+ * error reply is a RedisError of its own code (`asReply`). The application's `onconnect` / `onclose`
+ * are one callback each, never touched: whether it is closed for good is read from its answers
+ * (`BUN_GONE`), noted by every command, and forgotten at the next answer (the application may call
+ * `connect()` on a client that gave up; a cut after that is a reconnection again).
+ */
+function bunAdapter(c: BunRedis, owned: boolean): Adapter {
+  // Closed for good, by its last answer; any answer since says it is back.
+  let gone = false
+  const answered = (value: unknown) => {
+    gone = false
+    return value
+  }
+  const note = (error: unknown) => {
+    const e = error as { message?: unknown } | null
+    if (typeof e?.message === 'string' && BUN_GONE.test(e.message)) gone = true
+    throw error
+  }
+  const call: Sender = args => c.send(String(args[0]), args.slice(1).map(String)).then(answered, note)
+  return {
+    ...oneServer('bun', call),
+    subscriber: (message, ready) => bunSubscriber(c, message, ready),
+    ended: () => gone && !c.connected,
+    async connected() {
+      // Bun connects at the first command; one made with enableOfflineQueue: false refuses it instead
+      // ("offline queue is disabled"), and with it the store: connected here, as ioredis's lazy one.
+      // A client closed before answers at once that it failed (noted: the store says it was closed).
+      if (c.connected) return
+      try {
+        await within(call(['PING']), CONNECT_PATIENCE, `not ready within ${CONNECT_PATIENCE}ms`)
+      } catch (error) {
+        if (BUN_OFFLINE.test(String((error as Error)?.message))) await within(c.connect(), CONNECT_PATIENCE, 'not connected').catch(noop)
+      }
+    },
+    async close() {
+      if (owned) c.close()
+    },
+  }
+}
+
+/**
+ * The pub/sub side on Bun: a `duplicate()` of the application's client, holdfast's own. Bun reconnects
+ * it but does not subscribe again (its listeners stay, the server knows none of the channels: every
+ * wake-up after a cut was lost), and subscribing again adds the listener once more (each message came
+ * twice): so on every reconnection (`onconnect`) each channel's listener is taken off and the channel
+ * subscribed anew, then the store catches up (`ready`); a `subscribe` of a channel already subscribed
+ * on this connection answers that subscription. A subscriber that gave up reconnecting (`onclose`) is
+ * asked to connect again, from every 50 ms to every 2 s, until it is back or closed.
+ */
+async function bunSubscriber(c: BunRedis, message: (channel: string, text: string) => void, ready: () => void): Promise<Subscriber> {
+  // A refused connection (a password changed since the client connected) rejects "Connection closed",
+  // the server's words lost: said so, rather than passed on as if Redis were down.
+  const duplicated = c.duplicate().catch(error => {
+    const said = (error as Error)?.message ?? String(error)
+    throw new Error(`no connection for pub/sub: ${said} (Bun's client does not say why: a refused password or ACL, maxclients, a refused connection)`, {
+      cause: error,
+    })
+  })
+  // One that comes after the patience is closed: nobody else would.
+  const sub = await within(duplicated, CONNECT_PATIENCE, `no connection for pub/sub within ${CONNECT_PATIENCE}ms`).catch(error => {
+    duplicated.then(late => late.close(), noop)
+    throw error
+  })
+  const listener: Listener = (text, channel) => message(channel, text)
+  const channels = new Map<string, Promise<unknown>>()
+  let closed = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const take = (channel: string, subscribing: Promise<unknown>) => {
+    channels.set(channel, subscribing)
+    subscribing.catch(() => {
+      if (channels.get(channel) === subscribing) channels.delete(channel)
+    })
+    return subscribing
+  }
+  sub.onconnect = () => {
+    if (closed) return
+    for (const channel of channels.keys())
+      take(
+        channel,
+        sub
+          .unsubscribe(channel, listener)
+          .catch(noop)
+          .then(() => sub.subscribe(channel, listener)),
+      )
+    ready()
+  }
+  const regain = (wait: number) => {
+    timer = setTimeout(() => {
+      timer = undefined
+      if (!closed) sub.connect().catch(() => regain(Math.min(wait * 2, REGAIN_MOST)))
+    }, wait)
+    ;(timer as { unref?: () => void }).unref?.()
+  }
+  sub.onclose = () => {
+    if (!closed && timer === undefined) regain(REGAIN_FIRST)
+  }
+  return {
+    subscribe: async channel => void (await (channels.get(channel) ?? take(channel, sub.subscribe(channel, listener)))),
+    unsubscribe: async channel => {
+      channels.delete(channel)
+      await sub.unsubscribe(channel, listener)
+    },
+    close: async () => {
+      closed = true
+      clearTimeout(timer)
+      channels.clear()
+      sub.close()
+    },
+  }
+}
+
 /** An adapter over a client the application made. */
 export function adapterOf(client: unknown, place: string): Adapter {
   if (isIoRedis(client)) {
@@ -751,12 +914,24 @@ export function adapterOf(client: unknown, place: string): Adapter {
   if (isNodeRedisCluster(client)) return nodeRedisClusterAdapter(client, false)
   if (isNodeRedisSentinel(client)) return nodeRedisSentinelAdapter(client, false)
   if (isNodeRedis(client)) return nodeRedisAdapter(client, false)
+  if (isBunRedis(client)) return bunAdapter(client, false)
   throw new InvalidError(
-    `${place}: option redis must be an ioredis client (new Redis(…), new Cluster(…)) or a node-redis client (createClient(…), createCluster(…), createSentinel(…), connected)`,
+    `${place}: option redis must be an ioredis client (new Redis(…), new Cluster(…)), a node-redis client (createClient(…), createCluster(…), createSentinel(…), connected) or, on Bun, Bun's (new RedisClient(…))`,
   )
 }
 
-/** Opens a client for `url` with whichever of ioredis and node-redis is installed (ioredis first). */
+/** Bun's `RedisClient` when running on Bun (undefined elsewhere, and on a Bun without it). */
+async function bunClient(): Promise<(new (url: string) => BunRedis) | undefined> {
+  if (typeof (globalThis as { Bun?: unknown }).Bun !== 'object') return undefined
+  try {
+    const bun = (await import('bun' as string)) as { RedisClient?: new (url: string) => BunRedis }
+    return typeof bun.RedisClient === 'function' ? bun.RedisClient : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Opens a client for `url` with whichever of ioredis and node-redis is installed (ioredis first); on Bun with neither, Bun's own. */
 export async function adapterForUrl(url: string, place: string): Promise<Adapter> {
   let ioredis: { Redis?: new (url: string, options: object) => IoRedis; default?: unknown } | undefined
   try {
@@ -801,6 +976,21 @@ export async function adapterForUrl(url: string, place: string): Promise<Adapter
       throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(error as Error)?.message ?? error}`, { cause: error })
     }
     return nodeRedisAdapter(client, true)
+  }
+  // On Bun with neither installed, Bun's own client: one server, as a url names.
+  const bun = await bunClient()
+  if (bun) {
+    const client = new bun(url)
+    try {
+      // A command, not connect(): a refused password rejects it with the server's words (WRONGPASS …),
+      // connect() with "Connection closed". A refused connection is told only once Bun gives up (after
+      // its retries, about 30 s): the patience of the other clients, past it.
+      await within(client.send('PING', []), CONNECT_PATIENCE, `not ready within ${CONNECT_PATIENCE}ms`)
+    } catch (error) {
+      client.close()
+      throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(error as Error)?.message ?? error}`, { cause: error })
+    }
+    return bunAdapter(client, true)
   }
   throw new InvalidError(`${place}: ${NO_CLIENT}: install one (npm install ioredis), or pass your own as option redis`)
 }

@@ -30,7 +30,7 @@ const context: ContextStorage = {
 }
 
 /**
- * Opens a store kept in Redis: `{ redis: client }` (ioredis or node-redis) or `{ url: 'redis://…' }`,
+ * Opens a store kept in Redis: `{ redis: client }` (ioredis, node-redis, or on Bun its own RedisClient) or `{ url: 'redis://…' }`,
  * and `prefix` (default `'holdfast'`). Checks the server first (version, `maxmemory-policy`).
  */
 export function openRedisStore(options: RedisStoreOptions): Promise<RedisStore> {

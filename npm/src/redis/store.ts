@@ -46,7 +46,7 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 
 /** A resource as the package's stores keep it (in the local store, a key it granted itself stands as its lease). */
 type Resource = SharedResource<Lease>
-import { adapterForUrl, adapterOf, answeredTransient, asReply, CLIENT_ENDED, ReplyFailure, TRANSIENT, type Adapter } from './adapter.js'
+import { adapterForUrl, adapterOf, answeredTransient, asReply, CLIENT_ENDED, ReplyFailure, TRANSIENT, type Adapter, type ClientKind } from './adapter.js'
 import { constants, keysOf, parseMetaKey, parsePoolKey, poolKeysOf, poolTagOf, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
 import { Renewal, margin, renewInterval, type Renewed } from '../remote/renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
@@ -58,9 +58,13 @@ import type { PoolInfo, PoolOptions } from '../pool/types.js'
 import { checkName } from '../util/name.js'
 
 export interface RedisStoreOptions {
-  /** A client the application made: ioredis (`new Redis(…)`) or node-redis (`createClient(…)`, connected). */
+  /**
+   * A client the application made: ioredis (`new Redis(…)`, `new Cluster(…)`), node-redis
+   * (`createClient(…)`, `createCluster(…)`, `createSentinel(…)`, connected) or, on Bun, Bun's own
+   * (`new RedisClient(…)` from 'bun': one server; no Sentinel or Cluster).
+   */
   redis?: unknown
-  /** Else a URL (`redis://host:6379`): a client is opened with ioredis, or node-redis, whichever is installed. */
+  /** Else a URL (`redis://host:6379`): a client is opened with ioredis, or node-redis, whichever is installed (on Bun with neither, Bun's own). */
   url?: string
   /** Every Redis key holdfast writes starts with it (default `'holdfast'`). */
   prefix?: string
@@ -82,7 +86,7 @@ const noop = () => {}
 export interface RedisServerInfo {
   version: string
   maxmemoryPolicy: string | undefined
-  client: 'ioredis' | 'node-redis'
+  client: ClientKind
   /** What the client reaches: one server, the primary Sentinel names, or a Cluster. */
   topology: 'server' | 'sentinel' | 'cluster'
   /** How waiters are woken: classic pub/sub, or sharded (`SPUBLISH`: a Cluster on Redis 7 whose client can). */
