@@ -29,10 +29,23 @@ export function seeded(seed) {
   return { random, pick, log, fail }
 }
 
-/** A client of `url` (as `redisClient` makes it) and `send(args)`, which runs a command on it (ioredis or node-redis). */
+/**
+ * A client of `url` (as `redisClient` makes it); `send(args)` runs a command on it (ioredis or
+ * node-redis), and `sendAtOnce(list)` runs a list of them as one transaction (MULTI/EXEC): Redis runs
+ * them back to back, with no other command and no wait between them, however busy the machine.
+ */
 export async function commandClient(t, url) {
   const client = await redisClient(t, url)
-  return { client, send: args => (client.call ? client.call(...args) : client.sendCommand(args.map(String))) }
+  const sendAtOnce = async list => {
+    if (!client.call) return list.reduce((multi, args) => multi.addCommand(args.map(String)), client.multi()).exec()
+    const multi = client.multi()
+    for (const args of list) multi.call(...args)
+    return (await multi.exec()).map(([error, reply]) => {
+      if (error) throw error
+      return reply
+    })
+  }
+  return { client, send: args => (client.call ? client.call(...args) : client.sendCommand(args.map(String))), sendAtOnce }
 }
 
 /**
