@@ -298,10 +298,13 @@ async function startSentinel(t, primaryPort) {
 
 /**
  * One primary, two replicas and three sentinels (quorum 2), each on its own loopback port; resolves
- * once every sentinel knows both replicas and the two other sentinels. `primaryPort()` asks a sentinel.
+ * once every sentinel knows both replicas and the two other sentinels, and both replicas are in sync
+ * (the sentinels may be ready before their first full sync ends: a failover then promoted a replica
+ * that had nothing). `primaryPort()` asks a sentinel.
  */
 export async function startSentinelSet(t) {
-  const primary = await startRedis(t, { appendonly: 'no' })
+  // No wait before a replica's first sync (repl-diskless-sync-delay is 5 s by default).
+  const primary = await startRedis(t, { appendonly: 'no', extra: ['--repl-diskless-sync-delay', '0'] })
   const replicas = []
   for (let i = 0; i < 2; i++) replicas.push(await startRedis(t, { appendonly: 'no', extra: ['--replicaof', '127.0.0.1', primary.port, '--replica-priority', 100 - i] }))
   const sentinels = []
@@ -313,8 +316,9 @@ export async function startSentinelSet(t) {
       const info = String(await raw(s.port, 'INFO', 'sentinel'))
       if (!/master0:name=mymaster,status=ok,address=[^,]+,slaves=2,sentinels=3/.test(info)) ready = false
     }
+    for (const r of replicas) if (!String(await raw(r.port, 'INFO', 'replication')).includes('master_link_status:up')) ready = false
     if (ready) break
-    if (Date.now() > end) throw new Error('the sentinels did not see each other and both replicas in 30 s')
+    if (Date.now() > end) throw new Error('the sentinels did not see each other and both replicas, in sync, in 30 s')
     await sleep(200)
   }
   const servers = [primary, ...replicas]
