@@ -370,13 +370,24 @@ test('LOCK-06: a closed store is collected as soon as it closed, whatever it did
   assert.ok(await collectUntil(() => collected.length === 10, 200), `stores collected right after their close: ${collected.length} of 10`)
 })
 
-/** The locks' Lua called as a store calls it (FCALL), on a store's server: `call(op, limit, ttl, id, arg)`. */
+/**
+ * The locks' Lua called as a store calls it (FCALL), on a store's server: `call(op, limit, ttl, id, arg)`;
+ * `callAtOnce([[op, limit, ttl, id, arg], ...])` makes those calls in one transaction (no other call, and
+ * no time of the test's, between them), and resolves to their answers.
+ */
 async function lockLua(t, server, name) {
   const { scriptsFor, keysOf, constants } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
   const { functions } = scriptsFor(true).library
   const keys = keysOf('holdfast', 'semaphore', name, 'k')
-  const { send } = await commandClient(t, server.url)
-  return { keys, send, functions, call: (op, limit, ttl, id, arg) => send(['FCALL', functions[op], 2, ...keys, id, arg, constants(60_000, 'PUBLISH', ttl, 0, limit, 'chan')]) }
+  const { send, sendAtOnce } = await commandClient(t, server.url)
+  const args = (op, limit, ttl, id, arg) => ['FCALL', functions[op], 2, ...keys, id, arg, constants(60_000, 'PUBLISH', ttl, 0, limit, 'chan')]
+  return {
+    keys,
+    send,
+    functions,
+    call: (...a) => send(args(...a)),
+    callAtOnce: calls => sendAtOnce(calls.map(c => args(...c))),
+  }
 }
 
 /** The commands (by name, but the script's own and INFO) that Redis ran inside `fn`. */
@@ -485,9 +496,12 @@ test('LOCK-05: the holders\' index is compatible with the layout before it: a st
 
 test('LOCK-05/LOCK-01: leases that run out together are ended at most 250 a call, never in one long call that blocks Redis (nor one that fails: 5,000 at once were past what Lua unpacks); a call answers once all are ended (a semaphore of 5,000 whose holders all ran out grants at once)', async t => {
   const { server, a } = await twoStores(t)
-  const { keys, send, call } = await lockLua(t, server, 'flash')
+  const { keys, send, call, callAtOnce } = await lockLua(t, server, 'flash')
   const N = 5_000
-  for (let i = 0; i < N; i += 250) await Promise.all(Array.from({ length: 250 }, (_, j) => call('acquire', N, 1_000, `r${i + j}`, -1)))
+  // All in one transaction: asked over many turns, a busy machine took more than their ttl, and the
+  // first had run out (and were ended by the later acquires) before the last were granted.
+  const granted = await callAtOnce(Array.from({ length: N }, (_, i) => ['acquire', N, 1_000, `r${i}`, -1]))
+  assert.ok(granted.every(g => typeof g === 'number'), 'each granted at once, its fence alone')
   const held = async () => Number((await send(['HGET', keys[0], 'n'])) ?? 0)
   assert.equal(await held(), N)
   await sleep(1_200)
@@ -503,10 +517,12 @@ test('LOCK-05/LOCK-01: leases that run out together are ended at most 250 a call
 
 test('LOCK-01/LOCK-05: waits that run out together are ended at most 250 a call; the release that frees the lock answers once all are, and grants the first waiter still waiting, behind them in line', async t => {
   const { server } = await twoStores(t)
-  const { call } = await lockLua(t, server, 'line')
+  const { call, callAtOnce } = await lockLua(t, server, 'line')
   await call('acquire', 1, 60_000, 'holder', -1)
-  for (let i = 0; i < 600; i += 200) await Promise.all(Array.from({ length: 200 }, (_, j) => call('acquire', 1, 60_000, `gone${i + j}`, 1_000)))
-  assert.equal((await call('acquire', 1, 60_000, 'live', -1))[0], 'w')
+  // In one transaction, for the same reason as the leases above: none of the 600 waits ran out (and was
+  // ended by a later acquire) before the live waiter joined behind them.
+  const joined = await callAtOnce([...Array.from({ length: 600 }, (_, i) => ['acquire', 1, 60_000, `gone${i}`, 1_000]), ['acquire', 1, 60_000, 'live', -1]])
+  assert.deepEqual(new Set(joined.map(j => j[0])), new Set(['w']), 'all in line')
   await sleep(1_200)
   // The release, asked again as a store does while it answers "ask again": 250, 250, then 100 and the grant.
   const answers = []

@@ -30,10 +30,30 @@ export function seeded(seed) {
   return { random, pick, log, fail }
 }
 
-/** A client of `url` (as `redisClient` makes it) and `send(args)`, which runs a command on it (ioredis, node-redis or Bun's). */
+/**
+ * A client of `url` (as `redisClient` makes it); `send(args)` runs a command on it (ioredis, node-redis
+ * or Bun's), and `sendAtOnce(list)` runs a list of them as one transaction (MULTI/EXEC): Redis runs
+ * them back to back, with no other command and no wait between them, however busy the machine.
+ */
 export async function commandClient(t, url) {
   const client = await redisClient(t, url)
-  return { client, send: args => sendOn(client, args) }
+  const sendAtOnce = async list => {
+    if (client.sendCommand) return list.reduce((multi, args) => multi.addCommand(args.map(String)), client.multi()).exec()
+    if (!client.call) {
+      // Bun's client has no MULTI of its own: the commands go on its one connection, in order.
+      const queued = [sendOn(client, ['MULTI']), ...list.map(args => sendOn(client, args))]
+      const exec = sendOn(client, ['EXEC'])
+      await Promise.all(queued)
+      return exec
+    }
+    const multi = client.multi()
+    for (const args of list) multi.call(...args)
+    return (await multi.exec()).map(([error, reply]) => {
+      if (error) throw error
+      return reply
+    })
+  }
+  return { client, send: args => sendOn(client, args), sendAtOnce }
 }
 
 /** Runs a command (`[name, ...args]`) on a client of any of the three kinds. */
@@ -303,10 +323,13 @@ async function startSentinel(t, primaryPort) {
 
 /**
  * One primary, two replicas and three sentinels (quorum 2), each on its own loopback port; resolves
- * once every sentinel knows both replicas and the two other sentinels. `primaryPort()` asks a sentinel.
+ * once every sentinel knows both replicas and the two other sentinels, and both replicas are in sync
+ * (the sentinels may be ready before their first full sync ends: a failover then promoted a replica
+ * that had nothing). `primaryPort()` asks a sentinel.
  */
 export async function startSentinelSet(t) {
-  const primary = await startRedis(t, { appendonly: 'no' })
+  // No wait before a replica's first sync (repl-diskless-sync-delay is 5 s by default).
+  const primary = await startRedis(t, { appendonly: 'no', extra: ['--repl-diskless-sync-delay', '0'] })
   const replicas = []
   for (let i = 0; i < 2; i++) replicas.push(await startRedis(t, { appendonly: 'no', extra: ['--replicaof', '127.0.0.1', primary.port, '--replica-priority', 100 - i] }))
   const sentinels = []
@@ -318,8 +341,9 @@ export async function startSentinelSet(t) {
       const info = String(await raw(s.port, 'INFO', 'sentinel'))
       if (!/master0:name=mymaster,status=ok,address=[^,]+,slaves=2,sentinels=3/.test(info)) ready = false
     }
+    for (const r of replicas) if (!String(await raw(r.port, 'INFO', 'replication')).includes('master_link_status:up')) ready = false
     if (ready) break
-    if (Date.now() > end) throw new Error('the sentinels did not see each other and both replicas in 30 s')
+    if (Date.now() > end) throw new Error('the sentinels did not see each other and both replicas, in sync, in 30 s')
     await sleep(200)
   }
   const servers = [primary, ...replicas]
