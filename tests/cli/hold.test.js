@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createServer } from 'node:net'
-import { fileAppears, processGone, processState, run, serve, start, tempDir, until } from './helpers.js'
+import { fileAppears, hasScript, inTerminal, processGone, processState, run, serve, start, tempDir, until } from './helpers.js'
 
 test('the command gets the fence and its exit status passes through', async t => {
   const server = await serve()
@@ -219,6 +219,41 @@ test('SIGINT while connecting to a server that does not answer ends the wait at 
   assert.equal(w.code, 130, w.stderr)
   assert.equal(w.stderr, '')
   assert.ok(!existsSync(join(dir, 'ran')))
+})
+
+test('hold in a terminal that closes (SIGHUP, the terminal gone) exits 129 while it connects, while it waits for the key, and when its command ends of the SIGHUP passed on to it, not 134 (Node 20)', { skip: !hasScript && 'needs script(1), util-linux' }, async t => {
+  // Node 20 resets its terminal at exit and aborts when that fails, as it does once the terminal is
+  // gone (EIO): exit 134 with "Assertion failed" in ResetStdio (nodejs/node#51519; later Nodes ignore the failure),
+  // after holdfast had done all it should, the key let go.
+  const server = await serve()
+  t.after(() => server.stop())
+  const sockets = []
+  const silent = createServer(socket => sockets.push(socket))
+  await new Promise(resolve => silent.listen(0, '127.0.0.1', resolve))
+  t.after(() => {
+    for (const s of sockets) s.destroy()
+    silent.close()
+  })
+  const dir = tempDir()
+  const token = ['--token-file', server.tokenFile]
+  const inspect = async () => (await run(['inspect', server.url, ...token])).stdout
+  const holder = start(['hold', server.url, 'jobs', 'hup', ...token, '--', 'sh', '-c', `touch ${dir}/held; exec sleep 30`])
+  t.after(() => holder.child.kill('SIGKILL'))
+  await fileAppears(join(dir, 'held'))
+  const phases = {
+    'connecting to a server that does not answer': [['hold', `ws://127.0.0.1:${silent.address().port}`, 'jobs', 'hup', ...token, '--', 'true'], () => until(() => sockets.length > 0, 'hold to connect')],
+    'waiting for the key': [['hold', server.url, 'jobs', 'hup', '--wait', '1m', ...token, '--', 'true'], () => until(async () => / 1$/m.test(await inspect()), 'the waiter in line')],
+    'running its command': [['hold', server.url, 'jobs', 'other', ...token, '--', 'sh', '-c', `touch ${dir}/running; exec sleep 30`], () => fileAppears(join(dir, 'running'))],
+  }
+  for (const [phase, [args, ready]] of Object.entries(phases)) {
+    const hold = await inTerminal(args)
+    t.after(() => hold.kill())
+    await ready()
+    const r = await hold.hangUp()
+    assert.equal(r.code, 129, `${phase}: exit ${r.code}: ${r.stderr}`)
+    assert.equal(r.stderr, '', phase)
+  }
+  assert.doesNotMatch(await inspect(), /other/, 'the key of the command it ran is let go')
 })
 
 /**
