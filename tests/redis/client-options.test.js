@@ -334,23 +334,6 @@ if (CLIENT === 'node-redis') {
     })
   }
 
-  test('node-redis with disableOfflineQueue, a client of one server and a Cluster passed while connect() is under way, then closed by the application: openRedisStore rejects ClosedError at once, not once its wait for the client ran out', async t => {
-    const server = await startRedis(t, { appendonly: 'no' })
-    const cluster = await startCluster(t)
-    const clients = {
-      server: () => nodeRedis(t, server.url, { disableOfflineQueue: true }, 'started'),
-      cluster: () => cluster.client('node-redis', { options: { defaults: { disableOfflineQueue: true } }, connect: 'started' }),
-    }
-    for (const [what, make] of Object.entries(clients)) {
-      const client = await make()
-      const opening = openRedisStore({ redis: client })
-      const from = Date.now()
-      client.destroy()
-      await assert.rejects(opening, e => e instanceof ClosedError && /closed/.test(e.message), what)
-      assert.ok(Date.now() - from < 2_000, `${what}: refused after ${Date.now() - from}ms`)
-    }
-  })
-
   test('node-redis Cluster with RESP: 3: waiters woken by sharded pub/sub (push messages), a pool claim, inspect sees every node', async t => {
     const cluster = await startCluster(t)
     const { createCluster } = await import('redis')
