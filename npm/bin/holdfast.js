@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 // The `holdfast` command: serve, hold, inspect (see `holdfast --help`). The work is in dist/cli.js.
-import { main } from '../dist/cli/main.js'
+import { exitWith, main } from '../dist/cli/main.js'
 
 let settled = false
 
 // Output to a pipe is written asynchronously: exiting at once would cut a long one (an inspection of
-// many keys) short. The exit waits for what was written before it.
+// many keys) short. The exit waits for what was written before it. (exitWith: process.exit, without
+// Node 20's abort at exit when the terminal it started in is gone.)
 const exit = code => {
   settled = true
-  process.stdout.write('', () => process.exit(code))
+  process.stdout.write('', () => exitWith(code))
 }
 
 // Node ends a process whose event loop is empty with exit 0, even with main() still unanswered: a

@@ -3,7 +3,7 @@
 // pools after the busy keys.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { run, serve, start, until } from './helpers.js'
+import { hasScript, inTerminal, run, serve, start, until } from './helpers.js'
 
 test('claim takes units once per id (a retry answers the first claim), exits 1 when not enough is left, and inspect lists the pool', async t => {
   const server = await serve()
@@ -114,6 +114,22 @@ for (const [signal, code] of [
     assert.deepEqual(await pools(), [{ kind: 'pool', name: 'seats', capacity: 1, remaining: 0, claims: 1, waiting: 0 }])
   })
 }
+
+test('claim in a terminal that closes (SIGHUP, the terminal gone) while it waits in line exits 129, not 134 (Node 20), and takes nothing', { skip: !hasScript && 'needs script(1), util-linux' }, async t => {
+  // Node 20 aborted at exit, in its reset of the terminal that was gone: exit 134 (nodejs/node#51519).
+  const server = await serve()
+  t.after(() => server.stop())
+  const args = ['--token-file', server.tokenFile]
+  const pools = async () => JSON.parse((await run(['inspect', server.url, '--json', ...args])).stdout).filter(p => p.kind === 'pool')
+  assert.equal((await run(['claim', server.url, 'seats', '1', '--capacity', '1', ...args])).code, 0)
+  const waiter = await inTerminal(['claim', server.url, 'seats', '1', '--wait', '1m', ...args])
+  t.after(() => waiter.kill())
+  await until(async () => (await pools()).some(p => p.waiting === 1), 'the claim to wait in line')
+  const w = await waiter.hangUp()
+  assert.equal(w.code, 129, `exit ${w.code}: ${w.stderr}`)
+  assert.equal(w.stderr, '')
+  assert.deepEqual(await pools(), [{ kind: 'pool', name: 'seats', capacity: 1, remaining: 0, claims: 1, waiting: 0 }])
+})
 
 test('claim --json prints the answer as pool.claim() gives it, as inspect --json prints store.inspect(); the exit status is the same', async t => {
   const server = await serve()

@@ -1,6 +1,6 @@
 // Shared by the CLI tests: real `holdfast` processes (the bin of the packed package, installed into a
 // fresh project by tests/cli/run.sh, which sets HOLDFAST_BIN), real servers on free ports.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -147,4 +147,53 @@ export function processState(pid) {
 /** Whether an output has exactly one line. */
 export function oneLine(text) {
   return text.trim().length > 0 && !text.trim().includes('\n')
+}
+
+/** Whether script(1) (util-linux) is there, to run a command in a terminal of its own. */
+export const hasScript = spawnSync('script', ['--version']).status === 0
+
+/**
+ * Starts `holdfast ARGS…` in a terminal of its own (script(1)), its stdin and stdout that terminal, its
+ * stderr a file. `hangUp()` closes the terminal, as closing its window or losing an ssh session does
+ * (every use of it fails EIO from then on), then sends the command SIGHUP, as the terminal's shell
+ * passes it on to its jobs; it resolves to { code, stderr } once the command ended. The shell ignores
+ * SIGHUP itself, to outlive its terminal and tell the command's exit status. `shown()` is what the
+ * command printed to the terminal so far.
+ */
+export async function inTerminal(args) {
+  const marks = tempDir()
+  const status = join(marks, 'status')
+  const errors = join(marks, 'stderr')
+  const quoted = [BIN, ...args].map(a => `'${a.replaceAll("'", "'\\''")}'`).join(' ')
+  const line = `trap '' HUP; ${quoted} <&1 2>${errors} & echo "pid $!"; wait $!; echo $? > ${status}`
+  const terminal = spawn('script', ['-qfec', line, '/dev/null'], { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, SHELL: '/bin/sh' } })
+  const closed = new Promise(resolve => terminal.once('exit', resolve))
+  let shown = ''
+  terminal.stdout.setEncoding('utf8').on('data', d => (shown += d))
+  const pid = Number((await until(() => /^pid (\d+)\r?$/m.exec(shown), 'the command to start in its terminal'))[1])
+  return {
+    pid,
+    shown: () => shown,
+    async hangUp() {
+      terminal.kill('SIGKILL')
+      await closed
+      signal(pid, 'SIGHUP')
+      const code = await until(() => (existsSync(status) ? readFileSync(status, 'utf8').trim() : ''), 'the command to end')
+      return { code: Number(code), stderr: readFileSync(errors, 'utf8') }
+    },
+    /** Ends it if a test failed before hangUp(). */
+    kill() {
+      terminal.kill('SIGKILL')
+      signal(pid, 'SIGKILL')
+    },
+  }
+}
+
+/** Sends `name` to the process `pid`, if it is still there. */
+function signal(pid, name) {
+  try {
+    process.kill(pid, name)
+  } catch {
+    // gone
+  }
 }

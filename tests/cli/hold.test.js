@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createServer } from 'node:net'
-import { fileAppears, processGone, processState, run, serve, start, tempDir, until } from './helpers.js'
+import { fileAppears, hasScript, inTerminal, processGone, processState, run, serve, start, tempDir, until } from './helpers.js'
 
 test('the command gets the fence and its exit status passes through', async t => {
   const server = await serve()
@@ -199,8 +199,11 @@ test('SIGINT while waiting for the key cancels the wait: exit 130, nothing ran',
   await until(async () => / 0$/m.test((await run(['inspect', server.url, '--token-file', server.tokenFile])).stdout), 'the waiter to leave the line')
 })
 
-test('SIGINT while connecting to a server that does not answer ends the wait at once: exit 130, nothing ran', async t => {
-  // A listener that takes the connection and never answers its WebSocket upgrade.
+/**
+ * A listener that takes connections and never answers their WebSocket upgrade, closed after the test:
+ * { url, connected() } (resolves once one came).
+ */
+async function silentServer(t) {
   const sockets = []
   const silent = createServer(socket => sockets.push(socket))
   await new Promise(resolve => silent.listen(0, '127.0.0.1', resolve))
@@ -208,17 +211,50 @@ test('SIGINT while connecting to a server that does not answer ends the wait at 
     for (const s of sockets) s.destroy()
     silent.close()
   })
+  return { url: `ws://127.0.0.1:${silent.address().port}`, connected: () => until(() => sockets.length > 0, 'holdfast hold to connect') }
+}
+
+test('SIGINT while connecting to a server that does not answer ends the wait at once: exit 130, nothing ran', async t => {
+  const silent = await silentServer(t)
   const dir = tempDir()
-  const url = `ws://127.0.0.1:${silent.address().port}`
-  const waiter = start(['hold', url, 'jobs', 'int', '--', 'touch', join(dir, 'ran')], { env: { HOLDFAST_TOKEN: 'a-token-nobody-reads' } })
+  const waiter = start(['hold', silent.url, 'jobs', 'int', '--', 'touch', join(dir, 'ran')], { env: { HOLDFAST_TOKEN: 'a-token-nobody-reads' } })
   t.after(() => waiter.child.kill('SIGKILL'))
-  await until(() => sockets.length > 0, 'holdfast hold to connect')
+  await silent.connected()
   waiter.child.kill('SIGINT')
   // It was ignored until the connect gave up, 10 s later: exit 2, "no answer to the WebSocket upgrade".
   const w = await waiter.done
   assert.equal(w.code, 130, w.stderr)
   assert.equal(w.stderr, '')
   assert.ok(!existsSync(join(dir, 'ran')))
+})
+
+test('hold in a terminal that closes (SIGHUP, the terminal gone) exits 129 while it connects, while it waits for the key, and when its command ends of the SIGHUP passed on to it, not 134 (Node 20)', { skip: !hasScript && 'needs script(1), util-linux' }, async t => {
+  // Node 20 resets its terminal at exit and aborts when that fails, as it does once the terminal is
+  // gone (EIO): exit 134 with "Assertion failed" in ResetStdio (nodejs/node#51519; later Nodes ignore the failure),
+  // after holdfast had done all it should, the key let go.
+  const server = await serve()
+  t.after(() => server.stop())
+  const silent = await silentServer(t)
+  const dir = tempDir()
+  const token = ['--token-file', server.tokenFile]
+  const inspect = async () => (await run(['inspect', server.url, ...token])).stdout
+  const holder = start(['hold', server.url, 'jobs', 'hup', ...token, '--', 'sh', '-c', `touch ${dir}/held; exec sleep 30`])
+  t.after(() => holder.child.kill('SIGKILL'))
+  await fileAppears(join(dir, 'held'))
+  const phases = {
+    'connecting to a server that does not answer': [['hold', silent.url, 'jobs', 'hup', ...token, '--', 'true'], () => silent.connected()],
+    'waiting for the key': [['hold', server.url, 'jobs', 'hup', '--wait', '1m', ...token, '--', 'true'], () => until(async () => / 1$/m.test(await inspect()), 'the waiter in line')],
+    'running its command': [['hold', server.url, 'jobs', 'other', ...token, '--', 'sh', '-c', `touch ${dir}/running; exec sleep 30`], () => fileAppears(join(dir, 'running'))],
+  }
+  for (const [phase, [args, ready]] of Object.entries(phases)) {
+    const hold = await inTerminal(args)
+    t.after(() => hold.kill())
+    await ready()
+    const r = await hold.hangUp()
+    assert.equal(r.code, 129, `${phase}: exit ${r.code}: ${r.stderr}`)
+    assert.equal(r.stderr, '', phase)
+  }
+  assert.doesNotMatch(await inspect(), /other/, 'the key of the command it ran is let go')
 })
 
 /**

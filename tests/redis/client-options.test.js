@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, InvalidError, ClosedError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
-import { startRedis, startCluster, raw, sleep, later, tempDir, CLIENT } from './helpers.js'
+import { startRedis, startCluster, startSentinelSet, nodeRedisConnected, raw, sleep, later, tempDir, CLIENT } from './helpers.js'
 
 /** `promise`, or a rejection saying `what` 15 s on: bounds an answer only a wake-up can bring (its store's clock never moves). */
 function bounded(promise, what) {
@@ -41,12 +41,7 @@ async function ioredis(t, port, options = {}) {
  */
 async function nodeRedis(t, url, options = {}, connect = true) {
   const { createClient } = await import('redis')
-  const client = createClient({ url, ...options })
-  client.on('error', () => {})
-  if (connect === 'started') client.connect().catch(() => {})
-  else if (connect) await client.connect()
-  later(t, () => (client.isOpen ? client.destroy() : undefined))
-  return client
+  return nodeRedisConnected(t, createClient({ url, ...options }), connect)
 }
 
 /**
@@ -126,6 +121,31 @@ async function exercise(t, make, options = {}) {
   assert.deepEqual(idle, [['pool', 'seats', 3, 0, 0]], 'no key busy once all is released; the pool whole again')
   return { a, b }
 }
+
+/**
+ * An inspect(), a claim and a hold of `store`, each sent while Redis is away: `down()` takes it away
+ * (stops its servers, or cuts the connections), then each is sent once `client` (the store's) knows
+ * it is not connected (`offline(client)`, when it can tell), and `up()` brings Redis back: each is
+ * answered once the client is back.
+ */
+async function whileAway(store, client, { down, up = async () => {}, offline = () => true }, what) {
+  const away = async (ask, say) => {
+    await down()
+    for (const end = Date.now() + 5_000; !offline(client); await sleep(5)) if (Date.now() > end) throw new Error(`${what}: the client did not see Redis go`)
+    const asked = ask()
+    await up()
+    return asked.catch(e => {
+      throw Object.assign(e, { message: `${what}: ${say}: ${e.message}` })
+    })
+  }
+  assert.ok(Array.isArray(await away(() => store.inspect(), 'inspect()')))
+  const claimed = await away(() => store.pool('seats', { capacity: 3 }).claim(1, { wait: '10s' }), 'a claim')
+  assert.equal(claimed.claimed, true, `${what}: claimed`)
+  assert.ok((await away(() => store.lock('jobs').hold('away', { wait: '10s' }, l => l.fence), 'a hold')) > 0, `${what}: held`)
+}
+
+/** Stops `servers`, and starts them again. */
+const restarting = servers => ({ down: () => Promise.all(servers.map(s => s.stop())), up: () => Promise.all(servers.map(s => s.start())) })
 
 if (CLIENT === 'ioredis') {
   test('ioredis keyPrefix: held, waited for, claimed and inspected, every Redis key holdfast writes under the prefix', async t => {
@@ -265,7 +285,11 @@ if (CLIENT === 'node-redis') {
         // Passed while its connect() is under way (not awaited): it refused the store's first command
         // ("The client is offline"), and the store with it (ClosedError).
         const other = await startRedis(t, { appendonly: 'no' })
-        await exercise(t, () => nodeRedis(t, other.url, options, 'started'), { port: other.port })
+        const clients = []
+        const make = async () => clients[clients.push(await nodeRedis(t, other.url, options, 'started')) - 1]
+        const { a } = await exercise(t, make, { port: other.port })
+        // And a command sent while it reconnected was refused the same way: inspect() answered ClosedError.
+        await whileAway(a, clients[0], { ...restarting([other]), offline: client => !client.isReady }, 'disableOfflineQueue')
       }
       if (options.database) {
         const db3 = await nodeRedis(t, server.url, { database: 3 })
@@ -273,6 +297,40 @@ if (CLIENT === 'node-redis') {
         assert.equal(await raw(server.port, 'DBSIZE'), 0, 'nothing in database 0')
       }
       if (options.name) assert.match(String(await raw(server.port, 'CLIENT', 'LIST')), /name=app /, 'the connections keep their name')
+    })
+  }
+
+  // A Sentinel's and a Cluster's connections made with disableOfflineQueue (nodeClientOptions,
+  // defaults) refuse commands while not connected, as a client of one server does ("The client is
+  // offline"): the store waits for the client to be ready, and goes on across a reconnection.
+  const offline = {
+    // The Sentinel client tells no connection's state (it finds the primary again and sends again by
+    // itself): its connections are cut, the servers left running (stopped, the primary is failed over).
+    sentinel: {
+      options: { nodeClientOptions: { disableOfflineQueue: true } },
+      start: startSentinelSet,
+      away: set => ({ down: () => Promise.all(set.servers.map(s => raw(s.port, 'CLIENT', 'KILL', 'TYPE', 'normal'))) }),
+    },
+    cluster: {
+      options: { defaults: { disableOfflineQueue: true } },
+      start: startCluster,
+      away: set => ({ ...restarting(set.nodes), offline: client => client.masters.every(m => m.client?.isReady === false) }),
+    },
+  }
+  for (const [topology, { options, start, away }] of Object.entries(offline)) {
+    test(`node-redis ${topology} with disableOfflineQueue, passed connected and while its connect() is under way: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both; commands sent while Redis is away answered once it is back`, async t => {
+      const set = await start(t)
+      const primaries = set.nodes ?? [set.primary]
+      for (const passed of ['connected', 'started']) {
+        // Each on a Redis with nothing in it: the ids of the first round's claims are remembered.
+        for (const { port } of primaries) await raw(port, 'FLUSHALL')
+        const clients = []
+        const make = async () => clients[clients.push(await set.client('node-redis', { options, connect: passed === 'connected' || passed })) - 1]
+        const { a } = await exercise(t, make).catch(e => {
+          throw Object.assign(e, { message: `passed ${passed}: ${e.message}` })
+        })
+        await whileAway(a, clients[0], away(set), `passed ${passed}`)
+      }
     })
   }
 

@@ -322,6 +322,18 @@ async function startSentinel(t, primaryPort) {
 }
 
 /**
+ * A node-redis client (of one server, a Sentinel or a Cluster), destroyed after the test: connected
+ * (`connect` true, the default), not (false), or its connect() under way, not awaited (`'started'`).
+ */
+export async function nodeRedisConnected(t, client, connect = true) {
+  client.on('error', () => {})
+  if (connect === 'started') client.connect().catch(() => {})
+  else if (connect) await client.connect()
+  later(t, () => (client.isOpen ? client.destroy() : undefined))
+  return client
+}
+
+/**
  * One primary, two replicas and three sentinels (quorum 2), each on its own loopback port; resolves
  * once every sentinel knows both replicas and the two other sentinels, and both replicas are in sync
  * (the sentinels may be ready before their first full sync ends: a failover then promoted a replica
@@ -357,16 +369,15 @@ export async function startSentinelSet(t) {
       const text = String(await raw(sentinels[0].port, 'SENTINEL', 'get-master-addr-by-name', 'mymaster'))
       return Number(/\$\d+\r\n(\d+)\r\n$/.exec(text)?.[1])
     },
-    /** A client that finds the primary through the sentinels: ioredis's Redis with `sentinels`, or node-redis's `createSentinel`. */
-    async client(kind = 'ioredis') {
+    /**
+     * A client that finds the primary through the sentinels: ioredis's Redis with `sentinels`, or
+     * node-redis's `createSentinel` (with `options` added; `connect` as nodeRedisConnected takes it).
+     */
+    async client(kind = 'ioredis', { options = {}, connect } = {}) {
       const nodes = sentinels.map(s => ({ host: '127.0.0.1', port: s.port }))
       if (kind === 'node-redis') {
         const { createSentinel } = await import('redis')
-        const client = createSentinel({ name: 'mymaster', sentinelRootNodes: nodes })
-        client.on('error', () => {})
-        await client.connect()
-        later(t, () => client.destroy())
-        return client
+        return nodeRedisConnected(t, createSentinel({ name: 'mymaster', sentinelRootNodes: nodes, ...options }), connect)
       }
       const { Redis } = await import('ioredis')
       const client = new Redis({ sentinels: nodes, name: 'mymaster' })
@@ -421,15 +432,11 @@ export async function startCluster(t, { replicas = 0, nodeTimeout = 2000 } = {})
           }
         })
     },
-    /** A Cluster client: ioredis's `Cluster`, or node-redis's `createCluster`. */
-    async client(kind = 'ioredis') {
+    /** A Cluster client: ioredis's `Cluster`, or node-redis's `createCluster` (with `options` added; `connect` as nodeRedisConnected takes it). */
+    async client(kind = 'ioredis', { options = {}, connect } = {}) {
       if (kind === 'node-redis') {
         const { createCluster } = await import('redis')
-        const client = createCluster({ rootNodes: nodes.map(n => ({ url: n.url })) })
-        client.on('error', () => {})
-        await client.connect()
-        later(t, () => client.destroy())
-        return client
+        return nodeRedisConnected(t, createCluster({ rootNodes: nodes.map(n => ({ url: n.url })), ...options }), connect)
       }
       const { Cluster } = await import('ioredis')
       const client = new Cluster(nodes.map(n => ({ host: '127.0.0.1', port: n.port })))

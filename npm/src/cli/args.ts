@@ -6,6 +6,7 @@
 
 import * as fs from 'node:fs'
 import { constants as osConstants } from 'node:os'
+import { isatty } from 'node:tty'
 import { connect, type KeyInfo, type LockOptions, type Pool, type PoolInfo, type RemoteLock } from '../entry/node.js'
 import type { Clock } from '../util/clock.js'
 import { toMs } from '../util/duration.js'
@@ -229,6 +230,31 @@ export function outputMayClose(): void {
       if (error.code !== 'EPIPE' && error.code !== 'EIO') throw error
     })
   }
+}
+
+/** Which of stdin, stdout and stderr were a terminal when the command started. */
+const startedOnTerminal = [0, 1, 2].filter(fd => isatty(fd))
+
+/**
+ * Ends the process with `code`. The terminal a command started in may be gone by then (its window
+ * closed, its ssh session lost: the SIGHUP that stops `serve` and cancels a hold's wait). At exit Node
+ * sets each stdio descriptor that was a terminal back as it found it, and Node 20 takes the failure
+ * of that (EIO, the terminal gone) for a bug of its own and aborts: exit 134, "Assertion failed" in
+ * ResetStdio on stderr, whatever the command's status (nodejs/node#51519; later Nodes ignore it,
+ * nodejs/node#58200). It passes over a descriptor that is closed: those of a terminal that is gone
+ * (which `isatty` no longer calls one: its question fails EIO too) are closed first. Nothing could be
+ * written to them anyway.
+ */
+export function exitWith(code: number): never {
+  for (const fd of startedOnTerminal) {
+    if (isatty(fd)) continue
+    try {
+      fs.closeSync(fd)
+    } catch {
+      // closed already
+    }
+  }
+  return process.exit(code)
 }
 
 export function say(line: string): void {

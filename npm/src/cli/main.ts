@@ -20,6 +20,9 @@ import { INSPECT_USAGE, inspect } from './inspect.js'
 import { CONFIRM_USAGE, RELEASE_USAGE, confirm, release } from './settle.js'
 import { SERVE_USAGE, serve } from './serve.js'
 
+/** For bin/holdfast.js: `process.exit` that survives a terminal gone (see args.ts). */
+export { exitWith } from './args.js'
+
 const USAGE = `Usage: holdfast COMMAND [OPTIONS]
 
 Fair, fenced locks over a connection: a store server, and commands that hold its keys.

@@ -11,7 +11,7 @@ import * as fs from 'node:fs'
 import * as net from 'node:net'
 import * as path from 'node:path'
 import { ClosedError, fileStorage, openStore, type Store } from '../entry/node.js'
-import { UsageError, errnoText, parseArgs, readToken, say, signalNumber, warn } from './args.js'
+import { UsageError, errnoText, exitWith, parseArgs, readToken, say, signalNumber, warn } from './args.js'
 
 export const SERVE_USAGE = `Usage: holdfast serve [--dir DIR] [--host HOST] [--port PORT | --socket PATH] [--token-file FILE]
                      [--socket-mode MODE] [--max-holds N]
@@ -87,7 +87,7 @@ export async function serve(args: string[]): Promise<number> {
     if (++received === 1) return stopWith(signal)
     // A second signal while closing: leave at once.
     warn(`${signal} again: leaving without a clean close`)
-    process.exit(128 + signalNumber(signal))
+    exitWith(128 + signalNumber(signal))
   }
   // SIGHUP too: a server started from a terminal gets it when the terminal closes, and its default
   // action killed it there, its waiters unanswered and its leases left to run out. SIGQUIT (a
@@ -233,7 +233,7 @@ function guardListen<T>(listen: () => Promise<T>): Promise<T> {
     onUncaught = error => {
       if ((error as NodeJS.ErrnoException)?.syscall === 'listen') return reject(error)
       process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`)
-      process.exit(1)
+      exitWith(1)
     }
   })
   process.on('uncaughtException', onUncaught)

@@ -189,6 +189,8 @@ interface NodeRedisEvents {
 
 /** node-redis's Cluster client (`createCluster`): commands go to the node of their first key. */
 interface NodeRedisCluster extends NodeRedisBase {
+  /** The options it was made with: `defaults`, those of every connection it makes. */
+  readonly _options?: { defaults?: { disableOfflineQueue?: boolean } }
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>
   readonly masters: unknown[]
   nodeClient(node: unknown): Promise<{ sendCommand(args: string[]): Promise<unknown> }>
@@ -574,8 +576,9 @@ function oneServer(client: ClientKind, call: Sender) {
 }
 
 function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
+  const sendCommand = (args: Arg[]) => c.sendCommand(args.map(String))
   return {
-    ...oneServer('node-redis', args => c.sendCommand(args.map(String))),
+    ...oneServer('node-redis', c.options?.disableOfflineQueue === true ? onceOnline(sendCommand, () => !c.isOpen) : sendCommand),
     async subscriber(message, ready) {
       const sub = c.duplicate()
       sub.on('error', noop)
@@ -592,17 +595,8 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
     async connected() {
       // One that refuses commands while not connected (disableOfflineQueue), passed while its
       // connect() was under way (not awaited) or while it reconnected, refused the store's first
-      // command ("The client is offline"), and the store with it.
-      if (c.options?.disableOfflineQueue !== true || c.isReady !== false) return
-      await new Promise<void>(resolve => {
-        const done = () => {
-          clearTimeout(timer)
-          c.off('ready', done)
-          resolve()
-        }
-        const timer = setTimeout(done, CONNECT_PATIENCE)
-        c.on('ready', done)
-      })
+      // command ("The client is offline"), and the store with it. One quit meanwhile is not waited for.
+      if (c.options?.disableOfflineQueue === true && c.isReady === false) await untilEvent(c, ['ready', 'end'])
     },
     async close() {
       if (owned) await endNodeRedis(c)
@@ -612,6 +606,49 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
 
 /** How long a connection holdfast makes (for a url, for pub/sub) has to connect and be ready. */
 const CONNECT_PATIENCE = 10_000
+
+/** Resolves at the first of `events` on `emitter`, or `CONNECT_PATIENCE` on (the caller looks at the client then). */
+function untilEvent(emitter: NodeRedisBase, events: string[]): Promise<void> {
+  return new Promise<void>(resolve => {
+    const done = () => {
+      clearTimeout(timer)
+      for (const event of events) emitter.off(event, done)
+      resolve()
+    }
+    const timer = setTimeout(done, CONNECT_PATIENCE)
+    for (const event of events) emitter.on(event, done)
+  })
+}
+
+/** node-redis's refusal of a command while its connection is not ready (disableOfflineQueue): the command was not sent. */
+function refusedOffline(error: unknown): boolean {
+  const e = error as Error | null
+  return e?.constructor?.name === 'ClientOfflineError' || e?.message === 'The client is offline'
+}
+
+/**
+ * `send` through a node-redis connection that refuses commands while it is not connected
+ * (disableOfflineQueue): a command refused so (never sent) is sent again once the connection is back,
+ * as one queued by a client that queues would be: tried again 10 ms on, then twice as long after each
+ * refusal (at most 500 ms apart), for `CONNECT_PATIENCE` at most and not once the client is closed for
+ * good (`ended`), when the refusal is the answer. The store waits for it as for any command, within
+ * the patience it gives it. Without it, a command sent as a cut connection came back failed at once.
+ */
+function onceOnline(send: Sender, ended: () => boolean): Sender {
+  const again = async (args: Arg[], error: unknown): Promise<unknown> => {
+    const giveUp = Date.now() + CONNECT_PATIENCE
+    for (let wait = 10; ; wait = Math.min(wait * 2, 500)) {
+      if (!refusedOffline(error) || ended() || Date.now() >= giveUp) throw error
+      await new Promise(resolve => setTimeout(resolve, wait))
+      try {
+        return await send(args)
+      } catch (next) {
+        error = next
+      }
+    }
+  }
+  return args => send(args).catch(error => again(args, error))
+}
 
 /**
  * Connects a node-redis client holdfast made (for a url, or the subscriber connection duplicated from
@@ -661,6 +698,7 @@ function nodeRedisOwnPubSubAdapter(
     unsubscribe: (channel: string, listener: Listener) => Promise<unknown>
     missed: (ready: () => void) => () => void
     dropped?: (lost: (channel: string) => void, lostAll: () => void) => Dropped
+    connected?: () => Promise<void>
   },
 ): Adapter {
   const send = replying(o.raw)
@@ -678,7 +716,7 @@ function nodeRedisOwnPubSubAdapter(
       return ownPubSub(o.subscribe, o.unsubscribe, message, o.missed(ready), ready, o.dropped)
     },
     ended: () => !c.isOpen,
-    connected: async () => {},
+    connected: o.connected ?? (async () => {}),
     async close() {
       if (owned) await endNodeRedis(c)
     },
@@ -711,10 +749,20 @@ function firstKey(args: Arg[]): string | undefined {
 }
 
 function nodeRedisClusterAdapter(c: NodeRedisCluster, owned: boolean): Adapter {
+  // Its connections made with disableOfflineQueue (the Cluster's `defaults`) refuse commands while
+  // they reconnect, as a client of one server does: a cut connection failed the next inspect(), or a
+  // claim, "The client is offline".
+  const refuses = c._options?.defaults?.disableOfflineQueue === true
+  const online = (sender: Sender) => (refuses ? onceOnline(sender, () => !c.isOpen) : sender)
   return nodeRedisOwnPubSubAdapter(c, owned, {
     topology: 'cluster',
-    raw: args => c.sendCommand(firstKey(args), false, args.map(String)),
-    primaries: async () => c.masters.map(master => replying(async (args: Arg[]) => (await c.nodeClient(master)).sendCommand(args.map(String)))),
+    raw: online(args => c.sendCommand(firstKey(args), false, args.map(String))),
+    primaries: async () => c.masters.map(master => replying(online(async (args: Arg[]) => (await c.nodeClient(master)).sendCommand(args.map(String))))),
+    // Passed while its connect() is under way (not awaited), it knows no node yet, and sending threw
+    // ("Cannot read properties of undefined"): the store waits until it found them ('connect').
+    connected: async () => {
+      if (c.masters.length === 0 && c.isOpen) await untilEvent(c, ['connect', 'disconnect'])
+    },
     // Sharded channels go to the primary of their slot, on a pub/sub connection the client makes for
     // it (and moves when the slot does); a node connecting anew may have missed messages.
     subscribe: (channel, listener) => c.sSubscribe(channel, listener),
