@@ -38,7 +38,7 @@ export function seeded(seed) {
 export async function commandClient(t, url) {
   const client = await redisClient(t, url)
   const sendAtOnce = async list => {
-    if (client.sendCommand) return list.reduce((multi, args) => multi.addCommand(args.map(String)), client.multi()).exec()
+    if (!client.call && client.sendCommand) return list.reduce((multi, args) => multi.addCommand(args.map(String)), client.multi()).exec()
     if (!client.call) {
       // Bun's client has no MULTI of its own: the commands go on its one connection, in order.
       const queued = [sendOn(client, ['MULTI']), ...list.map(args => sendOn(client, args))]
