@@ -150,7 +150,7 @@ export interface ClientStore {
  */
 export async function openClient(url: string, tokenFile: string | undefined, command: string): Promise<ClientStore> {
   if (isRedisUrl(url, tokenFile, command)) {
-    const [{ openRedisStore }, { NO_CLIENT }] = await Promise.all([import('../redis/index.js'), import('../redis/adapter.js')])
+    const { openRedisStore, NO_CLIENT } = await import('../redis/index.js')
     try {
       return await openRedisStore({ url })
     } catch (error) {

@@ -488,6 +488,32 @@ const REGAIN_FIRST = 50
 const REGAIN_MOST = 2_000
 
 /**
+ * `attempt` until it succeeds: after a failure it waits `first` ms, then twice as long after each next
+ * one (at most `most`), while `goOn(error)` holds, asked both before the wait and after it (a
+ * subscription given up during the wait is not taken again); when it stops holding, the last error is
+ * the answer. An `unref` wait keeps no process alive (nothing else would end it).
+ */
+async function retried<T>(attempt: () => Promise<T>, backoff: { first: number; most: number; unref?: boolean }, goOn: (error: unknown) => boolean): Promise<T> {
+  for (let wait = backoff.first; ; wait = Math.min(wait * 2, backoff.most)) {
+    try {
+      return await attempt()
+    } catch (error) {
+      if (!goOn(error)) throw error
+      await pause(wait, backoff.unref)
+      if (!goOn(error)) throw error
+    }
+  }
+}
+
+/** Resolves in `ms`; an `unref` one keeps no process alive. */
+function pause(ms: number, unref = false): Promise<void> {
+  return new Promise(resolve => {
+    const timer = setTimeout(resolve, ms)
+    if (unref) (timer as { unref?: () => void }).unref?.()
+  })
+}
+
+/**
  * The pub/sub side made of a client's own `subscribe` / `unsubscribe` (Sentinel's, a Cluster's sharded
  * ones). `off` takes the store's listener of the client's events off at close. `dropped` (a Cluster's)
  * wires what tells that subscriptions were dropped: they are subscribed again (one already in place
@@ -507,15 +533,9 @@ function ownPubSub(
   const channels = new Set<string>()
   let closed = false
   let pending: Set<string> | undefined
-  const again = async (channel: string) => {
-    for (let wait = REGAIN_FIRST; channels.has(channel) && !closed; wait = Math.min(wait * 2, REGAIN_MOST)) {
-      try {
-        return void (await subscribe(channel, listener))
-      } catch {
-        await new Promise(resolve => setTimeout(resolve, wait))
-      }
-    }
-  }
+  const wanted = (channel: string) => () => channels.has(channel) && !closed
+  const again = (channel: string) =>
+    wanted(channel)() ? retried(() => subscribe(channel, listener), { first: REGAIN_FIRST, most: REGAIN_MOST }, wanted(channel)).then(noop, noop) : undefined
   const regain = (list: Iterable<string>) => {
     if (closed) return
     if (!pending) {
@@ -635,19 +655,14 @@ function refusedOffline(error: unknown): boolean {
  * the patience it gives it. Without it, a command sent as a cut connection came back failed at once.
  */
 function onceOnline(send: Sender, ended: () => boolean): Sender {
-  const again = async (args: Arg[], error: unknown): Promise<unknown> => {
+  return args => {
     const giveUp = Date.now() + CONNECT_PATIENCE
-    for (let wait = 10; ; wait = Math.min(wait * 2, 500)) {
-      if (!refusedOffline(error) || ended() || Date.now() >= giveUp) throw error
-      await new Promise(resolve => setTimeout(resolve, wait))
-      try {
-        return await send(args)
-      } catch (next) {
-        error = next
-      }
-    }
+    return retried(
+      () => send(args),
+      { first: 10, most: 500 },
+      error => refusedOffline(error) && !ended() && Date.now() < giveUp,
+    )
   }
-  return args => send(args).catch(error => again(args, error))
 }
 
 /**
@@ -903,7 +918,7 @@ async function bunSubscriber(c: BunRedis, message: (channel: string, text: strin
   const listener: Listener = (text, channel) => message(channel, text)
   const channels = new Map<string, Promise<unknown>>()
   let closed = false
-  let timer: ReturnType<typeof setTimeout> | undefined
+  let regaining = false
   const take = (channel: string, subscribing: Promise<unknown>) => {
     channels.set(channel, subscribing)
     subscribing.catch(() => {
@@ -923,15 +938,15 @@ async function bunSubscriber(c: BunRedis, message: (channel: string, text: strin
       )
     ready()
   }
-  const regain = (wait: number) => {
-    timer = setTimeout(() => {
-      timer = undefined
-      if (!closed) sub.connect().catch(() => regain(Math.min(wait * 2, REGAIN_MOST)))
-    }, wait)
-    ;(timer as { unref?: () => void }).unref?.()
-  }
   sub.onclose = () => {
-    if (!closed && timer === undefined) regain(REGAIN_FIRST)
+    if (closed || regaining) return
+    regaining = true
+    // Bun may have just given up: asked first after REGAIN_FIRST, then as a dropped subscription is.
+    const open = () => !closed
+    pause(REGAIN_FIRST, true)
+      .then(() => (open() ? retried(() => sub.connect(), { first: 2 * REGAIN_FIRST, most: REGAIN_MOST, unref: true }, open) : undefined))
+      .catch(noop)
+      .finally(() => (regaining = false))
   }
   return {
     subscribe: async channel => void (await (channels.get(channel) ?? take(channel, sub.subscribe(channel, listener)))),
@@ -941,7 +956,6 @@ async function bunSubscriber(c: BunRedis, message: (channel: string, text: strin
     },
     close: async () => {
       closed = true
-      clearTimeout(timer)
       channels.clear()
       sub.close()
     },

@@ -20,6 +20,8 @@ import { openRedisStoreOn, type RedisStore, type RedisStoreOptions } from './sto
 
 export { RedisStore, RedisLock, type RedisStoreOptions, type RedisServerInfo } from './store.js'
 export * from '../exports.js'
+/** @internal What a url's store says without a Redis client to import (the CLI words it for its users). */
+export { NO_CLIENT } from './adapter.js'
 
 const als = new AsyncLocalStorage<Lease>()
 const context: ContextStorage = {
