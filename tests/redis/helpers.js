@@ -371,7 +371,7 @@ export async function startSentinelSet(t) {
     },
     /**
      * A client that finds the primary through the sentinels: ioredis's Redis with `sentinels`, or
-     * node-redis's `createSentinel` (with `options` added; `connect` as nodeRedisConnected takes it).
+     * node-redis's `createSentinel` (with `options` added to either; `connect` as nodeRedisConnected takes it).
      */
     async client(kind = 'ioredis', { options = {}, connect } = {}) {
       const nodes = sentinels.map(s => ({ host: '127.0.0.1', port: s.port }))
@@ -380,7 +380,7 @@ export async function startSentinelSet(t) {
         return nodeRedisConnected(t, createSentinel({ name: 'mymaster', sentinelRootNodes: nodes, ...options }), connect)
       }
       const { Redis } = await import('ioredis')
-      const client = new Redis({ sentinels: nodes, name: 'mymaster' })
+      const client = new Redis({ sentinels: nodes, name: 'mymaster', ...options })
       client.on('error', () => {})
       later(t, () => client.disconnect())
       return client
