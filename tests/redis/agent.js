@@ -1,7 +1,7 @@
-// A process holding keys of a store kept in Redis — Node 20, Node 24 or Bun, with ioredis or
-// node-redis — driven by the test through stdin (one JSON command a line) and reporting through
+// A process holding keys of a store kept in Redis — Node 20, Node 24 or Bun, with ioredis,
+// node-redis or (under Bun) Bun's own RedisClient — driven by the test through stdin (one JSON command a line) and reporting through
 // stdout (one JSON event a line, each with `t`, Date.now(), and `who`). Arguments: name, client kind
-// (ioredis | node-redis), Redis URL, store options as JSON.
+// (ioredis | node-redis | bun), Redis URL, store options as JSON.
 //
 // Commands:
 //   { op: 'hold', id, lock, key, ttl?, wait?, maxHold?, semaphore?: limit }
@@ -25,6 +25,7 @@
 //   { op: 'remaining', pool, capacity } -> remaining { remaining }
 //   { op: 'close' } -> closed;  { op: 'exit' } -> exits at once
 import { openRedisStore } from 'holdfast/redis'
+import { redisClient } from './helpers.js'
 import { createInterface } from 'node:readline'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -34,20 +35,6 @@ const say = event => process.stdout.write(JSON.stringify({ ...event, who, t: Dat
 const describe = e => (e && typeof e === 'object' ? { name: e.constructor?.name, code: e.code, message: String(e.message) } : { message: String(e) })
 process.on('unhandledRejection', e => say({ ev: 'unhandled', error: describe(e) }))
 process.on('uncaughtException', e => say({ ev: 'unhandled', error: describe(e) }))
-
-async function client() {
-  if (kind === 'node-redis') {
-    const { createClient } = await import('redis')
-    const c = createClient({ url })
-    c.on('error', () => {})
-    await c.connect()
-    return c
-  }
-  const { Redis } = await import('ioredis')
-  const c = new Redis(url)
-  c.on('error', () => {})
-  return c
-}
 
 async function openDb(file) {
   if (process.versions.bun) {
@@ -60,7 +47,7 @@ async function openDb(file) {
   return { run: (sql, ...args) => Number(db.prepare(sql).run(...args).changes), all: (sql, ...args) => db.prepare(sql).all(...args).map(r => ({ ...r })), close: () => db.close() }
 }
 
-const store = await openRedisStore({ redis: await client(), ...JSON.parse(optionsJson || '{}') })
+const store = await openRedisStore({ redis: await redisClient(null, url, kind), ...JSON.parse(optionsJson || '{}') })
 const holds = new Map()
 
 function handle(cmd) {

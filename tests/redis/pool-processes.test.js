@@ -1,5 +1,5 @@
-// Pools (#16) kept in Redis, from several processes — Node 20, Node 24 and Bun, with ioredis and
-// node-redis — sharing pools through one redis-server: claims racing from every process never oversell
+// Pools (#16) kept in Redis, from several processes — Node 20, Node 24 and Bun, with ioredis,
+// node-redis and Bun's own client — sharing pools through one redis-server: claims racing from every process never oversell
 // (POOL-01); claims that wait and release are all served and hand everything back (POOL-04); a process
 // killed with kill -9 while its claim waits takes nothing and leaves the line (POOL-04); and a claim
 // answered `claimed` survives a kill -9 of redis-server with `appendfsync always` (POOL-02).
@@ -13,6 +13,7 @@ const MIX = [
   ['node24', 'node-redis'],
   ['bun', 'ioredis'],
   ['bun', 'node-redis'],
+  ['bun', 'bun'],
 ]
 
 async function agents(t, server, prefix) {
@@ -25,7 +26,7 @@ async function openTestStore(t, server) {
   return store
 }
 
-test('POOL-01: 4 processes × 8 workers racing for 100 seats: exactly 100 claimed, none twice, remaining 0', async t => {
+test(`POOL-01: ${MIX.length} processes × 8 workers racing for 100 seats: exactly 100 claimed, none twice, remaining 0`, async t => {
   const server = await startRedis(t)
   const procs = await agents(t, server, 'r')
   const results = await Promise.all(
@@ -35,12 +36,12 @@ test('POOL-01: 4 processes × 8 workers racing for 100 seats: exactly 100 claime
   for (const r of results) assert.deepEqual(r.errors, {})
   assert.equal(kept.length, 100, 'every seat sold once')
   assert.equal(new Set(kept).size, 100)
-  assert.equal(results.reduce((n, r) => n + r.refused, 0), 4 * 8 * 10 - 100)
+  assert.equal(results.reduce((n, r) => n + r.refused, 0), MIX.length * 8 * 10 - 100)
   const store = await openTestStore(t, server)
   assert.equal(await store.pool('seats', { capacity: 100 }).remaining(), 0)
 })
 
-test('POOL-01/POOL-04: 4 processes × 4 workers claiming 3 of 10 units in line and releasing: every claim served, everything handed back', async t => {
+test(`POOL-01/POOL-04: ${MIX.length} processes × 4 workers claiming 3 of 10 units in line and releasing: every claim served, everything handed back`, async t => {
   const server = await startRedis(t)
   const procs = await agents(t, server, 'w')
   const results = await Promise.all(

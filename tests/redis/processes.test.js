@@ -1,4 +1,4 @@
-// Several processes — Node 20, Node 24 and Bun, with ioredis and node-redis — sharing keys through one
+// Several processes — Node 20, Node 24 and Bun, with ioredis, node-redis and Bun's own client — sharing keys through one
 // redis-server: exclusion, FIFO by the order Redis received the requests, fences growing; a holder
 // killed (its key passes at its ttl, nobody else asking); a holder frozen past its ttl (its late write
 // refused by the fence in SQLite).
@@ -12,6 +12,7 @@ const MIX = [
   ['node24', 'node-redis'],
   ['bun', 'ioredis'],
   ['bun', 'node-redis'],
+  ['bun', 'bun'],
 ]
 
 /** Every key's fences, from every process, each list in grant order, strictly growing. */
@@ -25,7 +26,7 @@ function assertGrowing(fencesByProcess) {
   assert.equal(new Set(all).size, all.length, 'no fence of a key was given twice')
 }
 
-test('LOCK-01/LOCK-02: 4 processes × 8 workers on 5 shared keys: one holder at a time, fences growing and never repeated', async t => {
+test(`LOCK-01/LOCK-02: ${MIX.length} processes × 8 workers on 5 shared keys: one holder at a time, fences growing and never repeated`, async t => {
   const server = await startRedis(t)
   const dir = tempDir(t)
   const agents = await Promise.all(MIX.map(([rt, kind], i) => startAgent(t, `p${i}-${rt}-${kind}`, RUNTIMES[rt], server.url, { kind })))
@@ -39,7 +40,7 @@ test('LOCK-01/LOCK-02: 4 processes × 8 workers on 5 shared keys: one holder at 
   assertGrowing(results.map(r => r.fences))
 })
 
-test('LOCK-01: waiters in four processes are granted in the order Redis received them, with growing fences', async t => {
+test(`LOCK-01: waiters in ${MIX.length} processes are granted in the order Redis received them, with growing fences`, async t => {
   const server = await startRedis(t)
   const agents = await Promise.all(MIX.map(([rt, kind], i) => startAgent(t, `q${i}-${rt}-${kind}`, RUNTIMES[rt], server.url, { kind })))
   const [first, ...rest] = agents
@@ -85,7 +86,7 @@ test('LOCK-05: a holder killed with kill -9 loses its key at its ttl: the waiter
   assert.ok(granted.fence > held.fence)
 })
 
-for (const [rt, kind] of [['node24', 'ioredis'], ['bun', 'node-redis']]) {
+for (const [rt, kind] of [['node24', 'ioredis'], ['bun', 'node-redis'], ['bun', 'bun']]) {
   test(`LOCK-05: a holder frozen (SIGSTOP) past its ttl loses the key; after SIGCONT its late write is refused by the fence in SQLite (${rt}, ${kind})`, async t => {
     const server = await startRedis(t)
     const dir = tempDir(t)
@@ -112,7 +113,7 @@ for (const [rt, kind] of [['node24', 'ioredis'], ['bun', 'node-redis']]) {
   })
 }
 
-for (const [rt, kind] of [['node20', 'ioredis'], ['bun', 'node-redis']]) {
+for (const [rt, kind] of [['node20', 'ioredis'], ['bun', 'node-redis'], ['bun', 'bun']]) {
   test(`LOCK-05: a waiter frozen (SIGSTOP) while its grant is in flight, past the lease's ttl, does not run fn as a holder beside the next one: it asks Redis first, and waits its turn again (${rt}, ${kind})`, async t => {
     // Its wake-up, read late, counted a whole ttl from the reading: fn ran with lease.lost false while
     // Redis had expired that lease and granted the key to the next in line (two holders at once).
