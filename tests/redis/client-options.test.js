@@ -123,12 +123,12 @@ async function exercise(t, make, options = {}) {
 }
 
 /**
- * An inspect(), a claim and a hold of `store`, each sent while Redis is away: `down()` takes it away
- * (stops its servers, or cuts the connections), then each is sent once `client` (the store's) knows
- * it is not connected (`offline(client)`, when it can tell), and `up()` brings Redis back: each is
- * answered once the client is back.
+ * An inspect(), a claim and a hold of `store` (with `remaining`, a pool's remaining() too), each sent
+ * while Redis is away: `down()` takes it away (stops its servers, or cuts the connections), then each
+ * is sent once `client` (the store's) knows it is not connected (`offline(client)`, when it can tell),
+ * and `up()` brings Redis back: each is answered once the client is back.
  */
-async function whileAway(store, client, { down, up = async () => {}, offline = () => true }, what) {
+async function whileAway(store, client, { down, up = async () => {}, offline = () => true, remaining = false }, what) {
   const away = async (ask, say) => {
     await down()
     for (const end = Date.now() + 5_000; !offline(client); await sleep(5)) if (Date.now() > end) throw new Error(`${what}: the client did not see Redis go`)
@@ -141,6 +141,8 @@ async function whileAway(store, client, { down, up = async () => {}, offline = (
   assert.ok(Array.isArray(await away(() => store.inspect(), 'inspect()')))
   const claimed = await away(() => store.pool('seats', { capacity: 3 }).claim(1, { wait: '10s' }), 'a claim')
   assert.equal(claimed.claimed, true, `${what}: claimed`)
+  // Asked once, not again after no answer as a claim is (as a pool's release, confirm, resize).
+  if (remaining) assert.equal(typeof (await away(() => store.pool('seats', { capacity: 3 }).remaining(), 'remaining()')), 'number')
   assert.ok((await away(() => store.lock('jobs').hold('away', { wait: '10s' }, l => l.fence), 'a hold')) > 0, `${what}: held`)
 }
 
@@ -234,9 +236,14 @@ if (CLIENT === 'ioredis') {
     'stringNumbers: true': { stringNumbers: true },
   }
   for (const [name, options] of Object.entries(configs)) {
-    test(`ioredis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both`, async t => {
+    test(`ioredis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both${options.enableOfflineQueue === false ? '; commands sent while Redis is away answered once it is back' : ''}`, async t => {
       const server = await startRedis(t, { appendonly: 'no' })
-      await exercise(t, () => ioredis(t, server.port, options), { port: server.port })
+      const clients = []
+      const { a } = await exercise(t, async () => clients[clients.push(await ioredis(t, server.port, options)) - 1], { port: server.port })
+      // A command sent while the client reconnects is refused at once ("Stream isn't writeable and
+      // enableOfflineQueue options is false"): inspect() answered ClosedError, as node-redis's
+      // disableOfflineQueue did.
+      if (options.enableOfflineQueue === false) await whileAway(a, clients[0], { ...restarting([server]), offline: client => client.status !== 'ready', remaining: true }, name)
       if (options.db) {
         const db3 = await ioredis(t, server.port, { db: 3 })
         assert.ok((await db3.keys('holdfast:*')).length > 0, 'the pool is kept in database 3')
@@ -289,7 +296,7 @@ if (CLIENT === 'node-redis') {
         const make = async () => clients[clients.push(await nodeRedis(t, other.url, options, 'started')) - 1]
         const { a } = await exercise(t, make, { port: other.port })
         // And a command sent while it reconnected was refused the same way: inspect() answered ClosedError.
-        await whileAway(a, clients[0], { ...restarting([other]), offline: client => !client.isReady }, 'disableOfflineQueue')
+        await whileAway(a, clients[0], { ...restarting([other]), offline: client => !client.isReady, remaining: true }, 'disableOfflineQueue')
       }
       if (options.database) {
         const db3 = await nodeRedis(t, server.url, { database: 3 })

@@ -327,8 +327,13 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
   const keyPrefix = typeof c.options?.keyPrefix === 'string' ? c.options.keyPrefix : ''
   const readyWaits = new Set<() => void>()
   let closed = false
+  // A client of one server (or Sentinel's) made with enableOfflineQueue: false refuses a command while
+  // it reconnects ("Stream isn't writeable"): sent again once it is back, as node-redis's (onceOnline).
+  const refuses = !cluster && c.options?.enableOfflineQueue === false
+  const online = (sender: Sender) => (refuses ? onceOnline(sender, () => c.status === 'end') : sender)
+  const send = replying(online(raw(c)))
   const primaries = async () => {
-    if (!cluster) return [replying(raw(c))]
+    if (!cluster) return [send]
     await clusterReady(c, readyWaits)
     // Closed meanwhile: nothing more is sent on the application's client for a closed store.
     if (closed) throw new Error('the store closed while the Cluster client was not ready')
@@ -341,8 +346,8 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
     topology: cluster ? 'cluster' : c.options?.sentinels?.length ? 'sentinel' : 'server',
     sharded,
     keyPrefix,
-    send: replying(raw(c)),
-    call: cluster ? raw(c) : corking(c),
+    send,
+    call: cluster ? raw(c) : online(corking(c)),
     primaries,
     scan: async pattern => scanPrefixed(await primaries(), keyPrefix, pattern),
     async subscriber(message, ready) {
@@ -640,19 +645,26 @@ function untilEvent(emitter: NodeRedisBase, events: string[]): Promise<void> {
   })
 }
 
-/** node-redis's refusal of a command while its connection is not ready (disableOfflineQueue): the command was not sent. */
+/** ioredis's refusal of a command while a client of one server is not connected (enableOfflineQueue: false). */
+const IOREDIS_OFFLINE = "Stream isn't writeable and enableOfflineQueue options is false"
+
+/**
+ * A client's refusal of a command while its connection is not ready (node-redis's disableOfflineQueue,
+ * ioredis's enableOfflineQueue: false): the command was not sent.
+ */
 function refusedOffline(error: unknown): boolean {
   const e = error as Error | null
-  return e?.constructor?.name === 'ClientOfflineError' || e?.message === 'The client is offline'
+  return e?.constructor?.name === 'ClientOfflineError' || e?.message === 'The client is offline' || e?.message === IOREDIS_OFFLINE
 }
 
 /**
- * `send` through a node-redis connection that refuses commands while it is not connected
- * (disableOfflineQueue): a command refused so (never sent) is sent again once the connection is back,
- * as one queued by a client that queues would be: tried again 10 ms on, then twice as long after each
- * refusal (at most 500 ms apart), for `CONNECT_PATIENCE` at most and not once the client is closed for
- * good (`ended`), when the refusal is the answer. The store waits for it as for any command, within
- * the patience it gives it. Without it, a command sent as a cut connection came back failed at once.
+ * `send` through a connection that refuses commands while it is not connected (node-redis's
+ * disableOfflineQueue, ioredis's enableOfflineQueue: false, for a client of one server): a command
+ * refused so (never sent) is sent again once the connection is back, as one queued by a client that
+ * queues would be: tried again 10 ms on, then twice as long after each refusal (at most 500 ms apart),
+ * for `CONNECT_PATIENCE` at most and not once the client is closed for good (`ended`), when the
+ * refusal is the answer. The store waits for it as for any command, within the patience it gives it.
+ * Without it, a command sent as a cut connection came back failed at once.
  */
 function onceOnline(send: Sender, ended: () => boolean): Sender {
   return args => {
