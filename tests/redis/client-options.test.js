@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, InvalidError, ClosedError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
-import { startRedis, startCluster, startSentinelSet, nodeRedisConnected, raw, sleep, later, tempDir, CLIENT } from './helpers.js'
+import { startRedis, startCluster, startSentinelSet, nodeRedisConnected, raw, sleep, later, tempDir, freePort, CLIENT } from './helpers.js'
 
 /** `promise`, or a rejection saying `what` 15 s on: bounds an answer only a wake-up can bring (its store's clock never moves). */
 function bounded(promise, what) {
@@ -456,7 +456,7 @@ if (CLIENT === 'bun') {
     assert.ok(Date.now() - from < 1_000, `answered after ${Date.now() - from}ms`)
   })
 
-  test('openRedisStore({ url }) on Bun with neither ioredis nor redis installed opens Bun\'s own client, and closes it with the store (the process ends); a refused password is named (WRONGPASS)', async t => {
+  test('openRedisStore({ url }) on Bun with neither ioredis nor redis installed opens Bun\'s own client, and closes it with the store (the process ends); a refused password is named (WRONGPASS), and a refused connection at once (ECONNREFUSED)', async t => {
     // A project of its own: holdfast alone (copied, so that ioredis and redis beside this file are not found).
     const server = await startRedis(t, { appendonly: 'no' })
     const { cpSync, mkdirSync, writeFileSync } = await import('node:fs')
@@ -470,6 +470,7 @@ if (CLIENT === 'bun') {
       path.join(dir, 'main.js'),
       `import { openRedisStore } from 'holdfast/redis'
       for (const name of ['ioredis', 'redis']) await import(name).then(() => { throw new Error(name + ' was found') }, () => {})
+      const started = Date.now()
       try {
         const store = await openRedisStore({ url: process.argv[2] })
         const fence = await store.lock('jobs').hold('k', lease => lease.fence)
@@ -477,7 +478,7 @@ if (CLIENT === 'bun') {
         console.log(JSON.stringify({ client: store.server.client, fence, remaining: claim.remaining }))
         await store.close()
       } catch (error) {
-        console.log(JSON.stringify({ error: error.name, message: error.message }))
+        console.log(JSON.stringify({ error: error.name, message: error.message, ms: Date.now() - started }))
       }`,
     )
     const run = url => {
@@ -494,5 +495,11 @@ if (CLIENT === 'bun') {
     const wrong = run(`redis://app:wrong-pw@127.0.0.1:${server.port}`)
     assert.equal(wrong.error, 'ClosedError')
     assert.match(wrong.message, /^openRedisStore: cannot reach redis:\/\/app:\*\*\*@127\.0\.0\.1:\d+: WRONGPASS /)
+    // Nothing listening: Bun's client tells it only once it gave up reconnecting (about 30 s), as
+    // "Connection closed"; the store said "not ready within 10000ms" at 10 s.
+    const refused = run(`redis://app:pw@127.0.0.1:${await freePort()}`)
+    assert.equal(refused.error, 'ClosedError')
+    assert.match(refused.message, /^openRedisStore: cannot reach redis:\/\/app:\*\*\*@127\.0\.0\.1:\d+: connect ECONNREFUSED 127\.0\.0\.1:\d+$/)
+    assert.ok(refused.ms < 5_000, `refused after ${refused.ms}ms, not at the 10 s patience`)
   })
 }
