@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, InvalidError, ClosedError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
-import { startRedis, startCluster, startSentinelSet, nodeRedisConnected, raw, sleep, later, tempDir, CLIENT } from './helpers.js'
+import { startRedis, startCluster, startSentinelSet, nodeRedisConnected, raw, sleep, later, tempDir, freePort, CLIENT } from './helpers.js'
 
 /** `promise`, or a rejection saying `what` 15 s on: bounds an answer only a wake-up can bring (its store's clock never moves). */
 function bounded(promise, what) {
@@ -123,12 +123,12 @@ async function exercise(t, make, options = {}) {
 }
 
 /**
- * An inspect(), a claim and a hold of `store`, each sent while Redis is away: `down()` takes it away
- * (stops its servers, or cuts the connections), then each is sent once `client` (the store's) knows
- * it is not connected (`offline(client)`, when it can tell), and `up()` brings Redis back: each is
- * answered once the client is back.
+ * An inspect(), a claim and a hold of `store` (with `remaining`, a pool's remaining() too), each sent
+ * while Redis is away: `down()` takes it away (stops its servers, or cuts the connections), then each
+ * is sent once `client` (the store's) knows it is not connected (`offline(client)`, when it can tell),
+ * and `up()` brings Redis back: each is answered once the client is back.
  */
-async function whileAway(store, client, { down, up = async () => {}, offline = () => true }, what) {
+async function whileAway(store, client, { down, up = async () => {}, offline = () => true, remaining = false }, what) {
   const away = async (ask, say) => {
     await down()
     for (const end = Date.now() + 5_000; !offline(client); await sleep(5)) if (Date.now() > end) throw new Error(`${what}: the client did not see Redis go`)
@@ -141,6 +141,8 @@ async function whileAway(store, client, { down, up = async () => {}, offline = (
   assert.ok(Array.isArray(await away(() => store.inspect(), 'inspect()')))
   const claimed = await away(() => store.pool('seats', { capacity: 3 }).claim(1, { wait: '10s' }), 'a claim')
   assert.equal(claimed.claimed, true, `${what}: claimed`)
+  // Asked once, not again after no answer as a claim is (as a pool's release, confirm, resize).
+  if (remaining) assert.equal(typeof (await away(() => store.pool('seats', { capacity: 3 }).remaining(), 'remaining()')), 'number')
   assert.ok((await away(() => store.lock('jobs').hold('away', { wait: '10s' }, l => l.fence), 'a hold')) > 0, `${what}: held`)
 }
 
@@ -234,9 +236,14 @@ if (CLIENT === 'ioredis') {
     'stringNumbers: true': { stringNumbers: true },
   }
   for (const [name, options] of Object.entries(configs)) {
-    test(`ioredis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both`, async t => {
+    test(`ioredis ${name}: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both${options.enableOfflineQueue === false ? '; commands sent while Redis is away answered once it is back' : ''}`, async t => {
       const server = await startRedis(t, { appendonly: 'no' })
-      await exercise(t, () => ioredis(t, server.port, options), { port: server.port })
+      const clients = []
+      const { a } = await exercise(t, async () => clients[clients.push(await ioredis(t, server.port, options)) - 1], { port: server.port })
+      // A command sent while the client reconnects is refused at once ("Stream isn't writeable and
+      // enableOfflineQueue options is false"): inspect() answered ClosedError, as node-redis's
+      // disableOfflineQueue did.
+      if (options.enableOfflineQueue === false) await whileAway(a, clients[0], { ...restarting([server]), offline: client => client.status !== 'ready', remaining: true }, name)
       if (options.db) {
         const db3 = await ioredis(t, server.port, { db: 3 })
         assert.ok((await db3.keys('holdfast:*')).length > 0, 'the pool is kept in database 3')
@@ -289,7 +296,7 @@ if (CLIENT === 'node-redis') {
         const make = async () => clients[clients.push(await nodeRedis(t, other.url, options, 'started')) - 1]
         const { a } = await exercise(t, make, { port: other.port })
         // And a command sent while it reconnected was refused the same way: inspect() answered ClosedError.
-        await whileAway(a, clients[0], { ...restarting([other]), offline: client => !client.isReady }, 'disableOfflineQueue')
+        await whileAway(a, clients[0], { ...restarting([other]), offline: client => !client.isReady, remaining: true }, 'disableOfflineQueue')
       }
       if (options.database) {
         const db3 = await nodeRedis(t, server.url, { database: 3 })
@@ -449,7 +456,7 @@ if (CLIENT === 'bun') {
     assert.ok(Date.now() - from < 1_000, `answered after ${Date.now() - from}ms`)
   })
 
-  test('openRedisStore({ url }) on Bun with neither ioredis nor redis installed opens Bun\'s own client, and closes it with the store (the process ends); a refused password is named (WRONGPASS)', async t => {
+  test('openRedisStore({ url }) on Bun with neither ioredis nor redis installed opens Bun\'s own client, and closes it with the store (the process ends); a refused password is named (WRONGPASS), and a refused connection at once (ECONNREFUSED)', async t => {
     // A project of its own: holdfast alone (copied, so that ioredis and redis beside this file are not found).
     const server = await startRedis(t, { appendonly: 'no' })
     const { cpSync, mkdirSync, writeFileSync } = await import('node:fs')
@@ -463,6 +470,7 @@ if (CLIENT === 'bun') {
       path.join(dir, 'main.js'),
       `import { openRedisStore } from 'holdfast/redis'
       for (const name of ['ioredis', 'redis']) await import(name).then(() => { throw new Error(name + ' was found') }, () => {})
+      const started = Date.now()
       try {
         const store = await openRedisStore({ url: process.argv[2] })
         const fence = await store.lock('jobs').hold('k', lease => lease.fence)
@@ -470,7 +478,7 @@ if (CLIENT === 'bun') {
         console.log(JSON.stringify({ client: store.server.client, fence, remaining: claim.remaining }))
         await store.close()
       } catch (error) {
-        console.log(JSON.stringify({ error: error.name, message: error.message }))
+        console.log(JSON.stringify({ error: error.name, message: error.message, ms: Date.now() - started }))
       }`,
     )
     const run = url => {
@@ -487,5 +495,11 @@ if (CLIENT === 'bun') {
     const wrong = run(`redis://app:wrong-pw@127.0.0.1:${server.port}`)
     assert.equal(wrong.error, 'ClosedError')
     assert.match(wrong.message, /^openRedisStore: cannot reach redis:\/\/app:\*\*\*@127\.0\.0\.1:\d+: WRONGPASS /)
+    // Nothing listening: Bun's client tells it only once it gave up reconnecting (about 30 s), as
+    // "Connection closed"; the store said "not ready within 10000ms" at 10 s.
+    const refused = run(`redis://app:pw@127.0.0.1:${await freePort()}`)
+    assert.equal(refused.error, 'ClosedError')
+    assert.match(refused.message, /^openRedisStore: cannot reach redis:\/\/app:\*\*\*@127\.0\.0\.1:\d+: connect ECONNREFUSED 127\.0\.0\.1:\d+$/)
+    assert.ok(refused.ms < 5_000, `refused after ${refused.ms}ms, not at the 10 s patience`)
   })
 }

@@ -246,6 +246,34 @@ export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'ye
   }
 }
 
+/**
+ * A TCP proxy to Redis on `port`, for the connections of one store: `mute()` drops what Redis answers
+ * from then on (a reply lost on its way back), `cut()` cuts every connection (they reconnect, unmuted).
+ */
+export async function proxyTo(t, port) {
+  let muted = false
+  const pairs = new Set()
+  const cut = () => {
+    muted = false
+    for (const pair of [...pairs]) for (const socket of pair) socket.destroy()
+    pairs.clear()
+  }
+  const server = createServer(client => {
+    const upstream = tcp(port, '127.0.0.1')
+    const pair = [client, upstream]
+    pairs.add(pair)
+    client.on('data', d => upstream.write(d))
+    upstream.on('data', d => muted || client.write(d))
+    for (const socket of pair) {
+      socket.on('error', () => {})
+      socket.on('close', () => (pairs.delete(pair), client.destroy(), upstream.destroy()))
+    }
+  })
+  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
+  later(t, () => (cut(), new Promise(resolve => server.close(resolve))))
+  return { url: `redis://127.0.0.1:${server.address().port}`, mute: () => (muted = true), cut }
+}
+
 /** A client of the kind the run tests (ioredis, node-redis or Bun's), closed after the test. */
 export async function redisClient(t, url, kind = CLIENT) {
   let client

@@ -9,8 +9,7 @@ import { manualClock } from 'holdfast/testing'
 import { memoryStorage, openStore } from 'holdfast'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { startRedis, redisClient, commandClient, raw, sleep, later, commandStats, freePort } from './helpers.js'
-import { createServer, connect as tcp } from 'node:net'
+import { startRedis, redisClient, commandClient, raw, sleep, later, commandStats, freePort, proxyTo } from './helpers.js'
 
 async function twoStores(t, options = {}, server) {
   server ??= await startRedis(t)
@@ -651,34 +650,6 @@ test('POOL-02: a release, and a remaining, asked just before close() are answere
   assert.equal(await released, true)
   assert.equal(await remaining, 2)
 })
-
-/**
- * A TCP proxy to Redis on `port`, for the connections of one store: `mute()` drops what Redis answers
- * from then on (a reply lost on its way back), `cut()` cuts every connection (they reconnect, unmuted).
- */
-async function proxyTo(t, port) {
-  let muted = false
-  const pairs = new Set()
-  const cut = () => {
-    muted = false
-    for (const pair of [...pairs]) for (const socket of pair) socket.destroy()
-    pairs.clear()
-  }
-  const server = createServer(client => {
-    const upstream = tcp(port, '127.0.0.1')
-    const pair = [client, upstream]
-    pairs.add(pair)
-    client.on('data', d => upstream.write(d))
-    upstream.on('data', d => muted || client.write(d))
-    for (const socket of pair) {
-      socket.on('error', () => {})
-      socket.on('close', () => (pairs.delete(pair), client.destroy(), upstream.destroy()))
-    }
-  })
-  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
-  later(t, () => (cut(), new Promise(resolve => server.close(resolve))))
-  return { url: `redis://127.0.0.1:${server.address().port}`, mute: () => (muted = true), cut }
-}
 
 test('POOL-01: a claim given up while Redis refused its cancel for more than 20 s (READONLY: a failover under way) is undone once Redis takes writes again, not left holding its units for good', async t => {
   // The cancel was asked again for two BEATs (20 s) and then dropped: a claim Redis took whose answer

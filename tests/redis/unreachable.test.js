@@ -4,7 +4,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, ClosedError, InUseError, InvalidError, LostError } from 'holdfast/redis'
-import { CLIENT, startRedis, redisClient, quitClient, later, sleep, raw, freePort } from './helpers.js'
+import { CLIENT, startRedis, redisClient, quitClient, later, sleep, raw, freePort, proxyTo, commandStats } from './helpers.js'
 
 test('#15: Redis unreachable — holds end with a typed error after their wait, a lease is lost at its ttl, then the store carries on', async t => {
   const server = await startRedis(t)
@@ -183,4 +183,54 @@ test('LOCK-06: an inspect() asked before close() of a Redis that does not answer
   const after = Date.now() - closedAt
   assert.ok(answer instanceof ClosedError && /^inspect: /.test(answer.message), String(answer))
   assert.ok(after < 500, `answered ${after} ms after close() resolved`)
+})
+
+test('#15: an inspect() in flight when its connection is cut is asked again once the client is back, as a hold is, rather than answered ClosedError "Socket closed unexpectedly"', async t => {
+  // node-redis (and Bun's client) reject a command in flight when its connection is cut, where ioredis
+  // sends it again: holds, claims and releases were asked again by the store, inspect() was not.
+  const server = await startRedis(t, { appendonly: 'no' })
+  const proxy = await proxyTo(t, server.port)
+  const store = await openRedisStore({ redis: await redisClient(t, proxy.url) })
+  later(t, () => store.close())
+  const lease = await store.lock('cut').acquire('k')
+  // Redis takes the SCAN; its answer is lost on the way back, and the connection is cut with it unanswered.
+  const scans = async () => (await commandStats(server.port)).scan ?? 0
+  const before = await scans()
+  proxy.mute()
+  const listing = store.inspect().catch(e => e)
+  for (let end = Date.now() + 5_000; (await scans()) === before; await sleep(5)) assert.ok(Date.now() < end, 'the SCAN reached Redis')
+  proxy.cut()
+  const answer = await listing
+  assert.ok(Array.isArray(answer), String(answer))
+  assert.deepEqual(
+    answer.map(e => [e.name, e.key, e.holders.map(h => h.fence)]),
+    [['cut', 'k', [lease.fence]]],
+  )
+  await lease.release()
+})
+
+test('#15: an inspect() that Redis answers BUSY (a script of another client running past its time limit) is asked again, and answered once the script is killed', async t => {
+  // SCAN's BUSY was taken for a refusal: inspect() rejected StorageError "Redis refused: BUSY …".
+  const server = await startRedis(t, { appendonly: 'no', extra: ['--lua-time-limit', '50'] })
+  const store = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => store.close())
+  const lease = await store.lock('busy').acquire('k')
+  const script = raw(server.port, 'EVAL', 'while true do end', '0').catch(e => e)
+  later(t, () => raw(server.port, 'SCRIPT', 'KILL').catch(() => {}))
+  for (let end = Date.now() + 5_000; !/BUSY/.test(String(await raw(server.port, 'PING'))); await sleep(10)) assert.ok(Date.now() < end, 'Redis answers BUSY')
+  const listing = store.inspect().catch(e => e)
+  // Redis runs nothing else meanwhile (INFO neither): the store is given time to be answered BUSY, which
+  // Redis counts (rejected_calls), then the script is killed.
+  await sleep(200)
+  assert.equal(await raw(server.port, 'SCRIPT', 'KILL'), 'OK')
+  await script
+  const answer = await listing
+  assert.ok(Array.isArray(answer), String(answer))
+  assert.deepEqual(
+    answer.map(e => [e.name, e.key]),
+    [['busy', 'k']],
+  )
+  const rejected = Number(/^cmdstat_scan:.*rejected_calls=(\d+)/m.exec(String(await raw(server.port, 'INFO', 'commandstats')))?.[1])
+  assert.ok(rejected > 0, `the SCAN was answered BUSY (rejected_calls=${rejected})`)
+  await lease.release()
 })

@@ -327,8 +327,13 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
   const keyPrefix = typeof c.options?.keyPrefix === 'string' ? c.options.keyPrefix : ''
   const readyWaits = new Set<() => void>()
   let closed = false
+  // A client of one server (or Sentinel's) made with enableOfflineQueue: false refuses a command while
+  // it reconnects ("Stream isn't writeable"): sent again once it is back, as node-redis's (onceOnline).
+  const refuses = !cluster && c.options?.enableOfflineQueue === false
+  const online = (sender: Sender) => (refuses ? onceOnline(sender, () => c.status === 'end') : sender)
+  const send = replying(online(raw(c)))
   const primaries = async () => {
-    if (!cluster) return [replying(raw(c))]
+    if (!cluster) return [send]
     await clusterReady(c, readyWaits)
     // Closed meanwhile: nothing more is sent on the application's client for a closed store.
     if (closed) throw new Error('the store closed while the Cluster client was not ready')
@@ -341,8 +346,8 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
     topology: cluster ? 'cluster' : c.options?.sentinels?.length ? 'sentinel' : 'server',
     sharded,
     keyPrefix,
-    send: replying(raw(c)),
-    call: cluster ? raw(c) : corking(c),
+    send,
+    call: cluster ? raw(c) : online(corking(c)),
     primaries,
     scan: async pattern => scanPrefixed(await primaries(), keyPrefix, pattern),
     async subscriber(message, ready) {
@@ -640,19 +645,26 @@ function untilEvent(emitter: NodeRedisBase, events: string[]): Promise<void> {
   })
 }
 
-/** node-redis's refusal of a command while its connection is not ready (disableOfflineQueue): the command was not sent. */
+/** ioredis's refusal of a command while a client of one server is not connected (enableOfflineQueue: false). */
+const IOREDIS_OFFLINE = "Stream isn't writeable and enableOfflineQueue options is false"
+
+/**
+ * A client's refusal of a command while its connection is not ready (node-redis's disableOfflineQueue,
+ * ioredis's enableOfflineQueue: false): the command was not sent.
+ */
 function refusedOffline(error: unknown): boolean {
   const e = error as Error | null
-  return e?.constructor?.name === 'ClientOfflineError' || e?.message === 'The client is offline'
+  return e?.constructor?.name === 'ClientOfflineError' || e?.message === 'The client is offline' || e?.message === IOREDIS_OFFLINE
 }
 
 /**
- * `send` through a node-redis connection that refuses commands while it is not connected
- * (disableOfflineQueue): a command refused so (never sent) is sent again once the connection is back,
- * as one queued by a client that queues would be: tried again 10 ms on, then twice as long after each
- * refusal (at most 500 ms apart), for `CONNECT_PATIENCE` at most and not once the client is closed for
- * good (`ended`), when the refusal is the answer. The store waits for it as for any command, within
- * the patience it gives it. Without it, a command sent as a cut connection came back failed at once.
+ * `send` through a connection that refuses commands while it is not connected (node-redis's
+ * disableOfflineQueue, ioredis's enableOfflineQueue: false, for a client of one server): a command
+ * refused so (never sent) is sent again once the connection is back, as one queued by a client that
+ * queues would be: tried again 10 ms on, then twice as long after each refusal (at most 500 ms apart),
+ * for `CONNECT_PATIENCE` at most and not once the client is closed for good (`ended`), when the
+ * refusal is the answer. The store waits for it as for any command, within the patience it gives it.
+ * Without it, a command sent as a cut connection came back failed at once.
  */
 function onceOnline(send: Sender, ended: () => boolean): Sender {
   return args => {
@@ -982,11 +994,14 @@ export function adapterOf(client: unknown, place: string): Adapter {
   )
 }
 
+/** Bun's `RedisClient` class: a url, and its options (holdfast gives `autoReconnect` alone). */
+type BunRedisClass = new (url: string, options?: { autoReconnect?: boolean }) => BunRedis
+
 /** Bun's `RedisClient` when running on Bun (undefined elsewhere, and on a Bun without it). */
-async function bunClient(): Promise<(new (url: string) => BunRedis) | undefined> {
+async function bunClient(): Promise<BunRedisClass | undefined> {
   if (typeof (globalThis as { Bun?: unknown }).Bun !== 'object') return undefined
   try {
-    const bun = (await import('bun' as string)) as { RedisClient?: new (url: string) => BunRedis }
+    const bun = (await import('bun' as string)) as { RedisClient?: BunRedisClass }
     return typeof bun.RedisClient === 'function' ? bun.RedisClient : undefined
   } catch {
     return undefined
@@ -1041,21 +1056,60 @@ export async function adapterForUrl(url: string, place: string): Promise<Adapter
   }
   // On Bun with neither installed, Bun's own client: one server, as a url names.
   const bun = await bunClient()
-  if (bun) {
-    const client = new bun(url)
-    try {
-      // A command, not connect(): a refused password rejects it with the server's words (WRONGPASS …),
-      // connect() with "Connection closed". A refused connection is told only once Bun gives up (after
-      // its retries, about 30 s): the patience of the other clients, past it.
-      await within(client.send('PING', []), CONNECT_PATIENCE, `not ready within ${CONNECT_PATIENCE}ms`)
-    } catch (error) {
-      client.close()
-      throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${(error as Error)?.message ?? error}`, { cause: error })
-    }
-    return bunAdapter(client, true)
-  }
+  if (bun) return bunAdapter(await openBun(bun, url, place), true)
   throw new InvalidError(`${place}: ${NO_CLIENT}: install one (npm install ioredis), or pass your own as option redis`)
 }
+
+/**
+ * Opens Bun's client for `url`, answering. Asked by a command, not connect(): a refused password
+ * rejects it with the server's words (WRONGPASS …), connect() with "Connection closed". But a
+ * connection Bun cannot make (nothing listening, an unknown host) is told only once it gave up
+ * reconnecting (`maxRetries`: about 30 s), as "Connection closed": so a client that does not reconnect
+ * (`autoReconnect: false`) asks first, answered at once, and what it could not reach is named by a
+ * connection of holdfast's own (`bunUnreachable`). Then the client the store keeps, which reconnects.
+ */
+async function openBun(Client: BunRedisClass, url: string, place: string): Promise<BunRedis> {
+  const answering = async (client: BunRedis) => {
+    try {
+      await within(client.send('PING', []), CONNECT_PATIENCE, `not ready within ${CONNECT_PATIENCE}ms`)
+      return client
+    } catch (error) {
+      client.close()
+      throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${await bunUnreachable(url, error)}`, { cause: error })
+    }
+  }
+  ;(await answering(new Client(url, { autoReconnect: false }))).close()
+  return answering(new Client(url))
+}
+
+/**
+ * Why Bun's client could not reach `url`: its own words, unless it lost them ("Connection closed",
+ * ERR_REDIS_CONNECTION_CLOSED: Bun says that of a refused connection, an unknown host, a closed TLS
+ * handshake alike); then a TCP connection to its host and port says it (`connect ECONNREFUSED
+ * 127.0.0.1:6379`, `getaddrinfo ENOTFOUND host`), within `BUN_WHY` (else Bun's words, and that it does
+ * not say why).
+ */
+async function bunUnreachable(url: string, error: unknown): Promise<string> {
+  const said = String((error as Error)?.message ?? error)
+  if ((error as { code?: unknown } | null)?.code !== 'ERR_REDIS_CONNECTION_CLOSED') return said
+  const { connect } = await import('node:net')
+  const { hostname, port } = new URL(url)
+  const why = await new Promise<string | undefined>(resolve => {
+    const socket = connect({ host: hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(port || 6379) })
+    const done = (why?: string) => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(why)
+    }
+    const timer = setTimeout(done, BUN_WHY)
+    socket.once('connect', () => done())
+    socket.once('error', e => done(e.message))
+  })
+  return why ?? `${said} (Bun's client does not say why)`
+}
+
+/** How long a TCP connection that tells why Bun's client could not connect may take. */
+const BUN_WHY = 2_000
 
 /** What a url's store says when neither ioredis nor redis can be imported (the CLI tells its users otherwise). */
 export const NO_CLIENT = 'option url needs a Redis client'

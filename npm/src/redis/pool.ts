@@ -571,12 +571,16 @@ export class RedisPools implements PoolStore {
     this.#state(pool).capacity = capacity
   }
 
-  /** The pools whose hashes `keys` are (with their names), as `inspect()` lists them; those Redis forgot meanwhile are left out. */
-  async inspect(pools: { name: string; keys: string[] }[]): Promise<PoolInfo[]> {
+  /** The pools whose hashes `keys` are (with their names), as `inspect()` lists them, given up at `until`; those Redis forgot meanwhile are left out. */
+  async inspect(pools: { name: string; keys: string[] }[], until: number): Promise<PoolInfo[]> {
     const out: PoolInfo[] = []
     for (let i = 0; i < pools.length; i += 100) {
       const answers = await Promise.all(
-        pools.slice(i, i + 100).map(p => this.#run(p.keys, ['inspect', 'c1', this.#host.constants], PATIENCE).then(a => ({ name: p.name, a: a as unknown[] }))),
+        pools
+          .slice(i, i + 100)
+          .map(p =>
+            this.#run(p.keys, ['inspect', 'c1', this.#host.constants], until - this.#host.clock.now()).then(a => ({ name: p.name, a: a as unknown[] })),
+          ),
       )
       for (const { name, a } of answers) {
         if (a.length < 4) continue

@@ -951,54 +951,101 @@ export class RedisStore implements LeaseOwner {
     return listing
   }
 
+  /**
+   * The listing, asked again after no answer (a connection cut with a command of it in flight, which
+   * node-redis and Bun's client reject; a reply that passes by itself, LOADING after a restart), as a
+   * hold's commands are: 50 ms on, then twice as long (at most a second), within its `PATIENCE` in all,
+   * not once the client is closed for good, nor once the close gave up on it. Read-only: asking again
+   * changes nothing in Redis.
+   */
   async #inspect(): Promise<(KeyInfo | PoolInfo)[]> {
-    try {
-      // Waited for as a command is (`#send`): the sweep gives it up past its patience, and the close
-      // answers it once it gave up on it. A timer of its own, which the close knew nothing of, answered
-      // it up to 9 s after close() had resolved.
-      const metas = await new Promise<string[]>((resolve, reject) => {
-        const waited: Waited = { at: this.#clock.now() + PATIENCE, patience: PATIENCE, reject }
-        this.#wait(waited)
-        const settled = () => {
-          if (this.#waited.delete(waited)) waited.settle?.()
-        }
-        this.#adapter.scan(`${this.prefix}:{*}:m`).then(
-          keys => (settled(), resolve(keys)),
-          error => (settled(), reject(error)),
-        )
-      })
-      const out: KeyInfo[] = []
-      const pools: { name: string; keys: string[] }[] = []
-      const locks: string[] = []
-      for (const meta of metas) {
-        const pool = parsePoolKey(this.prefix, meta)
-        if (pool !== undefined) pools.push({ name: pool, keys: poolKeysOf(this.prefix, pool) })
-        else if (parseMetaKey(this.prefix, meta)) locks.push(meta)
+    const until = this.#clock.now() + PATIENCE
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
+      try {
+        return await this.#listing(until)
+      } catch (error) {
+        const failure = failureOf(error)
+        if (failure instanceof ReplyFailure) throw new StorageError(`inspect: Redis refused: ${failure.message}`, { cause: error })
+        if (this.#adapter.ended()) throw new ClosedError(`inspect: ${CLIENT_ENDED}`, { cause: error })
+        if (this.#closeDone || this.#clock.now() + delay >= until || !(await this.#pause(delay, until)))
+          throw new ClosedError(`inspect: ${answeredTransient(failure) ?? `no answer from Redis: ${failure.message}`}`, { cause: error })
       }
-      for (let i = 0; i < locks.length; i += 100) {
-        const batch = locks.slice(i, i + 100)
-        const answers = await Promise.all(
-          batch.map(meta => {
-            const parsed = parseMetaKey(this.prefix, meta)!
-            return this.#run('inspect', keysOf(this.prefix, parsed.kind, parsed.name, parsed.key), [], PATIENCE).then(a => ({ parsed, a: a as unknown[] }))
-          }),
-        )
-        for (const { parsed, a } of answers) {
-          const holders = []
-          for (let j = 1; j + 1 < a.length; j += 2) holders.push({ fence: Number(a[j]), heldMs: Number(a[j + 1]) })
-          // Redis answers them in the order of their deadlines, which holders of different ttls take
-          // out of turn; a local store lists them by fence, the order they were granted in.
-          holders.sort((x, y) => x.fence - y.fence)
-          const waiting = Number(a[0])
-          if (holders.length > 0 || waiting > 0) out.push({ ...parsed, holders, waiting })
-        }
-      }
-      out.sort((a, b) => (`${a.kind + a.name}\0${a.key}` < `${b.kind + b.name}\0${b.key}` ? -1 : 1))
-      return [...out, ...(await this.#pools.inspect(pools))]
-    } catch (error) {
-      if (error instanceof ReplyFailure) throw new StorageError(`inspect: Redis refused: ${error.message}`, { cause: error })
-      throw new ClosedError(`inspect: no answer from Redis: ${(error as Error).message}`, { cause: error })
     }
+  }
+
+  /**
+   * Resolves true `ms` on, by the store's clock; false once `until` passed, or the close gave up on what
+   * was asked before it: waited for as a command is (`#send`), so that the close knows of it.
+   */
+  #pause(ms: number, until: number): Promise<boolean> {
+    return new Promise(resolve => {
+      const waited: Waited = {
+        at: until,
+        patience: PATIENCE,
+        reject: () => {
+          clearTimer(this.#clock, timer)
+          resolve(false)
+        },
+      }
+      this.#wait(waited)
+      const timer = setTimer(
+        this.#clock,
+        () => {
+          if (this.#waited.delete(waited)) waited.settle?.()
+          resolve(true)
+        },
+        ms,
+      )
+    })
+  }
+
+  /** One try at the listing: its commands given up at `until`. */
+  async #listing(until: number): Promise<(KeyInfo | PoolInfo)[]> {
+    // Waited for as a command is (`#send`): the sweep gives it up past its patience, and the close
+    // answers it once it gave up on it. A timer of its own, which the close knew nothing of, answered
+    // it up to 9 s after close() had resolved.
+    const metas = await new Promise<string[]>((resolve, reject) => {
+      const waited: Waited = { at: until, patience: PATIENCE, reject }
+      this.#wait(waited)
+      const settled = () => {
+        if (this.#waited.delete(waited)) waited.settle?.()
+      }
+      this.#adapter.scan(`${this.prefix}:{*}:m`).then(
+        keys => (settled(), resolve(keys)),
+        error => (settled(), reject(error)),
+      )
+    })
+    const out: KeyInfo[] = []
+    const pools: { name: string; keys: string[] }[] = []
+    const locks: string[] = []
+    for (const meta of metas) {
+      const pool = parsePoolKey(this.prefix, meta)
+      if (pool !== undefined) pools.push({ name: pool, keys: poolKeysOf(this.prefix, pool) })
+      else if (parseMetaKey(this.prefix, meta)) locks.push(meta)
+    }
+    for (let i = 0; i < locks.length; i += 100) {
+      const batch = locks.slice(i, i + 100)
+      const answers = await Promise.all(
+        batch.map(meta => {
+          const parsed = parseMetaKey(this.prefix, meta)!
+          return this.#run('inspect', keysOf(this.prefix, parsed.kind, parsed.name, parsed.key), [], until - this.#clock.now()).then(a => ({
+            parsed,
+            a: a as unknown[],
+          }))
+        }),
+      )
+      for (const { parsed, a } of answers) {
+        const holders = []
+        for (let j = 1; j + 1 < a.length; j += 2) holders.push({ fence: Number(a[j]), heldMs: Number(a[j + 1]) })
+        // Redis answers them in the order of their deadlines, which holders of different ttls take
+        // out of turn; a local store lists them by fence, the order they were granted in.
+        holders.sort((x, y) => x.fence - y.fence)
+        const waiting = Number(a[0])
+        if (holders.length > 0 || waiting > 0) out.push({ ...parsed, holders, waiting })
+      }
+    }
+    out.sort((a, b) => (`${a.kind + a.name}\0${a.key}` < `${b.kind + b.name}\0${b.key}` ? -1 : 1))
+    return [...out, ...(await this.#pools.inspect(pools, until))]
   }
 
   /**
