@@ -131,6 +131,28 @@ test('#15: a Redis that answers READONLY (a replica: a failover under way) is no
   assert.equal(await lock.hold('k', { wait: '5s' }, () => 'after'), 'after')
 })
 
+test('#15: a primary that refuses writes for want of replicas (NOREPLICAS: min-replicas-to-write, a replica restarting or moved away by a failover) is waited out as a failover is: a hold ends ClosedError naming it after its wait, and one asked while it lasts is granted once writes resume', async t => {
+  // Each hold and claim rejected StorageError "Redis refused the script: NOREPLICAS …" at once.
+  const server = await startRedis(t, { appendonly: 'no' })
+  const store = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => store.close())
+  const lock = store.lock('norep', { ttl: '2s' })
+  assert.equal(await lock.hold('k', () => 'before'), 'before')
+  assert.equal(await raw(server.port, 'CONFIG', 'SET', 'min-replicas-to-write', '1'), 'OK')
+  later(t, () => raw(server.port, 'CONFIG', 'SET', 'min-replicas-to-write', '0'))
+  const [held, claimed] = await Promise.all([
+    lock.hold('k', { wait: 500 }, () => 'never').catch(e => e),
+    store.pool('norep-seats', { capacity: 2 }).claim(1, { wait: 500 }).catch(e => e),
+  ])
+  for (const answer of [held, claimed]) {
+    assert.ok(answer instanceof ClosedError && /: Redis answered "NOREPLICAS .*" within the wait( \(500ms\))?: a primary with fewer replicas/.test(answer.message), String(answer))
+  }
+  const waiting = lock.hold('k', { wait: '10s' }, () => 'after')
+  await sleep(300)
+  assert.equal(await raw(server.port, 'CONFIG', 'SET', 'min-replicas-to-write', '0'), 'OK')
+  assert.equal(await waiting, 'after')
+})
+
 test('#15: openRedisStore({ url }) that cannot open its client says why (the password refused, the connection refused), not "Connection is closed."', { skip: CLIENT !== 'ioredis' && 'the url opens an ioredis client: run once' }, async t => {
   // ioredis's connect() rejects "Connection is closed." whatever happened; why went to its 'error'
   // event, which holdfast listens to only to keep it from being thrown: a wrong password read as an

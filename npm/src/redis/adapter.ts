@@ -91,8 +91,12 @@ export class ReplyFailure extends Error {
 /** Why what waits for Redis is answered `ClosedError` once its client is closed for good (see `Adapter.ended`). */
 export const CLIENT_ENDED = 'the Redis client was closed (by the application, or it gave up reconnecting): nothing can reach Redis'
 
-/** Error replies that pass by themselves (a loading, busy or failing-over server): asked again later. */
-export const TRANSIENT = new Set(['LOADING', 'BUSY', 'READONLY', 'MASTERDOWN', 'TRYAGAIN', 'CLUSTERDOWN', 'MOVED', 'ASK'])
+/**
+ * Error replies that pass by themselves (a loading, busy or failing-over server): asked again later.
+ * NOREPLICAS: a primary set to `min-replicas-to-write` has too few replicas in sync (one restarting,
+ * or the sentinels moved them to a new primary): writes resume there, or the client moves.
+ */
+export const TRANSIENT = new Set(['LOADING', 'BUSY', 'READONLY', 'MASTERDOWN', 'NOREPLICAS', 'TRYAGAIN', 'CLUSTERDOWN', 'MOVED', 'ASK'])
 
 /**
  * What to tell a user of a command Redis answered with a reply that passes by itself (`TRANSIENT`,
@@ -104,7 +108,12 @@ export const TRANSIENT = new Set(['LOADING', 'BUSY', 'READONLY', 'MASTERDOWN', '
 export function answeredTransient(error: unknown, when = ''): string | undefined {
   const reply = error instanceof ReplyFailure ? error : (error as { cause?: unknown } | null)?.cause
   if (!(reply instanceof ReplyFailure) || !TRANSIENT.has(reply.code)) return undefined
-  const replica = reply.code === 'READONLY' ? ': a replica, which takes no writes (a failover under way, or the address of a replica)' : ''
+  const replica =
+    reply.code === 'READONLY'
+      ? ': a replica, which takes no writes (a failover under way, or the address of a replica)'
+      : reply.code === 'NOREPLICAS'
+        ? ': a primary with fewer replicas in sync than its min-replicas-to-write (one restarting, or a failover under way)'
+        : ''
   return `Redis answered ${JSON.stringify(reply.message)}${when && ` ${when}`}${replica}`
 }
 
