@@ -601,3 +601,39 @@ test('POOL-01/02: a confirm by id of a claim whose own answer was lost is never 
   assert.equal(await pool('cancel', 'lost', 'x4'), 'u')
   assert.equal(await pool('remaining'), '1')
 })
+
+test('POOL-02/POOL-03: a release asked again after its answer was lost answers released, as its first try did: its ask id is kept in the tombstone it left; another release answers that it held nothing', async t => {
+  // Asked again (by the store after a cut; by ioredis, which sends again what a cut left unanswered),
+  // a release that had run found its own tombstone and answered 0: `release(id)` said false of a claim
+  // it had just released.
+  const { send } = await modelRedis(t)
+  const { scriptsFor, poolKeysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
+  const { library } = scriptsFor(true, { clockKey: CLOCK })
+  await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
+  const [M, Z] = poolKeysOf('holdfast', 'releases')
+  const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, 'c5', `${GRACE} PUBLISH ${BEAT}`, ...rest])
+  await send(['SET', CLOCK, Date.now() + 365 * DAY])
+  assert.deepEqual(await pool('claim', 'order', 2, 0, 0, 1, 'f', 'model:w:x', 'x1'), ['c', '3'])
+  assert.equal(await pool('release', 'order', 'r1'), 1)
+  assert.equal(await pool('release', 'order', 'r1'), 1, 'the same release, asked again')
+  assert.equal(await pool('release', 'order', 'r2'), 0, 'another release')
+  assert.equal(await pool('release', 'order'), 0, 'a release without an ask id (a store of before)')
+  assert.deepEqual(await pool('claim', 'order', 2, 0, 0, 1, 'f', 'model:w:x', 'x2'), ['k', '3', 0], 'the id still answers its first outcome')
+  assert.equal(await pool('remaining'), '5')
+  // An id drawn by its process (not remembered) leaves nothing: its release asked again answers 0
+  // (the store asks it again only after a reply that ran nothing: pool.ts).
+  assert.deepEqual(await pool('claim', 'drawn', 1, 0, 0, 0, 'f', 'model:w:x', 'x3'), ['c', '4'])
+  assert.equal(await pool('release', 'drawn', 'r3'), 1)
+  assert.equal(await send(['HGET', M, '#drawn']), null)
+  assert.equal(await pool('release', 'drawn', 'r3'), 0)
+  // An id whose claim outlived its 24 hours is forgotten once released, but for the release's retry: 20 s.
+  assert.deepEqual(await pool('claim', 'old', 1, 0, 0, 1, 'f', 'model:w:x', 'x4'), ['c', '4'])
+  await send(['INCRBY', CLOCK, DAY + 1])
+  assert.equal(await pool('release', 'old', 'r4'), 1)
+  await send(['INCRBY', CLOCK, 19_999])
+  assert.equal(await pool('release', 'old', 'r4'), 1, 'the same release, asked again')
+  assert.equal(await pool('release', 'old', 'r5'), 0)
+  await send(['INCRBY', CLOCK, 1])
+  assert.equal(await pool('release', 'old', 'r4'), 0, 'past the 20 s, the id is forgotten')
+  assert.deepEqual(await pool('claim', 'old', 3, 0, 0, 1, 'f', 'model:w:x', 'x5'), ['c', '2'], 'a new claim of the id')
+})
