@@ -248,10 +248,12 @@ export async function startRedis(t, { appendfsync = 'everysec', appendonly = 'ye
 
 /**
  * A TCP proxy to Redis on `port`, for the connections of one store: `mute()` drops what Redis answers
- * from then on (a reply lost on its way back), `cut()` cuts every connection (they reconnect, unmuted).
+ * from then on (a reply lost on its way back), `cut()` cuts every connection (they reconnect, unmuted),
+ * `sent(pattern)` counts the matches of `pattern` (a global RegExp) in what the store sent so far.
  */
 export async function proxyTo(t, port) {
   let muted = false
+  let sent = ''
   const pairs = new Set()
   const cut = () => {
     muted = false
@@ -262,7 +264,7 @@ export async function proxyTo(t, port) {
     const upstream = tcp(port, '127.0.0.1')
     const pair = [client, upstream]
     pairs.add(pair)
-    client.on('data', d => upstream.write(d))
+    client.on('data', d => (upstream.write(d), (sent += d.toString('latin1'))))
     upstream.on('data', d => muted || client.write(d))
     for (const socket of pair) {
       socket.on('error', () => {})
@@ -271,7 +273,7 @@ export async function proxyTo(t, port) {
   })
   await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
   later(t, () => (cut(), new Promise(resolve => server.close(resolve))))
-  return { url: `redis://127.0.0.1:${server.address().port}`, mute: () => (muted = true), cut }
+  return { url: `redis://127.0.0.1:${server.address().port}`, mute: () => (muted = true), cut, sent: pattern => sent.match(pattern)?.length ?? 0 }
 }
 
 /** A client of the kind the run tests (ioredis, node-redis or Bun's), closed after the test. */

@@ -449,15 +449,24 @@ test(`#16 model: ${SEEDS.length} seeds x ${OPS} random pool calls by killable pr
   }
 })
 
-test('#16: tombstones that end together are forgotten at most 1,000 a call, never in one long call that blocks Redis; one past its end and not forgotten yet is gone to a claim of its id (POOL-03)', async t => {
+/**
+ * A pool NAME of capacity CAPACITY (`c…`) on a redis-server of its own, the pools' Lua loaded with the
+ * driven clock (set a year on): `pool(op, ...args)` calls it; `M`, `Z` its keys.
+ */
+async function modelPool(t, name, capacity) {
   const { send } = await modelRedis(t)
   const { scriptsFor, poolKeysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
   const { library } = scriptsFor(true, { clockKey: CLOCK })
   await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
-  const [M, Z] = poolKeysOf('holdfast', 'tombs')
-  const N = 3_000
-  const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, `c${N}`, `${GRACE} PUBLISH ${BEAT}`, ...rest])
+  const [M, Z] = poolKeysOf('holdfast', name)
+  const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, capacity, `${GRACE} PUBLISH ${BEAT}`, ...rest])
   await send(['SET', CLOCK, Date.now() + 365 * DAY])
+  return { send, pool, M, Z }
+}
+
+test('#16: tombstones that end together are forgotten at most 1,000 a call, never in one long call that blocks Redis; one past its end and not forgotten yet is gone to a claim of its id (POOL-03)', async t => {
+  const N = 3_000
+  const { send, pool, M, Z } = await modelPool(t, 'tombs', `c${N}`)
   await Promise.all(Array.from({ length: N }, (_, i) => pool('claim', `order-${i}`, 1, 0, 0, 1, 'f', 'chan').then(() => pool('release', `order-${i}`))))
   // The zset: a tombstone's end for each id, and `z`.
   assert.equal(await send(['ZCARD', Z]), N + 1)
@@ -483,13 +492,7 @@ test('POOL-01/POOL-03: a cancel undoes only a claim its own asks put in Redis an
   // first asker was written unseen, and an ask again (`r`) neither marked it seen nor told who asked:
   // another process whose first ask never reached Redis, asked again (answered `k`, lost) and then
   // gave up, cancelled the claim the first process had been told it holds.
-  const { send } = await modelRedis(t)
-  const { scriptsFor, poolKeysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
-  const { library } = scriptsFor(true, { clockKey: CLOCK })
-  await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
-  const [M, Z] = poolKeysOf('holdfast', 'asks')
-  const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, 'c3', `${GRACE} PUBLISH ${BEAT}`, ...rest])
-  await send(['SET', CLOCK, Date.now() + 365 * DAY])
+  const { send, pool, M, Z } = await modelPool(t, 'asks', 'c3')
   // X is answered; Y's ask again is answered the same (lost): Y's cancel leaves X's claim alone.
   assert.deepEqual(await pool('claim', 'order-1', 2, 0, 0, 1, 'f', 'model:w:x', 'x1'), ['c', '1'])
   assert.deepEqual(await pool('claim', 'order-1', 2, 0, 0, 1, 'r', 'model:w:y', 'y1'), ['k', '1', 1])
@@ -545,13 +548,7 @@ test('POOL-04: a process whose claim left the line unknown to it (no heartbeat r
   // another process, claimed the id, waiting 1 s. X's process, back, asked where its claim stands (b):
   // answered waiting, as if the claim were still its own, so that a caller of X's with a longer wait
   // (e) made Y's claim wait that long (here without limit): Y's caller, told it waits 1 s, waited on.
-  const { send } = await modelRedis(t)
-  const { scriptsFor, poolKeysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
-  const { library } = scriptsFor(true, { clockKey: CLOCK })
-  await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
-  const [M, Z] = poolKeysOf('holdfast', 'owners')
-  const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, 'c2', `${GRACE} PUBLISH ${BEAT}`, ...rest])
-  await send(['SET', CLOCK, Date.now() + 365 * DAY])
+  const { send, pool } = await modelPool(t, 'owners', 'c2')
   assert.deepEqual(await pool('claim', 'held', 2, 0, 0, 1, 'f', 'model:w:z', 'z1'), ['c', '0'])
   assert.deepEqual(await pool('claim', 'order-1', 1, -1, 0, 1, 'f', 'model:w:x', 'x1'), ['w', -1, -1])
   await send(['INCRBY', CLOCK, BEAT + 1])
@@ -574,13 +571,7 @@ test('POOL-01/02: a confirm by id of a claim whose own answer was lost is never 
   // cancels it, which undoes a claim nobody was told of. A confirm by id meanwhile (another process's)
   // was answered done, and the cancel then undid the claim: the confirm's caller believed it held
   // units back in the pool, as 830f01b fixed for a local store. A confirm tells of the claim: it stands.
-  const { send } = await modelRedis(t)
-  const { scriptsFor, poolKeysOf } = await import(pathToFileURL(path.join(process.cwd(), 'node_modules/holdfast/dist/redis/scripts.js')).href)
-  const { library } = scriptsFor(true, { clockKey: CLOCK })
-  await send(['FUNCTION', 'LOAD', 'REPLACE', library.source])
-  const [M, Z] = poolKeysOf('holdfast', 'confirms')
-  const pool = (op, ...rest) => send(['FCALL', library.functions.pool, 2, M, Z, op, 'c3', `${GRACE} PUBLISH ${BEAT}`, ...rest])
-  await send(['SET', CLOCK, Date.now() + 365 * DAY])
+  const { send, pool } = await modelPool(t, 'confirms', 'c3')
   // Its answer lost; confirmed by id; its process's cancel.
   assert.deepEqual(await pool('claim', 'cart', 2, 0, 60_000, 1, 'f', 'model:w:x', 'x1'), ['c', '1'])
   assert.equal(await pool('confirm', 'cart'), 'd')
@@ -600,4 +591,34 @@ test('POOL-01/02: a confirm by id of a claim whose own answer was lost is never 
   assert.deepEqual(await pool('claim', 'lost', 1, 0, 0, 1, 'f', 'model:w:x', 'x4'), ['c', '0'])
   assert.equal(await pool('cancel', 'lost', 'x4'), 'u')
   assert.equal(await pool('remaining'), '1')
+})
+
+test('POOL-02/POOL-03: a release asked again after its answer was lost answers released, as its first try did: its ask id is kept in the tombstone it left; another release answers that it held nothing', async t => {
+  // Asked again (by the store after a cut; by ioredis, which sends again what a cut left unanswered),
+  // a release that had run found its own tombstone and answered 0: `release(id)` said false of a claim
+  // it had just released.
+  const { send, pool, M } = await modelPool(t, 'releases', 'c5')
+  assert.deepEqual(await pool('claim', 'order', 2, 0, 0, 1, 'f', 'model:w:x', 'x1'), ['c', '3'])
+  assert.equal(await pool('release', 'order', 'r1'), 1)
+  assert.equal(await pool('release', 'order', 'r1'), 1, 'the same release, asked again')
+  assert.equal(await pool('release', 'order', 'r2'), 0, 'another release')
+  assert.equal(await pool('release', 'order'), 0, 'a release without an ask id (a store of before)')
+  assert.deepEqual(await pool('claim', 'order', 2, 0, 0, 1, 'f', 'model:w:x', 'x2'), ['k', '3', 0], 'the id still answers its first outcome')
+  assert.equal(await pool('remaining'), '5')
+  // An id drawn by its process (not remembered) leaves nothing: its release asked again answers 0
+  // (the store asks it again only after a reply that ran nothing: pool.ts).
+  assert.deepEqual(await pool('claim', 'drawn', 1, 0, 0, 0, 'f', 'model:w:x', 'x3'), ['c', '4'])
+  assert.equal(await pool('release', 'drawn', 'r3'), 1)
+  assert.equal(await send(['HGET', M, '#drawn']), null)
+  assert.equal(await pool('release', 'drawn', 'r3'), 0)
+  // An id whose claim outlived its 24 hours is forgotten once released, but for the release's retry: 20 s.
+  assert.deepEqual(await pool('claim', 'old', 1, 0, 0, 1, 'f', 'model:w:x', 'x4'), ['c', '4'])
+  await send(['INCRBY', CLOCK, DAY + 1])
+  assert.equal(await pool('release', 'old', 'r4'), 1)
+  await send(['INCRBY', CLOCK, 19_999])
+  assert.equal(await pool('release', 'old', 'r4'), 1, 'the same release, asked again')
+  assert.equal(await pool('release', 'old', 'r5'), 0)
+  await send(['INCRBY', CLOCK, 1])
+  assert.equal(await pool('release', 'old', 'r4'), 0, 'past the 20 s, the id is forgotten')
+  assert.deepEqual(await pool('claim', 'old', 3, 0, 0, 1, 'f', 'model:w:x', 'x5'), ['c', '2'], 'a new claim of the id')
 })

@@ -256,3 +256,137 @@ test('#15: an inspect() that Redis answers BUSY (a script of another client runn
   assert.ok(rejected > 0, `the SCAN was answered BUSY (rejected_calls=${rejected})`)
   await lease.release()
 })
+
+/**
+ * A pool's operations asked once more after no answer (a cut, BUSY), and what each answers asked once:
+ * `prepare` makes the pool (through `store`), `ask` asks the operation, `check` what it answered;
+ * `cut`, what it answers when its try ran and its answer was lost, if not that.
+ */
+const poolOps = [
+  {
+    name: 'remaining()',
+    prepare: async store => {
+      const pool = store.pool('p', { capacity: 5 })
+      await pool.claim(2, { id: 'a' })
+      return pool
+    },
+    ask: pool => pool.remaining(),
+    check: async (answer, pool) => assert.equal(answer, 3),
+  },
+  {
+    name: 'release(id)',
+    prepare: async store => {
+      const pool = store.pool('p', { capacity: 5 })
+      await pool.claim(2, { id: 'a' })
+      return pool
+    },
+    ask: pool => pool.release('a'),
+    check: async (answer, pool) => {
+      assert.equal(answer, true, 'released, as the try that ran released it')
+      assert.equal(await pool.remaining(), 5)
+      assert.equal(await pool.release('a'), false, 'a release of its own answers that it held nothing')
+    },
+  },
+  {
+    name: 'claim.release() of a claim without an id',
+    prepare: async store => {
+      const pool = store.pool('p', { capacity: 5 })
+      const c = await pool.claim(2)
+      return { pool, claim: c.claim }
+    },
+    ask: ({ claim }) => claim.release(),
+    check: async (answer, { pool, claim }) => {
+      assert.equal(answer, true)
+      assert.equal(await pool.remaining(), 5)
+      assert.equal(await claim.release(), false)
+    },
+    // Redis forgets a drawn id once it holds nothing: asked again, the release would answer false.
+    // Not asked again after no answer: ClosedError, and asked again by hand it says it held nothing.
+    // ioredis sends it again itself, and its copy answers false (docs/redis.md says so).
+    cut: async (answer, { pool, claim }) => {
+      if (CLIENT === 'ioredis') assert.equal(answer, false)
+      else assert.ok(answer instanceof ClosedError && /no answer from Redis/.test(answer.message), String(answer))
+      assert.equal(await pool.remaining(), 5, 'the try that ran released it')
+      assert.equal(await claim.release(), false)
+    },
+  },
+  {
+    name: 'confirm(id)',
+    prepare: async store => {
+      const pool = store.pool('p', { capacity: 5 })
+      await pool.claim(2, { id: 'a', ttl: '1m' })
+      return pool
+    },
+    ask: pool => pool.confirm('a'),
+    check: async (answer, pool) => {
+      assert.equal(answer, undefined)
+      assert.equal(await pool.remaining(), 3)
+    },
+  },
+  {
+    name: 'resize() as the first call of its handle',
+    prepare: async store => {
+      await store.pool('p', { capacity: 5 }).claim(2, { id: 'a' })
+      // A handle none of whose calls was answered: it carries its capacity to be checked.
+      return store.pool('p', { capacity: 5 })
+    },
+    ask: pool => pool.resize(8),
+    check: async (answer, pool) => {
+      assert.equal(answer, undefined)
+      assert.equal(await pool.remaining(), 6)
+    },
+  },
+]
+
+for (const op of poolOps) {
+  const cutTitle = op.cut
+    ? 'is not asked again (Redis forgets its id: asked again it would answer false): ClosedError on node-redis and Bun\'s client, false on ioredis (which sends it again itself), its units back'
+    : 'is asked again once the client is back, and answers as if asked once, rather than ClosedError "Socket closed unexpectedly"'
+  test(`POOL-02: a pool's ${op.name} in flight when its connection is cut ${cutTitle}`, async t => {
+    // node-redis and Bun's client reject a command in flight when its connection is cut (ioredis sends
+    // it again): the store asked these once. A release asked again found the tombstone its first try
+    // left and answered false; a resize asked again by a handle never answered was refused its capacity.
+    const server = await startRedis(t, { appendonly: 'no' })
+    const proxy = await proxyTo(t, server.port)
+    const store = await openRedisStore({ redis: await redisClient(t, proxy.url) })
+    later(t, () => store.close())
+    const it = await op.prepare(store)
+    // Redis runs the call; its answer is lost on the way back, and the connection is cut with it unanswered.
+    const calls = async () => Object.entries(await commandStats(server.port)).reduce((sum, [name, n]) => sum + (/^(fcall|evalsha|eval)$/.test(name) ? n : 0), 0)
+    const before = await calls()
+    proxy.mute()
+    const asked = op.ask(it).catch(e => e)
+    for (let end = Date.now() + 5_000; (await calls()) === before; await sleep(5)) assert.ok(Date.now() < end, 'the call reached Redis')
+    proxy.cut()
+    const answer = await asked
+    if (op.cut) return op.cut(answer, it)
+    assert.ok(!(answer instanceof Error), String(answer))
+    await op.check(answer, it)
+  })
+
+  test(`POOL-02: a pool's ${op.name} that Redis answers BUSY (a script of another client running past its time limit) is asked again, and answered once the script is killed`, async t => {
+    // BUSY was answered ClosedError ("Redis answered \"BUSY …\"") at once, on every client.
+    const server = await startRedis(t, { appendonly: 'no', extra: ['--lua-time-limit', '50'] })
+    const proxy = await proxyTo(t, server.port)
+    const store = await openRedisStore({ redis: await redisClient(t, proxy.url) })
+    later(t, () => store.close())
+    const it = await op.prepare(store)
+    const script = raw(server.port, 'EVAL', 'while true do end', '0').catch(e => e)
+    later(t, () => raw(server.port, 'SCRIPT', 'KILL').catch(() => {}))
+    for (let end = Date.now() + 5_000; !/BUSY/.test(String(await raw(server.port, 'PING'))); await sleep(10)) assert.ok(Date.now() < end, 'Redis answers BUSY')
+    const scripts = /FCALL|EVALSHA/gi
+    const before = proxy.sent(scripts)
+    let settled = false
+    const asked = op.ask(it).then(
+      a => ((settled = true), a),
+      e => ((settled = true), e),
+    )
+    // Answered BUSY, and asked again (or answered before: the test fails below, saying so).
+    for (let end = Date.now() + 5_000; proxy.sent(scripts) < before + 2 && !settled; await sleep(5)) assert.ok(Date.now() < end, 'the call was sent')
+    assert.equal(await raw(server.port, 'SCRIPT', 'KILL'), 'OK')
+    await script
+    const answer = await asked
+    assert.ok(!(answer instanceof Error), String(answer))
+    await op.check(answer, it)
+  })
+}

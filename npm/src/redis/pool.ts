@@ -35,8 +35,21 @@
  * ask id (`Pending.ask`), kept with the claim by the ask that put it in Redis: a cancel takes out only
  * that claim, never one of its id that another process (or an earlier claim here) put there, whose ask
  * may never have reached Redis. A claim answered to an ask of another, or confirmed (`seen`), is never
- * undone: it stands, and its id releases it. A release, confirm, resize or remaining is asked once: a release
- * whose answer was lost cannot tell whether it released.
+ * undone: it stands, and its id releases it.
+ *
+ * A release, confirm, resize or remaining that got no answer (a cut connection, which node-redis and
+ * Bun's client reject with what was in flight; BUSY, LOADING) is asked again, as an inspect is
+ * (`PoolHost.patiently`), and answers as asked once would have. A remaining only reads (it makes a pool
+ * Redis forgot, the same each time). A confirm asked again finds the claim confirmed and answers done:
+ * only a release of its id between the two tries makes it answer `LostError`, as it would asked after
+ * that release. A resize asked again sets the same capacity: only another resize between, and claims
+ * past it, make it refused, as it would be asked after them (and see `_resize`). A release carries an
+ * ask id of its own, which the tombstone it leaves keeps (scripts/pool.ts): asked again after it ran, it
+ * answers released, not "held nothing". Not a release of an id drawn here: Redis forgets it once it
+ * holds nothing (a tombstone each would cost every such release a write, and keep an idle pool), so
+ * that asked again after it ran it would answer `false`; it is asked again only after a reply that ran
+ * nothing (BUSY, LOADING), and one with no answer rejects `ClosedError` (it may have released: its
+ * `claim.release()` asked again says).
  *
  * # Capacity
  * A handle's calls carry its capacity. Until one was answered, Redis refuses them when the pool has
@@ -89,6 +102,13 @@ export interface PoolHost {
   closed(place: string): ClosedError | undefined
   /** Whether the client is closed for good: nothing sent is answered any more (adapter.ts, `ended`). */
   ended(): boolean
+  /**
+   * What `attempt` answers, asked again after no answer (a cut, BUSY, LOADING) within a `PATIENCE`,
+   * each try's commands given up at `until` (store.ts, `#patiently`); rejects `ReplyFailure` for an
+   * error reply, `ClosedError` naming `place` for no answer. `unanswered` false: asked again only
+   * after a reply that passes by itself (BUSY: it ran nothing), not after no answer at all.
+   */
+  patiently<T>(place: string, attempt: (until: number) => Promise<T>, unanswered?: boolean): Promise<T>
 }
 
 /** A handle's capacity, and whether a call of it was answered (see # Capacity). */
@@ -209,23 +229,47 @@ export class RedisPools implements PoolStore {
     return undefined
   }
 
-  /** A simple operation, asked once: no answer is a `ClosedError`, an error reply a `StorageError`. */
-  async #once(pool: Pool, place: string, op: string, rest: (string | number)[]): Promise<unknown> {
+  /**
+   * A simple operation (see # Asking again), asked again after no answer within its `PATIENCE`
+   * (`PoolHost.patiently`): given up, a `ClosedError`; an error reply, a `StorageError`; a refusal of
+   * the script, its error. `read` reads the answer first (see `_resize`).
+   */
+  async #patient(
+    pool: Pool,
+    place: string,
+    op: string,
+    rest: (string | number)[],
+    read?: (answer: unknown) => unknown,
+    unanswered?: boolean,
+  ): Promise<unknown> {
     const closed = this.#host.closed(place)
     if (closed) throw closed
-    const state = this.#state(pool)
-    let answer: unknown
-    try {
-      answer = await this.#call(state, op, rest, PATIENCE)
-    } catch (error) {
-      throw this.#failure(error, place)
-    }
-    const refused = this.#refusal(answer, place)
-    if (refused) throw refused
-    return answer
+    return this.#patiently(this.#state(pool), place, op, rest, read, unanswered)
+  }
+
+  #patiently(
+    state: HandleState,
+    place: string,
+    op: string,
+    rest: (string | number)[],
+    read = (answer: unknown) => answer,
+    unanswered = true,
+  ): Promise<unknown> {
+    return this.#host
+      .patiently(place, until => this.#call(state, op, rest, until - this.#host.clock.now()), unanswered)
+      .then(read)
+      .then(
+        answer => {
+          const refused = this.#refusal(answer, place)
+          if (refused) throw refused
+          return answer
+        },
+        error => Promise.reject(this.#failure(error, place)),
+      )
   }
 
   #failure(error: unknown, place: string): Error {
+    if (error instanceof ClosedError) return error
     if (error instanceof ReplyFailure) return new StorageError(`${place}: Redis refused the script: ${error.message}`, { cause: error })
     return new ClosedError(`${place}: ${answeredTransient(error) ?? `no answer from Redis: ${(error as Error)?.message ?? String(error)}`}`, { cause: error })
   }
@@ -322,10 +366,10 @@ export class RedisPools implements PoolStore {
     const cancelled = last ? this.#cancel(p, Infinity) : Promise.resolve()
     if (error) return asker.reject(error)
     void cancelled
-      .then(() => this.#call(p.state, 'remaining', [], PATIENCE))
+      .then(() => this.#patiently(p.state, p.place, 'remaining', []))
       .then(
         remaining => asker.resolve({ claimed: false, remaining: Number(remaining) }),
-        failure => asker.reject(this.#failure(failure, p.place)),
+        failure => asker.reject(failure),
       )
   }
 
@@ -548,27 +592,42 @@ export class RedisPools implements PoolStore {
 
   // ---- the other operations ----
 
-  /** @internal */
+  /**
+   * @internal Carries an ask id of its own: asked again after its answer was lost, the release that
+   * ran finds the id's tombstone marked with it and answers released again (scripts/pool.ts). An id
+   * drawn here leaves no tombstone: asked again only after a reply that ran nothing (# Asking again).
+   */
   async _releaseClaim(pool: Pool, id: string): Promise<boolean> {
-    return Number(await this.#once(pool, `pool ${pool.name}: claim ${JSON.stringify(id)}`, 'release', [id])) === 1
+    const ask = this.#askPrefix + (this.#askCount++).toString(36)
+    const drawn = id.startsWith(this.#idPrefix)
+    return Number(await this.#patient(pool, `pool ${pool.name}: claim ${JSON.stringify(id)}`, 'release', [id, ask], undefined, !drawn)) === 1
   }
 
   /** @internal */
   async _confirmClaim(pool: Pool, id: string): Promise<void> {
     const place = `pool ${pool.name}: claim ${JSON.stringify(id)}`
-    if ((await this.#once(pool, place, 'confirm', [id])) === 'l')
+    if ((await this.#patient(pool, place, 'confirm', [id])) === 'l')
       throw new LostError(`${place}: holds no units to confirm (released, its ttl ran out, or it never took any: never claimed, or still waiting in line)`)
   }
 
   /** @internal */
   async _remaining(pool: Pool): Promise<number> {
-    return Number(await this.#once(pool, `pool ${pool.name}`, 'remaining', []))
+    return Number(await this.#patient(pool, `pool ${pool.name}`, 'remaining', []))
   }
 
-  /** @internal */
+  /**
+   * @internal A handle none of whose calls was answered yet carries the capacity it had (see #
+   * Capacity): asked again after a try that got no answer and ran (by the store, or by ioredis itself,
+   * which sends again what a cut left unanswered), Redis refused it for the capacity that try set.
+   * Refused for having just the capacity asked, it is done: the pool has it.
+   */
   async _resize(pool: Pool, capacity: number): Promise<void> {
-    await this.#once(pool, `pool ${pool.name}`, 'resize', [capacity])
-    this.#state(pool).capacity = capacity
+    const resized = (answer: unknown) =>
+      Array.isArray(answer) && answer[0] === 'x' && String(answer[2]).endsWith(`differs from its capacity ${capacity} (resize changes it)`) ? 'ok' : answer
+    await this.#patient(pool, `pool ${pool.name}`, 'resize', [capacity], resized)
+    const state = this.#state(pool)
+    state.capacity = capacity
+    state.checked = true
   }
 
   /** The pools whose hashes `keys` are (with their names), as `inspect()` lists them, given up at `until`; those Redis forgot meanwhile are left out. */

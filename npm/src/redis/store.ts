@@ -251,8 +251,8 @@ export class RedisStore implements LeaseOwner {
   #closeBy: number | undefined = undefined
   #closeDone = false
   readonly #closeTimers = new Set<unknown>()
-  /** Inspections under way (settled either way), which `close()` waits for: they were asked before it. */
-  readonly #inspecting = new Set<Promise<void>>()
+  /** Operations asked patiently (`#patiently`: an inspect, a pool's release…) under way, settled either way, which `close()` waits for: they were asked before it. */
+  readonly #patient = new Set<Promise<void>>()
 
   /** Redis stores are opened by `openRedisStore()`, never made by hand. */
   protected constructor(...internal: never)
@@ -281,6 +281,7 @@ export class RedisStore implements LeaseOwner {
       unwant: channel => this.#wakeups.release(channel),
       closed: place => (this.#closed ? new ClosedError(`${place}: ${this.#closed.message}`) : undefined),
       ended: () => this.#adapter.ended(),
+      patiently: (place, attempt, unanswered) => this.#patiently(place, attempt, unanswered),
     })
   }
 
@@ -940,37 +941,48 @@ export class RedisStore implements LeaseOwner {
   /**
    * The busy keys under this store's prefix, as a local store's `inspect()` lists them, then its pools.
    * One asked before `close()` is answered, as in process and over a connection: the close waits for
-   * it (`#inspecting`), up to its second, before it gives up on what is unanswered and quits a client.
+   * it (`#patient`), up to its second, before it gives up on what is unanswered and quits a client.
+   * Read-only: asked again (`#patiently`), it changes nothing in Redis.
    */
   inspect(): Promise<(KeyInfo | PoolInfo)[]> {
     if (this.#closed) return Promise.reject(new ClosedError(`inspect: ${this.#closed.message}`))
-    const listing = this.#inspect()
-    const settled = listing.then(noop, noop)
-    this.#inspecting.add(settled)
-    void settled.then(() => this.#inspecting.delete(settled))
-    return listing
+    return this.#patiently('inspect', until => this.#listing(until)).catch(error => {
+      throw error instanceof ReplyFailure ? new StorageError(`inspect: Redis refused: ${error.message}`, { cause: error }) : error
+    })
   }
 
   /**
-   * The listing, asked again after no answer (a connection cut with a command of it in flight, which
-   * node-redis and Bun's client reject; a reply that passes by itself, LOADING after a restart), as a
-   * hold's commands are: 50 ms on, then twice as long (at most a second), within its `PATIENCE` in all,
-   * not once the client is closed for good, nor once the close gave up on it. Read-only: asking again
-   * changes nothing in Redis.
+   * What `attempt` answers, asked again after no answer (a connection cut with a command of it in
+   * flight, which node-redis and Bun's client reject; a reply that passes by itself, LOADING after a
+   * restart, BUSY), as a hold's commands are: 50 ms on, then twice as long (at most a second), within
+   * its `PATIENCE` in all (`until`, which each try's commands are given up at), not once the client is
+   * closed for good, nor once the close gave up on it. Only for what answers the same asked again as
+   * asked once (a read; a pool's release, which Redis knows by its ask id: pool.ts); `unanswered`
+   * false: only after a reply that passes by itself, which ran nothing (a cut rejects `ClosedError`).
+   * An error reply rejects its `ReplyFailure`, for `place`'s caller to word; no answer, a `ClosedError`
+   * naming `place`. The close waits for it (`#patient`): it was asked before.
    */
-  async #inspect(): Promise<(KeyInfo | PoolInfo)[]> {
-    const until = this.#clock.now() + PATIENCE
-    for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
-      try {
-        return await this.#listing(until)
-      } catch (error) {
-        const failure = failureOf(error)
-        if (failure instanceof ReplyFailure) throw new StorageError(`inspect: Redis refused: ${failure.message}`, { cause: error })
-        if (this.#adapter.ended()) throw new ClosedError(`inspect: ${CLIENT_ENDED}`, { cause: error })
-        if (this.#closeDone || this.#clock.now() + delay >= until || !(await this.#pause(delay, until)))
-          throw new ClosedError(`inspect: ${answeredTransient(failure) ?? `no answer from Redis: ${failure.message}`}`, { cause: error })
+  #patiently<T>(place: string, attempt: (until: number) => Promise<T>, unanswered = true): Promise<T> {
+    const answer = (async () => {
+      const until = this.#clock.now() + PATIENCE
+      for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
+        try {
+          return await attempt(until)
+        } catch (error) {
+          // What a command rejected is already one (`#send`); a SCAN's, a client's own error.
+          const failure = error instanceof NoAnswer ? error : failureOf(error)
+          if (failure instanceof ReplyFailure) throw failure
+          if (this.#adapter.ended()) throw new ClosedError(`${place}: ${CLIENT_ENDED}`, { cause: error })
+          const again = unanswered || answeredTransient(failure) !== undefined
+          if (!again || this.#closeDone || this.#clock.now() + delay >= until || !(await this.#pause(delay, until)))
+            throw new ClosedError(`${place}: ${answeredTransient(failure) ?? `no answer from Redis: ${failure.message}`}`, { cause: error })
+        }
       }
-    }
+    })()
+    const settled = answer.then(noop, noop)
+    this.#patient.add(settled)
+    void settled.then(() => this.#patient.delete(settled))
+    return answer
   }
 
   /**
@@ -1077,8 +1089,8 @@ export class RedisStore implements LeaseOwner {
     // Ends sent before (a release just before the close): they are owed as much as the close's own.
     for (const sent of this.#sending.values()) ends.push(this.#byCloseEnd(sent))
     this.#sending.clear()
-    // So are inspections asked before: their commands, sent now or after the SCAN, are answered meanwhile.
-    for (const listing of this.#inspecting) ends.push(this.#byCloseEnd(listing))
+    // So are inspections and pool operations asked before: their commands, sent now or asked again, are answered meanwhile.
+    for (const asked of this.#patient) ends.push(this.#byCloseEnd(asked))
     for (const p of [...this.#requests.values()]) {
       const lease = p.lease
       this.#forget(p)

@@ -15,7 +15,9 @@
  *   id by another claim than its owner was answered its outcome, or a confirm of it done; `ackAt`, for a claim served from the line, when its units come
  *   back unless its process asked about it by then — a process that died while it waited is told
  *   nothing, and takes nothing — else 0; `owner` the ask id of the claim that put it here: the only
- *   one whose cancel undoes it), `E n first forgetAt` (a tombstone: released or expired, its id remembered),
+ *   one whose cancel undoes it), `E n first [@release] forgetAt` (a tombstone: released or expired, its id
+ *   remembered; `release` the ask id of the release that ended it, when it carried one: asked again,
+ *   its answer lost, that release answers released),
  *   `W n waitUntil ttl remember @owner chan…` (waiting; `waitUntil` -1 for no limit; `owner` as an open
  *   record's, which it becomes when served; the channels of the processes that asked it). A record
  *   written before owners were kept has none (`O` ends at `ackAt`, `W` has no `@` word): it is read as
@@ -73,7 +75,8 @@
  *   (modes b and B) no such claim or waiter. A `b` or `e` of a claim in line another claim's ask put
  *   there (its own left the line unknown to it) is answered as an ask that joined it (1), and never
  *   makes its wait longer.
- * - `release` id → 1 released, 0 it held nothing. `confirm` id → `d` done (and seen), `l` it holds nothing.
+ * - `release` id [ask] → 1 released (or released before by this very ask: its tombstone says so), 0 it
+ *   held nothing. `confirm` id → `d` done (and seen), `l` it holds nothing.
  * - `cancel` id ask → `w` it left the line, `u` it was undone (it took units no caller was told of: open
  *   and not seen), `n` nothing (ended, seen, or put here by another claim's ask: it stands). Only the
  *   claim whose ask put the record here (`owner`) takes it out.
@@ -99,6 +102,9 @@ do
   -- aside), and tombstones (about 3 µs each, ended together): a few ms of Redis a call.
   local REAP = 250
   local FORGET = 1000
+  -- How long the tombstone of a remembered id released past its 24 hours keeps the release's ask id:
+  -- twice the 10 s within which the store asks a release again.
+  local AGAIN = 20000
 
   -- A count as text: Redis answers a Lua number as an integer, which node-redis 5 reads rounded past
   -- 2^53-49 (its decoder adds each digit past 2^53): a pool of 2^53-1 units said it had 2^53 left.
@@ -205,14 +211,22 @@ do
 
   -- An open claim gives its units back (released, or its ttl ran out); its id is kept as a tombstone
   -- until its forgetAt when it is remembered, else (or \`undo\`: no caller was told of it) forgotten.
-  local function giveBack(id, rec, undo)
+  -- Released by an ask \`by\`: the tombstone keeps it, so that that release asked again answers alike
+  -- (a remembered id past its 24 hours is kept AGAIN for it). A drawn id (\`forget\` 0) leaves none.
+  local function giveBack(id, rec, undo, by)
     local n, first, ttlAt, forget, _, ackAt = parseOpen(rec)
     used = used - n
     opened = opened - 1
     if ttlAt <= 0 then perm = perm - 1 end
     undue(ttlAt > 0, ackAt > 0, id)
+    if by and forget > 0 and forget <= now then
+      forget = now + AGAIN
+      covers(forget)
+    end
     if forget > now and not undo then
-      redis.call('HSET', M, '#' .. id, string.format('E %d %d %d', n, first, forget))
+      local tomb = string.format('E %d %d %d', n, first, forget)
+      if by then tomb = string.format('E %d %d @%s %d', n, first, by, forget) end
+      redis.call('HSET', M, '#' .. id, tomb)
       redis.call('ZADD', Z, int(TOMB + forget), 'f' .. id)
       if forget < tombs then tombs = forget end
     else
@@ -480,9 +494,12 @@ do
   local ops = {}
   ops.claim = claim
   function ops.release(args)
-    local rec = record(args[4])
+    local id, by = args[4], args[5]
+    if by == '' then by = nil end
+    local rec = record(id)
+    if rec and by and string.match(rec, '^E %d+ %d+ @(%S+) ') == by then return 1 end
     if not rec or string.sub(rec, 1, 1) ~= 'O' then return 0 end
-    giveBack(args[4], rec, false)
+    giveBack(id, rec, false, by)
     serve()
     return 1
   end
