@@ -216,6 +216,39 @@ test('#15 LOCK-06 Cluster (ioredis): a process that asked inspect() while the Cl
   assert.deepEqual(lines.map(l => l.line).slice(1), ['closed', 'inspect ClosedError'])
 })
 
+test('LOCK-06 Cluster (ioredis): a process that closed its store while the sharded subscriber refreshed its slots exits once that refresh ended (ioredis scheduled the next one after the close, for good)', async t => {
+  // ioredis 5 schedules a Cluster's next slots refresh when the one under way ends, disconnected or
+  // not, and every slotsRefreshInterval after that (a refresh of no nodes fails at once): a timer
+  // that kept the process alive for good. The nodes stopped (SIGSTOP) make the refresh last (a second
+  // a node), so that the close comes during it.
+  const cluster = await startCluster(t)
+  const child = spawn(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), 'cluster-refreshing.js'), ...cluster.nodes.map(n => n.port)], { stdio: ['pipe', 'pipe', 'inherit'] })
+  later(t, () => child.kill('SIGKILL'))
+  const lines = []
+  const exited = new Promise(resolve => child.once('exit', resolve))
+  createInterface({ input: child.stdout }).on('line', line => lines.push({ line, at: Date.now() }))
+  while (!lines.some(l => l.line === 'open')) {
+    assert.equal(child.exitCode, null, `exited before it opened: ${JSON.stringify(lines)}`)
+    await sleep(20)
+  }
+  for (const n of cluster.nodes) n.kill('SIGSTOP')
+  later(t, () => cluster.nodes.forEach(n => n.kill('SIGCONT')))
+  child.stdin.end()
+  // Its next refresh begins within a second, or once the one under way gave up (three seconds).
+  const end = Date.now() + 15_000
+  while (!lines.some(l => l.line === 'closed')) {
+    assert.equal(child.exitCode, null, `exited before it closed: ${JSON.stringify(lines)}`)
+    assert.ok(Date.now() < end, `never closed: ${JSON.stringify(lines)}`)
+    await sleep(20)
+  }
+  for (const n of cluster.nodes) n.kill('SIGCONT')
+  let timer
+  const late = new Promise(resolve => (timer = setTimeout(resolve, 6_000, 'still running')))
+  const code = await Promise.race([exited, late]).finally(() => clearTimeout(timer))
+  assert.equal(code, 0, `6 s after its store and client were closed, the process was ${code === 'still running' ? 'still running (a timer ioredis scheduled after the close)' : `gone with ${code}`}: ${JSON.stringify(lines)}`)
+  assert.deepEqual(lines.map(l => l.line), ['open', 'closed'])
+})
+
 /** A Cluster client of `kind` logged in as `username`, closed after the test. */
 async function userClient(t, cluster, kind, username, password) {
   if (kind === 'node-redis') {

@@ -147,6 +147,10 @@ interface IoRedis {
   status: string
   /** The connection of a Redis (not a Cluster's) once connected: a Node socket, which can be corked. */
   stream?: { cork?(): void; uncork?(): void }
+  /** A Cluster's: whether a refresh of its slots is under way; one, with what to call once it ended (joined to the one under way); its timer of the next one, cleared. */
+  isRefreshing?: boolean
+  refreshSlotsCache?(callback: () => void): void
+  clearNodesRefreshInterval?(): void
 }
 
 type Listener = (message: string, channel: string) => void
@@ -391,7 +395,14 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
           await within(subscribed, CONNECT_PATIENCE, `no connection for pub/sub within ${CONNECT_PATIENCE}ms`)
         },
         unsubscribe: async channel => void (await (sharded ? sub.sunsubscribe!(channel) : sub.unsubscribe(channel))),
-        close: async () => sub.disconnect(),
+        close: async () => {
+          sub.disconnect()
+          // A Cluster's (ioredis 5) slots refresh under way, once it ends, schedules the next one even
+          // though the client was disconnected meanwhile, and each the next after it, every
+          // slotsRefreshInterval for good (a refresh of no nodes fails at once): a timer that kept the
+          // process alive after close(). Once it ended (asked with it, not anew), that timer goes.
+          if (sub.isRefreshing === true) sub.refreshSlotsCache?.(() => sub.clearNodesRefreshInterval?.())
+        },
       }
     },
     ended: () => c.status === 'end',
