@@ -270,6 +270,43 @@ async function userClient(t, cluster, kind, username, password) {
 }
 
 for (const kind of ['ioredis', 'node-redis'])
+test(`#15 Cluster (${kind}), sharded wake-ups: a waiter whose pub/sub connection was cut, and could connect again only after the release, is woken by it (the store catches up once its channels are back), not at its next heartbeat`, async t => {
+  // node-redis makes a primary's pub/sub connection again and subscribes its channels again by
+  // itself; its Cluster client says 'node-ready' once a connection, never after a reconnection: the
+  // store did not catch up, and a grant published while the connection was away was never heard.
+  const cluster = await startCluster(t)
+  for (const n of cluster.nodes) assert.equal(await raw(n.port, 'ACL', 'SETUSER', 'cut', 'on', '>secret', '~*', '&*', '+@all'), 'OK')
+  const a = await openRedisStore({ redis: await cluster.client(kind) })
+  // b's clock creeps (1 ms every 5 ms): what it does at once runs, its heartbeats (every 10 s of it) never come.
+  const clock = manualClock()
+  const creep = setInterval(() => clock.advance(1), 5)
+  const b = await openRedisStore({ redis: await userClient(t, cluster, kind, 'cut', 'secret'), clock })
+  later(t, async () => {
+    clearInterval(creep)
+    const fast = setInterval(() => clock.advance(100), 5)
+    await Promise.all([a.close(), b.close()]).finally(() => clearInterval(fast))
+  })
+  const slot = await raw(cluster.nodes[0].port, 'CLUSTER', 'KEYSLOT', 'holdfast:{l:cut:k}:m')
+  const owner = (await cluster.layout()).find(n => !n.replica && n.slots.some(([x, y]) => x <= slot && slot <= y))
+  const lease = await a.lock('cut', { ttl: '30s' }).acquire('k')
+  const waiter = b.lock('cut', { ttl: '30s' }).hold('k', { wait: '30s' }, l => l.fence)
+  const end = Date.now() + 10_000
+  while (!String(await raw(owner.port, 'PUBSUB', 'SHARDCHANNELS', 'holdfast:w:*')).includes('{l:cut:k}')) {
+    assert.ok(Date.now() < end, "b's channel was not subscribed")
+    await sleep(20)
+  }
+  // b's pub/sub connection cut, and refused (its user off) until the release published its grant.
+  assert.equal(await raw(owner.port, 'ACL', 'SETUSER', 'cut', 'off'), 'OK')
+  assert.ok((await raw(owner.port, 'CLIENT', 'KILL', 'USER', 'cut', 'TYPE', 'pubsub')) >= 1)
+  await lease.release()
+  assert.equal(await raw(owner.port, 'ACL', 'SETUSER', 'cut', 'on'), 'OK')
+  let timer
+  const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the waiter was not woken once its pub/sub connection was back')), 5_000)))
+  const fence = await Promise.race([waiter, late]).finally(() => clearTimeout(timer))
+  assert.ok(fence > lease.fence, 'fences grow (LOCK-02)')
+})
+
+for (const kind of ['ioredis', 'node-redis'])
 test(`#15 Cluster (${kind}), sharded wake-ups: a key's subscription refused (NOPERM) is tried again by its next waiter, and the first waiter's leaving does not let the second's channel go: it is woken by the release`, async t => {
   // A failed SSUBSCRIBE dropped the channel's count of waiters, and the first waiter's leaving took one
   // from the count the second made: at 0, the channel was let go after 30 s idle while the second

@@ -803,24 +803,33 @@ function nodeRedisClusterAdapter(c: NodeRedisCluster, owned: boolean): Adapter {
     // node-redis means to subscribe them again on the new primary, but listens for another name of the
     // event ('server-sunsubscribe', 5.12): they stayed dropped, every wake-up of a moved key lost.
     // And when a primary is replaced (a failover), the client drops its pub/sub connection, with its
-    // subscriptions, silently: they go again once the new primary's connection is ready.
+    // subscriptions, silently: they go again once the new primary's connection is ready. A pub/sub
+    // connection cut and made again subscribes its channels again by itself, then says 'ready' (its
+    // own event: the Cluster's 'node-ready' comes once a connection, never after a reconnection, and
+    // the store did not catch up: a grant published while it was away was never heard).
     dropped: (lost, lostAll) => {
-      const watched = new Set<NodeRedisEvents>()
+      const watched = new Map<NodeRedisEvents, (...args: never[]) => void>()
       const listener = ((channel: unknown) => lost(String(channel))) as (...args: never[]) => void
       const replaced = afterFirst(lostAll)
       c.on('node-ready', replaced)
       return {
         watch() {
           for (const master of c.masters) {
-            const client = (master as { pubSub?: { client?: NodeRedisEvents } } | null)?.pubSub?.client
+            const client = (master as { pubSub?: { client?: NodeRedisEvents & { isReady?: boolean } } } | null)?.pubSub?.client
             if (!client || watched.has(client)) continue
-            watched.add(client)
+            // One still connecting (another channel's subscription under way) says 'ready' first for that.
+            const back = client.isReady === false ? afterFirst(lostAll) : () => lostAll()
+            watched.set(client, back)
             client.on('sharded-channel-moved', listener)
+            client.on('ready', back)
           }
         },
         off() {
           c.off('node-ready', replaced)
-          for (const client of watched) client.off('sharded-channel-moved', listener)
+          for (const [client, back] of watched) {
+            client.off('sharded-channel-moved', listener)
+            client.off('ready', back)
+          }
           watched.clear()
         },
       }
