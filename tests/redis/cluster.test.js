@@ -191,19 +191,35 @@ test('#15 Cluster (ioredis): calls made while the Cluster is unreachable leave n
   assert.equal(client.listenerCount('ready'), before)
 })
 
-test('#15 LOCK-06 Cluster (ioredis): a process that asked inspect() while the Cluster was unreachable, then closed its store and its client, exits at once', async t => {
-  // inspect() waits up to 10 s for the client's 'ready' (clusterReady): its timer was neither ended
-  // by close() nor unref'd, so the process lived on for those 10 s after everything was closed.
-  const cluster = await startCluster(t)
-  const child = spawn(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), 'cluster-closing.js'), ...cluster.nodes.map(n => n.port)], { stdio: ['pipe', 'pipe', 'inherit'] })
+/**
+ * A child process running `script` (beside this file) with the ports of `cluster`'s nodes, killed
+ * after the test: its stdout lines (`{ line, at }`) and its exit code; resolves once it said `open`.
+ */
+async function openedChild(t, cluster, script) {
+  const child = spawn(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), script), ...cluster.nodes.map(n => n.port)], { stdio: ['pipe', 'pipe', 'inherit'] })
   later(t, () => child.kill('SIGKILL'))
   const lines = []
   const exited = new Promise(resolve => child.once('exit', resolve))
   createInterface({ input: child.stdout }).on('line', line => lines.push({ line, at: Date.now() }))
-  while (!lines.some(l => l.line === 'open')) {
-    assert.equal(child.exitCode, null, `exited before it opened: ${JSON.stringify(lines)}`)
+  await said(child, lines, 'open')
+  return { child, lines, exited }
+}
+
+/** Until `child` said `word` (a line of `lines`), within `ms`; fails if it exited first. */
+async function said(child, lines, word, ms = Infinity) {
+  const end = Date.now() + ms
+  while (!lines.some(l => l.line === word)) {
+    assert.equal(child.exitCode, null, `exited before it said ${word}: ${JSON.stringify(lines)}`)
+    assert.ok(Date.now() < end, `never said ${word}: ${JSON.stringify(lines)}`)
     await sleep(20)
   }
+}
+
+test('#15 LOCK-06 Cluster (ioredis): a process that asked inspect() while the Cluster was unreachable, then closed its store and its client, exits at once', async t => {
+  // inspect() waits up to 10 s for the client's 'ready' (clusterReady): its timer was neither ended
+  // by close() nor unref'd, so the process lived on for those 10 s after everything was closed.
+  const cluster = await startCluster(t)
+  const { child, lines, exited } = await openedChild(t, cluster, 'cluster-closing.js')
   for (const n of cluster.nodes) await n.stop()
   child.stdin.end()
   assert.equal(await exited, 0, JSON.stringify(lines))
@@ -222,25 +238,12 @@ test('LOCK-06 Cluster (ioredis): a process that closed its store while the shard
   // that kept the process alive for good. The nodes stopped (SIGSTOP) make the refresh last (a second
   // a node), so that the close comes during it.
   const cluster = await startCluster(t)
-  const child = spawn(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), 'cluster-refreshing.js'), ...cluster.nodes.map(n => n.port)], { stdio: ['pipe', 'pipe', 'inherit'] })
-  later(t, () => child.kill('SIGKILL'))
-  const lines = []
-  const exited = new Promise(resolve => child.once('exit', resolve))
-  createInterface({ input: child.stdout }).on('line', line => lines.push({ line, at: Date.now() }))
-  while (!lines.some(l => l.line === 'open')) {
-    assert.equal(child.exitCode, null, `exited before it opened: ${JSON.stringify(lines)}`)
-    await sleep(20)
-  }
+  const { child, lines, exited } = await openedChild(t, cluster, 'cluster-refreshing.js')
   for (const n of cluster.nodes) n.kill('SIGSTOP')
   later(t, () => cluster.nodes.forEach(n => n.kill('SIGCONT')))
   child.stdin.end()
   // Its next refresh begins within a second, or once the one under way gave up (three seconds).
-  const end = Date.now() + 15_000
-  while (!lines.some(l => l.line === 'closed')) {
-    assert.equal(child.exitCode, null, `exited before it closed: ${JSON.stringify(lines)}`)
-    assert.ok(Date.now() < end, `never closed: ${JSON.stringify(lines)}`)
-    await sleep(20)
-  }
+  await said(child, lines, 'closed', 15_000)
   for (const n of cluster.nodes) n.kill('SIGCONT')
   let timer
   const late = new Promise(resolve => (timer = setTimeout(resolve, 6_000, 'still running')))
