@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startCluster, raw, later, sleep, commandStats, listenersAroundStores, redisClient } from './helpers.js'
+import { startCluster, raw, later, sleep, commandStats, listenersAroundStores, redisClient, disconnectCluster } from './helpers.js'
 
 for (const kind of ['ioredis', 'node-redis'])
 test(`#15 Cluster (3 primaries, ${kind}): keys spread over every node, one holder a key, FIFO across stores with growing fences woken by sharded pub/sub, inspect sees every node`, async t => {
@@ -268,7 +268,7 @@ async function userClient(t, cluster, kind, username, password) {
     { redisOptions: { username, password } },
   )
   client.on('error', () => {})
-  later(t, () => client.disconnect())
+  later(t, () => disconnectCluster(client))
   return client
 }
 
