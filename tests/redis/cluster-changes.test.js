@@ -44,12 +44,13 @@ async function moveSlot(cluster, slot, to, between = async () => {}) {
 
 /**
  * A store on `cluster` whose clock creeps (above), closed after the test: the clock then runs fast,
- * so that what its close waits for (a second, by its clock) does not take the test's minutes.
+ * so that what its close waits for (a second, by its clock) does not take the test's minutes. On
+ * `redis` if given (else a client of `kind`); its clock stands still while `pace.creeps` is false.
  */
-async function creeping(t, cluster, kind) {
+async function creeping(t, cluster, kind, { redis, pace = { creeps: true } } = {}) {
   const clock = manualClock()
-  const timer = setInterval(() => clock.advance(1), 5)
-  const store = await openRedisStore({ redis: await cluster.client(kind), clock })
+  const timer = setInterval(() => pace.creeps && clock.advance(1), 5)
+  const store = await openRedisStore({ redis: redis ?? (await cluster.client(kind)), clock })
   later(t, async () => {
     clearInterval(timer)
     const closing = store.close()
@@ -141,6 +142,104 @@ test(`Cluster (${kind}), resharding: a slot holding a lease, a waiter and a pool
   await until(async () => (await a.inspect()).find(e => e.name === 'moving')?.waiting === 1, 'the second waiter did not join the line')
   await again.release()
   assert.ok((await bounded(next, 'a later waiter on the moved slot was not woken')) > again.fence)
+})
+
+/**
+ * A node-redis Cluster client seen through two gates the test shuts and opens: while `subscriptions`
+ * is shut, each sharded subscription waits before it goes to the client (`waiting` counts them); while
+ * `answers` is shut, each command goes to Redis at once, and its answer, once there, waits before the
+ * store reads it (`held` counts them). `asking` counts the commands not answered to the store yet,
+ * `subscribing` the subscriptions not settled yet, `stirred` when one last began or settled.
+ */
+function gated(client) {
+  const gate = () => {
+    let open = () => {}
+    let passed = Promise.resolve()
+    return {
+      shut: () => void (passed = new Promise(resolve => (open = resolve))),
+      open: () => open(),
+      get passed() {
+        return passed
+      },
+    }
+  }
+  const g = { subscriptions: gate(), answers: gate(), waiting: 0, held: 0, asking: 0, subscribing: 0, stirred: Date.now() }
+  g.client = new Proxy(client, {
+    get(target, prop) {
+      if (prop === 'sSubscribe')
+        return async (...args) => {
+          g.subscribing++
+          g.stirred = Date.now()
+          try {
+            g.waiting++
+            await g.subscriptions.passed
+            g.waiting--
+            return await target.sSubscribe(...args)
+          } finally {
+            g.subscribing--
+            g.stirred = Date.now()
+          }
+        }
+      if (prop === 'sendCommand')
+        return async (...args) => {
+          g.asking++
+          const answer = target.sendCommand(...args)
+          await answer.catch(() => {})
+          const passed = g.answers.passed
+          g.held++
+          await passed
+          g.held--
+          g.asking--
+          return answer
+        }
+      const value = Reflect.get(target, prop)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+  return g
+}
+
+test('Cluster (node-redis), resharding while a waiter asks Redis: the catch-up once its channel is subscribed again is not lost to the answer of a question sent before, and the release published meanwhile is heard (LOCK-02, POOL-01)', async t => {
+  const cluster = await startCluster(t)
+  const a = await openRedisStore({ redis: await cluster.client('node-redis') })
+  later(t, () => a.close())
+  // b's clock stands still while the test arranges the order of things (its timers, the catch-up's
+  // questions among them, wait for it), and creeps again at the end: its heartbeats never come.
+  const pace = { creeps: true }
+  const g = gated(await cluster.client('node-redis'))
+  const b = await creeping(t, cluster, 'node-redis', { redis: g.client, pace })
+  const port = cluster.nodes[0].port
+  const { lease, waiter, held, claim } = await busy(a, b, 'doubted', 'k', 'doubted-seats')
+  await until(() => g.asking === 0, "b's waiters still ask")
+  // Each slot to another primary: Redis drops b's subscriptions of its channels there, and b
+  // subscribes them again (held back here), catching up before and once they are back.
+  pace.creeps = false
+  g.subscriptions.shut()
+  g.answers.shut()
+  for (const name of [lockKey('doubted', 'k'), poolKey('doubted-seats')]) {
+    const slot = await raw(port, 'CLUSTER', 'KEYSLOT', name)
+    const from = await ownerOf(cluster, slot)
+    await moveSlot(cluster, slot, (await cluster.layout()).find(n => !n.replica && n.id !== from.id))
+  }
+  await until(() => g.waiting >= 2, "b did not subscribe its waiters' channels again")
+  // The catch-up before: b's waiter and claim ask where they stand; Redis answers both "waiting" (the
+  // answers held back), then the releases publish their grants to channels nobody hears.
+  pace.creeps = true
+  await until(() => g.held >= 2, 'the catch-up did not ask where the waiter and the claim stand')
+  pace.creeps = false
+  await lease.release()
+  await held.claim.release()
+  // The channels subscribed again, then the catch-up after them (and those after node-redis's new
+  // pub/sub connections were ready, each subscribing again): only then the old answers come.
+  g.subscriptions.open()
+  await until(() => g.subscribing === 0 && Date.now() - g.stirred > 100, 'the channels were not subscribed again')
+  g.answers.open()
+  pace.creeps = true
+  const fence = await bounded(waiter, 'the waiter was not woken: the catch-up after its channel was subscribed again was lost')
+  assert.ok(fence > lease.fence, 'fences grow (LOCK-02)')
+  const served = await bounded(claim, 'the waiting claim was not woken: the catch-up after its channel was subscribed again was lost')
+  assert.equal(served.claimed, true)
+  assert.equal((await a.pool('doubted-seats').claim(1)).claimed, false, 'no oversell (POOL-01)')
 })
 
 /**

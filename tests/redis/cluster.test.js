@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startCluster, raw, later, sleep, commandStats, listenersAroundStores, redisClient } from './helpers.js'
+import { startCluster, raw, later, sleep, commandStats, listenersAroundStores, redisClient, disconnectCluster } from './helpers.js'
 
 for (const kind of ['ioredis', 'node-redis'])
 test(`#15 Cluster (3 primaries, ${kind}): keys spread over every node, one holder a key, FIFO across stores with growing fences woken by sharded pub/sub, inspect sees every node`, async t => {
@@ -191,19 +191,35 @@ test('#15 Cluster (ioredis): calls made while the Cluster is unreachable leave n
   assert.equal(client.listenerCount('ready'), before)
 })
 
-test('#15 LOCK-06 Cluster (ioredis): a process that asked inspect() while the Cluster was unreachable, then closed its store and its client, exits at once', async t => {
-  // inspect() waits up to 10 s for the client's 'ready' (clusterReady): its timer was neither ended
-  // by close() nor unref'd, so the process lived on for those 10 s after everything was closed.
-  const cluster = await startCluster(t)
-  const child = spawn(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), 'cluster-closing.js'), ...cluster.nodes.map(n => n.port)], { stdio: ['pipe', 'pipe', 'inherit'] })
+/**
+ * A child process running `script` (beside this file) with the ports of `cluster`'s nodes, killed
+ * after the test: its stdout lines (`{ line, at }`) and its exit code; resolves once it said `open`.
+ */
+async function openedChild(t, cluster, script) {
+  const child = spawn(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), script), ...cluster.nodes.map(n => n.port)], { stdio: ['pipe', 'pipe', 'inherit'] })
   later(t, () => child.kill('SIGKILL'))
   const lines = []
   const exited = new Promise(resolve => child.once('exit', resolve))
   createInterface({ input: child.stdout }).on('line', line => lines.push({ line, at: Date.now() }))
-  while (!lines.some(l => l.line === 'open')) {
-    assert.equal(child.exitCode, null, `exited before it opened: ${JSON.stringify(lines)}`)
+  await said(child, lines, 'open')
+  return { child, lines, exited }
+}
+
+/** Until `child` said `word` (a line of `lines`), within `ms`; fails if it exited first. */
+async function said(child, lines, word, ms = Infinity) {
+  const end = Date.now() + ms
+  while (!lines.some(l => l.line === word)) {
+    assert.equal(child.exitCode, null, `exited before it said ${word}: ${JSON.stringify(lines)}`)
+    assert.ok(Date.now() < end, `never said ${word}: ${JSON.stringify(lines)}`)
     await sleep(20)
   }
+}
+
+test('#15 LOCK-06 Cluster (ioredis): a process that asked inspect() while the Cluster was unreachable, then closed its store and its client, exits at once', async t => {
+  // inspect() waits up to 10 s for the client's 'ready' (clusterReady): its timer was neither ended
+  // by close() nor unref'd, so the process lived on for those 10 s after everything was closed.
+  const cluster = await startCluster(t)
+  const { child, lines, exited } = await openedChild(t, cluster, 'cluster-closing.js')
   for (const n of cluster.nodes) await n.stop()
   child.stdin.end()
   assert.equal(await exited, 0, JSON.stringify(lines))
@@ -214,6 +230,26 @@ test('#15 LOCK-06 Cluster (ioredis): a process that asked inspect() while the Cl
   // them keep the process up to their disconnectTimeout (2 s) after disconnect(): not holdfast's.
   assert.ok(exitedAt - closed.at < 4_000, `exited ${exitedAt - closed.at}ms after its store and client were closed`)
   assert.deepEqual(lines.map(l => l.line).slice(1), ['closed', 'inspect ClosedError'])
+})
+
+test('LOCK-06 Cluster (ioredis): a process that closed its store while the sharded subscriber refreshed its slots exits once that refresh ended (ioredis scheduled the next one after the close, for good)', async t => {
+  // ioredis 5 schedules a Cluster's next slots refresh when the one under way ends, disconnected or
+  // not, and every slotsRefreshInterval after that (a refresh of no nodes fails at once): a timer
+  // that kept the process alive for good. The nodes stopped (SIGSTOP) make the refresh last (a second
+  // a node), so that the close comes during it.
+  const cluster = await startCluster(t)
+  const { child, lines, exited } = await openedChild(t, cluster, 'cluster-refreshing.js')
+  for (const n of cluster.nodes) n.kill('SIGSTOP')
+  later(t, () => cluster.nodes.forEach(n => n.kill('SIGCONT')))
+  child.stdin.end()
+  // Its next refresh begins within a second, or once the one under way gave up (three seconds).
+  await said(child, lines, 'closed', 15_000)
+  for (const n of cluster.nodes) n.kill('SIGCONT')
+  let timer
+  const late = new Promise(resolve => (timer = setTimeout(resolve, 6_000, 'still running')))
+  const code = await Promise.race([exited, late]).finally(() => clearTimeout(timer))
+  assert.equal(code, 0, `6 s after its store and client were closed, the process was ${code === 'still running' ? 'still running (a timer ioredis scheduled after the close)' : `gone with ${code}`}: ${JSON.stringify(lines)}`)
+  assert.deepEqual(lines.map(l => l.line), ['open', 'closed'])
 })
 
 /** A Cluster client of `kind` logged in as `username`, closed after the test. */
@@ -232,9 +268,46 @@ async function userClient(t, cluster, kind, username, password) {
     { redisOptions: { username, password } },
   )
   client.on('error', () => {})
-  later(t, () => client.disconnect())
+  later(t, () => disconnectCluster(client))
   return client
 }
+
+for (const kind of ['ioredis', 'node-redis'])
+test(`#15 Cluster (${kind}), sharded wake-ups: a waiter whose pub/sub connection was cut, and could connect again only after the release, is woken by it (the store catches up once its channels are back), not at its next heartbeat`, async t => {
+  // node-redis makes a primary's pub/sub connection again and subscribes its channels again by
+  // itself; its Cluster client says 'node-ready' once a connection, never after a reconnection: the
+  // store did not catch up, and a grant published while the connection was away was never heard.
+  const cluster = await startCluster(t)
+  for (const n of cluster.nodes) assert.equal(await raw(n.port, 'ACL', 'SETUSER', 'cut', 'on', '>secret', '~*', '&*', '+@all'), 'OK')
+  const a = await openRedisStore({ redis: await cluster.client(kind) })
+  // b's clock creeps (1 ms every 5 ms): what it does at once runs, its heartbeats (every 10 s of it) never come.
+  const clock = manualClock()
+  const creep = setInterval(() => clock.advance(1), 5)
+  const b = await openRedisStore({ redis: await userClient(t, cluster, kind, 'cut', 'secret'), clock })
+  later(t, async () => {
+    clearInterval(creep)
+    const fast = setInterval(() => clock.advance(100), 5)
+    await Promise.all([a.close(), b.close()]).finally(() => clearInterval(fast))
+  })
+  const slot = await raw(cluster.nodes[0].port, 'CLUSTER', 'KEYSLOT', 'holdfast:{l:cut:k}:m')
+  const owner = (await cluster.layout()).find(n => !n.replica && n.slots.some(([x, y]) => x <= slot && slot <= y))
+  const lease = await a.lock('cut', { ttl: '30s' }).acquire('k')
+  const waiter = b.lock('cut', { ttl: '30s' }).hold('k', { wait: '30s' }, l => l.fence)
+  const end = Date.now() + 10_000
+  while (!String(await raw(owner.port, 'PUBSUB', 'SHARDCHANNELS', 'holdfast:w:*')).includes('{l:cut:k}')) {
+    assert.ok(Date.now() < end, "b's channel was not subscribed")
+    await sleep(20)
+  }
+  // b's pub/sub connection cut, and refused (its user off) until the release published its grant.
+  assert.equal(await raw(owner.port, 'ACL', 'SETUSER', 'cut', 'off'), 'OK')
+  assert.ok((await raw(owner.port, 'CLIENT', 'KILL', 'USER', 'cut', 'TYPE', 'pubsub')) >= 1)
+  await lease.release()
+  assert.equal(await raw(owner.port, 'ACL', 'SETUSER', 'cut', 'on'), 'OK')
+  let timer
+  const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the waiter was not woken once its pub/sub connection was back')), 5_000)))
+  const fence = await Promise.race([waiter, late]).finally(() => clearTimeout(timer))
+  assert.ok(fence > lease.fence, 'fences grow (LOCK-02)')
+})
 
 for (const kind of ['ioredis', 'node-redis'])
 test(`#15 Cluster (${kind}), sharded wake-ups: a key's subscription refused (NOPERM) is tried again by its next waiter, and the first waiter's leaving does not let the second's channel go: it is woken by the release`, async t => {

@@ -471,10 +471,21 @@ export async function startCluster(t, { replicas = 0, nodeTimeout = 2000 } = {})
       const { Cluster } = await import('ioredis')
       const client = new Cluster(nodes.map(n => ({ host: '127.0.0.1', port: n.port })))
       client.on('error', () => {})
-      later(t, () => client.disconnect())
+      later(t, () => disconnectCluster(client))
       return client
     },
   }
+}
+
+/**
+ * Disconnects an ioredis Cluster client for good: ioredis 5 schedules the next slots refresh when
+ * the one under way ends, disconnected or not, and one every slotsRefreshInterval (5 s by default)
+ * after that, for good; that timer goes too, once the refresh under way ended (as holdfast does for
+ * its subscriber). Without it, a test file whose client was disconnected during a refresh would never end.
+ */
+export function disconnectCluster(client) {
+  client.disconnect()
+  if (client.isRefreshing === true) client.refreshSlotsCache(() => client.clearNodesRefreshInterval())
 }
 
 /**

@@ -156,6 +156,10 @@ interface IoRedis {
   status: string
   /** The connection of a Redis (not a Cluster's) once connected: a Node socket, which can be corked. */
   stream?: { cork?(): void; uncork?(): void }
+  /** A Cluster's: whether a refresh of its slots is under way; one, with what to call once it ended (joined to the one under way); its timer of the next one, cleared. */
+  isRefreshing?: boolean
+  refreshSlotsCache?(callback: () => void): void
+  clearNodesRefreshInterval?(): void
 }
 
 type Listener = (message: string, channel: string) => void
@@ -405,7 +409,14 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
           await within(subscribed, CONNECT_PATIENCE, `no connection for pub/sub within ${CONNECT_PATIENCE}ms`)
         },
         unsubscribe: async channel => void (await (sharded ? sub.sunsubscribe!(channel) : sub.unsubscribe(channel))),
-        close: async () => sub.disconnect(),
+        close: async () => {
+          sub.disconnect()
+          // A Cluster's (ioredis 5) slots refresh under way, once it ends, schedules the next one even
+          // though the client was disconnected meanwhile, and each the next after it, every
+          // slotsRefreshInterval for good (a refresh of no nodes fails at once): a timer that kept the
+          // process alive after close(). Once it ended (asked with it, not anew), that timer goes.
+          if (sub.isRefreshing === true) sub.refreshSlotsCache?.(() => sub.clearNodesRefreshInterval?.())
+        },
       }
     },
     ended: () => c.status === 'end',
@@ -813,24 +824,33 @@ function nodeRedisClusterAdapter(c: NodeRedisCluster, owned: boolean): Adapter {
     // node-redis means to subscribe them again on the new primary, but listens for another name of the
     // event ('server-sunsubscribe', 5.12): they stayed dropped, every wake-up of a moved key lost.
     // And when a primary is replaced (a failover), the client drops its pub/sub connection, with its
-    // subscriptions, silently: they go again once the new primary's connection is ready.
+    // subscriptions, silently: they go again once the new primary's connection is ready. A pub/sub
+    // connection cut and made again subscribes its channels again by itself, then says 'ready' (its
+    // own event: the Cluster's 'node-ready' comes once a connection, never after a reconnection, and
+    // the store did not catch up: a grant published while it was away was never heard).
     dropped: (lost, lostAll) => {
-      const watched = new Set<NodeRedisEvents>()
+      const watched = new Map<NodeRedisEvents, (...args: never[]) => void>()
       const listener = ((channel: unknown) => lost(String(channel))) as (...args: never[]) => void
       const replaced = afterFirst(lostAll)
       c.on('node-ready', replaced)
       return {
         watch() {
           for (const master of c.masters) {
-            const client = (master as { pubSub?: { client?: NodeRedisEvents } } | null)?.pubSub?.client
+            const client = (master as { pubSub?: { client?: NodeRedisEvents & { isReady?: boolean } } } | null)?.pubSub?.client
             if (!client || watched.has(client)) continue
-            watched.add(client)
+            // One still connecting (another channel's subscription under way) says 'ready' first for that.
+            const back = client.isReady === false ? afterFirst(lostAll) : () => lostAll()
+            watched.set(client, back)
             client.on('sharded-channel-moved', listener)
+            client.on('ready', back)
           }
         },
         off() {
           c.off('node-ready', replaced)
-          for (const client of watched) client.off('sharded-channel-moved', listener)
+          for (const [client, back] of watched) {
+            client.off('sharded-channel-moved', listener)
+            client.off('ready', back)
+          }
           watched.clear()
         },
       }

@@ -144,6 +144,13 @@ class Pending {
   timer: unknown = undefined
   /** Whether it waits in line (its channel wanted, heartbeats under way). */
   waiting = false
+  /**
+   * Its asks, numbered as sent; and the last of them sent before a wake-up of it may have been lost
+   * (`#doubt`): an answer "in line" to one of those says nothing of a grant published after Redis ran
+   * it, and it asks again at once.
+   */
+  asked = 0
+  doubted = 0
   subscribed = false
   done = false
   /** Whether its first ask joined a claim another caller had in line (it never takes that claim out). */
@@ -391,8 +398,9 @@ export class RedisPools implements PoolStore {
     const wait = p.waitUntil === Infinity ? -1 : Math.max(0, Math.ceil(p.waitUntil - now))
     if (mode === 'e') p.extend = false
     const patience = Math.min(PATIENCE, p.giveUpAt - now)
+    const asked = ++p.asked
     this.#call(p.state, 'claim', [p.id, p.n, wait, p.ttl, p.remember ? 1 : 0, sent, p.state.channel, p.ask], Math.max(WAIT_GRACE, patience)).then(
-      answer => this.#answered(p, answer),
+      answer => this.#answered(p, answer, asked),
       error => {
         if (p.done) return
         if (mode === 'e') p.extend = true
@@ -424,8 +432,8 @@ export class RedisPools implements PoolStore {
     )
   }
 
-  /** Acts on where Redis says claim `p` stands (an answer, or a wake-up). */
-  #answered(p: Pending, answer: unknown): void {
+  /** Acts on where Redis says claim `p` stands (an answer to ask number `asked`, or a wake-up). */
+  #answered(p: Pending, answer: unknown, asked = p.asked): void {
     if (p.done) return
     if (!Array.isArray(answer)) return this.#end(p, new StorageError(`${p.place}: unexpected answer from Redis: ${JSON.stringify(answer)}`))
     switch (answer[0]) {
@@ -453,8 +461,9 @@ export class RedisPools implements PoolStore {
         let next = Math.floor(BEAT / 3)
         if (waitLeft >= 0) next = Math.min(next, waitLeft + SLACK)
         if (hint >= 0) next = Math.min(next, hint + SLACK)
-        // A caller that joined with a longer wait than the claim had: Redis is told it now.
-        if (p.extend) next = 0
+        // A caller that joined with a longer wait than the claim had: Redis is told it now. An ask sent
+        // before a wake-up may have been lost: Redis ran it before that grant, if any.
+        if (p.extend || asked <= p.doubted) next = 0
         this.#later(p, next, () => this.#ask(p, p.extend ? 'e' : 'b'))
         if (!p.waiting) {
           p.waiting = true
@@ -513,7 +522,7 @@ export class RedisPools implements PoolStore {
   #want(p: Pending): void {
     p.subscribed = true
     void this.#host.want(p.state.channel).then(missed => {
-      if (missed && !p.done) this.#later(p, 0, () => this.#ask(p, 'b'))
+      if (missed && !p.done) this.#doubt(p)
     })
   }
 
@@ -587,7 +596,18 @@ export class RedisPools implements PoolStore {
 
   /** The subscriber reconnected: wake-ups may have been lost; every waiting claim asks where it stands. */
   catchUp(): void {
-    for (const p of this.#pending.values()) if (p.waiting && !p.done) this.#later(p, 0, () => this.#ask(p, 'b'))
+    for (const p of this.#pending.values()) if (!p.done) this.#doubt(p)
+  }
+
+  /**
+   * A wake-up of claim `p` may have been lost: one in line asks where it stands, now; an ask of it under
+   * way (sent before: Redis may have run it before the grant) is asked again once it is answered "in
+   * line". Without that, an answer to an ask sent before the subscription was made again put its next
+   * ask a BEAT/3 on, in place of the catch-up's: the wake-up was lost, and the claim waited that long.
+   */
+  #doubt(p: Pending): void {
+    p.doubted = p.asked
+    if (p.waiting) this.#later(p, 0, () => this.#ask(p, 'b'))
   }
 
   // ---- the other operations ----

@@ -154,6 +154,13 @@ class Request {
   uncertain = false
   /** How long after its last unanswered command it asks again (0: Redis answered the last; see `#failed`). */
   retryMs = 0
+  /**
+   * Its questions to Redis (acquire, heartbeat), numbered as sent; and the last of them asked before a
+   * wake-up of it may have been lost (`#doubt`): an answer "waiting" to one of those says nothing of a
+   * grant published after Redis ran it, and it asks again at once.
+   */
+  asked = 0
+  doubted = 0
   /** The channel that tells of its grant, and what it sends with every call (the handle's constants and that channel). */
   readonly channel: string
   readonly consts: string
@@ -631,10 +638,11 @@ export class RedisStore implements LeaseOwner {
     // again later may arrive after it).
     if (p.waitingAsOf < 0) p.waitingAsOf = sentAt
     p.asking++
+    const asked = ++p.asked
     this.#run('acquire', p.keys, [p.id, wait, p.consts], left < 0 ? Math.max(WAIT_GRACE, h.ttl) : WAIT_GRACE + left).then(
       answer => {
         p.asking--
-        this.#answered(p, answer, sentAt)
+        this.#answered(p, answer, sentAt, asked)
       },
       error => {
         p.asking--
@@ -673,9 +681,10 @@ export class RedisStore implements LeaseOwner {
 
   /**
    * Acts on where Redis says a request stands (an answer to acquire or renew, or a wake-up). An acquire
-   * that grants at once answers the fence alone: the lease is its ttl, its revoke its maxHold.
+   * that grants at once answers the fence alone: the lease is its ttl, its revoke its maxHold. `asked`:
+   * the number of the question answered (see `Request.asked`; a wake-up's is the last sent).
    */
-  #answered(p: Request, answer: unknown, sentAt: number): void {
+  #answered(p: Request, answer: unknown, sentAt: number, asked = p.asked): void {
     if (this.#requests.get(p.id) !== p || p.lease) return
     p.unansweredSince = -1
     p.retryMs = 0
@@ -692,6 +701,8 @@ export class RedisStore implements LeaseOwner {
         let next = Math.max(1, Math.floor(p.handle.ttl / 3))
         if (waitLeft >= 0) next = Math.min(next, waitLeft + SLACK)
         if (headLeft >= 0) next = Math.min(next, headLeft + SLACK)
+        // Asked before a wake-up may have been lost: Redis ran it before that grant, if any.
+        if (asked <= p.doubted) next = 0
         this.#beat(p, next, () => void this.#heartbeat(p))
         return this.#want(p)
       }
@@ -747,13 +758,14 @@ export class RedisStore implements LeaseOwner {
     if (this.#requests.get(p.id) !== p || p.lease) return
     const sentAt = this.#clock.now()
     if (p.unansweredSince < 0) p.unansweredSince = sentAt
+    const asked = ++p.asked
     let answer: unknown
     try {
       answer = await this.#run('renew', p.keys, [p.id, '', p.consts], Math.max(WAIT_GRACE, p.handle.ttl))
     } catch (error) {
       return this.#failed(p, error, () => void this.#heartbeat(p))
     }
-    this.#answered(p, answer, sentAt)
+    this.#answered(p, answer, sentAt, asked)
   }
 
   /** A wake-up: a script granted one of this process's waiters. */
@@ -774,7 +786,19 @@ export class RedisStore implements LeaseOwner {
   /** The subscriber reconnected: wake-ups may have been lost meanwhile; every waiter asks now. */
   #catchUp(): void {
     this.#pools.catchUp()
-    for (const p of this.#requests.values()) if (!p.lease && p.beatTimer !== undefined) this.#beat(p, 0, () => void this.#heartbeat(p))
+    for (const p of this.#requests.values()) if (!p.lease) this.#doubt(p)
+  }
+
+  /**
+   * A wake-up of waiting request `p` may have been lost: it asks Redis where it stands, now, or, with a
+   * question of it under way (sent before: Redis may have run it before the grant), once that is
+   * answered. Skipped while one was under way, or its timer replaced by that question's answer
+   * "waiting", the catch-up after a Cluster's subscription was made again was lost, and the waiter
+   * with it until its next heartbeat (a ttl/3 on).
+   */
+  #doubt(p: Request): void {
+    p.doubted = p.asked
+    if (p.beatTimer !== undefined) this.#beat(p, 0, () => void this.#heartbeat(p))
   }
 
   #granted(p: Request, fence: number, leaseMs: number, revokeMs: number, from: number): void {
@@ -855,7 +879,7 @@ export class RedisStore implements LeaseOwner {
     if (!this.#wakeups.sharded || p.subscribed) return
     p.subscribed = true
     void this.#wakeups.want(p.channel).then(missed => {
-      if (missed && !p.lease && this.#requests.get(p.id) === p && p.beatTimer !== undefined) this.#beat(p, 0, () => void this.#heartbeat(p))
+      if (missed && !p.lease && this.#requests.get(p.id) === p) this.#doubt(p)
     })
   }
 

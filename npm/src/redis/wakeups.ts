@@ -21,8 +21,9 @@
  *
  * A wake-up can be lost (the subscriber reconnecting, a failover): the waiter's next heartbeat answers
  * the grant all the same, and each time the subscriber may have missed messages the store heartbeats
- * all its waiters at once (`resubscribed`), so a lost wake-up delays a waiter by one round trip, not
- * by a ttl/3.
+ * all its waiters at once (`resubscribed`; one whose question was under way asks again once it is
+ * answered, Redis having maybe run it before the grant), so a lost wake-up delays a waiter by one
+ * round trip, not by a ttl/3.
  */
 
 import type { Adapter, Subscriber } from './adapter.js'
