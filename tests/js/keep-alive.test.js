@@ -5,50 +5,14 @@
 // process of its own (keep-alive-child.js) that awaits the answer at its top level and ends without
 // closing its store: before, Node ended it at once ("unsettled top-level await", exit 13), and under
 // `node --test` on Node 20 and `deno test` such an await failed "Promise resolution is still pending
-// but the event loop has already resolved". Real time, in short durations (250 ms).
+// but the event loop has already resolved" (the last test here). Real time, in short durations (250 ms).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { openStore, memoryStorage, InUseError, LostError } from 'holdfast'
+import { answeredBy } from './proc.js'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
-
-/** Runs keep-alive-child.js CASE on this runtime: its exit code, its printed answers and how long it lived. */
-function runChild(which) {
-  const script = path.join(here, 'keep-alive-child.js')
-  const args = typeof Deno === 'undefined' ? [script, which] : ['run', '--allow-all', script, which]
-  return new Promise((resolve, reject) => {
-    const started = performance.now()
-    const child = spawn(process.execPath, args, { cwd: here, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', d => (stdout += d))
-    child.stderr.on('data', d => (stderr += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
-    child.on('error', reject)
-    child.on('close', code => {
-      clearTimeout(timer)
-      const printed = Object.fromEntries(
-        stdout
-          .split('\n')
-          .filter(line => line.startsWith('{'))
-          .map(line => JSON.parse(line))
-          .map(({ what, value }) => [what, value]),
-      )
-      resolve({ code, printed, stderr, ms: performance.now() - started })
-    })
-  })
-}
-
-/** The child ran case `which` to its end, exit 0, having printed `expected` (and `end`). */
-async function answered(which, expected) {
-  const { code, printed, stderr, ms } = await runChild(which)
-  assert.equal(code, 0, `${which}: exit ${code} after ${Math.round(ms)} ms, printed ${JSON.stringify(printed)}: ${stderr.slice(-800)}`)
-  assert.deepEqual(printed, { ...expected, end: which })
-  return ms
-}
+/** keep-alive-child.js ran case `which` to its end, exit 0, having printed `expected` (and `end`): how long it lived. */
+const answered = (which, expected) => answeredBy('keep-alive-child.js', [which], { ...expected, end: which })
 
 test('LOCK-06: a script awaiting a hold whose wait runs out (the key held for good) is answered InUseError, then exits 0', { timeout: 30_000 }, async () => {
   await answered('wait', { hold: { error: 'in_use' } })
@@ -81,8 +45,8 @@ test('a lease acquired and forgotten keeps nothing alive for its maxHold of 60 s
 })
 
 test('LOCK-06, LOCK-03: a test awaiting what only a timer settles — a wait that runs out, a maxHold its fn awaits — is answered, with nothing else keeping the runner alive', { timeout: 30_000 }, async () => {
-  // Before, `node --test` on Node 20 and `deno test` failed here: "Promise resolution is still
-  // pending but the event loop has already resolved".
+  // Before, `node --test` on Node 20 failed here: "Promise resolution is still pending but the event
+  // loop has already resolved" (so did a Deno.test: tests/deno/no-flags.test.ts).
   const store = await openStore({ storage: memoryStorage() })
   const locks = store.lock('keep-alive')
   const held = await locks.acquire('k')

@@ -5,6 +5,7 @@
 // application quit its client: so the script closes it.)
 //   RUNTIME keep-alive-child.js CLIENT URL CASE     (CLIENT: ioredis | node-redis | bun)
 import { openRedisStore } from 'holdfast/redis'
+import { redisClient } from './helpers.js'
 
 const [kind, url, which] = process.argv.slice(2)
 const print = (what, value) => console.log(JSON.stringify({ what, value }))
@@ -14,23 +15,8 @@ const outcome = promise =>
     e => ({ error: e?.code ?? String(e) }),
   )
 
-async function client() {
-  if (kind === 'bun') {
-    const { RedisClient } = await import('bun')
-    return new RedisClient(url)
-  }
-  if (kind === 'node-redis') {
-    const { createClient } = await import('redis')
-    const c = createClient({ url })
-    c.on('error', () => {})
-    await c.connect()
-    return c
-  }
-  const { Redis } = await import('ioredis')
-  const c = new Redis(url)
-  c.on('error', () => {})
-  return c
-}
+/** A client of this run's kind (helpers.js: closed by this script, not by a test). */
+const client = () => redisClient(undefined, url, kind)
 
 const redis = await client()
 const store = await openRedisStore({ redis })

@@ -4,39 +4,11 @@
 // Real time, in short durations.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { startRedis, CLIENT } from './helpers.js'
+import { answeredBy } from './proc.js'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
-
-/** Runs keep-alive-child.js CASE on this runtime: its exit code, its printed answers and how long it lived. */
-function runChild(url, which) {
-  return new Promise((resolve, reject) => {
-    const started = performance.now()
-    const child = spawn(process.execPath, [path.join(here, 'keep-alive-child.js'), CLIENT, url, which], { cwd: here, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', d => (stdout += d))
-    child.stderr.on('data', d => (stderr += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-    child.on('error', reject)
-    child.on('close', code => {
-      clearTimeout(timer)
-      const lines = stdout.split('\n').filter(line => line.startsWith('{'))
-      const printed = Object.fromEntries(lines.map(line => JSON.parse(line)).map(({ what, value }) => [what, value]))
-      resolve({ code, printed, stderr, ms: performance.now() - started })
-    })
-  })
-}
-
-async function answered(url, which, expected) {
-  const { code, printed, stderr, ms } = await runChild(url, which)
-  assert.equal(code, 0, `${which}: exit ${code} after ${Math.round(ms)} ms, printed ${JSON.stringify(printed)}: ${stderr.slice(-800)}`)
-  assert.deepEqual(printed, { ...expected, end: which })
-  return ms
-}
+/** keep-alive-child.js ran case `which` to its end, exit 0, having printed `expected` (and `end`): how long it lived. */
+const answered = (url, which, expected) => answeredBy('keep-alive-child.js', [CLIENT, url, which], { ...expected, end: which }, 60_000)
 
 test('LOCK-06 on Redis: a script awaiting a hold whose wait runs out is answered InUseError, then exits 0 once it closed its store and quit its client', { timeout: 60_000 }, async t => {
   const server = await startRedis(t)
