@@ -30,6 +30,28 @@ Deno.test('openStore with memoryStorage(): hold, tryHold, fences, LOCK-04, close
   await store.close()
 })
 
+Deno.test('LOCK-06, LOCK-03, POOL-04 under deno test: awaiting a wait that runs out, a maxHold its fn awaits, a claim whose wait runs out is answered (the store\'s timer keeps the test alive meanwhile); closed, the store leaves the sanitizers no timer', async () => {
+  // Before, each await here failed "Promise resolution is still pending but the event loop has
+  // already resolved": every timer of holdfast's was unref'd.
+  const codeOf = (p: Promise<unknown>) => p.then(
+    () => 'none',
+    (e: { code?: string }) => e?.code,
+  )
+  const store = await openStore({ storage: memoryStorage() })
+  const locks = store.lock('keep-alive')
+  const held = await locks.acquire('k')
+  assert.equal(await codeOf(locks.hold('k', { wait: 250 }, () => 'ran')), 'in_use')
+  held.release()
+  const bounded = store.lock('keep-alive', { maxHold: 250 })
+  assert.equal(await codeOf(bounded.hold('k', lease => new Promise(resolve => lease.signal.addEventListener('abort', resolve, { once: true })))), 'lost')
+  const seats = store.pool('keep-alive', { capacity: 1 })
+  assert.equal((await seats.claim(1)).claimed, true)
+  assert.equal((await seats.claim(1, { wait: 250 })).claimed, false)
+  // A lease forgotten with a maxHold of a minute: the close ends it, and its timer with it.
+  await store.lock('forgotten', { maxHold: '1m' }).acquire('k')
+  await store.close()
+})
+
 Deno.test('openStore with a callback storage, across a restart: fences keep growing', async () => {
   const values = new Map<string, string>()
   const storage: Storage = { get: async key => values.get(key), set: async (key, value) => void values.set(key, value) }

@@ -15,8 +15,9 @@ const store = await openStore({ storage: fileStorage(dir) })
 const seats = store.pool('seats', { capacity: 1000 })
 const ids = Array.from({ length: Number(n) }, (_, i) => `${prefix}-${i}-${'x'.repeat(100)}`)
 const outcomes = []
-// The store's timers keep no process alive (util/clock.ts), the wait before the write that follows a
-// failed one included: this keeps it alive until every claim was answered.
+// The store keeps a process alive by a timer alone (a claim's wait, the retry of a failed write:
+// util/clock.ts `keepAlive`), and none need be set while its claims are written: this keeps it alive
+// until every claim was answered.
 const alive = setInterval(() => {}, 1 << 30)
 if (apart === 'apart') for (const id of ids) outcomes.push(...(await Promise.allSettled([seats.claim(1, { id })])))
 else outcomes.push(...(await Promise.allSettled(ids.map(id => seats.claim(1, { id })))))

@@ -7,14 +7,11 @@
 // its warnings.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { InUseError, LostError } from 'holdfast'
 import { manualClock } from 'holdfast/testing'
 import { openTestStore, settle, isSettled, fakeObjects, workerStoreModule } from './helpers.js'
+import { runScript } from './proc.js'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
 const DAY = 86_400_000
 const { workerStore } = await workerStoreModule()
 
@@ -103,20 +100,5 @@ test('#13 item 9: on the real clock, a process holding a 30-day lease and waitin
 
 /** Runs long-deadlines-child.js on this runtime for `seconds` (`mode`: see the child). */
 function runChild(seconds, mode) {
-  const script = path.join(here, 'long-deadlines-child.js')
-  const childArgs = mode === undefined ? [script, String(seconds)] : [script, String(seconds), mode]
-  const args = typeof Deno === 'undefined' ? childArgs : ['run', '--allow-all', ...childArgs]
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: here, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', d => (stdout += d))
-    child.stderr.on('data', d => (stderr += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
-    child.on('error', reject)
-    child.on('close', code => {
-      clearTimeout(timer)
-      resolve({ stdout, stderr, code })
-    })
-  })
+  return runScript('long-deadlines-child.js', mode === undefined ? [String(seconds)] : [String(seconds), mode])
 }

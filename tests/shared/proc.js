@@ -1,6 +1,7 @@
-// Shared by the suites whose tests drive real processes (tests/remote, tests/redis); the runners copy
+// Shared by the suites whose tests drive real processes (tests/remote, tests/redis, tests/js); the runners copy
 // tests/shared/*.js into each suite's project, beside the suite's own files.
 import { spawn } from 'node:child_process'
+import assert from 'node:assert/strict'
 import { createInterface } from 'node:readline'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -97,4 +98,44 @@ export class Proc {
     }
     await this.exited
   }
+}
+
+/**
+ * Runs `script` (a file beside this one) with `args` on this very runtime (under Deno, `deno run
+ * --allow-all`) to its end, killed after `ms`: its exit `code`, its `stdout` and `stderr`, the JSON
+ * objects it printed one a line (`printed`), and how long it lived (`ms`).
+ */
+export function runScript(script, args = [], ms = 30_000) {
+  const file = path.join(here, script)
+  const argv = typeof Deno === 'undefined' ? [file, ...args] : ['run', '--allow-all', file, ...args]
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    const child = spawn(process.execPath, argv, { cwd: here, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', d => (stdout += d))
+    child.stderr.on('data', d => (stderr += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), ms)
+    child.on('error', reject)
+    child.on('close', code => {
+      clearTimeout(timer)
+      const printed = stdout
+        .split('\n')
+        .filter(line => line.startsWith('{'))
+        .map(line => JSON.parse(line))
+      resolve({ code, stdout, stderr, printed, ms: performance.now() - started })
+    })
+  })
+}
+
+/**
+ * `runScript`, whose script must exit 0 having printed `{ what, value }` lines that make up `expected`
+ * (`{ [what]: value }`): answers how long it lived.
+ */
+export async function answeredBy(script, args, expected, ms) {
+  const { code, printed, stderr, ms: lived } = await runScript(script, args, ms)
+  const answers = Object.fromEntries(printed.map(({ what, value }) => [what, value]))
+  assert.equal(code, 0, `${script} ${args.join(' ')}: exit ${code} after ${Math.round(lived)} ms, printed ${JSON.stringify(answers)}: ${stderr.slice(-800)}`)
+  assert.deepEqual(answers, expected)
+  return lived
 }

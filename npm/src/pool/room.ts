@@ -86,7 +86,7 @@ import {
   POOL_FAILED,
   REQ,
 } from '../store/abi.js'
-import { clearTimer, setTimer, type Clock } from '../util/clock.js'
+import { clearTimer, keepAlive, setTimer, type Clock } from '../util/clock.js'
 import { randomId } from '../util/random.js'
 import { soon } from '../util/soon.js'
 import { checkOptions } from '../util/options.js'
@@ -106,6 +106,8 @@ export interface PoolHost {
   drain(n: number, now: number): void
   /** Sets the store's timer for `at`, if it is earlier than the one set. */
   schedule(at: number): void
+  /** A claim's answer waits on the store's timer: it keeps the process alive until `promise` settles. */
+  awaits(promise: Promise<unknown>): void
   /** The store's `ClosedError` for `place`, if it is closed. */
   closed(place: string): ClosedError | undefined
   /** The engine trapped: the store closes; answers the error to throw. */
@@ -318,11 +320,14 @@ export class PoolRoom implements PoolStore {
       this.#records.set(buf[REQ]!, record)
       // The engine's answer says whether it waits in line (no call to ask it: `#waits`).
       result = this.#ask(record, buf[REQ]!, request, now, answer === CLAIM_QUEUED)
+      // Its wait, or a claim's ttl ahead of it, is the store's timer: it keeps the process alive meanwhile.
+      this.#host.awaits(result)
     } else if (answer === CLAIM_JOINED) {
       const record = this.#records.get(buf[REQ]!)
       if (!record) throw this.#host.trap(new Error(`the engine joined a claim to request ${buf[REQ]}, which this side does not know`))
       // Joined to a claim that waits, or one being written: the engine says which.
       result = this.#ask(record, buf[REQ]!, request, now, this.#waits(buf[REQ]!))
+      this.#host.awaits(result)
     } else if (answer === CLAIM_REFUSED) {
       result = Promise.resolve({ claimed: false, remaining: buf[CLAIM_REMAINING]! })
     } else if (answer === CLAIM_KNOWN) {
@@ -594,6 +599,8 @@ export class PoolRoom implements PoolStore {
         },
         Math.max(0, a.deadline - this.#host.now()),
       )
+      // Its end answers the asker, who awaits it.
+      keepAlive(a.timer)
     }
     return asker.promise
   }

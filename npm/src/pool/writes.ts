@@ -38,8 +38,8 @@
  * - That wait's timer keeps the process alive (`keepAlive`) once a request's answer waits for the
  *   write it comes before (`core.poolWriteAwaited()`: a claim that took its units, a release, a
  *   confirm, a resize made since the failure): holdfast's own work owes it an answer, at most
- *   `LAST_RETRY` away, kept or failed — unlike a wait for units, which waits for the caller's code
- *   (README: its timers never keep the process alive). Before, on Node, a process with nothing else
+ *   `LAST_RETRY` away, kept or failed (a claim that waits keeps the store's timer, not this one:
+ *   engine-host.ts # Timers keep the process alive while awaited). Before, on Node, a process with nothing else
  *   alive ended there, the claim unanswered (exit 13). A snapshot owed alone keeps nothing alive: a
  *   storage that keeps failing never keeps an idle process from ending.
  *

@@ -37,7 +37,7 @@ import { closeOnce } from '../util/close-once.js'
 import { toMs } from '../util/duration.js'
 import { GrantedLease, type Lease, type LeaseOwner } from '../handle/lease.js'
 import { handleOptions, leaseBounds } from '../handle/lock.js'
-import { clearTimer, isClock, setTimer, systemClock, type Clock } from '../util/clock.js'
+import { clearTimer, isClock, keepAlive, setTimer, systemClock, type Clock } from '../util/clock.js'
 import { randomId } from '../util/random.js'
 import { runInLease } from '../handle/run-in-lease.js'
 import { TravellingHandle, placeOf } from '../handle/travelling.js'
@@ -623,6 +623,9 @@ export class RedisStore implements LeaseOwner {
       },
       Math.max(0, p.waitUntil + WAIT_GRACE - this.#clock.now()),
     )
+    // A waiter's timers answer the hold its caller awaits: they keep the process alive (its
+    // connection to Redis does too, while open), as a local store's do.
+    keepAlive(p.giveUpTimer)
   }
 
   /** Sends (or sends again) a request's acquire, until it is answered or the request ends. */
@@ -741,6 +744,7 @@ export class RedisStore implements LeaseOwner {
     void this.#acquire(p)
   }
 
+  /** A request's next heartbeat or ask, while it is not granted (see `#armGiveUp` for why it keeps the process alive). */
   #beat(p: Request, ms: number, fn: () => void): void {
     if (p.beatTimer !== undefined) clearTimer(this.#clock, p.beatTimer)
     p.beatTimer = setTimer(
@@ -751,6 +755,7 @@ export class RedisStore implements LeaseOwner {
       },
       ms,
     )
+    keepAlive(p.beatTimer)
   }
 
   /** A waiter's heartbeat: keeps its place, reaps the line, and answers a grant it was not told of. */

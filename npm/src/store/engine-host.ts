@@ -22,6 +22,16 @@
  * (`trap`). Requests over a connection and keys the store granted itself are answered through the parts
  * built on the host (`attach`: remote-holds.ts, lent-fences.ts).
  *
+ * # Timers keep the process alive while awaited
+ * The one timer, for the engine's next deadline, keeps the process alive while a promise the store
+ * returned is pending that a deadline may settle: a waiter in the engine's line (its wait's end, or
+ * the `maxHold` of a lease ahead of it), a hold whose lease has a `maxHold` (its fn may await
+ * `lease.signal`), a pool claim unanswered (its wait, a claim's ttl ahead of it). Otherwise — a lease
+ * acquired and forgotten, a store merely open, the deadlines of holds over a connection (whose
+ * sockets keep the server alive) — it keeps nothing alive, so that a script that forgot a lease ends
+ * rather than live to its `maxHold`. Counted (`#awaiting`), not judged per deadline: while anything
+ * waits, the timer keeps the process alive whatever deadline it is set for.
+ *
  * # Leases answer to who granted them
  * The host is the `LeaseOwner` of the leases the engine grants: their release comes here directly
  * (`_release`), one call from `Lease._end`, not through the store.
@@ -36,7 +46,7 @@ import type { ContextStorage } from '../handle/context.js'
 import type { Kind, KeyInfo } from '../types.js'
 import { releaseStorage, type Storage } from '../storage/storage.js'
 import type { FenceWrites } from './fence-writes.js'
-import { clearTimer, setTimer, type Clock } from '../util/clock.js'
+import { clearTimer, keepAlive, setTimer, type Clock } from '../util/clock.js'
 import {
   BUSY,
   CLAIMED,
@@ -130,6 +140,12 @@ export class EngineHost implements LeaseOwner {
   readonly #keyResource: (Resource | undefined)[] = []
   #timer: unknown
   #timerAt = Infinity
+  /**
+   * How many promises the store returned wait on its timer (see # Timers keep the process alive while
+   * awaited): the waiters in the engine's line, the holds under a `maxHold` and the pool claims
+   * unanswered (`awaits`). The timer keeps the process alive while it is over 0.
+   */
+  #awaiting = 0
   /** Whether the clock was read in this turn of the event loop (see `turnNow`), and what it said. */
   #turnRead = false
   #turnTime = 0
@@ -319,6 +335,7 @@ export class EngineHost implements LeaseOwner {
   #recordWaiter(waiter: Waiter, req: number): void {
     waiter.req = req
     this.reqs[req >>> 0] = waiter
+    if (this.#awaiting++ === 0) this.#keepTimer(true)
     if (waiter.signal) {
       waiter.onAbort = () => this.#cancel(waiter)
       waiter.signal.addEventListener('abort', waiter.onAbort, { once: true })
@@ -356,6 +373,7 @@ export class EngineHost implements LeaseOwner {
       return
     }
     this.reqs[waiter.req >>> 0] = undefined
+    this.#awaited()
     waiter.reject(new CancelledError(`${waiter.place()}: cancelled while waiting`, { cause: waiter.signal!.reason }))
     if (n === 0) return
     try {
@@ -552,6 +570,26 @@ export class EngineHost implements LeaseOwner {
     this.#timerAt = at
     // Chained past 2^31−1 ms (a maxHold of 30 days, a wait of 25): see clock.ts # Long timers.
     this.#timer = setTimer(this.clock, this.#onTimer, Math.max(0, at - this.clock.now()))
+    if (this.#awaiting > 0) keepAlive(this.#timer)
+  }
+
+  /**
+   * A promise the store returned waits on its timer until it settles (a hold under a `maxHold`, a pool
+   * claim): the timer keeps the process alive meanwhile (see # Timers keep the process alive while awaited).
+   */
+  awaits(promise: Promise<unknown>): void {
+    if (this.#awaiting++ === 0) this.#keepTimer(true)
+    promise.then(this.#awaited, this.#awaited)
+  }
+
+  /** A promise counted by `awaits` settled, or a waiter left the engine's line (answered, or cancelled). */
+  readonly #awaited = (): void => {
+    if (--this.#awaiting === 0) this.#keepTimer(false)
+  }
+
+  /** The timer, if set, keeps the process alive (`keep`) or not: something began, or ceased, to wait on it. */
+  #keepTimer(keep: boolean): void {
+    if (this.#timer !== undefined) keepAlive(this.#timer, keep)
   }
 
   #clearTimer(): void {
@@ -640,6 +678,7 @@ export class EngineHost implements LeaseOwner {
           const handle = record.handle
           const lease = new GrantedLease(this, handle, record.key, buf[at + 2]!, id)
           this.reqs[id >>> 0] = lease
+          this.#awaited()
           record.unlisten()
           if (handle._maxHold > 0) this.schedule((lease._deadline = (now < 0 ? (now = this.clock.now()) : now) + handle._maxHold))
           // An aborted signal: cancelled once the drain is over (waiters.ts # Aborted at the grant).
@@ -694,6 +733,7 @@ export class EngineHost implements LeaseOwner {
       return [record, reason]
     }
     const waiter = record as Waiter
+    this.#awaited()
     waiter.unlisten()
     if (kind === TIMED_OUT) {
       waiter.reject(new InUseError(`${waiter.place()}: still held after waiting ${waiter.wait}ms`))
@@ -870,6 +910,7 @@ export class EngineHost implements LeaseOwner {
         if (record.holding) record.sink.lost(record, 'closed')
         else record.sink.failed(record, 'closed', `${record.place()}: ${closed.message}`)
       } else if (record) {
+        this.#awaited()
         record.unlisten()
         record.reject(this.closedError(record.handle, record.key))
       }

@@ -118,6 +118,7 @@ export class Store implements LockStore, ServedStore {
       now: () => clock.now(),
       drain: (n, now) => host.drain(n, now),
       schedule: at => host.schedule(at),
+      awaits: promise => host.awaits(promise),
       closed: place =>
         host.closed
           ? new ClosedError(`${place}: ${host.closed.message}`, host.closed.cause === undefined ? undefined : { cause: host.closed.cause })
@@ -409,7 +410,17 @@ export class Store implements LockStore, ServedStore {
    * value, fn's error, or the loss of the lease (even if fn succeeded).
    */
   _run<T>(handle: Lock, taken: Lease | Promise<Lease>, fn: (lease: Lease) => T | PromiseLike<T>, signal?: AbortSignal): Promise<Awaited<T>> {
-    return runInLease(this.#context, handle._resource, taken, fn, undefined, signal)
+    return this.#underMaxHold(handle, runInLease(this.#context, handle._resource, taken, fn, undefined, signal))
+  }
+
+  /**
+   * A hold of a handle with a `maxHold`: its fn may await `lease.signal`, which the store's timer
+   * aborts, so that timer keeps the process alive until the hold settles (engine-host.ts # Timers keep
+   * the process alive while awaited).
+   */
+  #underMaxHold<T>(handle: Lock, held: Promise<T>): Promise<T> {
+    if (handle._maxHold > 0) this.#host.awaits(held)
+    return held
   }
 
   /**
@@ -440,8 +451,9 @@ export class Store implements LockStore, ServedStore {
     }
     const taken = this._take(handle, key, wait, signal, false, direct ? fn : undefined)
     if (taken === undefined) return undefined
-    if (taken instanceof Lease || !direct) return runInLease(this.#context, resource, taken as Lease | Promise<Lease>, fn, undefined, signal)
-    return taken as Promise<Awaited<T>>
+    if (taken instanceof Lease || !direct)
+      return this.#underMaxHold(handle, runInLease(this.#context, resource, taken as Lease | Promise<Lease>, fn, undefined, signal))
+    return this.#underMaxHold(handle, taken as Promise<Awaited<T>>)
   }
 
   // ---- what serving calls (ServedStore: remote/session.ts, remote/server.ts, cloudflare/object.ts) ----

@@ -30,22 +30,60 @@ export const LONGEST_TIMER = 2 ** 31 - 1
 export const systemClock: Clock = {
   now: () => performance.now(),
   setTimeout: (fn, ms) => {
-    const handle = setTimeout(fn, ms) as unknown as { unref?: () => void }
-    // A deadline alone must not keep a process alive: work that waits on it keeps its own handles.
-    handle.unref?.()
+    const id = setTimeout(fn, ms) as unknown
+    const handle = typeof id === 'number' ? new NumberedTimer(id) : id
+    // A deadline alone keeps no process alive: a store refs its timer while a promise it returned waits
+    // on it (`keepAlive`), and work that waits on anything else keeps its own handles.
+    refTimer(handle, false)
     return handle
   },
-  clearTimeout: handle => clearTimeout(handle as ReturnType<typeof setTimeout>),
+  clearTimeout: handle => clearTimeout((handle instanceof NumberedTimer ? handle.id : handle) as ReturnType<typeof setTimeout>),
 }
 
 /**
- * Makes timer `handle` of a clock keep the process alive after all (Node, Bun: `systemClock`'s keep
- * none; Deno's keep it anyway), for a timer whose end answers a caller holdfast's own work still owes
- * an answer, not one waiting for the caller's code (the retry of a failed pools' write, writes.ts). A
- * handle without `ref` (a test's clock) is left as it is.
+ * A timer of a runtime whose `setTimeout` answers a number (a Deno older than 2.9's, which answers an
+ * object as Node does): refs and unrefs it through `Deno.refTimer` / `Deno.unrefTimer`. Only
+ * `systemClock` makes one, so that a number another clock answers (the manual clock's) is never taken
+ * for a runtime's timer id.
  */
-export function keepAlive(handle: unknown): void {
-  ;(handle as { ref?: () => void } | null)?.ref?.()
+class NumberedTimer {
+  readonly id: number
+  constructor(id: number) {
+    this.id = id
+  }
+  ref(): void {
+    denoTimers()?.refTimer?.(this.id)
+  }
+  unref(): void {
+    denoTimers()?.unrefTimer?.(this.id)
+  }
+}
+
+function denoTimers(): { refTimer?: (id: number) => void; unrefTimer?: (id: number) => void } | undefined {
+  return (globalThis as { Deno?: { refTimer?: (id: number) => void; unrefTimer?: (id: number) => void } }).Deno
+}
+
+/**
+ * Makes timer `handle` of a clock (one `setTimer` answered too) keep the process alive (`keep`, the
+ * default) or not, as Node's `ref()` and `unref()`: `systemClock`'s keep none until told. For a timer
+ * whose end settles a promise holdfast returned that the caller awaits — a wait in line, a hold's
+ * `maxHold`, a pool claim's wait — or one holdfast's own work still owes an answer (the retry of a
+ * failed pools' write, writes.ts); a deadline nobody awaits (a lease acquired and forgotten) keeps
+ * nothing alive. Node and Bun answer a `Timeout` with `ref`/`unref`, and so does Deno (seen on 2.9:
+ * its `setTimeout` answers an object with both, and an unref'd one keeps neither a script nor
+ * `deno test` alive). A handle with neither (a test's clock, workerd's) is left as it is.
+ */
+export function keepAlive(handle: unknown, keep = true): void {
+  if (handle instanceof ChainedTimer) handle.keep(keep)
+  else refTimer(handle, keep)
+}
+
+/** `keepAlive` for one timer of a clock. */
+function refTimer(handle: unknown, keep: boolean): void {
+  const timer = handle as { ref?: () => void; unref?: () => void } | null
+  if (typeof timer !== 'object' || timer === null) return
+  if (keep) timer.ref?.()
+  else timer.unref?.()
 }
 
 /**
@@ -76,6 +114,8 @@ class ChainedTimer {
   readonly #fn: () => void
   readonly #at: number
   #link: unknown
+  /** Whether its links keep the process alive (`keepAlive`): each link set is told so. */
+  #keep = false
 
   constructor(clock: Clock, fn: () => void, at: number) {
     this.#clock = clock
@@ -87,6 +127,12 @@ class ChainedTimer {
   readonly #arm = (): void => {
     const rest = this.#at - this.#clock.now()
     this.#link = rest > LONGEST_TIMER ? this.#clock.setTimeout(this.#arm, LONGEST_TIMER) : this.#clock.setTimeout(this.#fn, Math.max(0, rest))
+    if (this.#keep) refTimer(this.#link, true)
+  }
+
+  keep(keep: boolean): void {
+    this.#keep = keep
+    refTimer(this.#link, keep)
   }
 
   clear(): void {
