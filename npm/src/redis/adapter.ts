@@ -19,6 +19,8 @@
 import { nextTick } from 'node:process'
 import { ClosedError, InvalidError } from '../errors.js'
 import { masked } from '../util/masked-url.js'
+import { pause, systemClock } from '../util/clock.js'
+import { retried, type Backoff } from '../util/retry.js'
 
 type Arg = string | number
 
@@ -512,30 +514,16 @@ interface Dropped {
 const REGAIN_FIRST = 50
 const REGAIN_MOST = 2_000
 
-/**
- * `attempt` until it succeeds: after a failure it waits `first` ms, then twice as long after each next
- * one (at most `most`), while `goOn(error)` holds, asked both before the wait and after it (a
- * subscription given up during the wait is not taken again); when it stops holding, the last error is
- * the answer. An `unref` wait keeps no process alive (nothing else would end it).
- */
-async function retried<T>(attempt: () => Promise<T>, backoff: { first: number; most: number; unref?: boolean }, goOn: (error: unknown) => boolean): Promise<T> {
-  for (let wait = backoff.first; ; wait = Math.min(wait * 2, backoff.most)) {
-    try {
-      return await attempt()
-    } catch (error) {
+/** What a retry of a client's I/O does (`retried`): tried again while `goOn(error)` holds, waiting in real time; `unref`: the wait keeps no process alive (nothing else would end it). */
+function retriedWhile<T>(attempt: () => Promise<T>, backoff: Backoff & { unref?: boolean }, goOn: (error: unknown) => boolean): Promise<T> {
+  return retried(
+    attempt,
+    backoff,
+    error => {
       if (!goOn(error)) throw error
-      await pause(wait, backoff.unref)
-      if (!goOn(error)) throw error
-    }
-  }
-}
-
-/** Resolves in `ms`; an `unref` one keeps no process alive. */
-function pause(ms: number, unref = false): Promise<void> {
-  return new Promise(resolve => {
-    const timer = setTimeout(resolve, ms)
-    if (unref) (timer as { unref?: () => void }).unref?.()
-  })
+    },
+    ms => pause(systemClock, ms, !backoff.unref),
+  )
 }
 
 /**
@@ -560,7 +548,9 @@ function ownPubSub(
   let pending: Set<string> | undefined
   const wanted = (channel: string) => () => channels.has(channel) && !closed
   const again = (channel: string) =>
-    wanted(channel)() ? retried(() => subscribe(channel, listener), { first: REGAIN_FIRST, most: REGAIN_MOST }, wanted(channel)).then(noop, noop) : undefined
+    wanted(channel)()
+      ? retriedWhile(() => subscribe(channel, listener), { first: REGAIN_FIRST, most: REGAIN_MOST }, wanted(channel)).then(noop, noop)
+      : undefined
   const regain = (list: Iterable<string>) => {
     if (closed) return
     if (!pending) {
@@ -689,7 +679,7 @@ function refusedOffline(error: unknown): boolean {
 function onceOnline(send: Sender, ended: () => boolean): Sender {
   return args => {
     const giveUp = Date.now() + CONNECT_PATIENCE
-    return retried(
+    return retriedWhile(
       () => send(args),
       { first: 10, most: 500 },
       error => refusedOffline(error) && !ended() && Date.now() < giveUp,
@@ -984,8 +974,8 @@ async function bunSubscriber(c: BunRedis, message: (channel: string, text: strin
     regaining = true
     // Bun may have just given up: asked first after REGAIN_FIRST, then as a dropped subscription is.
     const open = () => !closed
-    pause(REGAIN_FIRST, true)
-      .then(() => (open() ? retried(() => sub.connect(), { first: 2 * REGAIN_FIRST, most: REGAIN_MOST, unref: true }, open) : undefined))
+    pause(systemClock, REGAIN_FIRST)
+      .then(() => (open() ? retriedWhile(() => sub.connect(), { first: 2 * REGAIN_FIRST, most: REGAIN_MOST, unref: true }, open) : undefined))
       .catch(noop)
       .finally(() => (regaining = false))
   }
@@ -1090,26 +1080,43 @@ export async function adapterForUrl(url: string, place: string): Promise<Adapter
 }
 
 /**
- * Opens Bun's client for `url`, answering. Asked by a command, not connect(): a refused password
- * rejects it with the server's words (WRONGPASS …), connect() with "Connection closed". But a
- * connection Bun cannot make (nothing listening, an unknown host) is told only once it gave up
- * reconnecting (`maxRetries`: about 30 s), as "Connection closed": so a client that does not reconnect
- * (`autoReconnect: false`) asks first, answered at once, and what it could not reach is named by a
- * connection of holdfast's own (`bunUnreachable`). Then the client the store keeps, which reconnects.
+ * Opens Bun's client for `url`, the one the store keeps, answering. Asked by a command, not connect():
+ * a refused password rejects it at once with the server's words (WRONGPASS …), connect() with
+ * "Connection closed". But a connection Bun cannot make (nothing listening, an unknown host) is told
+ * only once it gave up reconnecting (`maxRetries`: about 30 s). So when the client has not answered
+ * within `BUN_LATE`, a client that does not reconnect (`autoReconnect: false`) asks too, answered at
+ * once: its refusal is the open's, what it could not reach named by a connection of holdfast's own
+ * (`bunUnreachable`); its answer (a Redis merely slow) leaves the open waiting, within its patience.
+ * A Redis that answers in time costs one connection.
  */
 async function openBun(Client: BunRedisClass, url: string, place: string): Promise<BunRedis> {
-  const answering = async (client: BunRedis) => {
-    try {
-      await within(client.send('PING', []), CONNECT_PATIENCE, `not ready within ${CONNECT_PATIENCE}ms`)
-      return client
-    } catch (error) {
-      client.close()
-      throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${await bunUnreachable(url, error)}`, { cause: error })
-    }
+  const client = new Client(url)
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const refused = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const probe = new Client(url, { autoReconnect: false })
+      probe.send('PING', []).then(
+        () => probe.close(),
+        error => {
+          probe.close()
+          reject(error)
+        },
+      )
+    }, BUN_LATE)
+  })
+  try {
+    await within(Promise.race([client.send('PING', []), refused]), CONNECT_PATIENCE, `not ready within ${CONNECT_PATIENCE}ms`)
+    return client
+  } catch (error) {
+    client.close()
+    throw new ClosedError(`${place}: cannot reach ${masked(url)}: ${await bunUnreachable(url, error)}`, { cause: error })
+  } finally {
+    clearTimeout(timer)
   }
-  ;(await answering(new Client(url, { autoReconnect: false }))).close()
-  return answering(new Client(url))
 }
+
+/** How long Bun's client may take to answer at open before a client that does not reconnect asks why (`openBun`). */
+const BUN_LATE = 200
 
 /**
  * Why Bun's client could not reach `url`: its own words, unless it lost them ("Connection closed",

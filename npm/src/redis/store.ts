@@ -56,6 +56,7 @@ import { BEAT, RedisPools } from './pool.js'
 import type { Pool } from '../pool/pool.js'
 import type { PoolInfo, PoolOptions } from '../pool/types.js'
 import { checkName } from '../util/name.js'
+import { retried } from '../util/retry.js'
 
 export interface RedisStoreOptions {
   /**
@@ -992,22 +993,25 @@ export class RedisStore implements LeaseOwner {
    * naming `place`. The close waits for it (`#patient`): it was asked before.
    */
   #patiently<T>(place: string, attempt: (until: number) => Promise<T>, unanswered = true): Promise<T> {
-    const answer = (async () => {
-      const until = this.#clock.now() + PATIENCE
-      for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
-        try {
-          return await attempt(until)
-        } catch (error) {
-          // What a command rejected is already one (`#send`); a SCAN's, a client's own error.
-          const failure = error instanceof NoAnswer ? error : failureOf(error)
-          if (failure instanceof ReplyFailure) throw failure
-          if (this.#adapter.ended()) throw new ClosedError(`${place}: ${CLIENT_ENDED}`, { cause: error })
-          const again = unanswered || answeredTransient(failure) !== undefined
-          if (!again || this.#closeDone || this.#clock.now() + delay >= until || !(await this.#pause(delay, until)))
-            throw new ClosedError(`${place}: ${answeredTransient(failure) ?? `no answer from Redis: ${failure.message}`}`, { cause: error })
-        }
-      }
-    })()
+    const until = this.#clock.now() + PATIENCE
+    // The wait was given up: `until` passed, or the close gave up on what was asked before it.
+    let givenUp = false
+    const answer = retried(
+      () => attempt(until),
+      { first: 50, most: 1_000 },
+      (error, ms) => {
+        // What a command rejected is already one (`#send`); a SCAN's, a client's own error.
+        const failure = error instanceof NoAnswer ? error : failureOf(error)
+        if (failure instanceof ReplyFailure) throw failure
+        if (this.#adapter.ended()) throw new ClosedError(`${place}: ${CLIENT_ENDED}`, { cause: error })
+        const again = unanswered || answeredTransient(failure) !== undefined
+        if (!again || givenUp || this.#closeDone || this.#clock.now() + ms >= until)
+          throw new ClosedError(`${place}: ${answeredTransient(failure) ?? `no answer from Redis: ${failure.message}`}`, { cause: error })
+      },
+      async ms => {
+        givenUp = !(await this.#pause(ms, until))
+      },
+    )
     const settled = answer.then(noop, noop)
     this.#patient.add(settled)
     void settled.then(() => this.#patient.delete(settled))

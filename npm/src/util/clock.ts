@@ -94,9 +94,15 @@ export function setTimer(clock: Clock, fn: () => void, ms: number): unknown {
   return ms > LONGEST_TIMER ? new ChainedTimer(clock, fn, clock.now() + ms) : clock.setTimeout(fn, ms)
 }
 
-/** Resolves after `ms` on `clock` (a retry's wait), however long `ms` is. */
-export function pause(clock: Clock, ms: number): Promise<void> {
-  return new Promise(resolve => setTimer(clock, resolve, ms))
+/**
+ * Resolves after `ms` on `clock` (a retry's wait), however long `ms` is; `keep`: its timer keeps the
+ * process alive meanwhile (`keepAlive`), for a wait nothing else of it keeps alive that must end.
+ */
+export function pause(clock: Clock, ms: number, keep = false): Promise<void> {
+  return new Promise(resolve => {
+    const timer = setTimer(clock, resolve, ms)
+    if (keep) keepAlive(timer)
+  })
 }
 
 /** Cancels a timer set by `setTimer` (nothing if it already fired). */
