@@ -103,6 +103,34 @@ test('LOCK-01/LOCK-02 Sentinel (ioredis, failoverDetector): a graceful failover 
   assert.deepEqual(await there.lock('moved').tryHold('k', () => 'granted'), { acquired: true, value: 'granted' }, 'released on the new primary')
 })
 
+// The same failover with node-redis 5's Sentinel client, which moves late (the comment above). A lease
+// of 3 s either outlives it (renewed on the new primary) or its holder is told it lost the lease
+// before the new primary grants the key to another: never both holders at once (LOCK-01).
+test('LOCK-01/LOCK-02 Sentinel (node-redis): a graceful failover left to the sentinels (the old primary demoted only later): the lease (ttl 3 s) is renewed on the new primary, or its holder is told it lost it before the new primary grants the key to another', async t => {
+  const set = await startSentinelSet(t)
+  const a = await openRedisStore({ redis: await set.client('node-redis') })
+  later(t, () => a.close())
+  const lease = await a.lock('moved', { ttl: '3s' }).acquire('k')
+  await replicated(set)
+  assert.equal(await raw(set.sentinels[0].port, 'SENTINEL', 'FAILOVER', 'mymaster'), 'OK')
+  const primary = await untilPrimaryMoves(set, set.primary.port)
+  const there = await openRedisStore({ url: `redis://127.0.0.1:${primary}` })
+  later(t, () => there.close())
+  for (const end = Date.now() + 9_000; Date.now() < end; await sleep(250)) {
+    // Read before the other grant is asked: a holder told only after it would have held the key with another.
+    const told = lease.lost
+    const other = await there.lock('moved').tryHold('k', () => 'granted')
+    if (other.acquired) {
+      assert.ok(told, 'the new primary granted the key to another while its holder still believed it held it')
+      assert.ok(lease.signal.reason instanceof LostError, `lost: ${lease.signal.reason}`)
+      return
+    }
+  }
+  assert.equal(lease.lost, false, `the lease was lost: ${lease.signal.reason?.message}`)
+  await lease.release()
+  assert.deepEqual(await there.lock('moved').tryHold('k', () => 'granted'), { acquired: true, value: 'granted' }, 'released on the new primary')
+})
+
 for (const kind of ['ioredis', 'node-redis'])
 test(`LOCK-02 Sentinel (${kind}), the lost write: replicas paused, a grant, the primary killed, a replica promoted without it — the next fence is larger and the request is never granted twice`, async t => {
   const set = await startSentinelSet(t)

@@ -74,6 +74,12 @@ export interface Adapter {
   /** Closes the client, if holdfast opened it (from `url`); a client the application gave is left open. */
   close(): Promise<void>
   /**
+   * node-redis's Sentinel client only (`PrimaryWatch`): calls `found` each time the client is found on
+   * a node the sentinels no longer name the primary, from the opening of the pub/sub side on; answers
+   * how to stop.
+   */
+  onStale?(found: () => void): () => void
+  /**
    * Whether the client is closed for good (the application quit it, or it gave up reconnecting:
    * ioredis's status `end`, node-redis not open): nothing sent on it will ever be answered, so what
    * waits for an answer is not asked again.
@@ -736,6 +742,8 @@ function nodeRedisOwnPubSubAdapter(
     missed: (ready: () => void) => () => void
     dropped?: (lost: (channel: string) => void, lostAll: () => void) => Dropped
     connected?: () => Promise<void>
+    /** Whether what the client answers now comes from a node no longer its primary (messages too), and the watch that tells, started with the pub/sub side. */
+    watch?: PrimaryWatch
   },
 ): Adapter {
   const send = replying(o.raw)
@@ -750,8 +758,16 @@ function nodeRedisOwnPubSubAdapter(
     primaries,
     scan: async pattern => scanAll(await primaries(), pattern),
     async subscriber(message, ready) {
-      return ownPubSub(o.subscribe, o.unsubscribe, message, o.missed(ready), ready, o.dropped)
+      const watch = o.watch
+      if (!watch) return ownPubSub(o.subscribe, o.unsubscribe, message, o.missed(ready), ready, o.dropped)
+      // A grant published by a node that is no longer the primary is not one: not heard (the store
+      // catches up once the client moved, `ready`).
+      const heard = (channel: string, text: string) => void (watch.stale() ? undefined : message(channel, text))
+      const missed = o.missed(ready)
+      await watch.start()
+      return ownPubSub(o.subscribe, o.unsubscribe, heard, () => (missed(), watch.stop()), ready, o.dropped)
     },
+    onStale: o.watch && (found => o.watch!.onStale(found)),
     ended: () => !c.isOpen,
     connected: o.connected ?? (async () => {}),
     async close() {
@@ -760,10 +776,127 @@ function nodeRedisOwnPubSubAdapter(
   }
 }
 
+/** What the sentinels publish, every 2 s, on every node they watch: `ip,port,runid,epoch,name,primary ip,primary port,primary config epoch`. */
+const HELLO = '__sentinel__:hello'
+
+/**
+ * How long after a promotion the sentinels' hellos name the new primary on the old one, at most: the
+ * failover's leader reads the promoted replica's role every second and sends its hellos every 2 s;
+ * the other sentinels follow its hello at once. With margin for a busy machine.
+ */
+export const ANNOUNCED_WITHIN = 5_000
+
+/**
+ * Where node-redis's Sentinel client stands against where the sentinels say the primary is.
+ *
+ * node-redis 5 (5.12) moves to a new primary when it hears of one, but it listens for `switch-master`
+ * where the sentinels announce `+switch-master` (sentinel/index.js:620), so after a graceful failover
+ * it stays on the old primary until its sentinel announces a replica, a command fails there, or the
+ * sentinels demote the old primary (up to about 10 s on); and it moves only once the sentinel it asks
+ * no longer flags a failover in progress (sentinel/utils.js:8), which the failover's leader does until
+ * every replica was reconfigured (seconds). Meanwhile that node answers every command, renewals
+ * included, and the new primary sees none of them: a lease runs out there, and the key goes to another
+ * process while its holder, answered by the old node, still believes it holds it.
+ *
+ * The sentinels say where the primary is on the nodes themselves: their hello (`__sentinel__:hello`,
+ * every 2 s from each, to every node they watch, the old primary included once they count it a
+ * replica) names the primary and its config epoch. Heard on the client's own pub/sub connection (on
+ * the node it is on, with the client's credentials), a hello of a later epoch naming another node than
+ * the client's says the client has not moved. Until it has (its 'topology-change' MASTER_CHANGE),
+ * nothing that node answers counts (`checked`): every answer, or error, is taken as no answer (asked
+ * again, as after a dropped connection: a renewal extends no lease, a grant is not believed and its
+ * request is asked again on the new primary), and wake-ups published there are not heard. What it
+ * answered before the hello was heard is the store's to doubt (`onStale`: the last ANNOUNCED_WITHIN
+ * of renewals). Nothing here makes the client move: node-redis has no public way to ask it (a command
+ * answered READONLY makes it look, sentinel/index.js:605-612, but while its sentinel flags the failover
+ * it finds nothing and holds every command of the application's until it does).
+ */
+export class PrimaryWatch {
+  readonly #c: NodeRedisSentinel
+  /** The name of the primary the hellos speak of (the first hello's). */
+  #name: string | undefined
+  /** Where the primary is, by the latest hello or by the client's last move, and the epoch of that hello. */
+  #primary: { at: string; epoch: number } | undefined
+  /**
+   * Where the client is (`host:port` as the sentinels name it): at the start, the node's own address
+   * (`laddr` of `CLIENT INFO`, as the node knows itself: not the client's `getMasterNode()`, which its
+   * `nodeAddressMap` may have mapped to another), else the first hello's primary; then its last move
+   * (its event names the node as the sentinels do).
+   */
+  #clientAt: string | undefined
+  readonly #found = new Set<() => void>()
+  readonly #hello: Listener = text => this.#heard(text)
+  readonly #moved = ((event: { type?: string; node?: { host?: unknown; port?: unknown } }) => {
+    if (event?.type !== 'MASTER_CHANGE' || !event.node) return
+    // Its own move: where it went is the primary, until a hello of a later epoch names another.
+    const at = `${String(event.node.host)}:${String(event.node.port)}`
+    this.#clientAt = at
+    if (this.#primary) this.#primary = { at, epoch: this.#primary.epoch }
+  }) as (...args: never[]) => void
+
+  constructor(c: NodeRedisSentinel) {
+    this.#c = c
+  }
+
+  /** Whether the client is on a node the sentinels no longer name the primary. */
+  stale(): boolean {
+    return this.#primary !== undefined && this.#clientAt !== undefined && this.#clientAt !== this.#primary.at
+  }
+
+  /** `sent`, as the client answers it; while `stale()` at its answer, rejected instead (no answer). */
+  checked<T>(sent: Promise<T>): Promise<T> {
+    return sent.then(
+      value => (this.stale() ? Promise.reject(this.#refusal()) : value),
+      error => Promise.reject(this.stale() ? this.#refusal(error) : error),
+    )
+  }
+
+  /** Calls `found` each time the client is found stale; answers how to stop. */
+  onStale(found: () => void): () => void {
+    this.#found.add(found)
+    return () => this.#found.delete(found)
+  }
+
+  /** Listens to the hellos; a refused subscription (an ACL without the channel) leaves the client unwatched. */
+  async start(): Promise<void> {
+    this.#c.on('topology-change', this.#moved)
+    const info = await this.#c.sendCommand(false, ['CLIENT', 'INFO']).catch(noop)
+    this.#clientAt ??= / laddr=(\S+)/.exec(` ${String(info)}`)?.[1]
+    await this.#c.subscribe(HELLO, this.#hello).catch(noop)
+  }
+
+  stop(): void {
+    this.#found.clear()
+    this.#c.off('topology-change', this.#moved)
+    this.#c.unsubscribe(HELLO, this.#hello).catch(noop)
+  }
+
+  #refusal(cause?: unknown): Error {
+    return new Error(
+      `answered by ${this.#clientAt}, which the sentinels no longer name the primary of ${this.#name} (now ${this.#primary?.at}): node-redis's Sentinel client has not moved yet`,
+      { cause },
+    )
+  }
+
+  #heard(text: string): void {
+    const f = String(text).split(',')
+    const epoch = Number(f[7])
+    if (f.length < 8 || !Number.isSafeInteger(epoch)) return
+    this.#name ??= f[4]
+    if (f[4] !== this.#name || (this.#primary && epoch <= this.#primary.epoch)) return
+    const was = this.stale()
+    this.#primary = { at: `${f[5]}:${f[6]}`, epoch }
+    this.#clientAt ??= this.#primary.at // the client had no primary ready at the start
+    if (this.stale() && !was) for (const found of this.#found) found()
+  }
+}
+
 function nodeRedisSentinelAdapter(c: NodeRedisSentinel, owned: boolean): Adapter {
+  const watch = new PrimaryWatch(c)
   return nodeRedisOwnPubSubAdapter(c, owned, {
     topology: 'sentinel',
-    raw: args => c.sendCommand(false, args.map(String)),
+    raw: args => watch.checked(c.sendCommand(false, args.map(String))),
+    watch,
     // The Sentinel client keeps a pub/sub connection of its own to the primary, and moves it (with its
     // channels) when the primary changes: messages published meanwhile may be missed.
     subscribe: (channel, listener) => c.subscribe(channel, listener),

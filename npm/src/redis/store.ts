@@ -46,7 +46,18 @@ import type { KeyInfo, LockOptions, Resource as SharedResource, SemaphoreOptions
 
 /** A resource as the package's stores keep it (in the local store, a key it granted itself stands as its lease). */
 type Resource = SharedResource<Lease>
-import { adapterForUrl, adapterOf, answeredTransient, asReply, CLIENT_ENDED, ReplyFailure, TRANSIENT, type Adapter, type ClientKind } from './adapter.js'
+import {
+  adapterForUrl,
+  adapterOf,
+  ANNOUNCED_WITHIN,
+  answeredTransient,
+  asReply,
+  CLIENT_ENDED,
+  ReplyFailure,
+  TRANSIENT,
+  type Adapter,
+  type ClientKind,
+} from './adapter.js'
 import { constants, keysOf, parseMetaKey, parsePoolKey, poolKeysOf, poolTagOf, scriptsFor, tagOf, type Op, type Scripts } from './scripts.js'
 import { Renewal, margin, renewInterval, type Renewed } from '../remote/renewal.js'
 import { DueLines, type DueLine } from '../util/due-lines.js'
@@ -322,6 +333,7 @@ export class RedisStore implements LeaseOwner {
         wake => this.#woken(wake),
         () => this.#catchUp(),
       )
+      this.#adapter.onStale?.(() => this.#distrust())
     } catch (error) {
       // A subscription refused (an ACL without the channel: NOPERM) or not answered: the subscriber
       // connection made for it goes too (the store is never handed out, nobody would close it), and
@@ -848,7 +860,23 @@ export class RedisStore implements LeaseOwner {
       p.leaseMs,
       p.revokeIn,
       p.grantedAt,
+      this.#adapter.onStale ? ANNOUNCED_WITHIN : 0,
     ))
+  }
+
+  /**
+   * The client was found on a node the sentinels no longer name the primary (node-redis's Sentinel
+   * client, adapter.ts `PrimaryWatch`): from now on nothing it answers counts, and the renewals it
+   * answered within ANNOUNCED_WITHIN before (since the promotion, at most that long ago) may never
+   * have reached the new primary. Every lease's deadline goes back to the one its answers before that
+   * set (its grant's at the earliest: a lease not yet renewed keeps its own), so that its holder gives
+   * it up no later than the new primary, which counts it from no later an answer; lost now if that
+   * passed.
+   */
+  #distrust(): void {
+    const since = this.#clock.now() - ANNOUNCED_WITHIN
+    const why = `lease lost: Redis's sentinels named another primary while the client was still on the old one, whose renewals of the last ${ANNOUNCED_WITHIN / 1000}s the new one may never have seen`
+    for (const p of [...this.#byLocal.values()]) p.renewal?.distrust(since, why)
   }
 
   #unfresh(p: Request): void {

@@ -59,6 +59,14 @@ export class Renewal {
   #deadline = -Infinity
   /** When maxHold ends the lease (Infinity: none). */
   readonly #revokeAt: number
+  /**
+   * Kept only when asked (`recall` ms): each deadline an answer set, with when it came, the last one
+   * older than `recall` included: what `distrust` goes back to.
+   */
+  readonly #recall: number
+  #answers: { at: number; deadline: number }[] | undefined
+  /** Why the deadline in force was moved back (`distrust`), until an answer moves it on: the lease's loss says so. */
+  #distrusted: string | undefined
   #renewTimer: unknown = undefined
   /** The timer for `#end()`, set only when it comes before the next renewal or a renewal is out. */
   #endTimer: unknown = undefined
@@ -68,15 +76,18 @@ export class Renewal {
    * Starts renewing `lease`, granted (its answer arriving at `grantedAt`, now unless given) with `ttl`,
    * and `revokeIn` ms to its maxHold (0: none). `handleTtl`: the ttl asked for, which paces retries.
    * Started late by `FirstRenewals` (its first renewal due), it is as if started at the grant: the
-   * deadline counts from `grantedAt`, and `renewNow()` sends the renewal that was due.
+   * deadline counts from `grantedAt`, and `renewNow()` sends the renewal that was due. `recall`: how
+   * far back `distrust` may reach (0: it is never called).
    */
-  constructor(clock: Clock, host: RenewalHost, lease: Lease, handleTtl: number, ttl: number, revokeIn: number, grantedAt = clock.now()) {
+  constructor(clock: Clock, host: RenewalHost, lease: Lease, handleTtl: number, ttl: number, revokeIn: number, grantedAt = clock.now(), recall = 0) {
     this.#clock = clock
     this.#host = host
     this.#lease = lease
     this.#retry = Math.max(50, Math.floor(handleTtl / 10))
     this.#revokeAt = revokeIn > 0 ? grantedAt + revokeIn : Infinity
+    this.#recall = recall
     this.#move(clock.now(), grantedAt, ttl)
+    if (recall > 0) this.#answers = [{ at: grantedAt, deadline: this.#deadline }]
   }
 
   /** Renews now rather than at the timer's time (the first renewal of a lease `FirstRenewals` kept). */
@@ -94,6 +105,29 @@ export class Renewal {
     const now = this.#clock.now()
     if (this.#overdue(now)) return
     this.#move(now, from, ttl)
+    const answers = this.#answers
+    if (!answers) return
+    answers.push({ at: now, deadline: this.#deadline })
+    while (answers.length > 1 && answers[1]!.at <= now - this.#recall) answers.shift()
+  }
+
+  /**
+   * The renewals answered at `since` or later may not be the lease's truth (they came from a node that
+   * was no longer the primary): the deadline goes back to the one the answers before set, the grant's
+   * at the earliest (a grant is as any write a failover may lose: its holder learns it at its next
+   * renewal), and the lease is lost now if that passed. `since` no further back than `recall`.
+   */
+  distrust(since: number, why: string): void {
+    const answers = this.#answers
+    if (this.#stopped || !answers) return
+    // The first is the grant's, or (once older than `recall`) a renewal's from before any `since`.
+    while (answers.length > 1 && answers[answers.length - 1]!.at >= since) answers.pop()
+    const deadline = answers[answers.length - 1]!.deadline
+    if (deadline >= this.#deadline) return
+    this.#deadline = deadline
+    this.#distrusted = why
+    this.#lease._deadline = this.#end()
+    if (!this.#overdue(this.#clock.now())) this.#armEnd()
   }
 
   /** Stops every timer: the lease was released or lost. */
@@ -118,6 +152,7 @@ export class Renewal {
     const deadline = from + ttl - margin(ttl)
     if (deadline > this.#deadline) {
       this.#deadline = deadline
+      this.#distrusted = undefined
       this.#lease._deadline = this.#end()
     } else if (this.#renewTimer !== undefined) return // an answer that moves nothing, with a renewal set
     const renewIn = renewInterval(ttl)
@@ -133,7 +168,9 @@ export class Renewal {
   #overdue(now: number): boolean {
     if (now < this.#end()) return false
     const place = placeOf(this.#lease.kind, this.#lease.name, this.#lease.key)
-    this.#lose(new LostError(now >= this.#revokeAt ? `${place}: lease revoked at maxHold` : `${place}: lease not renewed within its ttl`))
+    this.#lose(
+      new LostError(now >= this.#revokeAt ? `${place}: lease revoked at maxHold` : `${place}: ${this.#distrusted ?? 'lease not renewed within its ttl'}`),
+    )
     return true
   }
 

@@ -1,0 +1,113 @@
+// PrimaryWatch (redis/adapter.ts): node-redis's Sentinel client found on a node the sentinels no
+// longer name the primary, by their hellos heard on its own pub/sub connection.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { PrimaryWatch } from '../src/redis/adapter.js'
+
+type Fn = (...args: never[]) => void
+
+/** A Sentinel client as the watch sees it, on the node `laddr` (CLIENT INFO refused when undefined). */
+function sentinelClient(laddr: string | undefined) {
+  const events = new Map<string, Set<Fn>>()
+  const hello = new Set<(text: string) => void>()
+  const c = {
+    isOpen: true,
+    async sendCommand(_readonly: boolean | undefined, args: string[]) {
+      if (args.join(' ') !== 'CLIENT INFO') return 'OK'
+      if (laddr === undefined) throw new Error("NOPERM this user has no permissions to run the 'client|info' command")
+      return `id=3 addr=127.0.0.1:50000 laddr=${laddr} fd=8 name= age=0`
+    },
+    async acquire() {},
+    async subscribe(channel: string, listener: (text: string) => void) {
+      assert.equal(channel, '__sentinel__:hello')
+      hello.add(listener)
+    },
+    async unsubscribe(_channel: string, listener: (text: string) => void) {
+      hello.delete(listener)
+    },
+    on(event: string, fn: Fn) {
+      events.set(event, (events.get(event) ?? new Set()).add(fn))
+    },
+    off(event: string, fn: Fn) {
+      events.get(event)?.delete(fn)
+    },
+  }
+  return {
+    c,
+    hello: (primary: string, epoch: number, name = 'mymaster') => {
+      const [ip, port] = [primary.slice(0, primary.lastIndexOf(':')), primary.slice(primary.lastIndexOf(':') + 1)]
+      for (const l of hello) l(`127.0.0.1,26379,abc,${epoch},${name},${ip},${port},${epoch}`)
+    },
+    moved: (host: string, port: number) => {
+      for (const fn of events.get('topology-change') ?? []) (fn as (e: unknown) => void)({ type: 'MASTER_CHANGE', node: { host, port } })
+    },
+    listeners: () => hello.size + (events.get('topology-change')?.size ?? 0),
+  }
+}
+
+test('LOCK-01 PrimaryWatch: a hello of a later epoch naming another node makes the client stale (found once; answers and errors refused, naming both nodes) until it moves there', async () => {
+  const { c, hello, moved } = sentinelClient('10.0.0.1:6379')
+  const watch = new PrimaryWatch(c as never)
+  let found = 0
+  watch.onStale(() => found++)
+  await watch.start()
+  hello('10.0.0.1:6379', 0)
+  assert.equal(watch.stale(), false)
+  assert.equal(await watch.checked(Promise.resolve('g')), 'g')
+  hello('10.0.0.2:6379', 1)
+  hello('10.0.0.2:6379', 1)
+  hello('10.0.0.1:6379', 0) // a sentinel that has not heard yet: not believed
+  assert.equal(watch.stale(), true)
+  assert.equal(found, 1)
+  await assert.rejects(
+    watch.checked(Promise.resolve('g')),
+    /answered by 10\.0\.0\.1:6379, which the sentinels no longer name the primary of mymaster \(now 10\.0\.0\.2:6379\)/,
+  )
+  await assert.rejects(watch.checked(Promise.reject(new Error('READONLY'))), /no longer name the primary/)
+  moved('10.0.0.2', 6379)
+  assert.equal(watch.stale(), false)
+  assert.equal(await watch.checked(Promise.resolve('g')), 'g')
+  await assert.rejects(watch.checked(Promise.reject(new Error('READONLY x'))), /^Error: READONLY x$/)
+})
+
+test('PrimaryWatch: the client moving before any hello names the new primary is not stale; hellos of another name are not heard', async () => {
+  const { c, hello, moved } = sentinelClient('10.0.0.1:6379')
+  const watch = new PrimaryWatch(c as never)
+  await watch.start()
+  hello('10.0.0.1:6379', 0)
+  moved('10.0.0.2', 6379)
+  hello('10.0.0.1:6379', 0)
+  assert.equal(watch.stale(), false)
+  hello('10.0.0.3:6379', 5, 'other')
+  assert.equal(watch.stale(), false)
+  hello('10.0.0.2:6379', 1)
+  assert.equal(watch.stale(), false)
+})
+
+test('PrimaryWatch: the node known by its own address (a nodeAddressMap maps what the client dials); found stale at once when the first hello names another', async () => {
+  const same = sentinelClient('172.17.0.2:6379')
+  const watch = new PrimaryWatch(same.c as never)
+  await watch.start()
+  same.hello('172.17.0.2:6379', 0)
+  assert.equal(watch.stale(), false)
+  const moved = sentinelClient('172.17.0.2:6379')
+  const late = new PrimaryWatch(moved.c as never)
+  await late.start()
+  moved.hello('172.17.0.3:6379', 1)
+  assert.equal(late.stale(), true)
+})
+
+test('PrimaryWatch: CLIENT INFO refused, the first hello says where the client is; stop() takes its listeners off and nothing is found after', async () => {
+  const { c, hello, listeners } = sentinelClient(undefined)
+  const watch = new PrimaryWatch(c as never)
+  let found = 0
+  watch.onStale(() => found++)
+  await watch.start()
+  assert.equal(listeners(), 2)
+  hello('10.0.0.2:6379', 1)
+  assert.equal(watch.stale(), false)
+  watch.stop()
+  assert.equal(listeners(), 0)
+  hello('10.0.0.3:6379', 2)
+  assert.equal(found, 0)
+})
