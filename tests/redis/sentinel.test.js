@@ -76,25 +76,30 @@ test(`LOCK-02/LOCK-05 Sentinel (${kind}): a graceful failover keeps the lease an
 })
 
 /**
- * A store on `client` holding a lease of 3 s through a graceful failover left to the sentinels (the
- * old primary demoted only once they next read its role); resolves once a replica is promoted, with a
- * store of the new primary's own (no sentinels): what any other process would be granted there.
+ * A store on `client` holding a lease of `ttl`, granted `before` ms before a graceful failover left to
+ * the sentinels (the old primary demoted only once they next read its role); resolves once a replica
+ * is promoted, with its port and a store of the new primary's own (no sentinels): what any other
+ * process would be granted there.
  */
-async function failoverLeftToSentinels(t, set, client) {
+async function failoverLeftToSentinels(t, set, client, { ttl = '3s', before = 0 } = {}) {
   const a = await openRedisStore({ redis: client })
   later(t, () => a.close())
-  const lease = await a.lock('moved', { ttl: '3s' }).acquire('k')
+  const lease = await a.lock('moved', { ttl }).acquire('k')
+  await sleep(before)
   await replicated(set)
   assert.equal(await raw(set.sentinels[0].port, 'SENTINEL', 'FAILOVER', 'mymaster'), 'OK')
-  const there = await openRedisStore({ url: `redis://127.0.0.1:${await untilPrimaryMoves(set, set.primary.port)}` })
+  const primary = await untilPrimaryMoves(set, set.primary.port)
+  const there = await openRedisStore({ url: `redis://127.0.0.1:${primary}` })
   later(t, () => there.close())
-  return { lease, there }
+  return { lease, there, primary }
 }
 
-/** The lease released: the new primary grants its key. */
+/** The lease released: the new primary grants its key (asked until the release landed: it is sent, not awaited, on another connection). */
 async function releasedThere(lease, there) {
   await lease.release()
-  assert.deepEqual(await there.lock('moved').tryHold('k', () => 'granted'), { acquired: true, value: 'granted' }, 'released on the new primary')
+  let other
+  for (const end = Date.now() + 5_000; !(other = await there.lock('moved').tryHold('k', () => 'granted')).acquired && Date.now() < end; ) await sleep(50)
+  assert.deepEqual(other, { acquired: true, value: 'granted' }, 'released on the new primary')
 }
 
 // The sentinels demote the old primary (and cut its clients) only once they next read its role, up to
@@ -133,6 +138,25 @@ test('LOCK-01/LOCK-02 Sentinel (node-redis): a graceful failover left to the sen
       assert.ok(lease.signal.reason instanceof LostError, `lost: ${lease.signal.reason}`)
       return
     }
+  }
+  assert.equal(lease.lost, false, `the lease was lost: ${lease.signal.reason?.message}`)
+  await releasedThere(lease, there)
+})
+
+// The same with a lease of 20 s, renewed once before the failover: the renewals the old node answered
+// in the 5 s before the hellos named the new primary are taken back (the deadline goes back to the
+// grant's, 19 s on), which the client reaches the new primary well within: the lease is renewed there.
+test('LOCK-01/LOCK-05 Sentinel (node-redis): a graceful failover left to the sentinels: a lease of 20 s outlives it, renewed on the new primary once the client moved there, which never grants the key to another', async t => {
+  const set = await startSentinelSet(t)
+  const { lease, there, primary } = await failoverLeftToSentinels(t, set, await set.client('node-redis'), { ttl: '20s', before: 7_000 })
+  // Its deadline on the new primary (the holder's record, field 'h': 'H fence ttl hard since until id').
+  const deadline = async () => Number(/^H \d+ \d+ \d+ \d+ (\d+) /.exec(String(await raw(primary, 'HGET', 'holdfast:{l:moved:k}:m', 'h')))?.[1])
+  const first = await deadline()
+  assert.ok(first > 0, 'the lease is on the new primary')
+  for (const end = Date.now() + 20_000; (await deadline()) <= first; await sleep(250)) {
+    assert.ok(Date.now() < end, 'no renewal reached the new primary in 20 s')
+    assert.deepEqual(await there.lock('moved').tryHold('k', () => 'granted'), { acquired: false }, 'the new primary granted a key whose lease its holder still renews')
+    assert.equal(lease.lost, false, `the lease was lost: ${lease.signal.reason?.message}`)
   }
   assert.equal(lease.lost, false, `the lease was lost: ${lease.signal.reason?.message}`)
   await releasedThere(lease, there)
