@@ -321,15 +321,28 @@ export async function startAgent(t, name, runtime, url, { kind = CLIENT, options
   return agent
 }
 
-/** A redis-sentinel of the test's own, watching `primaryPort` as `mymaster` (quorum 2, down after 1 s). */
-async function startSentinel(t, primaryPort) {
+/**
+ * A redis-sentinel of the test's own, watching `primaryPort` as `mymaster` (quorum 2, down after 1 s);
+ * `hostnames`: the primary named `localhost`, and nodes announced by their hostnames.
+ */
+async function startSentinel(t, primaryPort, hostnames = false) {
   const dir = tempDir(t, 'holdfast-sentinel-')
   const port = await freePort()
   const conf = path.join(dir, 'sentinel.conf')
   const { writeFileSync } = await import('node:fs')
   writeFileSync(
     conf,
-    [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, `sentinel monitor mymaster 127.0.0.1 ${primaryPort} 2`, 'sentinel down-after-milliseconds mymaster 1000', 'sentinel failover-timeout mymaster 5000', 'sentinel parallel-syncs mymaster 2', ''].join('\n'),
+    [
+      `port ${port}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      ...(hostnames ? ['sentinel resolve-hostnames yes', 'sentinel announce-hostnames yes'] : []),
+      `sentinel monitor mymaster ${hostnames ? 'localhost' : '127.0.0.1'} ${primaryPort} 2`,
+      'sentinel down-after-milliseconds mymaster 1000',
+      'sentinel failover-timeout mymaster 5000',
+      'sentinel parallel-syncs mymaster 2',
+      '',
+    ].join('\n'),
   )
   const proc = spawn(process.env.HOLDFAST_REDIS_SENTINEL || 'redis-sentinel', [conf], { stdio: ['ignore', 'pipe', 'pipe'] })
   proc.stdout.resume()
@@ -367,15 +380,17 @@ export async function nodeRedisConnected(t, client, connect = true) {
  * One primary, two replicas and three sentinels (quorum 2), each on its own loopback port; resolves
  * once every sentinel knows both replicas and the two other sentinels, and both replicas are in sync
  * (the sentinels may be ready before their first full sync ends: a failover then promoted a replica
- * that had nothing). `primaryPort()` asks a sentinel.
+ * that had nothing). `primaryPort()` asks a sentinel. `hostnames`: the sentinels name every node
+ * `localhost` (`announce-hostnames`), where the nodes know themselves as 127.0.0.1.
  */
-export async function startSentinelSet(t) {
+export async function startSentinelSet(t, { hostnames = false } = {}) {
   // No wait before a replica's first sync (repl-diskless-sync-delay is 5 s by default).
   const primary = await startRedis(t, { appendonly: 'no', extra: ['--repl-diskless-sync-delay', '0'] })
   const replicas = []
-  for (let i = 0; i < 2; i++) replicas.push(await startRedis(t, { appendonly: 'no', extra: ['--replicaof', '127.0.0.1', primary.port, '--replica-priority', 100 - i] }))
+  const announce = hostnames ? ['--replica-announce-ip', 'localhost'] : []
+  for (let i = 0; i < 2; i++) replicas.push(await startRedis(t, { appendonly: 'no', extra: ['--replicaof', '127.0.0.1', primary.port, '--replica-priority', 100 - i, ...announce] }))
   const sentinels = []
-  for (let i = 0; i < 3; i++) sentinels.push(await startSentinel(t, primary.port))
+  for (let i = 0; i < 3; i++) sentinels.push(await startSentinel(t, primary.port, hostnames))
   const end = Date.now() + 30_000
   for (;;) {
     let ready = true

@@ -818,12 +818,21 @@ export class PrimaryWatch {
   /** Where the primary is, by the latest hello or by the client's last move, and the epoch of that hello. */
   #primary: { at: string; epoch: number } | undefined
   /**
-   * Where the client is (`host:port` as the sentinels name it): at the start, the node's own address
-   * (`laddr` of `CLIENT INFO`, as the node knows itself: not the client's `getMasterNode()`, which its
-   * `nodeAddressMap` may have mapped to another), else the first hello's primary; then its last move
-   * (its event names the node as the sentinels do).
+   * Where the client is (`host:port` as the sentinels name it): the first hello's primary, then where
+   * its last move took it (its event names the node as the sentinels do). Never the client's own view
+   * of the node (the node's own address, `laddr`, nor the address it dialled, `getMasterNode()`): the
+   * sentinels may name nodes otherwise (hostnames with `announce-hostnames`, an `announce-ip` behind
+   * NAT, a `nodeAddressMap` to reach them), and a client taken for stale from the start would have
+   * every answer refused for good. So a store that heard no hello before a failover (opened in the
+   * 2 s before it) takes the first for where its client is, and is not watched through that failover.
    */
   #clientAt: string | undefined
+  /**
+   * The node's own address (`laddr` of `CLIENT INFO` at the start), until the client moves: a hello
+   * of a later epoch naming it says the client is on the primary (the first hello heard was of a
+   * sentinel that had not yet learned of an earlier failover), not that it has to move.
+   */
+  #ownAddress: string | undefined
   readonly #found = new Set<() => void>()
   readonly #hello: Listener = text => this.#heard(text)
   readonly #moved = ((event: { type?: string; node?: { host?: unknown; port?: unknown } }) => {
@@ -831,6 +840,7 @@ export class PrimaryWatch {
     // Its own move: where it went is the primary, until a hello of a later epoch names another.
     const at = `${String(event.node.host)}:${String(event.node.port)}`
     this.#clientAt = at
+    this.#ownAddress = undefined
     if (this.#primary) this.#primary = { at, epoch: this.#primary.epoch }
   }) as (...args: never[]) => void
 
@@ -861,7 +871,7 @@ export class PrimaryWatch {
   async start(): Promise<void> {
     this.#c.on('topology-change', this.#moved)
     const info = await this.#c.sendCommand(false, ['CLIENT', 'INFO']).catch(noop)
-    this.#clientAt ??= / laddr=(\S+)/.exec(` ${String(info)}`)?.[1]
+    this.#ownAddress = / laddr=(\S+)/.exec(` ${String(info)}`)?.[1]
     await this.#c.subscribe(HELLO, this.#hello).catch(noop)
   }
 
@@ -886,7 +896,7 @@ export class PrimaryWatch {
     if (f[4] !== this.#name || (this.#primary && epoch <= this.#primary.epoch)) return
     const was = this.stale()
     this.#primary = { at: `${f[5]}:${f[6]}`, epoch }
-    this.#clientAt ??= this.#primary.at // the client had no primary ready at the start
+    if (this.#clientAt === undefined || this.#primary.at === this.#ownAddress) this.#clientAt = this.#primary.at
     if (this.stale() && !was) for (const found of this.#found) found()
   }
 }
