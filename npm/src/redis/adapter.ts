@@ -342,10 +342,14 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
   const keyPrefix = typeof c.options?.keyPrefix === 'string' ? c.options.keyPrefix : ''
   const readyWaits = new Set<() => void>()
   let closed = false
-  // A client of one server (or Sentinel's) made with enableOfflineQueue: false refuses a command while
-  // it reconnects ("Stream isn't writeable"): sent again once it is back, as node-redis's (onceOnline).
-  const refuses = !cluster && c.options?.enableOfflineQueue === false
-  const online = (sender: Sender) => (refuses ? onceOnline(sender, () => c.status === 'end') : sender)
+  // A client made with enableOfflineQueue: false refuses a command while it reconnects ("Stream isn't
+  // writeable"; a Cluster's, while it is not ready: "Cluster isn't ready"): sent again once it is back,
+  // as node-redis's (onceOnline). A Cluster's refusal is one only for a command sent while it was not
+  // ready: one sent while it was, cut in flight and tried again by ioredis as the Cluster went down, is
+  // answered those words too, and may have run.
+  const refuses = c.options?.enableOfflineQueue === false
+  const unsent = cluster ? () => c.status !== 'ready' : undefined
+  const online = (sender: Sender) => (refuses ? onceOnline(sender, () => c.status === 'end', unsent) : sender)
   const send = replying(online(raw(c)))
   const primaries = async () => {
     if (!cluster) return [send]
@@ -362,7 +366,7 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
     sharded,
     keyPrefix,
     send,
-    call: cluster ? raw(c) : online(corking(c)),
+    call: online(cluster ? raw(c) : corking(c)),
     primaries,
     scan: async pattern => scanPrefixed(await primaries(), keyPrefix, pattern),
     async subscriber(message, ready) {
@@ -658,31 +662,41 @@ function untilEvent(emitter: NodeRedisBase, events: string[]): Promise<void> {
 /** ioredis's refusal of a command while a client of one server is not connected (enableOfflineQueue: false). */
 const IOREDIS_OFFLINE = "Stream isn't writeable and enableOfflineQueue options is false"
 
+/** ioredis's refusal of a command while a Cluster is not ready (enableOfflineQueue: false). */
+const IOREDIS_CLUSTER_OFFLINE = "Cluster isn't ready and enableOfflineQueue options is false"
+
 /**
  * A client's refusal of a command while its connection is not ready (node-redis's disableOfflineQueue,
  * ioredis's enableOfflineQueue: false): the command was not sent.
  */
 function refusedOffline(error: unknown): boolean {
   const e = error as Error | null
-  return e?.constructor?.name === 'ClientOfflineError' || e?.message === 'The client is offline' || e?.message === IOREDIS_OFFLINE
+  const said = e?.message
+  return e?.constructor?.name === 'ClientOfflineError' || said === 'The client is offline' || said === IOREDIS_OFFLINE || said === IOREDIS_CLUSTER_OFFLINE
 }
 
 /**
  * `send` through a connection that refuses commands while it is not connected (node-redis's
- * disableOfflineQueue, ioredis's enableOfflineQueue: false, for a client of one server): a command
- * refused so (never sent) is sent again once the connection is back, as one queued by a client that
- * queues would be: tried again 10 ms on, then twice as long after each refusal (at most 500 ms apart),
- * for `CONNECT_PATIENCE` at most and not once the client is closed for good (`ended`), when the
- * refusal is the answer. The store waits for it as for any command, within the patience it gives it.
- * Without it, a command sent as a cut connection came back failed at once.
+ * disableOfflineQueue, ioredis's enableOfflineQueue: false): a command refused so (never sent) is sent
+ * again once the connection is back, as one queued by a client that queues would be: tried again 10 ms
+ * on, then twice as long after each refusal (at most 500 ms apart), for `CONNECT_PATIENCE` at most and
+ * not once the client is closed for good (`ended`), when the refusal is the answer. `unsent`, asked as
+ * each try is sent: whether a refusal then means the command was not sent (a client whose refusal may
+ * also answer a command sent before: an ioredis Cluster's). The store waits for it as for any command,
+ * within the patience it gives it. Without it, a command sent as a cut connection came back failed at
+ * once.
  */
-function onceOnline(send: Sender, ended: () => boolean): Sender {
+function onceOnline(send: Sender, ended: () => boolean, unsent: () => boolean = () => true): Sender {
   return args => {
     const giveUp = Date.now() + CONNECT_PATIENCE
+    let refusable = true
     return retriedWhile(
-      () => send(args),
+      () => {
+        refusable = unsent()
+        return send(args)
+      },
       { first: 10, most: 500 },
-      error => refusedOffline(error) && !ended() && Date.now() < giveUp,
+      error => refusable && refusedOffline(error) && !ended() && Date.now() < giveUp,
     )
   }
 }
