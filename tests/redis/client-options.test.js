@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, InvalidError, ClosedError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
-import { startRedis, startCluster, startSentinelSet, nodeRedisConnected, raw, sleep, later, tempDir, freePort, CLIENT } from './helpers.js'
+import { startRedis, startCluster, startSentinelSet, nodeRedisConnected, redisClient, raw, sleep, later, tempDir, freePort, CLIENT } from './helpers.js'
 
 /** `promise`, or a rejection saying `what` 15 s on: bounds an answer only a wake-up can bring (its store's clock never moves). */
 function bounded(promise, what) {
@@ -529,3 +529,34 @@ if (CLIENT === 'bun') {
     assert.ok(refused.ms < 5_000, `refused after ${refused.ms}ms, not at the 10 s patience`)
   })
 }
+
+test(`${CLIENT}: the application quits the store's client and connects it again: the store's own subscriber connection goes with the client, comes back with it, and a waiter is woken by a release`, async t => {
+  // A store left open kept its subscriber connected once its client was quit (the process lived on
+  // for it: keep-alive.test.js); gone with the client, it must come back when the client does, or no
+  // waiter would ever be woken again (each answered by its heartbeats alone).
+  const server = await startRedis(t, { appendonly: 'no' })
+  const client = await redisClient(t, server.url)
+  // The waiter's store: a clock that never moves (no heartbeat), so only a wake-up answers it.
+  const a = await openRedisStore({ redis: client, clock: manualClock() })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const subscribers = async n => {
+    const count = async () => String(await raw(server.port, 'CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter(l => l.includes('id=')).length
+    for (let end = Date.now() + 10_000; (await count()) !== n; await sleep(20)) if (Date.now() > end) throw new Error(`not ${n} subscriber connections in 10 s: ${await count()}`)
+  }
+  await subscribers(2)
+  if (CLIENT === 'bun') client.close()
+  else {
+    const ended = CLIENT === 'ioredis' ? new Promise(resolve => client.once('end', resolve)) : undefined
+    await client.quit()
+    await ended
+  }
+  await subscribers(1)
+  await client.connect()
+  await subscribers(2)
+  const lease = await b.lock('jobs').acquire('k')
+  const waiter = a.lock('jobs').hold('k', { wait: '1m' }, l => l.fence)
+  await until(b, list => list.find(e => e.name === 'jobs')?.waiting === 1, 'the waiter in line')
+  await lease.release()
+  assert.ok((await bounded(waiter, 'the waiter was not woken once the client and its subscriber were back')) > lease.fence)
+})

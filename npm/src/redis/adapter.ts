@@ -71,6 +71,14 @@ export interface Adapter {
    * `CONNECT_PATIENCE` at most.
    */
   connected(): Promise<void>
+  /**
+   * Where the subscriber is a connection of holdfast's own (a `duplicate()`: ioredis's, node-redis's of
+   * one server, Bun's): calls `ended` once the application's client is closed for good (quit, or given
+   * up reconnecting), and `back` when it is connected (again: after a reconnection too, which the caller
+   * tells apart). Answers what stops watching. Absent where the subscriptions ride on the application's
+   * client (node-redis's Sentinel and Cluster clients), which closes them with itself.
+   */
+  watchEnd?(ended: () => void, back: () => void): () => void
   /** Closes the client, if holdfast opened it (from `url`); a client the application gave is left open. */
   close(): Promise<void>
   /**
@@ -275,6 +283,15 @@ function afterFirst(ready: () => void): () => void {
   }
 }
 
+/** Listens for `events` (name: listener) on `emitter`; answers what takes the listeners off. */
+function onEvents(emitter: NodeRedisEvents, events: Record<string, () => void>): () => void {
+  const listeners = Object.entries(events).map(([name, fn]) => [name, () => fn()] as [string, (...args: never[]) => void])
+  for (const [name, fn] of listeners) emitter.on(name, fn)
+  return () => {
+    for (const [name, fn] of listeners) emitter.off(name, fn)
+  }
+}
+
 /** How long a call that needs a Cluster's primaries waits for its client to be ready. */
 const CLUSTER_PATIENCE = 10_000
 
@@ -426,6 +443,7 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       }
     },
     ended: () => c.status === 'end',
+    watchEnd: (ended, back) => onEvents(c, { end: ended, ready: back }),
     async connected() {
       // A client that queues commands needs no wait: they go once it is connected. One that refuses
       // them refused the store's first (INFO), made as soon as the application made the client: the
@@ -631,6 +649,7 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
       }
     },
     ended: () => !c.isOpen,
+    watchEnd: (ended, back) => onEvents(c, { end: ended, ready: back }),
     async connected() {
       // One that refuses commands while not connected (disableOfflineQueue), passed while its
       // connect() was under way (not awaited) or while it reconnected, refused the store's first
@@ -870,6 +889,9 @@ function nodeRedisClusterAdapter(c: NodeRedisCluster, owned: boolean): Adapter {
  */
 const BUN_GONE = /^(Connection has failed|Max reconnection attempts reached)/
 
+/** How often the store looks at whether Bun's client was closed for good, or is back (`watchEnd`). */
+const BUN_WATCH = 1_000
+
 /** What Bun's client answers a command while not connected, made with `enableOfflineQueue: false`. */
 const BUN_OFFLINE = /offline queue is disabled/i
 
@@ -920,6 +942,34 @@ function bunAdapter(c: BunRedis, owned: boolean): Adapter {
     ...oneServer('bun', call),
     subscriber: (message, ready) => bunSubscriber(c, message, ready),
     ended: () => gone && !c.connected,
+    watchEnd(ended, back) {
+      // Bun's client tells nothing but `connected` (false while it reconnects too), and its `onconnect`
+      // / `onclose` are the application's: it is looked at every BUN_WATCH ms, by a timer that keeps no
+      // process alive. Not connected, a PING says whether it is closed for good (answered at once:
+      // BUN_GONE) or reconnecting (answered once back, or given up: BUN_GONE then).
+      let told = false
+      let asking = false
+      const timer = setInterval(() => {
+        if (c.connected) {
+          if (told) back()
+          told = false
+          return
+        }
+        if (asking || told) return
+        asking = true
+        call(['PING'])
+          .catch(noop)
+          .finally(() => {
+            asking = false
+            if (!told && gone && !c.connected) {
+              told = true
+              ended()
+            }
+          })
+      }, BUN_WATCH)
+      ;(timer as { unref?: () => void }).unref?.()
+      return () => clearInterval(timer)
+    },
     async connected() {
       // Bun connects at the first command; one made with enableOfflineQueue: false refuses it instead
       // ("offline queue is disabled"), and with it the store: connected here, as ioredis's lazy one.
