@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openRedisStore, InvalidError, ClosedError } from 'holdfast/redis'
 import { manualClock } from 'holdfast/testing'
-import { startRedis, startCluster, startSentinelSet, nodeRedisConnected, raw, sleep, later, tempDir, freePort, CLIENT } from './helpers.js'
+import { startRedis, startCluster, startSentinelSet, nodeRedisConnected, redisClient, raw, sleep, later, tempDir, freePort, CLIENT } from './helpers.js'
 
 /** `promise`, or a rejection saying `what` 15 s on: bounds an answer only a wake-up can bring (its store's clock never moves). */
 function bounded(promise, what) {
@@ -123,12 +123,12 @@ async function exercise(t, make, options = {}) {
 }
 
 /**
- * An inspect(), a claim and a hold of `store` (with `remaining`, a pool's remaining() too), each sent
- * while Redis is away: `down()` takes it away (stops its servers, or cuts the connections), then each
+ * An inspect(), a claim and a hold of `store` (with `remaining`, a pool's remaining() too; with
+ * `release`, the release of a claim made before, by the id the store drew), each sent while Redis is away: `down()` takes it away (stops its servers, or cuts the connections), then each
  * is sent once `client` (the store's) knows it is not connected (`offline(client)`, when it can tell),
  * and `up()` brings Redis back: each is answered once the client is back.
  */
-async function whileAway(store, client, { down, up = async () => {}, offline = () => true, remaining = false }, what) {
+async function whileAway(store, client, { down, up = async () => {}, offline = () => true, remaining = false, release = false }, what) {
   const away = async (ask, say) => {
     await down()
     for (const end = Date.now() + 5_000; !offline(client); await sleep(5)) if (Date.now() > end) throw new Error(`${what}: the client did not see Redis go`)
@@ -143,6 +143,12 @@ async function whileAway(store, client, { down, up = async () => {}, offline = (
   assert.equal(claimed.claimed, true, `${what}: claimed`)
   // Asked once, not again after no answer as a claim is (as a pool's release, confirm, resize).
   if (remaining) assert.equal(typeof (await away(() => store.pool('seats', { capacity: 3 }).remaining(), 'remaining()')), 'number')
+  // Asked again only after a refusal that sent nothing (an id drawn by the store leaves no tombstone).
+  // Its answer is the Redis it finds: false when the servers came back without their data.
+  if (release) {
+    const { claim } = await store.pool('seats', { capacity: 3 }).claim(1)
+    assert.equal(typeof (await away(() => claim.release(), 'claim.release()')), 'boolean')
+  }
   assert.ok((await away(() => store.lock('jobs').hold('away', { wait: '10s' }, l => l.fence), 'a hold')) > 0, `${what}: held`)
 }
 
@@ -254,6 +260,18 @@ if (CLIENT === 'ioredis') {
 }
 
 if (CLIENT === 'ioredis') {
+  test('ioredis Cluster with enableOfflineQueue: false: a contended hold served in order with growing fences, a pool claim, a waiting one woken, inspect() seeing both; commands sent while the Cluster restarts answered once it is back', async t => {
+    // A Cluster client that refuses commands while it is not ready ("Cluster isn't ready and
+    // enableOfflineQueue options is false") was not waited out as a client of one server's refusal is: the release of a claim by the id the
+    // store drew (asked again only after a refusal that sent nothing) answered ClosedError at once;
+    // inspect(), remaining(), a claim and a hold were answered, asked again after no answer.
+    const cluster = await startCluster(t)
+    const clients = []
+    const make = async () => clients[clients.push(await cluster.client('ioredis', { options: { enableOfflineQueue: false } })) - 1]
+    const { a } = await exercise(t, make)
+    await whileAway(a, clients[0], { ...restarting(cluster.nodes), offline: client => client.status !== 'ready', remaining: true, release: true }, 'ioredis Cluster, enableOfflineQueue: false')
+  })
+
   test('ioredis enableOfflineQueue: false, a client the application quit before: refused ClosedError at once, not after waiting for it to be ready', async t => {
     // The wait for a client that refuses commands while not connected waited its 10 s for a client
     // that would never be ready again, and only then said it was closed.
@@ -321,7 +339,9 @@ if (CLIENT === 'node-redis') {
     cluster: {
       options: { defaults: { disableOfflineQueue: true } },
       start: startCluster,
-      away: set => ({ ...restarting(set.nodes), offline: client => client.masters.every(m => m.client?.isReady === false) }),
+      // remaining() too: asked while the nodes restart, it answered ClosedError "CLUSTERDOWN" (a reply
+      // that passes by itself) at once, rather than waiting it out within its patience.
+      away: set => ({ ...restarting(set.nodes), offline: client => client.masters.every(m => m.client?.isReady === false), remaining: true, release: true }),
     },
   }
   for (const [topology, { options, start, away }] of Object.entries(offline)) {
@@ -509,3 +529,34 @@ if (CLIENT === 'bun') {
     assert.ok(refused.ms < 5_000, `refused after ${refused.ms}ms, not at the 10 s patience`)
   })
 }
+
+test(`${CLIENT}: the application quits the store's client and connects it again: the store's own subscriber connection goes with the client, comes back with it, and a waiter is woken by a release`, async t => {
+  // A store left open kept its subscriber connected once its client was quit (the process lived on
+  // for it: keep-alive.test.js); gone with the client, it must come back when the client does, or no
+  // waiter would ever be woken again (each answered by its heartbeats alone).
+  const server = await startRedis(t, { appendonly: 'no' })
+  const client = await redisClient(t, server.url)
+  // The waiter's store: a clock that never moves (no heartbeat), so only a wake-up answers it.
+  const a = await openRedisStore({ redis: client, clock: manualClock() })
+  const b = await openRedisStore({ redis: await redisClient(t, server.url) })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const subscribers = async n => {
+    const count = async () => String(await raw(server.port, 'CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter(l => l.includes('id=')).length
+    for (let end = Date.now() + 10_000; (await count()) !== n; await sleep(20)) if (Date.now() > end) throw new Error(`not ${n} subscriber connections in 10 s: ${await count()}`)
+  }
+  await subscribers(2)
+  if (CLIENT === 'bun') client.close()
+  else {
+    const ended = CLIENT === 'ioredis' ? new Promise(resolve => client.once('end', resolve)) : undefined
+    await client.quit()
+    await ended
+  }
+  await subscribers(1)
+  await client.connect()
+  await subscribers(2)
+  const lease = await b.lock('jobs').acquire('k')
+  const waiter = a.lock('jobs').hold('k', { wait: '1m' }, l => l.fence)
+  await until(b, list => list.find(e => e.name === 'jobs')?.waiting === 1, 'the waiter in line')
+  await lease.release()
+  assert.ok((await bounded(waiter, 'the waiter was not woken once the client and its subscriber were back')) > lease.fence)
+})

@@ -356,3 +356,44 @@ function bounded(promise, what) {
   let timer
   return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(what)), 15_000)))]).finally(() => clearTimeout(timer))
 }
+
+test("#15 Cluster (ioredis): the application quits the store's Cluster client and connects it again: the store's own sharded subscriber goes with the client, comes back with its channels, and a waiter is woken by a release", async t => {
+  // The subscriber (a Cluster duplicated from the client) stayed connected once the client was quit,
+  // keeping the process alive; gone with the client, it must come back when the client does, its
+  // channels subscribed again, or a waiter there would never be woken (only its heartbeats).
+  const cluster = await startCluster(t)
+  const client = await cluster.client('ioredis')
+  // The waiter's store: a clock that never moves (no heartbeat), so only a wake-up answers it.
+  const a = await openRedisStore({ redis: client, clock: manualClock() })
+  const b = await openRedisStore({ redis: await cluster.client('ioredis') })
+  later(t, () => Promise.all([a.close(), b.close()]))
+  const slot = await raw(cluster.nodes[0].port, 'CLUSTER', 'KEYSLOT', 'holdfast:{l:back:k}:m')
+  const owner = (await cluster.layout()).find(n => !n.replica && n.slots.some(([x, y]) => x <= slot && slot <= y))
+  const subscribed = async yes => {
+    const end = Date.now() + 10_000
+    while (String(await raw(owner.port, 'PUBSUB', 'SHARDCHANNELS', 'holdfast:w:*')).includes('{l:back:k}') !== yes) {
+      assert.ok(Date.now() < end, `the waiter's channel was ${yes ? 'not subscribed' : 'still subscribed'} after 10 s`)
+      await sleep(20)
+    }
+  }
+  const lease = await b.lock('back').acquire('k')
+  const gone = new AbortController()
+  const first = a.lock('back').hold('k', { wait: '1m', signal: gone.signal }, () => 'ran')
+  await subscribed(true)
+  // It leaves the line; its channel stays subscribed (let go only after a while idle, on a's clock).
+  gone.abort()
+  await assert.rejects(first, CancelledError)
+  for (let end = Date.now() + 10_000; (await b.inspect()).find(e => e.name === 'back')?.waiting !== 0; await sleep(10)) assert.ok(Date.now() < end, 'the first waiter gone')
+  const ended = new Promise(resolve => client.once('end', resolve))
+  await client.quit()
+  await ended
+  await subscribed(false)
+  await client.connect()
+  await subscribed(true)
+  const waiter = a.lock('back').hold('k', { wait: '1m' }, l => l.fence)
+  for (let end = Date.now() + 10_000; (await b.inspect()).find(e => e.name === 'back')?.waiting !== 1; await sleep(10)) assert.ok(Date.now() < end, 'the waiter in line')
+  await lease.release()
+  let timer
+  const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the waiter was not woken once the client and its subscriber were back')), 5_000)))
+  assert.ok((await Promise.race([waiter, late]).finally(() => clearTimeout(timer))) > lease.fence)
+})

@@ -477,14 +477,17 @@ export async function startCluster(t, { replicas = 0, nodeTimeout = 2000 } = {})
           }
         })
     },
-    /** A Cluster client: ioredis's `Cluster`, or node-redis's `createCluster` (with `options` added; `connect` as nodeRedisConnected takes it). */
+    /** A Cluster client: ioredis's `Cluster` (made with `options`), or node-redis's `createCluster` (with `options` added; `connect` as nodeRedisConnected takes it). */
     async client(kind = 'ioredis', { options = {}, connect } = {}) {
       if (kind === 'node-redis') {
         const { createCluster } = await import('redis')
         return nodeRedisConnected(t, createCluster({ rootNodes: nodes.map(n => ({ url: n.url })), ...options }), connect)
       }
       const { Cluster } = await import('ioredis')
-      const client = new Cluster(nodes.map(n => ({ host: '127.0.0.1', port: n.port })))
+      const client = new Cluster(
+        nodes.map(n => ({ host: '127.0.0.1', port: n.port })),
+        options,
+      )
       client.on('error', () => {})
       later(t, () => disconnectCluster(client))
       return client

@@ -1,8 +1,8 @@
 // A script on holdfast/redis that awaits what only a timer settles, run by keep-alive.test.js: it must
 // be answered, and then exit at once once it closed its store and quit its client (no timer of a
-// lease it forgot, renewed every ttl/3, keeps it alive). Prints one JSON line per answer. (A store left
-// open keeps the process alive by its own connection to Redis, its subscriber's, even once the
-// application quit its client: so the script closes it.)
+// lease it forgot, renewed every ttl/3, keeps it alive). Prints one JSON line per answer. Case `quit`
+// leaves its store open and quits its client alone: the store's own connection, its subscriber's, goes
+// with the client, and the process ends all the same.
 //   RUNTIME keep-alive-child.js CLIENT URL CASE     (CLIENT: ioredis | node-redis | bun)
 import { openRedisStore } from 'holdfast/redis'
 import { redisClient } from './helpers.js'
@@ -48,10 +48,16 @@ switch (which) {
     await gone.close() // its subscriber's connection, still open, would keep the process alive
     break
   }
+  case 'quit': {
+    // A hold and a claim (the subscriber in use), then the client quit, the store never closed.
+    print('held', await store.lock(prefix).hold('k', lease => lease.fence > 0))
+    print('claimed', (await store.pool(prefix, { capacity: 2 }).claim(1)).claimed)
+    break
+  }
   default:
     throw new Error(`no case ${which}`)
 }
-await store.close()
+if (which !== 'quit') await store.close()
 if (redis.quit) await redis.quit()
 else redis.close()
 print('end', which)

@@ -26,3 +26,10 @@ test('on Redis, a lease acquired and forgotten (ttl 30 s, renewed every 10 s) ke
   // Well under the ttl and its first renewal, whatever the machine's load.
   assert.ok(ms < 8_000, `lived ${Math.round(ms)} ms`)
 })
+
+test('on Redis, a store left open keeps nothing alive once the application quit its client: its own subscriber connection goes with the client, and the script exits 0', { timeout: 60_000 }, async t => {
+  // The store's subscriber (a connection of its own: a duplicate of the client) stayed connected, and
+  // the process lived on for good.
+  const server = await startRedis(t)
+  await answered(server.url, 'quit', { held: true, claimed: true })
+})

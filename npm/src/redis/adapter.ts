@@ -71,6 +71,14 @@ export interface Adapter {
    * `CONNECT_PATIENCE` at most.
    */
   connected(): Promise<void>
+  /**
+   * Where the subscriber is a connection of holdfast's own (a `duplicate()`: ioredis's, node-redis's of
+   * one server, Bun's): calls `ended` once the application's client is closed for good (quit, or given
+   * up reconnecting), and `back` when it is connected (again: after a reconnection too, which the caller
+   * tells apart). Answers what stops watching. Absent where the subscriptions ride on the application's
+   * client (node-redis's Sentinel and Cluster clients), which closes them with itself.
+   */
+  watchEnd?(ended: () => void, back: () => void): () => void
   /** Closes the client, if holdfast opened it (from `url`); a client the application gave is left open. */
   close(): Promise<void>
   /**
@@ -281,6 +289,15 @@ function afterFirst(ready: () => void): () => void {
   }
 }
 
+/** Listens for `events` (name: listener) on `emitter`; answers what takes the listeners off. */
+function onEvents(emitter: NodeRedisEvents, events: Record<string, () => void>): () => void {
+  const listeners = Object.entries(events).map(([name, fn]) => [name, () => fn()] as [string, (...args: never[]) => void])
+  for (const [name, fn] of listeners) emitter.on(name, fn)
+  return () => {
+    for (const [name, fn] of listeners) emitter.off(name, fn)
+  }
+}
+
 /** How long a call that needs a Cluster's primaries waits for its client to be ready. */
 const CLUSTER_PATIENCE = 10_000
 
@@ -348,10 +365,14 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
   const keyPrefix = typeof c.options?.keyPrefix === 'string' ? c.options.keyPrefix : ''
   const readyWaits = new Set<() => void>()
   let closed = false
-  // A client of one server (or Sentinel's) made with enableOfflineQueue: false refuses a command while
-  // it reconnects ("Stream isn't writeable"): sent again once it is back, as node-redis's (onceOnline).
-  const refuses = !cluster && c.options?.enableOfflineQueue === false
-  const online = (sender: Sender) => (refuses ? onceOnline(sender, () => c.status === 'end') : sender)
+  // A client made with enableOfflineQueue: false refuses a command while it reconnects ("Stream isn't
+  // writeable"; a Cluster's, while it is not ready: "Cluster isn't ready"): sent again once it is back,
+  // as node-redis's (onceOnline). A Cluster's refusal is one only for a command sent while it was not
+  // ready: one sent while it was, cut in flight and tried again by ioredis as the Cluster went down, is
+  // answered those words too, and may have run.
+  const refuses = c.options?.enableOfflineQueue === false
+  const unsent = cluster ? () => c.status !== 'ready' : undefined
+  const online = (sender: Sender) => (refuses ? onceOnline(sender, () => c.status === 'end', unsent) : sender)
   const send = replying(online(raw(c)))
   const primaries = async () => {
     if (!cluster) return [send]
@@ -368,7 +389,7 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
     sharded,
     keyPrefix,
     send,
-    call: cluster ? raw(c) : online(corking(c)),
+    call: online(cluster ? raw(c) : corking(c)),
     primaries,
     scan: async pattern => scanPrefixed(await primaries(), keyPrefix, pattern),
     async subscriber(message, ready) {
@@ -428,6 +449,7 @@ function ioredisAdapter(c: IoRedis, owned: boolean): Adapter {
       }
     },
     ended: () => c.status === 'end',
+    watchEnd: (ended, back) => onEvents(c, { end: ended, ready: back }),
     async connected() {
       // A client that queues commands needs no wait: they go once it is connected. One that refuses
       // them refused the store's first (INFO), made as soon as the application made the client: the
@@ -633,6 +655,7 @@ function nodeRedisAdapter(c: NodeRedis, owned: boolean): Adapter {
       }
     },
     ended: () => !c.isOpen,
+    watchEnd: (ended, back) => onEvents(c, { end: ended, ready: back }),
     async connected() {
       // One that refuses commands while not connected (disableOfflineQueue), passed while its
       // connect() was under way (not awaited) or while it reconnected, refused the store's first
@@ -664,31 +687,41 @@ function untilEvent(emitter: NodeRedisBase, events: string[]): Promise<void> {
 /** ioredis's refusal of a command while a client of one server is not connected (enableOfflineQueue: false). */
 const IOREDIS_OFFLINE = "Stream isn't writeable and enableOfflineQueue options is false"
 
+/** ioredis's refusal of a command while a Cluster is not ready (enableOfflineQueue: false). */
+const IOREDIS_CLUSTER_OFFLINE = "Cluster isn't ready and enableOfflineQueue options is false"
+
 /**
  * A client's refusal of a command while its connection is not ready (node-redis's disableOfflineQueue,
  * ioredis's enableOfflineQueue: false): the command was not sent.
  */
 function refusedOffline(error: unknown): boolean {
   const e = error as Error | null
-  return e?.constructor?.name === 'ClientOfflineError' || e?.message === 'The client is offline' || e?.message === IOREDIS_OFFLINE
+  const said = e?.message
+  return e?.constructor?.name === 'ClientOfflineError' || said === 'The client is offline' || said === IOREDIS_OFFLINE || said === IOREDIS_CLUSTER_OFFLINE
 }
 
 /**
  * `send` through a connection that refuses commands while it is not connected (node-redis's
- * disableOfflineQueue, ioredis's enableOfflineQueue: false, for a client of one server): a command
- * refused so (never sent) is sent again once the connection is back, as one queued by a client that
- * queues would be: tried again 10 ms on, then twice as long after each refusal (at most 500 ms apart),
- * for `CONNECT_PATIENCE` at most and not once the client is closed for good (`ended`), when the
- * refusal is the answer. The store waits for it as for any command, within the patience it gives it.
- * Without it, a command sent as a cut connection came back failed at once.
+ * disableOfflineQueue, ioredis's enableOfflineQueue: false): a command refused so (never sent) is sent
+ * again once the connection is back, as one queued by a client that queues would be: tried again 10 ms
+ * on, then twice as long after each refusal (at most 500 ms apart), for `CONNECT_PATIENCE` at most and
+ * not once the client is closed for good (`ended`), when the refusal is the answer. `unsent`, asked as
+ * each try is sent: whether a refusal then means the command was not sent (a client whose refusal may
+ * also answer a command sent before: an ioredis Cluster's). The store waits for it as for any command,
+ * within the patience it gives it. Without it, a command sent as a cut connection came back failed at
+ * once.
  */
-function onceOnline(send: Sender, ended: () => boolean): Sender {
+function onceOnline(send: Sender, ended: () => boolean, unsent: () => boolean = () => true): Sender {
   return args => {
     const giveUp = Date.now() + CONNECT_PATIENCE
+    let refusable = true
     return retriedWhile(
-      () => send(args),
+      () => {
+        refusable = unsent()
+        return send(args)
+      },
       { first: 10, most: 500 },
-      error => refusedOffline(error) && !ended() && Date.now() < giveUp,
+      error => refusable && refusedOffline(error) && !ended() && Date.now() < giveUp,
     )
   }
 }
@@ -999,6 +1032,9 @@ function nodeRedisClusterAdapter(c: NodeRedisCluster, owned: boolean): Adapter {
  */
 const BUN_GONE = /^(Connection has failed|Max reconnection attempts reached)/
 
+/** How often the store looks at whether Bun's client was closed for good, or is back (`watchEnd`). */
+const BUN_WATCH = 1_000
+
 /** What Bun's client answers a command while not connected, made with `enableOfflineQueue: false`. */
 const BUN_OFFLINE = /offline queue is disabled/i
 
@@ -1049,6 +1085,34 @@ function bunAdapter(c: BunRedis, owned: boolean): Adapter {
     ...oneServer('bun', call),
     subscriber: (message, ready) => bunSubscriber(c, message, ready),
     ended: () => gone && !c.connected,
+    watchEnd(ended, back) {
+      // Bun's client tells nothing but `connected` (false while it reconnects too), and its `onconnect`
+      // / `onclose` are the application's: it is looked at every BUN_WATCH ms, by a timer that keeps no
+      // process alive. Not connected, a PING says whether it is closed for good (answered at once:
+      // BUN_GONE) or reconnecting (answered once back, or given up: BUN_GONE then).
+      let told = false
+      let asking = false
+      const timer = setInterval(() => {
+        if (c.connected) {
+          if (told) back()
+          told = false
+          return
+        }
+        if (asking || told) return
+        asking = true
+        call(['PING'])
+          .catch(noop)
+          .finally(() => {
+            asking = false
+            if (!told && gone && !c.connected) {
+              told = true
+              ended()
+            }
+          })
+      }, BUN_WATCH)
+      ;(timer as { unref?: () => void }).unref?.()
+      return () => clearInterval(timer)
+    },
     async connected() {
       // Bun connects at the first command; one made with enableOfflineQueue: false refuses it instead
       // ("offline queue is disabled"), and with it the store: connected here, as ioredis's lazy one.

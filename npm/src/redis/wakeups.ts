@@ -78,6 +78,15 @@ export class Wakeups {
   readonly #keyPrefix: string
   readonly #channels = new Map<string, Channel>()
   #subscriber: Subscriber | undefined
+  /** What `open` was given, to open the subscriber again (`#unpark`). */
+  #open: { adapter: Adapter; woken: (wake: Wake | PoolWake) => void; resubscribed: () => void } | undefined
+  /** The subscriber was closed since the application's client ended (`#park`), until it is back. */
+  #parked = false
+  #closed = false
+  /** Parks and unparks, one after the other (each waits for the one before). */
+  #turn: Promise<void> = Promise.resolve()
+  /** Stops watching the application's client (`Adapter.watchEnd`). */
+  #unwatch: (() => void) | undefined
 
   constructor(prefix: string, clientId: string, sharded: boolean, clock: Clock, keyPrefix = '') {
     this.#prefix = `${keyPrefix}${prefix}`
@@ -95,8 +104,24 @@ export class Wakeups {
     return this.sharded ? `${this.#prefix}:w:${tag}:${this.#clientId}` : this.#channel
   }
 
-  /** Opens the pub/sub side; classic: subscribed once this resolves (no grant can be missed after). */
+  /**
+   * Opens the pub/sub side; classic: subscribed once this resolves (no grant can be missed after). Where
+   * the subscriber is a connection of holdfast's own, it goes when the application's client is closed
+   * for good (quit, or given up reconnecting), which would leave it alone keeping the process alive,
+   * and comes back when the client does (`Adapter.watchEnd`).
+   */
   async open(adapter: Adapter, woken: (wake: Wake | PoolWake) => void, resubscribed: () => void): Promise<void> {
+    this.#open = { adapter, woken, resubscribed }
+    await this.#connect()
+    this.#unwatch = adapter.watchEnd?.(
+      () => this.#park(),
+      () => this.#unpark(),
+    )
+  }
+
+  /** Opens the subscriber (classic: and subscribes the process's channel). */
+  async #connect(): Promise<void> {
+    const { adapter, woken, resubscribed } = this.#open!
     const mine = (ch: string) => (this.sharded ? ch.endsWith(this.#suffix) : ch === this.#channel)
     this.#subscriber = await adapter.subscriber(
       (ch, text) => {
@@ -118,6 +143,40 @@ export class Wakeups {
     if (!this.sharded) await this.#subscriber.subscribe(this.#channel)
   }
 
+  /** The application's client is closed for good: the subscriber's connection goes (nothing can be granted meanwhile). */
+  #park(): void {
+    this.#turn = this.#turn.then(async () => {
+      if (this.#parked || this.#closed || !this.#subscriber) return
+      this.#parked = true
+      const subscriber = this.#subscriber
+      this.#subscriber = undefined
+      await subscriber.close().catch(() => {})
+    })
+  }
+
+  /**
+   * The application's client is back (connected again): so is the subscriber, with every channel a
+   * waiter wants, then the store catches up on what was published meanwhile. One that cannot connect
+   * stays parked until the client is back the next time.
+   */
+  #unpark(): void {
+    this.#turn = this.#turn.then(async () => {
+      if (!this.#parked || this.#closed) return
+      try {
+        await this.#connect()
+      } catch {
+        // Parked still; a subscriber made whose subscription failed goes too.
+        const made = this.#subscriber
+        this.#subscriber = undefined
+        await made?.close().catch(() => {})
+        return
+      }
+      this.#parked = false
+      for (const [channel, entry] of this.#channels) void this.#subscribe(channel, entry)
+      this.#open!.resubscribed()
+    })
+  }
+
   /**
    * A hold of this process waits on `channel`. Sharded: subscribes to it unless it is already;
    * resolves true once subscribed, when the subscription was not in place as the hold joined the line
@@ -126,7 +185,7 @@ export class Wakeups {
    * the next `want`).
    */
   want(channel: string): Promise<boolean> {
-    if (!this.sharded || !this.#subscriber) return Promise.resolve(false)
+    if (!this.sharded || (!this.#subscriber && !this.#parked)) return Promise.resolve(false)
     const known = this.#channels.get(channel)
     if (known) {
       known.refs++
@@ -148,7 +207,8 @@ export class Wakeups {
   #subscribe(channel: string, entry: Channel): Promise<boolean> {
     entry.failed = false
     entry.confirmed = false
-    const subscribed = this.#subscriber!.subscribe(channel)
+    // Parked: subscribed once the subscriber is back (`#unpark`).
+    const subscribed = this.#subscriber ? this.#subscriber.subscribe(channel) : Promise.reject(new Error('parked'))
     entry.subscribed = subscribed
     return subscribed.then(
       () => {
@@ -178,6 +238,10 @@ export class Wakeups {
   }
 
   async close(): Promise<void> {
+    this.#closed = true
+    this.#unwatch?.()
+    this.#unwatch = undefined
+    await this.#turn
     for (const entry of this.#channels.values()) if (entry.idle !== undefined) clearTimer(this.#clock, entry.idle)
     this.#channels.clear()
     await this.#subscriber?.close().catch(() => {})
