@@ -385,9 +385,12 @@ export async function nodeRedisConnected(t, client, connect = true) {
  */
 export async function startSentinelSet(t, { hostnames = false } = {}) {
   // No wait before a replica's first sync (repl-diskless-sync-delay is 5 s by default).
-  const primary = await startRedis(t, { appendonly: 'no', extra: ['--repl-diskless-sync-delay', '0'] })
+  // Named `localhost`, a node is dialled at whatever that resolves to first: 127.0.0.1, or ::1 on some
+  // machines (a bind prefixed `-` is skipped where the address cannot be bound).
+  const bind = hostnames ? ['--bind', '127.0.0.1 -::1'] : []
+  const primary = await startRedis(t, { appendonly: 'no', extra: ['--repl-diskless-sync-delay', '0', ...bind] })
   const replicas = []
-  const announce = hostnames ? ['--replica-announce-ip', 'localhost'] : []
+  const announce = hostnames ? ['--replica-announce-ip', 'localhost', ...bind] : []
   for (let i = 0; i < 2; i++) replicas.push(await startRedis(t, { appendonly: 'no', extra: ['--replicaof', '127.0.0.1', primary.port, '--replica-priority', 100 - i, ...announce] }))
   const sentinels = []
   for (let i = 0; i < 3; i++) sentinels.push(await startSentinel(t, primary.port, hostnames))
